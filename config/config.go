@@ -1,0 +1,124 @@
+// Package config defines shepherd's typed configuration, its defaults, loading
+// from a YAML file, SHEPHERD_* environment variables and flags, and validation.
+// A Config is built and validated once at start-up and never mutated after.
+package config
+
+import "time"
+
+// Config is the whole configuration. Each field documents its key, default
+// and meaning; config.example.yaml documents the same keys for operators.
+type Config struct {
+	// Listen is the proxy's listen address. Key listen; default 127.0.0.1:8787.
+	Listen string `mapstructure:"listen"`
+	// Upstreams are the provider base URLs.
+	Upstreams Upstreams `mapstructure:"upstreams"`
+	// State selects and configures the session store.
+	State State `mapstructure:"state"`
+	// Limits bound what the proxy accepts and how long it waits.
+	Limits Limits `mapstructure:"limits"`
+	// Admin configures the admin listener (/healthz, /readyz, /metrics,
+	// sessions API).
+	Admin Admin `mapstructure:"admin"`
+	// Log configures logging.
+	Log Log `mapstructure:"log"`
+	// Session configures how sessions are identified.
+	Session Session `mapstructure:"session"`
+}
+
+// Upstreams holds one base URL per provider. The upstream host is always taken
+// from here, never from the request. A base URL may carry a path prefix
+// (e.g. http://mock:9000/anthropic), which is prepended to the request path.
+type Upstreams struct {
+	// Anthropic: key upstreams.anthropic; default https://api.anthropic.com.
+	Anthropic string `mapstructure:"anthropic"`
+	// OpenAI: key upstreams.openai; default https://api.openai.com.
+	OpenAI string `mapstructure:"openai"`
+	// Gemini: key upstreams.gemini; default
+	// https://generativelanguage.googleapis.com.
+	Gemini string `mapstructure:"gemini"`
+}
+
+// Backend names a state store implementation.
+type Backend string
+
+// State backends.
+const (
+	BackendMemory Backend = "memory"
+	BackendRedis  Backend = "redis"
+)
+
+// State configures session storage.
+type State struct {
+	// Backend: key state.backend; memory (default) or redis.
+	Backend Backend `mapstructure:"backend"`
+	// TTL: key state.ttl; how long a session lives after its last update;
+	// default 24h.
+	TTL time.Duration `mapstructure:"ttl"`
+	// MaxSessions: key state.max_sessions; memory backend bound, oldest
+	// evicted first; default 10000.
+	MaxSessions int `mapstructure:"max_sessions"`
+	// Redis configures the redis backend.
+	Redis Redis `mapstructure:"redis"`
+}
+
+// Redis configures the Redis store. URL forms: redis://[user:pass@]host:port/db,
+// rediss:// for TLS; several comma-separated addresses in Addrs select cluster
+// mode, and MasterName selects sentinel mode (go-redis universal client).
+type Redis struct {
+	// URL: key state.redis.url; e.g. redis://127.0.0.1:6379/0.
+	URL string `mapstructure:"url"`
+	// Addrs: key state.redis.addrs; cluster or sentinel seed addresses
+	// (host:port), used instead of URL's host when set.
+	Addrs []string `mapstructure:"addrs"`
+	// MasterName: key state.redis.master_name; sentinel master name.
+	MasterName string `mapstructure:"master_name"`
+	// Timeout: key state.redis.timeout; per-call timeout; default 200ms.
+	Timeout time.Duration `mapstructure:"timeout"`
+	// KeyPrefix: key state.redis.key_prefix; default "shepherd".
+	KeyPrefix string `mapstructure:"key_prefix"`
+}
+
+// Limits bounds requests.
+type Limits struct {
+	// MaxBodyBytes: key limits.max_body_bytes; largest request body accepted;
+	// default 33554432 (32 MiB, the Anthropic API's own limit).
+	MaxBodyBytes int `mapstructure:"max_body_bytes"`
+	// UpstreamTimeout: key limits.upstream_timeout; how long to wait for the
+	// upstream's response headers (and a whole non-streaming body); a timeout
+	// gives 504. Default 10m.
+	UpstreamTimeout time.Duration `mapstructure:"upstream_timeout"`
+	// StreamIdleTimeout: key limits.stream_idle_timeout; longest silence
+	// allowed between two stream reads from upstream before the stream is cut;
+	// default 5m.
+	StreamIdleTimeout time.Duration `mapstructure:"stream_idle_timeout"`
+	// ShutdownGrace: key limits.shutdown_grace; how long open streams may run
+	// after a shutdown signal; default 30s.
+	ShutdownGrace time.Duration `mapstructure:"shutdown_grace"`
+	// MaxConnsPerUpstream: key limits.max_conns_per_upstream; default 1024.
+	MaxConnsPerUpstream int `mapstructure:"max_conns_per_upstream"`
+}
+
+// Admin configures the admin endpoints.
+type Admin struct {
+	// Listen: key admin.listen; default 127.0.0.1:8788; "" serves the admin
+	// endpoints on the main listener under /shepherd/ and /healthz etc.
+	Listen string `mapstructure:"listen"`
+	// Token: key admin.token; when set, the sessions API requires
+	// "Authorization: Bearer <token>". /healthz, /readyz and /metrics stay open.
+	Token string `mapstructure:"token"`
+}
+
+// Log configures zap.
+type Log struct {
+	// Level: key log.level; debug, info (default), warn, error.
+	Level string `mapstructure:"level"`
+	// Format: key log.format; json (default) or console.
+	Format string `mapstructure:"format"`
+}
+
+// Session configures session identification.
+type Session struct {
+	// Header: key session.header; the first header consulted for a session
+	// id; default X-Session-Id.
+	Header string `mapstructure:"header"`
+}

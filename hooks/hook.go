@@ -1,0 +1,160 @@
+package hooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Call carries what a hook may know about the request in flight besides the
+// body view. It is created per request by the proxy and is not safe for use
+// from several goroutines.
+type Call struct {
+	// Route is the logical route name (for metrics and logs only; hooks must
+	// not branch on it to special-case a provider).
+	Route string
+	// SessionID and Tenant identify the session; Tenant is a hash of the
+	// credential, never the credential itself.
+	SessionID string
+	Tenant    string
+}
+
+// Hook is the base every feature implements.
+type Hook interface {
+	// Name is a short stable identifier used in logs and metrics.
+	Name() string
+}
+
+// RequestHook inspects a request before it goes upstream.
+//
+// Contract:
+//   - Hooks run in chain order. Each sees the same read-only view (the
+//     request as the agent sent it); edits are merged in chain order.
+//   - Returning (edits, nil, nil) continues the chain.
+//   - Returning a non-nil *Response short-circuits: no later request hook
+//     runs, nothing is sent upstream, and the response is written to the agent.
+//   - Returning a non-nil error aborts the hook only: the chain goes on without
+//     that hook's edits and the error is logged and counted (fail-open). A hook
+//     that must fail closed returns a short-circuit Response instead.
+//   - A hook must not retain req after it returns.
+type RequestHook interface {
+	Hook
+	OnRequest(ctx context.Context, call *Call, req *Request) (RequestEdits, *Response, error)
+}
+
+// ReplyHook inspects a complete model reply (a JSON body, or a stream's tool
+// calls once each is complete) before the agent receives it.
+//
+// Contract:
+//   - Reply hooks run in reverse chain order (the hook whose request side ran
+//     last sees the reply first), and only hooks that implement ReplyHook.
+//   - For a given tool call the first hook that decides Claim or Block wins;
+//     later hooks' decisions on that call are ignored. MoveFirst lists are
+//     concatenated in the order the hooks ran.
+//   - A non-nil error drops that hook's decision (fail-open), logged and
+//     counted.
+type ReplyHook interface {
+	Hook
+	OnReply(ctx context.Context, call *Call, reply *Reply) (ReplyDecision, error)
+}
+
+// Response is a short-circuit answer written to the agent without going
+// upstream. The proxy renders Message in the calling API's error shape when
+// Status >= 400.
+type Response struct {
+	Status  int
+	Message string
+}
+
+// HookError records a hook that failed; the chain continued without it.
+type HookError struct {
+	Hook string
+	Err  error
+}
+
+func (e *HookError) Error() string { return fmt.Sprintf("hook %s: %v", e.Hook, e.Err) }
+func (e *HookError) Unwrap() error { return e.Err }
+
+// Chain is an ordered list of hooks. It is built once at start-up and is safe
+// for concurrent use as long as its hooks are.
+type Chain struct {
+	hooks   []Hook
+	request []RequestHook
+	reply   []ReplyHook
+}
+
+// NewChain builds a chain from hooks in the order given. Each hook is
+// registered for the phases whose interface it implements.
+func NewChain(hs ...Hook) *Chain {
+	c := &Chain{hooks: hs}
+	for _, h := range hs {
+		if rh, ok := h.(RequestHook); ok {
+			c.request = append(c.request, rh)
+		}
+		if ph, ok := h.(ReplyHook); ok {
+			c.reply = append(c.reply, ph)
+		}
+	}
+	// Reply hooks run in reverse order.
+	for i, j := 0, len(c.reply)-1; i < j; i, j = i+1, j-1 {
+		c.reply[i], c.reply[j] = c.reply[j], c.reply[i]
+	}
+	return c
+}
+
+// Empty reports whether the chain has no hooks at all, so the proxy can take
+// the pure pass-through path.
+func (c *Chain) Empty() bool { return c == nil || len(c.hooks) == 0 }
+
+// HasReplyHooks reports whether any hook inspects replies.
+func (c *Chain) HasReplyHooks() bool { return c != nil && len(c.reply) > 0 }
+
+// RunRequest runs the request hooks. It returns the merged edits, a
+// short-circuit response if a hook gave one, and the errors of hooks that
+// failed (joined; the chain went on without them).
+func (c *Chain) RunRequest(ctx context.Context, call *Call, req *Request) (RequestEdits, *Response, error) {
+	var edits RequestEdits
+	var errs []error
+	if c == nil {
+		return edits, nil, nil
+	}
+	for _, h := range c.request {
+		e, resp, err := h.OnRequest(ctx, call, req)
+		if err != nil {
+			errs = append(errs, &HookError{Hook: h.Name(), Err: err})
+			continue
+		}
+		edits.Merge(e)
+		if resp != nil {
+			return edits, resp, errors.Join(errs...)
+		}
+	}
+	return edits, nil, errors.Join(errs...)
+}
+
+// RunReply runs the reply hooks and merges their decisions per the ReplyHook
+// contract. The returned decision lists at most one decision per call.
+func (c *Chain) RunReply(ctx context.Context, call *Call, reply *Reply) (ReplyDecision, error) {
+	var out ReplyDecision
+	var errs []error
+	if c == nil {
+		return out, nil
+	}
+	decided := map[int]bool{}
+	for _, h := range c.reply {
+		d, err := h.OnReply(ctx, call, reply)
+		if err != nil {
+			errs = append(errs, &HookError{Hook: h.Name(), Err: err})
+			continue
+		}
+		for _, cd := range d.Calls {
+			if cd.Verdict == Pass || decided[cd.CallIndex] {
+				continue
+			}
+			decided[cd.CallIndex] = true
+			out.Calls = append(out.Calls, cd)
+		}
+		out.MoveFirst = append(out.MoveFirst, d.MoveFirst...)
+	}
+	return out, errors.Join(errs...)
+}

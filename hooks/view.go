@@ -1,0 +1,142 @@
+// Package hooks holds shepherd's features and the provider-neutral contract they
+// are written against. A hook never sees a provider name or raw wire JSON: it
+// reads a Request or a Reply view produced by a codec in package rewrite and
+// returns edits or decisions that the codec applies to the original bytes.
+package hooks
+
+// Role is a normalised conversation role.
+type Role string
+
+// Normalised roles. Codecs map provider roles onto these: Gemini "model" and
+// OpenAI "assistant" become RoleAssistant; OpenAI "system"/"developer" messages
+// become RoleSystem; OpenAI "tool" messages and Responses function_call_output
+// items become RoleTool.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleSystem    Role = "system"
+	RoleTool      Role = "tool"
+)
+
+// BlockKind is a normalised content-block kind.
+type BlockKind string
+
+// Normalised block kinds. Anything a codec does not recognise is BlockOther and
+// is carried through untouched.
+const (
+	BlockText       BlockKind = "text"
+	BlockThinking   BlockKind = "thinking" // includes redacted thinking and reasoning items
+	BlockToolCall   BlockKind = "tool_call"
+	BlockToolResult BlockKind = "tool_result"
+	BlockOther      BlockKind = "other"
+)
+
+// Block is one content block of a message, as a read-only view.
+type Block struct {
+	Kind BlockKind
+	// Text is the text of a text block (or the visible text of a thinking block).
+	Text string
+	// ToolCallID is the call id of a tool_call or tool_result block ("" where the
+	// API has none, e.g. a Gemini functionCall without id).
+	ToolCallID string
+	// ToolName is the tool name of a tool_call (and of a tool_result where known).
+	ToolName string
+	// Args is the raw JSON of a tool call's arguments, exactly as on the wire
+	// (for OpenAI the decoded content of the arguments string).
+	Args []byte
+	// IsError reports a tool_result flagged as an error.
+	IsError bool
+}
+
+// Message is one turn of the conversation.
+type Message struct {
+	Role   Role
+	Blocks []Block
+}
+
+// ToolDef is a tool the request declares.
+type ToolDef struct {
+	Name string
+}
+
+// Request is the provider-neutral, read-only view of an upstream request body.
+// It is built once per request by a codec; hooks must not modify it.
+type Request struct {
+	Model  string
+	Stream bool
+	// MaxOutputTokens is the output limit the request sets; HasMaxOutputTokens
+	// is false when the field is absent.
+	MaxOutputTokens    int64
+	HasMaxOutputTokens bool
+	// System is the concatenated text of the system prompt (Anthropic system,
+	// Responses instructions, Gemini systemInstruction, OpenAI Chat leading
+	// system/developer messages).
+	System   string
+	Tools    []ToolDef
+	Messages []Message
+	// Session hints found in the body.
+	MetadataUserID string // Anthropic metadata.user_id
+	PromptCacheKey string // OpenAI prompt_cache_key
+	// Fingerprint is a stable hex hash of the system prompt and the first user
+	// turn; the last-resort session id.
+	Fingerprint string
+	// PreviousResponseID is the Responses API previous_response_id ("" if none).
+	PreviousResponseID string
+}
+
+// HasTool reports whether the request declares a tool with this name.
+func (r *Request) HasTool(name string) bool {
+	for _, t := range r.Tools {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// StopReason is a normalised reason a reply ended.
+type StopReason string
+
+// Normalised stop reasons. StopMaxTokens covers Anthropic max_tokens, OpenAI
+// finish_reason length, Responses incomplete/max_output_tokens and Gemini
+// MAX_TOKENS. StopContextWindow is Anthropic model_context_window_exceeded.
+const (
+	StopNone          StopReason = ""
+	StopEnd           StopReason = "end"
+	StopToolUse       StopReason = "tool_use"
+	StopMaxTokens     StopReason = "max_tokens"
+	StopContextWindow StopReason = "context_window"
+	StopSequence      StopReason = "stop_sequence"
+	StopRefusal       StopReason = "refusal"
+	StopPause         StopReason = "pause"
+	StopOther         StopReason = "other"
+)
+
+// ToolCall is one tool call the model made in a reply.
+type ToolCall struct {
+	// Index is the call's position among the reply's tool calls (0-based).
+	Index int
+	ID    string
+	Name  string
+	// Args is the raw JSON of the arguments (for OpenAI, the decoded arguments
+	// string). It may be invalid JSON when the reply was truncated.
+	Args []byte
+}
+
+// Usage is token accounting for a reply, normalised.
+type Usage struct {
+	InputTokens  int64
+	OutputTokens int64
+}
+
+// Reply is the provider-neutral, read-only view of a complete model reply
+// (a JSON body, or a stream once it has ended).
+type Reply struct {
+	Model     string
+	Text      string // concatenation of all text blocks, in order
+	ToolCalls []ToolCall
+	Stop      StopReason
+	// RawStop is the stop reason exactly as the provider wrote it.
+	RawStop string
+	Usage   Usage
+}

@@ -1,0 +1,111 @@
+// Package state keeps per-session state behind the Store interface: an embedded
+// bounded memory store (the default) and a Redis store for replicas that share
+// sessions.
+package state
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned by Get for a session that does not exist (or has
+// expired).
+var ErrNotFound = errors.New("state: session not found")
+
+// ErrConflict is returned by Update when the session kept changing under it
+// and the retry budget ran out.
+var ErrConflict = errors.New("state: concurrent update conflict")
+
+// Key addresses one session. Tenant is a hash of the agent's credential, so one
+// credential can never address another's sessions.
+type Key struct {
+	Tenant  string
+	Session string
+}
+
+// Chapter is one topic chapter of a session.
+type Chapter struct {
+	Title     string     `json:"title"`
+	StartedAt time.Time  `json:"started_at"`
+	Calls     []CallNote `json:"calls,omitempty"`
+}
+
+// CallNote records a tool call made under a chapter.
+type CallNote struct {
+	Name string    `json:"name"`
+	ID   string    `json:"id,omitempty"`
+	At   time.Time `json:"at"`
+}
+
+// LedgerEntry records what shepherd changed in one turn so it can be replayed
+// identically on later requests. Kind and Data are owned by the hook that wrote
+// the entry; the store treats them as opaque.
+type LedgerEntry struct {
+	Kind   string `json:"kind"`
+	Anchor string `json:"anchor"`
+	Data   []byte `json:"data,omitempty"`
+}
+
+// AuditEntry is one recorded decision.
+type AuditEntry struct {
+	At       time.Time `json:"at"`
+	Tool     string    `json:"tool"`
+	CallID   string    `json:"call_id,omitempty"`
+	Decision string    `json:"decision"`
+	Reason   string    `json:"reason,omitempty"`
+	Intent   string    `json:"intent,omitempty"`
+	Topic    string    `json:"topic,omitempty"`
+}
+
+// Session is the state of one agent session.
+type Session struct {
+	ID        string        `json:"id"`
+	Tenant    string        `json:"tenant"`
+	CreatedAt time.Time     `json:"created_at"`
+	UpdatedAt time.Time     `json:"updated_at"`
+	Requests  int64         `json:"requests"`
+	Topic     string        `json:"topic,omitempty"`
+	Chapters  []Chapter     `json:"chapters,omitempty"`
+	Intent    string        `json:"intent,omitempty"`
+	Ledger    []LedgerEntry `json:"ledger,omitempty"`
+	Audit     []AuditEntry  `json:"audit,omitempty"`
+	// Version increases by one on every successful Update.
+	Version int64 `json:"version"`
+}
+
+// Summary is the listing form of a session.
+type Summary struct {
+	ID        string    `json:"id"`
+	Tenant    string    `json:"tenant"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Topic     string    `json:"topic,omitempty"`
+	Intent    string    `json:"intent,omitempty"`
+	Requests  int64     `json:"requests"`
+}
+
+// Store persists sessions.
+//
+// Contract, for every implementation:
+//   - Every method honours ctx; implementations add their own per-call timeout.
+//   - Get returns ErrNotFound (test with errors.Is) for a missing or expired
+//     session. The returned *Session is the caller's own copy.
+//   - Update runs fn on the current session (a fresh zero Session with ID,
+//     Tenant and CreatedAt set if none exists) and stores the result
+//     atomically: concurrent Updates of one key never lose a write. fn may be
+//     called more than once (optimistic retry) and must be free of side effects
+//     other than on its argument. If fn returns an error nothing is stored and
+//     that error is returned (wrapped). Update sets UpdatedAt, increments
+//     Version and refreshes the TTL.
+//   - Sessions expire after the configured TTL since their last Update.
+//   - List returns the most recently updated sessions first, at most limit
+//     (limit <= 0 means a default of 100); tenant "" lists every tenant.
+//   - Ping reports whether the store can serve requests (for /readyz).
+type Store interface {
+	Get(ctx context.Context, key Key) (*Session, error)
+	Update(ctx context.Context, key Key, fn func(*Session) error) (*Session, error)
+	Delete(ctx context.Context, key Key) error
+	List(ctx context.Context, tenant string, limit int) ([]Summary, error)
+	Ping(ctx context.Context) error
+	Close() error
+}
