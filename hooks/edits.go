@@ -52,9 +52,9 @@ const (
 	// Claim means shepherd answers the call itself with Result; the agent
 	// never sees the call.
 	Claim
-	// Block refuses the call: the model receives Result as an error tool
+	// Refuse blocks the call: the model receives Result as an error tool
 	// result; the agent never sees the call.
-	Block
+	Refuse
 )
 
 // CallDecision is a reply hook's decision on one tool call of a reply.
@@ -62,7 +62,7 @@ type CallDecision struct {
 	// CallIndex is ToolCall.Index of the call decided on.
 	CallIndex int
 	Verdict   Verdict
-	// Result is the tool-result text given to the model for Claim and Block.
+	// Result is the tool-result text given to the model for Claim and Refuse.
 	Result string
 }
 

@@ -48,7 +48,7 @@ type RequestHook interface {
 // Contract:
 //   - Reply hooks run in reverse chain order (the hook whose request side ran
 //     last sees the reply first), and only hooks that implement ReplyHook.
-//   - For a given tool call the first hook that decides Claim or Block wins;
+//   - For a given tool call the first hook that decides Claim or Refuse wins;
 //     later hooks' decisions on that call are ignored. MoveFirst lists are
 //     concatenated in the order the hooks ran.
 //   - A non-nil error drops that hook's decision (fail-open), logged and
