@@ -1,6 +1,12 @@
 // Package config defines shepherd's typed configuration, its defaults, loading
 // from a YAML file, SHEPHERD_* environment variables and flags, and validation.
 // A Config is built and validated once at start-up and never mutated after.
+//
+// Every key (e.g. state.redis.url) comes from the mapstructure tags below and
+// can be set, highest precedence first, by a flag override, by its
+// environment variable (EnvName: SHEPHERD_STATE_REDIS_URL), by the YAML file,
+// or falls back to Defaults. Unknown keys in the file are rejected. Log a
+// Config through String or Redacted, which mask secrets.
 package config
 
 import "time"
@@ -8,7 +14,9 @@ import "time"
 // Config is the whole configuration. Each field documents its key, default
 // and meaning; config.example.yaml documents the same keys for operators.
 type Config struct {
-	// Listen is the proxy's listen address. Key listen; default 127.0.0.1:8787.
+	// Listen is the proxy's listen address, host:port; an empty host listens
+	// on all interfaces, port 0 picks a free port. Key listen; default
+	// 127.0.0.1:8787.
 	Listen string `mapstructure:"listen"`
 	// Upstreams are the provider base URLs.
 	Upstreams Upstreams `mapstructure:"upstreams"`
@@ -28,6 +36,8 @@ type Config struct {
 // Upstreams holds one base URL per provider. The upstream host is always taken
 // from here, never from the request. A base URL may carry a path prefix
 // (e.g. http://mock:9000/anthropic), which is prepended to the request path.
+// Each must be http or https with a host, and carry no query, fragment or
+// user info (the agent's own credentials are forwarded).
 type Upstreams struct {
 	// Anthropic: key upstreams.anthropic; default https://api.anthropic.com.
 	Anthropic string `mapstructure:"anthropic"`
@@ -65,23 +75,30 @@ type State struct {
 // rediss:// for TLS; several comma-separated addresses in Addrs select cluster
 // mode, and MasterName selects sentinel mode (go-redis universal client).
 type Redis struct {
-	// URL: key state.redis.url; e.g. redis://127.0.0.1:6379/0.
+	// URL: key state.redis.url; e.g. redis://127.0.0.1:6379/0; schemes
+	// redis, rediss and unix (unix:///path/to/redis.sock). Default "" (none).
+	// Its password is masked by String and Redacted. Its syntax is checked
+	// even when the backend is memory.
 	URL string `mapstructure:"url"`
 	// Addrs: key state.redis.addrs; cluster or sentinel seed addresses
-	// (host:port), used instead of URL's host when set.
+	// (host:port), used instead of URL's host when set. Default none; from
+	// the environment, comma-separated.
 	Addrs []string `mapstructure:"addrs"`
-	// MasterName: key state.redis.master_name; sentinel master name.
+	// MasterName: key state.redis.master_name; sentinel master name; default
+	// "" (not sentinel). Requires Addrs (the sentinels).
 	MasterName string `mapstructure:"master_name"`
 	// Timeout: key state.redis.timeout; per-call timeout; default 200ms.
 	Timeout time.Duration `mapstructure:"timeout"`
-	// KeyPrefix: key state.redis.key_prefix; default "shepherd".
+	// KeyPrefix: key state.redis.key_prefix; namespaces shepherd's keys;
+	// default "shepherd"; no braces (they would break cluster hash tags).
 	KeyPrefix string `mapstructure:"key_prefix"`
 }
 
 // Limits bounds requests.
 type Limits struct {
 	// MaxBodyBytes: key limits.max_body_bytes; largest request body accepted;
-	// default 33554432 (32 MiB, the Anthropic API's own limit).
+	// default 33554432 (32 MiB, the Anthropic API's own limit); at most
+	// MaxBodyBytesCeiling (1 GiB).
 	MaxBodyBytes int `mapstructure:"max_body_bytes"`
 	// UpstreamTimeout: key limits.upstream_timeout; how long to wait for the
 	// upstream's response headers (and a whole non-streaming body); a timeout
@@ -94,7 +111,8 @@ type Limits struct {
 	// ShutdownGrace: key limits.shutdown_grace; how long open streams may run
 	// after a shutdown signal; default 30s.
 	ShutdownGrace time.Duration `mapstructure:"shutdown_grace"`
-	// MaxConnsPerUpstream: key limits.max_conns_per_upstream; default 1024.
+	// MaxConnsPerUpstream: key limits.max_conns_per_upstream; most open
+	// connections to one provider; default 1024.
 	MaxConnsPerUpstream int `mapstructure:"max_conns_per_upstream"`
 }
 
@@ -105,6 +123,7 @@ type Admin struct {
 	Listen string `mapstructure:"listen"`
 	// Token: key admin.token; when set, the sessions API requires
 	// "Authorization: Bearer <token>". /healthz, /readyz and /metrics stay open.
+	// Default "" (sessions API open). A secret: String and Redacted print ***.
 	Token string `mapstructure:"token"`
 }
 
@@ -119,6 +138,6 @@ type Log struct {
 // Session configures session identification.
 type Session struct {
 	// Header: key session.header; the first header consulted for a session
-	// id; default X-Session-Id.
+	// id; default X-Session-Id; must be a valid header name.
 	Header string `mapstructure:"header"`
 }

@@ -1,0 +1,48 @@
+package config
+
+import "time"
+
+// Defaults returns the configuration used when no file, environment variable
+// or flag sets a key. It is the single source of the defaults stated in the
+// field comments and in config.example.yaml (a test keeps the three in step).
+// The result passes Validate.
+func Defaults() Config {
+	return Config{
+		Listen: "127.0.0.1:8787",
+		Upstreams: Upstreams{
+			Anthropic: "https://api.anthropic.com",
+			OpenAI:    "https://api.openai.com",
+			Gemini:    "https://generativelanguage.googleapis.com",
+		},
+		State: State{
+			Backend:     BackendMemory,
+			TTL:         24 * time.Hour,
+			MaxSessions: 10000,
+			Redis: Redis{
+				URL:        "",
+				Addrs:      nil,
+				MasterName: "",
+				Timeout:    200 * time.Millisecond,
+				KeyPrefix:  "shepherd",
+			},
+		},
+		Limits: Limits{
+			MaxBodyBytes:        32 << 20,
+			UpstreamTimeout:     10 * time.Minute,
+			StreamIdleTimeout:   5 * time.Minute,
+			ShutdownGrace:       30 * time.Second,
+			MaxConnsPerUpstream: 1024,
+		},
+		Admin: Admin{
+			Listen: "127.0.0.1:8788",
+			Token:  "",
+		},
+		Log: Log{
+			Level:  "info",
+			Format: "json",
+		},
+		Session: Session{
+			Header: "X-Session-Id",
+		},
+	}
+}
