@@ -96,11 +96,17 @@ type Summary struct {
 //     called more than once (optimistic retry) and must be free of side effects
 //     other than on its argument. If fn returns an error nothing is stored and
 //     that error is returned (wrapped). Update sets UpdatedAt, increments
-//     Version and refreshes the TTL.
+//     Version and refreshes the TTL; ID, Tenant, CreatedAt, UpdatedAt and
+//     Version belong to the store, and changes fn makes to them are
+//     discarded. It returns the session as stored, the caller's own copy.
+//   - A Key must be Valid: Update rejects other keys with ErrInvalidKey, Get
+//     reports them as ErrNotFound and Delete as already deleted. Deleting a
+//     missing session is not an error.
 //   - Sessions expire after the configured TTL since their last Update.
 //   - List returns the most recently updated sessions first, at most limit
 //     (limit <= 0 means a default of 100); tenant "" lists every tenant.
 //   - Ping reports whether the store can serve requests (for /readyz).
+//   - After Close every method returns ErrClosed; Close is idempotent.
 type Store interface {
 	Get(ctx context.Context, key Key) (*Session, error)
 	Update(ctx context.Context, key Key, fn func(*Session) error) (*Session, error)

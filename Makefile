@@ -1,0 +1,43 @@
+# shepherd developer targets. `make test` is the project's test command: it
+# starts a private redis-server (see scripts/test.sh) unless REDIS_URL is set.
+#
+#   GOTEST_PKGS   packages to vet/test/bench (default ./...)
+#   GOTEST_FLAGS  extra `go test` flags, e.g. GOTEST_FLAGS='-run Redis -v'
+#   FUZZTIME      time per fuzz target for `make fuzz` (default 10s)
+
+GO          ?= go
+GOTEST_PKGS ?= ./...
+FUZZTIME    ?= 10s
+
+export GOTEST_PKGS
+
+.PHONY: test build fmt vet fuzz bench
+
+test:
+	bash scripts/test.sh
+
+build:
+	$(GO) build ./...
+
+fmt:
+	$(GO) fmt ./...
+
+vet:
+	$(GO) vet $(GOTEST_PKGS)
+
+# Runs every native fuzz target (found with `go test -list`) for FUZZTIME.
+fuzz:
+	@set -e; for pkg in $$($(GO) list $(GOTEST_PKGS)); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== fuzz $$pkg $$f ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+# Delegates to bench/Makefile once it exists; until then runs every benchmark.
+bench:
+	@if [ -f bench/Makefile ]; then \
+	  $(MAKE) -C bench; \
+	else \
+	  $(GO) test -run '^$$' -bench . -benchmem $(GOTEST_PKGS); \
+	fi

@@ -1,0 +1,30 @@
+package state
+
+import "slices"
+
+// clone returns a deep copy of s that shares no memory with it: every slice,
+// including Chapter.Calls and LedgerEntry.Data, is copied. Nil slices stay
+// nil. A Session field added later must be handled here; clone_test.go
+// checks that nothing is shared.
+func (s *Session) clone() *Session {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	if s.Chapters != nil {
+		c.Chapters = make([]Chapter, len(s.Chapters))
+		for i, ch := range s.Chapters {
+			ch.Calls = slices.Clone(ch.Calls)
+			c.Chapters[i] = ch
+		}
+	}
+	if s.Ledger != nil {
+		c.Ledger = make([]LedgerEntry, len(s.Ledger))
+		for i, e := range s.Ledger {
+			e.Data = slices.Clone(e.Data)
+			c.Ledger[i] = e
+		}
+	}
+	c.Audit = slices.Clone(s.Audit)
+	return &c
+}

@@ -1,0 +1,53 @@
+package state
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestCloneSharesNothing walks every slice reachable from a fully populated
+// Session and checks the clone has its own backing array, so a field added
+// to Session without a matching line in clone fails here.
+func TestCloneSharesNothing(t *testing.T) {
+	orig := fullSession()
+	c := orig.clone()
+	assert.Equal(t, orig, c)
+	var walk func(path string, a, b reflect.Value)
+	walk = func(path string, a, b reflect.Value) {
+		switch a.Kind() {
+		case reflect.Pointer:
+			if !a.IsNil() {
+				assert.NotEqual(t, a.Pointer(), b.Pointer(), "%s shared", path)
+				walk(path, a.Elem(), b.Elem())
+			}
+		case reflect.Slice:
+			if a.Len() > 0 {
+				assert.NotEqual(t, a.Pointer(), b.Pointer(), "%s shared", path)
+				for i := range a.Len() {
+					walk(path+"[]", a.Index(i), b.Index(i))
+				}
+			}
+		case reflect.Map:
+			t.Errorf("%s: maps are not handled by clone", path)
+		case reflect.Struct:
+			for i := range a.NumField() {
+				if a.Type().Field(i).IsExported() {
+					walk(path+"."+a.Type().Field(i).Name, a.Field(i), b.Field(i))
+				}
+			}
+		}
+	}
+	walk("Session", reflect.ValueOf(orig), reflect.ValueOf(c))
+
+	// Every slice field of fullSession is non-empty, so the walk saw them.
+	v := reflect.ValueOf(*orig)
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.Slice {
+			assert.NotZero(t, f.Len(), "fullSession must populate %s", v.Type().Field(i).Name)
+		}
+	}
+	assert.Nil(t, (*Session)(nil).clone())
+	assert.Nil(t, (&Session{}).clone().Ledger, "nil slices stay nil")
+}

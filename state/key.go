@@ -1,0 +1,48 @@
+package state
+
+import (
+	"errors"
+	"strings"
+)
+
+// ErrInvalidKey is returned by Update for a Key that cannot name a session:
+// an empty Session, or a Tenant that is empty or contains any of ":{}" or a
+// NUL byte (tenants are hashes, so a real one never does; the characters are
+// reserved by the Redis key layout). Get reports such a key as ErrNotFound
+// too, and Delete treats it as already gone.
+var ErrInvalidKey = errors.New("state: invalid session key")
+
+// ErrClosed is returned by every method of a store after Close.
+var ErrClosed = errors.New("state: store closed")
+
+// defaultListLimit is the List limit used when the caller passes limit <= 0.
+const defaultListLimit = 100
+
+// Valid reports whether k can name a session (see ErrInvalidKey).
+func (k Key) Valid() bool {
+	return k.Session != "" && validTenant(k.Tenant)
+}
+
+func validTenant(t string) bool {
+	return t != "" && !strings.ContainsAny(t, ":{}\x00")
+}
+
+// listLimit applies the List default.
+func listLimit(limit int) int {
+	if limit <= 0 {
+		return defaultListLimit
+	}
+	return limit
+}
+
+// summarize returns the listing form of s.
+func summarize(s *Session) Summary {
+	return Summary{
+		ID:        s.ID,
+		Tenant:    s.Tenant,
+		UpdatedAt: s.UpdatedAt,
+		Topic:     s.Topic,
+		Intent:    s.Intent,
+		Requests:  s.Requests,
+	}
+}

@@ -1,0 +1,300 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisOptions configures NewRedis.
+type RedisOptions struct {
+	// URL is a redis:// or rediss:// URL ([user:pass@]host:port/db, query
+	// options as go-redis ParseURL accepts). It supplies the address,
+	// credentials, TLS and DB. Required unless Addrs or Client is set.
+	URL string
+	// Addrs are seed addresses (host:port). When set they replace URL's host:
+	// several addresses select cluster mode, and with MasterName they are the
+	// sentinels. URL then still supplies credentials, TLS and DB.
+	Addrs []string
+	// MasterName selects sentinel (failover) mode.
+	MasterName string
+	// Timeout bounds every round trip to Redis (one command or pipeline);
+	// default 200ms. An Update makes two or three round trips per attempt, a
+	// List two or more.
+	Timeout time.Duration
+	// KeyPrefix starts every key; default "shepherd". It must not contain
+	// '{' or '}' (they delimit the cluster hash tag).
+	KeyPrefix string
+	// TTL is how long a session lives after its last Update; default 24h.
+	TTL time.Duration
+	// MaxAttempts bounds how often Update re-reads and retries after losing
+	// a compare-and-set race before it returns ErrConflict; default 64.
+	MaxAttempts int
+	// OnError, when set, is called with the operation ("get", "update",
+	// "delete", "list", "ping" or "index") for every failure of the store
+	// itself: not for ErrNotFound, ErrInvalidKey, ErrClosed, errors returned
+	// by an Update's fn, or a caller's context ending. The proxy counts these
+	// in a metric. It must be safe for concurrent use and must not block.
+	OnError func(op string, err error)
+	// Client, when set, is used instead of dialing from URL/Addrs (tests, or
+	// a client shared with other code). Close does not close it. Set
+	// ContextTimeoutEnabled on it so a deadline also cuts socket reads.
+	Client redis.UniversalClient
+}
+
+// Redis defaults.
+const (
+	DefaultRedisTimeout     = 200 * time.Millisecond
+	DefaultRedisKeyPrefix   = "shepherd"
+	DefaultRedisMaxAttempts = 64
+)
+
+// Redis is a Store kept in Redis (single node, sentinel or cluster), for
+// replicas that share sessions. It is safe for concurrent use.
+//
+// Layout, for prefix P, tenant T and session S:
+//
+//	P:{T:S}:s   hash: v = Version, d = Session JSON, m = Summary JSON,
+//	            w = token of the last write; expires TTL after each Update
+//	P:idx:T     sorted set of S scored by UpdatedAt (unix ms)
+//	P:idx       sorted set of T+"\x00"+S scored by UpdatedAt (unix ms)
+//
+// A session is one key, so every operation on it is single-slot in cluster
+// mode (the {T:S} hash tag keeps it so should fields ever move to sibling
+// keys). Update is optimistic: it reads the hash, runs fn, and writes with a
+// Lua compare-and-set on v, retrying with jittered backoff when another
+// writer got in first. The two indexes live in other slots; they are written
+// after the session and are best-effort: List skips and prunes members whose
+// session has expired or been deleted, Update trims members older than the
+// TTL, and ZADD GT keeps a score from moving backwards when two writes race.
+// The global index is a single key, and so a single slot, shared by every
+// replica.
+type Redis struct {
+	client     redis.UniversalClient
+	ownsClient bool
+	timeout    time.Duration
+	prefix     string
+	ttl        time.Duration
+	attempts   int
+	onError    func(op string, err error)
+	closed     atomic.Bool
+}
+
+var _ Store = (*Redis)(nil)
+
+// NewRedis returns a Redis store. It does not contact the server; use Ping
+// to check it is reachable. Errors never contain the URL's credentials.
+func NewRedis(opts RedisOptions) (*Redis, error) {
+	r := &Redis{
+		client:   opts.Client,
+		timeout:  opts.Timeout,
+		prefix:   opts.KeyPrefix,
+		ttl:      opts.TTL,
+		attempts: opts.MaxAttempts,
+		onError:  opts.OnError,
+	}
+	if r.timeout <= 0 {
+		r.timeout = DefaultRedisTimeout
+	}
+	if r.prefix == "" {
+		r.prefix = DefaultRedisKeyPrefix
+	}
+	if strings.ContainsAny(r.prefix, "{}") {
+		return nil, fmt.Errorf("state: redis key prefix %q must not contain '{' or '}'", r.prefix)
+	}
+	if r.ttl <= 0 {
+		r.ttl = DefaultTTL
+	}
+	if r.attempts <= 0 {
+		r.attempts = DefaultRedisMaxAttempts
+	}
+	if r.client == nil {
+		uo, err := universalOptions(opts)
+		if err != nil {
+			return nil, err
+		}
+		r.client = redis.NewUniversalClient(uo)
+		r.ownsClient = true
+	}
+	return r, nil
+}
+
+// universalOptions builds go-redis options from URL, Addrs and MasterName.
+func universalOptions(opts RedisOptions) (*redis.UniversalOptions, error) {
+	uo := &redis.UniversalOptions{
+		Addrs:                 opts.Addrs,
+		MasterName:            opts.MasterName,
+		ContextTimeoutEnabled: true,
+	}
+	if opts.URL != "" {
+		o, err := redis.ParseURL(opts.URL)
+		if err != nil {
+			return nil, fmt.Errorf("state: redis URL %s: %w", redactURL(opts.URL), scrubError(err, opts.URL))
+		}
+		if len(uo.Addrs) == 0 {
+			uo.Addrs = []string{o.Addr}
+		}
+		uo.DB = o.DB
+		uo.Username, uo.Password = o.Username, o.Password
+		uo.TLSConfig = o.TLSConfig
+		uo.ClientName = o.ClientName
+		uo.Protocol = o.Protocol
+		uo.MaxRetries, uo.MinRetryBackoff, uo.MaxRetryBackoff = o.MaxRetries, o.MinRetryBackoff, o.MaxRetryBackoff
+		uo.DialTimeout, uo.ReadTimeout, uo.WriteTimeout = o.DialTimeout, o.ReadTimeout, o.WriteTimeout
+		uo.PoolFIFO, uo.PoolSize, uo.PoolTimeout = o.PoolFIFO, o.PoolSize, o.PoolTimeout
+		uo.MinIdleConns, uo.MaxIdleConns, uo.MaxActiveConns = o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns
+		uo.ConnMaxIdleTime, uo.ConnMaxLifetime = o.ConnMaxIdleTime, o.ConnMaxLifetime
+	}
+	if len(uo.Addrs) == 0 {
+		return nil, errors.New("state: redis needs a URL or Addrs")
+	}
+	return uo, nil
+}
+
+// redactURL returns raw with any password and query replaced, or a
+// placeholder when raw does not parse.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "..."
+	}
+	return u.Redacted()
+}
+
+// scrubError returns err with the raw URL, which may hold credentials,
+// removed from its text (url.Parse errors quote their input). The result
+// keeps err's message only, not its chain.
+func scrubError(err error, raw string) error {
+	msg := strings.ReplaceAll(err.Error(), raw, "(url)")
+	if u, perr := url.Parse(raw); perr == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+	}
+	return errors.New(msg)
+}
+
+// Get implements Store.
+func (r *Redis) Get(ctx context.Context, key Key) (*Session, error) {
+	if err := r.check(ctx, "get"); err != nil {
+		return nil, err
+	}
+	if !key.Valid() {
+		return nil, fmt.Errorf("%w (%w)", ErrNotFound, ErrInvalidKey)
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	raw, err := r.client.HGet(cctx, r.sessionKey(key), fieldData).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, r.fail(ctx, "get", err)
+	}
+	s := new(Session)
+	if err := json.Unmarshal(raw, s); err != nil {
+		return nil, r.fail(ctx, "get", fmt.Errorf("decode session: %w", err))
+	}
+	return s, nil
+}
+
+// Delete implements Store. Deleting a missing session is not an error.
+func (r *Redis) Delete(ctx context.Context, key Key) error {
+	if err := r.check(ctx, "delete"); err != nil {
+		return err
+	}
+	if !key.Valid() {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	if err := r.client.Del(cctx, r.sessionKey(key)).Err(); err != nil {
+		return r.fail(ctx, "delete", err)
+	}
+	r.unindex(ctx, []Key{key})
+	return nil
+}
+
+// Ping implements Store with a PING.
+func (r *Redis) Ping(ctx context.Context) error {
+	if err := r.check(ctx, "ping"); err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	if err := r.client.Ping(cctx).Err(); err != nil {
+		return r.fail(ctx, "ping", err)
+	}
+	return nil
+}
+
+// Close closes the client unless it was passed in RedisOptions.Client.
+// Later calls of any method return ErrClosed; Close itself is idempotent.
+func (r *Redis) Close() error {
+	if r.closed.Swap(true) || !r.ownsClient {
+		return nil
+	}
+	if err := r.client.Close(); err != nil {
+		return fmt.Errorf("state: redis close: %w", err)
+	}
+	return nil
+}
+
+// Hash fields of a session key.
+const (
+	fieldVersion = "v"
+	fieldData    = "d"
+	fieldSummary = "m"
+	fieldToken   = "w"
+)
+
+// sessionKey is P:{T:S}:s; the braces make T:S the cluster hash tag.
+func (r *Redis) sessionKey(k Key) string {
+	return r.prefix + ":{" + k.Tenant + ":" + k.Session + "}:s"
+}
+
+func (r *Redis) tenantIndex(tenant string) string { return r.prefix + ":idx:" + tenant }
+
+func (r *Redis) globalIndex() string { return r.prefix + ":idx" }
+
+// globalMember names a session in the global index; tenants hold no NUL.
+func globalMember(k Key) string { return k.Tenant + "\x00" + k.Session }
+
+func parseGlobalMember(m string) Key {
+	t, s, _ := strings.Cut(m, "\x00")
+	return Key{Tenant: t, Session: s}
+}
+
+// check fails fast on a closed store or a done context.
+func (r *Redis) check(ctx context.Context, op string) error {
+	if r.closed.Load() {
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("state: redis %s: %w", op, err)
+	}
+	return nil
+}
+
+// fail wraps err for op and reports it to OnError unless the caller's ctx
+// ended (then the failure is the caller's, not the store's).
+func (r *Redis) fail(ctx context.Context, op string, err error) error {
+	if errors.Is(err, redis.ErrClosed) && r.closed.Load() {
+		return ErrClosed
+	}
+	err = fmt.Errorf("state: redis %s: %w", op, err)
+	if ctx.Err() == nil && r.onError != nil {
+		r.onError(op, err)
+	}
+	return err
+}

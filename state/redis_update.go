@@ -1,0 +1,184 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// casScript writes a session only if its version is still the one read.
+//
+//	KEYS[1]  session hash
+//	ARGV[1]  expected version ("" when the session did not exist)
+//	ARGV[2]  new version
+//	ARGV[3]  write token, unique per attempt
+//	ARGV[4]  session JSON
+//	ARGV[5]  summary JSON
+//	ARGV[6]  TTL in ms
+//
+// It returns 1 when written and 0 on a version mismatch. A mismatch whose
+// stored token is ours means this very write already landed and the reply
+// was lost (go-redis resends a command after a network error), so that also
+// returns 1 instead of making Update apply fn twice.
+var casScript = redis.NewScript(`
+local cur = redis.call('HGET', KEYS[1], 'v')
+if not cur then cur = '' end
+if cur ~= ARGV[1] then
+  if redis.call('HGET', KEYS[1], 'w') == ARGV[3] then return 1 end
+  return 0
+end
+redis.call('HSET', KEYS[1], 'v', ARGV[2], 'w', ARGV[3], 'd', ARGV[4], 'm', ARGV[5])
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
+return 1
+`)
+
+// staleSlack is how far past the TTL an index member is kept before Update
+// trims it, allowing for clock skew between replicas.
+const staleSlack = time.Minute
+
+// Update implements Store. fn may run several times, once per attempt, each
+// time on a freshly decoded session. A timeout or network error during the
+// final write is ambiguous: the write may or may not have been applied.
+func (r *Redis) Update(ctx context.Context, key Key, fn func(*Session) error) (*Session, error) {
+	if err := r.check(ctx, "update"); err != nil {
+		return nil, err
+	}
+	if !key.Valid() {
+		return nil, ErrInvalidKey
+	}
+	for attempt := 0; attempt < r.attempts; attempt++ {
+		if attempt > 0 {
+			if err := sleepCtx(ctx, backoff(attempt)); err != nil {
+				return nil, fmt.Errorf("state: redis update: %w", err)
+			}
+		}
+		s, ok, err := r.tryUpdate(ctx, key, fn)
+		if err != nil || ok {
+			return s, err
+		}
+	}
+	return nil, r.fail(ctx, "update", ErrConflict)
+}
+
+// tryUpdate makes one read-modify-CAS attempt; ok is false when another
+// writer won the race.
+func (r *Redis) tryUpdate(ctx context.Context, key Key, fn func(*Session) error) (s *Session, ok bool, err error) {
+	k := r.sessionKey(key)
+	cctx, cancel := context.WithTimeout(ctx, r.timeout)
+	vals, err := r.client.HMGet(cctx, k, fieldVersion, fieldData).Result()
+	cancel()
+	if err != nil {
+		return nil, false, r.fail(ctx, "update", err)
+	}
+	expected, _ := vals[0].(string)
+	var version int64
+	if expected != "" {
+		if version, err = strconv.ParseInt(expected, 10, 64); err != nil {
+			return nil, false, r.fail(ctx, "update", fmt.Errorf("decode version: %w", err))
+		}
+	}
+	now := time.Now().UTC().Round(0)
+	s = &Session{ID: key.Session, Tenant: key.Tenant, CreatedAt: now}
+	if data, _ := vals[1].(string); data != "" {
+		if err := json.Unmarshal([]byte(data), s); err != nil {
+			return nil, false, r.fail(ctx, "update", fmt.Errorf("decode session: %w", err))
+		}
+	}
+	created := s.CreatedAt
+	if err := fn(s); err != nil {
+		return nil, false, fmt.Errorf("state: update: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, fmt.Errorf("state: redis update: %w", err)
+	}
+	s.ID, s.Tenant, s.CreatedAt = key.Session, key.Tenant, created
+	s.Version = version + 1
+	s.UpdatedAt = time.Now().UTC().Round(0)
+	data, err := json.Marshal(s)
+	if err != nil {
+		return nil, false, r.fail(ctx, "update", fmt.Errorf("encode session: %w", err))
+	}
+	sum, err := json.Marshal(summarize(s))
+	if err != nil {
+		return nil, false, r.fail(ctx, "update", fmt.Errorf("encode summary: %w", err))
+	}
+	token := strconv.FormatUint(rand.Uint64(), 36)
+	cctx, cancel = context.WithTimeout(ctx, r.timeout)
+	n, err := casScript.Run(cctx, r.client, []string{k},
+		expected, s.Version, token, data, sum, r.ttl.Milliseconds()).Int()
+	cancel()
+	if err != nil {
+		return nil, false, r.fail(ctx, "update", err)
+	}
+	if n != 1 {
+		return nil, false, nil
+	}
+	r.index(ctx, key, s.UpdatedAt)
+	return s, true, nil
+}
+
+// index records key in the tenant and global indexes and trims members
+// older than the TTL. Failures are reported to OnError, not returned: the
+// session itself is written, and List copes with a stale index.
+func (r *Redis) index(ctx context.Context, key Key, at time.Time) {
+	ms := at.UnixMilli()
+	cutoff := "(" + strconv.FormatInt(ms-(r.ttl+staleSlack).Milliseconds(), 10)
+	ttl := r.ttl + staleSlack
+	cctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	pipe := r.client.Pipeline()
+	for _, ix := range []struct{ key, member string }{
+		{r.tenantIndex(key.Tenant), key.Session},
+		{r.globalIndex(), globalMember(key)},
+	} {
+		pipe.ZAddGT(cctx, ix.key, redis.Z{Score: float64(ms), Member: ix.member})
+		pipe.ZRemRangeByScore(cctx, ix.key, "-inf", cutoff)
+		pipe.PExpire(cctx, ix.key, ttl)
+	}
+	if _, err := pipe.Exec(cctx); err != nil {
+		r.fail(ctx, "index", err)
+	}
+}
+
+// unindex removes keys from both indexes, best-effort like index.
+func (r *Redis) unindex(ctx context.Context, keys []Key) {
+	if len(keys) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	pipe := r.client.Pipeline()
+	global := make([]any, 0, len(keys))
+	for _, k := range keys {
+		pipe.ZRem(cctx, r.tenantIndex(k.Tenant), k.Session)
+		global = append(global, globalMember(k))
+	}
+	pipe.ZRem(cctx, r.globalIndex(), global...)
+	if _, err := pipe.Exec(cctx); err != nil {
+		r.fail(ctx, "index", err)
+	}
+}
+
+// backoff returns a jittered wait before retry attempt n (n >= 1): uniform
+// in [0, min(0.5ms * 2^n, 20ms)).
+func backoff(n int) time.Duration {
+	limit := min(500*time.Microsecond<<min(n, 10), 20*time.Millisecond)
+	return rand.N(limit)
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
