@@ -1,0 +1,20 @@
+# syntax=docker/dockerfile:1
+# Multi-stage build: a static shepherd binary on a distroless-style scratch
+# base, running as an unprivileged user.
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/shepherd ./cmd/proxy
+
+FROM scratch
+COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/
+COPY --from=build /out/shepherd /shepherd
+COPY config.example.yaml /etc/shepherd/config.yaml
+USER 65532:65532
+# Listen on all interfaces inside the container; the default 127.0.0.1 would
+# be unreachable from outside it.
+ENV SHEPHERD_LISTEN=0.0.0.0:8787 SHEPHERD_ADMIN_LISTEN=0.0.0.0:8788
+EXPOSE 8787 8788
+ENTRYPOINT ["/shepherd", "-config", "/etc/shepherd/config.yaml"]

@@ -1,0 +1,114 @@
+// Command proxy runs shepherd: it loads and validates the configuration,
+// builds the logger, the state store and the hook chain, serves until SIGINT
+// or SIGTERM, and shuts down gracefully.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"shepherd/config"
+	"shepherd/hooks"
+	"shepherd/proxy"
+	"shepherd/state"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "shepherd:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	configFile := flag.String("config", "", "YAML config file (see config.example.yaml)")
+	listen := flag.String("listen", "", "proxy listen address (overrides the listen key)")
+	flag.Parse()
+
+	overrides := map[string]any{}
+	if *listen != "" {
+		overrides["listen"] = *listen
+	}
+	cfg, err := config.Load(config.LoadOptions{File: *configFile, Overrides: overrides})
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(cfg.Log)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+
+	metrics := proxy.NewMetrics()
+	store, err := openStore(cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	srv, err := proxy.New(proxy.Options{
+		Config: cfg, Logger: log, Store: store, Metrics: metrics,
+		Chain: hooks.NewChain(),
+	})
+	if err != nil {
+		return err
+	}
+
+	log.Info("shepherd starting", zap.String("listen", cfg.Listen), zap.String("admin", cfg.Admin.Listen),
+		zap.String("state", string(cfg.State.Backend)), zap.Stringer("config", cfg.Redacted()))
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	select {
+	case err := <-errc:
+		return err
+	case s := <-sig:
+		log.Info("shutting down", zap.String("signal", s.String()), zap.Duration("grace", cfg.Limits.ShutdownGrace))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Limits.ShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// openStore opens the configured state store. Store errors are counted by the
+// proxy at its call sites, so no OnError hook is wired here.
+func openStore(cfg *config.Config) (state.Store, error) {
+	switch cfg.State.Backend {
+	case config.BackendRedis:
+		r := cfg.State.Redis
+		return state.NewRedis(state.RedisOptions{
+			URL: r.URL, Addrs: r.Addrs, MasterName: r.MasterName, Timeout: r.Timeout,
+			KeyPrefix: r.KeyPrefix, TTL: cfg.State.TTL,
+		})
+	default:
+		return state.NewMemory(state.MemoryOptions{MaxSessions: cfg.State.MaxSessions, TTL: cfg.State.TTL}), nil
+	}
+}
+
+func newLogger(c config.Log) (*zap.Logger, error) {
+	level, err := zapcore.ParseLevel(c.Level)
+	if err != nil {
+		return nil, fmt.Errorf("log.level: %w", err)
+	}
+	zc := zap.NewProductionConfig()
+	if c.Format == "console" {
+		zc = zap.NewDevelopmentConfig()
+	}
+	zc.Level = zap.NewAtomicLevelAt(level)
+	zc.DisableStacktrace = true
+	return zc.Build()
+}

@@ -1,0 +1,175 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+
+	"shepherd/state"
+)
+
+const sessionsPrefix = "/shepherd/v1/sessions"
+
+// adminPaths are served by handleAdmin; on a shared listener, every other
+// path is proxied.
+func isAdminPath(p []byte) bool {
+	switch string(p) {
+	case "/healthz", "/readyz", "/metrics":
+		return true
+	}
+	return bytes.HasPrefix(p, []byte(sessionsPrefix))
+}
+
+// handleWithAdmin serves admin paths and proxies everything else; used when
+// admin.listen is "".
+func (s *Server) handleWithAdmin(ctx *fasthttp.RequestCtx) {
+	if isAdminPath(ctx.Path()) {
+		s.handleAdmin(ctx)
+		return
+	}
+	s.handle(ctx)
+}
+
+// handleAdmin serves:
+//   - GET /healthz: 200 while the process serves.
+//   - GET /readyz: 200 when the state store answers a ping, else 503, with a
+//     JSON detail.
+//   - GET /metrics: Prometheus text format.
+//   - GET /shepherd/v1/sessions[?tenant=T&limit=N]: recent sessions.
+//   - GET /shepherd/v1/sessions/{id}[?tenant=T]: one session's state.
+//
+// The sessions API requires "Authorization: Bearer <admin.token>" when a
+// token is configured.
+func (s *Server) handleAdmin(ctx *fasthttp.RequestCtx) {
+	path := string(ctx.Path())
+	switch {
+	case path == "/healthz":
+		writeJSON(ctx, fasthttp.StatusOK, map[string]string{"status": "ok"})
+	case path == "/readyz":
+		s.readyz(ctx)
+	case path == "/metrics":
+		s.metricsH(ctx)
+	case strings.HasPrefix(path, sessionsPrefix):
+		if !s.adminAuthorized(ctx) {
+			writeJSON(ctx, fasthttp.StatusUnauthorized, map[string]string{"error": "admin token required"})
+			return
+		}
+		if !ctx.IsGet() {
+			writeJSON(ctx, fasthttp.StatusMethodNotAllowed, map[string]string{"error": "GET only"})
+			return
+		}
+		rest := strings.Trim(strings.TrimPrefix(path, sessionsPrefix), "/")
+		if rest == "" {
+			s.listSessions(ctx)
+			return
+		}
+		s.getSession(ctx, rest)
+	default:
+		writeJSON(ctx, fasthttp.StatusNotFound, map[string]string{"error": "not found"})
+	}
+}
+
+func newMetricsHandler(m *Metrics) fasthttp.RequestHandler {
+	return fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+}
+
+func (s *Server) adminAuthorized(ctx *fasthttp.RequestCtx) bool {
+	if s.cfg.Admin.Token == "" {
+		return true
+	}
+	got := ctx.Request.Header.Peek("Authorization")
+	want := "Bearer " + s.cfg.Admin.Token
+	return subtle.ConstantTimeCompare(got, []byte(want)) == 1
+}
+
+func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
+	c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := s.store.Ping(c); err != nil {
+		s.metrics.StoreError("ping")
+		writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{
+			"status": "unavailable", "store": string(s.cfg.State.Backend), "detail": "state store did not answer",
+		})
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]string{"status": "ok", "store": string(s.cfg.State.Backend)})
+}
+
+func (s *Server) listSessions(ctx *fasthttp.RequestCtx) {
+	args := ctx.QueryArgs()
+	limit, _ := strconv.Atoi(string(args.Peek("limit")))
+	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	list, err := s.store.List(c, string(args.Peek("tenant")), limit)
+	if err != nil {
+		s.metrics.StoreError("list")
+		writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{"error": "state store unavailable"})
+		return
+	}
+	if list == nil {
+		list = []state.Summary{}
+	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"sessions": list})
+}
+
+// getSession returns one session. Session ids are namespaced by tenant; with
+// no ?tenant= the id is looked up among the most recent sessions of every
+// tenant and must be unambiguous.
+func (s *Server) getSession(ctx *fasthttp.RequestCtx, id string) {
+	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tenant := string(ctx.QueryArgs().Peek("tenant"))
+	if tenant == "" {
+		list, err := s.store.List(c, "", 10000)
+		if err != nil {
+			s.metrics.StoreError("list")
+			writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{"error": "state store unavailable"})
+			return
+		}
+		var tenants []string
+		for _, sum := range list {
+			if sum.ID == id {
+				tenants = append(tenants, sum.Tenant)
+			}
+		}
+		switch len(tenants) {
+		case 0:
+			writeJSON(ctx, fasthttp.StatusNotFound, map[string]string{"error": "session not found"})
+			return
+		case 1:
+			tenant = tenants[0]
+		default:
+			writeJSON(ctx, fasthttp.StatusConflict, map[string]any{"error": "session id exists under several tenants; add ?tenant=", "tenants": tenants})
+			return
+		}
+	}
+	sess, err := s.store.Get(c, state.Key{Tenant: tenant, Session: id})
+	switch {
+	case errors.Is(err, state.ErrNotFound):
+		writeJSON(ctx, fasthttp.StatusNotFound, map[string]string{"error": "session not found"})
+	case err != nil:
+		s.metrics.StoreError("get")
+		writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{"error": "state store unavailable"})
+	default:
+		writeJSON(ctx, fasthttp.StatusOK, sess)
+	}
+}
+
+func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = fasthttp.StatusInternalServerError, []byte(`{"error":"encoding failed"}`)
+	}
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+}

@@ -1,0 +1,220 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"shepherd/hooks"
+	"shepherd/rewrite"
+	"shepherd/state"
+)
+
+// Response headers shepherd adds.
+const (
+	headerSession   = "X-Shepherd-Session"
+	headerRequestID = "X-Shepherd-Request-Id"
+	headerTiming    = "Server-Timing"
+)
+
+var eventStream = []byte("text/event-stream")
+
+// exchange is the per-request state of one proxied call. It is created by
+// handle and handed to the stream writer, which runs after handle returns;
+// from then on the writer owns it.
+type exchange struct {
+	route     route
+	codec     rewrite.Codec // nil on pass-through routes
+	call      hooks.Call
+	requestID string
+	start     time.Time
+	upWait    time.Duration
+	upResp    *fasthttp.Response
+}
+
+// handle proxies one request.
+func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	x := exchange{start: time.Now()}
+	x.requestID = s.requestID(ctx)
+	h := &ctx.Request.Header
+	x.route = classify(ctx.Method(), ctx.Path(), len(h.Peek("Anthropic-Version")) > 0, len(h.Peek("X-Goog-Api-Key")) > 0)
+	if x.route.name == "not_found" {
+		s.finish(ctx, &x, writeError(ctx, x.route.provider, errNotFound))
+		return
+	}
+	up := s.upstreams[x.route.provider]
+	body := ctx.PostBody()
+
+	var view *hooks.Request
+	if x.route.inspect {
+		x.codec = rewrite.For(x.route.api)
+		v, err := x.codec.ParseRequest(body)
+		if err != nil {
+			s.finish(ctx, &x, writeError(ctx, x.route.provider, err))
+			return
+		}
+		if x.route.streamByPath {
+			v.Stream = true
+		}
+		view = v
+	}
+
+	x.call.Route = x.route.name
+	x.call.Tenant = tenantOf(&ctx.Request)
+	sid, src := resolveSession(h, s.cfg.Session.Header, view)
+	x.call.SessionID = sid
+
+	if view != nil && !s.chain.Empty() {
+		edited, short := s.runRequestHooks(ctx, &x, view, body)
+		if short {
+			return
+		}
+		body = edited
+	}
+
+	upReq := fasthttp.AcquireRequest()
+	x.upResp = fasthttp.AcquireResponse()
+	prepareUpstreamRequest(upReq, &ctx.Request, up, body, x.route.inspect)
+	t0 := time.Now()
+	err := up.client.DoTimeout(upReq, x.upResp, s.cfg.Limits.UpstreamTimeout)
+	x.upWait = time.Since(t0)
+	fasthttp.ReleaseRequest(upReq)
+	s.metrics.observeUpstream(x.route.name, x.upWait)
+	if err != nil {
+		fasthttp.ReleaseResponse(x.upResp)
+		cerr := classifyUpstreamError(err)
+		s.metrics.upstreamErrors.WithLabelValues(x.route.name, upstreamErrorKind(cerr)).Inc()
+		s.log.Warn("upstream request failed", zap.String("request_id", x.requestID),
+			zap.String("route", x.route.name), zap.String("kind", upstreamErrorKind(cerr)), zap.Error(err))
+		s.finish(ctx, &x, writeError(ctx, x.route.provider, cerr))
+		return
+	}
+
+	copyResponseHeaders(&ctx.Response, x.upResp)
+	s.setShepherdHeaders(ctx, &x)
+	if sid != "" && x.route.inspect {
+		s.recorder.touch(state.Key{Tenant: x.call.Tenant, Session: sid}, src)
+	}
+
+	status := x.upResp.StatusCode()
+	switch {
+	case bytes.HasPrefix(x.upResp.Header.ContentType(), eventStream):
+		s.streamEvents(ctx, &x)
+	case x.upResp.Header.ContentLength() < 0 && (view != nil && view.Stream || x.route.name == "passthrough"):
+		s.streamChunks(ctx, &x)
+	default:
+		if err := s.copyBody(ctx, &x); err != nil {
+			cerr := classifyUpstreamError(err)
+			s.metrics.upstreamErrors.WithLabelValues(x.route.name, upstreamErrorKind(cerr)).Inc()
+			s.finish(ctx, &x, writeError(ctx, x.route.provider, cerr))
+			return
+		}
+		s.setServerTiming(ctx, &x)
+	}
+	s.finish(ctx, &x, status)
+}
+
+// runRequestHooks runs the request chain and applies its edits. It returns
+// the body to send and whether a hook short-circuited (the response is then
+// already written).
+func (s *Server) runRequestHooks(ctx *fasthttp.RequestCtx, x *exchange, view *hooks.Request, body []byte) ([]byte, bool) {
+	edits, short, err := s.chain.RunRequest(ctx, &x.call, view)
+	if err != nil {
+		s.hookFailed(x, err)
+	}
+	if short != nil {
+		status := short.Status
+		if status == 0 {
+			status = fasthttp.StatusBadRequest
+		}
+		writeErrorStatus(ctx, x.route.provider, status, short.Message)
+		s.finish(ctx, x, status)
+		return nil, true
+	}
+	if edits.Empty() {
+		return body, false
+	}
+	out, err := x.codec.ApplyEdits(body, edits)
+	if err != nil {
+		// Fail open: the agent's own request goes upstream unchanged.
+		s.hookFailed(x, &hooks.HookError{Hook: "apply_edits", Err: err})
+		return body, false
+	}
+	return out, false
+}
+
+func (s *Server) hookFailed(x *exchange, err error) {
+	var he *hooks.HookError
+	name := "unknown"
+	if errors.As(err, &he) {
+		name = he.Hook
+	}
+	s.metrics.hookErrors.WithLabelValues(name).Inc()
+	s.log.Warn("hook failed; continuing without it", zap.String("request_id", x.requestID),
+		zap.String("route", x.route.name), zap.Error(err))
+}
+
+// copyBody reads the whole upstream body into the client response.
+func (s *Server) copyBody(ctx *fasthttp.RequestCtx, x *exchange) error {
+	defer fasthttp.ReleaseResponse(x.upResp)
+	bs := x.upResp.BodyStream()
+	if bs == nil {
+		ctx.Response.SetBodyRaw(append([]byte(nil), x.upResp.Body()...))
+		return nil
+	}
+	_, err := io.Copy(ctx.Response.BodyWriter(), bs)
+	if cerr := x.upResp.CloseBodyStream(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (s *Server) setShepherdHeaders(ctx *fasthttp.RequestCtx, x *exchange) {
+	ctx.Response.Header.Set(headerRequestID, x.requestID)
+	if x.call.SessionID != "" {
+		ctx.Response.Header.Set(headerSession, x.call.SessionID)
+	}
+}
+
+// setServerTiming adds a Server-Timing header: time inside shepherd and time
+// waiting for the upstream, in milliseconds.
+func (s *Server) setServerTiming(ctx *fasthttp.RequestCtx, x *exchange) {
+	total := time.Since(x.start)
+	own := total - x.upWait
+	b := make([]byte, 0, 64)
+	b = append(b, "shepherd;dur="...)
+	b = strconv.AppendFloat(b, float64(own.Microseconds())/1000, 'f', 3, 64)
+	b = append(b, ", upstream;dur="...)
+	b = strconv.AppendFloat(b, float64(x.upWait.Microseconds())/1000, 'f', 3, 64)
+	ctx.Response.Header.SetBytesV(headerTiming, b)
+}
+
+// finish records metrics and the access log of a request whose response is
+// fully decided (for streams: whose headers are decided).
+func (s *Server) finish(ctx *fasthttp.RequestCtx, x *exchange, status int) {
+	if ctx.Response.Header.Peek(headerRequestID) == nil {
+		ctx.Response.Header.Set(headerRequestID, x.requestID)
+	}
+	s.metrics.countRequest(x.route.name, status)
+	s.metrics.observeOverhead(x.route.name, time.Since(x.start)-x.upWait)
+	if ce := s.log.Check(zap.DebugLevel, "request"); ce != nil {
+		ce.Write(zap.String("request_id", x.requestID), zap.String("route", x.route.name),
+			zap.Int("status", status), zap.String("session", x.call.SessionID),
+			zap.Duration("upstream", x.upWait), zap.Duration("total", time.Since(x.start)))
+	}
+}
+
+func upstreamErrorKind(err error) string {
+	switch {
+	case errors.Is(err, errUpstreamTimeout):
+		return "timeout"
+	case errors.Is(err, errUpstreamUnreachable):
+		return "unreachable"
+	}
+	return "broken"
+}

@@ -1,0 +1,154 @@
+package proxy_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
+
+	"shepherd/bench/mock"
+	"shepherd/config"
+	"shepherd/proxy"
+	"shepherd/state"
+)
+
+// harness is a real shepherd server on a loopback port in front of a
+// scripted mock provider that serves all four APIs.
+type harness struct {
+	t       *testing.T
+	mock    *mock.Server
+	srv     *proxy.Server
+	cfg     *config.Config
+	store   state.Store
+	metrics *proxy.Metrics
+	// URL is shepherd's base URL (admin endpoints are on the same listener).
+	URL string
+}
+
+// harnessOptions tune a harness.
+type harnessOptions struct {
+	Mock   mock.Options
+	Config func(*config.Config)
+	Store  state.Store
+}
+
+// newHarness starts a mock and shepherd; both stop when the test ends.
+func newHarness(t *testing.T, o harnessOptions) *harness {
+	t.Helper()
+	m := mock.New(o.Mock)
+	require.NoError(t, m.Start())
+	t.Cleanup(m.Close)
+
+	cfg := config.Defaults()
+	cfg.Upstreams.Anthropic = m.URL()
+	cfg.Upstreams.OpenAI = m.URL()
+	cfg.Upstreams.Gemini = m.URL()
+	cfg.Admin.Listen = ""
+	cfg.Listen = "127.0.0.1:0"
+	if o.Config != nil {
+		o.Config(&cfg)
+	}
+	require.NoError(t, cfg.Validate())
+
+	st := o.Store
+	if st == nil {
+		st = state.NewMemory(state.MemoryOptions{MaxSessions: 1000, TTL: time.Hour})
+	}
+	metrics := proxy.NewMetrics()
+	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: zaptest.NewLogger(t), Store: st, Metrics: metrics})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln)
+	}()
+	h := &harness{t: t, mock: m, srv: srv, cfg: &cfg, store: st, metrics: metrics, URL: "http://" + ln.Addr().String()}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-served
+		_ = st.Close()
+	})
+	return h
+}
+
+// rawClient is an HTTP client that shows bytes as they are on the wire: no
+// transparent decompression, no connection reuse surprises between tests.
+var rawClient = &http.Client{
+	Timeout: 30 * time.Second,
+	Transport: &http.Transport{
+		DisableCompression:  true,
+		MaxIdleConnsPerHost: 16,
+	},
+}
+
+// do sends a request and returns the response with its body read.
+func do(t *testing.T, method, url, body string, headers map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range headers {
+		req.Header[k] = []string{v} // exact spelling, e.g. session_id
+	}
+	resp, err := rawClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, b
+}
+
+// apiCase is one model route with a minimal valid request body.
+type apiCase struct {
+	name       string
+	path       string // path and query
+	body       string
+	stream     bool
+	headers    map[string]string
+	errorCheck func(t *testing.T, status int, body []byte)
+}
+
+func anthropicHeaders() map[string]string {
+	return map[string]string{"X-Api-Key": "sk-ant-test", "Anthropic-Version": "2023-06-01"}
+}
+
+func openaiHeaders() map[string]string {
+	return map[string]string{"Authorization": "Bearer sk-test"}
+}
+
+func geminiHeaders() map[string]string {
+	return map[string]string{"X-Goog-Api-Key": "g-test"}
+}
+
+// modelCases returns one non-streaming and one streaming case per API (and
+// both Gemini stream framings).
+func modelCases() []apiCase {
+	anth := `{"model":"claude-test","max_tokens":256,"messages":[{"role":"user","content":"Hello"}]%s}`
+	chat := `{"model":"gpt-test","messages":[{"role":"user","content":"Hello"}]%s}`
+	resp := `{"model":"gpt-test","input":"Hello"%s}`
+	gem := `{"contents":[{"role":"user","parts":[{"text":"Hello"}]}]}`
+	f := func(tmpl, extra string) string { return strings.Replace(tmpl, "%s", extra, 1) }
+	return []apiCase{
+		{name: "anthropic", path: "/v1/messages?beta=true", body: f(anth, ""), headers: anthropicHeaders()},
+		{name: "anthropic_stream", path: "/v1/messages?beta=true", body: f(anth, `,"stream":true`), stream: true, headers: anthropicHeaders()},
+		{name: "chat", path: "/v1/chat/completions", body: f(chat, ""), headers: openaiHeaders()},
+		{name: "chat_stream", path: "/v1/chat/completions", body: f(chat, `,"stream":true,"stream_options":{"include_usage":true}`), stream: true, headers: openaiHeaders()},
+		{name: "responses", path: "/v1/responses", body: f(resp, ""), headers: openaiHeaders()},
+		{name: "responses_stream", path: "/v1/responses", body: f(resp, `,"stream":true`), stream: true, headers: openaiHeaders()},
+		{name: "gemini", path: "/v1beta/models/gemini-test:generateContent", body: gem, headers: geminiHeaders()},
+		{name: "gemini_sse", path: "/v1beta/models/gemini-test:streamGenerateContent?alt=sse", body: gem, stream: true, headers: geminiHeaders()},
+		{name: "gemini_array", path: "/v1beta/models/gemini-test:streamGenerateContent", body: gem, stream: true, headers: geminiHeaders()},
+	}
+}

@@ -1,0 +1,81 @@
+package proxy
+
+import (
+	"bytes"
+
+	"github.com/valyala/fasthttp"
+)
+
+// hopHeaders are the hop-by-hop headers of RFC 9110 §7.6.1 (plus the
+// de-facto Proxy-Connection and Keep-Alive); they describe one connection and
+// are never forwarded.
+var hopHeaders = []string{
+	"Connection",
+	"Proxy-Connection",
+	"Keep-Alive",
+	"Proxy-Authenticate",
+	"Proxy-Authorization",
+	"Te",
+	"Trailer",
+	"Transfer-Encoding",
+	"Upgrade",
+}
+
+// removeHopHeaders deletes hop-by-hop headers, including any header named in
+// the Connection header's token list.
+func removeHopHeaders(h interface {
+	Peek(string) []byte
+	Del(string)
+}) {
+	if conn := h.Peek("Connection"); len(conn) > 0 {
+		for _, tok := range bytes.Split(conn, []byte(",")) {
+			if name := bytes.TrimSpace(tok); len(name) > 0 {
+				h.Del(string(name))
+			}
+		}
+	}
+	for _, name := range hopHeaders {
+		h.Del(name)
+	}
+}
+
+// prepareUpstreamRequest fills out from in for the upstream u: the same
+// method, path (behind the upstream's path prefix), query and headers minus
+// hop-by-hop headers; Host is the upstream's. body becomes the request body.
+func prepareUpstreamRequest(out *fasthttp.Request, in *fasthttp.Request, u *upstream, body []byte, stripEncoding bool) {
+	in.Header.CopyTo(&out.Header)
+	removeHopHeaders(&out.Header)
+	if stripEncoding {
+		// shepherd reads model replies to frame SSE events and run reply
+		// hooks, so it asks the upstream for identity encoding.
+		out.Header.Del("Accept-Encoding")
+	}
+	uri := out.URI()
+	uri.SetScheme(u.scheme)
+	uri.SetHost(u.host)
+	inURI := in.URI()
+	if u.prefix == "" {
+		uri.SetPathBytes(inURI.PathOriginal())
+	} else {
+		p := make([]byte, 0, len(u.prefix)+len(inURI.PathOriginal()))
+		p = append(p, u.prefix...)
+		p = append(p, inURI.PathOriginal()...)
+		uri.SetPathBytes(p)
+	}
+	uri.DisablePathNormalizing = true
+	uri.SetQueryStringBytes(inURI.QueryString())
+	out.Header.SetHost(u.host)
+	out.SetBodyRaw(body)
+}
+
+// copyResponseHeaders copies the upstream response's status and headers to
+// the client response, minus hop-by-hop headers and Content-Length (fasthttp
+// sets it from the body it writes).
+func copyResponseHeaders(dst *fasthttp.Response, src *fasthttp.Response) {
+	dst.SetStatusCode(src.StatusCode())
+	src.Header.VisitAll(func(k, v []byte) {
+		dst.Header.AddBytesKV(k, v)
+	})
+	removeHopHeaders(&dst.Header)
+	dst.Header.Del("Content-Length")
+}

@@ -1,0 +1,119 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/valyala/fasthttp"
+
+	"shepherd/hooks"
+)
+
+// sessionSource says where a session id was found (a log field and metric
+// label; never the credential).
+type sessionSource string
+
+const (
+	sourceHeader      sessionSource = "header"
+	sourceClaudeCode  sessionSource = "claude_code_header"
+	sourceCodexHeader sessionSource = "codex_header"
+	sourceMetadata    sessionSource = "metadata_user_id"
+	sourceCacheKey    sessionSource = "prompt_cache_key"
+	sourceFingerprint sessionSource = "fingerprint"
+	sourceNone        sessionSource = "none"
+)
+
+// codexSessionHeaders are the conversation headers Codex CLI versions send,
+// newest first.
+var codexSessionHeaders = []string{"session-id", "session_id", "thread-id"}
+
+// resolveSession finds the session id of a request, in the order of
+// design.md: the configured header, X-Claude-Code-Session-Id, the Codex
+// headers, Anthropic metadata.user_id (JSON session_id, then the legacy
+// "_session_<id>" suffix), prompt_cache_key, and finally the fingerprint of
+// the system prompt and first user turn. view may be nil (pass-through
+// routes), in which case only headers are consulted.
+func resolveSession(h *fasthttp.RequestHeader, configured string, view *hooks.Request) (string, sessionSource) {
+	if v := h.Peek(configured); len(v) > 0 {
+		return string(v), sourceHeader
+	}
+	if v := h.Peek("X-Claude-Code-Session-Id"); len(v) > 0 {
+		return string(v), sourceClaudeCode
+	}
+	for _, name := range codexSessionHeaders {
+		if v := peekExact(h, name); len(v) > 0 {
+			return string(v), sourceCodexHeader
+		}
+	}
+	if view == nil {
+		return "", sourceNone
+	}
+	if id := sessionFromUserID(view.MetadataUserID); id != "" {
+		return id, sourceMetadata
+	}
+	if view.PromptCacheKey != "" {
+		return view.PromptCacheKey, sourceCacheKey
+	}
+	if view.Fingerprint != "" {
+		return "fp-" + view.Fingerprint, sourceFingerprint
+	}
+	return "", sourceNone
+}
+
+// peekExact looks a header up by its exact spelling (case-insensitively),
+// so that session_id and session-id stay distinct names.
+func peekExact(h *fasthttp.RequestHeader, name string) []byte {
+	var found []byte
+	for k, v := range h.All() {
+		if found == nil && len(k) == len(name) && strings.EqualFold(string(k), name) {
+			found = v
+		}
+	}
+	return found
+}
+
+// sessionFromUserID extracts a session id from Claude Code's metadata.user_id:
+// either a JSON-encoded object with "session_id" (v2.1.78 and later) or the
+// legacy "user_<hash>_account_<uuid>_session_<uuid>" form.
+func sessionFromUserID(userID string) string {
+	if userID == "" {
+		return ""
+	}
+	if strings.HasPrefix(userID, "{") {
+		if id := gjson.Get(userID, "session_id").String(); id != "" {
+			return id
+		}
+		return ""
+	}
+	if i := strings.LastIndex(userID, "_session_"); i >= 0 {
+		return userID[i+len("_session_"):]
+	}
+	return ""
+}
+
+// tenantOf returns the tenant namespace of a request: a truncated SHA-256 of
+// the credential it carries (x-api-key, Authorization, x-goog-api-key or the
+// Gemini ?key= parameter), or "anonymous" without one. The credential itself
+// is never kept.
+func tenantOf(req *fasthttp.Request) string {
+	cred := req.Header.Peek("X-Api-Key")
+	if len(cred) == 0 {
+		cred = req.Header.Peek("Authorization")
+	}
+	if len(cred) == 0 {
+		cred = req.Header.Peek("X-Goog-Api-Key")
+	}
+	if len(cred) == 0 {
+		cred = req.URI().QueryArgs().Peek("key")
+	}
+	if len(cred) == 0 {
+		return "anonymous"
+	}
+	h := sha256.New()
+	h.Write([]byte("shepherd-tenant\x00"))
+	h.Write(cred)
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0])[:16])
+}

@@ -1,0 +1,99 @@
+package proxy
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/valyala/fasthttp"
+
+	"shepherd/hooks"
+)
+
+func TestResolveSessionOrder(t *testing.T) {
+	jsonUserID := `{"device_id":"d1","account_uuid":"a1","session_id":"0b7f-json"}`
+	legacyUserID := "user_abc123_account_7e1f_session_9c2d-legacy"
+	tests := []struct {
+		name    string
+		headers map[string]string
+		view    *hooks.Request
+		want    string
+		source  sessionSource
+	}{
+		{"configured header wins", map[string]string{"X-Session-Id": "cfg", "X-Claude-Code-Session-Id": "cc"}, &hooks.Request{PromptCacheKey: "pck"}, "cfg", sourceHeader},
+		{"claude code header", map[string]string{"X-Claude-Code-Session-Id": "cc", "session-id": "codex"}, nil, "cc", sourceClaudeCode},
+		{"codex hyphenated", map[string]string{"session-id": "codex-new", "thread-id": "t"}, nil, "codex-new", sourceCodexHeader},
+		{"codex underscore", map[string]string{"session_id": "codex-old"}, nil, "codex-old", sourceCodexHeader},
+		{"codex thread id", map[string]string{"thread-id": "thr"}, nil, "thr", sourceCodexHeader},
+		{"metadata json", nil, &hooks.Request{MetadataUserID: jsonUserID, PromptCacheKey: "pck"}, "0b7f-json", sourceMetadata},
+		{"metadata legacy", nil, &hooks.Request{MetadataUserID: legacyUserID}, "9c2d-legacy", sourceMetadata},
+		{"opaque user id skipped", nil, &hooks.Request{MetadataUserID: "u_4f2a", PromptCacheKey: "pck"}, "pck", sourceCacheKey},
+		{"json user id without session", nil, &hooks.Request{MetadataUserID: `{"device_id":"d"}`, Fingerprint: "ab12"}, "fp-ab12", sourceFingerprint},
+		{"prompt cache key", nil, &hooks.Request{PromptCacheKey: "conv-1", Fingerprint: "ab12"}, "conv-1", sourceCacheKey},
+		{"fingerprint", nil, &hooks.Request{Fingerprint: "ab12"}, "fp-ab12", sourceFingerprint},
+		{"nothing", nil, nil, "", sourceNone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var req fasthttp.Request
+			for k, v := range tt.headers {
+				req.Header.Set(k, v)
+			}
+			got, src := resolveSession(&req.Header, "X-Session-Id", tt.view)
+			require.Equal(t, tt.want, got)
+			require.Equal(t, tt.source, src)
+		})
+	}
+}
+
+func TestTenantOfHashesCredential(t *testing.T) {
+	mk := func(h, v string) *fasthttp.Request {
+		r := &fasthttp.Request{}
+		r.SetRequestURI("http://x/v1/messages")
+		if h != "" {
+			r.Header.Set(h, v)
+		}
+		return r
+	}
+	a := tenantOf(mk("X-Api-Key", "sk-ant-secret-1"))
+	b := tenantOf(mk("X-Api-Key", "sk-ant-secret-2"))
+	require.NotEqual(t, a, b)
+	require.Equal(t, a, tenantOf(mk("X-Api-Key", "sk-ant-secret-1")))
+	require.NotContains(t, a, "secret")
+	require.Len(t, a, 32)
+	require.Equal(t, "anonymous", tenantOf(mk("", "")))
+	bearer := tenantOf(mk("Authorization", "Bearer tok"))
+	require.NotEqual(t, "anonymous", bearer)
+	q := &fasthttp.Request{}
+	q.SetRequestURI("http://x/v1beta/models/m:generateContent?key=gkey")
+	require.NotEqual(t, "anonymous", tenantOf(q))
+	require.Equal(t, tenantOf(mk("X-Goog-Api-Key", "gkey")), tenantOf(q), "the same Gemini key in header or query is one tenant")
+}
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		method, path string
+		anthropic    bool
+		goog         bool
+		want         string
+		provider     Provider
+	}{
+		{"POST", "/v1/messages", false, false, "messages", ProviderAnthropic},
+		{"POST", "/v1/messages/count_tokens", false, false, "count_tokens", ProviderAnthropic},
+		{"POST", "/v1/chat/completions", false, false, "chat_completions", ProviderOpenAI},
+		{"POST", "/v1/responses", false, false, "responses", ProviderOpenAI},
+		{"POST", "/v1beta/models/gemini-2.5-pro:generateContent", false, false, "generate_content", ProviderGemini},
+		{"POST", "/v1beta/models/gemini-2.5-pro:streamGenerateContent", false, false, "stream_generate_content", ProviderGemini},
+		{"GET", "/v1/models", false, false, "passthrough", ProviderOpenAI},
+		{"GET", "/v1/models", true, false, "passthrough", ProviderAnthropic},
+		{"GET", "/v1beta/models", false, false, "passthrough", ProviderGemini},
+		{"POST", "/v1beta/models/m:countTokens", false, false, "passthrough", ProviderGemini},
+		{"GET", "/v1/messages", true, false, "passthrough", ProviderAnthropic},
+		{"GET", "/favicon.ico", false, false, "not_found", ProviderOpenAI},
+		{"POST", "/v2/messages", true, false, "not_found", ProviderAnthropic},
+	}
+	for _, tt := range tests {
+		rt := classify([]byte(tt.method), []byte(tt.path), tt.anthropic, tt.goog)
+		require.Equal(t, tt.want, rt.name, tt.path)
+		require.Equal(t, tt.provider, rt.provider, tt.path)
+	}
+}

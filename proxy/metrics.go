@@ -1,0 +1,100 @@
+package proxy
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics holds shepherd's Prometheus collectors on a private registry (never
+// the global one), so several servers can live in one process (tests).
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	requests       *prometheus.CounterVec
+	upstreamWait   *prometheus.HistogramVec
+	overhead       *prometheus.HistogramVec
+	streamDuration *prometheus.HistogramVec
+	streamsOpen    prometheus.Gauge
+	storeErrors    *prometheus.CounterVec
+	hookErrors     *prometheus.CounterVec
+	upstreamErrors *prometheus.CounterVec
+	clientAborts   *prometheus.CounterVec
+
+	// reqCounters caches the counter of each (route, status) pair so the hot
+	// path does not format labels per request.
+	reqCounters sync.Map // key routeStatus → prometheus.Counter
+}
+
+type routeStatus struct {
+	route  string
+	status int
+}
+
+// NewMetrics registers shepherd's collectors (and the Go and process
+// collectors) on a new registry.
+func NewMetrics() *Metrics {
+	r := prometheus.NewRegistry()
+	fast := []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1}
+	slow := prometheus.ExponentialBuckets(0.01, 2.5, 12) // 10ms … ~10min
+	m := &Metrics{
+		Registry: r,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shepherd_requests_total", Help: "Requests by route and final HTTP status.",
+		}, []string{"route", "status"}),
+		upstreamWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "shepherd_upstream_duration_seconds", Help: "Time from sending a request upstream to its response headers.", Buckets: slow,
+		}, []string{"route"}),
+		overhead: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "shepherd_overhead_seconds", Help: "Time spent inside shepherd per request, excluding waiting for the upstream.", Buckets: fast,
+		}, []string{"route"}),
+		streamDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "shepherd_stream_duration_seconds", Help: "Duration of streamed replies, from response headers to the last byte.", Buckets: slow,
+		}, []string{"route"}),
+		streamsOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shepherd_streams_open", Help: "Streams currently being forwarded.",
+		}),
+		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shepherd_store_errors_total", Help: "State store errors by operation.",
+		}, []string{"op"}),
+		hookErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shepherd_hook_errors_total", Help: "Hook failures (the request went on without the hook).",
+		}, []string{"hook"}),
+		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shepherd_upstream_errors_total", Help: "Upstream failures by route and kind (timeout, unreachable, broken).",
+		}, []string{"route", "kind"}),
+		clientAborts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shepherd_client_aborts_total", Help: "Streams the client left early; the upstream request was cancelled.",
+		}, []string{"route"}),
+	}
+	r.MustRegister(m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
+		m.storeErrors, m.hookErrors, m.upstreamErrors, m.clientAborts,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// countRequest counts one finished request.
+func (m *Metrics) countRequest(route string, status int) {
+	k := routeStatus{route, status}
+	if c, ok := m.reqCounters.Load(k); ok {
+		c.(prometheus.Counter).Inc()
+		return
+	}
+	c := m.requests.WithLabelValues(route, strconv.Itoa(status))
+	m.reqCounters.Store(k, c)
+	c.Inc()
+}
+
+// StoreError counts a state-store failure for op.
+func (m *Metrics) StoreError(op string) { m.storeErrors.WithLabelValues(op).Inc() }
+
+func (m *Metrics) observeUpstream(route string, d time.Duration) {
+	m.upstreamWait.WithLabelValues(route).Observe(d.Seconds())
+}
+
+func (m *Metrics) observeOverhead(route string, d time.Duration) {
+	m.overhead.WithLabelValues(route).Observe(d.Seconds())
+}

@@ -1,0 +1,90 @@
+package proxy
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"shepherd/state"
+)
+
+// sessionRecorder records that a session made a request (request count, last
+// seen) off the request path: touches are queued and written by one owned
+// worker with its own timeout, so a slow state store never delays a reply.
+// When the queue is full a touch is dropped and counted.
+type sessionRecorder struct {
+	store   state.Store
+	log     *zap.Logger
+	metrics *Metrics
+	timeout time.Duration
+	queue   chan sessionTouch
+	done    chan struct{}
+
+	mu     sync.RWMutex // guards closed against sends on a closed queue
+	closed bool
+}
+
+type sessionTouch struct {
+	key    state.Key
+	source sessionSource
+}
+
+func newSessionRecorder(st state.Store, log *zap.Logger, m *Metrics, timeout time.Duration) *sessionRecorder {
+	if timeout <= 0 {
+		timeout = time.Second
+	}
+	r := &sessionRecorder{
+		store: st, log: log, metrics: m, timeout: timeout,
+		queue: make(chan sessionTouch, 4096),
+		done:  make(chan struct{}),
+	}
+	go r.run()
+	return r
+}
+
+// touch queues a request count for key; it never blocks.
+func (r *sessionRecorder) touch(key state.Key, src sessionSource) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return
+	}
+	select {
+	case r.queue <- sessionTouch{key: key, source: src}:
+	default:
+		r.metrics.StoreError("touch_dropped")
+	}
+}
+
+func (r *sessionRecorder) run() {
+	defer close(r.done)
+	for t := range r.queue {
+		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+		_, err := r.store.Update(ctx, t.key, func(s *state.Session) error {
+			s.Requests++
+			return nil
+		})
+		cancel()
+		if err != nil {
+			r.metrics.StoreError("update")
+			r.log.Warn("recording session failed", zap.String("session", t.key.Session), zap.Error(err))
+		}
+	}
+}
+
+// close stops accepting touches and waits up to grace for the queue to drain.
+func (r *sessionRecorder) close(grace time.Duration) {
+	r.mu.Lock()
+	if !r.closed {
+		r.closed = true
+		close(r.queue)
+	}
+	r.mu.Unlock()
+	select {
+	case <-r.done:
+	case <-time.After(grace):
+		r.log.Warn("session writes still pending at shutdown", zap.Int("pending", len(r.queue)))
+	}
+}

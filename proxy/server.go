@@ -1,0 +1,225 @@
+// Package proxy is shepherd's HTTP layer: the fasthttp server and its routes,
+// body limits, upstream clients, SSE pass-through with per-event flushing,
+// the hook chain's call sites, and the admin endpoints.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"shepherd/config"
+	"shepherd/hooks"
+	"shepherd/state"
+)
+
+// Options are what a Server is built from. Config must already be validated.
+type Options struct {
+	Config  *config.Config
+	Logger  *zap.Logger
+	Store   state.Store
+	Chain   *hooks.Chain
+	Metrics *Metrics
+}
+
+// Server is shepherd's proxy. Build it with New, run it with Serve or
+// ListenAndServe, stop it with Shutdown. All fields are set once in New and
+// read-only afterwards, except the stream registry and the listeners.
+type Server struct {
+	cfg       *config.Config
+	log       *zap.Logger
+	store     state.Store
+	chain     *hooks.Chain
+	metrics   *Metrics
+	upstreams map[Provider]*upstream
+	recorder  *sessionRecorder
+	metricsH  fasthttp.RequestHandler
+
+	srv      *fasthttp.Server
+	adminSrv *fasthttp.Server
+
+	streams   streamRegistry
+	ridPrefix string
+	ridSeq    atomicCounter
+
+	mu        sync.Mutex
+	listeners []net.Listener
+}
+
+// New builds a Server from validated options.
+func New(o Options) (*Server, error) {
+	if o.Config == nil || o.Store == nil {
+		return nil, errors.New("proxy: Config and Store are required")
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics()
+	}
+	if o.Chain == nil {
+		o.Chain = hooks.NewChain()
+	}
+	cfg := o.Config
+	s := &Server{
+		cfg:       cfg,
+		log:       o.Logger,
+		store:     o.Store,
+		chain:     o.Chain,
+		metrics:   o.Metrics,
+		upstreams: map[Provider]*upstream{},
+		ridPrefix: newRequestIDPrefix(),
+		metricsH:  newMetricsHandler(o.Metrics),
+	}
+	uo := upstreamOptions{
+		IdleTimeout: cfg.Limits.UpstreamTimeout,
+		DialTimeout: 10 * time.Second,
+		MaxConns:    cfg.Limits.MaxConnsPerUpstream,
+	}
+	for p, base := range map[Provider]string{
+		ProviderAnthropic: cfg.Upstreams.Anthropic,
+		ProviderOpenAI:    cfg.Upstreams.OpenAI,
+		ProviderGemini:    cfg.Upstreams.Gemini,
+	} {
+		u, err := newUpstream(p, base, uo)
+		if err != nil {
+			return nil, err
+		}
+		s.upstreams[p] = u
+	}
+	s.recorder = newSessionRecorder(o.Store, o.Logger.Named("sessions"), o.Metrics, cfg.State.Redis.Timeout)
+	handler := s.handle
+	if cfg.Admin.Listen == "" {
+		handler = s.handleWithAdmin
+	}
+	s.srv = &fasthttp.Server{
+		Handler:                       recoverMiddleware(handler, s.log),
+		Name:                          "shepherd",
+		MaxRequestBodySize:            cfg.Limits.MaxBodyBytes,
+		ErrorHandler:                  s.handleServerError,
+		NoDefaultServerHeader:         true,
+		NoDefaultDate:                 true,
+		NoDefaultContentType:          true,
+		DisablePreParseMultipartForm:  true,
+		ReadBufferSize:                16 << 10,
+		WriteBufferSize:               16 << 10,
+		IdleTimeout:                   2 * time.Minute,
+		ReadTimeout:                   5 * time.Minute,
+		CloseOnShutdown:               true,
+		StreamRequestBody:             false,
+		DisableHeaderNamesNormalizing: false,
+		Logger:                        zap.NewStdLog(o.Logger.Named("fasthttp")),
+	}
+	s.adminSrv = &fasthttp.Server{
+		Handler:               recoverMiddleware(s.handleAdmin, s.log),
+		Name:                  "shepherd-admin",
+		NoDefaultServerHeader: true,
+		ReadTimeout:           30 * time.Second,
+		Logger:                zap.NewStdLog(o.Logger.Named("fasthttp-admin")),
+	}
+	return s, nil
+}
+
+// Serve serves the proxy on ln until Shutdown. It returns nil after a
+// graceful shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	s.track(ln)
+	return s.srv.Serve(ln)
+}
+
+// ServeAdmin serves the admin endpoints on ln until Shutdown.
+func (s *Server) ServeAdmin(ln net.Listener) error {
+	s.track(ln)
+	return s.adminSrv.Serve(ln)
+}
+
+func (s *Server) track(ln net.Listener) {
+	s.mu.Lock()
+	s.listeners = append(s.listeners, ln)
+	s.mu.Unlock()
+}
+
+// ListenAndServe listens on the configured addresses (proxy and, if set,
+// admin) and serves until Shutdown or a listener fails.
+func (s *Server) ListenAndServe() error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("proxy: listen %s: %w", s.cfg.Listen, err)
+	}
+	errc := make(chan error, 2)
+	if s.cfg.Admin.Listen != "" {
+		aln, err := net.Listen("tcp", s.cfg.Admin.Listen)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("proxy: listen admin %s: %w", s.cfg.Admin.Listen, err)
+		}
+		go func() { errc <- s.ServeAdmin(aln) }()
+	}
+	go func() { errc <- s.Serve(ln) }()
+	return <-errc
+}
+
+// Shutdown stops accepting connections, lets open streams finish until ctx is
+// done, then cuts the streams still open (each gets the API's stream error
+// event), and flushes pending session writes.
+func (s *Server) Shutdown(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- s.srv.ShutdownWithContext(ctx) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		n := s.streams.closeAll()
+		s.log.Warn("shutdown grace expired; cutting open streams", zap.Int("streams", n))
+		select {
+		case err = <-done:
+		case <-time.After(5 * time.Second):
+			err = ctx.Err()
+		}
+	}
+	_ = s.adminSrv.Shutdown()
+	s.recorder.close(2 * time.Second)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// handleServerError renders errors fasthttp meets before the handler runs
+// (oversized or unparsable requests) in the calling API's error shape.
+func (s *Server) handleServerError(ctx *fasthttp.RequestCtx, err error) {
+	rt := classify(ctx.Method(), ctx.Path(), len(ctx.Request.Header.Peek("Anthropic-Version")) > 0,
+		len(ctx.Request.Header.Peek("X-Goog-Api-Key")) > 0)
+	var tooLarge bool
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		tooLarge = true
+	}
+	if tooLarge {
+		status := writeError(ctx, rt.provider, errBodyTooLarge)
+		s.metrics.countRequest(rt.name, status)
+		return
+	}
+	writeErrorStatus(ctx, rt.provider, fasthttp.StatusBadRequest, "request could not be parsed")
+	s.metrics.countRequest(rt.name, fasthttp.StatusBadRequest)
+}
+
+// recoverMiddleware turns a panic in h into a 500 in a neutral error shape
+// and a log line; fasthttp itself does not recover panics.
+func recoverMiddleware(h fasthttp.RequestHandler, log *zap.Logger) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		defer func() {
+			if r := recover(); r != nil {
+				log.Error("panic in handler", zap.Any("panic", r), zap.ByteString("path", ctx.Path()))
+				rt := classify(ctx.Method(), ctx.Path(), false, false)
+				writeErrorStatus(ctx, rt.provider, fasthttp.StatusInternalServerError, "internal error in shepherd")
+			}
+		}()
+		h(ctx)
+	}
+}

@@ -1,0 +1,196 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"shepherd/rewrite"
+)
+
+// streamEvents forwards an SSE reply event by event: each event's exact bytes
+// are written and flushed as soon as the event is complete, so the client
+// never waits on shepherd for more than the rest of the event in flight. The
+// writer runs after handle returns and owns x from then on.
+func (s *Server) streamEvents(ctx *fasthttp.RequestCtx, x *exchange) {
+	xs := *x
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		s.pipe(w, &xs, func(bs io.Reader, w *bufio.Writer) (clientGone bool, upErr error) {
+			r := rewrite.NewReader(bs)
+			// A parsed route's stream must end with its API's terminal
+			// event; fasthttp reports a connection cut between two chunks
+			// as a clean EOF, so the protocol is the only reliable witness.
+			terminated := xs.codec == nil
+			for {
+				ev, err := r.Next()
+				if len(ev.Raw) > 0 {
+					if !terminated && rewrite.IsTerminalEvent(xs.route.api, &ev) {
+						terminated = true
+					}
+					if _, werr := w.Write(ev.Raw); werr != nil {
+						return true, nil
+					}
+					if werr := w.Flush(); werr != nil {
+						return true, nil
+					}
+				}
+				if err == io.EOF {
+					if !terminated {
+						return false, io.ErrUnexpectedEOF
+					}
+					return false, nil
+				}
+				if err != nil {
+					return false, err
+				}
+			}
+		})
+	})
+}
+
+// streamChunks forwards a streamed body that is not SSE (Gemini's
+// JSON-array stream, unknown pass-through streams) chunk by chunk, flushing
+// after every read.
+func (s *Server) streamChunks(ctx *fasthttp.RequestCtx, x *exchange) {
+	xs := *x
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		s.pipe(w, &xs, func(bs io.Reader, w *bufio.Writer) (bool, error) {
+			buf := chunkPool.Get().(*[]byte)
+			defer chunkPool.Put(buf)
+			// A Gemini JSON-array stream is complete once its closing
+			// bracket arrived.
+			var last byte
+			for {
+				n, err := bs.Read(*buf)
+				if n > 0 {
+					if t := bytes.TrimRight((*buf)[:n], " \t\r\n"); len(t) > 0 {
+						last = t[len(t)-1]
+					}
+					if _, werr := w.Write((*buf)[:n]); werr != nil {
+						return true, nil
+					}
+					if werr := w.Flush(); werr != nil {
+						return true, nil
+					}
+				}
+				if err == io.EOF {
+					if xs.codec != nil && last != ']' {
+						return false, io.ErrUnexpectedEOF
+					}
+					return false, nil
+				}
+				if err != nil {
+					return false, err
+				}
+			}
+		})
+	})
+}
+
+var chunkPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// pipe runs copyFn over the upstream body stream, keeps the stream registered
+// for shutdown, and cleans up: a client that went away cancels the upstream
+// request (its connection is closed); an upstream that broke mid-stream gets
+// the API's stream error event written to the client.
+func (s *Server) pipe(w *bufio.Writer, x *exchange, copyFn func(io.Reader, *bufio.Writer) (bool, error)) {
+	start := time.Now()
+	s.metrics.streamsOpen.Inc()
+	defer s.metrics.streamsOpen.Dec()
+	upResp := x.upResp
+	defer fasthttp.ReleaseResponse(upResp)
+	bs := upResp.BodyStream()
+	if bs == nil {
+		// The upstream body was small enough to be read with the headers.
+		if _, err := w.Write(upResp.Body()); err == nil {
+			_ = w.Flush()
+		}
+		return
+	}
+	closer, _ := bs.(fasthttp.ReadCloserWithError)
+	id := s.streams.add(closer)
+	defer s.streams.remove(id)
+
+	clientGone, upErr := copyFn(bs, w)
+	switch {
+	case clientGone:
+		s.metrics.clientAborts.WithLabelValues(x.route.name).Inc()
+		if closer != nil {
+			_ = closer.CloseWithError(errClientGone)
+		}
+		s.log.Debug("client left mid-stream; upstream request cancelled",
+			zap.String("request_id", x.requestID), zap.String("route", x.route.name))
+	case upErr != nil:
+		cerr := classifyUpstreamError(upErr)
+		if s.streams.wasCut(id) {
+			cerr = errShuttingDown
+		}
+		s.metrics.upstreamErrors.WithLabelValues(x.route.name, upstreamErrorKind(cerr)).Inc()
+		s.log.Warn("upstream stream broke", zap.String("request_id", x.requestID),
+			zap.String("route", x.route.name), zap.Error(upErr))
+		if x.codec != nil {
+			status, msg := statusOf(cerr)
+			if _, err := w.Write(x.codec.StreamErrorEvent(status, msg)); err == nil {
+				_ = w.Flush()
+			}
+		}
+	}
+	_ = upResp.CloseBodyStream()
+	s.metrics.streamDuration.WithLabelValues(x.route.name).Observe(time.Since(start).Seconds())
+}
+
+var errClientGone = errors.New("proxy: client went away")
+
+// streamRegistry tracks open upstream streams so Shutdown can cut the ones
+// still open when the grace period ends.
+type streamRegistry struct {
+	mu   sync.Mutex
+	next uint64
+	open map[uint64]fasthttp.ReadCloserWithError
+	cut  map[uint64]bool
+}
+
+func (r *streamRegistry) add(c fasthttp.ReadCloserWithError) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.open == nil {
+		r.open = map[uint64]fasthttp.ReadCloserWithError{}
+		r.cut = map[uint64]bool{}
+	}
+	r.next++
+	r.open[r.next] = c
+	return r.next
+}
+
+func (r *streamRegistry) remove(id uint64) {
+	r.mu.Lock()
+	delete(r.open, id)
+	delete(r.cut, id)
+	r.mu.Unlock()
+}
+
+func (r *streamRegistry) wasCut(id uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cut[id]
+}
+
+// closeAll cuts every open stream and returns how many there were. Closing
+// is safe while a Read is in flight: fasthttp's stream body interrupts it.
+func (r *streamRegistry) closeAll() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, c := range r.open {
+		r.cut[id] = true
+		if c != nil {
+			_ = c.CloseWithError(errShuttingDown)
+		}
+	}
+	return len(r.open)
+}

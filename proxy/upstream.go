@@ -1,0 +1,122 @@
+package proxy
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Provider names an upstream API family. It selects a base URL and an error
+// shape; it is never seen by hooks.
+type Provider string
+
+// Providers shepherd routes to.
+const (
+	ProviderAnthropic Provider = "anthropic"
+	ProviderOpenAI    Provider = "openai"
+	ProviderGemini    Provider = "gemini"
+)
+
+// upstream is one provider's pooled HTTP client and base URL. It is built
+// once at start-up and shared by all requests.
+type upstream struct {
+	provider Provider
+	scheme   string // http or https
+	host     string // Host header value (host[:port] as configured)
+	prefix   string // path prefix from the base URL, without trailing slash
+	client   *fasthttp.HostClient
+}
+
+// upstreamOptions are the client settings shared by every upstream.
+type upstreamOptions struct {
+	// IdleTimeout is the longest the upstream may stay silent while shepherd
+	// waits for response headers or for the next bytes of a body.
+	IdleTimeout time.Duration
+	DialTimeout time.Duration
+	MaxConns    int
+}
+
+func newUpstream(p Provider, baseURL string, o upstreamOptions) (*upstream, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: upstream %s: %w", p, err)
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		if u.Scheme == "https" {
+			addr = net.JoinHostPort(u.Hostname(), "443")
+		} else {
+			addr = net.JoinHostPort(u.Hostname(), "80")
+		}
+	}
+	dialer := &net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}
+	return &upstream{
+		provider: p,
+		scheme:   u.Scheme,
+		host:     u.Host,
+		prefix:   strings.TrimRight(u.Path, "/"),
+		client: &fasthttp.HostClient{
+			Addr:                          addr,
+			Name:                          "shepherd",
+			IsTLS:                         u.Scheme == "https",
+			MaxConns:                      o.MaxConns,
+			MaxIdleConnDuration:           90 * time.Second,
+			StreamResponseBody:            true,
+			DisablePathNormalizing:        true,
+			NoDefaultUserAgentHeader:      true,
+			DisableHeaderNamesNormalizing: false,
+			ReadBufferSize:                16 << 10,
+			WriteBufferSize:               16 << 10,
+			MaxIdemponentCallAttempts:     1,
+			RetryIfErr:                    func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
+			Dial: func(addr string) (net.Conn, error) {
+				c, err := dialer.Dial("tcp", addr)
+				if err != nil {
+					return nil, err
+				}
+				return &idleConn{Conn: c}, nil
+			},
+		},
+	}, nil
+}
+
+// idleConn turns fasthttp's absolute read deadline into an idle timeout:
+// fasthttp sets one deadline (now + timeout) before reading the response
+// headers and keeps it while a streamed body is read, which would cut every
+// stream longer than the timeout. idleConn remembers the requested duration
+// and re-arms it before every Read, so the limit applies to silence, not to
+// the whole exchange.
+type idleConn struct {
+	net.Conn
+	idle atomic.Int64 // nanoseconds; 0 = no deadline
+}
+
+func (c *idleConn) SetReadDeadline(t time.Time) error {
+	if t.IsZero() {
+		c.idle.Store(0)
+		return c.Conn.SetReadDeadline(t)
+	}
+	c.idle.Store(int64(time.Until(t)))
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *idleConn) SetDeadline(t time.Time) error {
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *idleConn) Read(p []byte) (int, error) {
+	if d := time.Duration(c.idle.Load()); d > 0 {
+		if err := c.Conn.SetReadDeadline(time.Now().Add(d)); err != nil {
+			return 0, err
+		}
+	}
+	return c.Conn.Read(p)
+}
