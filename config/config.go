@@ -100,9 +100,11 @@ type Limits struct {
 	// default 33554432 (32 MiB, the Anthropic API's own limit); at most
 	// MaxBodyBytesCeiling (1 GiB).
 	MaxBodyBytes int `mapstructure:"max_body_bytes"`
-	// UpstreamTimeout: key limits.upstream_timeout; how long to wait for the
-	// upstream's response headers (and a whole non-streaming body); a timeout
-	// gives 504. Default 10m.
+	// UpstreamTimeout: key limits.upstream_timeout; the longest the upstream
+	// may stay silent: before its response headers (a non-streaming reply's
+	// headers come when generation ends) or between two reads of a body. It
+	// measures silence, not the whole exchange, so long streams are not cut.
+	// A timeout before the headers gives 504. Default 10m.
 	UpstreamTimeout time.Duration `mapstructure:"upstream_timeout"`
 	// StreamIdleTimeout: key limits.stream_idle_timeout; longest silence
 	// allowed between two stream reads from upstream before the stream is cut;

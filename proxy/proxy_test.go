@@ -492,3 +492,19 @@ func TestUpstreamPathPrefix(t *testing.T) {
 	require.Equal(t, `{"ok":true}`, string(b))
 	require.Equal(t, int32(1), hits.Load())
 }
+
+// TestStreamIdleTimeout: an upstream stream silent for longer than
+// limits.stream_idle_timeout is cut with the API's error event.
+func TestStreamIdleTimeout(t *testing.T) {
+	h := newHarness(t, harnessOptions{
+		Mock:   mock.Options{Hold: 10 * time.Second, PingEvery: 5 * time.Second},
+		Config: func(c *config.Config) { c.Limits.StreamIdleTimeout = 300 * time.Millisecond },
+	})
+	start := time.Now()
+	resp, b := do(t, "POST", h.URL+"/v1/messages", `{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, anthropicHeaders())
+	require.Equal(t, 200, resp.StatusCode)
+	require.Less(t, time.Since(start), 4*time.Second)
+	require.Contains(t, string(b), "event: message_start")
+	require.Contains(t, string(b), "event: error")
+	require.Contains(t, string(b), "upstream did not answer in time")
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -117,7 +118,12 @@ func (s *Server) pipe(w *bufio.Writer, x *exchange, copyFn func(io.Reader, *bufi
 	id := s.streams.add(closer)
 	defer s.streams.remove(id)
 
-	clientGone, upErr := copyFn(bs, w)
+	idle := newIdleWatch(bs, closer, s.cfg.Limits.StreamIdleTimeout)
+	defer idle.stop()
+	clientGone, upErr := copyFn(idle, w)
+	if upErr != nil && idle.fired.Load() {
+		upErr = errors.Join(errUpstreamTimeout, upErr)
+	}
 	switch {
 	case clientGone:
 		s.metrics.clientAborts.WithLabelValues(x.route.name).Inc()
@@ -145,7 +151,45 @@ func (s *Server) pipe(w *bufio.Writer, x *exchange, copyFn func(io.Reader, *bufi
 	s.metrics.streamDuration.WithLabelValues(x.route.name).Observe(time.Since(start).Seconds())
 }
 
-var errClientGone = errors.New("proxy: client went away")
+var (
+	errClientGone = errors.New("proxy: client went away")
+	errStreamIdle = errors.New("proxy: upstream stream idle too long")
+)
+
+// idleWatch cuts an upstream stream that stays silent longer than
+// limits.stream_idle_timeout: every Read re-arms a timer whose expiry closes
+// the body stream, which interrupts the Read in flight.
+type idleWatch struct {
+	r     io.Reader
+	d     time.Duration
+	timer *time.Timer
+	fired atomic.Bool
+}
+
+func newIdleWatch(r io.Reader, closer fasthttp.ReadCloserWithError, d time.Duration) *idleWatch {
+	w := &idleWatch{r: r, d: d}
+	if d > 0 && closer != nil {
+		w.timer = time.AfterFunc(d, func() {
+			w.fired.Store(true)
+			_ = closer.CloseWithError(errStreamIdle)
+		})
+	}
+	return w
+}
+
+func (w *idleWatch) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if w.timer != nil && n > 0 {
+		w.timer.Reset(w.d)
+	}
+	return n, err
+}
+
+func (w *idleWatch) stop() {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
 
 // streamRegistry tracks open upstream streams so Shutdown can cut the ones
 // still open when the grace period ends.
