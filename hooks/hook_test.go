@@ -1,0 +1,130 @@
+package hooks
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// fakeHook records its calls in a shared log and returns scripted results.
+type fakeHook struct {
+	name  string
+	log   *[]string
+	edits RequestEdits
+	resp  *Response
+	err   error
+	reply ReplyDecision
+	rerr  error
+}
+
+func (f *fakeHook) Name() string { return f.name }
+
+func (f *fakeHook) OnRequest(_ context.Context, _ *Call, _ *Request) (RequestEdits, *Response, error) {
+	*f.log = append(*f.log, "req:"+f.name)
+	return f.edits, f.resp, f.err
+}
+
+func (f *fakeHook) OnReply(_ context.Context, _ *Call, _ *Reply) (ReplyDecision, error) {
+	*f.log = append(*f.log, "reply:"+f.name)
+	return f.reply, f.rerr
+}
+
+// requestOnly implements only RequestHook.
+type requestOnly struct{ fakeHook }
+
+func (r *requestOnly) OnReply() {} // shadows the ReplyHook method with another signature
+
+func TestChainRequestOrderAndMerge(t *testing.T) {
+	var log []string
+	a := &fakeHook{name: "a", log: &log, edits: RequestEdits{AppendSystem: []string{"A"}, SetMaxOutputTokens: 100}}
+	b := &fakeHook{name: "b", log: &log, edits: RequestEdits{AppendSystem: []string{"B"}, AddTools: []ToolSpec{{Name: "t"}}, SetMaxOutputTokens: 200}}
+	c := NewChain(a, b)
+	edits, resp, err := c.RunRequest(context.Background(), &Call{}, &Request{})
+	require.NoError(t, err)
+	require.Nil(t, resp)
+	require.Equal(t, []string{"req:a", "req:b"}, log)
+	require.Equal(t, []string{"A", "B"}, edits.AppendSystem)
+	require.Equal(t, "t", edits.AddTools[0].Name)
+	require.Equal(t, int64(200), edits.SetMaxOutputTokens, "a later limit wins")
+}
+
+func TestChainShortCircuitStopsLaterHooks(t *testing.T) {
+	var log []string
+	a := &fakeHook{name: "a", log: &log, edits: RequestEdits{AppendUserText: []string{"x"}}}
+	b := &fakeHook{name: "b", log: &log, resp: &Response{Status: 403, Message: "no"}}
+	c := &fakeHook{name: "c", log: &log}
+	edits, resp, err := NewChain(a, b, c).RunRequest(context.Background(), &Call{}, &Request{})
+	require.NoError(t, err)
+	require.Equal(t, &Response{Status: 403, Message: "no"}, resp)
+	require.Equal(t, []string{"req:a", "req:b"}, log)
+	require.Equal(t, []string{"x"}, edits.AppendUserText)
+}
+
+func TestChainFailingHookIsSkipped(t *testing.T) {
+	var log []string
+	boom := errors.New("boom")
+	a := &fakeHook{name: "a", log: &log, err: boom, edits: RequestEdits{AppendSystem: []string{"dropped"}}}
+	b := &fakeHook{name: "b", log: &log, edits: RequestEdits{AppendSystem: []string{"kept"}}}
+	edits, resp, err := NewChain(a, b).RunRequest(context.Background(), &Call{}, &Request{})
+	require.Nil(t, resp)
+	require.ErrorIs(t, err, boom)
+	var he *HookError
+	require.ErrorAs(t, err, &he)
+	require.Equal(t, "a", he.Hook)
+	require.Equal(t, []string{"kept"}, edits.AppendSystem, "a failed hook's edits are dropped")
+	require.Equal(t, []string{"req:a", "req:b"}, log)
+}
+
+func TestChainReplyReverseOrderFirstDecisionWins(t *testing.T) {
+	var log []string
+	a := &fakeHook{name: "a", log: &log, reply: ReplyDecision{
+		Calls:     []CallDecision{{CallIndex: 0, Verdict: Refuse, Result: "a refuses"}, {CallIndex: 1, Verdict: Claim, Result: "a claims"}},
+		MoveFirst: []int{1},
+	}}
+	b := &fakeHook{name: "b", log: &log, reply: ReplyDecision{
+		Calls:     []CallDecision{{CallIndex: 0, Verdict: Claim, Result: "b claims"}, {CallIndex: 2, Verdict: Pass}},
+		MoveFirst: []int{2},
+	}}
+	d, err := NewChain(a, b).RunReply(context.Background(), &Call{}, &Reply{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"reply:b", "reply:a"}, log, "reply hooks run in reverse order")
+	require.Equal(t, []CallDecision{
+		{CallIndex: 0, Verdict: Claim, Result: "b claims"},
+		{CallIndex: 1, Verdict: Claim, Result: "a claims"},
+	}, d.Calls, "b ran first and decided call 0; Pass decides nothing")
+	require.Equal(t, []int{2, 1}, d.MoveFirst)
+}
+
+func TestChainReplyErrorDropsDecision(t *testing.T) {
+	var log []string
+	a := &fakeHook{name: "a", log: &log, rerr: errors.New("bad"), reply: ReplyDecision{Calls: []CallDecision{{CallIndex: 0, Verdict: Refuse}}}}
+	d, err := NewChain(a).RunReply(context.Background(), &Call{}, &Reply{})
+	require.Error(t, err)
+	require.Empty(t, d.Calls)
+}
+
+func TestChainPhasesByInterface(t *testing.T) {
+	var log []string
+	r := &requestOnly{fakeHook{name: "r", log: &log}}
+	c := NewChain(r)
+	require.False(t, c.Empty())
+	require.False(t, c.HasReplyHooks(), "a hook without OnReply(ctx, call, reply) is not a reply hook")
+	var nilChain *Chain
+	require.True(t, nilChain.Empty())
+	_, _, err := nilChain.RunRequest(context.Background(), &Call{}, &Request{})
+	require.NoError(t, err)
+}
+
+func TestRequestEditsEmpty(t *testing.T) {
+	require.True(t, (&RequestEdits{}).Empty())
+	require.False(t, (&RequestEdits{SetMaxOutputTokens: 1}).Empty())
+	require.False(t, (&RequestEdits{AppendUserText: []string{""}}).Empty())
+}
+
+func TestRequestHasTool(t *testing.T) {
+	r := &Request{Tools: []ToolDef{{Name: "Read"}, {Name: "create_new_topic"}}}
+	require.True(t, r.HasTool("create_new_topic"))
+	require.False(t, r.HasTool("select_active_intent"))
+}
