@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -48,7 +49,7 @@ func run() error {
 	defer func() { _ = log.Sync() }()
 
 	metrics := proxy.NewMetrics()
-	store, err := openStore(cfg)
+	store, err := openStore(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -86,9 +87,10 @@ func run() error {
 
 // openStore opens the configured state store. Store errors are counted by the
 // proxy at its call sites, so no OnError hook is wired here.
-func openStore(cfg *config.Config) (state.Store, error) {
+func openStore(cfg *config.Config, log *zap.Logger) (state.Store, error) {
 	switch cfg.State.Backend {
 	case config.BackendRedis:
+		redis.SetLogger(redisLogger{log: log.Named("redis")})
 		r := cfg.State.Redis
 		return state.NewRedis(state.RedisOptions{
 			URL: r.URL, Addrs: r.Addrs, MasterName: r.MasterName, Timeout: r.Timeout,
