@@ -35,6 +35,9 @@ type exchange struct {
 	start     time.Time
 	upWait    time.Duration
 	upResp    *fasthttp.Response
+	// crlf records that the upstream frames SSE lines with CRLF, so events
+	// shepherd writes into the stream use the same framing.
+	crlf bool
 }
 
 // handle proxies one request.

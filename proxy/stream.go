@@ -34,6 +34,9 @@ func (s *Server) streamEvents(ctx *fasthttp.RequestCtx, x *exchange) {
 					if !terminated && rewrite.IsTerminalEvent(xs.route.api, &ev) {
 						terminated = true
 					}
+					if !xs.crlf && bytes.HasSuffix(ev.Raw, crlf) {
+						xs.crlf = true
+					}
 					if _, werr := w.Write(ev.Raw); werr != nil {
 						return true, nil
 					}
@@ -94,6 +97,11 @@ func (s *Server) streamChunks(ctx *fasthttp.RequestCtx, x *exchange) {
 	})
 }
 
+var (
+	crlf = []byte("\r\n")
+	lf   = []byte("\n")
+)
+
 var chunkPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // pipe runs copyFn over the upstream body stream, keeps the stream registered
@@ -142,7 +150,14 @@ func (s *Server) pipe(w *bufio.Writer, x *exchange, copyFn func(io.Reader, *bufi
 			zap.String("route", x.route.name), zap.Error(upErr))
 		if x.codec != nil {
 			status, msg := statusOf(cerr)
-			if _, err := w.Write(x.codec.StreamErrorEvent(status, msg)); err == nil {
+			ev := x.codec.StreamErrorEvent(status, msg)
+			if x.crlf {
+				// Frame shepherd's event like the upstream's (Gemini uses
+				// CRLF); SSE clients split on the first terminator style
+				// they find.
+				ev = bytes.ReplaceAll(ev, lf, crlf)
+			}
+			if _, err := w.Write(ev); err == nil {
 				_ = w.Flush()
 			}
 		}
