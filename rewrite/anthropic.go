@@ -1,0 +1,265 @@
+package rewrite
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"shepherd/hooks"
+)
+
+// anthropicCodec speaks the Anthropic Messages API (POST /v1/messages and
+// /v1/messages/count_tokens).
+type anthropicCodec struct{}
+
+var _ Codec = anthropicCodec{}
+
+func (anthropicCodec) API() API { return APIAnthropic }
+
+// anthropicKeys are the top-level members the request view reads.
+var anthropicKeys = []string{"model", "stream", "max_tokens", "system", "tools", "messages", "metadata"}
+
+func (anthropicCodec) ParseRequest(body []byte) (*hooks.Request, error) {
+	root, err := parseRoot(body)
+	if err != nil {
+		return nil, err
+	}
+	var m [7]gjson.Result
+	members(root, anthropicKeys, m[:])
+	model, stream, maxTok, system, tools, msgs, meta := m[0], m[1], m[2], m[3], m[4], m[5], m[6]
+	uid := meta.Get("user_id")
+	for _, err := range []error{
+		wantString(model, "model"), wantBool(stream, "stream"), wantNumber(maxTok, "max_tokens"),
+		wantStringOrArray(system, "system"), wantArray(tools, "tools"), wantArray(msgs, "messages"),
+		wantObject(meta, "metadata"), wantString(uid, "metadata.user_id"),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	req := &hooks.Request{Model: str(model), Stream: stream.Bool(), MetadataUserID: str(uid)}
+	if maxTok.Type == gjson.Number {
+		req.MaxOutputTokens, req.HasMaxOutputTokens = maxTok.Int(), true
+	}
+	if req.System, err = anthropicSystem(system); err != nil {
+		return nil, at(err, "system")
+	}
+	if req.Tools, err = namedTools(tools, "name"); err != nil {
+		return nil, at(err, "tools")
+	}
+	var names toolNames
+	eachElem(msgs, func(i int, m gjson.Result) bool {
+		var msg hooks.Message
+		if msg, err = anthropicMessage(m, &names); err != nil {
+			err = at(atIndex(err, i), "messages")
+			return false
+		}
+		req.Messages = append(req.Messages, msg)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	req.Fingerprint = fingerprint(req.System, req.Messages)
+	return req, nil
+}
+
+// anthropicSystem returns the text of a string or text-block system prompt,
+// blocks joined by a blank line.
+func anthropicSystem(sys gjson.Result) (string, error) {
+	if sys.Type == gjson.String {
+		return str(sys), nil
+	}
+	var texts []string
+	var err error
+	eachElem(sys, func(i int, b gjson.Result) bool {
+		if !b.IsObject() {
+			err = atIndex(typeErr("", "an object"), i)
+			return false
+		}
+		if b.Get("type").Str == "text" {
+			t := b.Get("text")
+			if t.Type != gjson.String {
+				err = atIndex(typeErr("text", "a string"), i)
+				return false
+			}
+			texts = append(texts, t.Str)
+		}
+		return true
+	})
+	return strings.Clone(joinTexts(texts)), err
+}
+
+func anthropicMessage(m gjson.Result, names *toolNames) (hooks.Message, error) {
+	if !m.IsObject() {
+		return hooks.Message{}, typeErr("", "an object")
+	}
+	role, content := m.Get("role"), m.Get("content")
+	if err := wantString(role, "role"); err != nil {
+		return hooks.Message{}, err
+	}
+	if err := wantStringOrArray(content, "content"); err != nil {
+		return hooks.Message{}, err
+	}
+	msg := hooks.Message{Role: anthropicRole(role.Str)}
+	var err error
+	msg.Blocks, err = anthropicBlocks(content, names)
+	return msg, at(err, "content")
+}
+
+func anthropicRole(r string) hooks.Role {
+	switch r {
+	case "user":
+		return hooks.RoleUser
+	case "assistant":
+		return hooks.RoleAssistant
+	case "system":
+		return hooks.RoleSystem
+	}
+	return hooks.Role(strings.Clone(r))
+}
+
+// anthropicBlocks normalises message content: a string or content blocks.
+func anthropicBlocks(content gjson.Result, names *toolNames) ([]hooks.Block, error) {
+	if content.Type == gjson.String {
+		return []hooks.Block{{Kind: hooks.BlockText, Text: str(content)}}, nil
+	}
+	var blocks []hooks.Block
+	var err error
+	eachElem(content, func(j int, b gjson.Result) bool {
+		var blk hooks.Block
+		if blk, err = anthropicBlock(b, names); err != nil {
+			err = atIndex(err, j)
+			return false
+		}
+		blocks = append(blocks, blk)
+		return true
+	})
+	return blocks, err
+}
+
+func anthropicBlock(b gjson.Result, names *toolNames) (hooks.Block, error) {
+	if !b.IsObject() {
+		return hooks.Block{}, typeErr("", "an object")
+	}
+	// want reads a string member, recording the first type error.
+	var err error
+	want := func(key string) string {
+		v := b.Get(key)
+		if err == nil {
+			err = wantString(v, key)
+		}
+		return str(v)
+	}
+	var blk hooks.Block
+	switch b.Get("type").Str {
+	case "text":
+		blk = hooks.Block{Kind: hooks.BlockText, Text: want("text")}
+	case "thinking":
+		blk = hooks.Block{Kind: hooks.BlockThinking, Text: want("thinking")}
+	case "redacted_thinking":
+		blk = hooks.Block{Kind: hooks.BlockThinking}
+	case "tool_use":
+		blk = hooks.Block{Kind: hooks.BlockToolCall, ToolCallID: want("id"), ToolName: want("name"), Args: rawBytes(b.Get("input"))}
+		names.add(blk.ToolCallID, blk.ToolName)
+	case "tool_result":
+		id := want("tool_use_id")
+		c := b.Get("content")
+		if err == nil {
+			err = wantStringOrArray(c, "content")
+		}
+		blk = hooks.Block{Kind: hooks.BlockToolResult, ToolCallID: id, ToolName: (*names)[id],
+			IsError: b.Get("is_error").Bool(), Text: resultText(c, "text", "text")}
+	default:
+		blk = hooks.Block{Kind: hooks.BlockOther}
+	}
+	return blk, err
+}
+
+func (anthropicCodec) ApplyEdits(body []byte, e hooks.RequestEdits) ([]byte, error) {
+	if e.Empty() {
+		return body, nil
+	}
+	out := body
+	var err error
+	if len(e.AddTools) > 0 {
+		items, err := renderTools(e.AddTools, anthropicTool)
+		if err != nil {
+			return nil, err
+		}
+		if out, err = appendToArrayMember(out, "tools", items); err != nil {
+			return nil, err
+		}
+	}
+	if len(e.AppendSystem) > 0 {
+		if out, err = anthropicAppendSystem(out, e.AppendSystem); err != nil {
+			return nil, err
+		}
+	}
+	if len(e.AppendUserText) > 0 {
+		if out, err = anthropicAppendUser(out, e.AppendUserText); err != nil {
+			return nil, err
+		}
+	}
+	if e.SetMaxOutputTokens > 0 {
+		if out, err = setTopLevelInt(out, "max_tokens", e.SetMaxOutputTokens); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// anthropicTool renders a custom tool definition.
+func anthropicTool(dst []byte, t hooks.ToolSpec, params []byte) []byte {
+	dst = append(dst, `{"name":`...)
+	dst = appendJSONString(dst, t.Name)
+	if t.Description != "" {
+		dst = append(dst, `,"description":`...)
+		dst = appendJSONString(dst, t.Description)
+	}
+	dst = append(dst, `,"input_schema":`...)
+	dst = append(dst, params...)
+	return append(dst, '}')
+}
+
+func anthropicAppendSystem(body []byte, texts []string) ([]byte, error) {
+	root, ok := rootObject(bstr(body))
+	if !ok {
+		return nil, errNotObject
+	}
+	sys := root.Get("system")
+	switch {
+	case sys.Type == gjson.String:
+		return appendToString(body, sys, suffixText(sys.Str, texts)), nil
+	case sys.IsArray():
+		return appendItems(body, sys, textItems("text", texts)), nil
+	case isNull(sys):
+		return setMember(body, root, "system", jsonString(joinTexts(texts))), nil
+	}
+	return nil, fmt.Errorf("rewrite: cannot edit system: unexpected type")
+}
+
+// anthropicAppendUser appends text blocks to the newest user message: a
+// string content becomes [original text block, new text blocks]; an array
+// gets the blocks at its end (after any tool_result blocks). Without a user
+// message the edit is a no-op.
+func anthropicAppendUser(body []byte, texts []string) ([]byte, error) {
+	root, ok := rootObject(bstr(body))
+	if !ok {
+		return nil, errNotObject
+	}
+	msg, ok := lastWithRole(root.Get("messages"), "role", "user", false)
+	if !ok {
+		return body, nil
+	}
+	return appendContentParts(body, msg, "content", textItems("text", texts), `{"type":"text","text":`)
+}
+
+func (anthropicCodec) ErrorBody(status int, message string) []byte {
+	return anthropicError(status, message)
+}
+
+func (anthropicCodec) StreamErrorEvent(status int, message string) []byte {
+	return AppendEvent(nil, []byte("error"), anthropicError(status, message))
+}

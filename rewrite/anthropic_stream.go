@@ -1,0 +1,199 @@
+package rewrite
+
+import (
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"shepherd/hooks"
+)
+
+// This file holds the Anthropic reply side: the JSON reply view and the SSE
+// stream decoder.
+
+func (anthropicCodec) ParseReply(body []byte) (*hooks.Reply, error) {
+	root, err := parseReplyRoot(body)
+	if err != nil {
+		return nil, err
+	}
+	r := &hooks.Reply{Model: str(root.Get("model"))}
+	var text []byte
+	eachElem(root.Get("content"), func(_ int, b gjson.Result) bool {
+		switch b.Get("type").Str {
+		case "text":
+			text = append(text, b.Get("text").Str...)
+		case "tool_use":
+			r.ToolCalls = append(r.ToolCalls, hooks.ToolCall{
+				Index: len(r.ToolCalls), ID: str(b.Get("id")), Name: str(b.Get("name")),
+				Args: rawBytes(b.Get("input")),
+			})
+		}
+		return true
+	})
+	r.Text = string(text)
+	r.RawStop = str(root.Get("stop_reason"))
+	r.Stop = anthropicStop(r.RawStop)
+	if u := anthropicUsage(root.Get("usage")); u != nil {
+		r.Usage = *u
+	}
+	return r, nil
+}
+
+// anthropicStop normalises a stop_reason.
+func anthropicStop(s string) hooks.StopReason {
+	switch s {
+	case "":
+		return hooks.StopNone
+	case "end_turn":
+		return hooks.StopEnd
+	case "max_tokens":
+		return hooks.StopMaxTokens
+	case "stop_sequence":
+		return hooks.StopSequence
+	case "tool_use":
+		return hooks.StopToolUse
+	case "pause_turn":
+		return hooks.StopPause
+	case "refusal":
+		return hooks.StopRefusal
+	case "model_context_window_exceeded":
+		return hooks.StopContextWindow
+	}
+	return hooks.StopOther
+}
+
+// anthropicUsage normalises a usage object: input counts cache creation and
+// cache reads too. nil when u is not an object.
+func anthropicUsage(u gjson.Result) *hooks.Usage {
+	if !u.IsObject() {
+		return nil
+	}
+	return &hooks.Usage{
+		InputTokens: u.Get("input_tokens").Int() + u.Get("cache_creation_input_tokens").Int() +
+			u.Get("cache_read_input_tokens").Int(),
+		OutputTokens: u.Get("output_tokens").Int(),
+	}
+}
+
+func (anthropicCodec) NewStreamDecoder() StreamDecoder { return &anthropicDecoder{} }
+
+// anthropicDecoder decodes Anthropic Messages SSE events.
+type anthropicDecoder struct {
+	out    []StreamEvent
+	blocks []anthropicBlockState
+}
+
+// anthropicBlockState remembers what a content_block_start said about a
+// block, for its deltas and its stop.
+type anthropicBlockState struct {
+	index      int
+	kind       hooks.BlockKind
+	startInput string // tool_use input as given at start ("{}" normally)
+	sawArgs    bool   // a non-empty input_json_delta arrived
+}
+
+func (d *anthropicDecoder) block(index int) *anthropicBlockState {
+	for i := len(d.blocks) - 1; i >= 0; i-- {
+		if d.blocks[i].index == index {
+			return &d.blocks[i]
+		}
+	}
+	return nil
+}
+
+func (d *anthropicDecoder) Decode(ev Event) ([]StreamEvent, error) {
+	d.out = d.out[:0]
+	if ev.IsComment() {
+		return d.out, nil
+	}
+	if len(ev.Data) == 0 {
+		if string(ev.Name) == "ping" {
+			return append(d.out, StreamEvent{Kind: Ping, Seq: -1}), nil
+		}
+		return append(d.out, StreamEvent{Kind: Other, Seq: -1}), nil
+	}
+	root, err := parseReplyRoot(ev.Data)
+	if err != nil {
+		return d.out, err
+	}
+	typ := root.Get("type").Str
+	if typ == "" {
+		typ = bstr(ev.Name)
+	}
+	e := StreamEvent{Seq: -1}
+	switch typ {
+	case "message_start":
+		msg := root.Get("message")
+		e.Kind, e.Model, e.Usage = StreamStart, str(msg.Get("model")), anthropicUsage(msg.Get("usage"))
+	case "content_block_start":
+		e.Kind, e.Index = BlockStart, int(root.Get("index").Int())
+		cb := root.Get("content_block")
+		st := anthropicBlockState{index: e.Index, kind: hooks.BlockOther}
+		switch cb.Get("type").Str {
+		case "text":
+			st.kind, e.TextDelta = hooks.BlockText, str(cb.Get("text"))
+		case "thinking":
+			st.kind, e.TextDelta = hooks.BlockThinking, str(cb.Get("thinking"))
+		case "redacted_thinking":
+			st.kind = hooks.BlockThinking
+		case "tool_use":
+			st.kind = hooks.BlockToolCall
+			e.ToolCallID, e.ToolName = str(cb.Get("id")), str(cb.Get("name"))
+			st.startInput = cb.Get("input").Raw
+		}
+		e.BlockKind = st.kind
+		st.startInput = strings.Clone(st.startInput) // stop aliasing ev.Data
+		d.blocks = append(d.blocks, st)
+	case "content_block_delta":
+		e.Kind, e.Index = BlockDelta, int(root.Get("index").Int())
+		st := d.block(e.Index)
+		delta := root.Get("delta")
+		switch delta.Get("type").Str {
+		case "text_delta":
+			e.BlockKind, e.TextDelta = hooks.BlockText, str(delta.Get("text"))
+		case "thinking_delta":
+			e.BlockKind, e.TextDelta = hooks.BlockThinking, str(delta.Get("thinking"))
+		case "signature_delta":
+			e.BlockKind = hooks.BlockThinking
+		case "input_json_delta":
+			e.BlockKind, e.ArgsDelta = hooks.BlockToolCall, str(delta.Get("partial_json"))
+			if st != nil {
+				e.BlockKind = st.kind // server_tool_use input streams too
+				if e.ArgsDelta != "" {
+					st.sawArgs = true
+				}
+			}
+		default:
+			e.BlockKind = hooks.BlockOther
+			if st != nil {
+				e.BlockKind = st.kind
+			}
+		}
+	case "content_block_stop":
+		e.Kind, e.Index, e.BlockKind = BlockStop, int(root.Get("index").Int()), hooks.BlockOther
+		if st := d.block(e.Index); st != nil {
+			e.BlockKind = st.kind
+			if st.kind == hooks.BlockToolCall && !st.sawArgs {
+				e.ArgsDelta = st.startInput
+			}
+		}
+	case "message_delta":
+		e.Usage = anthropicUsage(root.Get("usage"))
+		e.Kind = Usage
+		if sr := root.Get("delta.stop_reason"); sr.Type == gjson.String {
+			e.Kind, e.RawStop = Finish, str(sr)
+			e.Stop = anthropicStop(e.RawStop)
+		} else if e.Usage == nil {
+			e.Kind = Other
+		}
+	case "message_stop":
+		e.Kind = Done
+	case "ping":
+		e.Kind = Ping
+	case "error":
+		e.Kind, e.ErrorMessage = Error, str(root.Get("error.message"))
+	default:
+		e.Kind = Other
+	}
+	return append(d.out, e), nil
+}

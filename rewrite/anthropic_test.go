@@ -1,0 +1,231 @@
+package rewrite
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"shepherd/hooks"
+)
+
+func TestAnthropicParseRequest(t *testing.T) {
+	c := For(APIAnthropic)
+	req, err := c.ParseRequest(fixture(t, APIAnthropic, "request.json"))
+	require.NoError(t, err)
+	require.Len(t, req.Fingerprint, 32)
+	fp := req.Fingerprint
+	req.Fingerprint = ""
+	require.Equal(t, &hooks.Request{
+		Model: "claude-sonnet-4-5", Stream: true, MaxOutputTokens: 2048, HasMaxOutputTokens: true,
+		System:         "You are terse.",
+		Tools:          []hooks.ToolDef{{Name: "read_file"}, {Name: "web_search"}},
+		MetadataUserID: "user_abc_account_def_session_1b2c",
+		Messages: []hooks.Message{
+			{Role: hooks.RoleUser, Blocks: []hooks.Block{{Kind: hooks.BlockText, Text: "Show me main.go"}}},
+			{Role: hooks.RoleAssistant, Blocks: []hooks.Block{
+				{Kind: hooks.BlockThinking, Text: "Need the file."},
+				{Kind: hooks.BlockThinking},
+				{Kind: hooks.BlockText, Text: "Reading it."},
+				{Kind: hooks.BlockToolCall, ToolCallID: "toolu_01X", ToolName: "read_file", Args: []byte(`{"path": "main.go"}`)},
+			}},
+			{Role: hooks.RoleUser, Blocks: []hooks.Block{
+				{Kind: hooks.BlockToolResult, ToolCallID: "toolu_01X", ToolName: "read_file", Text: "package main"},
+				{Kind: hooks.BlockOther},
+			}},
+		},
+	}, req)
+
+	// The fingerprint survives the conversation growing and the first turn's
+	// cache breakpoint moving.
+	later := []byte(`{"model":"claude-sonnet-4-5","max_tokens":10,"system":[{"type":"text","text":"You are terse."}],
+	  "messages":[{"role":"user","content":[{"type":"text","text":"Show me main.go","cache_control":{"type":"ephemeral"}}]},
+	  {"role":"assistant","content":"ok"},{"role":"user","content":"more"}]}`)
+	req2, err := c.ParseRequest(later)
+	require.NoError(t, err)
+	require.Equal(t, fp, req2.Fingerprint)
+	other, err := c.ParseRequest([]byte(`{"system":"You are terse.","messages":[{"role":"user","content":"Show me go.mod"}]}`))
+	require.NoError(t, err)
+	require.NotEqual(t, fp, other.Fingerprint)
+}
+
+func TestAnthropicParseRequestMinimal(t *testing.T) {
+	req, err := For(APIAnthropic).ParseRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"system":null,"stream":null}`))
+	require.NoError(t, err)
+	require.False(t, req.Stream)
+	require.False(t, req.HasMaxOutputTokens)
+	require.Empty(t, req.System)
+	require.Nil(t, req.Tools)
+}
+
+func TestAnthropicMalformed(t *testing.T) {
+	tests := []struct{ body, field string }{
+		{`{"messages":{}}`, "messages must be an array"},
+		{`{"max_tokens":"10"}`, "max_tokens must be a number"},
+		{`{"stream":"yes"}`, "stream must be a boolean"},
+		{`{"model":1}`, "model must be a string"},
+		{`{"system":5}`, "system must be a string or an array"},
+		{`{"system":[1]}`, "system[0] must be an object"},
+		{`{"system":[{"type":"text","text":1}]}`, "system[0].text must be a string"},
+		{`{"tools":{}}`, "tools must be an array"},
+		{`{"tools":[{"name":3}]}`, "tools[0].name must be a string"},
+		{`{"metadata":[]}`, "metadata must be an object"},
+		{`{"metadata":{"user_id":1}}`, "metadata.user_id must be a string"},
+		{`{"messages":[1]}`, "messages[0] must be an object"},
+		{`{"messages":[{"role":"user","content":1}]}`, "messages[0].content must be a string or an array"},
+		{`{"messages":[{"role":2,"content":"x"}]}`, "messages[0].role must be a string"},
+		{`{"messages":[{"role":"user","content":"a"},{"role":"user","content":[{"type":"text","text":{}}]}]}`, "messages[1].content[0].text must be a string"},
+		{`{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":7}]}]}`, "messages[0].content[0].content must be a string or an array"},
+		{`{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":5}]}]}`, "messages[0].content[0].id must be a string"},
+	}
+	for _, tt := range tests {
+		_, err := For(APIAnthropic).ParseRequest([]byte(tt.body))
+		require.ErrorIs(t, err, ErrMalformed, tt.body)
+		require.EqualError(t, err, "rewrite: malformed request body: "+tt.field)
+	}
+}
+
+func TestAnthropicApplyEdits(t *testing.T) {
+	tool := hooks.ToolSpec{Name: "t", Description: "d", Parameters: []byte(`{"type":"object"}`)}
+	tests := []struct {
+		name  string
+		body  string
+		edits hooks.RequestEdits
+		want  string
+	}{
+		{"tools append", `{"model":"m", "tools": [ {"name":"a","input_schema":{}} ], "messages":[]}`,
+			hooks.RequestEdits{AddTools: []hooks.ToolSpec{tool}},
+			`{"model":"m", "tools": [ {"name":"a","input_schema":{}},{"name":"t","description":"d","input_schema":{"type":"object"}} ], "messages":[]}`},
+		{"tools empty", `{"tools":[ ],"messages":[]}`,
+			hooks.RequestEdits{AddTools: []hooks.ToolSpec{{Name: "x"}}},
+			`{"tools":[{"name":"x","input_schema":{"type":"object","properties":{}}} ],"messages":[]}`},
+		{"tools absent", "{\n  \"model\": \"m\",\n  \"messages\": []\n}\n",
+			hooks.RequestEdits{AddTools: []hooks.ToolSpec{tool, {Name: "u", Parameters: []byte(`{}`)}}},
+			"{\n  \"model\": \"m\",\n  \"messages\": [],\"tools\":[{\"name\":\"t\",\"description\":\"d\",\"input_schema\":{\"type\":\"object\"}},{\"name\":\"u\",\"input_schema\":{}}]\n}\n"},
+		{"tools null", `{"tools":null}`,
+			hooks.RequestEdits{AddTools: []hooks.ToolSpec{{Name: "x", Parameters: []byte(`{}`)}}},
+			`{"tools":[{"name":"x","input_schema":{}}]}`},
+		{"system string", `{"system":"Be terse.","messages":[]}`,
+			hooks.RequestEdits{AppendSystem: []string{"A", "B"}},
+			`{"system":"Be terse.\n\nA\n\nB","messages":[]}`},
+		{"system string escapes kept", `{"system":"a\u00e9\"b\/"}`,
+			hooks.RequestEdits{AppendSystem: []string{"x\ty"}},
+			`{"system":"a\u00e9\"b\/\n\nx\ty"}`},
+		{"system empty string", `{"system":""}`,
+			hooks.RequestEdits{AppendSystem: []string{"A"}},
+			`{"system":"A"}`},
+		{"system blocks", `{"system":[{"type":"text","text":"S","cache_control":{"type":"ephemeral"}}]}`,
+			hooks.RequestEdits{AppendSystem: []string{"A"}},
+			`{"system":[{"type":"text","text":"S","cache_control":{"type":"ephemeral"}},{"type":"text","text":"A"}]}`},
+		{"system absent", `{"messages":[]}`,
+			hooks.RequestEdits{AppendSystem: []string{"A", "B"}},
+			`{"messages":[],"system":"A\n\nB"}`},
+		{"user string content", `{"messages":[{"role":"user","content":"hi \"there\""}]}`,
+			hooks.RequestEdits{AppendUserText: []string{"R1", "R2"}},
+			`{"messages":[{"role":"user","content":[{"type":"text","text":"hi \"there\""},{"type":"text","text":"R1"},{"type":"text","text":"R2"}]}]}`},
+		{"user after tool results", `{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"tool_use","id":"1","name":"n","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"1","content":"r","cache_control":{"type":"ephemeral"}}]}]}`,
+			hooks.RequestEdits{AppendUserText: []string{"R"}},
+			`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"tool_use","id":"1","name":"n","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"1","content":"r","cache_control":{"type":"ephemeral"}},{"type":"text","text":"R"}]}]}`},
+		{"user before prefill", `{"messages":[{"role":"user","content":[]},{"role":"assistant","content":"{"}]}`,
+			hooks.RequestEdits{AppendUserText: []string{"R"}},
+			`{"messages":[{"role":"user","content":[{"type":"text","text":"R"}]},{"role":"assistant","content":"{"}]}`},
+		{"user content missing", `{"messages":[{"role":"user"}]}`,
+			hooks.RequestEdits{AppendUserText: []string{"R"}},
+			`{"messages":[{"role":"user","content":[{"type":"text","text":"R"}]}]}`},
+		{"no user message", `{"messages":[{"role":"assistant","content":"x"}]}`,
+			hooks.RequestEdits{AppendUserText: []string{"R"}},
+			`{"messages":[{"role":"assistant","content":"x"}]}`},
+		{"max tokens replace", `{"max_tokens": 1024, "messages":[]}`,
+			hooks.RequestEdits{SetMaxOutputTokens: 8192},
+			`{"max_tokens": 8192, "messages":[]}`},
+		{"max tokens add", `{"messages":[]}`,
+			hooks.RequestEdits{SetMaxOutputTokens: 8192},
+			`{"messages":[],"max_tokens":8192}`},
+		{"all in order", `{"max_tokens":1,"system":"S","tools":[],"messages":[{"role":"user","content":"q"}]}`,
+			hooks.RequestEdits{AddTools: []hooks.ToolSpec{{Name: "x", Parameters: []byte(`{}`)}}, AppendSystem: []string{"A"},
+				AppendUserText: []string{"U"}, SetMaxOutputTokens: 2},
+			`{"max_tokens":2,"system":"S\n\nA","tools":[{"name":"x","input_schema":{}}],"messages":[{"role":"user","content":[{"type":"text","text":"q"},{"type":"text","text":"U"}]}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := checkEdit(t, For(APIAnthropic), []byte(tt.body), tt.edits)
+			require.Equal(t, tt.want, string(out))
+		})
+	}
+}
+
+func TestAnthropicApplyEditsErrors(t *testing.T) {
+	c := For(APIAnthropic)
+	_, err := c.ApplyEdits([]byte(`{}`), hooks.RequestEdits{AddTools: []hooks.ToolSpec{{Name: "x", Parameters: []byte(`[`)}}})
+	require.Error(t, err)
+	_, err = c.ApplyEdits([]byte(`{"tools":{}}`), hooks.RequestEdits{AddTools: []hooks.ToolSpec{{Name: "x"}}})
+	require.Error(t, err)
+	_, err = c.ApplyEdits([]byte(`{"system":3}`), hooks.RequestEdits{AppendSystem: []string{"x"}})
+	require.Error(t, err)
+}
+
+func TestAnthropicParseReply(t *testing.T) {
+	r, err := For(APIAnthropic).ParseReply(fixture(t, APIAnthropic, "reply.json"))
+	require.NoError(t, err)
+	require.Equal(t, &hooks.Reply{
+		Model: "claude-sonnet-4-5", Text: "Reading it.",
+		ToolCalls: []hooks.ToolCall{
+			{Index: 0, ID: "toolu_01X", Name: "read_file", Args: []byte(`{"path": "main.go"}`)},
+			{Index: 1, ID: "toolu_01Y", Name: "list_dir", Args: []byte(`{}`)},
+		},
+		Stop: hooks.StopToolUse, RawStop: "tool_use",
+		Usage: hooks.Usage{InputTokens: 812 + 100 + 2048, OutputTokens: 57},
+	}, r)
+}
+
+func TestAnthropicStopReasons(t *testing.T) {
+	for raw, want := range map[string]hooks.StopReason{
+		"end_turn": hooks.StopEnd, "max_tokens": hooks.StopMaxTokens, "stop_sequence": hooks.StopSequence,
+		"tool_use": hooks.StopToolUse, "pause_turn": hooks.StopPause, "refusal": hooks.StopRefusal,
+		"model_context_window_exceeded": hooks.StopContextWindow, "new_reason": hooks.StopOther,
+	} {
+		r, err := For(APIAnthropic).ParseReply([]byte(`{"content":[],"stop_reason":"` + raw + `"}`))
+		require.NoError(t, err)
+		require.Equal(t, want, r.Stop)
+		require.Equal(t, raw, r.RawStop)
+	}
+}
+
+func TestAnthropicStream(t *testing.T) {
+	c := For(APIAnthropic)
+	evs, reply := decodeSSE(t, c, fixture(t, APIAnthropic, "stream.sse"))
+	require.Equal(t, []EventKind{
+		StreamStart,
+		BlockStart, BlockDelta, BlockDelta, BlockStop,
+		Ping,
+		BlockStart, BlockDelta, BlockDelta, BlockStop,
+		BlockStart, BlockDelta, BlockDelta, BlockDelta, BlockStop,
+		BlockStart, BlockStop,
+		Other, Finish, Done,
+	}, kinds(evs))
+	require.Equal(t, StreamEvent{Kind: BlockStart, Index: 2, Seq: -1, BlockKind: hooks.BlockToolCall,
+		ToolCallID: "toolu_01X", ToolName: "read_file"}, evs[10])
+	require.Equal(t, StreamEvent{Kind: BlockDelta, Index: 2, Seq: -1, BlockKind: hooks.BlockToolCall,
+		ArgsDelta: `{"path": "ma`}, evs[12])
+	require.Equal(t, StreamEvent{Kind: BlockDelta, Index: 1, Seq: -1, BlockKind: hooks.BlockText, TextDelta: " it."}, evs[8])
+	require.Equal(t, StreamEvent{Kind: BlockStop, Index: 3, Seq: -1, BlockKind: hooks.BlockToolCall, ArgsDelta: "{}"}, evs[16])
+	require.Equal(t, hooks.StopToolUse, evs[18].Stop)
+	require.Equal(t, &hooks.Usage{OutputTokens: 57}, evs[18].Usage)
+
+	want, err := c.ParseReply(fixture(t, APIAnthropic, "reply.json"))
+	require.NoError(t, err)
+	require.Equal(t, want, reply)
+}
+
+func TestAnthropicStreamError(t *testing.T) {
+	d := For(APIAnthropic).NewStreamDecoder()
+	evs, err := d.Decode(Event{Name: []byte("error"), Data: []byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`), hasData: true})
+	require.NoError(t, err)
+	require.Equal(t, []StreamEvent{{Kind: Error, Seq: -1, ErrorMessage: "Overloaded"}}, evs)
+	evs, err = d.Decode(Event{Raw: []byte(": c\n\n")})
+	require.NoError(t, err)
+	require.Empty(t, evs)
+	// A message_delta without a stop reason is usage only.
+	evs, err = d.Decode(Event{Data: []byte(`{"type":"message_delta","delta":{"stop_reason":null},"usage":{"output_tokens":3}}`), hasData: true})
+	require.NoError(t, err)
+	require.Equal(t, []StreamEvent{{Kind: Usage, Seq: -1, Usage: &hooks.Usage{OutputTokens: 3}}}, evs)
+}

@@ -1,0 +1,141 @@
+// Package rewrite translates between shepherd's provider-neutral views
+// (package hooks) and the wire formats of the LLM APIs it proxies: Anthropic
+// Messages, OpenAI Chat Completions, OpenAI Responses and Gemini
+// generateContent. It reads request and reply bodies with gjson, applies hook
+// edits to the original bytes (never re-marshalling a body), decodes SSE
+// streams event by event, and renders errors in each API's own shape.
+//
+// Nothing provider-specific leaves this package except through the Codec
+// interface: callers pick a Codec by API once per route and work with hooks
+// views and StreamEvents from then on.
+package rewrite
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+
+	"shepherd/hooks"
+)
+
+// API names a wire API shepherd can parse and rewrite.
+type API string
+
+// The supported APIs.
+const (
+	APIAnthropic       API = "anthropic"        // POST /v1/messages (and count_tokens)
+	APIOpenAIChat      API = "openai_chat"      // POST /v1/chat/completions
+	APIOpenAIResponses API = "openai_responses" // POST /v1/responses
+	APIGemini          API = "gemini"           // generateContent / streamGenerateContent
+)
+
+// ErrMalformed is wrapped by every request-parsing error caused by the
+// client's body (invalid JSON, a field of the wrong type). The wrapping
+// error's text names the field and never quotes body content, so it can be
+// shown to the client in a 400.
+var ErrMalformed = errors.New("rewrite: malformed request body")
+
+// ErrMalformedReply is wrapped by errors about bodies and stream events that
+// came from upstream (invalid JSON, not an object, broken array framing).
+// It is the upstream's fault, never the client's.
+var ErrMalformedReply = errors.New("rewrite: malformed upstream reply")
+
+// Codec knows one wire API. Implementations are stateless and safe for
+// concurrent use; per-stream state lives in the StreamDecoder they create.
+type Codec interface {
+	// API reports which wire API the codec speaks.
+	API() API
+
+	// ParseRequest validates body (once, with gjson.ValidBytes) and builds the
+	// read-only view hooks see. Invalid JSON, a top level that is not an
+	// object, or a field of the wrong type for what the view or ApplyEdits
+	// needs (messages not an array, max_tokens not a number, stream not a
+	// bool, ...) gives an error wrapping ErrMalformed that names the field.
+	// JSON null is treated as absent. The view never aliases body.
+	ParseRequest(body []byte) (*hooks.Request, error)
+
+	// ApplyEdits returns body with e applied to the original bytes: every byte
+	// outside the edited spots stays identical, nothing is re-marshalled. It
+	// returns body itself when e is empty; otherwise a new slice (body is
+	// never modified, so it can be reused for retries). Edits are applied in
+	// the fixed order tools, system, user text, output limit, and the result
+	// is a pure function of (body, e). body must have passed ParseRequest;
+	// an edit that finds an unexpected shape returns an error rather than
+	// producing invalid JSON.
+	ApplyEdits(body []byte, e hooks.RequestEdits) ([]byte, error)
+
+	// ParseReply parses a complete non-streaming reply body into a view. A
+	// body that is not a JSON object gives an error wrapping
+	// ErrMalformedReply. The view never aliases body.
+	ParseReply(body []byte) (*hooks.Reply, error)
+
+	// NewStreamDecoder returns a decoder for one streamed reply. It holds
+	// per-stream state and is not safe for concurrent use.
+	NewStreamDecoder() StreamDecoder
+
+	// ErrorBody renders message as a JSON error body in this API's own shape
+	// for HTTP status (error type or status string chosen from status).
+	ErrorBody(status int, message string) []byte
+
+	// StreamErrorEvent renders message as one complete SSE event (terminated
+	// by a blank line) in this API's mid-stream error style.
+	StreamErrorEvent(status int, message string) []byte
+}
+
+// For returns the codec for api. It panics on an unknown API: the set of
+// APIs is fixed at compile time and routes are built from these constants.
+func For(api API) Codec {
+	switch api {
+	case APIAnthropic:
+		return anthropicCodec{}
+	case APIOpenAIChat:
+		return chatCodec{}
+	case APIOpenAIResponses:
+		return responsesCodec{}
+	case APIGemini:
+		return geminiCodec{}
+	}
+	panic("rewrite: unknown API " + string(api))
+}
+
+// fingerprint hashes the system prompt and the normalised first user turn
+// into a stable hex id (128 bits). It hashes block kinds and texts rather
+// than raw JSON so that a cache_control marker moving off the first turn, or
+// whitespace changes, do not change the id within a conversation.
+func fingerprint(system string, msgs []hooks.Message) string {
+	h := sha256.New()
+	h.Write([]byte(system))
+	h.Write([]byte{0})
+	for _, m := range msgs {
+		if m.Role != hooks.RoleUser {
+			continue
+		}
+		for _, b := range m.Blocks {
+			h.Write([]byte(b.Kind))
+			h.Write([]byte{1})
+			h.Write([]byte(b.Text))
+			h.Write([]byte{1})
+			h.Write([]byte(b.ToolCallID))
+			h.Write([]byte{1})
+			h.Write(b.Args)
+			h.Write([]byte{2})
+		}
+		break
+	}
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0])[:16])
+}
+
+// toolNames records the tool name of each call id seen so far in a
+// conversation, so tool results can carry the name where the API omits it.
+type toolNames map[string]string
+
+func (t *toolNames) add(id, name string) {
+	if id == "" || name == "" {
+		return
+	}
+	if *t == nil {
+		*t = make(toolNames)
+	}
+	(*t)[id] = name
+}

@@ -1,0 +1,133 @@
+package rewrite
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
+
+	"shepherd/hooks"
+)
+
+var allAPIs = []API{APIAnthropic, APIOpenAIChat, APIOpenAIResponses, APIGemini}
+
+// seedRequests adds every request fixture and a few small bodies.
+func seedRequests(f *testing.F) {
+	for i, api := range allAPIs {
+		b, err := fixtures.ReadFile("testdata/" + string(api) + "/request.json")
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(uint8(i), b, "reminder", int64(0))
+		f.Add(uint8(i), b, "x\"\n\xff", int64(100))
+	}
+	for _, s := range []string{
+		`{}`, `{"messages":[]}`, `{"messages":null,"system":null,"tools":null}`, `{"input":"hi"}`,
+		`{"contents":[{"parts":[]}]}`, `{"messages":[{"role":"user","content":"q"}]}`,
+		`{"messages":[{"role":"user"},{"role":"tool","content":null}]}`, ` { "input" : [ ] } `,
+		`{"systemInstruction":{},"generationConfig":{}}`, `{"system":[],"max_tokens":1.5e3}`,
+		`{"system":"a\u00e9\"b\/"}`, `{"messages":[{"role":"user","content":[]},{"role":"assistant","content":"{"}]}`,
+		`{"messages":[{"role":"developer","content":[{"type":"text","text":"S"}]}]}`,
+		`{"messages":[{"role":"system","content":null},{"role":"tool","tool_call_id":"a","content":"r"}]}`,
+		`{"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"q"}]}]}`,
+		`{"input":[{"role":"user","content":"q"},{"type":"function_call_output","call_id":"c","output":"r"}]}`,
+		`{"instructions":null,"input":null,"max_output_tokens":null}`,
+		`{"tools":[{"googleSearch":{}},{"functionDeclarations":[{"name":"a"}]}],"system_instruction":null}`,
+		`{"contents":[{"parts":[{"text":"q"}]},{"role":"model","parts":[]}],"generation_config":{"max_output_tokens":1}}`,
+		"{\n  \"model\": \"m\",\n  \"messages\": []\n}\n", `{"a":1,"a":2,"messages":[],"messages":{}}`,
+	} {
+		for i := range allAPIs {
+			f.Add(uint8(i), []byte(s), "t", int64(7))
+		}
+	}
+}
+
+func FuzzParseRequestApplyEdits(f *testing.F) {
+	seedRequests(f)
+	f.Fuzz(func(t *testing.T, api uint8, body []byte, text string, limit int64) {
+		c := For(allAPIs[int(api)%len(allAPIs)])
+		e := hooks.RequestEdits{
+			AddTools:       []hooks.ToolSpec{{Name: "tool" + text, Description: text}},
+			AppendSystem:   []string{text},
+			AppendUserText: []string{text, "second"},
+		}
+		if limit > 0 {
+			e.SetMaxOutputTokens = limit
+		}
+		before, err := c.ParseRequest(body)
+		if err != nil {
+			require.ErrorIs(t, err, ErrMalformed)
+			// Outside its contract ApplyEdits may fail or produce garbage,
+			// but must not panic.
+			_, _ = c.ApplyEdits(body, e)
+			return
+		}
+		orig := append([]byte(nil), body...)
+		out, err := c.ApplyEdits(body, e)
+		require.NoError(t, err, "a body ParseRequest accepts must take every edit")
+		require.Equal(t, orig, body)
+		require.True(t, gjson.ValidBytes(out), "invalid JSON out:\n%s", out)
+		again, err := c.ApplyEdits(body, e)
+		require.NoError(t, err)
+		require.Equal(t, out, again)
+		if limit <= 0 {
+			require.True(t, isSubsequence(bytes.ReplaceAll(body, []byte("null"), nil), out))
+		}
+		after, err := c.ParseRequest(out)
+		require.NoError(t, err, "edited body must parse:\n%s", out)
+		require.Len(t, after.Tools, len(before.Tools)+1)
+		if limit > 0 {
+			require.Equal(t, limit, after.MaxOutputTokens)
+		}
+	})
+}
+
+// seedStreams adds every stream fixture, whole and as single events.
+func seedStreams(f *testing.F) {
+	for i, api := range allAPIs {
+		b, err := fixtures.ReadFile("testdata/" + string(api) + "/stream.sse")
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(uint8(i), b)
+		rd := NewReader(bytes.NewReader(b))
+		for {
+			ev, err := rd.Next()
+			if err != nil {
+				break
+			}
+			f.Add(uint8(i), append([]byte(nil), ev.Raw...))
+		}
+	}
+}
+
+func FuzzStreamDecoders(f *testing.F) {
+	seedStreams(f)
+	f.Fuzz(func(t *testing.T, api uint8, stream []byte) {
+		c := For(allAPIs[int(api)%len(allAPIs)])
+		dec := c.NewStreamDecoder()
+		var acc StreamAccumulator
+		rd := NewReader(bytes.NewReader(stream))
+		for {
+			ev, err := rd.Next()
+			if err == io.EOF {
+				break
+			}
+			require.NoError(t, err)
+			evs, err := dec.Decode(ev)
+			if err != nil {
+				require.ErrorIs(t, err, ErrMalformedReply)
+				continue
+			}
+			acc.Add(evs...)
+		}
+		_ = acc.Reply()
+		// The same bytes as a complete reply body must not panic either.
+		if _, err := c.ParseReply(stream); err != nil {
+			require.True(t, errors.Is(err, ErrMalformedReply))
+		}
+	})
+}

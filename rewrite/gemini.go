@@ -1,0 +1,399 @@
+package rewrite
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"shepherd/hooks"
+)
+
+// geminiCodec speaks Gemini generateContent and streamGenerateContent. The
+// REST API accepts camelCase and snake_case field names; the codec reads
+// both and edits whichever the request uses (camelCase for new fields).
+type geminiCodec struct{}
+
+var _ Codec = geminiCodec{}
+
+func (geminiCodec) API() API { return APIGemini }
+
+// either returns obj's member named camel, or else snake, with the name found.
+func either(obj gjson.Result, camel, snake string) (gjson.Result, string) {
+	if v := obj.Get(camel); v.Exists() {
+		return v, camel
+	}
+	return obj.Get(snake), snake
+}
+
+// geminiKeys are the top-level members the request view reads.
+var geminiKeys = []string{"model", "contents", "tools", "systemInstruction", "system_instruction",
+	"generationConfig", "generation_config"}
+
+// ParseRequest builds the view. Stream is always false (streaming is chosen
+// by the URL, which the proxy knows) and Model is "" unless the body names
+// one (the model is in the URL).
+func (geminiCodec) ParseRequest(body []byte) (*hooks.Request, error) {
+	root, err := parseRoot(body)
+	if err != nil {
+		return nil, err
+	}
+	var m [7]gjson.Result
+	members(root, geminiKeys, m[:])
+	model, contents, tools := m[0], m[1], m[2]
+	sys, sysKey := m[3], geminiKeys[3]
+	if !sys.Exists() {
+		sys, sysKey = m[4], geminiKeys[4]
+	}
+	gc, gcKey := m[5], geminiKeys[5]
+	if !gc.Exists() {
+		gc, gcKey = m[6], geminiKeys[6]
+	}
+	mot, motKey := either(gc, "maxOutputTokens", "max_output_tokens")
+	for _, err := range []error{
+		wantString(model, "model"), wantArray(contents, "contents"), wantArray(tools, "tools"),
+		wantObject(sys, sysKey), wantObject(gc, gcKey), at(wantNumber(mot, motKey), gcKey),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	req := &hooks.Request{Model: str(model)}
+	if mot.Type == gjson.Number {
+		req.MaxOutputTokens, req.HasMaxOutputTokens = mot.Int(), true
+	}
+	if req.System, err = geminiSystem(sys); err != nil {
+		return nil, at(err, sysKey)
+	}
+	if req.Tools, err = geminiTools(tools); err != nil {
+		return nil, at(err, "tools")
+	}
+	var names toolNames
+	eachElem(contents, func(i int, c gjson.Result) bool {
+		var msg hooks.Message
+		if msg, err = geminiContent(c, &names); err != nil {
+			err = at(atIndex(err, i), "contents")
+			return false
+		}
+		req.Messages = append(req.Messages, msg)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	req.Fingerprint = fingerprint(req.System, req.Messages)
+	return req, nil
+}
+
+// geminiSystem returns the text parts of systemInstruction joined by a blank
+// line.
+func geminiSystem(sys gjson.Result) (string, error) {
+	if !sys.IsObject() {
+		return "", nil
+	}
+	parts := sys.Get("parts")
+	if err := wantArray(parts, "parts"); err != nil {
+		return "", err
+	}
+	blocks, err := geminiParts(parts, nil)
+	if err != nil {
+		return "", at(err, "parts")
+	}
+	var texts []string
+	for _, b := range blocks {
+		if b.Kind == hooks.BlockText {
+			texts = append(texts, b.Text)
+		}
+	}
+	return joinTexts(texts), nil
+}
+
+// geminiContent normalises one contents element.
+func geminiContent(c gjson.Result, names *toolNames) (hooks.Message, error) {
+	if !c.IsObject() {
+		return hooks.Message{}, typeErr("", "an object")
+	}
+	role, parts := c.Get("role"), c.Get("parts")
+	if err := wantString(role, "role"); err != nil {
+		return hooks.Message{}, err
+	}
+	if err := wantArray(parts, "parts"); err != nil {
+		return hooks.Message{}, err
+	}
+	msg := hooks.Message{Role: geminiRole(role.Str)}
+	var err error
+	msg.Blocks, err = geminiParts(parts, names)
+	return msg, at(err, "parts")
+}
+
+func geminiRole(r string) hooks.Role {
+	switch r {
+	case "user", "":
+		return hooks.RoleUser
+	case "model":
+		return hooks.RoleAssistant
+	case "function", "tool":
+		return hooks.RoleTool
+	case "system":
+		return hooks.RoleSystem
+	}
+	return hooks.Role(strings.Clone(r))
+}
+
+// geminiTools lists the names of all function declarations.
+func geminiTools(tools gjson.Result) ([]hooks.ToolDef, error) {
+	var defs []hooks.ToolDef
+	var err error
+	eachElem(tools, func(i int, t gjson.Result) bool {
+		if !t.IsObject() {
+			err = atIndex(typeErr("", "an object"), i)
+			return false
+		}
+		decls, key := either(t, "functionDeclarations", "function_declarations")
+		if err = atIndex(wantArray(decls, key), i); err != nil {
+			return false
+		}
+		var more []hooks.ToolDef
+		if more, err = namedTools(decls, "name"); err != nil {
+			err = atIndex(at(err, key), i)
+			return false
+		}
+		defs = append(defs, more...)
+		return true
+	})
+	return defs, err
+}
+
+// geminiParts normalises a parts array. names is nil for the system prompt.
+func geminiParts(parts gjson.Result, names *toolNames) ([]hooks.Block, error) {
+	var blocks []hooks.Block
+	var err error
+	eachElem(parts, func(j int, p gjson.Result) bool {
+		var blk hooks.Block
+		if blk, err = geminiPart(p, names); err != nil {
+			err = atIndex(err, j)
+			return false
+		}
+		blocks = append(blocks, blk)
+		return true
+	})
+	return blocks, err
+}
+
+func geminiPart(p gjson.Result, names *toolNames) (hooks.Block, error) {
+	if !p.IsObject() {
+		return hooks.Block{}, typeErr("", "an object")
+	}
+	if t := p.Get("text"); t.Exists() {
+		if err := wantString(t, "text"); err != nil {
+			return hooks.Block{}, err
+		}
+		kind := hooks.BlockText
+		if p.Get("thought").Bool() {
+			kind = hooks.BlockThinking
+		}
+		return hooks.Block{Kind: kind, Text: str(t)}, nil
+	}
+	if fc, key := either(p, "functionCall", "function_call"); fc.Exists() {
+		if err := wantObject(fc, key); err != nil {
+			return hooks.Block{}, err
+		}
+		blk, err := geminiCall(fc)
+		blk.Kind = hooks.BlockToolCall
+		blk.Args = rawBytes(fc.Get("args"))
+		if names != nil {
+			names.add(blk.ToolCallID, blk.ToolName)
+		}
+		return blk, at(err, key)
+	}
+	if fr, key := either(p, "functionResponse", "function_response"); fr.Exists() {
+		if err := wantObject(fr, key); err != nil {
+			return hooks.Block{}, err
+		}
+		blk, err := geminiCall(fr)
+		blk.Kind = hooks.BlockToolResult
+		blk.Text = strings.Clone(fr.Get("response").Raw)
+		return blk, at(err, key)
+	}
+	return hooks.Block{Kind: hooks.BlockOther}, nil
+}
+
+// geminiCall reads the id and name of a functionCall or functionResponse.
+func geminiCall(fc gjson.Result) (hooks.Block, error) {
+	id, name := fc.Get("id"), fc.Get("name")
+	if err := wantString(id, "id"); err != nil {
+		return hooks.Block{}, err
+	}
+	if err := wantString(name, "name"); err != nil {
+		return hooks.Block{}, err
+	}
+	return hooks.Block{ToolCallID: str(id), ToolName: str(name)}, nil
+}
+
+func (geminiCodec) ApplyEdits(body []byte, e hooks.RequestEdits) ([]byte, error) {
+	if e.Empty() {
+		return body, nil
+	}
+	out := body
+	var err error
+	if len(e.AddTools) > 0 {
+		items, err := renderTools(e.AddTools, geminiDecl)
+		if err != nil {
+			return nil, err
+		}
+		if out, err = geminiAddTools(out, items); err != nil {
+			return nil, err
+		}
+	}
+	if len(e.AppendSystem) > 0 {
+		if out, err = geminiAppendSystem(out, e.AppendSystem); err != nil {
+			return nil, err
+		}
+	}
+	if len(e.AppendUserText) > 0 {
+		if out, err = geminiAppendUser(out, e.AppendUserText); err != nil {
+			return nil, err
+		}
+	}
+	if e.SetMaxOutputTokens > 0 {
+		if out, err = geminiSetMax(out, e.SetMaxOutputTokens); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// geminiDecl renders a function declaration.
+func geminiDecl(dst []byte, t hooks.ToolSpec, params []byte) []byte {
+	dst = append(dst, `{"name":`...)
+	dst = appendJSONString(dst, t.Name)
+	if t.Description != "" {
+		dst = append(dst, `,"description":`...)
+		dst = appendJSONString(dst, t.Description)
+	}
+	dst = append(dst, `,"parameters":`...)
+	dst = append(dst, params...)
+	return append(dst, '}')
+}
+
+// geminiAddTools appends declarations to the first tools element that has a
+// function declarations list, else adds a new tools element holding them.
+func geminiAddTools(body, decls []byte) ([]byte, error) {
+	root, ok := rootObject(bstr(body))
+	if !ok {
+		return nil, errNotObject
+	}
+	tools := root.Get("tools")
+	if !tools.IsArray() {
+		return appendToArrayMember(body, "tools", geminiToolElem(decls))
+	}
+	var list gjson.Result
+	eachElem(tools, func(_ int, t gjson.Result) bool {
+		if l, _ := either(t, "functionDeclarations", "function_declarations"); l.IsArray() {
+			list = l
+			return false
+		}
+		return true
+	})
+	if list.Exists() {
+		return appendItems(body, list, decls), nil
+	}
+	return appendItems(body, tools, geminiToolElem(decls)), nil
+}
+
+func geminiToolElem(decls []byte) []byte {
+	b := append([]byte(nil), `{"functionDeclarations":[`...)
+	b = append(b, decls...)
+	return append(b, "]}"...)
+}
+
+// geminiTextParts renders each text as a {"text":…} part, comma-separated.
+func geminiTextParts(texts []string) []byte {
+	var out []byte
+	for i, t := range texts {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `{"text":`...)
+		out = appendJSONString(out, t)
+		out = append(out, '}')
+	}
+	return out
+}
+
+// geminiAppendParts appends parts to content's parts array (creating it).
+func geminiAppendParts(body []byte, content gjson.Result, parts []byte) ([]byte, error) {
+	p := content.Get("parts")
+	switch {
+	case p.IsArray():
+		return appendItems(body, p, parts), nil
+	case isNull(p):
+		return setMember(body, content, "parts", wrap('[', parts, ']')), nil
+	}
+	return nil, fmt.Errorf("rewrite: cannot edit parts: not an array")
+}
+
+func geminiAppendSystem(body []byte, texts []string) ([]byte, error) {
+	root, ok := rootObject(bstr(body))
+	if !ok {
+		return nil, errNotObject
+	}
+	parts := geminiTextParts(texts)
+	sys, key := either(root, "systemInstruction", "system_instruction")
+	switch {
+	case sys.IsObject():
+		return geminiAppendParts(body, sys, parts)
+	case isNull(sys):
+		if !sys.Exists() {
+			key = "systemInstruction"
+		}
+		b := append([]byte(`{"parts":[`), parts...)
+		return setMember(body, root, key, append(b, "]}"...)), nil
+	}
+	return nil, fmt.Errorf("rewrite: cannot edit systemInstruction: not an object")
+}
+
+// geminiAppendUser appends text parts to the last user content (a content
+// without role counts as the user's); without one the edit is a no-op.
+func geminiAppendUser(body []byte, texts []string) ([]byte, error) {
+	root, ok := rootObject(bstr(body))
+	if !ok {
+		return nil, errNotObject
+	}
+	c, ok := lastWithRole(root.Get("contents"), "role", "user", true)
+	if !ok {
+		return body, nil
+	}
+	return geminiAppendParts(body, c, geminiTextParts(texts))
+}
+
+func geminiSetMax(body []byte, n int64) ([]byte, error) {
+	root, ok := rootObject(bstr(body))
+	if !ok {
+		return nil, errNotObject
+	}
+	num := strconv.AppendInt(nil, n, 10)
+	gc, gcKey := either(root, "generationConfig", "generation_config")
+	switch {
+	case gc.IsObject():
+		mot, key := either(gc, "maxOutputTokens", "max_output_tokens")
+		if !mot.Exists() {
+			key = "maxOutputTokens"
+		}
+		return setMember(body, gc, key, num), nil
+	case isNull(gc):
+		if !gc.Exists() {
+			gcKey = "generationConfig"
+		}
+		b := append([]byte(`{"maxOutputTokens":`), num...)
+		return setMember(body, root, gcKey, append(b, '}')), nil
+	}
+	return nil, fmt.Errorf("rewrite: cannot edit generationConfig: not an object")
+}
+
+func (geminiCodec) ErrorBody(status int, message string) []byte { return geminiError(status, message) }
+
+func (geminiCodec) StreamErrorEvent(status int, message string) []byte {
+	return AppendData(nil, geminiError(status, message))
+}

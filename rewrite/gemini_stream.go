@@ -1,0 +1,143 @@
+package rewrite
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"shepherd/hooks"
+)
+
+// This file holds the Gemini reply side: the GenerateContentResponse view
+// and the chunk decoder (for alt=sse data events and JSON-array elements).
+// Only the first candidate is viewed.
+
+func (geminiCodec) ParseReply(body []byte) (*hooks.Reply, error) {
+	root, err := parseReplyRoot(body)
+	if err != nil {
+		return nil, err
+	}
+	r := &hooks.Reply{Model: str(root.Get("modelVersion"))}
+	cand := root.Get("candidates.0")
+	var text []byte
+	eachElem(cand.Get("content.parts"), func(_ int, p gjson.Result) bool {
+		if t := p.Get("text"); t.Type == gjson.String && !p.Get("thought").Bool() {
+			text = append(text, t.Str...)
+		}
+		if fc, _ := either(p, "functionCall", "function_call"); fc.IsObject() {
+			r.ToolCalls = append(r.ToolCalls, hooks.ToolCall{Index: len(r.ToolCalls),
+				ID: str(fc.Get("id")), Name: str(fc.Get("name")), Args: rawBytes(fc.Get("args"))})
+		}
+		return true
+	})
+	r.Text = string(text)
+	fr, _ := either(cand, "finishReason", "finish_reason")
+	r.RawStop = str(fr)
+	r.Stop = geminiStop(r.RawStop, len(r.ToolCalls) > 0)
+	if !cand.Exists() {
+		if br := root.Get("promptFeedback.blockReason"); br.Type == gjson.String {
+			r.RawStop, r.Stop = str(br), hooks.StopRefusal // the prompt was blocked
+		}
+	}
+	if u := geminiUsage(root.Get("usageMetadata")); u != nil {
+		r.Usage = *u
+	}
+	return r, nil
+}
+
+// geminiStop normalises a finishReason; STOP with function calls is a tool
+// use.
+func geminiStop(s string, calls bool) hooks.StopReason {
+	switch s {
+	case "":
+		return hooks.StopNone
+	case "STOP":
+		if calls {
+			return hooks.StopToolUse
+		}
+		return hooks.StopEnd
+	case "MAX_TOKENS":
+		return hooks.StopMaxTokens
+	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY",
+		"MODEL_ARMOR", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION":
+		return hooks.StopRefusal
+	}
+	return hooks.StopOther
+}
+
+// geminiUsage normalises usageMetadata: input counts the prompt (cached
+// tokens included) and tool-use prompt tokens; output counts candidates and
+// thoughts. nil when u is not an object.
+func geminiUsage(u gjson.Result) *hooks.Usage {
+	if !u.IsObject() {
+		return nil
+	}
+	return &hooks.Usage{
+		InputTokens:  u.Get("promptTokenCount").Int() + u.Get("toolUsePromptTokenCount").Int(),
+		OutputTokens: u.Get("candidatesTokenCount").Int() + u.Get("thoughtsTokenCount").Int(),
+	}
+}
+
+func (geminiCodec) NewStreamDecoder() StreamDecoder { return &geminiDecoder{} }
+
+// geminiDecoder decodes streamed GenerateContentResponse chunks. Text parts
+// are BlockDelta events; each functionCall part (always whole) is a
+// BlockStart carrying its args followed by a BlockStop.
+type geminiDecoder struct {
+	out     []StreamEvent
+	started bool
+	calls   bool // a functionCall part has been seen
+}
+
+func (d *geminiDecoder) Decode(ev Event) ([]StreamEvent, error) {
+	d.out = d.out[:0]
+	if len(bytes.TrimSpace(ev.Data)) == 0 {
+		return d.out, nil
+	}
+	root, err := parseReplyRoot(ev.Data)
+	if err != nil {
+		return d.out, err
+	}
+	if e := root.Get("error"); e.IsObject() {
+		return append(d.out, StreamEvent{Kind: Error, Seq: -1, ErrorMessage: str(e.Get("message"))}), nil
+	}
+	if !d.started {
+		d.started = true
+		d.out = append(d.out, StreamEvent{Kind: StreamStart, Seq: -1, Model: str(root.Get("modelVersion"))})
+	}
+	cand := root.Get("candidates.0")
+	i := 0
+	eachElem(cand.Get("content.parts"), func(_ int, p gjson.Result) bool {
+		idx := i
+		i++
+		if t := p.Get("text"); t.Type == gjson.String {
+			kind := hooks.BlockText
+			if p.Get("thought").Bool() {
+				kind = hooks.BlockThinking
+			}
+			d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, Index: idx, BlockKind: kind, TextDelta: str(t)})
+			return true
+		}
+		if fc, _ := either(p, "functionCall", "function_call"); fc.IsObject() {
+			d.calls = true
+			d.out = append(d.out,
+				StreamEvent{Kind: BlockStart, Seq: -1, Index: idx, BlockKind: hooks.BlockToolCall,
+					ToolCallID: str(fc.Get("id")), ToolName: str(fc.Get("name")),
+					ArgsDelta: strings.Clone(fc.Get("args").Raw)},
+				StreamEvent{Kind: BlockStop, Seq: -1, Index: idx, BlockKind: hooks.BlockToolCall})
+		}
+		return true
+	})
+	usage := geminiUsage(root.Get("usageMetadata"))
+	if fr, _ := either(cand, "finishReason", "finish_reason"); fr.Type == gjson.String && fr.Str != "" {
+		raw := str(fr)
+		d.out = append(d.out, StreamEvent{Kind: Finish, Seq: -1, Stop: geminiStop(raw, d.calls), RawStop: raw, Usage: usage})
+	} else if usage != nil {
+		d.out = append(d.out, StreamEvent{Kind: Usage, Seq: -1, Usage: usage})
+	}
+	if len(d.out) == 0 {
+		d.out = append(d.out, StreamEvent{Kind: Other, Seq: -1})
+	}
+	return d.out, nil
+}

@@ -1,0 +1,207 @@
+package rewrite
+
+import (
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"shepherd/hooks"
+)
+
+func TestGeminiParseRequest(t *testing.T) {
+	req, err := For(APIGemini).ParseRequest(fixture(t, APIGemini, "request.json"))
+	require.NoError(t, err)
+	require.Len(t, req.Fingerprint, 32)
+	req.Fingerprint = ""
+	require.Equal(t, &hooks.Request{
+		MaxOutputTokens: 1024, HasMaxOutputTokens: true,
+		System: "Be terse.\n\nUse Go.",
+		Tools:  []hooks.ToolDef{{Name: "get_weather"}},
+		Messages: []hooks.Message{
+			{Role: hooks.RoleUser, Blocks: []hooks.Block{{Kind: hooks.BlockText, Text: "Weather in Paris?"}}},
+			{Role: hooks.RoleAssistant, Blocks: []hooks.Block{
+				{Kind: hooks.BlockThinking, Text: "Let me check."},
+				{Kind: hooks.BlockToolCall, ToolName: "get_weather", Args: []byte(`{"city": "Paris"}`)},
+			}},
+			{Role: hooks.RoleUser, Blocks: []hooks.Block{
+				{Kind: hooks.BlockToolResult, ToolName: "get_weather", Text: `{"temp_c": 18}`},
+			}},
+		},
+	}, req)
+}
+
+func TestGeminiParseRequestSnakeCase(t *testing.T) {
+	req, err := For(APIGemini).ParseRequest([]byte(`{"system_instruction":{"parts":[{"text":"S"}]},
+	  "contents":[{"parts":[{"text":"q"},{"inline_data":{"mime_type":"image/png","data":"AA=="}}]},
+	    {"role":"model","parts":[{"function_call":{"id":"c1","name":"f","args":{}}}]},
+	    {"role":"user","parts":[{"function_response":{"id":"c1","name":"f","response":{"ok":true}}}]}],
+	  "tools":[{"function_declarations":[{"name":"f"}]}],
+	  "generation_config":{"max_output_tokens":77}}`))
+	require.NoError(t, err)
+	require.Equal(t, "S", req.System)
+	require.Equal(t, int64(77), req.MaxOutputTokens)
+	require.Equal(t, []hooks.ToolDef{{Name: "f"}}, req.Tools)
+	require.Equal(t, []hooks.Block{{Kind: hooks.BlockText, Text: "q"}, {Kind: hooks.BlockOther}}, req.Messages[0].Blocks)
+	require.Equal(t, hooks.Block{Kind: hooks.BlockToolCall, ToolCallID: "c1", ToolName: "f", Args: []byte(`{}`)}, req.Messages[1].Blocks[0])
+	require.Equal(t, hooks.Block{Kind: hooks.BlockToolResult, ToolCallID: "c1", ToolName: "f", Text: `{"ok":true}`}, req.Messages[2].Blocks[0])
+}
+
+func TestGeminiMalformed(t *testing.T) {
+	tests := []struct{ body, field string }{
+		{`{"contents":{}}`, "contents must be an array"},
+		{`{"contents":[1]}`, "contents[0] must be an object"},
+		{`{"contents":[{"role":"user","parts":"x"}]}`, "contents[0].parts must be an array"},
+		{`{"contents":[{"role":"user","parts":[{"text":1}]}]}`, "contents[0].parts[0].text must be a string"},
+		{`{"contents":[{"role":"user","parts":[{"functionCall":1}]}]}`, "contents[0].parts[0].functionCall must be an object"},
+		{`{"systemInstruction":"be terse"}`, "systemInstruction must be an object"},
+		{`{"systemInstruction":{"parts":{}}}`, "systemInstruction.parts must be an array"},
+		{`{"generationConfig":{"maxOutputTokens":"9"}}`, "generationConfig.maxOutputTokens must be a number"},
+		{`{"generationConfig":[]}`, "generationConfig must be an object"},
+		{`{"tools":[{"functionDeclarations":{}}]}`, "tools[0].functionDeclarations must be an array"},
+	}
+	for _, tt := range tests {
+		_, err := For(APIGemini).ParseRequest([]byte(tt.body))
+		require.ErrorIs(t, err, ErrMalformed, tt.body)
+		require.EqualError(t, err, "rewrite: malformed request body: "+tt.field)
+	}
+}
+
+func TestGeminiApplyEdits(t *testing.T) {
+	tool := hooks.ToolSpec{Name: "t", Description: "d", Parameters: []byte(`{"type":"object"}`)}
+	decl := `{"name":"t","description":"d","parameters":{"type":"object"}}`
+	tests := []struct {
+		name  string
+		body  string
+		edits hooks.RequestEdits
+		want  string
+	}{
+		{"tools into declarations", `{"tools":[{"googleSearch":{}},{"functionDeclarations":[{"name":"a"}]}]}`,
+			hooks.RequestEdits{AddTools: []hooks.ToolSpec{tool}},
+			`{"tools":[{"googleSearch":{}},{"functionDeclarations":[{"name":"a"},` + decl + `]}]}`},
+		{"tools snake declarations", `{"tools":[{"function_declarations":[]}]}`,
+			hooks.RequestEdits{AddTools: []hooks.ToolSpec{tool}},
+			`{"tools":[{"function_declarations":[` + decl + `]}]}`},
+		{"tools without declarations", `{"tools":[{"googleSearch":{}}]}`,
+			hooks.RequestEdits{AddTools: []hooks.ToolSpec{tool}},
+			`{"tools":[{"googleSearch":{}},{"functionDeclarations":[` + decl + `]}]}`},
+		{"tools absent", `{"contents":[]}`,
+			hooks.RequestEdits{AddTools: []hooks.ToolSpec{tool}},
+			`{"contents":[],"tools":[{"functionDeclarations":[` + decl + `]}]}`},
+		{"system parts", `{"systemInstruction":{"parts":[{"text":"S"}]}}`,
+			hooks.RequestEdits{AppendSystem: []string{"A"}},
+			`{"systemInstruction":{"parts":[{"text":"S"},{"text":"A"}]}}`},
+		{"system snake", `{"system_instruction":{"parts":[]}}`,
+			hooks.RequestEdits{AppendSystem: []string{"A"}},
+			`{"system_instruction":{"parts":[{"text":"A"}]}}`},
+		{"system without parts", `{"systemInstruction":{"role":"system"}}`,
+			hooks.RequestEdits{AppendSystem: []string{"A"}},
+			`{"systemInstruction":{"role":"system","parts":[{"text":"A"}]}}`},
+		{"system absent", `{"contents":[]}`,
+			hooks.RequestEdits{AppendSystem: []string{"A", "B"}},
+			`{"contents":[],"systemInstruction":{"parts":[{"text":"A"},{"text":"B"}]}}`},
+		{"system snake null", `{"system_instruction":null}`,
+			hooks.RequestEdits{AppendSystem: []string{"A"}},
+			`{"system_instruction":{"parts":[{"text":"A"}]}}`},
+		{"user", `{"contents":[{"role":"user","parts":[{"text":"q"}]},{"role":"model","parts":[{"text":"a"}]}]}`,
+			hooks.RequestEdits{AppendUserText: []string{"U"}},
+			`{"contents":[{"role":"user","parts":[{"text":"q"},{"text":"U"}]},{"role":"model","parts":[{"text":"a"}]}]}`},
+		{"user without role after function response", `{"contents":[{"parts":[{"text":"q"}]},{"role":"model","parts":[]},{"role":"user","parts":[{"functionResponse":{"name":"f","response":{}}}]}]}`,
+			hooks.RequestEdits{AppendUserText: []string{"U"}},
+			`{"contents":[{"parts":[{"text":"q"}]},{"role":"model","parts":[]},{"role":"user","parts":[{"functionResponse":{"name":"f","response":{}}},{"text":"U"}]}]}`},
+		{"no user", `{"contents":[{"role":"model","parts":[]}]}`,
+			hooks.RequestEdits{AppendUserText: []string{"U"}},
+			`{"contents":[{"role":"model","parts":[]}]}`},
+		{"max replace", `{"generationConfig":{"temperature":0.2,"maxOutputTokens":1024}}`,
+			hooks.RequestEdits{SetMaxOutputTokens: 9},
+			`{"generationConfig":{"temperature":0.2,"maxOutputTokens":9}}`},
+		{"max add", `{"generationConfig":{"temperature":0.2}}`,
+			hooks.RequestEdits{SetMaxOutputTokens: 9},
+			`{"generationConfig":{"temperature":0.2,"maxOutputTokens":9}}`},
+		{"max snake", `{"generation_config":{"max_output_tokens":1}}`,
+			hooks.RequestEdits{SetMaxOutputTokens: 9},
+			`{"generation_config":{"max_output_tokens":9}}`},
+		{"max no config", `{"contents":[]}`,
+			hooks.RequestEdits{SetMaxOutputTokens: 9},
+			`{"contents":[],"generationConfig":{"maxOutputTokens":9}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := checkEdit(t, For(APIGemini), []byte(tt.body), tt.edits)
+			require.Equal(t, tt.want, string(out))
+		})
+	}
+}
+
+func TestGeminiParseReply(t *testing.T) {
+	c := For(APIGemini)
+	r, err := c.ParseReply(fixture(t, APIGemini, "reply.json"))
+	require.NoError(t, err)
+	require.Equal(t, &hooks.Reply{
+		Model: "gemini-2.5-pro", Text: "Reading it.",
+		ToolCalls: []hooks.ToolCall{{Index: 0, Name: "read_file", Args: []byte(`{"path": "main.go"}`)}},
+		Stop:      hooks.StopToolUse, RawStop: "STOP", Usage: hooks.Usage{InputTokens: 90, OutputTokens: 42},
+	}, r)
+	for raw, want := range map[string]hooks.StopReason{
+		"STOP": hooks.StopEnd, "MAX_TOKENS": hooks.StopMaxTokens, "SAFETY": hooks.StopRefusal,
+		"RECITATION": hooks.StopRefusal, "MALFORMED_FUNCTION_CALL": hooks.StopOther, "OTHER": hooks.StopOther,
+	} {
+		r, err := c.ParseReply([]byte(`{"candidates":[{"content":{"parts":[{"text":"x"}]},"finishReason":"` + raw + `"}]}`))
+		require.NoError(t, err)
+		require.Equal(t, want, r.Stop)
+		require.Equal(t, raw, r.RawStop)
+	}
+	r, err = c.ParseReply([]byte(`{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT"}}`))
+	require.NoError(t, err)
+	require.Equal(t, hooks.StopRefusal, r.Stop)
+	require.Equal(t, "PROHIBITED_CONTENT", r.RawStop)
+}
+
+func TestGeminiStream(t *testing.T) {
+	c := For(APIGemini)
+	evs, reply := decodeSSE(t, c, fixture(t, APIGemini, "stream.sse"))
+	require.Equal(t, []EventKind{
+		StreamStart, BlockDelta, Usage,
+		BlockDelta, Usage,
+		BlockDelta, Usage,
+		BlockStart, BlockStop, Finish,
+	}, kinds(evs))
+	require.Equal(t, hooks.BlockThinking, evs[1].BlockKind)
+	require.Equal(t, StreamEvent{Kind: BlockStart, Seq: -1, BlockKind: hooks.BlockToolCall, ToolName: "read_file",
+		ArgsDelta: `{"path": "main.go"}`}, evs[7])
+	require.Equal(t, hooks.StopToolUse, evs[9].Stop)
+
+	want, err := c.ParseReply(fixture(t, APIGemini, "reply.json"))
+	require.NoError(t, err)
+	require.Equal(t, want, reply)
+
+	// The JSON-array framing decodes to the same events.
+	for how, mk := range readers(string(fixture(t, APIGemini, "stream.json"))) {
+		ar := NewJSONArrayReader(mk())
+		dec := c.NewStreamDecoder()
+		var acc StreamAccumulator
+		var all []StreamEvent
+		for {
+			elem, _, err := ar.Next()
+			if err == io.EOF {
+				break
+			}
+			require.NoError(t, err, how)
+			if elem == nil {
+				continue
+			}
+			out, err := dec.Decode(Event{Data: elem})
+			require.NoError(t, err, how)
+			acc.Add(out...)
+			all = append(all, out...)
+		}
+		require.Equal(t, evs, all, how)
+		require.Equal(t, want, acc.Reply(), how)
+	}
+}
+
+func TestGeminiStreamError(t *testing.T) {
+	evs, err := For(APIGemini).NewStreamDecoder().Decode(Event{Data: []byte(`{"error":{"code":429,"message":"quota","status":"RESOURCE_EXHAUSTED"}}`)})
+	require.NoError(t, err)
+	require.Equal(t, []StreamEvent{{Kind: Error, Seq: -1, ErrorMessage: "quota"}}, evs)
+}

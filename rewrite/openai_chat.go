@@ -1,0 +1,356 @@
+package rewrite
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"shepherd/hooks"
+)
+
+// chatCodec speaks OpenAI Chat Completions (POST /v1/chat/completions).
+type chatCodec struct{}
+
+var _ Codec = chatCodec{}
+
+func (chatCodec) API() API { return APIOpenAIChat }
+
+// chatKeys are the top-level members the request view reads.
+var chatKeys = []string{"model", "stream", "tools", "messages", "max_completion_tokens", "max_tokens", "prompt_cache_key"}
+
+func (chatCodec) ParseRequest(body []byte) (*hooks.Request, error) {
+	root, err := parseRoot(body)
+	if err != nil {
+		return nil, err
+	}
+	var m [7]gjson.Result
+	members(root, chatKeys, m[:])
+	model, stream, tools, msgs, mct, mt, pck := m[0], m[1], m[2], m[3], m[4], m[5], m[6]
+	for _, err := range []error{
+		wantString(model, "model"), wantBool(stream, "stream"), wantArray(tools, "tools"),
+		wantArray(msgs, "messages"), wantNumber(mct, "max_completion_tokens"),
+		wantNumber(mt, "max_tokens"), wantString(pck, "prompt_cache_key"),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	req := &hooks.Request{Model: str(model), Stream: stream.Bool(), PromptCacheKey: str(pck)}
+	switch {
+	case mct.Type == gjson.Number:
+		req.MaxOutputTokens, req.HasMaxOutputTokens = mct.Int(), true
+	case mt.Type == gjson.Number:
+		req.MaxOutputTokens, req.HasMaxOutputTokens = mt.Int(), true
+	}
+	if req.Tools, err = chatTools(tools); err != nil {
+		return nil, at(err, "tools")
+	}
+	var names toolNames
+	var system []string
+	leading := true
+	eachElem(msgs, func(i int, m gjson.Result) bool {
+		var msg hooks.Message
+		msg, err = chatMessage(m, &names)
+		if err != nil {
+			err = at(atIndex(err, i), "messages")
+			return false
+		}
+		if leading && msg.Role == hooks.RoleSystem {
+			for _, b := range msg.Blocks {
+				if b.Kind == hooks.BlockText {
+					system = append(system, b.Text)
+				}
+			}
+		} else {
+			leading = false
+		}
+		req.Messages = append(req.Messages, msg)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	req.System = joinTexts(system)
+	req.Fingerprint = fingerprint(req.System, req.Messages)
+	return req, nil
+}
+
+// chatTools lists function (and custom) tool names.
+func chatTools(tools gjson.Result) ([]hooks.ToolDef, error) {
+	var defs []hooks.ToolDef
+	var err error
+	eachElem(tools, func(i int, t gjson.Result) bool {
+		if !t.IsObject() {
+			err = atIndex(typeErr("", "an object"), i)
+			return false
+		}
+		n := t.Get("function.name")
+		if !n.Exists() {
+			n = t.Get("custom.name")
+		}
+		if err = atIndex(wantString(n, "function.name"), i); err != nil {
+			return false
+		}
+		if n.Str != "" {
+			defs = append(defs, hooks.ToolDef{Name: str(n)})
+		}
+		return true
+	})
+	return defs, err
+}
+
+func chatRole(r string) hooks.Role {
+	switch r {
+	case "user":
+		return hooks.RoleUser
+	case "assistant":
+		return hooks.RoleAssistant
+	case "system", "developer":
+		return hooks.RoleSystem
+	case "tool", "function":
+		return hooks.RoleTool
+	}
+	return hooks.Role(strings.Clone(r))
+}
+
+func chatMessage(m gjson.Result, names *toolNames) (hooks.Message, error) {
+	if !m.IsObject() {
+		return hooks.Message{}, typeErr("", "an object")
+	}
+	role, content, calls := m.Get("role"), m.Get("content"), m.Get("tool_calls")
+	id, fc := m.Get("tool_call_id"), m.Get("function_call")
+	for _, err := range []error{
+		wantString(role, "role"), wantStringOrArray(content, "content"),
+		wantArray(calls, "tool_calls"), wantString(id, "tool_call_id"),
+		wantObject(fc, "function_call"),
+	} {
+		if err != nil {
+			return hooks.Message{}, err
+		}
+	}
+	msg := hooks.Message{Role: chatRole(role.Str)}
+	if msg.Role == hooks.RoleTool {
+		tid := str(id)
+		name := str(m.Get("name"))
+		if name == "" {
+			name = (*names)[tid]
+		}
+		msg.Blocks = []hooks.Block{{Kind: hooks.BlockToolResult, ToolCallID: tid, ToolName: name,
+			Text: resultText(content, "text", "text")}}
+		return msg, nil
+	}
+	var err error
+	if content.Type == gjson.String {
+		if content.Str != "" {
+			msg.Blocks = append(msg.Blocks, hooks.Block{Kind: hooks.BlockText, Text: str(content)})
+		}
+	} else {
+		eachElem(content, func(j int, p gjson.Result) bool {
+			if !p.IsObject() {
+				err = at(atIndex(typeErr("", "an object"), j), "content")
+				return false
+			}
+			if p.Get("type").Str != "text" {
+				msg.Blocks = append(msg.Blocks, hooks.Block{Kind: hooks.BlockOther})
+				return true
+			}
+			t := p.Get("text")
+			if err = at(atIndex(wantString(t, "text"), j), "content"); err != nil {
+				return false
+			}
+			msg.Blocks = append(msg.Blocks, hooks.Block{Kind: hooks.BlockText, Text: str(t)})
+			return true
+		})
+		if err != nil {
+			return hooks.Message{}, err
+		}
+	}
+	eachElem(calls, func(j int, c gjson.Result) bool {
+		var blk hooks.Block
+		if blk, err = chatToolCall(c); err != nil {
+			err = at(atIndex(err, j), "tool_calls")
+			return false
+		}
+		names.add(blk.ToolCallID, blk.ToolName)
+		msg.Blocks = append(msg.Blocks, blk)
+		return true
+	})
+	if err == nil && fc.IsObject() {
+		var blk hooks.Block
+		if blk, err = chatFunction(fc); err == nil {
+			msg.Blocks = append(msg.Blocks, blk)
+		}
+		err = at(err, "function_call")
+	}
+	return msg, err
+}
+
+// chatToolCall normalises one assistant tool_calls element.
+func chatToolCall(c gjson.Result) (hooks.Block, error) {
+	if !c.IsObject() {
+		return hooks.Block{}, typeErr("", "an object")
+	}
+	id := c.Get("id")
+	if err := wantString(id, "id"); err != nil {
+		return hooks.Block{}, err
+	}
+	fn := c.Get("function")
+	if !fn.IsObject() {
+		if err := wantObject(fn, "function"); err != nil {
+			return hooks.Block{}, err
+		}
+		return hooks.Block{Kind: hooks.BlockOther, ToolCallID: str(id)}, nil // e.g. a custom tool call
+	}
+	blk, err := chatFunction(fn)
+	blk.ToolCallID = str(id)
+	return blk, at(err, "function")
+}
+
+// chatFunction normalises a {name, arguments} function object.
+func chatFunction(fn gjson.Result) (hooks.Block, error) {
+	name, args := fn.Get("name"), fn.Get("arguments")
+	if err := wantString(name, "name"); err != nil {
+		return hooks.Block{}, err
+	}
+	if err := wantString(args, "arguments"); err != nil {
+		return hooks.Block{}, err
+	}
+	blk := hooks.Block{Kind: hooks.BlockToolCall, ToolName: str(name)}
+	if args.Type == gjson.String {
+		blk.Args = []byte(args.Str)
+	}
+	return blk, nil
+}
+
+func (chatCodec) ApplyEdits(body []byte, e hooks.RequestEdits) ([]byte, error) {
+	if e.Empty() {
+		return body, nil
+	}
+	out := body
+	var err error
+	if len(e.AddTools) > 0 {
+		items, err := renderTools(e.AddTools, chatTool)
+		if err != nil {
+			return nil, err
+		}
+		if out, err = appendToArrayMember(out, "tools", items); err != nil {
+			return nil, err
+		}
+	}
+	if len(e.AppendSystem) > 0 {
+		if out, err = chatAppendSystem(out, e.AppendSystem); err != nil {
+			return nil, err
+		}
+	}
+	if len(e.AppendUserText) > 0 {
+		if out, err = chatAppendUser(out, e.AppendUserText); err != nil {
+			return nil, err
+		}
+	}
+	if e.SetMaxOutputTokens > 0 {
+		key := "max_completion_tokens"
+		if root, ok := rootObject(bstr(out)); ok && !root.Get(key).Exists() && root.Get("max_tokens").Exists() {
+			key = "max_tokens"
+		}
+		if out, err = setTopLevelInt(out, key, e.SetMaxOutputTokens); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// chatTool renders a function tool definition.
+func chatTool(dst []byte, t hooks.ToolSpec, params []byte) []byte {
+	dst = append(dst, `{"type":"function","function":{"name":`...)
+	dst = appendJSONString(dst, t.Name)
+	if t.Description != "" {
+		dst = append(dst, `,"description":`...)
+		dst = appendJSONString(dst, t.Description)
+	}
+	dst = append(dst, `,"parameters":`...)
+	dst = append(dst, params...)
+	return append(dst, "}}"...)
+}
+
+// chatAppendSystem appends to the first of the leading system/developer
+// messages (a string content gets "\n\n"+text, an array gets text parts);
+// without one it inserts a system message at index 0.
+func chatAppendSystem(body []byte, texts []string) ([]byte, error) {
+	root, ok := rootObject(bstr(body))
+	if !ok {
+		return nil, errNotObject
+	}
+	msgs := root.Get("messages")
+	if !msgs.IsArray() {
+		if !isNull(msgs) {
+			return nil, fmt.Errorf("rewrite: cannot edit messages: not an array")
+		}
+		return setMember(body, root, "messages", wrap('[', chatTextMessage("system", []string{joinTexts(texts)}), ']')), nil
+	}
+	var first gjson.Result
+	eachElem(msgs, func(_ int, m gjson.Result) bool {
+		if r := m.Get("role").Str; r == "system" || r == "developer" {
+			first = m
+		}
+		return false // only the first message can start the leading run
+	})
+	if !first.Exists() {
+		return prependItem(body, msgs, chatTextMessage("system", []string{joinTexts(texts)})), nil
+	}
+	c := first.Get("content")
+	switch {
+	case c.Type == gjson.String:
+		return appendToString(body, c, suffixText(c.Str, texts)), nil
+	case c.IsArray():
+		return appendItems(body, c, textItems("text", texts)), nil
+	case isNull(c):
+		return setMember(body, first, "content", jsonString(joinTexts(texts))), nil
+	}
+	return nil, fmt.Errorf("rewrite: cannot edit system message content: unexpected type")
+}
+
+// chatTextMessage renders {"role":role,"content":…}: one text as a string,
+// several as text parts.
+func chatTextMessage(role string, texts []string) []byte {
+	b := append([]byte(nil), `{"role":`...)
+	b = appendJSONString(b, role)
+	b = append(b, `,"content":`...)
+	if len(texts) == 1 {
+		b = appendJSONString(b, texts[0])
+	} else {
+		b = append(b, wrap('[', textItems("text", texts), ']')...)
+	}
+	return append(b, '}')
+}
+
+// chatAppendUser appends the texts to the last message when it is the
+// user's (string content becomes text parts, the original first); when
+// assistant or tool messages follow the last user message, or there is no
+// user message, it appends a new user message instead, so tool results stay
+// directly after their tool calls.
+func chatAppendUser(body []byte, texts []string) ([]byte, error) {
+	root, ok := rootObject(bstr(body))
+	if !ok {
+		return nil, errNotObject
+	}
+	msgs := root.Get("messages")
+	if !msgs.IsArray() {
+		return body, nil
+	}
+	var last gjson.Result
+	eachElem(msgs, func(_ int, m gjson.Result) bool {
+		last = m
+		return true
+	})
+	if last.IsObject() && last.Get("role").Str == "user" {
+		return appendContentParts(body, last, "content", textItems("text", texts), `{"type":"text","text":`)
+	}
+	return appendItems(body, msgs, chatTextMessage("user", texts)), nil
+}
+
+func (chatCodec) ErrorBody(status int, message string) []byte { return openAIError(status, message) }
+
+func (chatCodec) StreamErrorEvent(status int, message string) []byte {
+	return AppendData(nil, openAIError(status, message))
+}

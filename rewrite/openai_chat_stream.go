@@ -1,0 +1,189 @@
+package rewrite
+
+import (
+	"bytes"
+
+	"github.com/tidwall/gjson"
+
+	"shepherd/hooks"
+)
+
+// This file holds the OpenAI Chat reply side: the JSON reply view and the
+// data-only SSE chunk decoder. Only choice 0 is viewed (agents send n=1).
+
+func (chatCodec) ParseReply(body []byte) (*hooks.Reply, error) {
+	root, err := parseReplyRoot(body)
+	if err != nil {
+		return nil, err
+	}
+	r := &hooks.Reply{Model: str(root.Get("model"))}
+	choice := firstChoice(root.Get("choices"))
+	msg := choice.Get("message")
+	if c := msg.Get("content"); c.Type == gjson.String {
+		r.Text = str(c)
+	} else {
+		r.Text = resultText(c, "text", "text")
+	}
+	eachElem(msg.Get("tool_calls"), func(_ int, c gjson.Result) bool {
+		tc := hooks.ToolCall{Index: len(r.ToolCalls), ID: str(c.Get("id")), Name: str(c.Get("function.name"))}
+		if a := c.Get("function.arguments"); a.Type == gjson.String && a.Str != "" {
+			tc.Args = []byte(a.Str)
+		}
+		r.ToolCalls = append(r.ToolCalls, tc)
+		return true
+	})
+	r.RawStop = str(choice.Get("finish_reason"))
+	r.Stop = chatStop(r.RawStop)
+	if u := chatUsage(root.Get("usage")); u != nil {
+		r.Usage = *u
+	}
+	return r, nil
+}
+
+// firstChoice returns the choice with index 0 (or the first one listed).
+func firstChoice(choices gjson.Result) gjson.Result {
+	var first gjson.Result
+	eachElem(choices, func(_ int, c gjson.Result) bool {
+		if !first.Exists() || c.Get("index").Int() == 0 {
+			first = c
+		}
+		return c.Get("index").Int() != 0
+	})
+	return first
+}
+
+// chatStop normalises a finish_reason.
+func chatStop(s string) hooks.StopReason {
+	switch s {
+	case "":
+		return hooks.StopNone
+	case "stop":
+		return hooks.StopEnd
+	case "length":
+		return hooks.StopMaxTokens
+	case "tool_calls", "function_call":
+		return hooks.StopToolUse
+	case "content_filter":
+		return hooks.StopRefusal
+	}
+	return hooks.StopOther
+}
+
+// chatUsage normalises a usage object (prompt_tokens already counts cached
+// tokens); nil when u is not an object.
+func chatUsage(u gjson.Result) *hooks.Usage {
+	if !u.IsObject() {
+		return nil
+	}
+	return &hooks.Usage{InputTokens: u.Get("prompt_tokens").Int(), OutputTokens: u.Get("completion_tokens").Int()}
+}
+
+func (chatCodec) NewStreamDecoder() StreamDecoder { return &chatDecoder{} }
+
+// chatDecoder decodes chat.completion.chunk events. Chat has no block
+// boundaries: it reports a tool call's BlockStart when the call's index
+// first appears and BlockStop for every open call when finish_reason
+// arrives; text comes as BlockDelta events of index 0.
+type chatDecoder struct {
+	out     []StreamEvent
+	started bool
+	open    []int // tool-call indices started and not yet stopped
+}
+
+var doneMarker = []byte("[DONE]")
+
+func (d *chatDecoder) Decode(ev Event) ([]StreamEvent, error) {
+	d.out = d.out[:0]
+	if ev.IsComment() || len(bytes.TrimSpace(ev.Data)) == 0 {
+		return d.out, nil
+	}
+	if bytes.Equal(bytes.TrimSpace(ev.Data), doneMarker) {
+		return append(d.out, StreamEvent{Kind: Done, Seq: -1}), nil
+	}
+	root, err := parseReplyRoot(ev.Data)
+	if err != nil {
+		return d.out, err
+	}
+	choices := root.Get("choices")
+	if e := root.Get("error"); !isNull(e) && lastElemEnd(choices) < 0 {
+		msg := e.Get("message")
+		if e.Type == gjson.String {
+			msg = e
+		}
+		return append(d.out, StreamEvent{Kind: Error, Seq: -1, ErrorMessage: str(msg)}), nil
+	}
+	if !d.started {
+		d.started = true
+		d.out = append(d.out, StreamEvent{Kind: StreamStart, Seq: -1, Model: str(root.Get("model"))})
+	}
+	usage := chatUsage(root.Get("usage"))
+	finished := false
+	eachElem(choices, func(_ int, c gjson.Result) bool {
+		if c.Get("index").Int() != 0 {
+			return true // another of n choices: not viewed
+		}
+		finished = d.choice(c, usage)
+		return false
+	})
+	if usage != nil && !finished {
+		d.out = append(d.out, StreamEvent{Kind: Usage, Seq: -1, Usage: usage})
+	}
+	if len(d.out) == 0 {
+		d.out = append(d.out, StreamEvent{Kind: Other, Seq: -1})
+	}
+	return d.out, nil
+}
+
+// choice decodes the delta and finish_reason of choice 0 and reports
+// whether a Finish (carrying usage) was emitted.
+func (d *chatDecoder) choice(c gjson.Result, usage *hooks.Usage) bool {
+	delta := c.Get("delta")
+	for _, k := range [...]string{"reasoning_content", "reasoning"} {
+		if t := delta.Get(k); t.Type == gjson.String && t.Str != "" {
+			d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, BlockKind: hooks.BlockThinking, TextDelta: str(t)})
+		}
+	}
+	if t := delta.Get("content"); t.Type == gjson.String && t.Str != "" {
+		d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, BlockKind: hooks.BlockText, TextDelta: str(t)})
+	}
+	if t := delta.Get("refusal"); t.Type == gjson.String && t.Str != "" {
+		d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, BlockKind: hooks.BlockOther, TextDelta: str(t)})
+	}
+	pos := 0
+	eachElem(delta.Get("tool_calls"), func(_ int, tc gjson.Result) bool {
+		idx := pos
+		if i := tc.Get("index"); i.Type == gjson.Number {
+			idx = int(i.Int())
+		}
+		pos++
+		e := StreamEvent{Kind: BlockDelta, Seq: -1, Index: idx, BlockKind: hooks.BlockToolCall,
+			ToolCallID: str(tc.Get("id")), ToolName: str(tc.Get("function.name")),
+			ArgsDelta: str(tc.Get("function.arguments"))}
+		if !d.isOpen(idx) {
+			e.Kind = BlockStart
+			d.open = append(d.open, idx)
+		}
+		d.out = append(d.out, e)
+		return true
+	})
+	fr := c.Get("finish_reason")
+	if fr.Type != gjson.String || fr.Str == "" {
+		return false
+	}
+	for _, idx := range d.open {
+		d.out = append(d.out, StreamEvent{Kind: BlockStop, Seq: -1, Index: idx, BlockKind: hooks.BlockToolCall})
+	}
+	d.open = d.open[:0]
+	raw := str(fr)
+	d.out = append(d.out, StreamEvent{Kind: Finish, Seq: -1, Stop: chatStop(raw), RawStop: raw, Usage: usage})
+	return true
+}
+
+func (d *chatDecoder) isOpen(idx int) bool {
+	for _, i := range d.open {
+		if i == idx {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,188 @@
+package rewrite
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"shepherd/hooks"
+)
+
+func TestChatParseRequest(t *testing.T) {
+	req, err := For(APIOpenAIChat).ParseRequest(fixture(t, APIOpenAIChat, "request.json"))
+	require.NoError(t, err)
+	require.Len(t, req.Fingerprint, 32)
+	req.Fingerprint = ""
+	require.Equal(t, &hooks.Request{
+		Model: "gpt-4.1", Stream: true, MaxOutputTokens: 1024, HasMaxOutputTokens: true,
+		System:         "You are terse.\n\nPrefer Go.",
+		Tools:          []hooks.ToolDef{{Name: "read_file"}},
+		PromptCacheKey: "conv-42",
+		Messages: []hooks.Message{
+			{Role: hooks.RoleSystem, Blocks: []hooks.Block{{Kind: hooks.BlockText, Text: "You are terse."}}},
+			{Role: hooks.RoleSystem, Blocks: []hooks.Block{{Kind: hooks.BlockText, Text: "Prefer Go."}}},
+			{Role: hooks.RoleUser, Blocks: []hooks.Block{{Kind: hooks.BlockText, Text: "Show me main.go"}}},
+			{Role: hooks.RoleAssistant, Blocks: []hooks.Block{
+				{Kind: hooks.BlockToolCall, ToolCallID: "call_a", ToolName: "read_file", Args: []byte(`{"path":"main.go"}`)},
+			}},
+			{Role: hooks.RoleTool, Blocks: []hooks.Block{
+				{Kind: hooks.BlockToolResult, ToolCallID: "call_a", ToolName: "read_file", Text: "package main\n"},
+			}},
+		},
+	}, req)
+}
+
+func TestChatParseRequestDetails(t *testing.T) {
+	c := For(APIOpenAIChat)
+	req, err := c.ParseRequest([]byte(`{"max_tokens":77,"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}}]},
+	  {"role":"system","content":"late system"},{"role":"assistant","content":"ok","function_call":{"name":"f","arguments":"{}"}},
+	  {"role":"tool","tool_call_id":"c1","name":"f","content":[{"type":"text","text":"r1"},{"type":"text","text":"r2"}]}]}`))
+	require.NoError(t, err)
+	require.Equal(t, int64(77), req.MaxOutputTokens)
+	require.Empty(t, req.System, "only leading system messages form the system prompt")
+	require.Equal(t, []hooks.Block{{Kind: hooks.BlockText, Text: "a"}, {Kind: hooks.BlockOther}}, req.Messages[0].Blocks)
+	require.Equal(t, hooks.RoleSystem, req.Messages[1].Role)
+	require.Equal(t, []hooks.Block{{Kind: hooks.BlockText, Text: "ok"}, {Kind: hooks.BlockToolCall, ToolName: "f", Args: []byte(`{}`)}}, req.Messages[2].Blocks)
+	require.Equal(t, []hooks.Block{{Kind: hooks.BlockToolResult, ToolCallID: "c1", ToolName: "f", Text: "r1\nr2"}}, req.Messages[3].Blocks)
+}
+
+func TestChatMalformed(t *testing.T) {
+	tests := []struct{ body, field string }{
+		{`{"messages":"hi"}`, "messages must be an array"},
+		{`{"max_completion_tokens":"1"}`, "max_completion_tokens must be a number"},
+		{`{"max_tokens":true}`, "max_tokens must be a number"},
+		{`{"stream":1}`, "stream must be a boolean"},
+		{`{"prompt_cache_key":1}`, "prompt_cache_key must be a string"},
+		{`{"tools":[{"type":"function","function":{"name":1}}]}`, "tools[0].function.name must be a string"},
+		{`{"messages":[{"role":"user","content":5}]}`, "messages[0].content must be a string or an array"},
+		{`{"messages":[{"role":"user","content":[5]}]}`, "messages[0].content[0] must be an object"},
+		{`{"messages":[{"role":"assistant","tool_calls":{}}]}`, "messages[0].tool_calls must be an array"},
+		{`{"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","arguments":{}}}]}]}`, "messages[0].tool_calls[0].function.arguments must be a string"},
+		{`{"messages":[{"role":"tool","tool_call_id":3,"content":"x"}]}`, "messages[0].tool_call_id must be a string"},
+	}
+	for _, tt := range tests {
+		_, err := For(APIOpenAIChat).ParseRequest([]byte(tt.body))
+		require.ErrorIs(t, err, ErrMalformed, tt.body)
+		require.EqualError(t, err, "rewrite: malformed request body: "+tt.field)
+	}
+}
+
+func TestChatApplyEdits(t *testing.T) {
+	tool := hooks.ToolSpec{Name: "t", Description: "d", Parameters: []byte(`{"type":"object"}`)}
+	tests := []struct {
+		name  string
+		body  string
+		edits hooks.RequestEdits
+		want  string
+	}{
+		{"tools append", `{"messages":[],"tools":[{"type":"function","function":{"name":"a"}}]}`,
+			hooks.RequestEdits{AddTools: []hooks.ToolSpec{tool}},
+			`{"messages":[],"tools":[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"t","description":"d","parameters":{"type":"object"}}}]}`},
+		{"tools absent", `{"messages":[]}`,
+			hooks.RequestEdits{AddTools: []hooks.ToolSpec{{Name: "x", Parameters: []byte(`{}`)}}},
+			`{"messages":[],"tools":[{"type":"function","function":{"name":"x","parameters":{}}}]}`},
+		{"system string", `{"messages":[{"role":"system","content":"S"},{"role":"user","content":"q"}]}`,
+			hooks.RequestEdits{AppendSystem: []string{"A", "B"}},
+			`{"messages":[{"role":"system","content":"S\n\nA\n\nB"},{"role":"user","content":"q"}]}`},
+		{"developer parts", `{"messages":[{"role":"developer","content":[{"type":"text","text":"S"}]}]}`,
+			hooks.RequestEdits{AppendSystem: []string{"A"}},
+			`{"messages":[{"role":"developer","content":[{"type":"text","text":"S"},{"type":"text","text":"A"}]}]}`},
+		{"system inserted", `{"messages": [ {"role":"user","content":"q"} ]}`,
+			hooks.RequestEdits{AppendSystem: []string{"A", "B"}},
+			`{"messages": [{"role":"system","content":"A\n\nB"}, {"role":"user","content":"q"} ]}`},
+		{"system into empty messages", `{"messages":[]}`,
+			hooks.RequestEdits{AppendSystem: []string{"A"}},
+			`{"messages":[{"role":"system","content":"A"}]}`},
+		{"user last string", `{"messages":[{"role":"user","content":"q"}]}`,
+			hooks.RequestEdits{AppendUserText: []string{"U"}},
+			`{"messages":[{"role":"user","content":[{"type":"text","text":"q"},{"type":"text","text":"U"}]}]}`},
+		{"user last parts", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`,
+			hooks.RequestEdits{AppendUserText: []string{"U"}},
+			`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"U"}]}]}`},
+		{"user after tool result", `{"messages":[{"role":"user","content":"q"},{"role":"assistant","tool_calls":[]},{"role":"tool","tool_call_id":"a","content":"r"}]}`,
+			hooks.RequestEdits{AppendUserText: []string{"U"}},
+			`{"messages":[{"role":"user","content":"q"},{"role":"assistant","tool_calls":[]},{"role":"tool","tool_call_id":"a","content":"r"},{"role":"user","content":"U"}]}`},
+		{"several after tool result", `{"messages":[{"role":"tool","tool_call_id":"a","content":"r"}]}`,
+			hooks.RequestEdits{AppendUserText: []string{"U1", "U2"}},
+			`{"messages":[{"role":"tool","tool_call_id":"a","content":"r"},{"role":"user","content":[{"type":"text","text":"U1"},{"type":"text","text":"U2"}]}]}`},
+		{"max completion tokens", `{"max_completion_tokens":1,"max_tokens":2}`,
+			hooks.RequestEdits{SetMaxOutputTokens: 9},
+			`{"max_completion_tokens":9,"max_tokens":2}`},
+		{"max tokens legacy", `{"max_tokens":2}`,
+			hooks.RequestEdits{SetMaxOutputTokens: 9},
+			`{"max_tokens":9}`},
+		{"max tokens absent", `{"model":"m"}`,
+			hooks.RequestEdits{SetMaxOutputTokens: 9},
+			`{"model":"m","max_completion_tokens":9}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := checkEdit(t, For(APIOpenAIChat), []byte(tt.body), tt.edits)
+			require.Equal(t, tt.want, string(out))
+		})
+	}
+}
+
+func TestChatParseReply(t *testing.T) {
+	r, err := For(APIOpenAIChat).ParseReply(fixture(t, APIOpenAIChat, "reply.json"))
+	require.NoError(t, err)
+	require.Equal(t, &hooks.Reply{
+		Model: "gpt-4.1-2025-04-14", Text: "Reading it.",
+		ToolCalls: []hooks.ToolCall{
+			{Index: 0, ID: "call_a", Name: "read_file", Args: []byte(`{"path":"main.go"}`)},
+			{Index: 1, ID: "call_b", Name: "read_file", Args: []byte(`{"path":"go.mod"}`)},
+		},
+		Stop: hooks.StopToolUse, RawStop: "tool_calls", Usage: hooks.Usage{InputTokens: 50, OutputTokens: 12},
+	}, r)
+	for raw, want := range map[string]hooks.StopReason{
+		"stop": hooks.StopEnd, "length": hooks.StopMaxTokens, "tool_calls": hooks.StopToolUse,
+		"content_filter": hooks.StopRefusal, "function_call": hooks.StopToolUse, "weird": hooks.StopOther,
+	} {
+		r, err := For(APIOpenAIChat).ParseReply([]byte(`{"choices":[{"index":0,"message":{"content":null},"finish_reason":"` + raw + `"}]}`))
+		require.NoError(t, err)
+		require.Equal(t, want, r.Stop)
+		require.Equal(t, raw, r.RawStop)
+	}
+}
+
+func TestChatStream(t *testing.T) {
+	c := For(APIOpenAIChat)
+	evs, reply := decodeSSE(t, c, fixture(t, APIOpenAIChat, "stream.sse"))
+	require.Equal(t, []EventKind{
+		StreamStart, BlockDelta,
+		BlockDelta,
+		BlockStart,
+		BlockDelta,
+		BlockDelta, BlockStart,
+		BlockDelta,
+		BlockStop, BlockStop, Finish,
+		Usage,
+		Done,
+	}, kinds(evs))
+	require.Equal(t, "gpt-4.1-2025-04-14", evs[0].Model)
+	require.Equal(t, StreamEvent{Kind: BlockStart, Seq: -1, Index: 1, BlockKind: hooks.BlockToolCall,
+		ToolCallID: "call_b", ToolName: "read_file", ArgsDelta: `{"path":`}, evs[6])
+	require.Equal(t, StreamEvent{Kind: Finish, Seq: -1, Stop: hooks.StopToolUse, RawStop: "tool_calls"}, evs[10])
+
+	want, err := c.ParseReply(fixture(t, APIOpenAIChat, "reply.json"))
+	require.NoError(t, err)
+	require.Equal(t, want, reply)
+}
+
+func TestChatStreamVariants(t *testing.T) {
+	d := For(APIOpenAIChat).NewStreamDecoder()
+	decode := func(data string) []StreamEvent {
+		evs, err := d.Decode(Event{Data: []byte(data), hasData: true})
+		require.NoError(t, err)
+		return append([]StreamEvent(nil), evs...)
+	}
+	require.Equal(t, []EventKind{StreamStart, BlockDelta}, kinds(decode(`{"model":"m","choices":[{"index":0,"delta":{"reasoning_content":"hmm"}}]}`)))
+	// Usage on the finish chunk, and a usage chunk with choices null.
+	evs := decode(`{"choices":[{"index":0,"delta":{},"finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":4}}`)
+	require.Equal(t, []StreamEvent{{Kind: Finish, Seq: -1, Stop: hooks.StopMaxTokens, RawStop: "length", Usage: &hooks.Usage{InputTokens: 3, OutputTokens: 4}}}, evs)
+	require.Equal(t, []EventKind{Usage}, kinds(decode(`{"choices":null,"usage":{"prompt_tokens":3}}`)))
+	require.Equal(t, []EventKind{Usage}, kinds(decode(`{"usage":{"prompt_tokens":3}}`)))
+	require.Equal(t, []EventKind{Other}, kinds(decode(`{"choices":[],"usage":null}`)))
+	require.Equal(t, []StreamEvent{{Kind: Error, Seq: -1, ErrorMessage: "boom"}}, decode(`{"error":{"message":"boom","type":"server_error"}}`))
+	require.Equal(t, []EventKind{Done}, kinds(decode(` [DONE] `)))
+}

@@ -1,0 +1,314 @@
+package rewrite
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"shepherd/hooks"
+)
+
+// responsesCodec speaks the OpenAI Responses API (POST /v1/responses).
+type responsesCodec struct{}
+
+var _ Codec = responsesCodec{}
+
+func (responsesCodec) API() API { return APIOpenAIResponses }
+
+// responsesKeys are the top-level members the request view reads.
+var responsesKeys = []string{"model", "stream", "max_output_tokens", "instructions", "input", "tools",
+	"prompt_cache_key", "previous_response_id"}
+
+func (responsesCodec) ParseRequest(body []byte) (*hooks.Request, error) {
+	root, err := parseRoot(body)
+	if err != nil {
+		return nil, err
+	}
+	var m [8]gjson.Result
+	members(root, responsesKeys, m[:])
+	model, stream, mot, instr, input, tools, pck, prev := m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]
+	for _, err := range []error{
+		wantString(model, "model"), wantBool(stream, "stream"), wantNumber(mot, "max_output_tokens"),
+		wantString(instr, "instructions"), wantStringOrArray(input, "input"), wantArray(tools, "tools"),
+		wantString(pck, "prompt_cache_key"), wantString(prev, "previous_response_id"),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	req := &hooks.Request{Model: str(model), Stream: stream.Bool(), PromptCacheKey: str(pck), PreviousResponseID: str(prev)}
+	if mot.Type == gjson.Number {
+		req.MaxOutputTokens, req.HasMaxOutputTokens = mot.Int(), true
+	}
+	if req.Tools, err = namedTools(tools, "name"); err != nil {
+		return nil, at(err, "tools")
+	}
+	if input.Type == gjson.String {
+		req.Messages = []hooks.Message{{Role: hooks.RoleUser, Blocks: []hooks.Block{{Kind: hooks.BlockText, Text: str(input)}}}}
+	} else if req.Messages, err = responsesItems(input); err != nil {
+		return nil, err
+	}
+	var system []string
+	if instr.Str != "" {
+		system = append(system, instr.Str)
+	}
+	for _, m := range req.Messages {
+		if m.Role != hooks.RoleSystem {
+			break
+		}
+		for _, b := range m.Blocks {
+			if b.Kind == hooks.BlockText {
+				system = append(system, b.Text)
+			}
+		}
+	}
+	req.System = strings.Clone(joinTexts(system))
+	req.Fingerprint = fingerprint(req.System, req.Messages)
+	return req, nil
+}
+
+// responsesItems normalises an input item list. Consecutive assistant-side
+// items (assistant messages, function calls, reasoning) form one assistant
+// message; each function_call_output is a tool message.
+func responsesItems(input gjson.Result) ([]hooks.Message, error) {
+	var msgs []hooks.Message
+	var names toolNames
+	var err error
+	eachElem(input, func(j int, it gjson.Result) bool {
+		var msg hooks.Message
+		if msg, err = responsesItem(it, &names); err != nil {
+			err = at(atIndex(err, j), "input")
+			return false
+		}
+		if n := len(msgs); n > 0 && msg.Role == hooks.RoleAssistant && msgs[n-1].Role == hooks.RoleAssistant {
+			msgs[n-1].Blocks = append(msgs[n-1].Blocks, msg.Blocks...)
+			return true
+		}
+		msgs = append(msgs, msg)
+		return true
+	})
+	return msgs, err
+}
+
+func responsesItem(it gjson.Result, names *toolNames) (hooks.Message, error) {
+	if !it.IsObject() {
+		return hooks.Message{}, typeErr("", "an object")
+	}
+	typ := it.Get("type")
+	if err := wantString(typ, "type"); err != nil {
+		return hooks.Message{}, err
+	}
+	// want reads a string member, recording the first type error.
+	var err error
+	want := func(key string) gjson.Result {
+		v := it.Get(key)
+		if err == nil {
+			err = wantString(v, key)
+		}
+		return v
+	}
+	switch typ.Str {
+	case "", "message":
+		role, content := want("role"), it.Get("content")
+		if err == nil {
+			err = wantStringOrArray(content, "content")
+		}
+		if err != nil {
+			return hooks.Message{}, err
+		}
+		msg := hooks.Message{Role: chatRole(role.Str)}
+		msg.Blocks, err = responsesContent(content)
+		return msg, at(err, "content")
+	case "function_call":
+		blk := hooks.Block{Kind: hooks.BlockToolCall, ToolCallID: str(want("call_id")), ToolName: str(want("name"))}
+		if a := want("arguments"); a.Type == gjson.String {
+			blk.Args = []byte(a.Str)
+		}
+		names.add(blk.ToolCallID, blk.ToolName)
+		return hooks.Message{Role: hooks.RoleAssistant, Blocks: []hooks.Block{blk}}, err
+	case "function_call_output":
+		id := str(want("call_id"))
+		out := it.Get("output")
+		if err == nil {
+			err = wantStringOrArray(out, "output")
+		}
+		blk := hooks.Block{Kind: hooks.BlockToolResult, ToolCallID: id, ToolName: (*names)[id], Text: responsesText(out)}
+		return hooks.Message{Role: hooks.RoleTool, Blocks: []hooks.Block{blk}}, err
+	case "reasoning":
+		var parts []string
+		eachElem(it.Get("summary"), func(_ int, s gjson.Result) bool {
+			parts = append(parts, s.Get("text").String())
+			return true
+		})
+		blk := hooks.Block{Kind: hooks.BlockThinking, Text: strings.Clone(strings.Join(parts, "\n"))}
+		return hooks.Message{Role: hooks.RoleAssistant, Blocks: []hooks.Block{blk}}, nil
+	}
+	role := hooks.RoleAssistant // *_call items the model made
+	if strings.HasSuffix(typ.Str, "_output") {
+		role = hooks.RoleTool // and their results
+	}
+	return hooks.Message{Role: role, Blocks: []hooks.Block{{Kind: hooks.BlockOther}}}, nil
+}
+
+// responsesContent normalises message content: a string or content parts.
+func responsesContent(c gjson.Result) ([]hooks.Block, error) {
+	if c.Type == gjson.String {
+		return []hooks.Block{{Kind: hooks.BlockText, Text: str(c)}}, nil
+	}
+	var blocks []hooks.Block
+	var err error
+	eachElem(c, func(j int, p gjson.Result) bool {
+		if !p.IsObject() {
+			err = atIndex(typeErr("", "an object"), j)
+			return false
+		}
+		switch p.Get("type").Str {
+		case "input_text", "output_text", "text":
+			t := p.Get("text")
+			if err = atIndex(wantString(t, "text"), j); err != nil {
+				return false
+			}
+			blocks = append(blocks, hooks.Block{Kind: hooks.BlockText, Text: str(t)})
+		default:
+			blocks = append(blocks, hooks.Block{Kind: hooks.BlockOther})
+		}
+		return true
+	})
+	return blocks, err
+}
+
+// responsesText returns the text of a function_call_output output.
+func responsesText(out gjson.Result) string {
+	if out.Type == gjson.String {
+		return str(out)
+	}
+	var b strings.Builder
+	eachElem(out, func(_ int, p gjson.Result) bool {
+		if t := p.Get("type").Str; t == "input_text" || t == "output_text" || t == "text" {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(p.Get("text").String())
+		}
+		return true
+	})
+	return b.String()
+}
+
+func (responsesCodec) ApplyEdits(body []byte, e hooks.RequestEdits) ([]byte, error) {
+	if e.Empty() {
+		return body, nil
+	}
+	out := body
+	var err error
+	if len(e.AddTools) > 0 {
+		items, err := renderTools(e.AddTools, responsesTool)
+		if err != nil {
+			return nil, err
+		}
+		if out, err = appendToArrayMember(out, "tools", items); err != nil {
+			return nil, err
+		}
+	}
+	if len(e.AppendSystem) > 0 {
+		if out, err = responsesAppendSystem(out, e.AppendSystem); err != nil {
+			return nil, err
+		}
+	}
+	if len(e.AppendUserText) > 0 {
+		if out, err = responsesAppendUser(out, e.AppendUserText); err != nil {
+			return nil, err
+		}
+	}
+	if e.SetMaxOutputTokens > 0 {
+		if out, err = setTopLevelInt(out, "max_output_tokens", e.SetMaxOutputTokens); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// responsesTool renders a flat function tool. strict is set to false
+// explicitly: the Responses API defaults it to true, which rejects schemas
+// that are not written for strict mode.
+func responsesTool(dst []byte, t hooks.ToolSpec, params []byte) []byte {
+	dst = append(dst, `{"type":"function","name":`...)
+	dst = appendJSONString(dst, t.Name)
+	if t.Description != "" {
+		dst = append(dst, `,"description":`...)
+		dst = appendJSONString(dst, t.Description)
+	}
+	dst = append(dst, `,"parameters":`...)
+	dst = append(dst, params...)
+	return append(dst, `,"strict":false}`...)
+}
+
+func responsesAppendSystem(body []byte, texts []string) ([]byte, error) {
+	root, ok := rootObject(bstr(body))
+	if !ok {
+		return nil, errNotObject
+	}
+	instr := root.Get("instructions")
+	switch {
+	case instr.Type == gjson.String:
+		return appendToString(body, instr, suffixText(instr.Str, texts)), nil
+	case isNull(instr):
+		return setMember(body, root, "instructions", jsonString(joinTexts(texts))), nil
+	}
+	return nil, fmt.Errorf("rewrite: cannot edit instructions: not a string")
+}
+
+// responsesAppendUser appends input_text parts to the last input item when
+// it is a user message (string content becomes parts, the original first;
+// a string input becomes such a message); otherwise it appends a new user
+// message item, so function_call_output items stay where they are.
+func responsesAppendUser(body []byte, texts []string) ([]byte, error) {
+	root, ok := rootObject(bstr(body))
+	if !ok {
+		return nil, errNotObject
+	}
+	parts := textItems("input_text", texts)
+	const strPart = `{"type":"input_text","text":`
+	input := root.Get("input")
+	switch {
+	case input.Type == gjson.String:
+		return splice(body, input.Index, end(input), []byte(`[{"role":"user","content":[`+strPart),
+			[]byte(input.Raw), []byte("},"), parts, []byte("]}]")), nil
+	case input.IsArray():
+		var last gjson.Result
+		eachElem(input, func(_ int, it gjson.Result) bool {
+			last = it
+			return true
+		})
+		if t := last.Get("type").Str; last.IsObject() && (t == "" || t == "message") && last.Get("role").Str == "user" {
+			return appendContentParts(body, last, "content", parts, strPart)
+		}
+		return appendItems(body, input, responsesUserItem(parts)), nil
+	case isNull(input):
+		return setMember(body, root, "input", wrap('[', responsesUserItem(parts), ']')), nil
+	}
+	return nil, fmt.Errorf("rewrite: cannot edit input: unexpected type")
+}
+
+// responsesUserItem renders a user message item holding parts.
+func responsesUserItem(parts []byte) []byte {
+	b := append([]byte(nil), `{"role":"user","content":[`...)
+	b = append(b, parts...)
+	return append(b, "]}"...)
+}
+
+func (responsesCodec) ErrorBody(status int, message string) []byte {
+	return openAIError(status, message)
+}
+
+// StreamErrorEvent renders an "error" event. It carries no sequence_number:
+// the codec cannot know the stream's; a caller that tracks it may add one.
+func (responsesCodec) StreamErrorEvent(status int, message string) []byte {
+	b := append([]byte(nil), `{"type":"error","code":`...)
+	b = appendJSONString(b, openAIErrorType(status))
+	b = append(b, `,"message":`...)
+	b = appendJSONString(b, message)
+	b = append(b, `,"param":null}`...)
+	return AppendEvent(nil, []byte("error"), b)
+}
