@@ -15,11 +15,10 @@ package proxy_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	anthropic "github.com/anthropics/anthropic-sdk-go"
 	aoption "github.com/anthropics/anthropic-sdk-go/option"
@@ -66,6 +65,10 @@ func e2eReply(id string) mock.Reply {
 	}
 }
 
+// e2eMinDeltas is the number of whole text deltas the mock splits e2eText
+// into.
+func e2eMinDeltas() int { return utf8.RuneCountInString(e2eText) / e2eChunk }
+
 // e2eHarness starts mock and shepherd with the e2e chunk size.
 func e2eHarness(t *testing.T) *harness {
 	t.Helper()
@@ -79,8 +82,8 @@ func e2eCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-// viaAndDirect runs fn against shepherd first, then against the mock.
-func viaAndDirect[T any](h *harness, fn func(base string) T) (via, direct T) {
+// e2eViaAndDirect runs fn against shepherd first, then against the mock.
+func e2eViaAndDirect[T any](h *harness, fn func(base string) T) (via, direct T) {
 	via = fn(h.URL)
 	direct = fn(h.mock.URL())
 	return via, direct
@@ -94,10 +97,10 @@ func e2eJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
-// requireSameRequests asserts that the mock saw n requests, in pairs of one
+// e2eRequireSameRequests asserts that the mock saw n requests, in pairs of one
 // through shepherd then one direct, and that shepherd forwarded each body
 // byte for byte (no hooks are configured) on the same path and query.
-func requireSameRequests(t *testing.T, h *harness, n int) {
+func e2eRequireSameRequests(t *testing.T, h *harness, n int) {
 	t.Helper()
 	reqs := h.mock.Requests()
 	require.Len(t, reqs, n)
@@ -136,8 +139,8 @@ func e2eAnthropicParams() anthropic.MessageNewParams {
 	}
 }
 
-// checkAnthropicE2E asserts that msg is the scripted reply.
-func checkAnthropicE2E(t *testing.T, msg *anthropic.Message) {
+// e2eCheckAnthropic asserts that msg is the scripted reply.
+func e2eCheckAnthropic(t *testing.T, msg *anthropic.Message) {
 	t.Helper()
 	require.Equal(t, "msg_e2e", msg.ID)
 	require.Equal(t, anthropic.Model("claude-e2e"), msg.Model)
@@ -167,19 +170,19 @@ func checkAnthropicE2E(t *testing.T, msg *anthropic.Message) {
 	require.Equal(t, int64(3), msg.Usage.CacheCreationInputTokens)
 }
 
-// anthStream is what the SDK saw of one Messages stream.
-type anthStream struct {
+// e2eAnthStream is what the SDK saw of one Messages stream.
+type e2eAnthStream struct {
 	msg   anthropic.Message // accumulated
 	types []string
 	raws  []string // each event's raw JSON
 	err   error    // stream error (nil on a clean end)
 }
 
-func runAnthropicStream(t *testing.T, ctx context.Context, c anthropic.Client, p anthropic.MessageNewParams, opts ...aoption.RequestOption) anthStream {
+func e2eRunAnthropicStream(t *testing.T, ctx context.Context, c anthropic.Client, p anthropic.MessageNewParams, opts ...aoption.RequestOption) e2eAnthStream {
 	t.Helper()
 	st := c.Messages.NewStreaming(ctx, p, opts...)
 	defer st.Close()
-	var r anthStream
+	var r e2eAnthStream
 	for st.Next() {
 		ev := st.Current()
 		r.types = append(r.types, ev.Type)
@@ -200,17 +203,18 @@ func TestE2ESDKAnthropicMessage(t *testing.T) {
 		msg *anthropic.Message
 		err error
 	}
-	via, dir := viaAndDirect(h, func(base string) result {
-		m, err := e2eAnthropicClient(base).Messages.New(ctx, e2eAnthropicParams())
+	via, dir := e2eViaAndDirect(h, func(base string) result {
+		c := e2eAnthropicClient(base)
+		m, err := c.Messages.New(ctx, e2eAnthropicParams())
 		return result{m, err}
 	})
 	require.NoError(t, via.err)
 	require.NoError(t, dir.err)
-	checkAnthropicE2E(t, via.msg)
+	e2eCheckAnthropic(t, via.msg)
 	require.Equal(t, dir.msg.RawJSON(), via.msg.RawJSON())
 	require.Equal(t, e2eJSON(t, dir.msg), e2eJSON(t, via.msg))
 	require.Equal(t, *dir.msg, *via.msg)
-	requireSameRequests(t, h, 2)
+	e2eRequireSameRequests(t, h, 2)
 }
 
 func TestE2ESDKAnthropicStream(t *testing.T) {
@@ -219,12 +223,12 @@ func TestE2ESDKAnthropicStream(t *testing.T) {
 	h.mock.Script(e2eReply("msg_e2e"), e2eReply("msg_e2e"))
 	ctx := e2eCtx(t)
 
-	via, dir := viaAndDirect(h, func(base string) anthStream {
-		return runAnthropicStream(t, ctx, e2eAnthropicClient(base), e2eAnthropicParams())
+	via, dir := e2eViaAndDirect(h, func(base string) e2eAnthStream {
+		return e2eRunAnthropicStream(t, ctx, e2eAnthropicClient(base), e2eAnthropicParams())
 	})
 	require.NoError(t, via.err)
 	require.NoError(t, dir.err)
-	checkAnthropicE2E(t, &via.msg)
+	e2eCheckAnthropic(t, &via.msg)
 
 	require.Equal(t, len(dir.types), len(via.types), "event count")
 	require.Equal(t, dir.types, via.types, "event type sequence")
@@ -241,8 +245,8 @@ func TestE2ESDKAnthropicStream(t *testing.T) {
 			deltas++
 		}
 	}
-	require.Greater(t, deltas, len(e2eText)/e2eChunk, "text arrives in many deltas")
-	requireSameRequests(t, h, 2)
+	require.Greater(t, deltas, e2eMinDeltas(), "text and thinking arrive in many deltas")
+	e2eRequireSameRequests(t, h, 2)
 }
 
 func TestE2ESDKAnthropicErrors(t *testing.T) {
@@ -265,11 +269,11 @@ func TestE2ESDKAnthropicErrors(t *testing.T) {
 			h := e2eHarness(t)
 			h.mock.Script(tc.reply, tc.reply)
 			ctx := e2eCtx(t)
-			via, dir := viaAndDirect(h, func(base string) *anthropic.Error {
+			via, dir := e2eViaAndDirect(h, func(base string) *anthropic.Error {
 				c := e2eAnthropicClient(base)
 				var err error
 				if tc.stream {
-					r := runAnthropicStream(t, ctx, c, e2eAnthropicParams())
+					r := e2eRunAnthropicStream(t, ctx, c, e2eAnthropicParams())
 					require.Empty(t, r.types)
 					err = r.err
 				} else {
@@ -304,8 +308,8 @@ func TestE2ESDKAnthropicMidStreamError(t *testing.T) {
 	h.mock.Script(r, r)
 	ctx := e2eCtx(t)
 
-	via, dir := viaAndDirect(h, func(base string) anthStream {
-		return runAnthropicStream(t, ctx, e2eAnthropicClient(base), e2eAnthropicParams())
+	via, dir := e2eViaAndDirect(h, func(base string) e2eAnthStream {
+		return e2eRunAnthropicStream(t, ctx, e2eAnthropicClient(base), e2eAnthropicParams())
 	})
 	require.Error(t, via.err)
 	require.Contains(t, via.err.Error(), "overloaded_error")
@@ -313,8 +317,14 @@ func TestE2ESDKAnthropicMidStreamError(t *testing.T) {
 	require.Len(t, via.types, 6)
 	require.Equal(t, dir.types, via.types)
 	require.Equal(t, dir.raws, via.raws)
-	require.Error(t, dir.err)
-	require.Equal(t, dir.err.Error(), via.err.Error())
+	// The SDK turns the error event into an API error; only the base URL in
+	// its message differs.
+	var viaErr, dirErr *anthropic.Error
+	require.ErrorAs(t, via.err, &viaErr)
+	require.ErrorAs(t, dir.err, &dirErr)
+	require.Equal(t, "overloaded_error", string(viaErr.Type()))
+	require.Equal(t, dirErr.RawJSON(), viaErr.RawJSON())
+	require.Equal(t, dirErr.StatusCode, viaErr.StatusCode)
 }
 
 // An upstream that drops the connection mid-stream reaches the SDK through
@@ -328,8 +338,8 @@ func TestE2ESDKAnthropicUpstreamCut(t *testing.T) {
 	h.mock.Script(r, r)
 	ctx := e2eCtx(t)
 
-	via, dir := viaAndDirect(h, func(base string) anthStream {
-		return runAnthropicStream(t, ctx, e2eAnthropicClient(base), e2eAnthropicParams())
+	via, dir := e2eViaAndDirect(h, func(base string) e2eAnthStream {
+		return e2eRunAnthropicStream(t, ctx, e2eAnthropicClient(base), e2eAnthropicParams())
 	})
 	require.Error(t, dir.err)
 	require.Error(t, via.err)
@@ -352,7 +362,7 @@ func TestE2ESDKAnthropicMalformed(t *testing.T) {
 	require.Equal(t, "invalid_request_error", string(apierr.Type()))
 	require.Contains(t, apierr.RawJSON(), "messages")
 
-	r := runAnthropicStream(t, ctx, c, e2eAnthropicParams(), aoption.WithJSONSet("max_tokens", "many"))
+	r := e2eRunAnthropicStream(t, ctx, c, e2eAnthropicParams(), aoption.WithJSONSet("max_tokens", "many"))
 	require.ErrorAs(t, r.err, &apierr)
 	require.Equal(t, http.StatusBadRequest, apierr.StatusCode)
 	require.Contains(t, apierr.RawJSON(), "max_tokens")
@@ -372,7 +382,7 @@ func TestE2ESDKAnthropicSessionHeader(t *testing.T) {
 	require.NotEmpty(t, resp.Header.Get("X-Shepherd-Request-Id"))
 
 	resp = nil
-	r := runAnthropicStream(t, ctx, c, e2eAnthropicParams(), aoption.WithResponseInto(&resp))
+	r := e2eRunAnthropicStream(t, ctx, c, e2eAnthropicParams(), aoption.WithResponseInto(&resp))
 	require.NoError(t, r.err)
 	require.NotNil(t, resp)
 	require.Equal(t, "sess-e2e", resp.Header.Get("X-Shepherd-Session"))
@@ -380,21 +390,4 @@ func TestE2ESDKAnthropicSessionHeader(t *testing.T) {
 	for _, rec := range h.mock.Requests() {
 		require.Equal(t, "sess-e2e", rec.Header.Get("X-Claude-Code-Session-Id"), "the session header is forwarded")
 	}
-}
-
-// errorsAsT is errors.As for a value error type, returning the target.
-func errorsAsT[T error](err error) (T, bool) {
-	var target T
-	ok := errors.As(err, &target)
-	return target, ok
-}
-
-// containsAll reports whether s contains every one of subs.
-func containsAll(s string, subs ...string) bool {
-	for _, sub := range subs {
-		if !strings.Contains(s, sub) {
-			return false
-		}
-	}
-	return true
 }
