@@ -48,17 +48,7 @@ func (anthropicCodec) ParseRequest(body []byte) (*hooks.Request, error) {
 	if req.Tools, err = namedTools(tools, "name"); err != nil {
 		return nil, at(err, "tools")
 	}
-	var names toolNames
-	eachElem(msgs, func(i int, m gjson.Result) bool {
-		var msg hooks.Message
-		if msg, err = anthropicMessage(m, &names); err != nil {
-			err = at(atIndex(err, i), "messages")
-			return false
-		}
-		req.Messages = append(req.Messages, msg)
-		return true
-	})
-	if err != nil {
+	if req.Messages, err = parseMessages(msgs, "messages", anthropicMessage); err != nil {
 		return nil, err
 	}
 	req.Fingerprint = fingerprint(req.System, req.Messages)
@@ -178,36 +168,13 @@ func anthropicBlock(b gjson.Result, names *toolNames) (hooks.Block, error) {
 }
 
 func (anthropicCodec) ApplyEdits(body []byte, e hooks.RequestEdits) ([]byte, error) {
-	if e.Empty() {
-		return body, nil
-	}
-	out := body
-	var err error
-	if len(e.AddTools) > 0 {
-		items, err := renderTools(e.AddTools, anthropicTool)
-		if err != nil {
-			return nil, err
-		}
-		if out, err = appendToArrayMember(out, "tools", items); err != nil {
-			return nil, err
-		}
-	}
-	if len(e.AppendSystem) > 0 {
-		if out, err = anthropicAppendSystem(out, e.AppendSystem); err != nil {
-			return nil, err
-		}
-	}
-	if len(e.AppendUserText) > 0 {
-		if out, err = anthropicAppendUser(out, e.AppendUserText); err != nil {
-			return nil, err
-		}
-	}
-	if e.SetMaxOutputTokens > 0 {
-		if out, err = setTopLevelInt(out, "max_tokens", e.SetMaxOutputTokens); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return applyEdits(body, e, editOps{
+		renderTool:   anthropicTool,
+		addTools:     appendTools("tools"),
+		appendSystem: anthropicAppendSystem,
+		appendUser:   anthropicAppendUser,
+		setMax:       setMaxKey("max_tokens"),
+	})
 }
 
 // anthropicTool renders a custom tool definition.

@@ -69,17 +69,7 @@ func (geminiCodec) ParseRequest(body []byte) (*hooks.Request, error) {
 	if req.Tools, err = geminiTools(tools); err != nil {
 		return nil, at(err, "tools")
 	}
-	var names toolNames
-	eachElem(contents, func(i int, c gjson.Result) bool {
-		var msg hooks.Message
-		if msg, err = geminiContent(c, &names); err != nil {
-			err = at(atIndex(err, i), "contents")
-			return false
-		}
-		req.Messages = append(req.Messages, msg)
-		return true
-	})
-	if err != nil {
+	if req.Messages, err = parseMessages(contents, "contents", geminiContent); err != nil {
 		return nil, err
 	}
 	req.Fingerprint = fingerprint(req.System, req.Messages)
@@ -232,36 +222,13 @@ func geminiCall(fc gjson.Result) (hooks.Block, error) {
 }
 
 func (geminiCodec) ApplyEdits(body []byte, e hooks.RequestEdits) ([]byte, error) {
-	if e.Empty() {
-		return body, nil
-	}
-	out := body
-	var err error
-	if len(e.AddTools) > 0 {
-		items, err := renderTools(e.AddTools, geminiDecl)
-		if err != nil {
-			return nil, err
-		}
-		if out, err = geminiAddTools(out, items); err != nil {
-			return nil, err
-		}
-	}
-	if len(e.AppendSystem) > 0 {
-		if out, err = geminiAppendSystem(out, e.AppendSystem); err != nil {
-			return nil, err
-		}
-	}
-	if len(e.AppendUserText) > 0 {
-		if out, err = geminiAppendUser(out, e.AppendUserText); err != nil {
-			return nil, err
-		}
-	}
-	if e.SetMaxOutputTokens > 0 {
-		if out, err = geminiSetMax(out, e.SetMaxOutputTokens); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return applyEdits(body, e, editOps{
+		renderTool:   geminiDecl,
+		addTools:     geminiAddTools,
+		appendSystem: geminiAppendSystem,
+		appendUser:   geminiAppendUser,
+		setMax:       geminiSetMax,
+	})
 }
 
 // geminiDecl renders a function declaration.

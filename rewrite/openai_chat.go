@@ -224,40 +224,23 @@ func chatFunction(fn gjson.Result) (hooks.Block, error) {
 }
 
 func (chatCodec) ApplyEdits(body []byte, e hooks.RequestEdits) ([]byte, error) {
-	if e.Empty() {
-		return body, nil
+	return applyEdits(body, e, editOps{
+		renderTool:   chatTool,
+		addTools:     appendTools("tools"),
+		appendSystem: chatAppendSystem,
+		appendUser:   chatAppendUser,
+		setMax:       chatSetMax,
+	})
+}
+
+// chatSetMax sets max_completion_tokens, or max_tokens when the request uses
+// only that older field.
+func chatSetMax(body []byte, n int64) ([]byte, error) {
+	key := "max_completion_tokens"
+	if root, ok := rootObject(bstr(body)); ok && !root.Get(key).Exists() && root.Get("max_tokens").Exists() {
+		key = "max_tokens"
 	}
-	out := body
-	var err error
-	if len(e.AddTools) > 0 {
-		items, err := renderTools(e.AddTools, chatTool)
-		if err != nil {
-			return nil, err
-		}
-		if out, err = appendToArrayMember(out, "tools", items); err != nil {
-			return nil, err
-		}
-	}
-	if len(e.AppendSystem) > 0 {
-		if out, err = chatAppendSystem(out, e.AppendSystem); err != nil {
-			return nil, err
-		}
-	}
-	if len(e.AppendUserText) > 0 {
-		if out, err = chatAppendUser(out, e.AppendUserText); err != nil {
-			return nil, err
-		}
-	}
-	if e.SetMaxOutputTokens > 0 {
-		key := "max_completion_tokens"
-		if root, ok := rootObject(bstr(out)); ok && !root.Get(key).Exists() && root.Get("max_tokens").Exists() {
-			key = "max_tokens"
-		}
-		if out, err = setTopLevelInt(out, key, e.SetMaxOutputTokens); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return setTopLevelInt(body, key, n)
 }
 
 // chatTool renders a function tool definition.

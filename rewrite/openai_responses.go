@@ -197,36 +197,13 @@ func responsesText(out gjson.Result) string {
 }
 
 func (responsesCodec) ApplyEdits(body []byte, e hooks.RequestEdits) ([]byte, error) {
-	if e.Empty() {
-		return body, nil
-	}
-	out := body
-	var err error
-	if len(e.AddTools) > 0 {
-		items, err := renderTools(e.AddTools, responsesTool)
-		if err != nil {
-			return nil, err
-		}
-		if out, err = appendToArrayMember(out, "tools", items); err != nil {
-			return nil, err
-		}
-	}
-	if len(e.AppendSystem) > 0 {
-		if out, err = responsesAppendSystem(out, e.AppendSystem); err != nil {
-			return nil, err
-		}
-	}
-	if len(e.AppendUserText) > 0 {
-		if out, err = responsesAppendUser(out, e.AppendUserText); err != nil {
-			return nil, err
-		}
-	}
-	if e.SetMaxOutputTokens > 0 {
-		if out, err = setTopLevelInt(out, "max_output_tokens", e.SetMaxOutputTokens); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return applyEdits(body, e, editOps{
+		renderTool:   responsesTool,
+		addTools:     appendTools("tools"),
+		appendSystem: responsesAppendSystem,
+		appendUser:   responsesAppendUser,
+		setMax:       setMaxKey("max_output_tokens"),
+	})
 }
 
 // responsesTool renders a flat function tool. strict is set to false
