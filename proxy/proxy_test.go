@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,6 +19,7 @@ import (
 
 	"shepherd/bench/mock"
 	"shepherd/config"
+	"shepherd/state"
 )
 
 // scripted is a reply rich enough to exercise every block kind; its ID is
@@ -507,4 +510,38 @@ func TestStreamIdleTimeout(t *testing.T) {
 	require.Contains(t, string(b), "event: message_start")
 	require.Contains(t, string(b), "event: error")
 	require.Contains(t, string(b), "upstream did not answer in time")
+}
+
+// TestSessionsInRedis: with the Redis backend, sessions recorded by one
+// shepherd are visible through another shepherd's sessions API (the
+// replicas share state). Needs REDIS_URL (make test starts a private server).
+func TestSessionsInRedis(t *testing.T) {
+	url := os.Getenv("REDIS_URL")
+	if url == "" {
+		t.Skip("REDIS_URL not set; make test provides a private redis-server")
+	}
+	prefix := fmt.Sprintf("shepherd-proxytest-%d", time.Now().UnixNano())
+	open := func() state.Store {
+		st, err := state.NewRedis(state.RedisOptions{URL: url, KeyPrefix: prefix, TTL: time.Minute, Timeout: time.Second})
+		require.NoError(t, err)
+		return st
+	}
+	a := newHarness(t, harnessOptions{Store: open()})
+	b := newHarness(t, harnessOptions{Store: open()})
+	hdr := anthropicHeaders()
+	hdr["X-Claude-Code-Session-Id"] = "redis-sess-1"
+	body := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`
+	for i := 0; i < 2; i++ {
+		resp, _ := do(t, "POST", a.URL+"/v1/messages", body, hdr)
+		require.Equal(t, 200, resp.StatusCode)
+	}
+	resp, _ := do(t, "POST", b.URL+"/v1/messages", body, hdr)
+	require.Equal(t, 200, resp.StatusCode)
+	require.Eventually(t, func() bool {
+		_, got := do(t, "GET", b.URL+"/shepherd/v1/sessions/redis-sess-1", "", nil)
+		return gjson.GetBytes(got, "requests").Int() == 3
+	}, 5*time.Second, 20*time.Millisecond, "both replicas' requests counted in one shared session")
+	resp, _ = do(t, "GET", a.URL+"/readyz", "", nil)
+	require.Equal(t, 200, resp.StatusCode)
+	cleanupRedisPrefix(t, url, prefix)
 }
