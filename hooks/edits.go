@@ -1,5 +1,7 @@
 package hooks
 
+import "shepherd/state"
+
 // ToolSpec is a tool definition a hook asks to add to a request. Codecs render
 // it in their own API's shape (Anthropic input_schema, OpenAI Chat function,
 // Responses flat function, Gemini functionDeclarations).
@@ -74,4 +76,8 @@ type ReplyDecision struct {
 	// MoveFirst lists tool-call indices to move before all other tool calls,
 	// keeping their relative order.
 	MoveFirst []int
+	// Effects change the session state. The proxy applies them, in order, in
+	// the one atomic state update it makes after the reply; they may run more
+	// than once (optimistic retry) and must only modify their argument.
+	Effects []func(*state.Session)
 }

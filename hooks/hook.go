@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"shepherd/state"
 )
 
 // Call carries what a hook may know about the request in flight besides the
@@ -17,6 +19,13 @@ type Call struct {
 	// credential, never the credential itself.
 	SessionID string
 	Tenant    string
+	// Request is the view of the request being served, as the agent sent it
+	// (read-only). Reply hooks use it to know what the agent declared.
+	Request *Request
+	// Session is a read-only snapshot of the session state loaded before the
+	// request hooks ran. It is never nil when hooks run: if the state store
+	// cannot be read, the proxy skips the chain (fail-open pass-through).
+	Session *state.Session
 }
 
 // Hook is the base every feature implements.
@@ -49,8 +58,8 @@ type RequestHook interface {
 //   - Reply hooks run in reverse chain order (the hook whose request side ran
 //     last sees the reply first), and only hooks that implement ReplyHook.
 //   - For a given tool call the first hook that decides Claim or Refuse wins;
-//     later hooks' decisions on that call are ignored. MoveFirst lists are
-//     concatenated in the order the hooks ran.
+//     later hooks' decisions on that call are ignored. MoveFirst lists and
+//     Effects are concatenated in the order the hooks ran.
 //   - A non-nil error drops that hook's decision (fail-open), logged and
 //     counted.
 type ReplyHook interface {
@@ -155,6 +164,7 @@ func (c *Chain) RunReply(ctx context.Context, call *Call, reply *Reply) (ReplyDe
 			out.Calls = append(out.Calls, cd)
 		}
 		out.MoveFirst = append(out.MoveFirst, d.MoveFirst...)
+		out.Effects = append(out.Effects, d.Effects...)
 	}
 	return out, errors.Join(errs...)
 }

@@ -1,0 +1,55 @@
+package hooks
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func conv() []Message {
+	return []Message{
+		{Role: RoleUser, Blocks: []Block{{Kind: BlockText, Text: "fix the bug"}}},
+		{Role: RoleAssistant, Blocks: []Block{
+			{Kind: BlockThinking, Text: "look first"},
+			{Kind: BlockToolCall, ToolCallID: "t1", ToolName: "Read", Args: []byte(`{"file_path": "a.go"}`)},
+		}},
+		{Role: RoleUser, Blocks: []Block{{Kind: BlockToolResult, ToolCallID: "t1", Text: "package a"}}},
+	}
+}
+
+func TestAnchorsStableAcrossReserialisation(t *testing.T) {
+	a := Anchors(conv())
+	c := conv()
+	c[1].Blocks[1].Args = []byte("{\n  \"file_path\":\"a.go\"\n}")
+	require.Equal(t, a, Anchors(c), "whitespace in arguments does not matter")
+
+	longer := append(conv(), Message{Role: RoleAssistant, Blocks: []Block{{Kind: BlockText, Text: "done"}}})
+	require.Equal(t, a, Anchors(longer)[:3], "appending keeps earlier anchors")
+	require.Len(t, Anchors(longer), 4)
+}
+
+func TestAnchorsChangeWithHistory(t *testing.T) {
+	a := Anchors(conv())
+	c := conv()
+	c[0].Blocks[0].Text = "fix the other bug"
+	b := Anchors(c)
+	for i := range a {
+		require.NotEqual(t, a[i], b[i], "an edit changes the anchor of that message and every later one (%d)", i)
+	}
+	c = conv()
+	c[2].Blocks[0].IsError = true
+	b = Anchors(c)
+	require.Equal(t, a[:2], b[:2])
+	require.NotEqual(t, a[2], b[2])
+}
+
+func TestAnchorsDistinguishPositions(t *testing.T) {
+	same := Message{Role: RoleUser, Blocks: []Block{{Kind: BlockText, Text: "continue"}}}
+	reply := Message{Role: RoleAssistant, Blocks: []Block{{Kind: BlockText, Text: "ok"}}}
+	a := Anchors([]Message{same, reply, same})
+	require.NotEqual(t, a[0], a[2], "the same text at another point is another anchor")
+	// Field boundaries are unambiguous: "ab"+"c" is not "a"+"bc".
+	x := Anchors([]Message{{Role: RoleUser, Blocks: []Block{{Kind: BlockText, Text: "ab", ToolName: "c"}}}})
+	y := Anchors([]Message{{Role: RoleUser, Blocks: []Block{{Kind: BlockText, Text: "a", ToolName: "bc"}}}})
+	require.NotEqual(t, x, y)
+}

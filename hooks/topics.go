@@ -1,0 +1,184 @@
+package hooks
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"shepherd/state"
+)
+
+// Topic defaults: the texts of features.md plan A.
+const (
+	DefaultTopicTool     = "create_new_topic"
+	DefaultTopicGuidance = "Organise your work into logical chapters with the create_new_topic tool. " +
+		"Call it when you move between major steps of the task (for example Research → Strategy → Implementation), " +
+		"before the actions of the new step. Topics only move forward: a new topic starts a new chapter."
+	// DefaultTopicReminder is the per-turn reminder; {title} is replaced by
+	// the active topic.
+	DefaultTopicReminder = "[Active Topic: {title}]\n" +
+		"If the current active topic no longer describes your current phase of work, use create_new_topic to start a new chapter."
+	// DefaultNoTopicReminder is the reminder before the first chapter.
+	DefaultNoTopicReminder = "[Active Topic: none yet]\n" +
+		"Use create_new_topic to start the first chapter of this work before you act."
+	topicToolDescription = "Start a new chapter (topic) of the work, such as \"Researching Codebase\" or \"Implementing Fix\". " +
+		"Call it when moving to a new major step, before the calls that belong to it. Returns a confirmation."
+)
+
+// Placement says where the per-turn topic reminder goes.
+type Placement string
+
+// Reminder placements. PlacementLastUser appends it to the newest user turn,
+// after every cache breakpoint, which keeps provider prompt caches hitting.
+// PlacementSystem appends it to the system prompt; it changes the cache
+// prefix whenever the topic changes and is meant for models without caching.
+const (
+	PlacementLastUser Placement = "last_user"
+	PlacementSystem   Placement = "system"
+)
+
+// TopicsConfig configures the Topics hook. Zero fields take the defaults.
+type TopicsConfig struct {
+	ToolName        string
+	Placement       Placement
+	Guidance        string
+	Reminder        string // {title} is replaced by the active topic
+	NoTopicReminder string
+	// Now is the clock for chapter and call times (tests); default time.Now.
+	Now func() time.Time
+}
+
+// Topics is plan A of features.md: it offers the model a create_new_topic
+// tool and guidance, reminds it of the active topic on every turn, answers
+// its create_new_topic calls itself (unless the agent declares the tool, in
+// which case it only tracks them), moves those calls first, and records the
+// chapters of the session with the tool calls made under each.
+//
+// Topics is stateless: all state lives in the session it reads from Call and
+// changes through ReplyDecision.Effects. It is safe for concurrent use.
+type Topics struct {
+	cfg  TopicsConfig
+	spec ToolSpec
+}
+
+var (
+	_ RequestHook = (*Topics)(nil)
+	_ ReplyHook   = (*Topics)(nil)
+)
+
+// NewTopics builds the hook. The tool definition is rendered once, so it is
+// byte-identical on every request.
+func NewTopics(cfg TopicsConfig) *Topics {
+	if cfg.ToolName == "" {
+		cfg.ToolName = DefaultTopicTool
+	}
+	if cfg.Placement == "" {
+		cfg.Placement = PlacementLastUser
+	}
+	if cfg.Guidance == "" {
+		cfg.Guidance = DefaultTopicGuidance
+	}
+	if cfg.Reminder == "" {
+		cfg.Reminder = DefaultTopicReminder
+	}
+	if cfg.NoTopicReminder == "" {
+		cfg.NoTopicReminder = DefaultNoTopicReminder
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Topics{cfg: cfg, spec: ToolSpec{
+		Name:        cfg.ToolName,
+		Description: topicToolDescription,
+		Parameters: []byte(`{"type":"object","properties":{"title":{"type":"string",` +
+			`"description":"Short title of the new chapter, e.g. \"Implementing Fix\""}},"required":["title"]}`),
+	}}
+}
+
+// Name implements Hook.
+func (t *Topics) Name() string { return "topics" }
+
+// OnRequest injects the tool and guidance (static, identical on every
+// request) and the reminder of the active topic (dynamic, at the end of the
+// newest user turn unless Placement is system). When the agent declares a
+// tool of the same name it injects nothing: the agent runs the tool and
+// Topics only tracks its calls.
+func (t *Topics) OnRequest(_ context.Context, call *Call, req *Request) (RequestEdits, *Response, error) {
+	if req.HasTool(t.cfg.ToolName) {
+		return RequestEdits{}, nil, nil
+	}
+	var topic string
+	if call.Session != nil {
+		topic = call.Session.Topic
+	}
+	e := RequestEdits{AddTools: []ToolSpec{t.spec}, AppendSystem: []string{t.cfg.Guidance}}
+	reminder := t.Reminder(topic)
+	if t.cfg.Placement == PlacementSystem {
+		e.AppendSystem = append(e.AppendSystem, reminder)
+	} else {
+		e.AppendUserText = []string{reminder}
+	}
+	return e, nil, nil
+}
+
+// Reminder renders the per-turn reminder for topic ("" before the first
+// chapter).
+func (t *Topics) Reminder(topic string) string {
+	if topic == "" {
+		return t.cfg.NoTopicReminder
+	}
+	return strings.ReplaceAll(t.cfg.Reminder, "{title}", topic)
+}
+
+// TopicResult is the exact tool result of a successful create_new_topic.
+func TopicResult(title string) string { return `Topic changed to: "` + title + `"` }
+
+// OnReply moves create_new_topic calls first, answers them (when the agent
+// does not know the tool), and records chapters and the calls made under
+// them. A call without a usable title is refused with a reason.
+func (t *Topics) OnReply(_ context.Context, call *Call, reply *Reply) (ReplyDecision, error) {
+	agentOwns := call.Request != nil && call.Request.HasTool(t.cfg.ToolName)
+	now := t.cfg.Now()
+	var d ReplyDecision
+	var titles []string
+	var others []state.CallNote
+	for _, c := range reply.ToolCalls {
+		if c.Name != t.cfg.ToolName {
+			others = append(others, state.CallNote{Name: c.Name, ID: c.ID, At: now})
+			continue
+		}
+		d.MoveFirst = append(d.MoveFirst, c.Index)
+		title := strings.TrimSpace(gjson.GetBytes(c.Args, "title").String())
+		if title == "" || !gjson.ValidBytes(c.Args) {
+			if !agentOwns {
+				d.Calls = append(d.Calls, CallDecision{CallIndex: c.Index, Verdict: Refuse,
+					Result: t.cfg.ToolName + ` needs a non-empty "title" string argument.`})
+			}
+			continue
+		}
+		titles = append(titles, title)
+		if !agentOwns {
+			d.Calls = append(d.Calls, CallDecision{CallIndex: c.Index, Verdict: Claim, Result: TopicResult(title)})
+		}
+	}
+	if len(titles) > 0 || len(others) > 0 {
+		d.Effects = append(d.Effects, func(s *state.Session) {
+			for _, title := range titles {
+				s.Topic = title
+				s.Chapters = append(s.Chapters, state.Chapter{Title: title, StartedAt: now})
+			}
+			if len(others) == 0 {
+				return
+			}
+			if len(s.Chapters) == 0 {
+				// Calls before any chapter are kept under an untitled one.
+				s.Chapters = append(s.Chapters, state.Chapter{StartedAt: now})
+			}
+			last := &s.Chapters[len(s.Chapters)-1]
+			last.Calls = append(last.Calls, others...)
+		})
+	}
+	return d, nil
+}

@@ -1,0 +1,113 @@
+package hooks
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"shepherd/state"
+)
+
+var fixedNow = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+func newTestTopics(p Placement) *Topics {
+	return NewTopics(TopicsConfig{Placement: p, Now: func() time.Time { return fixedNow }})
+}
+
+func TestTopicsRequestInjection(t *testing.T) {
+	h := newTestTopics("")
+	call := &Call{Session: &state.Session{}}
+	e, resp, err := h.OnRequest(context.Background(), call, &Request{})
+	require.NoError(t, err)
+	require.Nil(t, resp)
+	require.Len(t, e.AddTools, 1)
+	require.Equal(t, "create_new_topic", e.AddTools[0].Name)
+	require.JSONEq(t, `{"type":"object","properties":{"title":{"type":"string","description":"Short title of the new chapter, e.g. \"Implementing Fix\""}},"required":["title"]}`, string(e.AddTools[0].Parameters))
+	require.Equal(t, []string{DefaultTopicGuidance}, e.AppendSystem)
+	require.Equal(t, []string{DefaultNoTopicReminder}, e.AppendUserText)
+
+	call.Session.Topic = "Implementing Fix"
+	e2, _, _ := h.OnRequest(context.Background(), call, &Request{})
+	require.Equal(t, e.AddTools, e2.AddTools, "static injections are identical on every request")
+	require.Equal(t, e.AppendSystem, e2.AppendSystem)
+	require.Equal(t, []string{"[Active Topic: Implementing Fix]\nIf the current active topic no longer describes your current phase of work, use create_new_topic to start a new chapter."}, e2.AppendUserText)
+}
+
+func TestTopicsSystemPlacement(t *testing.T) {
+	h := newTestTopics(PlacementSystem)
+	e, _, _ := h.OnRequest(context.Background(), &Call{Session: &state.Session{Topic: "Research"}}, &Request{})
+	require.Empty(t, e.AppendUserText)
+	require.Equal(t, []string{DefaultTopicGuidance, h.Reminder("Research")}, e.AppendSystem)
+}
+
+func TestTopicsAgentDeclaresTool(t *testing.T) {
+	h := newTestTopics("")
+	req := &Request{Tools: []ToolDef{{Name: "Read"}, {Name: "create_new_topic"}}}
+	call := &Call{Session: &state.Session{}, Request: req}
+	e, _, _ := h.OnRequest(context.Background(), call, req)
+	require.True(t, e.Empty(), "an agent that has the tool gets nothing injected")
+
+	reply := &Reply{ToolCalls: []ToolCall{
+		{Index: 0, ID: "a", Name: "Read", Args: []byte(`{"file_path":"x"}`)},
+		{Index: 1, ID: "b", Name: "create_new_topic", Args: []byte(`{"title":"Research"}`)},
+	}}
+	d, err := h.OnReply(context.Background(), call, reply)
+	require.NoError(t, err)
+	require.Empty(t, d.Calls, "the agent runs its own tool")
+	require.Equal(t, []int{1}, d.MoveFirst, "but the call still comes first")
+	s := &state.Session{}
+	for _, fx := range d.Effects {
+		fx(s)
+	}
+	require.Equal(t, "Research", s.Topic, "and the chapter is tracked")
+}
+
+func TestTopicsReplyClaimsAndRecords(t *testing.T) {
+	h := newTestTopics("")
+	call := &Call{Session: &state.Session{}, Request: &Request{}}
+	reply := &Reply{ToolCalls: []ToolCall{
+		{Index: 0, ID: "r1", Name: "Read", Args: []byte(`{"file_path":"a.go"}`)},
+		{Index: 1, ID: "t1", Name: "create_new_topic", Args: []byte(`{"title":"  Implementing Fix "}`)},
+		{Index: 2, ID: "t2", Name: "create_new_topic", Args: []byte(`{"title":""}`)},
+		{Index: 3, ID: "t3", Name: "create_new_topic", Args: []byte(`{"title":"Testing"}`)},
+		{Index: 4, ID: "e1", Name: "Edit", Args: []byte(`{}`)},
+	}}
+	d, err := h.OnReply(context.Background(), call, reply)
+	require.NoError(t, err)
+	require.Equal(t, []int{1, 2, 3}, d.MoveFirst)
+	require.Equal(t, []CallDecision{
+		{CallIndex: 1, Verdict: Claim, Result: `Topic changed to: "Implementing Fix"`},
+		{CallIndex: 2, Verdict: Refuse, Result: `create_new_topic needs a non-empty "title" string argument.`},
+		{CallIndex: 3, Verdict: Claim, Result: `Topic changed to: "Testing"`},
+	}, d.Calls)
+
+	s := &state.Session{Topic: "Research", Chapters: []state.Chapter{{Title: "Research", StartedAt: fixedNow.Add(-time.Hour)}}}
+	for _, fx := range d.Effects {
+		fx(s)
+	}
+	require.Equal(t, "Testing", s.Topic, "the last topic of the turn is active")
+	require.Len(t, s.Chapters, 3)
+	require.Equal(t, "Implementing Fix", s.Chapters[1].Title)
+	require.Empty(t, s.Chapters[1].Calls)
+	require.Equal(t, []state.CallNote{{Name: "Read", ID: "r1", At: fixedNow}, {Name: "Edit", ID: "e1", At: fixedNow}}, s.Chapters[2].Calls,
+		"the turn's other calls run after the topic calls, so they belong to the new chapter")
+}
+
+func TestTopicsCallsBeforeAnyChapter(t *testing.T) {
+	h := newTestTopics("")
+	d, _ := h.OnReply(context.Background(), &Call{Session: &state.Session{}}, &Reply{ToolCalls: []ToolCall{{Index: 0, ID: "x", Name: "Bash"}}})
+	require.Empty(t, d.Calls)
+	require.Empty(t, d.MoveFirst)
+	s := &state.Session{}
+	for _, fx := range d.Effects {
+		fx(s)
+	}
+	require.Equal(t, []state.Chapter{{StartedAt: fixedNow, Calls: []state.CallNote{{Name: "Bash", ID: "x", At: fixedNow}}}}, s.Chapters)
+	require.Empty(t, s.Topic)
+}
+
+func TestTopicsTitleWithQuotes(t *testing.T) {
+	require.Equal(t, `Topic changed to: "Fix "quoted" bug"`, TopicResult(`Fix "quoted" bug`))
+}
