@@ -1,0 +1,244 @@
+package rewrite
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// This file holds the Anthropic TurnCodec: the edits the turn engine and the
+// session ledger make to Messages requests and replies.
+//
+// Conventions shared with the Gemini implementation: a method with nothing
+// to do (no items, no results, no texts, no indices) returns its input
+// itself, as ApplyEdits does; every other successful call returns a new
+// slice. Request bodies are validated like ParseRequest does (errors wrap
+// ErrMalformed), reply bodies like ParseReply (ErrMalformedReply).
+
+var _ TurnCodec = anthropicCodec{}
+
+func (anthropicCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
+	root, err := parseReplyRoot(reply)
+	if err != nil {
+		return nil, err
+	}
+	content := root.Get("content")
+	if !content.IsArray() {
+		return nil, fmt.Errorf("%w: content must be an array", ErrMalformedReply)
+	}
+	msg := make([]byte, 0, len(content.Raw)+32)
+	msg = append(msg, `{"role":"assistant","content":`...)
+	msg = append(msg, content.Raw...)
+	return [][]byte{append(msg, '}')}, nil
+}
+
+// ToolResultMessages renders one user message of tool_result blocks, in the
+// order of results. No results give no message.
+func (anthropicCodec) ToolResultMessages(results []ToolResult) ([][]byte, error) {
+	if len(results) == 0 {
+		return nil, nil
+	}
+	blocks, err := anthropicResultBlocks(results)
+	if err != nil {
+		return nil, err
+	}
+	return [][]byte{anthropicUserMessage(blocks)}, nil
+}
+
+// anthropicResultBlocks renders results as tool_result blocks,
+// comma-separated.
+func anthropicResultBlocks(results []ToolResult) ([]byte, error) {
+	var out []byte
+	for i, r := range results {
+		if r.CallID == "" {
+			return nil, fmt.Errorf("rewrite: tool result %d has no call id", i)
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `{"type":"tool_result","tool_use_id":`...)
+		out = appendJSONString(out, r.CallID)
+		out = append(out, `,"content":`...)
+		out = appendJSONString(out, r.Content)
+		if r.IsError {
+			out = append(out, `,"is_error":true`...)
+		}
+		out = append(out, '}')
+	}
+	return out, nil
+}
+
+// anthropicUserMessage wraps rendered content blocks in a user message.
+func anthropicUserMessage(blocks []byte) []byte {
+	msg := make([]byte, 0, len(blocks)+32)
+	msg = append(msg, `{"role":"user","content":[`...)
+	msg = append(msg, blocks...)
+	return append(msg, "]}"...)
+}
+
+func (anthropicCodec) AppendMessages(body []byte, items [][]byte) ([]byte, error) {
+	return agAppendToMember(body, "messages", items)
+}
+
+func (anthropicCodec) ReplaceMessages(body []byte, pos int, items [][]byte) ([]byte, error) {
+	return agReplaceAt(body, "messages", pos, items)
+}
+
+// anthropicMessageAt returns the messages array, its elements and the
+// message at pos, which must have role want.
+func anthropicMessageAt(body []byte, pos int, want string) (gjson.Result, []gjson.Result, gjson.Result, error) {
+	_, arr, err := agConversation(body, "messages")
+	if err != nil {
+		return arr, nil, gjson.Result{}, err
+	}
+	elems := agElems(arr)
+	msg, err := agAt(elems, pos, "messages")
+	if err != nil {
+		return arr, nil, gjson.Result{}, err
+	}
+	if r := msg.Get("role"); r.Type != gjson.String || r.Str != want {
+		return arr, nil, gjson.Result{}, fmt.Errorf("rewrite: messages[%d] does not have role %q", pos, want)
+	}
+	return arr, elems, msg, nil
+}
+
+// PrependToolResults puts tool_result blocks first in the user message that
+// follows the assistant message at pos. String content becomes
+// [results…, {"type":"text","text":<the original string literal>}] (the
+// text block is left out when the string is blank, since Anthropic rejects
+// empty text blocks). Without a user message right after pos, a new user
+// message holding only the results is inserted there.
+func (anthropicCodec) PrependToolResults(body []byte, pos int, results []ToolResult) ([]byte, error) {
+	arr, elems, _, err := anthropicMessageAt(body, pos, "assistant")
+	if err != nil {
+		return nil, err
+	}
+	if len(results) == 0 {
+		return body, nil
+	}
+	blocks, err := anthropicResultBlocks(results)
+	if err != nil {
+		return nil, err
+	}
+	if pos+1 < len(elems) {
+		next := elems[pos+1]
+		if r := next.Get("role"); r.Type == gjson.String && r.Str == "user" {
+			c := next.Get("content")
+			switch {
+			case c.Type == gjson.String && strings.TrimSpace(c.Str) == "":
+				return splice(body, c.Index, end(c), []byte{'['}, blocks, []byte{']'}), nil
+			case c.Type == gjson.String:
+				return splice(body, c.Index, end(c), []byte{'['}, blocks,
+					[]byte(`,{"type":"text","text":`), []byte(c.Raw), []byte("}]")), nil
+			case c.IsArray():
+				return prependItem(body, c, blocks), nil
+			case isNull(c):
+				return setMember(body, next, "content", wrap('[', blocks, ']')), nil
+			}
+			return nil, fmt.Errorf("%w: messages[%d].content must be a string or an array", ErrMalformed, pos+1)
+		}
+	}
+	return agInsertBefore(body, arr, elems, pos+1, anthropicUserMessage(blocks)), nil
+}
+
+// AppendUserTextAt appends text blocks to the user message at pos, as
+// anthropicAppendUser does for the newest one.
+func (anthropicCodec) AppendUserTextAt(body []byte, pos int, texts []string) ([]byte, error) {
+	_, _, msg, err := anthropicMessageAt(body, pos, "user")
+	if err != nil {
+		return nil, err
+	}
+	if len(texts) == 0 {
+		return body, nil
+	}
+	return appendContentParts(body, msg, "content", textItems("text", texts), `{"type":"text","text":`)
+}
+
+// EditReply drops and reorders tool_use blocks of the reply's content (other
+// blocks, thinking included, keep their bytes and relative order). When
+// every tool_use block is removed, a stop_reason of "tool_use" (or a missing
+// one) becomes "end_turn"; any other stop reason (max_tokens, pause_turn,
+// refusal, ...) is kept, since it still describes how the reply ended.
+func (anthropicCodec) EditReply(reply []byte, remove, first []int) ([]byte, error) {
+	if len(remove) == 0 && len(first) == 0 {
+		return reply, nil
+	}
+	root, err := parseReplyRoot(reply)
+	if err != nil {
+		return nil, err
+	}
+	content := root.Get("content")
+	if !content.IsArray() {
+		return nil, fmt.Errorf("%w: content must be an array", ErrMalformedReply)
+	}
+	elems := agElems(content)
+	var calls []int
+	for i, b := range elems {
+		if b.Get("type").Str == "tool_use" {
+			calls = append(calls, i)
+		}
+	}
+	order, left, err := agCallOrder(len(elems), calls, remove, first)
+	if err != nil {
+		return nil, err
+	}
+	out := agReorder(reply, elems, order)
+	if left > 0 {
+		return out, nil
+	}
+	if sr := root.Get("stop_reason"); isNull(sr) || sr.Str == "tool_use" {
+		return agSetTopMember(out, "stop_reason", []byte(`"end_turn"`))
+	}
+	return out, nil
+}
+
+// MergeReplies appends next's content blocks to first's. id, model, type,
+// role and anything else come from first; stop_reason and stop_sequence
+// from next (when next has them).
+//
+// Usage: the usage object is next's (so input_tokens, the cache counts,
+// service_tier, ... all describe the last upstream call, whose prompt holds
+// the whole conversation including first's output and shepherd's tool
+// results: an agent's context-window meter stays right) with output_tokens
+// set to first's plus next's (everything the model generated for the
+// agent). Input is not summed: the two prompts overlap almost entirely.
+// Without a usage object in next, first's is kept unchanged.
+func (anthropicCodec) MergeReplies(first, next []byte) ([]byte, error) {
+	r1, err := parseReplyRoot(first)
+	if err != nil {
+		return nil, fmt.Errorf("first reply: %w", err)
+	}
+	r2, err := parseReplyRoot(next)
+	if err != nil {
+		return nil, fmt.Errorf("next reply: %w", err)
+	}
+	c1, c2 := r1.Get("content"), r2.Get("content")
+	if !c1.IsArray() {
+		return nil, fmt.Errorf("%w: first reply: content must be an array", ErrMalformedReply)
+	}
+	if !c2.IsArray() && !isNull(c2) {
+		return nil, fmt.Errorf("%w: next reply: content must be an array", ErrMalformedReply)
+	}
+	var out []byte
+	if inner := agInner(c2); inner != "" {
+		out = appendItems(first, c1, []byte(inner))
+	} else {
+		out = append([]byte(nil), first...)
+	}
+	for _, key := range []string{"stop_reason", "stop_sequence"} {
+		if v := r2.Get(key); v.Exists() {
+			if out, err = agSetTopMember(out, key, []byte(v.Raw)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if u2 := r2.Get("usage"); u2.IsObject() {
+		sum := agCount(r1.Get("usage"), "output_tokens") + agCount(u2, "output_tokens")
+		usage := agSetCounts([]byte(u2.Raw), []string{"output_tokens"}, []int64{sum})
+		if out, err = agSetTopMember(out, "usage", usage); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,265 @@
+package rewrite
+
+import (
+	"fmt"
+
+	"github.com/tidwall/gjson"
+)
+
+// This file holds the Gemini TurnCodec. Model parts are never rebuilt: a
+// functionCall part moves or goes whole, with the thoughtSignature beside
+// it. Only the first candidate of a reply is used or edited (the one
+// ParseReply views). See anthropic_turn.go for the conventions on no-op
+// calls and errors.
+
+var _ TurnCodec = geminiCodec{}
+
+// geminiReplyParts returns candidates[0].content.parts of a reply.
+func geminiReplyParts(root gjson.Result) gjson.Result {
+	return root.Get("candidates.0.content.parts")
+}
+
+func (geminiCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
+	root, err := parseReplyRoot(reply)
+	if err != nil {
+		return nil, err
+	}
+	parts := geminiReplyParts(root)
+	if !parts.IsArray() {
+		return nil, fmt.Errorf("%w: candidates[0].content.parts must be an array", ErrMalformedReply)
+	}
+	msg := make([]byte, 0, len(parts.Raw)+28)
+	msg = append(msg, `{"role":"model","parts":`...)
+	msg = append(msg, parts.Raw...)
+	return [][]byte{append(msg, '}')}, nil
+}
+
+// ToolResultMessages renders one user content of functionResponse parts, in
+// the order of results: {"functionResponse":{"id"?,"name","response":
+// {"content":text}}}, or {"error":text} for a refusal. No results give no
+// content.
+func (geminiCodec) ToolResultMessages(results []ToolResult) ([][]byte, error) {
+	if len(results) == 0 {
+		return nil, nil
+	}
+	parts, err := geminiResultParts(results)
+	if err != nil {
+		return nil, err
+	}
+	return [][]byte{geminiUserContent(parts)}, nil
+}
+
+// geminiResultParts renders results as functionResponse parts,
+// comma-separated.
+func geminiResultParts(results []ToolResult) ([]byte, error) {
+	var out []byte
+	for i, r := range results {
+		if r.Name == "" {
+			return nil, fmt.Errorf("rewrite: tool result %d has no tool name", i)
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `{"functionResponse":{`...)
+		if r.CallID != "" {
+			out = append(out, `"id":`...)
+			out = appendJSONString(out, r.CallID)
+			out = append(out, ',')
+		}
+		out = append(out, `"name":`...)
+		out = appendJSONString(out, r.Name)
+		if r.IsError {
+			out = append(out, `,"response":{"error":`...)
+		} else {
+			out = append(out, `,"response":{"content":`...)
+		}
+		out = appendJSONString(out, r.Content)
+		out = append(out, "}}}"...)
+	}
+	return out, nil
+}
+
+// geminiUserContent wraps rendered parts in a user content.
+func geminiUserContent(parts []byte) []byte {
+	msg := make([]byte, 0, len(parts)+28)
+	msg = append(msg, `{"role":"user","parts":[`...)
+	msg = append(msg, parts...)
+	return append(msg, "]}"...)
+}
+
+func (geminiCodec) AppendMessages(body []byte, items [][]byte) ([]byte, error) {
+	return agAppendToMember(body, "contents", items)
+}
+
+func (geminiCodec) ReplaceMessages(body []byte, pos int, items [][]byte) ([]byte, error) {
+	return agReplaceAt(body, "contents", pos, items)
+}
+
+// geminiContentAt returns the contents array, its elements and the content
+// at pos.
+func geminiContentAt(body []byte, pos int) (gjson.Result, []gjson.Result, gjson.Result, error) {
+	_, arr, err := agConversation(body, "contents")
+	if err != nil {
+		return arr, nil, gjson.Result{}, err
+	}
+	elems := agElems(arr)
+	c, err := agAt(elems, pos, "contents")
+	if err != nil {
+		return arr, nil, gjson.Result{}, err
+	}
+	if !c.IsObject() {
+		return arr, nil, gjson.Result{}, fmt.Errorf("%w: contents[%d] must be an object", ErrMalformed, pos)
+	}
+	return arr, elems, c, nil
+}
+
+// geminiIsModel reports whether content c has role "model".
+func geminiIsModel(c gjson.Result) bool {
+	r := c.Get("role")
+	return r.Type == gjson.String && r.Str == "model"
+}
+
+// PrependToolResults puts functionResponse parts first in the content that
+// follows the model content at pos, whatever its role unless it is another
+// model turn (user, missing, or the older "function"). Otherwise a new user
+// content holding only the results is inserted after pos.
+func (geminiCodec) PrependToolResults(body []byte, pos int, results []ToolResult) ([]byte, error) {
+	arr, elems, c, err := geminiContentAt(body, pos)
+	if err != nil {
+		return nil, err
+	}
+	if !geminiIsModel(c) {
+		return nil, fmt.Errorf("rewrite: contents[%d] does not have role \"model\"", pos)
+	}
+	if len(results) == 0 {
+		return body, nil
+	}
+	parts, err := geminiResultParts(results)
+	if err != nil {
+		return nil, err
+	}
+	if pos+1 < len(elems) {
+		if next := elems[pos+1]; next.IsObject() && !geminiIsModel(next) {
+			p := next.Get("parts")
+			switch {
+			case p.IsArray():
+				return prependItem(body, p, parts), nil
+			case isNull(p):
+				return setMember(body, next, "parts", wrap('[', parts, ']')), nil
+			}
+			return nil, fmt.Errorf("%w: contents[%d].parts must be an array", ErrMalformed, pos+1)
+		}
+	}
+	return agInsertBefore(body, arr, elems, pos+1, geminiUserContent(parts)), nil
+}
+
+// AppendUserTextAt appends text parts to the content at pos, as
+// geminiAppendUser does for the newest user content. The content may have
+// any role but "model": user, none (which counts as the user's), or the
+// older "function" (which the request view calls a tool message).
+func (geminiCodec) AppendUserTextAt(body []byte, pos int, texts []string) ([]byte, error) {
+	_, _, c, err := geminiContentAt(body, pos)
+	if err != nil {
+		return nil, err
+	}
+	if geminiIsModel(c) {
+		return nil, fmt.Errorf("rewrite: contents[%d] is a model content", pos)
+	}
+	if len(texts) == 0 {
+		return body, nil
+	}
+	return geminiAppendParts(body, c, geminiTextParts(texts))
+}
+
+// EditReply drops and reorders functionCall parts of candidates[0]; each
+// part is kept raw, so a thoughtSignature on it moves with it. finishReason
+// is left alone: Gemini reports STOP for function calls already.
+func (geminiCodec) EditReply(reply []byte, remove, first []int) ([]byte, error) {
+	if len(remove) == 0 && len(first) == 0 {
+		return reply, nil
+	}
+	root, err := parseReplyRoot(reply)
+	if err != nil {
+		return nil, err
+	}
+	parts := geminiReplyParts(root)
+	if !parts.IsArray() {
+		return nil, fmt.Errorf("%w: candidates[0].content.parts must be an array", ErrMalformedReply)
+	}
+	elems := agElems(parts)
+	var calls []int
+	for i, p := range elems {
+		if fc, _ := either(p, "functionCall", "function_call"); fc.IsObject() {
+			calls = append(calls, i)
+		}
+	}
+	order, _, err := agCallOrder(len(elems), calls, remove, first)
+	if err != nil {
+		return nil, err
+	}
+	return agReorder(reply, elems, order), nil
+}
+
+// MergeReplies appends next's candidates[0] parts to first's. Everything
+// else comes from first (responseId, modelVersion, safety ratings, ...)
+// except finishReason, taken from next's candidate when it has one.
+//
+// usageMetadata is next's (promptTokenCount, cached and tool-use prompt
+// counts, details: the last upstream call's prompt holds the whole
+// conversation) with candidatesTokenCount and thoughtsTokenCount (when
+// either reply has it) summed over both replies, and totalTokenCount
+// recomputed as promptTokenCount + toolUsePromptTokenCount +
+// candidatesTokenCount + thoughtsTokenCount. Without usageMetadata in next,
+// first's is kept unchanged.
+func (geminiCodec) MergeReplies(first, next []byte) ([]byte, error) {
+	r1, err := parseReplyRoot(first)
+	if err != nil {
+		return nil, fmt.Errorf("first reply: %w", err)
+	}
+	r2, err := parseReplyRoot(next)
+	if err != nil {
+		return nil, fmt.Errorf("next reply: %w", err)
+	}
+	p1, p2 := geminiReplyParts(r1), geminiReplyParts(r2)
+	if !p1.IsArray() {
+		return nil, fmt.Errorf("%w: first reply: candidates[0].content.parts must be an array", ErrMalformedReply)
+	}
+	if !p2.IsArray() && !isNull(p2) {
+		return nil, fmt.Errorf("%w: next reply: candidates[0].content.parts must be an array", ErrMalformedReply)
+	}
+	var out []byte
+	if inner := agInner(p2); inner != "" {
+		out = appendItems(first, p1, []byte(inner))
+	} else {
+		out = append([]byte(nil), first...)
+	}
+	if fr, _ := either(r2.Get("candidates.0"), "finishReason", "finish_reason"); fr.Exists() {
+		root, ok := rootObject(bstr(out))
+		if !ok {
+			return nil, errNotObject
+		}
+		cand := root.Get("candidates.0")
+		old, key := either(cand, "finishReason", "finish_reason")
+		if !old.Exists() {
+			key = "finishReason"
+		}
+		out = setMember(out, cand, key, []byte(fr.Raw))
+	}
+	if u2 := r2.Get("usageMetadata"); u2.IsObject() {
+		u1 := r1.Get("usageMetadata")
+		cands := agCount(u1, "candidatesTokenCount") + agCount(u2, "candidatesTokenCount")
+		thoughts := agCount(u1, "thoughtsTokenCount") + agCount(u2, "thoughtsTokenCount")
+		total := agCount(u2, "promptTokenCount") + agCount(u2, "toolUsePromptTokenCount") + cands + thoughts
+		keys := []string{"candidatesTokenCount"}
+		vals := []int64{cands}
+		if u1.Get("thoughtsTokenCount").Exists() || u2.Get("thoughtsTokenCount").Exists() {
+			keys, vals = append(keys, "thoughtsTokenCount"), append(vals, thoughts)
+		}
+		keys, vals = append(keys, "totalTokenCount"), append(vals, total)
+		usage := agSetCounts([]byte(u2.Raw), keys, vals)
+		if out, err = agSetTopMember(out, "usageMetadata", usage); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

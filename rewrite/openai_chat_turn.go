@@ -1,0 +1,283 @@
+package rewrite
+
+import (
+	"fmt"
+
+	"github.com/tidwall/gjson"
+)
+
+// This file holds the Chat Completions side of TurnCodec. A view position
+// is the index in messages (system and developer messages included). An
+// edit with nothing to do (no items, texts, results, or calls to drop or
+// move) returns its input itself, as ApplyEdits does; every other
+// successful call returns a new slice.
+
+var _ TurnCodec = chatCodec{}
+
+// chatMessages reads the messages array of a request body for a positional
+// edit; it is empty when messages is absent or null.
+func chatMessages(body []byte) (root, msgs gjson.Result, elems []gjson.Result, err error) {
+	if root, err = parseRoot(body); err != nil {
+		return
+	}
+	msgs = root.Get("messages")
+	if err = wantArray(msgs, "messages"); err != nil {
+		return
+	}
+	return root, msgs, oaElems(msgs), nil
+}
+
+// ReplyAsMessages returns choice 0's message as one assistant message:
+// {"role":"assistant","content":…} with content's raw bytes (null when
+// absent), then, each raw and only when set: refusal (a non-null string; it
+// is an assistant input field too), reasoning_content (a non-empty string:
+// backends that emit it, such as DeepSeek, expect it back within a tool-call
+// loop; OpenAI never sends it), tool_calls (non-empty: the API rejects an
+// empty list) and the deprecated function_call. Everything else is dropped:
+// "refusal": null, annotations (reply-only), audio (its input form is
+// {"id"} alone) and any unknown member.
+func (chatCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
+	root, err := parseReplyRoot(reply)
+	if err != nil {
+		return nil, err
+	}
+	msg := firstChoice(root.Get("choices")).Get("message")
+	if !msg.IsObject() {
+		return nil, fmt.Errorf("%w: no choices[0].message object", ErrMalformedReply)
+	}
+	out := append([]byte(nil), `{"role":"assistant","content":`...)
+	if c := msg.Get("content"); isNull(c) {
+		out = append(out, "null"...)
+	} else {
+		out = append(out, c.Raw...)
+	}
+	if r := msg.Get("refusal"); r.Type == gjson.String {
+		out = append(out, `,"refusal":`...)
+		out = append(out, r.Raw...)
+	}
+	if rc := msg.Get("reasoning_content"); rc.Type == gjson.String && rc.Str != "" {
+		out = append(out, `,"reasoning_content":`...)
+		out = append(out, rc.Raw...)
+	}
+	calls := msg.Get("tool_calls")
+	switch {
+	case calls.IsArray():
+		if len(oaElems(calls)) > 0 {
+			out = append(out, `,"tool_calls":`...)
+			out = append(out, calls.Raw...)
+		}
+	case !isNull(calls):
+		return nil, fmt.Errorf("%w: choices[0].message.tool_calls is not an array", ErrMalformedReply)
+	}
+	if fc := msg.Get("function_call"); fc.IsObject() {
+		out = append(out, `,"function_call":`...)
+		out = append(out, fc.Raw...)
+	}
+	return [][]byte{append(out, '}')}, nil
+}
+
+// ToolResultMessages renders one {"role":"tool","tool_call_id","content"}
+// message per result. Chat has no error flag: a refusal's text says so.
+func (chatCodec) ToolResultMessages(results []ToolResult) ([][]byte, error) {
+	items := make([][]byte, 0, len(results))
+	for i, r := range results {
+		if r.CallID == "" {
+			return nil, fmt.Errorf("rewrite: tool result %d has no call id", i)
+		}
+		b := append([]byte(nil), `{"role":"tool","tool_call_id":`...)
+		b = appendJSONString(b, r.CallID)
+		b = append(b, `,"content":`...)
+		b = appendJSONString(b, r.Content)
+		items = append(items, append(b, '}'))
+	}
+	return items, nil
+}
+
+// AppendMessages appends items to messages (creating it when absent).
+func (chatCodec) AppendMessages(body []byte, items [][]byte) ([]byte, error) {
+	if _, _, _, err := chatMessages(body); err != nil {
+		return nil, err
+	}
+	if err := oaCheckItems(items); err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return body, nil
+	}
+	return appendToArrayMember(body, "messages", oaJoin(items))
+}
+
+func (chatCodec) ReplaceMessages(body []byte, pos int, items [][]byte) ([]byte, error) {
+	_, msgs, elems, err := chatMessages(body)
+	if err != nil {
+		return nil, err
+	}
+	if pos < 0 || pos >= len(elems) {
+		return nil, oaPosErr(pos, len(elems))
+	}
+	if err := oaCheckItems(items); err != nil {
+		return nil, err
+	}
+	return oaSpliceElems(body, msgs, elems, pos, pos+1, items), nil
+}
+
+// PrependToolResults inserts one tool message per result right after the
+// assistant message at pos, ahead of the agent's own tool messages.
+func (c chatCodec) PrependToolResults(body []byte, pos int, results []ToolResult) ([]byte, error) {
+	_, msgs, elems, err := chatMessages(body)
+	if err != nil {
+		return nil, err
+	}
+	if pos < 0 || pos >= len(elems) {
+		return nil, oaPosErr(pos, len(elems))
+	}
+	if r := elems[pos].Get("role").Str; r != "assistant" {
+		return nil, fmt.Errorf("rewrite: message %d is not an assistant message", pos)
+	}
+	items, err := c.ToolResultMessages(results)
+	if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return body, nil
+	}
+	return oaSpliceElems(body, msgs, elems, pos+1, pos+1, items), nil
+}
+
+// AppendUserTextAt appends text parts to the user message at pos (string
+// content becomes parts, the original first), as ApplyEdits does for the
+// newest one. When pos is a tool message, a new user message goes after the
+// run of tool messages that pos belongs to, so results stay right after
+// their calls.
+func (chatCodec) AppendUserTextAt(body []byte, pos int, texts []string) ([]byte, error) {
+	_, msgs, elems, err := chatMessages(body)
+	if err != nil {
+		return nil, err
+	}
+	if pos < 0 || pos >= len(elems) {
+		return nil, oaPosErr(pos, len(elems))
+	}
+	if len(texts) == 0 {
+		return body, nil
+	}
+	isTool := func(m gjson.Result) bool {
+		r := m.Get("role").Str
+		return m.IsObject() && (r == "tool" || r == "function")
+	}
+	m := elems[pos]
+	switch {
+	case m.IsObject() && m.Get("role").Str == "user":
+		return appendContentParts(body, m, "content", textItems("text", texts), `{"type":"text","text":`)
+	case isTool(m):
+		j := pos + 1
+		for j < len(elems) && isTool(elems[j]) {
+			j++
+		}
+		return oaSpliceElems(body, msgs, elems, j, j, [][]byte{chatTextMessage("user", texts)}), nil
+	}
+	return nil, fmt.Errorf("rewrite: message %d is neither a user nor a tool message", pos)
+}
+
+// EditReply drops and reorders entries of choice 0's tool_calls (indices as
+// ParseReply numbers them), reusing the separators between the original
+// entries. When every call is removed the tool_calls member is deleted (as
+// OpenAI omits it when there are none; an empty list is rejected on input)
+// and finish_reason becomes "stop".
+func (chatCodec) EditReply(reply []byte, remove, first []int) ([]byte, error) {
+	if len(remove) == 0 && len(first) == 0 {
+		return reply, nil
+	}
+	root, err := parseReplyRoot(reply)
+	if err != nil {
+		return nil, err
+	}
+	choice := firstChoice(root.Get("choices"))
+	msg := choice.Get("message")
+	calls := oaElems(msg.Get("tool_calls"))
+	order, err := oaCallOrder(len(calls), remove, first)
+	if err != nil {
+		return nil, err
+	}
+	if len(order) > 0 {
+		return oaReorderElems(reply, calls, order), nil
+	}
+	// Every call removed. finish_reason comes after message in every reply
+	// seen, but edit the later spot first so earlier offsets stay valid.
+	fr := choice.Get("finish_reason")
+	if fr.Index > msg.Index {
+		out := setMember(reply, choice, "finish_reason", []byte(`"stop"`))
+		return oaDeleteMember(out, msg, "tool_calls"), nil
+	}
+	out := oaDeleteMember(reply, msg, "tool_calls")
+	root, _ = rootObject(bstr(out))
+	return setMember(out, firstChoice(root.Get("choices")), "finish_reason", []byte(`"stop"`)), nil
+}
+
+// chatUsageKeys names Chat's usage members.
+var chatUsageKeys = oaUsageKeys{in: "prompt_tokens", out: "completion_tokens", total: "total_tokens",
+	details: "completion_tokens_details", reasoning: "reasoning_tokens"}
+
+// MergeReplies returns first with next's turn appended to choice 0: content,
+// refusal and reasoning_content concatenated (strings inside one literal,
+// byte for byte; null or absent on either side gives the other), next's
+// tool_calls after first's (they carry no index in a complete reply),
+// finish_reason from next, and usage from next with completion_tokens (and
+// completion_tokens_details.reasoning_tokens) summed and total_tokens
+// recomputed; prompt_tokens stays next's, whose prompt holds the whole
+// conversation. Everything else (id, created, model) is first's.
+func (chatCodec) MergeReplies(first, next []byte) ([]byte, error) {
+	froot, err := parseReplyRoot(first)
+	if err != nil {
+		return nil, err
+	}
+	nroot, err := parseReplyRoot(next)
+	if err != nil {
+		return nil, err
+	}
+	nchoice := firstChoice(nroot.Get("choices"))
+	nmsg := nchoice.Get("message")
+	if !firstChoice(froot.Get("choices")).Get("message").IsObject() || !nmsg.IsObject() {
+		return nil, fmt.Errorf("%w: no choices[0].message object", ErrMalformedReply)
+	}
+	out := append([]byte(nil), first...)
+	// cur re-reads choice 0 of out after each splice.
+	cur := func() (root, choice, msg gjson.Result) {
+		root, _ = rootObject(bstr(out))
+		choice = firstChoice(root.Get("choices"))
+		return root, choice, choice.Get("message")
+	}
+	for _, key := range []string{"content", "refusal", "reasoning_content"} {
+		_, _, msg := cur()
+		merged, err := oaMergeText(msg.Get(key), nmsg.Get(key), "text")
+		if err != nil {
+			return nil, err
+		}
+		if merged != nil {
+			out = setMember(out, msg, key, merged)
+		}
+	}
+	nc := nmsg.Get("tool_calls")
+	if err := wantArray(nc, ""); err != nil {
+		return nil, fmt.Errorf("%w: choices[0].message.tool_calls is not an array", ErrMalformedReply)
+	}
+	if inner := oaInnerString(nc); inner != "" {
+		_, _, msg := cur()
+		switch fc := msg.Get("tool_calls"); {
+		case fc.IsArray():
+			out = appendItems(out, fc, []byte(inner))
+		case isNull(fc):
+			out = setMember(out, msg, "tool_calls", []byte(nc.Raw))
+		default:
+			return nil, fmt.Errorf("%w: choices[0].message.tool_calls is not an array", ErrMalformedReply)
+		}
+	}
+	if fr := nchoice.Get("finish_reason"); fr.Exists() {
+		_, choice, _ := cur()
+		out = setMember(out, choice, "finish_reason", []byte(fr.Raw))
+	}
+	root, _, _ := cur()
+	if u := oaMergeUsage(root.Get("usage"), nroot.Get("usage"), chatUsageKeys); u != nil {
+		out = setMember(out, root, "usage", u)
+	}
+	return out, nil
+}

@@ -1,0 +1,413 @@
+package rewrite
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
+
+	"shepherd/hooks"
+)
+
+func TestResponsesRanges(t *testing.T) {
+	tests := []struct {
+		input string
+		want  [][2]int
+	}{
+		{`[]`, nil},
+		{`[{"role":"user","content":"q"}]`, [][2]int{{0, 1}}},
+		{`[{"type":"message","role":"developer","content":"d"},{"role":"user","content":"q"},
+		   {"type":"reasoning","id":"rs"},{"type":"message","role":"assistant","content":"a"},{"type":"function_call","call_id":"c"},
+		   {"type":"function_call_output","call_id":"c","output":"r"},
+		   {"type":"web_search_call","id":"ws"},{"type":"local_shell_call_output","id":"o"},{"type":"item_reference","id":"x"},
+		   {"type":"function_call","call_id":"d"},{"role":"user","content":"u"},{"role":"assistant","content":"z"}]`,
+			[][2]int{{0, 1}, {1, 2}, {2, 5}, {5, 6}, {6, 7}, {7, 8}, {8, 10}, {10, 11}, {11, 12}}},
+	}
+	for _, tt := range tests {
+		body := []byte(`{"input":` + tt.input + `}`)
+		in, err := readResponsesInput(body)
+		require.NoError(t, err)
+		require.Equal(t, tt.want, in.ranges, tt.input)
+		req, err := For(APIOpenAIResponses).ParseRequest(body)
+		require.NoError(t, err)
+		require.Len(t, req.Messages, len(tt.want), "ranges must match the view")
+	}
+	in, err := readResponsesInput([]byte(`{"input":"hi"}`))
+	require.NoError(t, err)
+	require.True(t, in.str)
+	require.Equal(t, 1, in.views())
+	in, err = readResponsesInput([]byte(`{"model":"m"}`))
+	require.NoError(t, err)
+	require.Equal(t, 0, in.views())
+	_, err = readResponsesInput([]byte(`{"input":[1]}`))
+	require.ErrorIs(t, err, ErrMalformed)
+	_, err = readResponsesInput([]byte(`{"input":{}}`))
+	require.ErrorIs(t, err, ErrMalformed)
+}
+
+func TestResponsesReplyAsMessages(t *testing.T) {
+	c := Turn(APIOpenAIResponses)
+	items, err := oaCheckItemsOut(t, fixture(t, APIOpenAIResponses, "reply.json"), c.ReplyAsMessages)
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		`{"type":"reasoning","id":"rs_2","summary":[{"type":"summary_text","text":"Look at it."}]}`,
+		`{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Reading it.","annotations":[]}]}`,
+		`{"type":"function_call","id":"fc_1","call_id":"call_9","name":"read_file","arguments":"{\"path\":\"main.go\"}","status":"completed"}`,
+	}, oaStrs(items))
+	items, err = c.ReplyAsMessages([]byte(`{"output":[ {"type":"reasoning","encrypted_content":"gAAA"} ]}`))
+	require.NoError(t, err)
+	require.Equal(t, []string{`{"type":"reasoning","encrypted_content":"gAAA"}`}, oaStrs(items))
+	items, err = c.ReplyAsMessages([]byte(`{"status":"failed","output":[]}`))
+	require.NoError(t, err)
+	require.Empty(t, items)
+	for _, bad := range []string{`x`, `[]`, `{}`, `{"output":{}}`, `{"output":[1]}`} {
+		_, err := c.ReplyAsMessages([]byte(bad))
+		require.ErrorIs(t, err, ErrMalformedReply, bad)
+	}
+}
+
+func TestResponsesToolResultMessages(t *testing.T) {
+	c := Turn(APIOpenAIResponses)
+	items, err := c.ToolResultMessages([]ToolResult{
+		{CallID: "call_1", Content: "ok"},
+		{CallID: "call_2", Content: "Refused: \"bash\" is outside intent <fix-bug>\n", IsError: true},
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		`{"type":"function_call_output","call_id":"call_1","output":"ok"}`,
+		`{"type":"function_call_output","call_id":"call_2","output":"Refused: \"bash\" is outside intent <fix-bug>\n"}`,
+	}, oaStrs(items))
+	_, err = c.ToolResultMessages([]ToolResult{{Content: "x"}})
+	require.Error(t, err)
+}
+
+// respConv is a Responses conversation whose view is: 0 developer, 1 user,
+// 2 assistant (reasoning, message, two calls), 3 and 4 call outputs, 5 user.
+const respConv = `{"model":"m","input":[` +
+	`{"type":"message","role":"developer","content":"D"},` +
+	`{"role":"user","content":"q"},` +
+	`{"type":"reasoning","id":"rs","encrypted_content":"e"},` +
+	`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a"}]},` +
+	`{"type":"function_call","call_id":"a","name":"f","arguments":"{}"},` +
+	`{"type":"function_call","call_id":"b","name":"g","arguments":"{}"},` +
+	`{"type":"function_call_output","call_id":"a","output":"ra"},` +
+	`{"type":"function_call_output","call_id":"b","output":"rb"},` +
+	`{"type":"message","role":"user","content":[{"type":"input_text","text":"u"}]}` +
+	`],"store":false}`
+
+// respConvWith returns respConv with its items [s,e) replaced by ins.
+func respConvWith(s, e int, ins string) string {
+	items := []string{
+		`{"type":"message","role":"developer","content":"D"}`,
+		`{"role":"user","content":"q"}`,
+		`{"type":"reasoning","id":"rs","encrypted_content":"e"}`,
+		`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a"}]}`,
+		`{"type":"function_call","call_id":"a","name":"f","arguments":"{}"}`,
+		`{"type":"function_call","call_id":"b","name":"g","arguments":"{}"}`,
+		`{"type":"function_call_output","call_id":"a","output":"ra"}`,
+		`{"type":"function_call_output","call_id":"b","output":"rb"}`,
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"u"}]}`,
+	}
+	var out []string
+	out = append(out, items[:s]...)
+	if ins != "" {
+		out = append(out, ins)
+	}
+	out = append(out, items[e:]...)
+	b := `{"model":"m","input":[`
+	for i, it := range out {
+		if i > 0 {
+			b += ","
+		}
+		b += it
+	}
+	return b + `],"store":false}`
+}
+
+func TestResponsesPositionalEdits(t *testing.T) {
+	c := Turn(APIOpenAIResponses)
+	require.Equal(t, respConv, respConvWith(0, 0, ""))
+	res := []ToolResult{{CallID: "x", Content: "r\"x"}, {CallID: "y", Content: "refused", IsError: true}}
+	const resItems = `{"type":"function_call_output","call_id":"x","output":"r\"x"},{"type":"function_call_output","call_id":"y","output":"refused"}`
+	item := func(s string) [][]byte { return [][]byte{[]byte(s)} }
+	tests := []struct {
+		name string
+		body string
+		edit func([]byte) ([]byte, error)
+		want string
+	}{
+		{"append", respConv,
+			func(b []byte) ([]byte, error) {
+				return c.AppendMessages(b, [][]byte{[]byte(`{"type":"function_call","call_id":"z"}`), []byte(`{"type":"function_call_output","call_id":"z","output":"o"}`)})
+			},
+			respConvWith(9, 9, `{"type":"function_call","call_id":"z"},{"type":"function_call_output","call_id":"z","output":"o"}`)},
+		{"append to string input", `{"input":"hi \"you\"","stream":false}`,
+			func(b []byte) ([]byte, error) { return c.AppendMessages(b, item(`{"type":"reasoning","id":"r"}`)) },
+			`{"input":[{"role":"user","content":"hi \"you\""},{"type":"reasoning","id":"r"}],"stream":false}`},
+		{"append creates input", `{"model":"m"}`,
+			func(b []byte) ([]byte, error) { return c.AppendMessages(b, item(`{"role":"user","content":"q"}`)) },
+			`{"model":"m","input":[{"role":"user","content":"q"}]}`},
+		{"append to null input", `{"input":null}`,
+			func(b []byte) ([]byte, error) { return c.AppendMessages(b, item(`{"role":"user","content":"q"}`)) },
+			`{"input":[{"role":"user","content":"q"}]}`},
+		{"replace merged assistant", respConv,
+			func(b []byte) ([]byte, error) {
+				return c.ReplaceMessages(b, 2, item(`{"type":"function_call","call_id":"a","name":"f","arguments":"{}"}`))
+			},
+			respConvWith(2, 6, `{"type":"function_call","call_id":"a","name":"f","arguments":"{}"}`)},
+		{"remove merged assistant", respConv,
+			func(b []byte) ([]byte, error) { return c.ReplaceMessages(b, 2, nil) },
+			respConvWith(2, 6, "")},
+		{"replace result", respConv,
+			func(b []byte) ([]byte, error) {
+				return c.ReplaceMessages(b, 4, item(`{"type":"function_call_output","call_id":"b","output":"x"}`))
+			},
+			respConvWith(7, 8, `{"type":"function_call_output","call_id":"b","output":"x"}`)},
+		{"remove last", respConv,
+			func(b []byte) ([]byte, error) { return c.ReplaceMessages(b, 5, nil) },
+			respConvWith(8, 9, "")},
+		{"replace string input", `{"input": "hi" }`,
+			func(b []byte) ([]byte, error) {
+				return c.ReplaceMessages(b, 0, [][]byte{[]byte(`{"role":"user","content":"a"}`), []byte(`{"role":"user","content":"b"}`)})
+			},
+			`{"input": [{"role":"user","content":"a"},{"role":"user","content":"b"}] }`},
+		{"remove string input", `{"input":"hi"}`,
+			func(b []byte) ([]byte, error) { return c.ReplaceMessages(b, 0, nil) },
+			`{"input":[]}`},
+		{"prepend results after the assistant range", respConv,
+			func(b []byte) ([]byte, error) { return c.PrependToolResults(b, 2, res) },
+			respConvWith(6, 6, resItems)},
+		{"prepend results at the end", `{"input":[{"role":"user","content":"q"},{"type":"function_call","call_id":"x"}]}`,
+			func(b []byte) ([]byte, error) { return c.PrependToolResults(b, 1, res[:1]) },
+			`{"input":[{"role":"user","content":"q"},{"type":"function_call","call_id":"x"},{"type":"function_call_output","call_id":"x","output":"r\"x"}]}`},
+		{"user text on string content", respConv,
+			func(b []byte) ([]byte, error) { return c.AppendUserTextAt(b, 1, []string{"T1", "T\"2"}) },
+			respConvWith(1, 2, `{"role":"user","content":[{"type":"input_text","text":"q"},{"type":"input_text","text":"T1"},{"type":"input_text","text":"T\"2"}]}`)},
+		{"user text on parts", respConv,
+			func(b []byte) ([]byte, error) { return c.AppendUserTextAt(b, 5, []string{"T"}) },
+			respConvWith(8, 9, `{"type":"message","role":"user","content":[{"type":"input_text","text":"u"},{"type":"input_text","text":"T"}]}`)},
+		{"user text after the results", respConv,
+			func(b []byte) ([]byte, error) { return c.AppendUserTextAt(b, 3, []string{"T"}) },
+			respConvWith(8, 8, `{"role":"user","content":[{"type":"input_text","text":"T"}]}`)},
+		{"user text after the last result", `{"input":[{"type":"function_call","call_id":"x"},{"type":"function_call_output","call_id":"x","output":"o"}]}`,
+			func(b []byte) ([]byte, error) { return c.AppendUserTextAt(b, 1, []string{"T"}) },
+			`{"input":[{"type":"function_call","call_id":"x"},{"type":"function_call_output","call_id":"x","output":"o"},{"role":"user","content":[{"type":"input_text","text":"T"}]}]}`},
+		{"user text on string input", `{"input":"hi","model":"m"}`,
+			func(b []byte) ([]byte, error) { return c.AppendUserTextAt(b, 0, []string{"T"}) },
+			`{"input":[{"role":"user","content":[{"type":"input_text","text":"hi"},{"type":"input_text","text":"T"}]}],"model":"m"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := oaCheckTurn(t, []byte(tt.body), tt.edit)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, string(out))
+			_, err = c.(Codec).ParseRequest(out)
+			require.NoError(t, err)
+		})
+	}
+}
+
+func TestResponsesPositionalErrors(t *testing.T) {
+	c := Turn(APIOpenAIResponses)
+	body := []byte(respConv)
+	item := [][]byte{[]byte(`{"role":"user","content":"x"}`)}
+	for name, f := range map[string]func() ([]byte, error){
+		"replace -1":        func() ([]byte, error) { return c.ReplaceMessages(body, -1, item) },
+		"replace n":         func() ([]byte, error) { return c.ReplaceMessages(body, 6, item) },
+		"replace string 1":  func() ([]byte, error) { return c.ReplaceMessages([]byte(`{"input":"q"}`), 1, item) },
+		"replace no input":  func() ([]byte, error) { return c.ReplaceMessages([]byte(`{}`), 0, item) },
+		"prepend on user":   func() ([]byte, error) { return c.PrependToolResults(body, 1, []ToolResult{{CallID: "x"}}) },
+		"prepend on result": func() ([]byte, error) { return c.PrependToolResults(body, 3, []ToolResult{{CallID: "x"}}) },
+		"prepend on string": func() ([]byte, error) {
+			return c.PrependToolResults([]byte(`{"input":"q"}`), 0, []ToolResult{{CallID: "x"}})
+		},
+		"prepend n":              func() ([]byte, error) { return c.PrependToolResults(body, 6, []ToolResult{{CallID: "x"}}) },
+		"user text on assistant": func() ([]byte, error) { return c.AppendUserTextAt(body, 2, []string{"t"}) },
+		"user text on developer": func() ([]byte, error) { return c.AppendUserTextAt(body, 0, []string{"t"}) },
+		"user text n":            func() ([]byte, error) { return c.AppendUserTextAt(body, 6, []string{"t"}) },
+		"item not an object":     func() ([]byte, error) { return c.AppendMessages(body, [][]byte{[]byte(`"x"`)}) },
+		"input not array":        func() ([]byte, error) { return c.AppendMessages([]byte(`{"input":5}`), item) },
+		"body invalid":           func() ([]byte, error) { return c.AppendMessages([]byte(`{"input":[}`), item) },
+	} {
+		out, err := f()
+		require.Error(t, err, name)
+		require.Nil(t, out, name)
+	}
+	require.Equal(t, respConv, string(body))
+}
+
+// respReplyCalls is a reply with reasoning, text and three calls, one after
+// a second message.
+const respReplyCalls = `{"id":"resp_1","status":"completed","output":[
+  {"type":"reasoning","id":"rs_1","summary":[]},
+  {"type":"message","role":"assistant","content":[{"type":"output_text","text":"On it."}]},
+  {"type":"function_call","call_id":"a","name":"create_new_topic","arguments":"{}"},
+  {"type":"function_call","call_id":"b","name":"read_file","arguments":"{}"},
+  {"type":"message","role":"assistant","content":[{"type":"output_text","text":" And"}]},
+  {"type":"function_call","call_id":"c","name":"bash","arguments":"{}"}
+ ],"usage":{"input_tokens":10,"output_tokens":5,"total_tokens":15}}`
+
+func TestResponsesEditReply(t *testing.T) {
+	c := Turn(APIOpenAIResponses)
+	const (
+		rs  = `{"type":"reasoning","id":"rs_1","summary":[]}`
+		m1  = `{"type":"message","role":"assistant","content":[{"type":"output_text","text":"On it."}]}`
+		fa  = `{"type":"function_call","call_id":"a","name":"create_new_topic","arguments":"{}"}`
+		fb  = `{"type":"function_call","call_id":"b","name":"read_file","arguments":"{}"}`
+		m2  = `{"type":"message","role":"assistant","content":[{"type":"output_text","text":" And"}]}`
+		fc  = `{"type":"function_call","call_id":"c","name":"bash","arguments":"{}"}`
+		sep = ",\n  "
+	)
+	wrapOut := func(items ...string) string {
+		s := "{\"id\":\"resp_1\",\"status\":\"completed\",\"output\":[\n  "
+		for i, it := range items {
+			if i > 0 {
+				s += sep
+			}
+			s += it
+		}
+		return s + "\n ],\"usage\":{\"input_tokens\":10,\"output_tokens\":5,\"total_tokens\":15}}"
+	}
+	require.Equal(t, respReplyCalls, wrapOut(rs, m1, fa, fb, m2, fc))
+	tests := []struct {
+		name          string
+		remove, first []int
+		want          string
+		ids           []string
+		stop          hooks.StopReason
+	}{
+		{"remove one", []int{0}, nil, wrapOut(rs, m1, fb, m2, fc), []string{"b", "c"}, hooks.StopToolUse},
+		{"move last first", nil, []int{2}, wrapOut(rs, m1, fc, fa, fb, m2), []string{"c", "a", "b"}, hooks.StopToolUse},
+		{"remove and move", []int{0}, []int{2, 1}, wrapOut(rs, m1, fc, fb, m2), []string{"c", "b"}, hooks.StopToolUse},
+		{"remove all", []int{0, 1, 2}, nil, wrapOut(rs, m1, m2), nil, hooks.StopEnd},
+		{"nothing", nil, nil, respReplyCalls, []string{"a", "b", "c"}, hooks.StopToolUse},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := oaCheckTurn(t, []byte(respReplyCalls), func(b []byte) ([]byte, error) { return c.EditReply(b, tt.remove, tt.first) })
+			require.NoError(t, err)
+			require.Equal(t, tt.want, string(out))
+			r, err := c.(Codec).ParseReply(out)
+			require.NoError(t, err)
+			var ids []string
+			for i, tc := range r.ToolCalls {
+				require.Equal(t, i, tc.Index)
+				ids = append(ids, tc.ID)
+			}
+			require.Equal(t, tt.ids, ids)
+			require.Equal(t, tt.stop, r.Stop)
+			require.Equal(t, "On it. And", r.Text)
+		})
+	}
+	out, err := c.EditReply([]byte(`{"status":"completed","output":[{"type":"function_call","call_id":"a"}]}`), []int{0}, nil)
+	require.NoError(t, err)
+	require.Equal(t, `{"status":"completed","output":[]}`, string(out))
+	for _, bad := range []struct{ remove, first []int }{{[]int{3}, nil}, {nil, []int{-1}}, {[]int{1}, []int{1}}} {
+		_, err := c.EditReply([]byte(respReplyCalls), bad.remove, bad.first)
+		require.Error(t, err)
+	}
+	_, err = c.EditReply([]byte(`[`), []int{0}, nil)
+	require.ErrorIs(t, err, ErrMalformedReply)
+}
+
+func TestResponsesMergeReplies(t *testing.T) {
+	c := Turn(APIOpenAIResponses)
+	tests := []struct {
+		name, first, next, want string
+	}{
+		{"continued after a claimed call",
+			`{"id":"resp_1","object":"response","status":"completed","model":"m","previous_response_id":"resp_0","output":[{"type":"function_call","call_id":"a"}],"incomplete_details":null,"usage":{"input_tokens":10,"output_tokens":4,"output_tokens_details":{"reasoning_tokens":1},"total_tokens":14}}`,
+			`{"id":"resp_2","object":"response","status":"incomplete","model":"m","previous_response_id":"resp_1","output":[{"type":"message","content":[{"type":"output_text","text":"x"}]}],"incomplete_details":{"reason":"max_output_tokens"},"usage":{"input_tokens":30,"input_tokens_details":{"cached_tokens":10},"output_tokens":6,"output_tokens_details":{"reasoning_tokens":2},"total_tokens":36}}`,
+			`{"id":"resp_2","object":"response","status":"incomplete","model":"m","previous_response_id":"resp_0","output":[{"type":"function_call","call_id":"a"},{"type":"message","content":[{"type":"output_text","text":"x"}]}],"incomplete_details":{"reason":"max_output_tokens"},"usage":{"input_tokens":30,"input_tokens_details":{"cached_tokens":10},"output_tokens":10,"output_tokens_details":{"reasoning_tokens":3},"total_tokens":40}}`},
+		{"outcome fields next lacks become null",
+			`{"id":"r1","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[ ]}`,
+			`{"id":"r2","status":"completed","output":[{"type":"message"}]}`,
+			`{"id":"r2","status":"completed","incomplete_details":null,"output":[{"type":"message"} ]}`},
+		{"first without output or usage",
+			`{"id":"r1"}`,
+			`{"id":"r2","output":[{"type":"message"}],"usage":{"input_tokens":1,"output_tokens":2,"total_tokens":3}}`,
+			`{"id":"r2","output":[{"type":"message"}],"usage":{"input_tokens":1,"output_tokens":2,"total_tokens":3}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			next := []byte(tt.next)
+			out, err := oaCheckTurn(t, []byte(tt.first), func(b []byte) ([]byte, error) { return c.MergeReplies(b, next) })
+			require.NoError(t, err)
+			require.Equal(t, tt.want, string(out))
+			require.Equal(t, tt.next, string(next))
+		})
+	}
+	for _, bad := range [][2]string{{`{`, `{}`}, {`{}`, `1`}, {`{"output":{}}`, `{}`}, {`{}`, `{"output":"x"}`}} {
+		_, err := c.MergeReplies([]byte(bad[0]), []byte(bad[1]))
+		require.ErrorIs(t, err, ErrMalformedReply, bad)
+	}
+}
+
+// TestResponsesTurnRoundTrip runs the turn engine's sequence on the
+// fixtures, for an array input and a string input.
+func TestResponsesTurnRoundTrip(t *testing.T) {
+	c := Turn(APIOpenAIResponses)
+	codec := c.(Codec)
+	reply := fixture(t, APIOpenAIResponses, "reply.json")
+	asMsgs, err := c.ReplyAsMessages(reply)
+	require.NoError(t, err)
+	results, err := c.ToolResultMessages([]ToolResult{{CallID: "call_9", Content: "refused: outside scope", IsError: true}})
+	require.NoError(t, err)
+	wantTail := []hooks.Message{
+		{Role: hooks.RoleAssistant, Blocks: []hooks.Block{
+			{Kind: hooks.BlockThinking, Text: "Look at it."},
+			{Kind: hooks.BlockText, Text: "Reading it."},
+			{Kind: hooks.BlockToolCall, ToolCallID: "call_9", ToolName: "read_file", Args: []byte(`{"path":"main.go"}`)},
+		}},
+		{Role: hooks.RoleTool, Blocks: []hooks.Block{{Kind: hooks.BlockToolResult, ToolCallID: "call_9", ToolName: "read_file", Text: "refused: outside scope"}}},
+	}
+	for _, body := range [][]byte{fixture(t, APIOpenAIResponses, "request.json"), []byte(`{"model":"m","input":"Show me main.go"}`)} {
+		before, err := codec.ParseRequest(body)
+		require.NoError(t, err)
+		out, err := oaCheckTurn(t, body, func(b []byte) ([]byte, error) { return c.AppendMessages(b, append(asMsgs, results...)) })
+		require.NoError(t, err)
+		after, err := codec.ParseRequest(out)
+		require.NoError(t, err)
+		require.Len(t, after.Messages, len(before.Messages)+2)
+		require.Equal(t, before.Messages, after.Messages[:len(before.Messages)])
+		require.Equal(t, wantTail, after.Messages[len(before.Messages):])
+		require.Equal(t, before.Fingerprint, after.Fingerprint)
+	}
+
+	edited, err := oaCheckTurn(t, reply, func(b []byte) ([]byte, error) { return c.EditReply(b, []int{0}, nil) })
+	require.NoError(t, err)
+	r, err := codec.ParseReply(edited)
+	require.NoError(t, err)
+	require.Empty(t, r.ToolCalls)
+	require.Equal(t, hooks.StopEnd, r.Stop)
+	require.Equal(t, "Reading it.", r.Text)
+
+	merged, err := oaCheckTurn(t, reply, func(b []byte) ([]byte, error) { return c.MergeReplies(b, reply) })
+	require.NoError(t, err)
+	r, err = codec.ParseReply(merged)
+	require.NoError(t, err)
+	require.Equal(t, "Reading it.Reading it.", r.Text)
+	require.Len(t, r.ToolCalls, 2)
+	require.Equal(t, hooks.Usage{InputTokens: 90, OutputTokens: 32}, r.Usage)
+	require.Equal(t, int64(122), gjson.GetBytes(merged, "usage.total_tokens").Int())
+	require.Equal(t, int64(16), gjson.GetBytes(merged, "usage.output_tokens_details.reasoning_tokens").Int())
+}
+
+// FuzzResponsesTurn is FuzzChatTurn for Responses; it also checks that the
+// view ranges match the view ParseRequest builds.
+func FuzzResponsesTurn(f *testing.F) {
+	oaSeedTurnFuzz(f, APIOpenAIResponses, respConv, respReplyCalls, `{"input":"hi"}`,
+		`{"input":[{"type":"function_call","call_id":"x"},{"type":"function_call_output","call_id":"x","output":"o"}]}`)
+	c := Turn(APIOpenAIResponses)
+	f.Fuzz(func(t *testing.T, body []byte, pos int, text string) {
+		if req, err := c.(Codec).ParseRequest(body); err == nil {
+			in, err := readResponsesInput(body)
+			require.NoError(t, err)
+			require.Equal(t, len(req.Messages), in.views())
+			for v, r := range in.ranges {
+				require.Equal(t, req.Messages[v].Role == hooks.RoleAssistant, responsesAssistantItem(in.elems[r[0]]))
+			}
+		}
+		oaFuzzTurn(t, c, body, pos, text)
+	})
+}
