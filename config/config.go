@@ -31,6 +31,8 @@ type Config struct {
 	Log Log `mapstructure:"log"`
 	// Session configures how sessions are identified.
 	Session Session `mapstructure:"session"`
+	// Topics configures topic chapters (features.md plan A).
+	Topics Topics `mapstructure:"topics"`
 }
 
 // Upstreams holds one base URL per provider. The upstream host is always taken
@@ -142,4 +144,33 @@ type Session struct {
 	// Header: key session.header; the first header consulted for a session
 	// id; default X-Session-Id; must be a valid header name.
 	Header string `mapstructure:"header"`
+}
+
+// Topics configures the topic-chapters feature and the turn engine's bounds.
+type Topics struct {
+	// Enabled: key topics.enabled; default false while the stream splicer is
+	// being built (the feature then serves non-streaming requests only;
+	// streams pass through untouched).
+	Enabled bool `mapstructure:"enabled"`
+	// ToolName: key topics.tool_name; the tool offered to the model; default
+	// create_new_topic.
+	ToolName string `mapstructure:"tool_name"`
+	// Placement: key topics.placement; where the per-turn "[Active Topic: …]"
+	// reminder goes: last_user (default; the end of the newest user turn,
+	// after every cache breakpoint) or system (for models without prompt
+	// caching: it changes the cache prefix whenever the topic changes).
+	Placement string `mapstructure:"placement"`
+	// MaxFollowups: key topics.max_followups; the most follow-up requests
+	// shepherd sends upstream within one turn after answering the model's
+	// calls itself; default 4, at most 16.
+	MaxFollowups int `mapstructure:"max_followups"`
+	// Guidance: key topics.guidance; the system-prompt guidance; "" uses the
+	// built-in text.
+	Guidance string `mapstructure:"guidance"`
+	// Reminder: key topics.reminder; the per-turn reminder, {title} replaced
+	// by the active topic; "" uses the built-in text.
+	Reminder string `mapstructure:"reminder"`
+	// NoTopicReminder: key topics.no_topic_reminder; the reminder before the
+	// first chapter; "" uses the built-in text.
+	NoTopicReminder string `mapstructure:"no_topic_reminder"`
 }

@@ -44,5 +44,11 @@ func Defaults() Config {
 		Session: Session{
 			Header: "X-Session-Id",
 		},
+		Topics: Topics{
+			Enabled:      false,
+			ToolName:     "create_new_topic",
+			Placement:    "last_user",
+			MaxFollowups: 4,
+		},
 	}
 }

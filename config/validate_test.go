@@ -217,3 +217,13 @@ func TestValidateNeverEchoesSecrets(t *testing.T) {
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "hunter2")
 }
+
+func TestValidateTopics(t *testing.T) {
+	c := Defaults()
+	c.Topics.Placement = "footer"
+	c.Topics.ToolName = "new topic!"
+	c.Topics.MaxFollowups = 17
+	var ve *ValidationError
+	require.ErrorAs(t, c.Validate(), &ve)
+	require.Equal(t, []string{"topics.placement", "topics.tool_name", "topics.max_followups"}, problemKeys(ve))
+}
