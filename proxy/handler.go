@@ -72,12 +72,15 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	sid, src := resolveSession(h, s.cfg.Session.Header, view)
 	x.call.SessionID = sid
 
-	if view != nil && !s.chain.Empty() {
-		edited, short := s.runRequestHooks(ctx, &x, view, body)
-		if short {
+	// The hook chain and the turn engine serve non-streaming model requests.
+	// Streams pass through untouched until the stream splicer lands; so do
+	// count_tokens requests (no reply to run hooks on).
+	var t *turn
+	if view != nil && !s.chain.Empty() && !view.Stream && x.route.name != "count_tokens" {
+		var short bool
+		if t, body, short = s.prepareTurn(ctx, &x, view, body); short {
 			return
 		}
-		body = edited
 	}
 
 	upReq := fasthttp.AcquireRequest()
@@ -100,7 +103,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 
 	copyResponseHeaders(&ctx.Response, x.upResp)
 	s.setShepherdHeaders(ctx, &x)
-	if sid != "" && x.route.inspect {
+	if sid != "" && x.route.inspect && t == nil {
 		s.recorder.touch(state.Key{Tenant: x.call.Tenant, Session: sid}, src)
 	}
 
@@ -110,6 +113,14 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.streamEvents(ctx, &x)
 	case x.upResp.Header.ContentLength() < 0 && (view != nil && view.Stream || x.route.name == "passthrough"):
 		s.streamChunks(ctx, &x)
+	case t != nil:
+		if err := t.finishJSON(x.upResp); err != nil {
+			cerr := classifyUpstreamError(err)
+			s.metrics.upstreamErrors.WithLabelValues(x.route.name, upstreamErrorKind(cerr)).Inc()
+			s.finish(ctx, &x, writeError(ctx, x.route.provider, cerr))
+			return
+		}
+		s.setServerTiming(ctx, &x)
 	default:
 		if err := s.copyBody(ctx, &x); err != nil {
 			cerr := classifyUpstreamError(err)
@@ -120,35 +131,6 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.setServerTiming(ctx, &x)
 	}
 	s.finish(ctx, &x, status)
-}
-
-// runRequestHooks runs the request chain and applies its edits. It returns
-// the body to send and whether a hook short-circuited (the response is then
-// already written).
-func (s *Server) runRequestHooks(ctx *fasthttp.RequestCtx, x *exchange, view *hooks.Request, body []byte) ([]byte, bool) {
-	edits, short, err := s.chain.RunRequest(ctx, &x.call, view)
-	if err != nil {
-		s.hookFailed(x, err)
-	}
-	if short != nil {
-		status := short.Status
-		if status == 0 {
-			status = fasthttp.StatusBadRequest
-		}
-		writeErrorStatus(ctx, x.route.provider, status, short.Message)
-		s.finish(ctx, x, status)
-		return nil, true
-	}
-	if edits.Empty() {
-		return body, false
-	}
-	out, err := x.codec.ApplyEdits(body, edits)
-	if err != nil {
-		// Fail open: the agent's own request goes upstream unchanged.
-		s.hookFailed(x, &hooks.HookError{Hook: "apply_edits", Err: err})
-		return body, false
-	}
-	return out, false
 }
 
 func (s *Server) hookFailed(x *exchange, err error) {

@@ -23,6 +23,9 @@ type Metrics struct {
 	hookErrors     *prometheus.CounterVec
 	upstreamErrors *prometheus.CounterVec
 	clientAborts   *prometheus.CounterVec
+	ledger         *prometheus.CounterVec
+	answered       prometheus.Counter
+	followups      *prometheus.CounterVec
 
 	// reqCounters caches the counter of each (route, status) pair so the hot
 	// path does not format labels per request.
@@ -69,8 +72,17 @@ func NewMetrics() *Metrics {
 		clientAborts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shepherd_client_aborts_total", Help: "Streams the client left early; the upstream request was cancelled.",
 		}, []string{"route"}),
+		ledger: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shepherd_ledger_entries_total", Help: "Ledger entries replayed into requests (applied) or not found in the conversation (missed).",
+		}, []string{"result"}),
+		answered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shepherd_tool_calls_answered_total", Help: "Tool calls shepherd answered itself (claimed or refused); the agent never saw them.",
+		}),
+		followups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shepherd_followups_total", Help: "Follow-up requests the turn engine sent upstream.",
+		}, []string{"route"}),
 	}
-	r.MustRegister(m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
+	r.MustRegister(m.ledger, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
 		m.storeErrors, m.hookErrors, m.upstreamErrors, m.clientAborts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -44,6 +44,9 @@ type Server struct {
 	srv      *fasthttp.Server
 	adminSrv *fasthttp.Server
 
+	// maxFollowups bounds the follow-up requests of one turn.
+	maxFollowups int
+
 	streams   streamRegistry
 	ridPrefix string
 	ridSeq    atomicCounter
@@ -76,6 +79,8 @@ func New(o Options) (*Server, error) {
 		upstreams: map[Provider]*upstream{},
 		ridPrefix: newRequestIDPrefix(),
 		metricsH:  newMetricsHandler(o.Metrics),
+
+		maxFollowups: cfg.Topics.MaxFollowups,
 	}
 	uo := upstreamOptions{
 		IdleTimeout: cfg.Limits.UpstreamTimeout,

@@ -17,7 +17,6 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"shepherd/config"
-	"shepherd/hooks"
 	"shepherd/proxy"
 	"shepherd/state"
 )
@@ -57,7 +56,7 @@ func run() error {
 
 	srv, err := proxy.New(proxy.Options{
 		Config: cfg, Logger: log, Store: store, Metrics: metrics,
-		Chain: hooks.NewChain(),
+		Chain: proxy.BuildChain(cfg),
 	})
 	if err != nil {
 		return err
@@ -114,3 +113,4 @@ func newLogger(c config.Log) (*zap.Logger, error) {
 	zc.DisableStacktrace = true
 	return zc.Build()
 }
+

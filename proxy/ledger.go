@@ -1,0 +1,156 @@
+package proxy
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"shepherd/hooks"
+	"shepherd/rewrite"
+	"shepherd/state"
+)
+
+// Ledger entry kinds. Entries are written by the turn engine and replayed on
+// every later request of the session, so the model sees each earlier turn
+// exactly as it was (design.md, principle 2).
+const (
+	// ledgerUserText: texts shepherd appended to a user turn (reminders).
+	// Anchor: that user message. Data: userTextEntry.
+	ledgerUserText = "user_text"
+	// ledgerTurn: an assistant turn whose agent copy differs from what the
+	// model produced (calls removed or reordered, follow-ups merged).
+	// Anchor: the agent's copy of the assistant message. Data: turnEntry.
+	ledgerTurn = "turn"
+)
+
+// maxLedgerEntries bounds a session's ledger; the oldest entries go first.
+// Unmatched entries are kept (another conversation may share the session id,
+// e.g. a sub-agent), so the bound is what keeps the ledger finite.
+const maxLedgerEntries = 512
+
+type userTextEntry struct {
+	Texts []string `json:"texts"`
+}
+
+// turnEntry restores one assistant turn: the agent's copy of the message is
+// replaced by Items (the model's real sequence: replies, shepherd's tool
+// results, follow-up replies), and Results, shepherd's answers to calls the
+// agent never saw in the last reply of Items, are put first among the tool
+// results that follow. Tail is how many view messages Items form, so the
+// last assistant message of the sequence is at pos+Tail-1.
+type turnEntry struct {
+	Items   []json.RawMessage    `json:"items"`
+	Tail    int                  `json:"tail"`
+	Results []rewrite.ToolResult `json:"results,omitempty"`
+}
+
+// replayStats counts what a replay did, for metrics.
+type replayStats struct {
+	applied, missed int
+}
+
+// replayLedger rebuilds the model's view of the conversation in body (the
+// agent's copy, whose view is view) from the session's ledger. Entries are
+// matched by anchor; an entry whose anchor is not in the conversation is a
+// miss (history edited or compacted, or another conversation) and is
+// skipped. Edits are applied from the last message to the first so earlier
+// positions stay valid.
+func replayLedger(tc rewrite.TurnCodec, body []byte, view *hooks.Request, anchors []string, ledger []state.LedgerEntry) ([]byte, replayStats, error) {
+	var st replayStats
+	if len(ledger) == 0 {
+		return body, st, nil
+	}
+	pos := make(map[string]int, len(anchors))
+	for i, a := range anchors {
+		pos[a] = i
+	}
+	type op struct {
+		pos   int
+		order int // user text before turn at the same position is impossible; keep stable
+		e     *state.LedgerEntry
+	}
+	var ops []op
+	for i := range ledger {
+		p, ok := pos[ledger[i].Anchor]
+		if !ok {
+			st.missed++
+			continue
+		}
+		ops = append(ops, op{pos: p, order: i, e: &ledger[i]})
+	}
+	sort.SliceStable(ops, func(a, b int) bool {
+		if ops[a].pos != ops[b].pos {
+			return ops[a].pos > ops[b].pos
+		}
+		return ops[a].order > ops[b].order
+	})
+	out := body
+	for _, o := range ops {
+		var err error
+		switch o.e.Kind {
+		case ledgerUserText:
+			var ut userTextEntry
+			if err = json.Unmarshal(o.e.Data, &ut); err == nil {
+				out, err = tc.AppendUserTextAt(out, o.pos, ut.Texts)
+			}
+		case ledgerTurn:
+			var te turnEntry
+			if err = json.Unmarshal(o.e.Data, &te); err == nil {
+				out, err = replayTurn(tc, out, o.pos, &te)
+			}
+		default:
+			st.missed++
+			continue
+		}
+		if err != nil {
+			return body, st, fmt.Errorf("proxy: replaying %s entry at message %d: %w", o.e.Kind, o.pos, err)
+		}
+		st.applied++
+	}
+	return out, st, nil
+}
+
+func replayTurn(tc rewrite.TurnCodec, body []byte, pos int, te *turnEntry) ([]byte, error) {
+	items := make([][]byte, len(te.Items))
+	for i, it := range te.Items {
+		items[i] = it
+	}
+	out, err := tc.ReplaceMessages(body, pos, items)
+	if err != nil {
+		return nil, err
+	}
+	if len(te.Results) > 0 {
+		out, err = tc.PrependToolResults(out, pos+te.Tail-1, te.Results)
+	}
+	return out, err
+}
+
+// appendLedger appends entries to a session's ledger, dropping the oldest
+// beyond maxLedgerEntries. An entry with the same kind and anchor as an
+// existing one replaces it (a retried request records the same turn again).
+func appendLedger(s *state.Session, entries []state.LedgerEntry) {
+	for _, e := range entries {
+		replaced := false
+		for i := range s.Ledger {
+			if s.Ledger[i].Kind == e.Kind && s.Ledger[i].Anchor == e.Anchor {
+				s.Ledger[i] = e
+				replaced = true
+				break
+			}
+		}
+		if !replaced {
+			s.Ledger = append(s.Ledger, e)
+		}
+	}
+	if n := len(s.Ledger) - maxLedgerEntries; n > 0 {
+		s.Ledger = append(s.Ledger[:0], s.Ledger[n:]...)
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("proxy: encoding ledger entry: %v", err)) // only plain data types are encoded
+	}
+	return b
+}

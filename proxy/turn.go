@@ -1,0 +1,424 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"shepherd/hooks"
+	"shepherd/rewrite"
+	"shepherd/state"
+)
+
+// turn is one request's run through the hook chain and the turn engine. It
+// is created per request and is not safe for concurrent use.
+//
+// Request side (prepare): load the session, append the hooks' per-turn text
+// to the newest user turn, replay the ledger so the model sees every earlier
+// turn exactly as before, then apply the hooks' static edits.
+//
+// Reply side (finishJSON): run the reply hooks; answer the calls shepherd
+// claims or refuses; when every call of a reply is answered by shepherd,
+// continue the turn upstream and merge the follow-up into one reply for the
+// agent; record what the agent's copy lacks in the ledger; save the session
+// in one atomic update.
+type turn struct {
+	s         *Server
+	x         *exchange
+	ctx       *fasthttp.RequestCtx
+	codec     rewrite.Codec
+	tc        rewrite.TurnCodec
+	key       state.Key
+	view      *hooks.Request // the agent's request
+	agentBody []byte
+	sent      []byte // what went upstream: the model's view
+	entries   []state.LedgerEntry
+	effects   []func(*state.Session)
+}
+
+// errStoreUnavailable marks a session that could not be loaded; the request
+// then passes through without hooks (fail-open).
+var errStoreUnavailable = errors.New("proxy: state store unavailable")
+
+// prepareTurn loads the session and builds the upstream body. It returns nil
+// and the agent's body when the request must pass through untouched (state
+// store down: fail-open), and short=true when a hook answered the request.
+func (s *Server) prepareTurn(ctx *fasthttp.RequestCtx, x *exchange, view *hooks.Request, body []byte) (t *turn, out []byte, short bool) {
+	key := state.Key{Tenant: x.call.Tenant, Session: x.call.SessionID}
+	sess, err := s.loadSession(key)
+	if err != nil {
+		s.metrics.StoreError("get")
+		s.log.Warn("session state unavailable; passing through without hooks",
+			zap.String("request_id", x.requestID), zap.String("session", key.Session), zap.Error(err))
+		return nil, body, false
+	}
+	t = &turn{s: s, x: x, ctx: ctx, codec: x.codec, tc: rewrite.Turn(x.route.api), key: key, view: view, agentBody: body}
+	x.call.Session = sess
+	x.call.Request = view
+
+	edits, resp, herr := s.chain.RunRequest(ctx, &x.call, view)
+	if herr != nil {
+		s.hookFailed(x, herr)
+	}
+	if resp != nil {
+		status := resp.Status
+		if status == 0 {
+			status = fasthttp.StatusBadRequest
+		}
+		writeErrorStatus(ctx, x.route.provider, status, resp.Message)
+		s.finish(ctx, x, status)
+		return nil, nil, true
+	}
+	out, err = t.build(sess, edits)
+	if err != nil {
+		// Fail open: the agent's own request goes upstream unchanged.
+		s.hookFailed(x, &hooks.HookError{Hook: "turn_engine", Err: err})
+		return nil, body, false
+	}
+	t.sent = out
+	return t, out, false
+}
+
+// build applies, in an order that keeps positions valid: the fresh per-turn
+// text at the newest user turn (recorded in the ledger under that turn's
+// anchor), the ledger replay of earlier turns, and the static edits (tools,
+// system, output limit) that may renumber messages.
+func (t *turn) build(sess *state.Session, edits hooks.RequestEdits) ([]byte, error) {
+	anchors := hooks.Anchors(t.view.Messages)
+	body := t.agentBody
+	texts := edits.AppendUserText
+	edits.AppendUserText = nil
+	if target := lastUserTurn(t.view.Messages); target >= 0 && len(texts) > 0 {
+		if !hasEntry(sess.Ledger, ledgerUserText, anchors[target]) {
+			var err error
+			if body, err = t.tc.AppendUserTextAt(body, target, texts); err != nil {
+				return nil, fmt.Errorf("appending user text: %w", err)
+			}
+			t.entries = append(t.entries, state.LedgerEntry{
+				Kind: ledgerUserText, Anchor: anchors[target], Data: mustJSON(userTextEntry{Texts: texts}),
+			})
+		}
+		// Otherwise this turn was seen before (a retry): the replay below
+		// re-applies the text the model saw then.
+	}
+	body, st, err := replayLedger(t.tc, body, t.view, anchors, sess.Ledger)
+	t.s.metrics.ledger.WithLabelValues("applied").Add(float64(st.applied))
+	t.s.metrics.ledger.WithLabelValues("missed").Add(float64(st.missed))
+	if err != nil {
+		return nil, err
+	}
+	return t.codec.ApplyEdits(body, edits)
+}
+
+// lastUserTurn is the index of the newest message of the user side (a user
+// message, or a tool-result message on APIs that have them), or -1.
+func lastUserTurn(msgs []hooks.Message) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		switch msgs[i].Role {
+		case hooks.RoleUser, hooks.RoleTool:
+			return i
+		case hooks.RoleAssistant:
+			return -1 // a trailing assistant message is a prefill: leave it alone
+		}
+	}
+	return -1
+}
+
+func hasEntry(ledger []state.LedgerEntry, kind, anchor string) bool {
+	for i := range ledger {
+		if ledger[i].Kind == kind && ledger[i].Anchor == anchor {
+			return true
+		}
+	}
+	return false
+}
+
+// loadSession reads the session with the store's own timeout; a missing
+// session is a new one.
+func (s *Server) loadSession(key state.Key) (*state.Session, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.storeTimeout())
+	defer cancel()
+	sess, err := s.store.Get(ctx, key)
+	switch {
+	case errors.Is(err, state.ErrNotFound):
+		return &state.Session{ID: key.Session, Tenant: key.Tenant}, nil
+	case err != nil:
+		return nil, errors.Join(errStoreUnavailable, err)
+	}
+	return sess, nil
+}
+
+func (s *Server) storeTimeout() time.Duration {
+	if d := s.cfg.State.Redis.Timeout; d > 0 && s.cfg.State.Backend == "redis" {
+		return 5 * d
+	}
+	return time.Second
+}
+
+// finishJSON runs the reply side on a complete non-streaming reply and
+// writes the agent's copy to the client. It owns upResp.
+func (t *turn) finishJSON(upResp *fasthttp.Response) error {
+	status := upResp.StatusCode()
+	body, err := readAll(upResp)
+	fasthttp.ReleaseResponse(upResp)
+	if err != nil {
+		return err
+	}
+	out := body
+	if status == fasthttp.StatusOK {
+		out = t.runReplies(body)
+	}
+	t.ctx.Response.SetBodyRaw(out)
+	t.save()
+	return nil
+}
+
+// runReplies applies the reply hooks' decisions to reply, following up
+// upstream while every call of the newest reply is answered by shepherd. It
+// returns the agent's copy. On any failure it degrades to what it has: the
+// original reply, or the replies merged so far.
+func (t *turn) runReplies(reply []byte) []byte {
+	var (
+		agentCopy []byte               // merged reply for the agent
+		items     [][]byte             // the model's real sequence, for the ledger
+		pending   []rewrite.ToolResult // shepherd's answers the agent never sees
+		cur       = reply
+		sent      = t.sent
+		changed   bool
+	)
+	max := t.s.maxFollowups
+	for round := 0; ; round++ {
+		view, err := t.codec.ParseReply(cur)
+		if err != nil {
+			t.warn("reply not parsable; passing it through", err)
+			return t.fallback(agentCopy, cur)
+		}
+		d, herr := t.s.chain.RunReply(t.ctx, &t.x.call, view)
+		if herr != nil {
+			t.s.hookFailed(t.x, herr)
+		}
+		t.effects = append(t.effects, d.Effects...)
+		remove, results := answered(view, d)
+		first := moveFirst(view, d.MoveFirst, remove)
+		msgItems, err := t.tc.ReplyAsMessages(cur)
+		if err != nil {
+			t.warn("reply not convertible", err)
+			return t.fallback(agentCopy, cur)
+		}
+		edited, err := t.tc.EditReply(cur, remove, first)
+		if err != nil {
+			t.warn("editing reply failed", err)
+			return t.fallback(agentCopy, cur)
+		}
+		changed = changed || !bytes.Equal(edited, cur) || agentCopy != nil
+		if agentCopy, err = t.merge(agentCopy, edited); err != nil {
+			t.warn("merging replies failed", err)
+			return t.fallback(nil, reply)
+		}
+		items = append(items, msgItems...)
+		allAnswered := len(remove) > 0 && len(remove) == len(view.ToolCalls)
+		t.s.metrics.answered.Add(float64(len(results)))
+		if !allAnswered || round >= max || t.view.PreviousResponseID != "" {
+			pending = results
+			break
+		}
+		resItems, err := t.tc.ToolResultMessages(results)
+		if err != nil {
+			t.warn("rendering tool results failed", err)
+			pending = results
+			break
+		}
+		follow, err := t.tc.AppendMessages(sent, append(append([][]byte{}, msgItems...), resItems...))
+		if err != nil {
+			t.warn("building follow-up failed", err)
+			pending = results
+			break
+		}
+		next, status, err := t.s.followUp(t.ctx, t.x, follow)
+		t.s.metrics.followups.WithLabelValues(t.x.route.name).Inc()
+		if err != nil || status != fasthttp.StatusOK {
+			t.warn("follow-up upstream failed; the agent gets the reply so far", errors.Join(err, fmt.Errorf("status %d", status)))
+			items = append(items, resItems...)
+			break
+		}
+		items = append(items, resItems...)
+		sent, cur = follow, next
+	}
+	if !changed && len(pending) == 0 {
+		return reply
+	}
+	t.recordTurn(agentCopy, items, pending)
+	return agentCopy
+}
+
+func (t *turn) merge(acc, next []byte) ([]byte, error) {
+	if acc == nil {
+		return next, nil
+	}
+	return t.tc.MergeReplies(acc, next)
+}
+
+// fallback returns what the agent gets after a failure mid-way.
+func (t *turn) fallback(agentCopy, cur []byte) []byte {
+	if agentCopy != nil {
+		return agentCopy
+	}
+	return cur
+}
+
+// recordTurn adds the ledger entry that restores the model's view of this
+// turn when the agent sends its copy back.
+func (t *turn) recordTurn(agentCopy []byte, items [][]byte, pending []rewrite.ToolResult) {
+	agentItems, err := t.tc.ReplyAsMessages(agentCopy)
+	if err != nil {
+		t.warn("recording turn failed", err)
+		return
+	}
+	withAgent, err := t.tc.AppendMessages(t.agentBody, agentItems)
+	if err != nil {
+		t.warn("recording turn failed", err)
+		return
+	}
+	av, err := t.codec.ParseRequest(withAgent)
+	if err != nil || len(av.Messages) <= len(t.view.Messages) {
+		t.warn("recording turn failed", err)
+		return
+	}
+	withModel, err := t.tc.AppendMessages(t.agentBody, items)
+	if err != nil {
+		t.warn("recording turn failed", err)
+		return
+	}
+	mv, err := t.codec.ParseRequest(withModel)
+	if err != nil {
+		t.warn("recording turn failed", err)
+		return
+	}
+	raw := make([]json.RawMessage, len(items))
+	for i := range items {
+		raw[i] = items[i]
+	}
+	t.entries = append(t.entries, state.LedgerEntry{
+		Kind:   ledgerTurn,
+		Anchor: hooks.Anchors(av.Messages)[len(t.view.Messages)],
+		Data:   mustJSON(turnEntry{Items: raw, Tail: len(mv.Messages) - len(t.view.Messages), Results: pending}),
+	})
+}
+
+// save applies the turn's effects and ledger entries in one atomic update.
+func (t *turn) save() {
+	ctx, cancel := context.WithTimeout(context.Background(), t.s.storeTimeout())
+	defer cancel()
+	_, err := t.s.store.Update(ctx, t.key, func(s *state.Session) error {
+		s.Requests++
+		for _, fx := range t.effects {
+			fx(s)
+		}
+		appendLedger(s, t.entries)
+		return nil
+	})
+	if err != nil {
+		t.s.metrics.StoreError("update")
+		t.warn("saving session failed; the next request may not replay this turn", err)
+	}
+}
+
+func (t *turn) warn(msg string, err error) {
+	t.s.log.Warn(msg, zap.String("request_id", t.x.requestID), zap.String("route", t.x.route.name), zap.Error(err))
+}
+
+// answered lists the calls shepherd answers (claimed or refused) and their
+// results, in reply order.
+func answered(view *hooks.Reply, d hooks.ReplyDecision) ([]int, []rewrite.ToolResult) {
+	byIndex := map[int]hooks.CallDecision{}
+	for _, cd := range d.Calls {
+		if cd.Verdict != hooks.Pass {
+			byIndex[cd.CallIndex] = cd
+		}
+	}
+	var remove []int
+	var results []rewrite.ToolResult
+	for _, c := range view.ToolCalls {
+		cd, ok := byIndex[c.Index]
+		if !ok {
+			continue
+		}
+		remove = append(remove, c.Index)
+		results = append(results, rewrite.ToolResult{
+			CallID: c.ID, Name: c.Name, Content: cd.Result, IsError: cd.Verdict == hooks.Refuse,
+		})
+	}
+	return remove, results
+}
+
+// moveFirst keeps the MoveFirst indices that stay in the agent's copy and
+// are not already in front.
+func moveFirst(view *hooks.Reply, first, remove []int) []int {
+	gone := map[int]bool{}
+	for _, i := range remove {
+		gone[i] = true
+	}
+	var keep []int
+	seen := map[int]bool{}
+	for _, i := range first {
+		if !gone[i] && !seen[i] && i >= 0 && i < len(view.ToolCalls) {
+			keep = append(keep, i)
+			seen[i] = true
+		}
+	}
+	// Already in order at the front: nothing to move.
+	pos := 0
+	for _, c := range view.ToolCalls {
+		if gone[c.Index] {
+			continue
+		}
+		if pos < len(keep) && keep[pos] == c.Index {
+			pos++
+			continue
+		}
+		break
+	}
+	if pos == len(keep) {
+		return nil
+	}
+	return keep
+}
+
+// followUp sends a follow-up request upstream with the agent's headers and
+// returns the complete reply body.
+func (s *Server) followUp(ctx *fasthttp.RequestCtx, x *exchange, body []byte) ([]byte, int, error) {
+	up := s.upstreams[x.route.provider]
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	prepareUpstreamRequest(req, &ctx.Request, up, body, true)
+	t0 := time.Now()
+	err := up.client.DoTimeout(req, resp, s.cfg.Limits.UpstreamTimeout)
+	x.upWait += time.Since(t0)
+	if err != nil {
+		return nil, 0, classifyUpstreamError(err)
+	}
+	b, err := readAll(resp)
+	return b, resp.StatusCode(), err
+}
+
+// readAll reads a (possibly streamed) upstream body completely.
+func readAll(resp *fasthttp.Response) ([]byte, error) {
+	bs := resp.BodyStream()
+	if bs == nil {
+		return append([]byte(nil), resp.Body()...), nil
+	}
+	b, err := io.ReadAll(bs)
+	if cerr := resp.CloseBodyStream(); err == nil {
+		err = cerr
+	}
+	return b, err
+}
