@@ -72,11 +72,12 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	sid, src := resolveSession(h, s.cfg.Session.Header, view)
 	x.call.SessionID = sid
 
-	// The hook chain and the turn engine serve non-streaming model requests.
-	// Streams pass through untouched until the stream splicer lands; so do
-	// count_tokens requests (no reply to run hooks on).
+	// The hook chain and the turn engine serve model requests whose reply
+	// they can rewrite: JSON, and SSE streams of APIs with a stream splicer.
+	// Gemini's JSON-array stream (no ?alt=sse) and count_tokens requests
+	// (no reply to run hooks on) pass through untouched.
 	var t *turn
-	if view != nil && !s.chain.Empty() && !view.Stream && x.route.name != "count_tokens" {
+	if view != nil && !s.chain.Empty() && x.route.name != "count_tokens" && s.turnServes(ctx, &x, view) {
 		var short bool
 		if t, body, short = s.prepareTurn(ctx, &x, view, body); short {
 			return
@@ -108,8 +109,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	}
 
 	status := x.upResp.StatusCode()
-	switch {
-	case bytes.HasPrefix(x.upResp.Header.ContentType(), eventStream):
+	switch isSSE := bytes.HasPrefix(x.upResp.Header.ContentType(), eventStream); {
+	case isSSE && t != nil:
+		t.streamTurn(ctx)
+	case isSSE:
 		s.streamEvents(ctx, &x)
 	case x.upResp.Header.ContentLength() < 0 && (view != nil && view.Stream || x.route.name == "passthrough"):
 		s.streamChunks(ctx, &x)
@@ -202,4 +205,17 @@ func upstreamErrorKind(err error) string {
 		return "unreachable"
 	}
 	return "broken"
+}
+
+var altSSE = []byte("sse")
+
+// turnServes reports whether the turn engine can serve this request's reply.
+func (s *Server) turnServes(ctx *fasthttp.RequestCtx, x *exchange, view *hooks.Request) bool {
+	if !view.Stream {
+		return true
+	}
+	if x.route.streamByPath && !bytes.Equal(ctx.QueryArgs().Peek("alt"), altSSE) {
+		return false
+	}
+	return rewrite.HasStreamSplicer(x.route.api)
 }

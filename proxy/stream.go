@@ -141,26 +141,10 @@ func (s *Server) pipe(w *bufio.Writer, x *exchange, copyFn func(io.Reader, *bufi
 		s.log.Debug("client left mid-stream; upstream request cancelled",
 			zap.String("request_id", x.requestID), zap.String("route", x.route.name))
 	case upErr != nil:
-		cerr := classifyUpstreamError(upErr)
 		if s.streams.wasCut(id) {
-			cerr = errShuttingDown
+			upErr = errShuttingDown
 		}
-		s.metrics.upstreamErrors.WithLabelValues(x.route.name, upstreamErrorKind(cerr)).Inc()
-		s.log.Warn("upstream stream broke", zap.String("request_id", x.requestID),
-			zap.String("route", x.route.name), zap.Error(upErr))
-		if x.codec != nil {
-			status, msg := statusOf(cerr)
-			ev := x.codec.StreamErrorEvent(status, msg)
-			if x.crlf {
-				// Frame shepherd's event like the upstream's (Gemini uses
-				// CRLF); SSE clients split on the first terminator style
-				// they find.
-				ev = bytes.ReplaceAll(ev, lf, crlf)
-			}
-			if _, err := w.Write(ev); err == nil {
-				_ = w.Flush()
-			}
-		}
+		s.writeStreamError(w, x, upErr)
 	}
 	_ = upResp.CloseBodyStream()
 	s.metrics.streamDuration.WithLabelValues(x.route.name).Observe(time.Since(start).Seconds())

@@ -48,8 +48,10 @@ func topicAPIs() []topicAPI {
 					`"tools":[{"name":"Read","description":"Read a file","input_schema":{"type":"object"}}],` +
 					`"messages":[` + strings.Join(items, ",") + `]}`
 			},
-			user:       func(t string) string { return fmt.Sprintf(`{"role":"user","content":%q}`, t) },
-			toolResult: func(id, _ string) string { return `{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + id + `","content":"ok"}]}` },
+			user: func(t string) string { return fmt.Sprintf(`{"role":"user","content":%q}`, t) },
+			toolResult: func(id, _ string) string {
+				return `{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + id + `","content":"ok"}]}`
+			},
 			echo: func(r []byte) []string {
 				return []string{`{"role":"assistant","content":` + gjson.GetBytes(r, "content").Raw + `}`}
 			},
@@ -89,9 +91,11 @@ func topicAPIs() []topicAPI {
 					`"tools":[{"type":"function","name":"Read","parameters":{"type":"object"}}],` +
 					`"input":[` + strings.Join(items, ",") + `]}`
 			},
-			user:       func(t string) string { return fmt.Sprintf(`{"role":"user","content":%q}`, t) },
-			toolResult: func(id, _ string) string { return `{"type":"function_call_output","call_id":"` + id + `","output":"ok"}` },
-			echo:       func(r []byte) []string { return rawList(gjson.GetBytes(r, "output")) },
+			user: func(t string) string { return fmt.Sprintf(`{"role":"user","content":%q}`, t) },
+			toolResult: func(id, _ string) string {
+				return `{"type":"function_call_output","call_id":"` + id + `","output":"ok"}`
+			},
+			echo: func(r []byte) []string { return rawList(gjson.GetBytes(r, "output")) },
 			text: func(r []byte) string {
 				var b strings.Builder
 				for _, c := range gjson.GetBytes(r, `output.#(type=="message")#.content`).Array() {

@@ -30,9 +30,16 @@ import (
 // agent; record what the agent's copy lacks in the ledger; save the session
 // in one atomic update.
 type turn struct {
-	s         *Server
-	x         *exchange
-	ctx       *fasthttp.RequestCtx
+	s   *Server
+	x   *exchange
+	ctx *fasthttp.RequestCtx // valid only while the handler runs (JSON path)
+	// hctx is the context hooks run under: the request context on the JSON
+	// path, a background context in a stream writer (which must not touch
+	// the RequestCtx).
+	hctx context.Context
+	// tmpl carries the agent's request line and headers for follow-ups; on
+	// the JSON path it is ctx.Request, in a stream writer a copy.
+	tmpl      *fasthttp.Request
 	codec     rewrite.Codec
 	tc        rewrite.TurnCodec
 	key       state.Key
@@ -59,7 +66,7 @@ func (s *Server) prepareTurn(ctx *fasthttp.RequestCtx, x *exchange, view *hooks.
 			zap.String("request_id", x.requestID), zap.String("session", key.Session), zap.Error(err))
 		return nil, body, false
 	}
-	t = &turn{s: s, x: x, ctx: ctx, codec: x.codec, tc: rewrite.Turn(x.route.api), key: key, view: view, agentBody: body}
+	t = &turn{s: s, x: x, ctx: ctx, hctx: ctx, tmpl: &ctx.Request, codec: x.codec, tc: rewrite.Turn(x.route.api), key: key, view: view, agentBody: body}
 	x.call.Session = sess
 	x.call.Request = view
 
@@ -185,77 +192,114 @@ func (t *turn) finishJSON(upResp *fasthttp.Response) error {
 // returns the agent's copy. On any failure it degrades to what it has: the
 // original reply, or the replies merged so far.
 func (t *turn) runReplies(reply []byte) []byte {
-	var (
-		agentCopy []byte               // merged reply for the agent
-		items     [][]byte             // the model's real sequence, for the ledger
-		pending   []rewrite.ToolResult // shepherd's answers the agent never sees
-		cur       = reply
-		sent      = t.sent
-		changed   bool
-	)
-	max := t.s.maxFollowups
+	l := t.newLoop()
+	cur := reply
 	for round := 0; ; round++ {
-		view, err := t.codec.ParseReply(cur)
-		if err != nil {
-			t.warn("reply not parsable; passing it through", err)
-			return t.fallback(agentCopy, cur)
+		_, _, follow, ok := l.step(cur, round)
+		if !ok {
+			return l.fallback(cur)
 		}
-		d, herr := t.s.chain.RunReply(t.ctx, &t.x.call, view)
-		if herr != nil {
-			t.s.hookFailed(t.x, herr)
-		}
-		t.effects = append(t.effects, d.Effects...)
-		remove, results := answered(view, d)
-		first := moveFirst(view, d.MoveFirst, remove)
-		msgItems, err := t.tc.ReplyAsMessages(cur)
-		if err != nil {
-			t.warn("reply not convertible", err)
-			return t.fallback(agentCopy, cur)
-		}
-		edited, err := t.tc.EditReply(cur, remove, first)
-		if err != nil {
-			t.warn("editing reply failed", err)
-			return t.fallback(agentCopy, cur)
-		}
-		changed = changed || !bytes.Equal(edited, cur) || agentCopy != nil
-		if agentCopy, err = t.merge(agentCopy, edited); err != nil {
-			t.warn("merging replies failed", err)
-			return t.fallback(nil, reply)
-		}
-		items = append(items, msgItems...)
-		allAnswered := len(remove) > 0 && len(remove) == len(view.ToolCalls)
-		t.s.metrics.answered.Add(float64(len(results)))
-		if !allAnswered || round >= max || t.view.PreviousResponseID != "" {
-			pending = results
+		if follow == nil {
 			break
 		}
-		resItems, err := t.tc.ToolResultMessages(results)
-		if err != nil {
-			t.warn("rendering tool results failed", err)
-			pending = results
-			break
-		}
-		follow, err := t.tc.AppendMessages(sent, append(append([][]byte{}, msgItems...), resItems...))
-		if err != nil {
-			t.warn("building follow-up failed", err)
-			pending = results
-			break
-		}
-		next, status, err := t.s.followUp(t.ctx, t.x, follow)
+		next, status, err := t.s.followUp(t.tmpl, t.x, follow)
 		t.s.metrics.followups.WithLabelValues(t.x.route.name).Inc()
 		if err != nil || status != fasthttp.StatusOK {
 			t.warn("follow-up upstream failed; the agent gets the reply so far", errors.Join(err, fmt.Errorf("status %d", status)))
-			items = append(items, resItems...)
 			break
 		}
-		items = append(items, resItems...)
-		sent, cur = follow, next
+		cur = next
 	}
-	if !changed && len(pending) == 0 {
-		return reply
+	return l.finish(reply)
+}
+
+// replyLoop is the turn engine's bookkeeping over the replies of one turn:
+// the agent's merged copy, the model's real sequence for the ledger, and the
+// answers the agent never sees. The JSON and the streaming paths share it.
+type replyLoop struct {
+	t         *turn
+	agentCopy []byte               // merged reply for the agent
+	items     [][]byte             // the model's real sequence, for the ledger
+	pending   []rewrite.ToolResult // shepherd's answers to calls of the last reply
+	sent      []byte               // the latest request sent upstream
+	changed   bool
+}
+
+func (t *turn) newLoop() *replyLoop { return &replyLoop{t: t, sent: t.sent} }
+
+// step runs the reply hooks on cur, the complete reply of round, and folds
+// it into the turn. It returns the tool calls to drop from the agent's copy
+// and to move first (for a stream splicer's Release), and the follow-up body
+// when every call of cur was answered by shepherd and the turn goes on. ok is
+// false when cur could not be processed; the caller then degrades.
+func (l *replyLoop) step(cur []byte, round int) (remove, first []int, follow []byte, ok bool) {
+	t := l.t
+	view, err := t.codec.ParseReply(cur)
+	if err != nil {
+		t.warn("reply not parsable; passing it through", err)
+		return nil, nil, nil, false
 	}
-	t.recordTurn(agentCopy, items, pending)
-	return agentCopy
+	d, herr := t.s.chain.RunReply(t.hctx, &t.x.call, view)
+	if herr != nil {
+		t.s.hookFailed(t.x, herr)
+	}
+	t.effects = append(t.effects, d.Effects...)
+	remove, results := answered(view, d)
+	first = moveFirst(view, d.MoveFirst, remove)
+	msgItems, err := t.tc.ReplyAsMessages(cur)
+	if err != nil {
+		t.warn("reply not convertible", err)
+		return nil, nil, nil, false
+	}
+	edited, err := t.tc.EditReply(cur, remove, first)
+	if err != nil {
+		t.warn("editing reply failed", err)
+		return nil, nil, nil, false
+	}
+	l.changed = l.changed || !bytes.Equal(edited, cur) || l.agentCopy != nil
+	merged, err := t.merge(l.agentCopy, edited)
+	if err != nil {
+		t.warn("merging replies failed", err)
+		return nil, nil, nil, false
+	}
+	l.agentCopy = merged
+	l.items = append(l.items, msgItems...)
+	t.s.metrics.answered.Add(float64(len(results)))
+	allAnswered := len(remove) > 0 && len(remove) == len(view.ToolCalls)
+	if !allAnswered || round >= t.s.maxFollowups || t.view.PreviousResponseID != "" {
+		l.pending = results
+		return remove, first, nil, true
+	}
+	resItems, err := t.tc.ToolResultMessages(results)
+	if err == nil {
+		follow, err = t.tc.AppendMessages(l.sent, append(append([][]byte{}, msgItems...), resItems...))
+	}
+	if err != nil {
+		t.warn("building follow-up failed", err)
+		l.pending = results
+		return remove, first, nil, true
+	}
+	l.items = append(l.items, resItems...)
+	l.sent = follow
+	return remove, first, follow, true
+}
+
+// fallback is what the agent gets when a reply could not be processed.
+func (l *replyLoop) fallback(cur []byte) []byte {
+	if l.agentCopy != nil {
+		return l.agentCopy
+	}
+	return cur
+}
+
+// finish records the turn in the ledger when the agent's copy differs from
+// the model's and returns the agent's copy (original when unchanged).
+func (l *replyLoop) finish(original []byte) []byte {
+	if !l.changed && len(l.pending) == 0 {
+		return original
+	}
+	l.t.recordTurn(l.agentCopy, l.items, l.pending)
+	return l.agentCopy
 }
 
 func (t *turn) merge(acc, next []byte) ([]byte, error) {
@@ -263,14 +307,6 @@ func (t *turn) merge(acc, next []byte) ([]byte, error) {
 		return next, nil
 	}
 	return t.tc.MergeReplies(acc, next)
-}
-
-// fallback returns what the agent gets after a failure mid-way.
-func (t *turn) fallback(agentCopy, cur []byte) []byte {
-	if agentCopy != nil {
-		return agentCopy
-	}
-	return cur
 }
 
 // recordTurn adds the ledger entry that restores the model's view of this
@@ -391,23 +427,34 @@ func moveFirst(view *hooks.Reply, first, remove []int) []int {
 	return keep
 }
 
-// followUp sends a follow-up request upstream with the agent's headers and
-// returns the complete reply body.
-func (s *Server) followUp(ctx *fasthttp.RequestCtx, x *exchange, body []byte) ([]byte, int, error) {
+// followUp sends a follow-up request upstream with the agent's request line
+// and headers (tmpl) and returns the complete reply body.
+func (s *Server) followUp(tmpl *fasthttp.Request, x *exchange, body []byte) ([]byte, int, error) {
+	resp, err := s.sendFollowUp(tmpl, x, body)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer fasthttp.ReleaseResponse(resp)
+	b, err := readAll(resp)
+	return b, resp.StatusCode(), err
+}
+
+// sendFollowUp sends body upstream and returns the response with its body
+// not yet read (streamed). The caller releases it.
+func (s *Server) sendFollowUp(tmpl *fasthttp.Request, x *exchange, body []byte) (*fasthttp.Response, error) {
 	up := s.upstreams[x.route.provider]
 	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	prepareUpstreamRequest(req, &ctx.Request, up, body, true)
+	resp := fasthttp.AcquireResponse()
+	prepareUpstreamRequest(req, tmpl, up, body, true)
 	t0 := time.Now()
 	err := up.client.DoTimeout(req, resp, s.cfg.Limits.UpstreamTimeout)
 	x.upWait += time.Since(t0)
 	if err != nil {
-		return nil, 0, classifyUpstreamError(err)
+		fasthttp.ReleaseResponse(resp)
+		return nil, classifyUpstreamError(err)
 	}
-	b, err := readAll(resp)
-	return b, resp.StatusCode(), err
+	return resp, nil
 }
 
 // readAll reads a (possibly streamed) upstream body completely.

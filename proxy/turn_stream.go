@@ -1,0 +1,198 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"shepherd/rewrite"
+)
+
+// streamTurn serves a streamed reply through the turn engine. A splicer
+// forwards text and thinking to the agent as they arrive and holds tool
+// calls; once a stream is complete it is decided exactly like a JSON reply
+// (replyLoop.step); the agent's tool calls are released; a follow-up is
+// streamed into the same reply; the terminal events come once at the end.
+//
+// The writer runs after the handler returned, so everything it needs from
+// the request is copied first.
+func (t *turn) streamTurn(ctx *fasthttp.RequestCtx) {
+	tmpl := &fasthttp.Request{}
+	ctx.Request.Header.CopyTo(&tmpl.Header)
+	ctx.Request.URI().CopyTo(tmpl.URI())
+	t.tmpl = tmpl
+	t.hctx = context.Background()
+	t.ctx = nil
+	xs := *t.x
+	t.x = &xs
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) { t.s.pipeTurn(w, t) })
+}
+
+// pipeTurn is the stream writer of a turn.
+func (s *Server) pipeTurn(w *bufio.Writer, t *turn) {
+	x := t.x
+	start := time.Now()
+	s.metrics.streamsOpen.Inc()
+	defer s.metrics.streamsOpen.Dec()
+	defer t.save()
+	defer func() { s.metrics.streamDuration.WithLabelValues(x.route.name).Observe(time.Since(start).Seconds()) }()
+
+	sp := rewrite.NewStreamSplicer(x.route.api)
+	l := t.newLoop()
+	upResp := x.upResp
+	for round := 0; ; round++ {
+		clientGone, upErr := s.spliceStream(w, x, upResp, sp)
+		fasthttp.ReleaseResponse(upResp)
+		switch {
+		case clientGone:
+			s.metrics.clientAborts.WithLabelValues(x.route.name).Inc()
+			return
+		case upErr != nil:
+			s.writeStreamError(w, x, upErr)
+			return
+		case !sp.Done():
+			s.writeStreamError(w, x, io.ErrUnexpectedEOF)
+			return
+		}
+		reply, err := sp.Reply()
+		if err != nil {
+			// The stream ended with the provider's own error event, which
+			// the splicer already forwarded.
+			return
+		}
+		remove, first, follow, ok := l.step(reply, round)
+		if !ok {
+			remove, first, follow = nil, nil, nil
+		}
+		out, err := sp.Release(remove, first)
+		if err != nil {
+			s.writeStreamError(w, x, err)
+			return
+		}
+		if !write(w, out) {
+			s.metrics.clientAborts.WithLabelValues(x.route.name).Inc()
+			return
+		}
+		if follow == nil {
+			break
+		}
+		next, err := s.followUpStream(t, follow)
+		s.metrics.followups.WithLabelValues(x.route.name).Inc()
+		if err != nil {
+			t.warn("follow-up upstream failed; the agent gets the reply so far", err)
+			break
+		}
+		sp.Next()
+		upResp = next
+	}
+	out, err := sp.Finish()
+	if err != nil {
+		s.writeStreamError(w, x, err)
+		return
+	}
+	write(w, out)
+	l.finish(nil)
+}
+
+// followUpStream sends a streamed follow-up and returns its response once it
+// is known to be a 200 event stream.
+func (s *Server) followUpStream(t *turn, body []byte) (*fasthttp.Response, error) {
+	resp, err := s.sendFollowUp(t.tmpl, t.x, body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode() != fasthttp.StatusOK || !bytes.HasPrefix(resp.Header.ContentType(), eventStream) {
+		status := resp.StatusCode()
+		_, _ = readAll(resp)
+		fasthttp.ReleaseResponse(resp)
+		return nil, fmt.Errorf("proxy: follow-up answered %d, not an event stream", status)
+	}
+	return resp, nil
+}
+
+// spliceStream feeds one upstream stream through the splicer, writing and
+// flushing what it returns. It reports whether the client went away and the
+// upstream's error, and closes the upstream body.
+func (s *Server) spliceStream(w *bufio.Writer, x *exchange, upResp *fasthttp.Response, sp rewrite.StreamSplicer) (clientGone bool, upErr error) {
+	bs := upResp.BodyStream()
+	if bs == nil {
+		bs = bytes.NewReader(upResp.Body())
+	}
+	closer, _ := bs.(fasthttp.ReadCloserWithError)
+	id := s.streams.add(closer)
+	defer s.streams.remove(id)
+	idle := newIdleWatch(bs, closer, s.cfg.Limits.StreamIdleTimeout)
+	defer idle.stop()
+	defer func() { _ = upResp.CloseBodyStream() }()
+
+	r := rewrite.NewReader(idle)
+	for {
+		ev, err := r.Next()
+		if len(ev.Raw) > 0 {
+			if !x.crlf && bytes.HasSuffix(ev.Raw, crlf) {
+				x.crlf = true
+			}
+			out, ferr := sp.Feed(ev)
+			if ferr != nil {
+				return false, ferr
+			}
+			if !write(w, out) {
+				if closer != nil {
+					_ = closer.CloseWithError(errClientGone)
+				}
+				return true, nil
+			}
+		}
+		if err == io.EOF {
+			return false, nil
+		}
+		if err != nil {
+			if idle.fired.Load() {
+				err = errors.Join(errUpstreamTimeout, err)
+			}
+			if s.streams.wasCut(id) {
+				err = errShuttingDown
+			}
+			return false, err
+		}
+	}
+}
+
+// write writes b and flushes; false means the client went away.
+func write(w *bufio.Writer, b []byte) bool {
+	if len(b) == 0 {
+		return true
+	}
+	if _, err := w.Write(b); err != nil {
+		return false
+	}
+	return w.Flush() == nil
+}
+
+// writeStreamError ends a stream with the API's own error event, framed like
+// the upstream's events.
+func (s *Server) writeStreamError(w *bufio.Writer, x *exchange, err error) {
+	cerr := err
+	if !errors.Is(err, errShuttingDown) && !errors.Is(err, errUpstreamTimeout) {
+		cerr = classifyUpstreamError(err)
+	}
+	s.metrics.upstreamErrors.WithLabelValues(x.route.name, upstreamErrorKind(cerr)).Inc()
+	s.log.Warn("upstream stream broke", zap.String("request_id", x.requestID),
+		zap.String("route", x.route.name), zap.Error(err))
+	if x.codec == nil {
+		return
+	}
+	status, msg := statusOf(cerr)
+	ev := x.codec.StreamErrorEvent(status, msg)
+	if x.crlf {
+		ev = bytes.ReplaceAll(ev, lf, crlf)
+	}
+	write(w, ev)
+}
