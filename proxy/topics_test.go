@@ -30,6 +30,7 @@ type topicAPI struct {
 	echo       func(reply []byte) []string
 	text       func(reply []byte) string
 	calls      func(reply []byte) []string
+	ids        func(reply []byte) []string
 }
 
 func rawList(r gjson.Result) []string {
@@ -65,6 +66,7 @@ func topicAPIs() []topicAPI {
 			calls: func(r []byte) []string {
 				return strs(gjson.GetBytes(r, `content.#(type=="tool_use")#.name`))
 			},
+			ids: func(r []byte) []string { return strs(gjson.GetBytes(r, `content.#(type=="tool_use")#.id`)) },
 		},
 		{
 			name: "openai_chat", path: "/v1/chat/completions", headers: openaiHeaders(),
@@ -82,6 +84,7 @@ func topicAPIs() []topicAPI {
 			calls: func(r []byte) []string {
 				return strs(gjson.GetBytes(r, "choices.0.message.tool_calls.#.function.name"))
 			},
+			ids: func(r []byte) []string { return strs(gjson.GetBytes(r, "choices.0.message.tool_calls.#.id")) },
 		},
 		{
 			name: "openai_responses", path: "/v1/responses", headers: openaiHeaders(),
@@ -108,6 +111,7 @@ func topicAPIs() []topicAPI {
 			calls: func(r []byte) []string {
 				return strs(gjson.GetBytes(r, `output.#(type=="function_call")#.name`))
 			},
+			ids: func(r []byte) []string { return strs(gjson.GetBytes(r, `output.#(type=="function_call")#.call_id`)) },
 		},
 		{
 			name: "gemini", path: "/v1beta/models/gemini-test:generateContent", headers: geminiHeaders(),
@@ -134,6 +138,7 @@ func topicAPIs() []topicAPI {
 			calls: func(r []byte) []string {
 				return strs(gjson.GetBytes(r, "candidates.0.content.parts.#.functionCall.name"))
 			},
+			ids: func(r []byte) []string { return strs(gjson.GetBytes(r, "candidates.0.content.parts.#.functionCall.id")) },
 		},
 	}
 }

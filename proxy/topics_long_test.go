@@ -1,0 +1,216 @@
+package proxy_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
+
+	"shepherd/bench/mock"
+	"shepherd/config"
+	"shepherd/state"
+)
+
+// scriptTurn scripts the mock replies of turn k of the long session, cycling
+// through every shape the turn engine handles: a topic call alone (answered
+// by shepherd, then a follow-up), a topic call beside an agent call (the
+// agent sees only its own), plain text, and an agent call alone.
+func scriptTurn(m *mock.Server, k int) {
+	title := fmt.Sprintf("Phase %d", k)
+	switch k % 4 {
+	case 0:
+		m.Script(
+			mock.Reply{ID: fmt.Sprintf("a%d", k), ToolCalls: []mock.ToolCall{{ID: fmt.Sprintf("t%d", k), Name: "create_new_topic", Args: `{"title":"` + title + `"}`}}},
+			mock.Reply{ID: fmt.Sprintf("b%d", k), Text: fmt.Sprintf("Starting %s.", title)},
+		)
+	case 1:
+		m.Script(mock.Reply{ID: fmt.Sprintf("a%d", k), ToolCalls: []mock.ToolCall{
+			{ID: fmt.Sprintf("c%d", k), Name: "Read", Args: fmt.Sprintf(`{"path":"f%d.go"}`, k)},
+			{ID: fmt.Sprintf("t%d", k), Name: "create_new_topic", Args: `{"title":"` + title + `"}`},
+		}})
+	case 2:
+		m.Script(mock.Reply{ID: fmt.Sprintf("a%d", k), Text: fmt.Sprintf("Read it (%d).", k)})
+	case 3:
+		m.Script(mock.Reply{ID: fmt.Sprintf("a%d", k), ToolCalls: []mock.ToolCall{{ID: fmt.Sprintf("c%d", k), Name: "Read", Args: `{"path":"x.go"}`}}})
+	}
+}
+
+// TestTopicsTwentyTurnsAppendOnly drives a 20-turn session per API and
+// checks the central promise: every upstream request of the session extends
+// the previous one byte for byte (tools and system identical, every earlier
+// history item identical), while the agent never receives create_new_topic.
+func TestTopicsTwentyTurnsAppendOnly(t *testing.T) {
+	for _, api := range topicAPIs() {
+		t.Run(api.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, harnessOptions{Config: func(c *config.Config) { c.Topics.Enabled = true }})
+			hdr := map[string]string{"X-Session-Id": "long-" + api.name}
+			for k, v := range api.headers {
+				hdr[k] = v
+			}
+			history := []string{api.user("start the task")}
+			for k := 0; k < 20; k++ {
+				scriptTurn(h.mock, k)
+				resp, reply := do(t, "POST", h.URL+api.path, api.request(history), hdr)
+				require.Equal(t, 200, resp.StatusCode, "turn %d: %s", k, reply)
+				require.NotContains(t, api.calls(reply), "create_new_topic", "turn %d", k)
+				history = append(history, api.echo(reply)...)
+				names, ids := api.calls(reply), api.ids(reply)
+				require.Len(t, ids, len(names), "turn %d", k)
+				if len(names) == 0 {
+					history = append(history, api.user(fmt.Sprintf("continue %d", k)))
+					continue
+				}
+				for i := range names {
+					history = append(history, api.toolResult(ids[i], names[i]))
+				}
+			}
+			reqs := h.mock.Requests()
+			require.Len(t, reqs, 25, "20 turns plus one follow-up for each of the 5 lone topic calls")
+			for i := 1; i < len(reqs); i++ {
+				requireAppendOnly(t, api, reqs[i-1].Body, reqs[i].Body)
+			}
+			last := reqs[len(reqs)-1].Body
+			require.Equal(t, 10, countResults(string(last), "Topic changed to:"), "every topic result stays in the model's history")
+			require.Contains(t, string(last), "[Active Topic: Phase 17]")
+
+			sess, err := h.store.Get(t.Context(), state.Key{Tenant: tenantOfHarness(t, h, "long-"+api.name), Session: "long-" + api.name})
+			require.NoError(t, err)
+			require.Len(t, sess.Chapters, 10)
+			require.Equal(t, "Phase 17", sess.Topic)
+			require.Equal(t, int64(20), sess.Requests)
+			require.Positive(t, metricValue(t, h, "shepherd_ledger_entries_total", `result="applied"`))
+		})
+	}
+}
+
+func countResults(s, sub string) int {
+	n := 0
+	for i := 0; ; {
+		j := indexFrom(s, sub, i)
+		if j < 0 {
+			return n
+		}
+		n++
+		i = j + len(sub)
+	}
+}
+
+func indexFrom(s, sub string, from int) int {
+	if from > len(s) {
+		return -1
+	}
+	for i := from; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return i
+		}
+	}
+	return -1
+}
+
+func tenantOfHarness(t *testing.T, h *harness, id string) string {
+	t.Helper()
+	list, err := h.store.List(t.Context(), "", 100)
+	require.NoError(t, err)
+	for _, s := range list {
+		if s.ID == id {
+			return s.Tenant
+		}
+	}
+	t.Fatalf("session %s not found", id)
+	return ""
+}
+
+// metricValue reads one sample from /metrics (0 when absent).
+func metricValue(t *testing.T, h *harness, name, labels string) float64 {
+	t.Helper()
+	_, b := do(t, "GET", h.URL+"/metrics", "", nil)
+	for _, line := range splitLines(string(b)) {
+		prefix := name + "{" + labels + "} "
+		if len(line) > len(prefix) && line[:len(prefix)] == prefix {
+			var v float64
+			_, _ = fmt.Sscanf(line[len(prefix):], "%g", &v)
+			return v
+		}
+	}
+	return 0
+}
+
+func splitLines(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
+}
+
+// TestTopicsStoreDownFailsOpen: when the session cannot be loaded, the
+// request passes through without any injection and the agent is served.
+func TestTopicsStoreDownFailsOpen(t *testing.T) {
+	h := newHarness(t, harnessOptions{Store: &failingStore{}, Config: func(c *config.Config) { c.Topics.Enabled = true }})
+	h.mock.Script(mock.Reply{Text: "fine"})
+	body := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`
+	resp, b := do(t, "POST", h.URL+"/v1/messages", body, anthropicHeaders())
+	require.Equal(t, 200, resp.StatusCode, string(b))
+	got, _ := h.mock.Last()
+	require.Equal(t, body, string(got.Body), "no injection without session state")
+	require.Equal(t, "fine", gjson.GetBytes(b, "content.0.text").String())
+	require.Equal(t, 1.0, metricValue(t, h, "shepherd_store_errors_total", `op="get"`))
+}
+
+// TestTopicsTwoReplicasShareRedis: a session's turns alternate between two
+// shepherd processes sharing one Redis; each sees the topic and ledger the
+// other wrote, so the model's view stays append-only.
+func TestTopicsTwoReplicasShareRedis(t *testing.T) {
+	url := os.Getenv("REDIS_URL")
+	if url == "" {
+		t.Skip("REDIS_URL not set; make test provides a private redis-server")
+	}
+	prefix := fmt.Sprintf("shepherd-topics-%d", time.Now().UnixNano())
+	defer cleanupRedisPrefix(t, url, prefix)
+	open := func() state.Store {
+		st, err := state.NewRedis(state.RedisOptions{URL: url, KeyPrefix: prefix, TTL: time.Minute, Timeout: time.Second})
+		require.NoError(t, err)
+		return st
+	}
+	api := topicAPIs()[0]
+	a := newHarness(t, harnessOptions{Store: open(), Config: func(c *config.Config) { c.Topics.Enabled = true }})
+	b := newHarness(t, harnessOptions{Store: open(), Config: func(c *config.Config) {
+		c.Topics.Enabled = true
+		c.Upstreams.Anthropic = a.mock.URL() // one provider behind both replicas
+	}})
+	hdr := map[string]string{"X-Session-Id": "shared-1"}
+	for k, v := range api.headers {
+		hdr[k] = v
+	}
+	history := []string{api.user("start")}
+	for k, h := range []*harness{a, b, a, b} {
+		scriptTurn(a.mock, k)
+		resp, reply := do(t, "POST", h.URL+api.path, api.request(history), hdr)
+		require.Equal(t, 200, resp.StatusCode, string(reply))
+		history = append(history, api.echo(reply)...)
+		names, ids := api.calls(reply), api.ids(reply)
+		if len(names) == 0 {
+			history = append(history, api.user(fmt.Sprintf("continue %d", k)))
+		}
+		for i := range names {
+			history = append(history, api.toolResult(ids[i], names[i]))
+		}
+	}
+	reqs := a.mock.Requests()
+	require.Len(t, reqs, 5)
+	for i := 1; i < len(reqs); i++ {
+		requireAppendOnly(t, api, reqs[i-1].Body, reqs[i].Body)
+	}
+	require.Contains(t, string(reqs[4].Body), "[Active Topic: Phase 1]", "each replica sees the topic the other one set")
+	_, got := do(t, "GET", b.URL+"/shepherd/v1/sessions/shared-1", "", nil)
+	require.Equal(t, "Phase 1", gjson.GetBytes(got, "topic").String())
+	require.Len(t, gjson.GetBytes(got, "chapters").Array(), 2)
+}
