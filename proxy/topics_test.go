@@ -138,7 +138,9 @@ func topicAPIs() []topicAPI {
 			calls: func(r []byte) []string {
 				return strs(gjson.GetBytes(r, "candidates.0.content.parts.#.functionCall.name"))
 			},
-			ids: func(r []byte) []string { return strs(gjson.GetBytes(r, "candidates.0.content.parts.#.functionCall.id")) },
+			ids: func(r []byte) []string {
+				return strs(gjson.GetBytes(r, "candidates.0.content.parts.#.functionCall.id"))
+			},
 		},
 	}
 }
