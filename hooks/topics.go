@@ -48,6 +48,9 @@ type TopicsConfig struct {
 	NoTopicReminder string
 	// Now is the clock for chapter and call times (tests); default time.Now.
 	Now func() time.Time
+	// OnTopicChange, when set, is called once per accepted create_new_topic
+	// call (metrics).
+	OnTopicChange func()
 }
 
 // Topics is plan A of features.md: it offers the model a create_new_topic
@@ -159,6 +162,9 @@ func (t *Topics) OnReply(_ context.Context, call *Call, reply *Reply) (ReplyDeci
 			continue
 		}
 		titles = append(titles, title)
+		if t.cfg.OnTopicChange != nil {
+			t.cfg.OnTopicChange()
+		}
 		if !agentOwns {
 			d.Calls = append(d.Calls, CallDecision{CallIndex: c.Index, Verdict: Claim, Result: TopicResult(title)})
 		}

@@ -61,7 +61,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		st = state.NewMemory(state.MemoryOptions{MaxSessions: 1000, TTL: time.Hour})
 	}
 	metrics := proxy.NewMetrics()
-	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: zaptest.NewLogger(t), Store: st, Metrics: metrics, Chain: proxy.BuildChain(&cfg)})
+	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: zaptest.NewLogger(t), Store: st, Metrics: metrics, Chain: proxy.BuildChain(&cfg, metrics)})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

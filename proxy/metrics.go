@@ -26,6 +26,7 @@ type Metrics struct {
 	ledger         *prometheus.CounterVec
 	answered       prometheus.Counter
 	followups      *prometheus.CounterVec
+	topicChanges   prometheus.Counter
 
 	// reqCounters caches the counter of each (route, status) pair so the hot
 	// path does not format labels per request.
@@ -81,8 +82,11 @@ func NewMetrics() *Metrics {
 		followups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shepherd_followups_total", Help: "Follow-up requests the turn engine sent upstream.",
 		}, []string{"route"}),
+		topicChanges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shepherd_topic_changes_total", Help: "create_new_topic calls accepted (new chapters opened).",
+		}),
 	}
-	r.MustRegister(m.ledger, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
+	r.MustRegister(m.topicChanges, m.ledger, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
 		m.storeErrors, m.hookErrors, m.upstreamErrors, m.clientAborts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -83,6 +83,8 @@ func TestTopicsTwentyTurnsAppendOnly(t *testing.T) {
 			require.Equal(t, "Phase 17", sess.Topic)
 			require.Equal(t, int64(20), sess.Requests)
 			require.Positive(t, metricValue(t, h, "shepherd_ledger_entries_total", `result="applied"`))
+			require.Equal(t, 10.0, metricValue(t, h, "shepherd_topic_changes_total", ""))
+			require.Equal(t, 5.0, metricValue(t, h, "shepherd_followups_total", `route="`+routeOf(api)+`"`))
 		})
 	}
 }
@@ -130,6 +132,9 @@ func metricValue(t *testing.T, h *harness, name, labels string) float64 {
 	_, b := do(t, "GET", h.URL+"/metrics", "", nil)
 	for _, line := range splitLines(string(b)) {
 		prefix := name + "{" + labels + "} "
+		if labels == "" {
+			prefix = name + " "
+		}
 		if len(line) > len(prefix) && line[:len(prefix)] == prefix {
 			var v float64
 			_, _ = fmt.Sscanf(line[len(prefix):], "%g", &v)
@@ -213,4 +218,16 @@ func TestTopicsTwoReplicasShareRedis(t *testing.T) {
 	_, got := do(t, "GET", b.URL+"/shepherd/v1/sessions/shared-1", "", nil)
 	require.Equal(t, "Phase 1", gjson.GetBytes(got, "topic").String())
 	require.Len(t, gjson.GetBytes(got, "chapters").Array(), 2)
+}
+
+func routeOf(api topicAPI) string {
+	switch api.name {
+	case "anthropic":
+		return "messages"
+	case "openai_chat":
+		return "chat_completions"
+	case "openai_responses":
+		return "responses"
+	}
+	return "generate_content"
 }

@@ -56,7 +56,7 @@ func run() error {
 
 	srv, err := proxy.New(proxy.Options{
 		Config: cfg, Logger: log, Store: store, Metrics: metrics,
-		Chain: proxy.BuildChain(cfg),
+		Chain: proxy.BuildChain(cfg, metrics),
 	})
 	if err != nil {
 		return err
@@ -113,4 +113,3 @@ func newLogger(c config.Log) (*zap.Logger, error) {
 	zc.DisableStacktrace = true
 	return zc.Build()
 }
-
