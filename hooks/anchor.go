@@ -15,7 +15,10 @@ import (
 // escapes, cache_control markers moving between turns) and changes when the
 // agent edits or compacts that message or anything before it. The ledger
 // keys its entries by anchors, so an entry whose part of the history was
-// edited simply no longer matches and is dropped.
+// edited simply no longer matches and is dropped. Blocks the view cannot see
+// into (BlockOther: images, documents, unknown types) and empty text blocks
+// take no part: SDKs drop or re-serialise them (genai turns an empty text
+// part into {}), and the texts and calls around them identify the message.
 func Anchors(msgs []Message) []string {
 	out := make([]string, len(msgs))
 	var prev [sha256.Size]byte
@@ -37,6 +40,9 @@ func appendMessageDigest(dst []byte, m *Message) []byte {
 	dst = appendField(dst, []byte(m.Role))
 	for i := range m.Blocks {
 		b := &m.Blocks[i]
+		if b.Kind == BlockOther || b.Kind == BlockText && b.Text == "" {
+			continue
+		}
 		dst = appendField(dst, []byte(b.Kind))
 		dst = appendField(dst, []byte(b.Text))
 		dst = appendField(dst, []byte(b.ToolCallID))

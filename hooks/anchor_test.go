@@ -53,3 +53,10 @@ func TestAnchorsDistinguishPositions(t *testing.T) {
 	y := Anchors([]Message{{Role: RoleUser, Blocks: []Block{{Kind: BlockText, Text: "a", ToolName: "bc"}}}})
 	require.NotEqual(t, x, y)
 }
+
+func TestAnchorsIgnoreInvisibleBlocks(t *testing.T) {
+	a := Anchors(conv())
+	c := conv()
+	c[1].Blocks = append(c[1].Blocks, Block{Kind: BlockText}, Block{Kind: BlockOther})
+	require.Equal(t, a, Anchors(c), "an empty text part or an opaque block does not change the anchor")
+}

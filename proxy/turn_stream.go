@@ -41,7 +41,12 @@ func (s *Server) pipeTurn(w *bufio.Writer, t *turn) {
 	start := time.Now()
 	s.metrics.streamsOpen.Inc()
 	defer s.metrics.streamsOpen.Dec()
-	defer t.save()
+	saved := false
+	defer func() {
+		if !saved {
+			t.save()
+		}
+	}()
 	defer func() { s.metrics.streamDuration.WithLabelValues(x.route.name).Observe(time.Since(start).Seconds()) }()
 
 	sp := rewrite.NewStreamSplicer(x.route.api)
@@ -97,8 +102,13 @@ func (s *Server) pipeTurn(w *bufio.Writer, t *turn) {
 		s.writeStreamError(w, x, err)
 		return
 	}
-	write(w, out)
+	// Save before the agent sees the end of the stream: an SDK returns at
+	// the terminal event and may send the next request at once, which must
+	// find this turn's ledger entries.
 	l.finish(nil)
+	t.save()
+	saved = true
+	write(w, out)
 }
 
 // followUpStream sends a streamed follow-up and returns its response once it
