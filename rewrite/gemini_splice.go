@@ -1,0 +1,648 @@
+package rewrite
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/tidwall/gjson"
+)
+
+// This file holds the Gemini streamGenerateContent (alt=sse) StreamSplicer.
+//
+// Every event is `data: <GenerateContentResponse chunk>`; only
+// candidates[0] is looked at (as ParseReply does). Parts are never rebuilt:
+// each part of the agent's stream is the upstream part byte for byte, so a
+// thoughtSignature stays on the part it came with.
+//
+//   - A chunk without functionCall parts and without finishReason passes at
+//     once: its Raw verbatim on the first stream; on a follow-up its data
+//     with responseId set to the first stream's (the rest of the chunk is
+//     kept byte for byte).
+//   - functionCall parts are held. A chunk mixing them with text or thought
+//     parts is forwarded as a copy holding only the other parts (the parts
+//     array is the only edit).
+//   - The terminal chunk (finishReason, or a prompt block without
+//     candidates) is held whole when it has no functionCall part or only
+//     functionCall parts. When it also has text, the text goes at once in a
+//     copy without finishReason and usageMetadata, and only the calls are
+//     held.
+//   - Release sends one chunk with the kept calls, in EditReply's order,
+//     the first stream's responseId and modelVersion. When it changes
+//     nothing and every call came in the held terminal chunk, it sends
+//     nothing: the calls stay in that chunk.
+//   - Finish ends the reply. The held terminal chunk is re-sent: unchanged
+//     on a single stream (so a turn the engine did not touch reaches the
+//     agent byte for byte), otherwise with the first stream's responseId and
+//     the usage merged over the streams. When there is no held chunk left
+//     to carry them (its text or calls went out earlier), the finishReason
+//     and merged usage come in a chunk of its own whose only part is
+//     {"text":""}. That is the form the API itself uses to end some streams;
+//     a chunk with empty parts ("parts":[]) is avoided because the genai Go
+//     SDK's Chat (v1.77.0, Chat.SendStream) then marks the whole turn
+//     invalid and leaves it out of the curated history, whereas a part
+//     without data is accepted and skipped.
+//   - Next, when the terminal chunk is still held, queues its parts (calls
+//     included only when they were released) in a copy without
+//     finishReason and usageMetadata, sent ahead of the follow-up's first
+//     output.
+//   - An {"error":…} chunk is sent at once; the stream is then done and
+//     Finish sends nothing.
+//
+// Usage is merged as MergeReplies merges it: candidatesTokenCount and
+// thoughtsTokenCount summed, the rest (prompt counts) from the last stream
+// that has usageMetadata, totalTokenCount recomputed.
+//
+// Events are framed with the upstream's line ending (CRLF for Google).
+// Whitespace-only data events are dropped (no client can parse them).
+
+func init() {
+	splicerFactories[APIGemini] = func() StreamSplicer { return newGeminiSplicer() }
+}
+
+var (
+	errGeminiFinished = errors.New("rewrite: gemini splicer: event after Finish")
+	errGeminiReleased = errors.New("rewrite: gemini splicer: event after Release")
+	errGeminiFailed   = errors.New("rewrite: gemini stream ended with an error chunk")
+	emptyTextPart     = []byte(`{"text":""}`)
+)
+
+type geminiSplicer struct {
+	eol      []byte // line ending of the upstream ("\r\n" until seen)
+	eolSeen  bool
+	events   int
+	stream   int // 0 for the first stream
+	finished bool
+	failed   bool // an error chunk was sent
+
+	firstID, firstModel []byte // raw JSON strings of the first stream
+	merged              []byte // usage merged over the streams before this one
+	pending             []byte // events to send ahead of the next output
+
+	// Current stream.
+	done     bool
+	released bool
+	parts    [][]byte // every part, raw, in order
+	calls    [][]byte // the functionCall parts, raw, in order
+	usage    []byte   // last usageMetadata
+	finish   []byte   // raw finishReason of the terminal chunk
+	model    []byte
+	id       []byte
+	feedback []byte // promptFeedback
+
+	// Held terminal chunk (held is false once its parts went out).
+	held      bool
+	termData  []byte
+	termRaw   []byte
+	termText  []int // element indices of its non-call parts
+	termCalls int   // index in calls of its first call
+	termNCall int
+}
+
+func newGeminiSplicer() *geminiSplicer {
+	return &geminiSplicer{eol: []byte("\r\n")}
+}
+
+func (s *geminiSplicer) Done() bool  { return s.done }
+func (s *geminiSplicer) Events() int { return s.events }
+
+// frame appends data as one event, one data line per line.
+func (s *geminiSplicer) frame(dst, data []byte) []byte {
+	for {
+		i := 0
+		for i < len(data) && data[i] != '\n' && data[i] != '\r' {
+			i++
+		}
+		dst = append(dst, "data: "...)
+		dst = append(dst, data[:i]...)
+		dst = append(dst, s.eol...)
+		if i == len(data) {
+			break
+		}
+		if data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n' {
+			i++
+		}
+		data = data[i+1:]
+	}
+	s.events++
+	return append(dst, s.eol...)
+}
+
+// trimEOL removes one line ending from the end of b.
+func trimEOL(b []byte) ([]byte, bool) {
+	switch {
+	case bytes.HasSuffix(b, []byte("\r\n")):
+		return b[:len(b)-2], true
+	case bytes.HasSuffix(b, []byte("\n")), bytes.HasSuffix(b, []byte("\r")):
+		return b[:len(b)-1], true
+	}
+	return b, false
+}
+
+// passRaw appends an upstream event's raw bytes, completed with the blank
+// line a stream cut inside the event lacks (so what follows stays apart).
+func (s *geminiSplicer) passRaw(dst, raw []byte) []byte {
+	s.events++
+	dst = append(dst, raw...)
+	r, ok := trimEOL(raw)
+	if !ok {
+		return append(append(dst, s.eol...), s.eol...)
+	}
+	if _, ok := trimEOL(r); !ok {
+		return append(dst, s.eol...)
+	}
+	return dst
+}
+
+// learnEOL takes the line ending from the first event that has one.
+func (s *geminiSplicer) learnEOL(raw []byte) {
+	if s.eolSeen {
+		return
+	}
+	switch {
+	case bytes.HasSuffix(raw, []byte("\r\n")):
+		s.eol = []byte("\r\n")
+	case bytes.HasSuffix(raw, []byte("\n")):
+		s.eol = []byte("\n")
+	case bytes.HasSuffix(raw, []byte("\r")):
+		s.eol = []byte("\r")
+	default:
+		return
+	}
+	s.eolSeen = true
+}
+
+// out prepends the pending events to b.
+func (s *geminiSplicer) out(b []byte) []byte {
+	if len(s.pending) == 0 {
+		return b
+	}
+	o := append(s.pending, b...)
+	s.pending = nil
+	return o
+}
+
+func (s *geminiSplicer) Feed(ev Event) ([]byte, error) {
+	if s.finished {
+		return nil, errGeminiFinished
+	}
+	s.learnEOL(ev.Raw)
+	if !ev.HasData() || len(bytes.TrimSpace(ev.Data)) == 0 {
+		if ev.IsComment() && len(ev.Raw) > 0 {
+			return s.out(s.passRaw(nil, ev.Raw)), nil // ping or comment
+		}
+		return s.out(nil), nil
+	}
+	if s.failed {
+		return nil, nil // nothing follows an error
+	}
+	root, err := parseReplyRoot(ev.Data)
+	if err != nil {
+		return nil, err
+	}
+	if e := root.Get("error"); e.Exists() && !root.Get("candidates").Exists() {
+		s.failed, s.done = true, true
+		if s.stream == 0 {
+			return s.out(s.passRaw(nil, ev.Raw)), nil
+		}
+		return s.out(s.frame(nil, ev.Data)), nil
+	}
+	if s.released {
+		return nil, errGeminiReleased
+	}
+	var out []byte
+	if s.held {
+		// A chunk after the terminal one: the held chunk cannot be re-sent
+		// as it was; its text goes now.
+		if out, err = s.sendHeld(nil, s.termText); err != nil {
+			return nil, err
+		}
+	}
+	b, err := s.chunk(ev, root)
+	if err != nil {
+		return nil, err
+	}
+	return s.out(append(out, b...)), nil
+}
+
+// chunk handles one GenerateContentResponse chunk.
+func (s *geminiSplicer) chunk(ev Event, root gjson.Result) ([]byte, error) {
+	cands := root.Get("candidates")
+	if !isNull(cands) && !cands.IsArray() {
+		return nil, fmt.Errorf("%w: candidates must be an array", ErrMalformedReply)
+	}
+	cand := cands.Get("0")
+	if !isNull(cand) && !cand.IsObject() {
+		return nil, fmt.Errorf("%w: candidates[0] must be an object", ErrMalformedReply)
+	}
+	content := cand.Get("content")
+	if !isNull(content) && !content.IsObject() {
+		return nil, fmt.Errorf("%w: candidates[0].content must be an object", ErrMalformedReply)
+	}
+	partsArr := content.Get("parts")
+	if !isNull(partsArr) && !partsArr.IsArray() {
+		return nil, fmt.Errorf("%w: candidates[0].content.parts must be an array", ErrMalformedReply)
+	}
+	elems := agElems(partsArr)
+	var text []int
+	firstCall := len(s.calls)
+	for i, p := range elems {
+		if !p.IsObject() {
+			return nil, fmt.Errorf("%w: candidates[0].content.parts[%d] must be an object", ErrMalformedReply, i)
+		}
+		raw := []byte(p.Raw)
+		s.parts = append(s.parts, raw)
+		if fc, _ := either(p, "functionCall", "function_call"); fc.IsObject() {
+			s.calls = append(s.calls, raw)
+		} else {
+			text = append(text, i)
+		}
+	}
+	ncall := len(s.calls) - firstCall
+
+	if s.stream == 0 {
+		if s.firstID == nil {
+			s.firstID = rawString(root.Get("responseId"))
+		}
+		if s.firstModel == nil {
+			s.firstModel = rawString(root.Get("modelVersion"))
+		}
+	}
+	if s.id == nil {
+		s.id = rawString(root.Get("responseId"))
+	}
+	if s.model == nil {
+		s.model = rawString(root.Get("modelVersion"))
+	}
+	if u := root.Get("usageMetadata"); u.IsObject() {
+		s.usage = []byte(u.Raw)
+	}
+	if pf := root.Get("promptFeedback"); pf.IsObject() {
+		s.feedback = []byte(pf.Raw)
+	}
+	fr, _ := either(cand, "finishReason", "finish_reason")
+	terminal := fr.Type == gjson.String && fr.Str != ""
+	if terminal {
+		s.finish = []byte(fr.Raw)
+	} else if !cand.Exists() && root.Get("promptFeedback.blockReason").Type == gjson.String {
+		terminal = true // the prompt was blocked: no candidate comes
+	}
+
+	if !terminal {
+		switch {
+		case ncall == 0:
+			if s.stream == 0 {
+				return s.passRaw(nil, ev.Raw), nil
+			}
+			return s.frame(nil, s.withFirstID(ev.Data)), nil
+		case len(text) == 0:
+			return nil, nil
+		}
+		data, err := s.edit(ev.Data, elems, text, false)
+		if err != nil {
+			return nil, err
+		}
+		return s.frame(nil, data), nil
+	}
+
+	s.done = true
+	if ncall > 0 && len(text) > 0 {
+		data, err := s.edit(ev.Data, elems, text, true)
+		if err != nil {
+			return nil, err
+		}
+		return s.frame(nil, data), nil
+	}
+	s.held = true
+	s.termData = bytes.Clone(ev.Data)
+	s.termRaw = bytes.Clone(ev.Raw)
+	s.termText = text
+	s.termCalls, s.termNCall = firstCall, ncall
+	return nil, nil
+}
+
+// rawString returns a copy of r's raw JSON when r is a non-empty string.
+func rawString(r gjson.Result) []byte {
+	if r.Type != gjson.String || r.Str == "" {
+		return nil
+	}
+	return []byte(r.Raw)
+}
+
+// withFirstID returns data with responseId set to the first stream's when
+// both have one.
+func (s *geminiSplicer) withFirstID(data []byte) []byte {
+	if s.stream == 0 || s.firstID == nil {
+		return data
+	}
+	root, ok := rootObject(bstr(data))
+	if !ok || root.Get("responseId").Type != gjson.String {
+		return data
+	}
+	return setMember(data, root, "responseId", s.firstID)
+}
+
+// edit returns a copy of chunk data keeping only the parts at keep (element
+// indices of elems, the chunk's parts), without finishReason and
+// usageMetadata when strip is set, and with the first stream's responseId.
+func (s *geminiSplicer) edit(data []byte, elems []gjson.Result, keep []int, strip bool) ([]byte, error) {
+	out := data
+	if len(keep) != len(elems) {
+		out = agReorder(data, elems, keep)
+	}
+	if strip {
+		root, ok := rootObject(bstr(out))
+		if !ok {
+			return nil, errNotObject
+		}
+		cand := root.Get("candidates.0")
+		if _, key := either(cand, "finishReason", "finish_reason"); cand.Get(key).Exists() {
+			out = removeMember(out, cand, key)
+		}
+		if root, ok = rootObject(bstr(out)); !ok {
+			return nil, errNotObject
+		}
+		if root.Get("usageMetadata").Exists() {
+			out = removeMember(out, root, "usageMetadata")
+		}
+	}
+	if !gjson.ValidBytes(out) {
+		return nil, fmt.Errorf("%w: cannot edit chunk", ErrMalformedReply)
+	}
+	return s.withFirstID(out), nil
+}
+
+// removeMember returns body without obj's member key and one separator
+// next to it.
+func removeMember(body []byte, obj gjson.Result, key string) []byte {
+	type member struct{ k, v gjson.Result }
+	var ms []member
+	at := -1
+	obj.ForEach(func(k, v gjson.Result) bool {
+		if at < 0 && k.Str == key {
+			at = len(ms)
+		}
+		ms = append(ms, member{k, v})
+		return true
+	})
+	switch {
+	case at < 0:
+		return body
+	case at+1 < len(ms):
+		return splice(body, ms[at].k.Index, ms[at+1].k.Index)
+	case at > 0:
+		return splice(body, end(ms[at-1].v), end(ms[at].v))
+	}
+	return splice(body, ms[at].k.Index, end(ms[at].v))
+}
+
+// sendHeld stops holding the terminal chunk and sends its parts at keep
+// (element indices) in a copy without finishReason and usageMetadata.
+func (s *geminiSplicer) sendHeld(dst []byte, keep []int) ([]byte, error) {
+	if !s.held {
+		return dst, nil
+	}
+	s.held = false
+	if len(keep) == 0 {
+		return dst, nil
+	}
+	root, err := parseReplyRoot(s.termData)
+	if err != nil {
+		return nil, err
+	}
+	elems := agElems(root.Get("candidates.0.content.parts"))
+	data, err := s.edit(s.termData, elems, keep, true)
+	if err != nil {
+		return nil, err
+	}
+	return s.frame(dst, data), nil
+}
+
+// build renders a chunk with the given parts.
+func (s *geminiSplicer) build(parts [][]byte, finish, usage []byte) []byte {
+	b := make([]byte, 0, 256)
+	b = append(b, `{"candidates":[{"content":{"role":"model","parts":[`...)
+	for i, p := range parts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, p...)
+	}
+	b = append(b, "]}"...)
+	if finish != nil {
+		b = append(b, `,"finishReason":`...)
+		b = append(b, finish...)
+	}
+	b = append(b, `,"index":0}]`...)
+	if usage != nil {
+		b = append(b, `,"usageMetadata":`...)
+		b = append(b, usage...)
+	}
+	if m := firstOf(s.firstModel, s.model); m != nil {
+		b = append(b, `,"modelVersion":`...)
+		b = append(b, m...)
+	}
+	if id := firstOf(s.firstID, s.id); id != nil {
+		b = append(b, `,"responseId":`...)
+		b = append(b, id...)
+	}
+	return append(b, '}')
+}
+
+func firstOf(a, b []byte) []byte {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// Reply returns the current stream as a non-streaming
+// GenerateContentResponse: every part in order, byte for byte (adjacent
+// text deltas stay separate parts).
+func (s *geminiSplicer) Reply() ([]byte, error) {
+	if s.failed {
+		return nil, errGeminiFailed
+	}
+	b := make([]byte, 0, 256)
+	b = append(b, '{')
+	if len(s.parts) > 0 || s.finish != nil || s.feedback == nil {
+		b = append(b, `"candidates":[{"content":{"role":"model","parts":[`...)
+		for i, p := range s.parts {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, p...)
+		}
+		b = append(b, "]}"...)
+		if s.finish != nil {
+			b = append(b, `,"finishReason":`...)
+			b = append(b, s.finish...)
+		}
+		b = append(b, `,"index":0}]`...)
+	}
+	sep := func() {
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+	}
+	if s.feedback != nil {
+		sep()
+		b = append(b, `"promptFeedback":`...)
+		b = append(b, s.feedback...)
+	}
+	if s.usage != nil {
+		sep()
+		b = append(b, `"usageMetadata":`...)
+		b = append(b, s.usage...)
+	}
+	if s.model != nil {
+		sep()
+		b = append(b, `"modelVersion":`...)
+		b = append(b, s.model...)
+	}
+	if s.id != nil {
+		sep()
+		b = append(b, `"responseId":`...)
+		b = append(b, s.id...)
+	}
+	return append(b, '}'), nil
+}
+
+// Release sends the kept calls. remove and first index the stream's
+// functionCall parts (ParseReply's ToolCall.Index).
+func (s *geminiSplicer) Release(remove, first []int) ([]byte, error) {
+	if s.finished || s.failed {
+		return nil, nil
+	}
+	if s.released {
+		return nil, errors.New("rewrite: gemini splicer: Release called twice")
+	}
+	idx := make([]int, len(s.calls))
+	for i := range idx {
+		idx[i] = i
+	}
+	order, _, err := agCallOrder(len(s.calls), idx, remove, first)
+	if err != nil {
+		return nil, err
+	}
+	s.released = true
+	noop := len(order) == len(s.calls)
+	for k, c := range order {
+		noop = noop && k == c
+	}
+	if noop && s.held && s.termCalls == 0 {
+		return s.out(nil), nil // the calls stay in the held terminal chunk
+	}
+	var parts [][]byte
+	if s.held {
+		s.held = false
+		root, err := parseReplyRoot(s.termData)
+		if err != nil {
+			return nil, err
+		}
+		elems := agElems(root.Get("candidates.0.content.parts"))
+		for _, i := range s.termText {
+			parts = append(parts, []byte(elems[i].Raw))
+		}
+	}
+	for _, c := range order {
+		parts = append(parts, s.calls[c])
+	}
+	if len(parts) == 0 {
+		return s.out(nil), nil
+	}
+	return s.out(s.frame(nil, s.build(parts, nil, nil))), nil
+}
+
+// implicitRelease releases every call when the engine did not call Release.
+func (s *geminiSplicer) implicitRelease() error {
+	if s.released || s.failed || !s.done {
+		return nil
+	}
+	b, err := s.Release(nil, nil)
+	s.pending = append(s.pending, b...)
+	return err
+}
+
+// Next starts a follow-up stream. A terminal chunk still held goes out
+// first (see the file comment).
+func (s *geminiSplicer) Next() {
+	if s.finished || s.failed {
+		return
+	}
+	_ = s.implicitRelease() // cannot fail: nothing is removed
+	if s.held {
+		keep := s.termText
+		if s.released && s.termNCall > 0 {
+			keep = keep[:0:0] // every part: the calls were kept as they are
+			for i := 0; i < len(s.termText)+s.termNCall; i++ {
+				keep = append(keep, i)
+			}
+		}
+		if b, err := s.sendHeld(s.pending, keep); err == nil {
+			s.pending = b
+		}
+	}
+	s.merged = mergeGeminiUsage(s.merged, s.usage)
+	s.stream++
+	s.done, s.released, s.held = false, false, false
+	s.parts, s.calls, s.usage, s.finish, s.model, s.id, s.feedback = nil, nil, nil, nil, nil, nil, nil
+	s.termData, s.termRaw, s.termText = nil, nil, nil
+}
+
+// Finish sends the terminal chunk: finishReason of the last stream and the
+// merged usage.
+func (s *geminiSplicer) Finish() ([]byte, error) {
+	if s.finished {
+		return nil, nil
+	}
+	s.finished = true
+	if s.failed {
+		return nil, nil
+	}
+	if err := s.implicitRelease(); err != nil {
+		return nil, err
+	}
+	usage := mergeGeminiUsage(s.merged, s.usage)
+	out := s.out(nil)
+	if s.held {
+		s.held = false
+		if s.stream == 0 {
+			s.events++
+			return append(out, s.termRaw...), nil
+		}
+		data := s.withFirstID(s.termData)
+		if usage != nil {
+			if root, ok := rootObject(bstr(data)); ok {
+				data = setMember(data, root, "usageMetadata", usage)
+			}
+		}
+		return s.frame(out, data), nil
+	}
+	if s.finish == nil && usage == nil {
+		return out, nil
+	}
+	return s.frame(out, s.build([][]byte{emptyTextPart}, s.finish, usage)), nil
+}
+
+// mergeGeminiUsage folds the usageMetadata u of a later stream into acc as
+// MergeReplies does.
+func mergeGeminiUsage(acc, u []byte) []byte {
+	if u == nil {
+		return acc
+	}
+	if acc == nil {
+		return u
+	}
+	u1, u2 := gjson.ParseBytes(acc), gjson.ParseBytes(u)
+	cands := agCount(u1, "candidatesTokenCount") + agCount(u2, "candidatesTokenCount")
+	thoughts := agCount(u1, "thoughtsTokenCount") + agCount(u2, "thoughtsTokenCount")
+	total := agCount(u2, "promptTokenCount") + agCount(u2, "toolUsePromptTokenCount") + cands + thoughts
+	keys := []string{"candidatesTokenCount"}
+	vals := []int64{cands}
+	if u1.Get("thoughtsTokenCount").Exists() || u2.Get("thoughtsTokenCount").Exists() {
+		keys, vals = append(keys, "thoughtsTokenCount"), append(vals, thoughts)
+	}
+	keys, vals = append(keys, "totalTokenCount"), append(vals, total)
+	return agSetCounts(bytes.Clone(u), keys, vals)
+}
