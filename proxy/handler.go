@@ -53,23 +53,47 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	up := s.upstreams[x.route.provider]
 	body := ctx.PostBody()
 
+	// With hooks, the request is parsed into the full view they read;
+	// without, only validated and peeked for the session hints.
 	var view *hooks.Request
+	var hints *rewrite.SessionHints
+	fingerprint := func() string { return "" }
 	if x.route.inspect {
 		x.codec = rewrite.For(x.route.api)
-		v, err := x.codec.ParseRequest(body)
-		if err != nil {
-			s.finish(ctx, &x, writeError(ctx, x.route.provider, err))
-			return
+		if s.chain.Empty() || x.route.name == "count_tokens" {
+			hs, err := rewrite.PeekRequest(x.route.api, body)
+			if err != nil {
+				s.finish(ctx, &x, writeError(ctx, x.route.provider, err))
+				return
+			}
+			hints = &hs
+			fingerprint = func() string {
+				if v, err := x.codec.ParseRequest(body); err == nil {
+					return v.Fingerprint
+				}
+				return ""
+			}
+		} else {
+			v, err := x.codec.ParseRequest(body)
+			if err != nil {
+				s.finish(ctx, &x, writeError(ctx, x.route.provider, err))
+				return
+			}
+			view = v
+			hints = &rewrite.SessionHints{Stream: v.Stream, MetadataUserID: v.MetadataUserID, PromptCacheKey: v.PromptCacheKey}
+			fingerprint = func() string { return v.Fingerprint }
 		}
 		if x.route.streamByPath {
-			v.Stream = true
+			hints.Stream = true
+			if view != nil {
+				view.Stream = true
+			}
 		}
-		view = v
 	}
 
 	x.call.Route = x.route.name
 	x.call.Tenant = tenantOf(&ctx.Request)
-	sid, src := resolveSession(h, s.cfg.Session.Header, view)
+	sid, src := resolveSession(h, s.cfg.Session.Header, hints, fingerprint)
 	x.call.SessionID = sid
 
 	// The hook chain and the turn engine serve model requests whose reply
@@ -77,7 +101,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	// Gemini's JSON-array stream (no ?alt=sse) and count_tokens requests
 	// (no reply to run hooks on) pass through untouched.
 	var t *turn
-	if view != nil && !s.chain.Empty() && x.route.name != "count_tokens" && s.turnServes(ctx, &x, view) {
+	if view != nil && s.turnServes(ctx, &x, view) {
 		var short bool
 		if t, body, short = s.prepareTurn(ctx, &x, view, body); short {
 			return
@@ -114,7 +138,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		t.streamTurn(ctx)
 	case isSSE:
 		s.streamEvents(ctx, &x)
-	case x.upResp.Header.ContentLength() < 0 && (view != nil && view.Stream || x.route.name == "passthrough"):
+	case x.upResp.Header.ContentLength() < 0 && (hints != nil && hints.Stream || x.route.name == "passthrough"):
 		s.streamChunks(ctx, &x)
 	case t != nil:
 		if err := t.finishJSON(x.upResp); err != nil {

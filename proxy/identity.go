@@ -8,7 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
-	"shepherd/hooks"
+	"shepherd/rewrite"
 )
 
 // sessionSource says where a session id was found (a log field and metric
@@ -33,9 +33,10 @@ var codexSessionHeaders = []string{"session-id", "session_id", "thread-id"}
 // design.md: the configured header, X-Claude-Code-Session-Id, the Codex
 // headers, Anthropic metadata.user_id (JSON session_id, then the legacy
 // "_session_<id>" suffix), prompt_cache_key, and finally the fingerprint of
-// the system prompt and first user turn. view may be nil (pass-through
-// routes), in which case only headers are consulted.
-func resolveSession(h *fasthttp.RequestHeader, configured string, view *hooks.Request) (string, sessionSource) {
+// the system prompt and first user turn. hints may be nil (pass-through
+// routes: headers only); fingerprint is called only when nothing else
+// matched, because it needs the whole conversation parsed.
+func resolveSession(h *fasthttp.RequestHeader, configured string, hints *rewrite.SessionHints, fingerprint func() string) (string, sessionSource) {
 	if v := h.Peek(configured); len(v) > 0 {
 		return string(v), sourceHeader
 	}
@@ -47,17 +48,17 @@ func resolveSession(h *fasthttp.RequestHeader, configured string, view *hooks.Re
 			return string(v), sourceCodexHeader
 		}
 	}
-	if view == nil {
+	if hints == nil {
 		return "", sourceNone
 	}
-	if id := sessionFromUserID(view.MetadataUserID); id != "" {
+	if id := sessionFromUserID(hints.MetadataUserID); id != "" {
 		return id, sourceMetadata
 	}
-	if view.PromptCacheKey != "" {
-		return view.PromptCacheKey, sourceCacheKey
+	if hints.PromptCacheKey != "" {
+		return hints.PromptCacheKey, sourceCacheKey
 	}
-	if view.Fingerprint != "" {
-		return "fp-" + view.Fingerprint, sourceFingerprint
+	if fp := fingerprint(); fp != "" {
+		return "fp-" + fp, sourceFingerprint
 	}
 	return "", sourceNone
 }

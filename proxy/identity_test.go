@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"shepherd/hooks"
+	"shepherd/rewrite"
 )
 
 func TestResolveSessionOrder(t *testing.T) {
@@ -38,7 +39,13 @@ func TestResolveSessionOrder(t *testing.T) {
 			for k, v := range tt.headers {
 				req.Header.Set(k, v)
 			}
-			got, src := resolveSession(&req.Header, "X-Session-Id", tt.view)
+			var hints *rewrite.SessionHints
+			fp := func() string { return "" }
+			if tt.view != nil {
+				hints = &rewrite.SessionHints{MetadataUserID: tt.view.MetadataUserID, PromptCacheKey: tt.view.PromptCacheKey}
+				fp = func() string { return tt.view.Fingerprint }
+			}
+			got, src := resolveSession(&req.Header, "X-Session-Id", hints, fp)
 			require.Equal(t, tt.want, got)
 			require.Equal(t, tt.source, src)
 		})
