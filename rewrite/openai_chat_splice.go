@@ -1,0 +1,800 @@
+package rewrite
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+)
+
+// This file holds the OpenAI Chat Completions StreamSplicer.
+//
+// Chat streams are data-only SSE: every event is a chat.completion.chunk
+// (or data: [DONE]). The splicer looks at choice 0 only:
+//
+//   - a chunk whose choice 0 carries no tool_calls and no finish_reason
+//     (role, content, refusal, reasoning deltas, empty deltas) passes
+//     through at once: byte for byte on the first stream; on a follow-up its
+//     id and created are set to the first stream's, its delta.role is
+//     deleted, and a chunk without any text (the role preamble, an empty
+//     delta) is dropped;
+//   - tool-call fragments are held per tool index (id, type, name,
+//     concatenated arguments). When the chunk also carries text, or the first
+//     stream's role that the agent has not seen yet, a copy of it without
+//     tool_calls (finish_reason and usage nulled) is sent at once;
+//   - the chunk carrying finish_reason, the usage chunk (no choice 0, a usage
+//     object) and [DONE] are held; Finish sends those of the last stream,
+//     edited in place (id, created, finish_reason, merged usage) and byte
+//     for byte when nothing changed;
+//   - chunks of other choices (n > 1), comments, empty events and error
+//     chunks pass through untouched. A chunk is classified by its choice 0:
+//     the other choices of a chunk that is held are lost (agents send n=1).
+//     The deprecated delta.function_call is not a tool call here (ParseReply
+//     does not view it either): it passes through like text.
+//
+// Listed members present twice in a chunk (root, choice, delta, tool call)
+// are an error, so that the agent's JSON parser cannot read a member the
+// splicer did not see.
+//
+// Release sends one chunk per kept call carrying the whole call, numbered
+// 0, 1, 2, … across the streams of the turn, with the first stream's id,
+// created, model and system_fingerprint. Bytes returned by Feed may alias
+// ev.Raw (write them before reading the next event).
+
+func init() {
+	splicerFactories[APIOpenAIChat] = func() StreamSplicer { return newChatSplicer() }
+}
+
+// chatSpliceCall is one tool call of the current stream, assembled from its
+// fragments.
+type chatSpliceCall struct {
+	key            float64 // the upstream tool_calls index
+	id, typ, name  string
+	args           []byte
+	hasID, hasName bool
+}
+
+// chatHeld is a held terminal event of the current stream.
+type chatHeld struct {
+	raw    []byte // the event as received (complete), nil when data was cleaned
+	data   []byte // the chunk JSON (nil for [DONE])
+	done   bool   // data: [DONE]
+	finish bool   // choice 0 carries finish_reason
+	usage  bool   // the chunk carries a usage object
+}
+
+// chatSpliceStream is the state of the current upstream stream.
+type chatSpliceStream struct {
+	id, created, model []byte // raw JSON of the stream's first values
+	content, refusal   []byte
+	reasoningContent   []byte
+	reasoning          []byte
+	sawContent         bool // a content string (possibly empty) arrived
+	calls              []chatSpliceCall
+	finish             string
+	usage              []byte // the last usage object, raw
+	held               []chatHeld
+	done, errored      bool
+	released           bool
+	kept               int
+}
+
+type chatSplicer struct {
+	stream int // 0 for the first stream
+	cur    chatSpliceStream
+
+	// First-stream values used in every chunk the splicer builds or edits.
+	firstID, firstCreated, firstModel, fingerprint []byte
+
+	eol       []byte // line ending of the upstream framing
+	eolSet    bool
+	roleSent  bool // the agent has seen a delta.role
+	usageNull bool // chunks carry "usage": null (include_usage)
+	calls     int  // tool calls sent to the agent so far
+	usage     []byte
+	finished  bool
+	events    int
+}
+
+func newChatSplicer() *chatSplicer { return &chatSplicer{eol: []byte("\n")} }
+
+var (
+	chatRootKeys   = []string{"id", "created", "model", "choices", "usage", "error", "system_fingerprint"}
+	chatChoiceKeys = []string{"index", "delta", "finish_reason"}
+	chatDeltaKeys  = []string{"role", "content", "refusal", "reasoning_content", "reasoning", "tool_calls"}
+	chatCallKeys   = []string{"index", "id", "type", "function"}
+	chatFuncKeys   = []string{"name", "arguments"}
+	errChatSplice  = errors.New("rewrite: chat splicer")
+)
+
+// chatMembers fills out[i] with obj's member keys[i]; a listed key present
+// twice is an error (the agent's parser would read another value than ours).
+func chatMembers(obj gjson.Result, keys []string, out []gjson.Result) error {
+	var err error
+	obj.ForEach(func(k, v gjson.Result) bool {
+		for i, key := range keys {
+			if k.Str == key {
+				if out[i].Exists() {
+					err = fmt.Errorf("%w: duplicate member %q", ErrMalformedReply, key)
+					return false
+				}
+				out[i] = v
+			}
+		}
+		return true
+	})
+	return err
+}
+
+// chatChoice0 returns the element of choices with index 0 (an absent or null
+// index counts as 0); ok is false when there is none. A non-object element,
+// a non-number index or two choices 0 are errors.
+func chatChoice0(choices gjson.Result) (c gjson.Result, ok bool, err error) {
+	eachElem(choices, func(_ int, e gjson.Result) bool {
+		if !e.IsObject() {
+			err = fmt.Errorf("%w: choices element is not an object", ErrMalformedReply)
+			return false
+		}
+		var m [1]gjson.Result
+		if err = chatMembers(e, chatChoiceKeys[:1], m[:]); err != nil {
+			return false
+		}
+		idx := m[0]
+		if !isNull(idx) && idx.Type != gjson.Number {
+			err = fmt.Errorf("%w: choices index is not a number", ErrMalformedReply)
+			return false
+		}
+		if isNull(idx) || idx.Num == 0 {
+			if ok {
+				err = fmt.Errorf("%w: two choices with index 0", ErrMalformedReply)
+				return false
+			}
+			c, ok = e, true
+		}
+		return true
+	})
+	return c, ok && err == nil, err
+}
+
+func (s *chatSplicer) Feed(ev Event) ([]byte, error) {
+	if s.finished {
+		return nil, fmt.Errorf("%w: Feed after Finish", errChatSplice)
+	}
+	s.noteEOL(ev.Raw)
+	data := bytes.TrimSpace(ev.Data)
+	if ev.IsComment() || len(data) == 0 {
+		return s.pass(ev.Raw), nil
+	}
+	if bytes.Equal(data, doneMarker) {
+		s.cur.held = append(s.cur.held, chatHeld{raw: s.complete(ev.Raw), done: true})
+		s.cur.done = true
+		return nil, nil
+	}
+	root, err := parseReplyRoot(ev.Data)
+	if err != nil {
+		return nil, err
+	}
+	var m [7]gjson.Result
+	if err := chatMembers(root, chatRootKeys, m[:]); err != nil {
+		return nil, err
+	}
+	id, created, model, choices, usage, errv, fp := m[0], m[1], m[2], m[3], m[4], m[5], m[6]
+	if err := wantArray(choices, "choices"); err != nil {
+		return nil, fmt.Errorf("%w: choices is not an array", ErrMalformedReply)
+	}
+	if !isNull(errv) && lastElemEnd(choices) < 0 {
+		// A mid-stream error chunk: the agent must see it; the stream ends.
+		s.cur.errored = true
+		return s.pass(ev.Raw), nil
+	}
+	switch {
+	case usage.IsObject():
+	case isNull(usage):
+		if usage.Exists() {
+			s.usageNull = true
+		}
+	default:
+		return nil, fmt.Errorf("%w: usage is not an object", ErrMalformedReply)
+	}
+	s.noteIDs(id, created, model, fp)
+	c, ok, err := chatChoice0(choices)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		if usage.IsObject() {
+			s.cur.usage = []byte(usage.Raw)
+			s.cur.held = append(s.cur.held, chatHeld{raw: s.complete(ev.Raw), data: bytes.Clone(ev.Data), usage: true})
+			return nil, nil
+		}
+		return s.pass(ev.Raw), nil // another choice, or nothing of ours
+	}
+	return s.choice(ev, c, usage)
+}
+
+// choice handles a chunk whose choice 0 is c.
+func (s *chatSplicer) choice(ev Event, c, usage gjson.Result) ([]byte, error) {
+	var cm [3]gjson.Result
+	if err := chatMembers(c, chatChoiceKeys, cm[:]); err != nil {
+		return nil, err
+	}
+	delta, fr := cm[1], cm[2]
+	if !isNull(delta) && !delta.IsObject() {
+		return nil, fmt.Errorf("%w: delta is not an object", ErrMalformedReply)
+	}
+	if !isNull(fr) && fr.Type != gjson.String {
+		return nil, fmt.Errorf("%w: finish_reason is not a string", ErrMalformedReply)
+	}
+	var dm [6]gjson.Result
+	if err := chatMembers(delta, chatDeltaKeys, dm[:]); err != nil {
+		return nil, err
+	}
+	role, calls := dm[0], dm[5]
+	if !isNull(role) && role.Type != gjson.String {
+		return nil, fmt.Errorf("%w: delta.role is not a string", ErrMalformedReply)
+	}
+	hasText := false
+	for i, dst := range [...]*[]byte{&s.cur.content, &s.cur.refusal, &s.cur.reasoningContent, &s.cur.reasoning} {
+		t := dm[1+i]
+		if isNull(t) {
+			continue
+		}
+		if t.Type != gjson.String {
+			return nil, fmt.Errorf("%w: delta.%s is not a string", ErrMalformedReply, chatDeltaKeys[1+i])
+		}
+		if i == 0 {
+			s.cur.sawContent = true
+		}
+		if t.Str != "" {
+			hasText = true
+			*dst = append(*dst, t.Str...)
+		}
+	}
+	if err := wantArray(calls, ""); err != nil {
+		return nil, fmt.Errorf("%w: delta.tool_calls is not an array", ErrMalformedReply)
+	}
+	hasCalls := lastElemEnd(calls) >= 0
+	if hasCalls {
+		if err := s.addCalls(calls); err != nil {
+			return nil, err
+		}
+	}
+	hasFinish := fr.Type == gjson.String && fr.Str != ""
+	if hasFinish {
+		s.cur.finish = str(fr)
+	}
+	if usage.IsObject() {
+		s.cur.usage = []byte(usage.Raw)
+	}
+	hasRole := role.Type == gjson.String
+
+	if !hasCalls && !hasFinish {
+		if s.stream == 0 {
+			s.roleSent = s.roleSent || hasRole
+			return s.pass(ev.Raw), nil
+		}
+		if !hasText {
+			return nil, nil // a follow-up's preamble or an empty delta
+		}
+		cp := bytes.Clone(ev.Data)
+		if hasRole {
+			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return oaDeleteMember(b, d, "role") })
+		}
+		return s.frame(nil, s.rewriteIDs(cp)), nil
+	}
+
+	var out []byte
+	forward := hasText || (s.stream == 0 && hasRole && !s.roleSent)
+	if forward {
+		cp := bytes.Clone(ev.Data)
+		if hasCalls {
+			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return oaDeleteMember(b, d, "tool_calls") })
+		}
+		if hasRole && s.stream > 0 {
+			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return oaDeleteMember(b, d, "role") })
+		}
+		if hasFinish {
+			cp = chatEditChoice(cp, "finish_reason", []byte("null"))
+		}
+		if usage.IsObject() {
+			cp = chatEditRoot(cp, "usage", []byte("null"))
+		}
+		out = s.frame(nil, s.rewriteIDs(cp))
+		s.roleSent = s.roleSent || hasRole
+	}
+	if hasFinish {
+		h := chatHeld{data: bytes.Clone(ev.Data), finish: true, usage: usage.IsObject()}
+		if hasCalls || forward {
+			h.data = chatEditChoice(h.data, "delta", []byte("{}"))
+		} else {
+			h.raw = s.complete(ev.Raw)
+		}
+		s.cur.held = append(s.cur.held, h)
+	}
+	return out, nil
+}
+
+// addCalls adds the tool-call fragments of one delta.
+func (s *chatSplicer) addCalls(calls gjson.Result) error {
+	var err error
+	eachElem(calls, func(pos int, tc gjson.Result) bool {
+		if !tc.IsObject() {
+			err = fmt.Errorf("%w: tool_calls element is not an object", ErrMalformedReply)
+			return false
+		}
+		var m [4]gjson.Result
+		if err = chatMembers(tc, chatCallKeys, m[:]); err != nil {
+			return false
+		}
+		idx, id, typ, fn := m[0], m[1], m[2], m[3]
+		key := float64(pos)
+		switch {
+		case idx.Type == gjson.Number:
+			key = idx.Num
+		case !isNull(idx):
+			err = fmt.Errorf("%w: tool_calls index is not a number", ErrMalformedReply)
+			return false
+		}
+		var f [2]gjson.Result
+		if !isNull(fn) && !fn.IsObject() {
+			err = fmt.Errorf("%w: tool_calls function is not an object", ErrMalformedReply)
+			return false
+		}
+		if err = chatMembers(fn, chatFuncKeys, f[:]); err != nil {
+			return false
+		}
+		for _, v := range [...]gjson.Result{id, typ, f[0], f[1]} {
+			if !isNull(v) && v.Type != gjson.String {
+				err = fmt.Errorf("%w: tool call field is not a string", ErrMalformedReply)
+				return false
+			}
+		}
+		call := s.call(key)
+		if !call.hasID && id.Str != "" {
+			call.id, call.hasID = str(id), true
+		}
+		if call.typ == "" && typ.Str != "" {
+			call.typ = str(typ)
+		}
+		if !call.hasName && f[0].Str != "" {
+			call.name, call.hasName = str(f[0]), true
+		}
+		call.args = append(call.args, f[1].Str...)
+		return true
+	})
+	return err
+}
+
+// call returns the call with upstream index key, adding it when new.
+func (s *chatSplicer) call(key float64) *chatSpliceCall {
+	for i := range s.cur.calls {
+		if s.cur.calls[i].key == key {
+			return &s.cur.calls[i]
+		}
+	}
+	s.cur.calls = append(s.cur.calls, chatSpliceCall{key: key})
+	return &s.cur.calls[len(s.cur.calls)-1]
+}
+
+// noteIDs records the first values of id, created, model (per stream and
+// for the turn) and the turn's system_fingerprint.
+func (s *chatSplicer) noteIDs(id, created, model, fp gjson.Result) {
+	set := func(dst *[]byte, r gjson.Result) {
+		if *dst == nil && r.Exists() {
+			*dst = []byte(r.Raw)
+		}
+	}
+	set(&s.cur.id, id)
+	set(&s.cur.created, created)
+	set(&s.cur.model, model)
+	set(&s.firstID, id)
+	set(&s.firstCreated, created)
+	set(&s.firstModel, model)
+	if fp.Type == gjson.String {
+		set(&s.fingerprint, fp)
+	}
+}
+
+// rewriteIDs sets a follow-up chunk's id and created to the first stream's.
+func (s *chatSplicer) rewriteIDs(data []byte) []byte {
+	if s.stream == 0 {
+		return data
+	}
+	for _, kv := range [...]struct {
+		key string
+		val []byte
+	}{{"id", s.firstID}, {"created", s.firstCreated}} {
+		root, ok := rootObject(bstr(data))
+		if !ok || kv.val == nil {
+			continue
+		}
+		var m [1]gjson.Result
+		if chatMembers(root, []string{kv.key}, m[:]) != nil {
+			continue
+		}
+		if v := m[0]; v.Exists() && v.Raw != string(kv.val) {
+			data = setMember(data, root, kv.key, kv.val)
+		}
+	}
+	return data
+}
+
+// chatEditRoot sets a root member of a chunk.
+func chatEditRoot(data []byte, key string, raw []byte) []byte {
+	root, ok := rootObject(bstr(data))
+	if !ok {
+		return data
+	}
+	return setMember(data, root, key, raw)
+}
+
+// chatEditChoice sets a member of a chunk's choice 0.
+func chatEditChoice(data []byte, key string, raw []byte) []byte {
+	root, ok := rootObject(bstr(data))
+	if !ok {
+		return data
+	}
+	var m [7]gjson.Result
+	_ = chatMembers(root, chatRootKeys, m[:])
+	c, ok, _ := chatChoice0(m[3])
+	if !ok {
+		return data
+	}
+	return setMember(data, c, key, raw)
+}
+
+// chatEditDelta applies edit to a chunk's choice 0 delta object.
+func chatEditDelta(data []byte, edit func([]byte, gjson.Result) []byte) []byte {
+	root, ok := rootObject(bstr(data))
+	if !ok {
+		return data
+	}
+	var m [7]gjson.Result
+	_ = chatMembers(root, chatRootKeys, m[:])
+	c, ok, _ := chatChoice0(m[3])
+	if !ok {
+		return data
+	}
+	var cm [3]gjson.Result
+	_ = chatMembers(c, chatChoiceKeys, cm[:])
+	if !cm[1].IsObject() {
+		return data
+	}
+	return edit(data, cm[1])
+}
+
+// noteEOL takes the upstream's line ending from the first complete event.
+func (s *chatSplicer) noteEOL(raw []byte) {
+	if s.eolSet || len(raw) == 0 {
+		return
+	}
+	switch {
+	case bytes.HasSuffix(raw, []byte("\r\n")):
+		s.eol = []byte("\r\n")
+	case raw[len(raw)-1] == '\r':
+		s.eol = []byte("\r")
+	case raw[len(raw)-1] == '\n':
+		s.eol = []byte("\n")
+	default:
+		return
+	}
+	s.eolSet = true
+}
+
+// complete returns a copy of raw ending in a blank line (an event cut by the
+// end of the stream is closed, so that what follows stays a separate event).
+func (s *chatSplicer) complete(raw []byte) []byte {
+	out := bytes.Clone(raw)
+	if s.stream > 0 {
+		out = bytes.TrimPrefix(out, bom)
+	}
+	trimEOL := func(b []byte) ([]byte, bool) {
+		switch {
+		case bytes.HasSuffix(b, []byte("\r\n")):
+			return b[:len(b)-2], true
+		case len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r'):
+			return b[:len(b)-1], true
+		}
+		return b, false
+	}
+	rest, ok := trimEOL(out)
+	if !ok {
+		out = append(out, s.eol...)
+		return append(out, s.eol...)
+	}
+	if len(rest) == 0 {
+		return out
+	}
+	if _, ok := trimEOL(rest); !ok {
+		out = append(out, s.eol...)
+	}
+	return out
+}
+
+// pass returns an event to send as received.
+func (s *chatSplicer) pass(raw []byte) []byte {
+	if len(raw) == 0 {
+		return nil
+	}
+	s.events++
+	if s.stream > 0 && bytes.HasPrefix(raw, bom) || !chatComplete(raw) {
+		return s.complete(raw)
+	}
+	return raw
+}
+
+// chatComplete reports whether raw ends with a blank line.
+func chatComplete(raw []byte) bool {
+	n := len(raw)
+	switch {
+	case n >= 2 && raw[n-1] == '\n' && raw[n-2] == '\n', n >= 2 && raw[n-1] == '\r' && raw[n-2] == '\r':
+		return true
+	case n >= 3 && raw[n-1] == '\n' && raw[n-2] == '\r' && (raw[n-3] == '\n' || raw[n-3] == '\r'):
+		return true
+	case n == 1 && (raw[0] == '\n' || raw[0] == '\r'), n == 2 && raw[0] == '\r' && raw[1] == '\n':
+		return true
+	}
+	return false
+}
+
+// frame appends data as one data-only event in the upstream's framing.
+func (s *chatSplicer) frame(dst, data []byte) []byte {
+	s.events++
+	for {
+		i := bytes.IndexByte(data, '\n')
+		line := data
+		if i >= 0 {
+			line = data[:i]
+		}
+		dst = append(dst, "data: "...)
+		dst = append(dst, line...)
+		dst = append(dst, s.eol...)
+		if i < 0 {
+			break
+		}
+		data = data[i+1:]
+	}
+	return append(dst, s.eol...)
+}
+
+// chunkHead starts a chunk the splicer builds: id, object, created, model
+// and system_fingerprint of the first stream.
+func (s *chatSplicer) chunkHead() []byte {
+	or := func(v []byte, def string) []byte {
+		if v == nil {
+			return []byte(def)
+		}
+		return v
+	}
+	b := append([]byte(`{"id":`), or(s.firstID, `""`)...)
+	b = append(b, `,"object":"chat.completion.chunk","created":`...)
+	b = append(b, or(s.firstCreated, "0")...)
+	b = append(b, `,"model":`...)
+	b = append(b, or(s.firstModel, `""`)...)
+	if s.fingerprint != nil {
+		b = append(b, `,"system_fingerprint":`...)
+		b = append(b, s.fingerprint...)
+	}
+	return b
+}
+
+// Done reports whether data: [DONE] or an error chunk arrived (the events
+// after which IsTerminalEvent lets a Chat stream end): a stream that stops
+// after its finish chunk without [DONE] was cut.
+func (s *chatSplicer) Done() bool { return s.cur.done || s.cur.errored }
+
+// Reply returns the current stream as a chat.completion: choice 0's text,
+// refusal and reasoning, its tool calls in order of first appearance,
+// finish_reason (null when none arrived) and the last usage object seen.
+func (s *chatSplicer) Reply() ([]byte, error) {
+	c := &s.cur
+	or := func(v, alt []byte, def string) []byte {
+		switch {
+		case v != nil:
+			return v
+		case alt != nil:
+			return alt
+		}
+		return []byte(def)
+	}
+	b := append([]byte(`{"id":`), or(c.id, s.firstID, `""`)...)
+	b = append(b, `,"object":"chat.completion","created":`...)
+	b = append(b, or(c.created, s.firstCreated, "0")...)
+	b = append(b, `,"model":`...)
+	b = append(b, or(c.model, s.firstModel, `""`)...)
+	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
+	switch {
+	case len(c.content) > 0 || (c.sawContent && len(c.calls) == 0):
+		b = appendJSONString(b, string(c.content))
+	default:
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"refusal":`...)
+	if len(c.refusal) > 0 {
+		b = appendJSONString(b, string(c.refusal))
+	} else {
+		b = append(b, "null"...)
+	}
+	if len(c.reasoningContent) > 0 {
+		b = append(b, `,"reasoning_content":`...)
+		b = appendJSONString(b, string(c.reasoningContent))
+	}
+	if len(c.reasoning) > 0 {
+		b = append(b, `,"reasoning":`...)
+		b = appendJSONString(b, string(c.reasoning))
+	}
+	if len(c.calls) > 0 {
+		b = append(b, `,"tool_calls":[`...)
+		for i := range c.calls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = c.calls[i].appendCall(b)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `},"finish_reason":`...)
+	if c.finish != "" {
+		b = appendJSONString(b, c.finish)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, "}]"...)
+	if c.usage != nil {
+		b = append(b, `,"usage":`...)
+		b = append(b, c.usage...)
+	}
+	return append(b, '}'), nil
+}
+
+// appendCall appends the call's {"id","type","function":{"name","arguments"}}.
+func (c *chatSpliceCall) appendCall(b []byte) []byte {
+	b = c.appendMembers(append(b, '{'))
+	return append(b, '}')
+}
+
+// appendMembers appends "id":…,"type":…,"function":{"name":…,"arguments":…}.
+func (c *chatSpliceCall) appendMembers(b []byte) []byte {
+	b = append(b, `"id":`...)
+	b = appendJSONString(b, c.id)
+	b = append(b, `,"type":`...)
+	typ := c.typ
+	if typ == "" {
+		typ = "function"
+	}
+	b = appendJSONString(b, typ)
+	b = append(b, `,"function":{"name":`...)
+	b = appendJSONString(b, c.name)
+	b = append(b, `,"arguments":`...)
+	b = appendJSONString(b, string(c.args))
+	return append(b, '}')
+}
+
+// Release sends each kept call as one chunk carrying the whole call.
+func (s *chatSplicer) Release(remove, first []int) ([]byte, error) {
+	if s.finished {
+		return nil, fmt.Errorf("%w: Release after Finish", errChatSplice)
+	}
+	if s.cur.released {
+		return nil, fmt.Errorf("%w: Release called twice for one stream", errChatSplice)
+	}
+	order, err := oaCallOrder(len(s.cur.calls), remove, first)
+	if err != nil {
+		return nil, err
+	}
+	s.cur.released, s.cur.kept = true, len(order)
+	var out []byte
+	for _, i := range order {
+		out = s.frame(out, s.callChunk(i))
+		s.calls++
+	}
+	return out, nil
+}
+
+// callChunk builds the chunk carrying call i of the current stream as the
+// agent's call number s.calls.
+func (s *chatSplicer) callChunk(i int) []byte {
+	c := &s.cur.calls[i]
+	b := s.chunkHead()
+	b = append(b, `,"choices":[{"index":0,"delta":{"tool_calls":[{"index":`...)
+	b = strconv.AppendInt(b, int64(s.calls), 10)
+	b = append(b, ',')
+	b = c.appendMembers(b)
+	b = append(b, `}]},"finish_reason":null}]`...)
+	if s.usageNull {
+		b = append(b, `,"usage":null`...)
+	}
+	return append(b, '}')
+}
+
+func (s *chatSplicer) Next() {
+	s.usage = chatMergeUsage(s.usage, s.cur.usage)
+	s.cur = chatSpliceStream{}
+	s.stream++
+}
+
+// chatMergeUsage folds a stream's usage into the turn's as MergeReplies does.
+func chatMergeUsage(acc, next []byte) []byte {
+	switch {
+	case next == nil:
+		return acc
+	case acc == nil:
+		return next
+	}
+	return oaMergeUsage(gjson.ParseBytes(acc), gjson.ParseBytes(next), chatUsageKeys)
+}
+
+// Finish sends the last stream's held terminal events: the finish chunk
+// (finish_reason "stop" when the engine removed every tool call and it was
+// "tool_calls" or "function_call"; "length" and "content_filter" are kept so
+// the agent still learns of a cut), the usage chunk with usage merged over
+// the streams, and [DONE]. When an earlier stream sent usage and the last
+// did not, a usage chunk is built before [DONE].
+func (s *chatSplicer) Finish() ([]byte, error) {
+	if s.finished {
+		return nil, fmt.Errorf("%w: Finish called twice", errChatSplice)
+	}
+	s.finished = true
+	c := &s.cur
+	final := chatMergeUsage(s.usage, c.usage)
+	fr := c.finish
+	if c.released && c.kept == 0 && len(c.calls) > 0 && (fr == "tool_calls" || fr == "function_call") {
+		fr = "stop"
+	}
+	var out []byte
+	usageSent := false
+	usageChunk := func() {
+		if final == nil || usageSent {
+			return
+		}
+		b := s.chunkHead()
+		b = append(b, `,"choices":[],"usage":`...)
+		b = append(b, final...)
+		out = s.frame(out, append(b, '}'))
+		usageSent = true
+	}
+	for _, h := range c.held {
+		if h.done {
+			usageChunk()
+			out = append(out, h.raw...)
+			s.events++
+			continue
+		}
+		d := h.data
+		edited := false
+		if s.stream > 0 {
+			n := s.rewriteIDs(d)
+			edited = edited || !bytes.Equal(n, d)
+			d = n
+		}
+		if h.finish && fr != c.finish {
+			d = chatEditChoice(d, "finish_reason", jsonString(fr))
+			edited = true
+		}
+		if h.usage && final != nil {
+			if root, ok := rootObject(bstr(d)); ok {
+				var m [7]gjson.Result
+				_ = chatMembers(root, chatRootKeys, m[:])
+				if m[4].Raw != string(final) {
+					d = setMember(d, root, "usage", final)
+					edited = true
+				}
+			}
+			usageSent = true
+		}
+		if !edited && h.raw != nil {
+			out = append(out, h.raw...)
+			s.events++
+		} else {
+			out = s.frame(out, d)
+		}
+	}
+	if len(c.held) > 0 {
+		usageChunk()
+	}
+	return out, nil
+}
+
+func (s *chatSplicer) Events() int { return s.events }
