@@ -1,0 +1,684 @@
+package rewrite
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+)
+
+// This file holds the Anthropic Messages StreamSplicer.
+//
+// Text, thinking and every block that is not a tool_use (server_tool_use and
+// the server tool results included: those are the provider's business) are
+// forwarded at once with their index renumbered to the agent's sequence. A
+// tool_use block is held, all its events, until Release decides on it; a
+// kept one is then written with the next agent index. So within one stream a
+// tool_use block the agent gets comes after every non-tool block that started
+// before Release, which is the order the agent sees anyway once the
+// arguments are complete (agents act on tool calls only after the reply).
+//
+// Renumbering touches only the digits of the "index" member: the rest of
+// the data and the event's framing (event line, id, comments, LF or CRLF)
+// stay byte for byte. message_start passes through on the first stream and
+// is dropped on follow-ups; message_delta and message_stop are held for
+// Finish.
+
+func init() {
+	splicerFactories[APIAnthropic] = func() StreamSplicer { return newAnthropicSplicer() }
+}
+
+// Block states.
+const (
+	asForward  uint8 = iota // non-tool block: events go out at once
+	asHeld                  // tool_use block waiting for Release
+	asReleased              // kept by Release: later events go out at once
+	asDropped               // removed by Release: events are swallowed
+)
+
+// asEvent is a copy of one wire event kept for later: a held tool-block
+// event (idxStart/idxEnd locate the index digits in data) or a terminal
+// event.
+type asEvent struct {
+	name, data, raw  []byte
+	idxStart, idxEnd int
+}
+
+// asBlock is one content block of the current stream.
+type asBlock struct {
+	up    int64  // upstream index
+	start []byte // content_block object of the start event
+	state uint8
+	agent int // agent index (forwarded and released blocks)
+	held  []asEvent
+
+	// Accumulated deltas, for Reply.
+	text, thinking, signature, input []byte
+	hasText, hasThinking, hasSig     bool
+	citations                        [][]byte
+}
+
+// asMember is one member of a message_delta's delta object, applied to the
+// message in Reply.
+type asMember struct {
+	key string
+	raw []byte
+}
+
+type anthropicSplicer struct {
+	// Turn state.
+	streams  int   // streams started (1 + follow-ups)
+	next     int   // next agent block index
+	prevOut  int64 // output tokens of the streams before the current one
+	events   int
+	failed   bool // an error event was forwarded
+	finished bool
+	crlf     bool // the upstream frames lines with CRLF
+
+	// Current stream.
+	started    bool
+	done       bool
+	released   bool
+	removedAll bool   // Release removed every tool call
+	msg        []byte // message object of message_start
+	usage      []byte // usage: message_start's, overlaid by message_delta's
+	overlay    []asMember
+	blocks     []*asBlock
+	byUp       map[int64]*asBlock
+	term       []asEvent // message_delta and message_stop events, verbatim
+	lastDelta  int       // the last message_delta in term, -1 if none
+	stopEvent  int       // message_stop in term, -1 if none
+	errMessage string
+}
+
+func newAnthropicSplicer() *anthropicSplicer {
+	return &anthropicSplicer{streams: 1, byUp: map[int64]*asBlock{}, lastDelta: -1, stopEvent: -1}
+}
+
+// spliceErr reports an event the splicer cannot parse (wrapping
+// ErrMalformedReply).
+func spliceErr(format string, args ...any) error {
+	return fmt.Errorf("%w: anthropic stream: "+format, append([]any{ErrMalformedReply}, args...)...)
+}
+
+// Events returns the number of events emitted so far.
+func (s *anthropicSplicer) Events() int { return s.events }
+
+// Done reports whether message_stop (or an error event) arrived.
+func (s *anthropicSplicer) Done() bool { return s.done }
+
+// emit appends the raw event to out, completing its terminating blank line
+// if the upstream cut it off, and counts it.
+func (s *anthropicSplicer) emit(out, raw []byte) []byte {
+	if len(raw) == 0 {
+		return out
+	}
+	s.events++
+	out = append(out, raw...)
+	return append(out, eventTerminator(raw, s.crlf)...)
+}
+
+// eventTerminator returns what raw lacks to end with a blank line.
+func eventTerminator(raw []byte, crlf bool) string {
+	eol := "\n"
+	if crlf {
+		eol = "\r\n"
+	}
+	n, ok := stripEOL(raw, len(raw))
+	switch {
+	case !ok:
+		return eol + eol
+	case n == 0:
+		return ""
+	}
+	if _, ok := stripEOL(raw, n); ok {
+		return ""
+	}
+	if raw[len(raw)-1] == '\r' {
+		return "\r\n" // a lone LF would join the CR into one line ending
+	}
+	return eol
+}
+
+// stripEOL removes one line ending from the end of b[:n].
+func stripEOL(b []byte, n int) (int, bool) {
+	switch {
+	case n >= 2 && b[n-2] == '\r' && b[n-1] == '\n':
+		return n - 2, true
+	case n >= 1 && (b[n-1] == '\n' || b[n-1] == '\r'):
+		return n - 1, true
+	}
+	return n, false
+}
+
+// rawDataOffset returns the offset of data in raw when raw has exactly one
+// data line and its value is data, else -1.
+func rawDataOffset(raw, data []byte) int {
+	off, vend, n := -1, -1, 0
+	for i := 0; i < len(raw); {
+		j := i
+		for j < len(raw) && raw[j] != '\n' && raw[j] != '\r' {
+			j++
+		}
+		line := raw[i:j]
+		if bytes.HasPrefix(line, []byte("data")) && (len(line) == 4 || line[4] == ':') {
+			n++
+			v := j
+			if len(line) > 4 {
+				v = i + 5
+				if v < j && raw[v] == ' ' {
+					v++
+				}
+			}
+			off, vend = v, j
+		}
+		if j+1 < len(raw) && raw[j] == '\r' && raw[j+1] == '\n' {
+			j++
+		}
+		i = j + 1
+	}
+	if n != 1 || !bytes.Equal(raw[off:vend], data) {
+		return -1
+	}
+	return off
+}
+
+// reframe returns the event raw (whose data is data) with newData as its
+// data: spliced into the data line when possible, so every other byte stays;
+// otherwise rebuilt from name and newData with raw's line endings.
+func reframe(raw, data, newData, name []byte) []byte {
+	if off := rawDataOffset(raw, data); off >= 0 && bytes.IndexAny(newData, "\r\n") < 0 {
+		return splice(raw, off, off+len(data), newData)
+	}
+	out := AppendEvent(nil, name, newData)
+	if bytes.Contains(raw, []byte("\r\n")) {
+		out = bytes.ReplaceAll(out, []byte("\n"), []byte("\r\n"))
+	}
+	return out
+}
+
+// renumber returns ev with its index digits replaced by n.
+func renumber(ev *asEvent, n int) []byte {
+	num := strconv.AppendInt(nil, int64(n), 10)
+	if bytes.Equal(ev.data[ev.idxStart:ev.idxEnd], num) {
+		return ev.raw
+	}
+	return reframe(ev.raw, ev.data, splice(ev.data, ev.idxStart, ev.idxEnd, num), ev.name)
+}
+
+// copyEvent copies ev for later use.
+func copyEvent(ev *Event, idx gjson.Result) asEvent {
+	e := asEvent{name: bytes.Clone(ev.Name), data: bytes.Clone(ev.Data), raw: bytes.Clone(ev.Raw)}
+	if idx.Exists() {
+		e.idxStart, e.idxEnd = idx.Index, end(idx)
+	}
+	return e
+}
+
+// anthropicEventFields is what Feed reads from an event's top level.
+type anthropicEventFields struct {
+	typ, index, cb, delta, msg, usage gjson.Result
+}
+
+func readAnthropicEvent(ev *Event) (anthropicEventFields, string, error) {
+	var f anthropicEventFields
+	root, err := parseReplyRoot(ev.Data)
+	if err != nil {
+		return f, "", err
+	}
+	var dup string
+	root.ForEach(func(k, v gjson.Result) bool {
+		var dst *gjson.Result
+		switch k.Str {
+		case "type":
+			dst = &f.typ
+		case "index":
+			dst = &f.index
+		case "content_block":
+			dst = &f.cb
+		case "delta":
+			dst = &f.delta
+		case "message":
+			dst = &f.msg
+		case "usage":
+			dst = &f.usage
+		default:
+			return true
+		}
+		if dst.Exists() {
+			dup = k.Str
+			return false
+		}
+		*dst = v
+		return true
+	})
+	if dup != "" {
+		return f, "", spliceErr("duplicate member %q", dup)
+	}
+	typ := bstr(ev.Name)
+	switch {
+	case f.typ.Type == gjson.String:
+		typ = f.typ.Str
+	case f.typ.Exists():
+		return f, "", spliceErr("type must be a string")
+	}
+	return f, typ, nil
+}
+
+// Feed takes one event of the current stream.
+func (s *anthropicSplicer) Feed(ev Event) ([]byte, error) {
+	if s.finished {
+		return nil, errors.New("rewrite: anthropic splicer: Feed after Finish")
+	}
+	if bytes.Contains(ev.Raw, []byte("\r\n")) {
+		s.crlf = true
+	} else if bytes.IndexByte(ev.Raw, '\n') >= 0 {
+		s.crlf = false
+	}
+	if len(ev.Data) == 0 {
+		// Comments, data-less pings and unknown events.
+		return s.emit(nil, ev.Raw), nil
+	}
+	f, typ, err := readAnthropicEvent(&ev)
+	if err != nil {
+		return nil, err
+	}
+	switch typ {
+	case "message_start":
+		return s.messageStart(&ev, f)
+	case "content_block_start":
+		return s.blockStart(&ev, f)
+	case "content_block_delta", "content_block_stop":
+		return s.blockEvent(&ev, f, typ == "content_block_delta")
+	case "message_delta":
+		return nil, s.messageDelta(&ev, f)
+	case "message_stop":
+		s.term = append(s.term, copyEvent(&ev, gjson.Result{}))
+		s.stopEvent = len(s.term) - 1
+		s.done = true
+		return nil, nil
+	case "error":
+		s.done, s.failed = true, true
+		s.errMessage = gjson.GetBytes(ev.Data, "error.message").String()
+		return s.emit(nil, ev.Raw), nil
+	}
+	// ping and unknown events.
+	return s.emit(nil, ev.Raw), nil
+}
+
+func (s *anthropicSplicer) messageStart(ev *Event, f anthropicEventFields) ([]byte, error) {
+	if s.started || len(s.blocks) > 0 {
+		return nil, spliceErr("message_start after the stream started")
+	}
+	if !f.msg.IsObject() {
+		return nil, spliceErr("message_start without a message object")
+	}
+	s.started = true
+	s.msg = []byte(f.msg.Raw)
+	if u := f.msg.Get("usage"); u.IsObject() {
+		s.usage = []byte(u.Raw)
+	}
+	if s.streams > 1 {
+		return nil, nil
+	}
+	return s.emit(nil, ev.Raw), nil
+}
+
+// blockIndex reads a block event's index.
+func blockIndex(f anthropicEventFields, data []byte) (int64, error) {
+	if f.index.Type != gjson.Number {
+		return 0, spliceErr("content block event without a numeric index")
+	}
+	if i := f.index.Index; i <= 0 || end(f.index) > len(data) || string(data[i:end(f.index)]) != f.index.Raw {
+		return 0, spliceErr("cannot locate the content block index")
+	}
+	n, err := strconv.ParseInt(f.index.Raw, 10, 64)
+	if err != nil {
+		return 0, spliceErr("content block index %q is not an integer", f.index.Raw)
+	}
+	return n, nil
+}
+
+func (s *anthropicSplicer) blockStart(ev *Event, f anthropicEventFields) ([]byte, error) {
+	if !s.started {
+		return nil, spliceErr("content_block_start before message_start")
+	}
+	up, err := blockIndex(f, ev.Data)
+	if err != nil {
+		return nil, err
+	}
+	if _, dup := s.byUp[up]; dup {
+		return nil, spliceErr("content block %d started twice", up)
+	}
+	if !f.cb.IsObject() {
+		return nil, spliceErr("content_block_start without a content_block object")
+	}
+	b := &asBlock{up: up, start: []byte(f.cb.Raw)}
+	if f.cb.Get("type").Str == "tool_use" {
+		if s.released {
+			return nil, spliceErr("tool_use block %d started after Release", up)
+		}
+		b.state = asHeld
+		b.held = append(b.held, copyEvent(ev, f.index))
+		s.blocks = append(s.blocks, b)
+		s.byUp[up] = b
+		return nil, nil
+	}
+	b.agent = s.next
+	s.next++
+	s.blocks = append(s.blocks, b)
+	s.byUp[up] = b
+	e := asEvent{name: ev.Name, data: ev.Data, raw: ev.Raw, idxStart: f.index.Index, idxEnd: end(f.index)}
+	return s.emit(nil, renumber(&e, b.agent)), nil
+}
+
+func (s *anthropicSplicer) blockEvent(ev *Event, f anthropicEventFields, isDelta bool) ([]byte, error) {
+	up, err := blockIndex(f, ev.Data)
+	if err != nil {
+		return nil, err
+	}
+	b := s.byUp[up]
+	if b == nil {
+		return nil, spliceErr("event for content block %d, which was not started", up)
+	}
+	if isDelta {
+		if err := b.addDelta(f.delta); err != nil {
+			return nil, err
+		}
+	}
+	switch b.state {
+	case asHeld:
+		b.held = append(b.held, copyEvent(ev, f.index))
+		return nil, nil
+	case asDropped:
+		return nil, nil
+	}
+	e := asEvent{name: ev.Name, data: ev.Data, raw: ev.Raw, idxStart: f.index.Index, idxEnd: end(f.index)}
+	return s.emit(nil, renumber(&e, b.agent)), nil
+}
+
+// addDelta accumulates one delta for Reply.
+func (b *asBlock) addDelta(d gjson.Result) error {
+	if !d.IsObject() {
+		return spliceErr("content_block_delta without a delta object")
+	}
+	typ := d.Get("type").Str
+	var field string
+	switch typ {
+	case "text_delta":
+		field = "text"
+	case "thinking_delta":
+		field = "thinking"
+	case "signature_delta":
+		field = "signature"
+	case "input_json_delta":
+		field = "partial_json"
+	case "citations_delta":
+		field = "citation"
+	default:
+		return nil // unknown delta types are forwarded, not modelled
+	}
+	v := d.Get(field)
+	if typ == "citations_delta" {
+		if !v.IsObject() {
+			return spliceErr("citations_delta without a citation object")
+		}
+		b.citations = append(b.citations, []byte(v.Raw))
+		return nil
+	}
+	if v.Type != gjson.String {
+		return spliceErr("%s without a string %s", typ, field)
+	}
+	switch typ {
+	case "text_delta":
+		b.text, b.hasText = append(b.text, v.Str...), true
+	case "thinking_delta":
+		b.thinking, b.hasThinking = append(b.thinking, v.Str...), true
+	case "signature_delta":
+		b.signature, b.hasSig = append(b.signature, v.Str...), true
+	case "input_json_delta":
+		b.input = append(b.input, v.Str...)
+	}
+	return nil
+}
+
+func (s *anthropicSplicer) messageDelta(ev *Event, f anthropicEventFields) error {
+	if !isNull(f.delta) && !f.delta.IsObject() {
+		return spliceErr("message_delta delta must be an object")
+	}
+	if !isNull(f.usage) && !f.usage.IsObject() {
+		return spliceErr("message_delta usage must be an object")
+	}
+	f.delta.ForEach(func(k, v gjson.Result) bool {
+		s.overlay = append(s.overlay, asMember{key: k.Str, raw: []byte(v.Raw)})
+		return true
+	})
+	if f.usage.IsObject() {
+		u := s.usage
+		if u == nil {
+			u = []byte("{}")
+		}
+		f.usage.ForEach(func(k, v gjson.Result) bool {
+			if v.Type != gjson.Null {
+				u = setTop(u, k.Str, []byte(v.Raw))
+			}
+			return true
+		})
+		s.usage = u
+	}
+	s.term = append(s.term, copyEvent(ev, gjson.Result{}))
+	s.lastDelta = len(s.term) - 1
+	return nil
+}
+
+// usageOutput reads output_tokens of a usage object.
+func usageOutput(u []byte) int64 {
+	obj, ok := rootObject(bstr(u))
+	if !ok {
+		return 0
+	}
+	return agCount(obj, "output_tokens")
+}
+
+// Reply rebuilds the non-streaming Message of the current stream.
+func (s *anthropicSplicer) Reply() ([]byte, error) {
+	if s.failed {
+		return nil, fmt.Errorf("rewrite: anthropic stream ended with an error event: %s", s.errMessage)
+	}
+	if !s.started {
+		return nil, spliceErr("no message_start")
+	}
+	content := []byte{'['}
+	for i, b := range s.blocks {
+		if i > 0 {
+			content = append(content, ',')
+		}
+		blk, err := b.json()
+		if err != nil {
+			return nil, err
+		}
+		content = append(content, blk...)
+	}
+	content = append(content, ']')
+	out := setTop(bytes.Clone(s.msg), "content", content)
+	for _, m := range s.overlay {
+		out = setTop(out, m.key, m.raw)
+	}
+	if s.usage != nil {
+		out = setTop(out, "usage", s.usage)
+	}
+	return out, nil
+}
+
+// setTop sets a top-level member of the object body.
+func setTop(body []byte, key string, raw []byte) []byte {
+	root, ok := rootObject(bstr(body))
+	if !ok {
+		return body
+	}
+	return setMember(body, root, key, raw)
+}
+
+// json returns the block with its deltas applied.
+func (b *asBlock) json() ([]byte, error) {
+	out := b.start
+	str := func(key string, add []byte) {
+		prev := gjson.GetBytes(out, key).Str
+		out = setTop(out, key, appendJSONString(nil, prev+string(add)))
+	}
+	if b.hasText {
+		str("text", b.text)
+	}
+	if b.hasThinking {
+		str("thinking", b.thinking)
+	}
+	if b.hasSig {
+		str("signature", b.signature)
+	}
+	if len(b.input) > 0 {
+		if !gjson.ValidBytes(b.input) {
+			return nil, spliceErr("content block %d: input is not valid JSON", b.up)
+		}
+		out = setTop(out, "input", b.input)
+	} else if gjson.GetBytes(out, "type").Str == "tool_use" && !gjson.GetBytes(out, "input").Exists() {
+		out = setTop(out, "input", []byte("{}"))
+	}
+	if len(b.citations) > 0 {
+		prev := gjson.GetBytes(out, "citations")
+		arr := []byte{'['}
+		if prev.IsArray() {
+			if inner := agInner(prev); inner != "" {
+				arr = append(arr, inner...)
+				arr = append(arr, ',')
+			}
+		}
+		arr = append(arr, bytes.Join(b.citations, []byte{','})...)
+		out = setTop(out, "citations", append(arr, ']'))
+	}
+	return out, nil
+}
+
+// Release writes the kept tool calls of the current stream.
+func (s *anthropicSplicer) Release(remove, first []int) ([]byte, error) {
+	if s.released {
+		return nil, errors.New("rewrite: anthropic splicer: Release called twice for one stream")
+	}
+	var calls []int
+	for i, b := range s.blocks {
+		if b.state == asHeld {
+			calls = append(calls, i)
+		}
+	}
+	order, left, err := agCallOrder(len(s.blocks), calls, remove, first)
+	if err != nil {
+		return nil, err
+	}
+	s.released = true
+	s.removedAll = len(remove) > 0 && left == 0
+	for _, i := range calls {
+		s.blocks[i].state = asDropped
+	}
+	var out []byte
+	for _, i := range order {
+		b := s.blocks[i]
+		if b.state != asDropped {
+			continue // not a tool call
+		}
+		b.state, b.agent = asReleased, s.next
+		s.next++
+		if s.failed {
+			continue
+		}
+		for j := range b.held {
+			out = s.emit(out, renumber(&b.held[j], b.agent))
+		}
+	}
+	for _, i := range calls {
+		s.blocks[i].held = nil
+	}
+	return out, nil
+}
+
+// Next starts a follow-up stream.
+func (s *anthropicSplicer) Next() {
+	s.prevOut += usageOutput(s.usage)
+	s.streams++
+	s.started, s.done, s.released, s.removedAll = false, false, false, false
+	s.msg, s.usage, s.overlay, s.blocks, s.term = nil, nil, nil, nil, nil
+	s.lastDelta, s.stopEvent = -1, -1
+	s.byUp = map[int64]*asBlock{}
+}
+
+// Finish writes the terminal events.
+func (s *anthropicSplicer) Finish() ([]byte, error) {
+	if s.finished {
+		return nil, errors.New("rewrite: anthropic splicer: Finish called twice")
+	}
+	s.finished = true
+	if s.failed {
+		return nil, nil
+	}
+	if !s.done {
+		return nil, errors.New("rewrite: anthropic stream did not end with message_stop")
+	}
+	stop := gjson.Result{}
+	for _, m := range s.overlay {
+		if m.key == "stop_reason" {
+			stop = gjson.ParseBytes(m.raw)
+		}
+	}
+	if isNull(stop) && s.msg != nil {
+		stop = gjson.GetBytes(s.msg, "stop_reason")
+	}
+	endTurn := s.removedAll && (isNull(stop) || stop.Str == "tool_use")
+	var out []byte
+	if s.streams == 1 && !endTurn && s.lastDelta >= 0 {
+		for i := range s.term {
+			out = s.emit(out, s.term[i].raw)
+		}
+		return out, nil
+	}
+	var tmpl *asEvent
+	if s.lastDelta >= 0 {
+		tmpl = &s.term[s.lastDelta]
+	} else {
+		tmpl = &asEvent{name: []byte("message_delta"),
+			data: []byte(`{"type":"message_delta","delta":{"stop_reason":null,"stop_sequence":null},"usage":{}}`)}
+		tmpl.raw = s.frame(tmpl.name, tmpl.data)
+	}
+	data := tmpl.data
+	if endTurn {
+		root, _ := rootObject(bstr(data))
+		if d := root.Get("delta"); d.IsObject() {
+			data = setMember(data, d, "stop_reason", []byte(`"end_turn"`))
+		} else {
+			data = setTop(data, "delta", []byte(`{"stop_reason":"end_turn","stop_sequence":null}`))
+		}
+	}
+	if s.streams > 1 || s.lastDelta < 0 {
+		u := s.usage
+		if u == nil {
+			u = []byte("{}")
+		}
+		total := s.prevOut + usageOutput(s.usage)
+		data = setTop(data, "usage", agSetCounts(u, []string{"output_tokens"}, []int64{total}))
+	}
+	out = s.emit(out, reframe(tmpl.raw, tmpl.data, data, tmpl.name))
+	if s.stopEvent >= 0 {
+		out = s.emit(out, s.term[s.stopEvent].raw)
+	} else {
+		out = s.emit(out, s.frame([]byte("message_stop"), []byte(`{"type":"message_stop"}`)))
+	}
+	return out, nil
+}
+
+// frame renders an event with the upstream's line endings.
+func (s *anthropicSplicer) frame(name, data []byte) []byte {
+	out := AppendEvent(nil, name, data)
+	if s.crlf {
+		out = bytes.ReplaceAll(out, []byte("\n"), []byte("\r\n"))
+	}
+	return out
+}
