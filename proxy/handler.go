@@ -179,7 +179,9 @@ func (s *Server) copyBody(ctx *fasthttp.RequestCtx, x *exchange) error {
 		ctx.Response.SetBodyRaw(append([]byte(nil), x.upResp.Body()...))
 		return nil
 	}
-	_, err := io.Copy(ctx.Response.BodyWriter(), bs)
+	buf := chunkPool.Get().(*[]byte)
+	_, err := io.CopyBuffer(ctx.Response.BodyWriter(), bs, *buf)
+	chunkPool.Put(buf)
 	if cerr := x.upResp.CloseBodyStream(); err == nil {
 		err = cerr
 	}
