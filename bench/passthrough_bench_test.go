@@ -1,0 +1,257 @@
+package bench_test
+
+// Benchmarks of shepherd's pass-through path: the real proxy.Server on a
+// loopback TCP listener in front of the in-process mock provider, against
+// the same client talking to the mock directly.
+//
+// Everything runs in this process, so ns/op is the round-trip time of one
+// request with one connection (serial, no concurrency), and B/op and
+// allocs/op count the client, the mock and (for Proxy*) shepherd together.
+// The client and the mock do the same work in DirectX and ProxyX, so
+// ProxyX - DirectX is what shepherd adds: its own CPU time, allocations and
+// the second loopback hop.
+//
+// The client side uses a real loopback socket, not a
+// fasthttputil.InmemoryListener: shepherd's upstream client dials TCP (its
+// dialer is not injectable), so the shepherd-to-mock hop is loopback TCP
+// anyway, and putting the client on TCP too keeps Direct and Proxy
+// symmetrical (Direct = one TCP hop, Proxy = two) instead of comparing an
+// in-memory pipe with a socket.
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"shepherd/bench/mock"
+	"shepherd/bench/workload"
+	"shepherd/config"
+	"shepherd/proxy"
+	"shepherd/state"
+)
+
+// env is a mock provider and a shepherd in front of it.
+type env struct {
+	mockAddr  string
+	proxyAddr string
+}
+
+// startEnv starts the mock (no recording, the workload reply shape, no
+// delays) and shepherd with every upstream pointing at it; both stop when b
+// ends.
+func startEnv(b *testing.B) *env {
+	b.Helper()
+	m := mock.New(mock.Options{
+		NoRecord:  true,
+		PadText:   workload.PadText,
+		ChunkSize: workload.ChunkSize,
+	})
+	if err := m.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(m.Close)
+
+	cfg := config.Defaults()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Admin.Listen = "127.0.0.1:0" // separate admin listener (not served): the production handler
+	cfg.Upstreams.Anthropic = m.URL()
+	cfg.Upstreams.OpenAI = m.URL()
+	cfg.Upstreams.Gemini = m.URL()
+	cfg.Log.Level = "warn"
+	if err := cfg.Validate(); err != nil {
+		b.Fatal(err)
+	}
+	st := state.NewMemory(state.MemoryOptions{MaxSessions: cfg.State.MaxSessions, TTL: cfg.State.TTL})
+	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: zap.NewNop(), Store: st, Metrics: proxy.NewMetrics()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln)
+	}()
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-served
+		_ = st.Close()
+	})
+	return &env{mockAddr: strings.TrimPrefix(m.URL(), "http://"), proxyAddr: ln.Addr().String()}
+}
+
+// newClient is the load side: one fasthttp.HostClient per benchmark, so
+// connection reuse is the same for every target.
+func newClient(addr string, stream bool) *fasthttp.HostClient {
+	return &fasthttp.HostClient{
+		Addr:                     addr,
+		MaxConns:                 4,
+		StreamResponseBody:       stream,
+		NoDefaultUserAgentHeader: true,
+		ReadBufferSize:           16 << 10,
+		WriteBufferSize:          16 << 10,
+		MaxResponseBodySize:      64 << 20,
+	}
+}
+
+// newRequest builds the request once; fasthttp's client does not consume
+// it, so every iteration sends the same object.
+func newRequest(addr string, body []byte) *fasthttp.Request {
+	req := fasthttp.AcquireRequest()
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.SetRequestURI("http://" + addr + workload.Path)
+	req.Header.SetContentType("application/json")
+	for _, h := range workload.Headers {
+		req.Header.Set(h[0], h[1])
+	}
+	req.SetBodyRaw(body)
+	return req
+}
+
+var jsonCases = []struct {
+	name string
+	body []byte
+}{
+	{"small", workload.AnthropicSmall(false)},
+	{"agent50k", workload.AnthropicAgent(workload.AgentTurns, false)},
+}
+
+// BenchmarkDirectJSON: client → mock, non-streaming.
+func BenchmarkDirectJSON(b *testing.B) {
+	e := startEnv(b)
+	for _, c := range jsonCases {
+		b.Run(c.name, func(b *testing.B) { benchJSON(b, e.mockAddr, c.body) })
+	}
+}
+
+// BenchmarkProxyJSON: client → shepherd → mock, non-streaming.
+func BenchmarkProxyJSON(b *testing.B) {
+	e := startEnv(b)
+	for _, c := range jsonCases {
+		b.Run(c.name, func(b *testing.B) { benchJSON(b, e.proxyAddr, c.body) })
+	}
+}
+
+// BenchmarkDirectSSE: client → mock, a ~100-event Anthropic stream read to
+// its end.
+func BenchmarkDirectSSE(b *testing.B) {
+	benchSSE(b, startEnv(b).mockAddr)
+}
+
+// BenchmarkProxySSE: client → shepherd → mock, the same stream.
+func BenchmarkProxySSE(b *testing.B) {
+	benchSSE(b, startEnv(b).proxyAddr)
+}
+
+var wantJSON = []byte(`"type":"message"`)
+
+func benchJSON(b *testing.B, addr string, body []byte) {
+	c := newClient(addr, false)
+	defer c.CloseIdleConnections()
+	req := newRequest(addr, body)
+	defer fasthttp.ReleaseRequest(req)
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseResponse(resp)
+
+	// One checked request outside the timed loop (and to open the connection).
+	if err := c.Do(req, resp); err != nil {
+		b.Fatal(err)
+	}
+	if resp.StatusCode() != 200 || !bytes.Contains(resp.Body(), wantJSON) {
+		b.Fatalf("status %d body %.200q", resp.StatusCode(), resp.Body())
+	}
+	respBytes := len(resp.Body())
+
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.Do(req, resp); err != nil {
+			b.Fatal(err)
+		}
+		if resp.StatusCode() != 200 || len(resp.Body()) != respBytes {
+			b.Fatalf("status %d, %d body bytes, want %d", resp.StatusCode(), len(resp.Body()), respBytes)
+		}
+	}
+	b.ReportMetric(float64(len(body)), "req-B")
+	b.ReportMetric(float64(respBytes), "resp-B")
+}
+
+func benchSSE(b *testing.B, addr string) {
+	c := newClient(addr, true)
+	defer c.CloseIdleConnections()
+	req := newRequest(addr, workload.AnthropicSmall(true))
+	defer fasthttp.ReleaseRequest(req)
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseResponse(resp)
+	buf := make([]byte, 32<<10)
+
+	// readStream sends one request and reads the stream to its end,
+	// counting events (blank-line terminated, across read boundaries).
+	readStream := func() int {
+		if err := c.Do(req, resp); err != nil {
+			b.Fatal(err)
+		}
+		if resp.StatusCode() != 200 {
+			b.Fatalf("status %d", resp.StatusCode())
+		}
+		events := 0
+		var prev byte
+		if bs := resp.BodyStream(); bs != nil {
+			for {
+				n, err := bs.Read(buf)
+				events += countEvents(buf[:n], prev)
+				if n > 0 {
+					prev = buf[n-1]
+				}
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		} else {
+			events = countEvents(resp.Body(), 0)
+		}
+		if err := resp.CloseBodyStream(); err != nil {
+			b.Fatal(err)
+		}
+		return events
+	}
+
+	if n := readStream(); n != workload.StreamEvents {
+		b.Fatalf("stream had %d events, want %d", n, workload.StreamEvents)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if n := readStream(); n != workload.StreamEvents {
+			b.Fatalf("stream had %d events, want %d", n, workload.StreamEvents)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*workload.StreamEvents), "ns/event")
+	b.ReportMetric(workload.StreamEvents, "events/op")
+}
+
+// countEvents counts "\n\n" in p, including one that straddles the previous
+// read (prev is the last byte before p).
+func countEvents(p []byte, prev byte) int {
+	if len(p) == 0 {
+		return 0
+	}
+	n := bytes.Count(p, []byte("\n\n"))
+	if prev == '\n' && p[0] == '\n' {
+		n++
+	}
+	return n
+}
