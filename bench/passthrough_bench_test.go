@@ -65,6 +65,7 @@ func startEnv(b *testing.B) *env {
 	cfg.Upstreams.OpenAI = m.URL()
 	cfg.Upstreams.Gemini = m.URL()
 	cfg.Log.Level = "warn"
+	cfg.Topics.Enabled = false // the pass-through path; hooks are measured separately
 	if err := cfg.Validate(); err != nil {
 		b.Fatal(err)
 	}

@@ -148,9 +148,8 @@ type Session struct {
 
 // Topics configures the topic-chapters feature and the turn engine's bounds.
 type Topics struct {
-	// Enabled: key topics.enabled; default false while the stream splicer is
-	// being built (the feature then serves non-streaming requests only;
-	// streams pass through untouched).
+	// Enabled: key topics.enabled; default true. Off, requests and replies
+	// pass through untouched.
 	Enabled bool `mapstructure:"enabled"`
 	// ToolName: key topics.tool_name; the tool offered to the model; default
 	// create_new_topic.

@@ -45,7 +45,7 @@ func Defaults() Config {
 			Header: "X-Session-Id",
 		},
 		Topics: Topics{
-			Enabled:      false,
+			Enabled:      true,
 			ToolName:     "create_new_topic",
 			Placement:    "last_user",
 			MaxFollowups: 4,

@@ -51,6 +51,9 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	cfg.Upstreams.Gemini = m.URL()
 	cfg.Admin.Listen = ""
 	cfg.Listen = "127.0.0.1:0"
+	// Tests of the transparent core run with every feature off; feature
+	// tests turn theirs on.
+	cfg.Topics.Enabled = false
 	if o.Config != nil {
 		o.Config(&cfg)
 	}
