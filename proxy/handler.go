@@ -236,7 +236,14 @@ func upstreamErrorKind(err error) string {
 var altSSE = []byte("sse")
 
 // turnServes reports whether the turn engine can serve this request's reply.
+// A request whose history is kept upstream (Responses previous_response_id)
+// passes through: a call shepherd answered would stay unanswered in the
+// upstream chain, which the ledger cannot repair because the history is
+// never resent. Continuing that chain upstream is future work.
 func (s *Server) turnServes(ctx *fasthttp.RequestCtx, x *exchange, view *hooks.Request) bool {
+	if view.PreviousResponseID != "" {
+		return false
+	}
 	if !view.Stream {
 		return true
 	}

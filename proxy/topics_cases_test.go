@@ -73,3 +73,17 @@ func TestTopicsTwoCallsOneTurn(t *testing.T) {
 		})
 	}
 }
+
+// TestTopicsStatefulResponsesPassThrough: with previous_response_id the
+// history lives upstream, so shepherd leaves the request and reply alone.
+func TestTopicsStatefulResponsesPassThrough(t *testing.T) {
+	h := newHarness(t, harnessOptions{Config: func(c *config.Config) { c.Topics.Enabled = true }})
+	h.mock.Script(mock.Reply{ToolCalls: []mock.ToolCall{{ID: "t1", Name: "create_new_topic", Args: `{"title":"X"}`}}})
+	body := `{"model":"m","previous_response_id":"resp_prev","input":[{"role":"user","content":"go on"}]}`
+	resp, reply := do(t, "POST", h.URL+"/v1/responses", body, openaiHeaders())
+	require.Equal(t, 200, resp.StatusCode)
+	got, _ := h.mock.Last()
+	require.Equal(t, body, string(got.Body))
+	require.Len(t, h.mock.Requests(), 1)
+	require.Contains(t, string(reply), "create_new_topic", "the reply is the upstream's, untouched")
+}

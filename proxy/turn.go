@@ -266,7 +266,7 @@ func (l *replyLoop) step(cur []byte, round int) (remove, first []int, follow []b
 	l.items = append(l.items, msgItems...)
 	t.s.metrics.answered.Add(float64(len(results)))
 	allAnswered := len(remove) > 0 && len(remove) == len(view.ToolCalls)
-	if !allAnswered || round >= t.s.maxFollowups || t.view.PreviousResponseID != "" {
+	if !allAnswered || round >= t.s.maxFollowups {
 		l.pending = results
 		return remove, first, nil, true
 	}
