@@ -36,13 +36,28 @@ func Anchors(msgs []Message) []string {
 }
 
 // appendMessageDigest appends a canonical, length-prefixed encoding of m.
+// A run of adjacent text blocks is encoded as one text: a streamed reply may
+// arrive as several text parts (Gemini) that an agent echoes back joined.
 func appendMessageDigest(dst []byte, m *Message) []byte {
 	dst = appendField(dst, []byte(m.Role))
+	var text []byte
+	flush := func() {
+		if len(text) > 0 {
+			dst = appendField(dst, []byte(BlockText))
+			dst = appendField(dst, text)
+			text = text[:0]
+		}
+	}
 	for i := range m.Blocks {
 		b := &m.Blocks[i]
-		if b.Kind == BlockOther || b.Kind == BlockText && b.Text == "" {
+		switch b.Kind {
+		case BlockOther:
+			continue
+		case BlockText:
+			text = append(text, b.Text...)
 			continue
 		}
+		flush()
 		dst = appendField(dst, []byte(b.Kind))
 		dst = appendField(dst, []byte(b.Text))
 		dst = appendField(dst, []byte(b.ToolCallID))
@@ -54,6 +69,7 @@ func appendMessageDigest(dst []byte, m *Message) []byte {
 			dst = append(dst, 0)
 		}
 	}
+	flush()
 	return dst
 }
 

@@ -60,3 +60,15 @@ func TestAnchorsIgnoreInvisibleBlocks(t *testing.T) {
 	c[1].Blocks = append(c[1].Blocks, Block{Kind: BlockText}, Block{Kind: BlockOther})
 	require.Equal(t, a, Anchors(c), "an empty text part or an opaque block does not change the anchor")
 }
+
+func TestAnchorsJoinAdjacentText(t *testing.T) {
+	split := []Message{{Role: RoleAssistant, Blocks: []Block{{Kind: BlockText, Text: "Starting Phase 0"}, {Kind: BlockText, Text: "."}}}}
+	joined := []Message{{Role: RoleAssistant, Blocks: []Block{{Kind: BlockText, Text: "Starting Phase 0."}}}}
+	require.Equal(t, Anchors(joined), Anchors(split), "a streamed reply's text parts echo back joined")
+	other := []Message{{Role: RoleAssistant, Blocks: []Block{{Kind: BlockText, Text: "Starting Phase 0!"}}}}
+	require.NotEqual(t, Anchors(joined), Anchors(other))
+	// Text separated by a call stays two texts.
+	a := []Message{{Role: RoleAssistant, Blocks: []Block{{Kind: BlockText, Text: "a"}, {Kind: BlockToolCall, ToolCallID: "x"}, {Kind: BlockText, Text: "b"}}}}
+	b := []Message{{Role: RoleAssistant, Blocks: []Block{{Kind: BlockText, Text: "ab"}, {Kind: BlockToolCall, ToolCallID: "x"}}}}
+	require.NotEqual(t, Anchors(a), Anchors(b))
+}
