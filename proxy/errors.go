@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"net"
+	"strings"
 	"syscall"
 
 	"github.com/valyala/fasthttp"
@@ -62,10 +63,11 @@ func statusOf(err error) (int, string) {
 	return fasthttp.StatusBadGateway, "upstream connection failed"
 }
 
-// malformedMessage returns the codec's description of a malformed body; the
-// codec writes it for the client (it names a field, never echoes content).
+// malformedMessage returns the codec's description of a malformed body for
+// the client (it names a field, never echoes content), without the Go
+// package prefix.
 func malformedMessage(err error) string {
-	return err.Error()
+	return strings.TrimPrefix(err.Error(), "rewrite: ")
 }
 
 // writeError renders err in the calling API's own error shape.

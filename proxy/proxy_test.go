@@ -545,3 +545,11 @@ func TestSessionsInRedis(t *testing.T) {
 	require.Equal(t, 200, resp.StatusCode)
 	cleanupRedisPrefix(t, url, prefix)
 }
+
+// TestMalformedMessageNamesField: the 400 names what is wrong in the
+// client's terms, without Go package prefixes.
+func TestMalformedMessageNamesField(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	_, b := do(t, "POST", h.URL+"/v1/chat/completions", `{"model":"m","messages":"hi"}`, openaiHeaders())
+	require.Equal(t, "malformed request body: messages must be an array", gjson.GetBytes(b, "error.message").String())
+}
