@@ -37,10 +37,7 @@ func (s *Server) streamEvents(ctx *fasthttp.RequestCtx, x *exchange) {
 					if !xs.crlf && bytes.HasSuffix(ev.Raw, crlf) {
 						xs.crlf = true
 					}
-					if _, werr := w.Write(ev.Raw); werr != nil {
-						return true, nil
-					}
-					if werr := w.Flush(); werr != nil {
+					if !write(w, ev.Raw) {
 						return true, nil
 					}
 				}
@@ -76,10 +73,7 @@ func (s *Server) streamChunks(ctx *fasthttp.RequestCtx, x *exchange) {
 					if t := bytes.TrimRight((*buf)[:n], " \t\r\n"); len(t) > 0 {
 						last = t[len(t)-1]
 					}
-					if _, werr := w.Write((*buf)[:n]); werr != nil {
-						return true, nil
-					}
-					if werr := w.Flush(); werr != nil {
+					if !write(w, (*buf)[:n]) {
 						return true, nil
 					}
 				}
@@ -104,50 +98,79 @@ var (
 
 var chunkPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// pipe runs copyFn over the upstream body stream, keeps the stream registered
-// for shutdown, and cleans up: a client that went away cancels the upstream
-// request (its connection is closed); an upstream that broke mid-stream gets
-// the API's stream error event written to the client.
+// pipe runs copyFn over the upstream body, and cleans up: a client that
+// went away cancels the upstream request (its connection is closed); an
+// upstream that broke mid-stream gets the API's stream error event written
+// to the client.
 func (s *Server) pipe(w *bufio.Writer, x *exchange, copyFn func(io.Reader, *bufio.Writer) (bool, error)) {
 	start := time.Now()
 	s.metrics.streamsOpen.Inc()
 	defer s.metrics.streamsOpen.Dec()
-	upResp := x.upResp
-	defer fasthttp.ReleaseResponse(upResp)
-	bs := upResp.BodyStream()
-	if bs == nil {
-		// The upstream body was small enough to be read with the headers.
-		if _, err := w.Write(upResp.Body()); err == nil {
-			_ = w.Flush()
-		}
-		return
-	}
-	closer, _ := bs.(fasthttp.ReadCloserWithError)
-	id := s.streams.add(closer)
-	defer s.streams.remove(id)
+	defer fasthttp.ReleaseResponse(x.upResp)
+	body := s.openUpstreamBody(x.upResp)
+	defer body.close()
 
-	idle := newIdleWatch(bs, closer, s.cfg.Limits.StreamIdleTimeout)
-	defer idle.stop()
-	clientGone, upErr := copyFn(idle, w)
-	if upErr != nil && idle.fired.Load() {
-		upErr = errors.Join(errUpstreamTimeout, upErr)
-	}
+	clientGone, upErr := copyFn(body, w)
 	switch {
 	case clientGone:
 		s.metrics.clientAborts.WithLabelValues(x.route.name).Inc()
-		if closer != nil {
-			_ = closer.CloseWithError(errClientGone)
-		}
+		body.abort()
 		s.log.Debug("client left mid-stream; upstream request cancelled",
 			zap.String("request_id", x.requestID), zap.String("route", x.route.name))
 	case upErr != nil:
-		if s.streams.wasCut(id) {
-			upErr = errShuttingDown
-		}
-		s.writeStreamError(w, x, upErr)
+		s.writeStreamError(w, x, body.cause(upErr))
 	}
-	_ = upResp.CloseBodyStream()
 	s.metrics.streamDuration.WithLabelValues(x.route.name).Observe(time.Since(start).Seconds())
+}
+
+// upstreamBody is one upstream body a stream writer reads: registered so
+// Shutdown can cut it, watched for silence, and closed (which releases or
+// drops the upstream connection) when the writer is done.
+type upstreamBody struct {
+	*idleWatch
+	s      *Server
+	resp   *fasthttp.Response
+	closer fasthttp.ReadCloserWithError
+	id     uint64
+}
+
+// openUpstreamBody starts reading resp's body. A body small enough to have
+// been read with the headers is served from memory.
+func (s *Server) openUpstreamBody(resp *fasthttp.Response) *upstreamBody {
+	bs := resp.BodyStream()
+	if bs == nil {
+		bs = bytes.NewReader(resp.Body())
+	}
+	closer, _ := bs.(fasthttp.ReadCloserWithError)
+	return &upstreamBody{
+		idleWatch: newIdleWatch(bs, closer, s.cfg.Limits.StreamIdleTimeout),
+		s:         s, resp: resp, closer: closer, id: s.streams.add(closer),
+	}
+}
+
+// cause maps a read error to the proxy's classes: silence past
+// stream_idle_timeout is a timeout, a stream Shutdown cut is a shutdown.
+func (b *upstreamBody) cause(err error) error {
+	switch {
+	case b.s.streams.wasCut(b.id):
+		return errShuttingDown
+	case b.fired.Load():
+		return errors.Join(errUpstreamTimeout, err)
+	}
+	return err
+}
+
+// abort closes the upstream connection because the client went away.
+func (b *upstreamBody) abort() {
+	if b.closer != nil {
+		_ = b.closer.CloseWithError(errClientGone)
+	}
+}
+
+func (b *upstreamBody) close() {
+	b.stop()
+	b.s.streams.remove(b.id)
+	_ = b.resp.CloseBodyStream()
 }
 
 var (

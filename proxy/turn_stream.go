@@ -131,18 +131,9 @@ func (s *Server) followUpStream(t *turn, body []byte) (*fasthttp.Response, error
 // flushing what it returns. It reports whether the client went away and the
 // upstream's error, and closes the upstream body.
 func (s *Server) spliceStream(w *bufio.Writer, x *exchange, upResp *fasthttp.Response, sp rewrite.StreamSplicer) (clientGone bool, upErr error) {
-	bs := upResp.BodyStream()
-	if bs == nil {
-		bs = bytes.NewReader(upResp.Body())
-	}
-	closer, _ := bs.(fasthttp.ReadCloserWithError)
-	id := s.streams.add(closer)
-	defer s.streams.remove(id)
-	idle := newIdleWatch(bs, closer, s.cfg.Limits.StreamIdleTimeout)
-	defer idle.stop()
-	defer func() { _ = upResp.CloseBodyStream() }()
-
-	r := rewrite.NewReader(idle)
+	body := s.openUpstreamBody(upResp)
+	defer body.close()
+	r := rewrite.NewReader(body)
 	for {
 		ev, err := r.Next()
 		if len(ev.Raw) > 0 {
@@ -154,9 +145,7 @@ func (s *Server) spliceStream(w *bufio.Writer, x *exchange, upResp *fasthttp.Res
 				return false, ferr
 			}
 			if !write(w, out) {
-				if closer != nil {
-					_ = closer.CloseWithError(errClientGone)
-				}
+				body.abort()
 				return true, nil
 			}
 		}
@@ -164,13 +153,7 @@ func (s *Server) spliceStream(w *bufio.Writer, x *exchange, upResp *fasthttp.Res
 			return false, nil
 		}
 		if err != nil {
-			if idle.fired.Load() {
-				err = errors.Join(errUpstreamTimeout, err)
-			}
-			if s.streams.wasCut(id) {
-				err = errShuttingDown
-			}
-			return false, err
+			return false, body.cause(err)
 		}
 	}
 }
