@@ -35,6 +35,8 @@ type exchange struct {
 	start     time.Time
 	upWait    time.Duration
 	upResp    *fasthttp.Response
+	// sessionSource says where the session id came from (access log).
+	sessionSource sessionSource
 	// crlf records that the upstream frames SSE lines with CRLF, so events
 	// shepherd writes into the stream use the same framing.
 	crlf bool
@@ -95,6 +97,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	x.call.Tenant = tenantOf(&ctx.Request)
 	sid, src := resolveSession(h, s.cfg.Session.Header, hints, fingerprint)
 	x.call.SessionID = sid
+	x.sessionSource = src
 
 	// The hook chain and the turn engine serve model requests whose reply
 	// they can rewrite: JSON, and SSE streams of APIs with a stream splicer.
@@ -129,7 +132,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	copyResponseHeaders(&ctx.Response, x.upResp)
 	s.setShepherdHeaders(ctx, &x)
 	if sid != "" && x.route.inspect && t == nil {
-		s.recorder.touch(state.Key{Tenant: x.call.Tenant, Session: sid}, src)
+		s.recorder.touch(state.Key{Tenant: x.call.Tenant, Session: sid})
 	}
 
 	status := x.upResp.StatusCode()
@@ -219,6 +222,7 @@ func (s *Server) finish(ctx *fasthttp.RequestCtx, x *exchange, status int) {
 	if ce := s.log.Check(zap.DebugLevel, "request"); ce != nil {
 		ce.Write(zap.String("request_id", x.requestID), zap.String("route", x.route.name),
 			zap.Int("status", status), zap.String("session", x.call.SessionID),
+			zap.String("session_source", string(x.sessionSource)),
 			zap.Duration("upstream", x.upWait), zap.Duration("total", time.Since(x.start)))
 	}
 }

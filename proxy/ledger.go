@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 
-	"shepherd/hooks"
 	"shepherd/rewrite"
 	"shepherd/state"
 )
@@ -50,12 +49,12 @@ type replayStats struct {
 }
 
 // replayLedger rebuilds the model's view of the conversation in body (the
-// agent's copy, whose view is view) from the session's ledger. Entries are
+// agent's copy, whose messages have anchors) from the session's ledger. Entries are
 // matched by anchor; an entry whose anchor is not in the conversation is a
 // miss (history edited or compacted, or another conversation) and is
 // skipped. Edits are applied from the last message to the first so earlier
 // positions stay valid.
-func replayLedger(tc rewrite.TurnCodec, body []byte, view *hooks.Request, anchors []string, ledger []state.LedgerEntry) ([]byte, replayStats, error) {
+func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []state.LedgerEntry) ([]byte, replayStats, error) {
 	var st replayStats
 	if len(ledger) == 0 {
 		return body, st, nil

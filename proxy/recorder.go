@@ -27,8 +27,7 @@ type sessionRecorder struct {
 }
 
 type sessionTouch struct {
-	key    state.Key
-	source sessionSource
+	key state.Key
 }
 
 func newSessionRecorder(st state.Store, log *zap.Logger, m *Metrics, timeout time.Duration) *sessionRecorder {
@@ -45,14 +44,14 @@ func newSessionRecorder(st state.Store, log *zap.Logger, m *Metrics, timeout tim
 }
 
 // touch queues a request count for key; it never blocks.
-func (r *sessionRecorder) touch(key state.Key, src sessionSource) {
+func (r *sessionRecorder) touch(key state.Key) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
 		return
 	}
 	select {
-	case r.queue <- sessionTouch{key: key, source: src}:
+	case r.queue <- sessionTouch{key: key}:
 	default:
 		r.metrics.StoreError("touch_dropped")
 	}

@@ -83,7 +83,6 @@ func New(o Options) (*Server, error) {
 		maxFollowups: cfg.Topics.MaxFollowups,
 	}
 	uo := upstreamOptions{
-		IdleTimeout: cfg.Limits.UpstreamTimeout,
 		DialTimeout: 10 * time.Second,
 		MaxConns:    cfg.Limits.MaxConnsPerUpstream,
 	}

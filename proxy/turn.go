@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
+	"shepherd/config"
 	"shepherd/hooks"
 	"shepherd/rewrite"
 	"shepherd/state"
@@ -115,7 +116,7 @@ func (t *turn) build(sess *state.Session, edits hooks.RequestEdits) ([]byte, err
 		// Otherwise this turn was seen before (a retry): the replay below
 		// re-applies the text the model saw then.
 	}
-	body, st, err := replayLedger(t.tc, body, t.view, anchors, sess.Ledger)
+	body, st, err := replayLedger(t.tc, body, anchors, sess.Ledger)
 	t.s.metrics.ledger.WithLabelValues("applied").Add(float64(st.applied))
 	t.s.metrics.ledger.WithLabelValues("missed").Add(float64(st.missed))
 	if err != nil {
@@ -163,7 +164,7 @@ func (s *Server) loadSession(key state.Key) (*state.Session, error) {
 }
 
 func (s *Server) storeTimeout() time.Duration {
-	if d := s.cfg.State.Redis.Timeout; d > 0 && s.cfg.State.Backend == "redis" {
+	if d := s.cfg.State.Redis.Timeout; d > 0 && s.cfg.State.Backend == config.BackendRedis {
 		return 5 * d
 	}
 	return time.Second

@@ -34,9 +34,6 @@ type upstream struct {
 
 // upstreamOptions are the client settings shared by every upstream.
 type upstreamOptions struct {
-	// IdleTimeout is the longest the upstream may stay silent while shepherd
-	// waits for response headers or for the next bytes of a body.
-	IdleTimeout time.Duration
 	DialTimeout time.Duration
 	MaxConns    int
 }
