@@ -33,6 +33,8 @@ type Config struct {
 	Session Session `mapstructure:"session"`
 	// Topics configures topic chapters (features.md plan A).
 	Topics Topics `mapstructure:"topics"`
+	// Intents configures intent governance (features.md plan B).
+	Intents Intents `mapstructure:"intents"`
 }
 
 // Upstreams holds one base URL per provider. The upstream host is always taken
@@ -172,4 +174,83 @@ type Topics struct {
 	// NoTopicReminder: key topics.no_topic_reminder; the reminder before the
 	// first chapter; "" uses the built-in text.
 	NoTopicReminder string `mapstructure:"no_topic_reminder"`
+}
+
+// Switch is a three-way setting: auto, true or false. YAML booleans and the
+// strings "true"/"false"/"auto" all decode into it.
+type Switch string
+
+// Switch values.
+const (
+	SwitchAuto Switch = "auto"
+	SwitchOn   Switch = "true"
+	SwitchOff  Switch = "false"
+)
+
+// FailMode says what governance does when it cannot decide.
+type FailMode string
+
+// Fail modes for intents.on_error.
+const (
+	// FailClosed refuses every tool call except the always-allowed ones.
+	FailClosed FailMode = "closed"
+	// FailOpen lets every tool call through (and audits it as such).
+	FailOpen FailMode = "open"
+)
+
+// Intents configures intent governance (features.md plan B): the
+// select_active_intent tool, the gatekeeper, and scope and constraint
+// enforcement from a watched policy file.
+type Intents struct {
+	// Enabled: key intents.enabled; auto (default: on when the policy file
+	// exists at start-up), true or false. With true and no loadable file,
+	// governance follows OnError.
+	Enabled Switch `mapstructure:"enabled"`
+	// File: key intents.file; the policy file, relative to WorkspaceRoot
+	// unless absolute; default .orchestration/active_intents.yaml. It is
+	// watched: changes apply without restart, a broken file keeps the last
+	// good policy.
+	File string `mapstructure:"file"`
+	// WorkspaceRoot: key intents.workspace_root; the directory the agent's
+	// file paths are relative to and must stay inside; default "" (the
+	// proxy's working directory). When set it must be an existing directory.
+	WorkspaceRoot string `mapstructure:"workspace_root"`
+	// AlwaysAllowed: key intents.always_allowed; tools that bypass the
+	// gatekeeper (may run with no intent selected); by default the common
+	// agents' read-only tools. Constraints and scope still apply to them once
+	// an intent is active.
+	AlwaysAllowed []string `mapstructure:"always_allowed"`
+	// PathArgs: key intents.path_args; which arguments of which tools are
+	// file paths, as "Tool:argpath" entries (argpath a gjson path to a
+	// string or array of strings) or "Tool:patch(argpath)" for an
+	// apply_patch-format patch. Default: the common agents' file-writing
+	// tools. Setting it replaces the whole default list.
+	PathArgs []string `mapstructure:"path_args"`
+	// OnError: key intents.on_error; closed (default) or open: what happens
+	// to tool calls when no valid policy could ever be loaded or the state
+	// store is down. closed refuses every call except always-allowed ones,
+	// with a reason saying the policy is unavailable; open lets them through.
+	OnError FailMode `mapstructure:"on_error"`
+	// Routes override File and WorkspaceRoot per wire API.
+	Routes IntentRoutes `mapstructure:"routes"`
+}
+
+// IntentRoutes holds per-API overrides of the policy file and workspace
+// root; an empty field inherits intents.file / intents.workspace_root.
+type IntentRoutes struct {
+	// Anthropic: keys intents.routes.anthropic.{file,workspace_root}
+	// (Messages API).
+	Anthropic IntentRoute `mapstructure:"anthropic"`
+	// OpenAIChat: keys intents.routes.openai_chat.{file,workspace_root}.
+	OpenAIChat IntentRoute `mapstructure:"openai_chat"`
+	// OpenAIResponses: keys intents.routes.openai_responses.{file,workspace_root}.
+	OpenAIResponses IntentRoute `mapstructure:"openai_responses"`
+	// Gemini: keys intents.routes.gemini.{file,workspace_root}.
+	Gemini IntentRoute `mapstructure:"gemini"`
+}
+
+// IntentRoute overrides where one API's policy comes from.
+type IntentRoute struct {
+	File          string `mapstructure:"file"`
+	WorkspaceRoot string `mapstructure:"workspace_root"`
 }

@@ -50,5 +50,44 @@ func Defaults() Config {
 			Placement:    "last_user",
 			MaxFollowups: 4,
 		},
+		Intents: Intents{
+			Enabled:       SwitchAuto,
+			File:          ".orchestration/active_intents.yaml",
+			WorkspaceRoot: "",
+			AlwaysAllowed: DefaultAlwaysAllowed(),
+			PathArgs:      DefaultPathArgs(),
+			OnError:       FailClosed,
+		},
+	}
+}
+
+// DefaultAlwaysAllowed lists the read-only and planning tools of the common
+// agents (Claude Code, Roo Code/Cline, gemini-cli, Codex CLI): they may run
+// before an intent is selected.
+func DefaultAlwaysAllowed() []string {
+	return []string{
+		// Claude Code
+		"Read", "Glob", "Grep", "LS", "NotebookRead", "WebFetch", "WebSearch", "TodoWrite",
+		// Roo Code, Cline
+		"read_file", "list_files", "search_files", "list_code_definition_names", "ask_followup_question",
+		// gemini-cli
+		"read_many_files", "list_directory", "glob", "search_file_content", "google_web_search", "web_fetch",
+		// Codex CLI
+		"update_plan", "view_image",
+	}
+}
+
+// DefaultPathArgs lists the file-path arguments of the common agents'
+// file-writing tools.
+func DefaultPathArgs() []string {
+	return []string{
+		// Claude Code
+		"Write:file_path", "Edit:file_path", "MultiEdit:file_path", "NotebookEdit:notebook_path",
+		// Roo Code, Cline
+		"write_to_file:path", "apply_diff:path", "insert_content:path", "search_and_replace:path", "replace_in_file:path",
+		// gemini-cli
+		"write_file:file_path", "replace:file_path",
+		// Codex CLI (function or custom tool)
+		"apply_patch:patch(input)",
 	}
 }

@@ -280,7 +280,7 @@ func splitList(s string) []string {
 func decoderConfig(dc *mapstructure.DecoderConfig) {
 	dc.WeaklyTypedInput = false
 	dc.ErrorUnused = true
-	dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(durationHook, listHook, wholeNumberHook)
+	dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(durationHook, listHook, wholeNumberHook, switchHook)
 }
 
 // durationHook decodes durations from Go duration strings only; a bare
@@ -315,6 +315,14 @@ func wholeNumberHook(from, to reflect.Type, data any) (any, error) {
 		}
 	}
 	return data, nil
+}
+
+// switchHook lets a Switch be written as a YAML boolean.
+func switchHook(from, to reflect.Type, data any) (any, error) {
+	if to != reflect.TypeFor[Switch]() || from.Kind() != reflect.Bool {
+		return data, nil
+	}
+	return strconv.FormatBool(data.(bool)), nil
 }
 
 // listHook lets a string list be written as one comma-separated string.

@@ -114,6 +114,8 @@ func (c *Config) Validate() error {
 		p.add("topics.max_followups", "%d is out of range: must be between 0 and 16", c.Topics.MaxFollowups)
 	}
 
+	c.Intents.validate(&p)
+
 	if len(p) == 0 {
 		return nil
 	}

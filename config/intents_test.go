@@ -1,0 +1,59 @@
+package config
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestValidateIntents(t *testing.T) {
+	c := Defaults()
+	c.Intents.Enabled = "maybe"
+	c.Intents.File = ""
+	c.Intents.WorkspaceRoot = "relative/dir"
+	c.Intents.AlwaysAllowed = []string{"Read", "not a tool"}
+	c.Intents.PathArgs = []string{"Write:file_path", "nocolon"}
+	c.Intents.OnError = "ignore"
+	c.Intents.Routes.Gemini.WorkspaceRoot = "also/relative"
+	var ve *ValidationError
+	require.ErrorAs(t, c.Validate(), &ve)
+	require.Equal(t, []string{
+		"intents.enabled", "intents.file", "intents.workspace_root", "intents.always_allowed",
+		"intents.path_args", "intents.on_error", "intents.routes.gemini.workspace_root",
+	}, problemKeys(ve))
+	require.Contains(t, ve.Error(), "nocolon")
+}
+
+func TestIntentsEnabledAcceptsBooleans(t *testing.T) {
+	for body, want := range map[string]Switch{
+		"intents:\n  enabled: true\n":     SwitchOn,
+		"intents:\n  enabled: false\n":    SwitchOff,
+		"intents:\n  enabled: auto\n":     SwitchAuto,
+		"intents:\n  enabled: \"true\"\n": SwitchOn,
+	} {
+		c, err := Load(LoadOptions{File: writeFile(t, body), Env: []string{}})
+		require.NoError(t, err, body)
+		require.Equal(t, want, c.Intents.Enabled, body)
+	}
+	c, err := Load(LoadOptions{Env: []string{"SHEPHERD_INTENTS_ENABLED=false", "SHEPHERD_INTENTS_ON_ERROR=open",
+		"SHEPHERD_INTENTS_PATH_ARGS=Write:file_path,apply_patch:patch(input)"}})
+	require.NoError(t, err)
+	require.Equal(t, SwitchOff, c.Intents.Enabled)
+	require.Equal(t, FailOpen, c.Intents.OnError)
+	require.Equal(t, []string{"Write:file_path", "apply_patch:patch(input)"}, c.Intents.PathArgs)
+	_, err = Load(LoadOptions{File: writeFile(t, "intents:\n  enabled: 1\n"), Env: []string{}})
+	require.Error(t, err)
+}
+
+func TestPolicySources(t *testing.T) {
+	in := Defaults().Intents
+	in.Routes.Gemini = IntentRoute{WorkspaceRoot: "/srv/other"}
+	in.Routes.OpenAIChat = IntentRoute{File: "/etc/shepherd/chat.yaml"}
+	src := in.PolicySources("/work/app")
+	require.Equal(t, PolicySource{File: filepath.FromSlash("/work/app/.orchestration/active_intents.yaml"), Root: "/work/app"}, src["anthropic"])
+	require.Equal(t, PolicySource{File: "/etc/shepherd/chat.yaml", Root: "/work/app"}, src["openai_chat"])
+	require.Equal(t, PolicySource{File: "/srv/other/.orchestration/active_intents.yaml", Root: "/srv/other"}, src["gemini"])
+	in.WorkspaceRoot = "/ws"
+	require.Equal(t, "/ws", in.PolicySources("/ignored")["openai_responses"].Root)
+}
