@@ -15,6 +15,8 @@ type Call struct {
 	// Route is the logical route name (for metrics and logs only; hooks must
 	// not branch on it to special-case a provider).
 	Route string
+	// RequestID is the proxy's id of the request (for logs only).
+	RequestID string
 	// SessionID and Tenant identify the session; Tenant is a hash of the
 	// credential, never the credential itself.
 	SessionID string
@@ -23,9 +25,14 @@ type Call struct {
 	// (read-only). Reply hooks use it to know what the agent declared.
 	Request *Request
 	// Session is a read-only snapshot of the session state loaded before the
-	// request hooks ran. It is never nil when hooks run: if the state store
-	// cannot be read, the proxy skips the chain (fail-open pass-through).
+	// request hooks ran. It is never nil when hooks run. If the state store
+	// cannot be read the proxy normally skips the chain (fail-open
+	// pass-through); when a hook must fail closed (intents.on_error closed)
+	// the chain runs on an empty session with StateUnavailable set.
 	Session *state.Session
+	// StateUnavailable reports that Session is an empty stand-in because the
+	// state store could not be read; effects will probably not be saved.
+	StateUnavailable bool
 }
 
 // Hook is the base every feature implements.

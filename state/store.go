@@ -47,15 +47,18 @@ type LedgerEntry struct {
 	Data   []byte `json:"data,omitempty"`
 }
 
-// AuditEntry is one recorded decision.
+// AuditEntry is one recorded governance decision on a tool call.
 type AuditEntry struct {
 	At       time.Time `json:"at"`
 	Tool     string    `json:"tool"`
 	CallID   string    `json:"call_id,omitempty"`
 	Decision string    `json:"decision"`
-	Reason   string    `json:"reason,omitempty"`
-	Intent   string    `json:"intent,omitempty"`
-	Topic    string    `json:"topic,omitempty"`
+	// Rule is the check that decided (a stable code for metrics, e.g.
+	// gatekeeper, scope); Reason is the text the model was given, if any.
+	Rule   string `json:"rule,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	Intent string `json:"intent,omitempty"`
+	Topic  string `json:"topic,omitempty"`
 }
 
 // Session is the state of one agent session.

@@ -1,0 +1,406 @@
+package hooks
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"shepherd/config/policy"
+	"shepherd/state"
+)
+
+// Intent governance texts (features.md plan B).
+const (
+	// IntentTool is the tool the model calls to select its active intent.
+	IntentTool = "select_active_intent"
+	// GatekeeperMessage is the plan's exact refusal of a call made with no
+	// intent selected.
+	GatekeeperMessage = "No active intent selected. You must call select_active_intent with a valid intent ID (INT-XXX) before using other tools."
+	// IntentRule is the system-prompt rule injected with the tool.
+	IntentRule = "Intent-first rule: before any file-modifying or constrained action, you must call " +
+		"select_active_intent with a valid intent ID (INT-XXX) from the project's intents policy, and then " +
+		"stay within that intent's scope and constraints. Tool calls made without an active intent, or " +
+		"outside its scope or constraints, are refused and you are told why. Call select_active_intent " +
+		"without an intent_id to list the available intents."
+	intentToolDescription = "Select the active intent (the task you are working on) from the project's intents policy. " +
+		"Required, with a valid intent ID of the form INT-XXX, before any file-modifying or constrained action. " +
+		"Returns the intent's scope, constraints and acceptance criteria as an <intent_context> block. " +
+		"Call it without intent_id to list the available intents."
+)
+
+// Audit decisions.
+const (
+	DecisionAllowed  = "allowed"
+	DecisionRefused  = "refused"
+	DecisionSelected = "selected" // select_active_intent set the intent
+	DecisionListed   = "listed"   // select_active_intent without an id
+)
+
+// Audit rules: the check that decided. They are metric label values.
+const (
+	RuleAlwaysAllowed     = "always_allowed"
+	RuleChecksPassed      = "checks_passed"
+	RuleGatekeeper        = "gatekeeper"
+	RuleDisallowTools     = "disallow_tools"
+	RuleDisallowPatterns  = "disallow_patterns"
+	RuleScope             = "scope"
+	RulePolicyUnavailable = "policy_unavailable"
+	RuleStateUnavailable  = "state_unavailable"
+	RuleFailOpen          = "fail_open"
+	RuleSelectIntent      = "select_intent"
+)
+
+// IntentsConfig configures the Intents hook.
+type IntentsConfig struct {
+	// Policy returns the current good policy, or nil when none could ever be
+	// loaded. It is called once per request and once per reply.
+	Policy func() *policy.Policy
+	// PolicyProblem describes why Policy returns nil (for the refusal text);
+	// optional.
+	PolicyProblem func() string
+	// Root is the absolute workspace root paths are normalised against.
+	Root string
+	// AlwaysAllowed tools bypass the gatekeeper.
+	AlwaysAllowed []string
+	// Exempt tools are owned by other hooks (create_new_topic): Intents
+	// neither checks nor audits their calls.
+	Exempt []string
+	// PathArgs says which arguments are file paths; nil checks no paths.
+	PathArgs *policy.PathArgs
+	// FailOpen lets calls through when no policy is loaded or the session
+	// state is unavailable; otherwise they are refused (fail closed).
+	FailOpen bool
+	// MaxAudit bounds the audit trail kept per session (oldest dropped);
+	// default 500.
+	MaxAudit int
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+	// OnDecision, when set, is called once per decision (logs, metrics). It
+	// must be safe for concurrent use.
+	OnDecision func(call *Call, e state.AuditEntry)
+}
+
+// Intents is plan B of features.md: it offers the select_active_intent tool
+// and the intent-first rule, names the active intent in the per-turn
+// reminder, answers select_active_intent itself, and checks every other tool
+// call of a reply, in order: gatekeeper, disallow_tools, disallow_patterns,
+// file scope. A refused call is answered to the model as an error result
+// with the reason; the agent never sees it. Every decision is audited in the
+// session.
+//
+// Intents keeps no state of its own: the session carries the active intent
+// and the audit trail; the policy comes from Config.Policy. It is safe for
+// concurrent use.
+type Intents struct {
+	cfg     IntentsConfig
+	spec    ToolSpec
+	allowed map[string]bool
+	exempt  map[string]bool
+}
+
+var (
+	_ RequestHook = (*Intents)(nil)
+	_ ReplyHook   = (*Intents)(nil)
+)
+
+// NewIntents builds the hook. The tool definition and rule are rendered
+// once, so they are byte-identical on every request.
+func NewIntents(cfg IntentsConfig) *Intents {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.MaxAudit <= 0 {
+		cfg.MaxAudit = 500
+	}
+	if cfg.Policy == nil {
+		cfg.Policy = func() *policy.Policy { return nil }
+	}
+	h := &Intents{cfg: cfg, allowed: set(cfg.AlwaysAllowed), exempt: set(cfg.Exempt)}
+	h.spec = ToolSpec{
+		Name:        IntentTool,
+		Description: intentToolDescription,
+		Parameters: []byte(`{"type":"object","properties":{"intent_id":{"type":"string",` +
+			`"description":"The intent to work under, of the form INT-XXX (e.g. INT-001). Omit it to list the available intents."}}}`),
+	}
+	return h
+}
+
+func set(names []string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// Name implements Hook.
+func (h *Intents) Name() string { return "intents" }
+
+// OnRequest injects the tool and the rule (static) and the reminder naming
+// the active intent (dynamic, at the end of the newest user turn). When the
+// agent declares select_active_intent itself, nothing is injected: the agent
+// answers it, and Intents tracks valid selections and still checks calls.
+func (h *Intents) OnRequest(_ context.Context, call *Call, req *Request) (RequestEdits, *Response, error) {
+	if req.HasTool(IntentTool) {
+		return RequestEdits{}, nil, nil
+	}
+	p := h.cfg.Policy()
+	return RequestEdits{
+		AddTools:       []ToolSpec{h.spec},
+		AppendSystem:   []string{IntentRule},
+		AppendUserText: []string{h.Reminder(p, activeIntent(call.Session, p))},
+	}, nil, nil
+}
+
+// Reminder renders the per-turn reminder for the active intent id ("" for
+// none) under policy p (nil when unavailable).
+func (h *Intents) Reminder(p *policy.Policy, id string) string {
+	if id != "" && p != nil {
+		if in, ok := p.Intent(id); ok {
+			return "[Active Intent: " + in.ID + " — " + in.Summary + "]\n" +
+				"Stay within this intent's scope and constraints; call select_active_intent to switch intents."
+		}
+	}
+	if p == nil {
+		return "[Active Intent: none — the intents policy is unavailable]"
+	}
+	return "[Active Intent: none]\n" +
+		"Call select_active_intent with a valid intent ID (INT-XXX) before any file-modifying or constrained action."
+}
+
+// activeIntent is the session's intent: the one it selected, or for a new
+// session the policy's current_intent_id.
+func activeIntent(sess *state.Session, p *policy.Policy) string {
+	if sess == nil {
+		return ""
+	}
+	if sess.Intent != "" {
+		return sess.Intent
+	}
+	if sess.Requests == 0 && p != nil {
+		return p.CurrentIntentID
+	}
+	return ""
+}
+
+// OnReply answers select_active_intent calls and checks every other call,
+// in reply order: a successful selection governs the calls after it in the
+// same reply.
+func (h *Intents) OnReply(_ context.Context, call *Call, reply *Reply) (ReplyDecision, error) {
+	p := h.cfg.Policy()
+	agentOwns := call.Request != nil && call.Request.HasTool(IntentTool)
+	now := h.cfg.Now()
+	var topic string
+	if call.Session != nil {
+		topic = call.Session.Topic
+	}
+	cur := activeIntent(call.Session, p)
+	start := ""
+	if call.Session != nil && call.Session.Intent == "" && cur != "" {
+		start = cur // a new session's starting intent, saved below
+	}
+	selected := ""
+	var d ReplyDecision
+	var audit []state.AuditEntry
+	for _, c := range reply.ToolCalls {
+		if h.exempt[c.Name] {
+			continue
+		}
+		e := state.AuditEntry{At: now, Tool: c.Name, CallID: c.ID, Topic: topic}
+		var verdict Verdict
+		var result string
+		if c.Name == IntentTool {
+			var id string
+			verdict, id, result = h.selectIntent(p, c.Args)
+			e.Rule = RuleSelectIntent
+			switch {
+			case id != "":
+				e.Decision, cur, selected = DecisionSelected, id, id
+			case verdict == Claim:
+				e.Decision = DecisionListed
+			default:
+				e.Decision, e.Reason = DecisionRefused, result
+			}
+			if agentOwns {
+				verdict = Pass // the agent answers its own tool
+			}
+		} else {
+			verdict, e.Rule, result = h.check(call, p, cur, c)
+			e.Decision = DecisionAllowed
+			if verdict == Refuse {
+				e.Decision, e.Reason = DecisionRefused, result
+			}
+		}
+		e.Intent = cur
+		if verdict != Pass {
+			d.Calls = append(d.Calls, CallDecision{CallIndex: c.Index, Verdict: verdict, Result: result})
+		}
+		audit = append(audit, e)
+		if h.cfg.OnDecision != nil {
+			h.cfg.OnDecision(call, e)
+		}
+	}
+	if len(audit) > 0 || start != "" {
+		maxAudit := h.cfg.MaxAudit
+		d.Effects = append(d.Effects, func(s *state.Session) {
+			if s.Intent == "" && start != "" {
+				s.Intent = start
+			}
+			if selected != "" {
+				s.Intent = selected
+			}
+			s.Audit = append(s.Audit, audit...)
+			if over := len(s.Audit) - maxAudit; over > 0 {
+				s.Audit = append(s.Audit[:0:0], s.Audit[over:]...)
+			}
+		})
+	}
+	return d, nil
+}
+
+// selectIntent answers one select_active_intent call. It returns Claim with
+// the intent's context (and id set) on success, Claim with the list of
+// intents when no id was given, and Refuse with a reason otherwise.
+func (h *Intents) selectIntent(p *policy.Policy, args []byte) (v Verdict, id, result string) {
+	if p == nil {
+		return Refuse, "", "No intents policy is loaded" + h.problem() + ", so no intent can be selected."
+	}
+	raw, ok, err := stringArg(args, "intent_id")
+	if err != "" {
+		return Refuse, "", IntentTool + ` needs "intent_id", a string of the form INT-XXX: ` + err + ". " + available(p)
+	}
+	raw = strings.TrimSpace(raw)
+	if !ok || raw == "" {
+		return Claim, "", listIntents(p)
+	}
+	if !policy.IDPattern.MatchString(raw) {
+		return Refuse, "", quote(raw) + " is not a valid intent ID (format INT-XXX, e.g. INT-001). " + available(p)
+	}
+	in, found := p.Intent(raw)
+	if !found {
+		return Refuse, "", "Unknown intent ID " + quote(raw) + ". " + available(p)
+	}
+	return Claim, in.ID, in.ContextXML()
+}
+
+// check decides on one call other than select_active_intent. It returns the
+// verdict (Pass or Refuse), the rule that decided and the refusal text.
+func (h *Intents) check(call *Call, p *policy.Policy, cur string, c ToolCall) (Verdict, string, string) {
+	switch {
+	case call.StateUnavailable:
+		return h.failMode(c.Name, RuleStateUnavailable,
+			"Tool call refused: shepherd cannot read this session's state, so its active intent is unknown, and governance fails closed. Only read-only tools may run until it recovers.")
+	case p == nil:
+		return h.failMode(c.Name, RulePolicyUnavailable,
+			"Tool call refused: the intents policy is unavailable"+h.problem()+", and governance fails closed. Only read-only tools may run until a valid policy is loaded.")
+	}
+	in, ok := p.Intent(cur)
+	if !ok {
+		if h.allowed[c.Name] {
+			return Pass, RuleAlwaysAllowed, ""
+		}
+		if cur != "" {
+			return Refuse, RuleGatekeeper, "The active intent " + cur + " is no longer defined in the intents policy. " + GatekeeperMessage
+		}
+		return Refuse, RuleGatekeeper, GatekeeperMessage
+	}
+	if entry, ok := in.DisallowsTool(c.Name); ok {
+		return Refuse, RuleDisallowTools, "Tool call refused: intent " + in.ID + " disallows the tool " + quote(c.Name) +
+			" (disallow_tools entry " + quote(entry) + "). Use another tool, or select an intent that allows it."
+	}
+	if pat, ok := in.MatchPattern(c.Args); ok {
+		return Refuse, RuleDisallowPatterns, "Tool call refused: the arguments of this " + c.Name + " call match " + quote(pat) +
+			", a pattern intent " + in.ID + " disallows (disallow_patterns)."
+	}
+	if h.cfg.PathArgs != nil {
+		paths, known, err := h.cfg.PathArgs.Paths(c.Name, c.Args)
+		if known && err != nil {
+			return Refuse, RuleScope, "Tool call refused: shepherd could not tell which files this " + c.Name +
+				" call touches (" + err.Error() + "), so it cannot check them against the scope of intent " + in.ID + "."
+		}
+		for _, raw := range paths {
+			rel, inside := policy.NormalizePath(h.cfg.Root, raw)
+			if !inside {
+				return Refuse, RuleScope, "Tool call refused: " + quote(raw) + " is outside the workspace (" + h.cfg.Root +
+					"), so it is outside the scope of intent " + in.ID + "."
+			}
+			if ok, reason := in.CheckPath(rel); !ok {
+				return Refuse, RuleScope, "Tool call refused: " + c.Name + " on " + quote(rel) + " is outside the scope of intent " +
+					in.ID + ": " + reason + ". Work on files in scope, or select an intent whose scope covers this file."
+			}
+		}
+	}
+	return Pass, RuleChecksPassed, ""
+}
+
+// failMode decides a call when governance cannot: always-allowed tools and
+// fail-open pass, everything else is refused with msg.
+func (h *Intents) failMode(tool, rule, msg string) (Verdict, string, string) {
+	if h.allowed[tool] {
+		return Pass, RuleAlwaysAllowed, ""
+	}
+	if h.cfg.FailOpen {
+		return Pass, RuleFailOpen, ""
+	}
+	return Refuse, rule, msg
+}
+
+func (h *Intents) problem() string {
+	if h.cfg.PolicyProblem == nil {
+		return ""
+	}
+	if s := h.cfg.PolicyProblem(); s != "" {
+		return " (" + s + ")"
+	}
+	return ""
+}
+
+// available names the policy's intents for an error result.
+func available(p *policy.Policy) string {
+	ids := p.IDs()
+	if len(ids) == 0 {
+		return "The policy defines no intents."
+	}
+	return "Available intents: " + strings.Join(ids, ", ") + "."
+}
+
+// listIntents is the result of select_active_intent without an id.
+func listIntents(p *policy.Policy) string {
+	if len(p.Intents) == 0 {
+		return "The policy defines no intents."
+	}
+	var b strings.Builder
+	b.WriteString("Available intents (call select_active_intent with one of these IDs):")
+	for i := range p.Intents {
+		b.WriteString("\n- ")
+		b.WriteString(p.Intents[i].ID)
+		b.WriteString(": ")
+		b.WriteString(p.Intents[i].Summary)
+	}
+	return b.String()
+}
+
+func quote(s string) string { return `"` + s + `"` }
+
+// stringArg reads the string argument name (a plain key, no gjson
+// metacharacters) of a call's JSON arguments. ok is
+// false when it is absent or null; problem is set when the arguments are not
+// a JSON object or the value is not a string.
+func stringArg(args []byte, name string) (val string, ok bool, problem string) {
+	if len(strings.TrimSpace(string(args))) == 0 {
+		return "", false, ""
+	}
+	if !gjson.ValidBytes(args) || !gjson.ParseBytes(args).IsObject() {
+		return "", false, "the arguments are not a JSON object"
+	}
+	v := gjson.GetBytes(args, name)
+	switch v.Type {
+	case gjson.Null:
+		return "", false, ""
+	case gjson.String:
+		return v.String(), true, ""
+	}
+	return "", false, name + " is " + strings.ToLower(v.Type.String()) + ", not a string"
+}
