@@ -46,6 +46,11 @@ type Block struct {
 	Args []byte
 	// IsError reports a tool_result flagged as an error.
 	IsError bool
+	// Freeform is true for a tool_call block of a free-form (custom) tool
+	// call and for the tool_result block of its output. The call's Args is
+	// then the JSON object {"input":"<text>"} (the text JSON-encoded), so
+	// hooks read it like any call.
+	Freeform bool
 }
 
 // Message is one turn of the conversation.
@@ -121,6 +126,10 @@ type ToolCall struct {
 	// Args is the raw JSON of the arguments (for OpenAI, the decoded arguments
 	// string). It may be invalid JSON when the reply was truncated.
 	Args []byte
+	// Freeform is true for a call of a free-form (custom) tool; its Args is
+	// then the JSON object {"input":"<text>"} (the text JSON-encoded), so
+	// hooks read it like any call.
+	Freeform bool
 }
 
 // Usage is token accounting for a reply, normalised.

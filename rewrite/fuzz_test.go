@@ -34,6 +34,7 @@ func seedRequests(f *testing.F) {
 		`{"messages":[{"role":"system","content":null},{"role":"tool","tool_call_id":"a","content":"r"}]}`,
 		`{"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"q"}]}]}`,
 		`{"input":[{"role":"user","content":"q"},{"type":"function_call_output","call_id":"c","output":"r"}]}`,
+		`{"tools":[{"type":"custom","name":"apply_patch","format":{"type":"text"}}],"input":[{"type":"custom_tool_call","call_id":"c","name":"apply_patch","input":"*** Begin Patch\n\"x\""},{"type":"custom_tool_call_output","call_id":"c","output":[{"type":"input_text","text":"r"}]}]}`,
 		`{"instructions":null,"input":null,"max_output_tokens":null}`,
 		`{"tools":[{"googleSearch":{}},{"functionDeclarations":[{"name":"a"}]}],"system_instruction":null}`,
 		`{"contents":[{"parts":[{"text":"q"}]},{"role":"model","parts":[]}],"generation_config":{"max_output_tokens":1}}`,
@@ -100,6 +101,16 @@ func seedStreams(f *testing.F) {
 				break
 			}
 			f.Add(uint8(i), append([]byte(nil), ev.Raw...))
+		}
+	}
+	// A Responses stream with a custom (free-form) tool call.
+	b, err := fixtures.ReadFile("testdata/openai_responses/splice_custom.sse")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for i, api := range allAPIs {
+		if api == APIOpenAIResponses {
+			f.Add(uint8(i), b)
 		}
 	}
 }

@@ -69,8 +69,9 @@ func (responsesCodec) ParseRequest(body []byte) (*hooks.Request, error) {
 }
 
 // responsesItems normalises an input item list. Consecutive assistant-side
-// items (assistant messages, function calls, reasoning) form one assistant
-// message; each function_call_output is a tool message.
+// items (assistant messages, function and custom tool calls, reasoning) form
+// one assistant message; each function_call_output or custom_tool_call_output
+// is a tool message.
 func responsesItems(input gjson.Result) ([]hooks.Message, error) {
 	var msgs []hooks.Message
 	var names toolNames
@@ -127,13 +128,21 @@ func responsesItem(it gjson.Result, names *toolNames) (hooks.Message, error) {
 		}
 		names.add(blk.ToolCallID, blk.ToolName)
 		return hooks.Message{Role: hooks.RoleAssistant, Blocks: []hooks.Block{blk}}, err
-	case "function_call_output":
+	case "custom_tool_call":
+		blk := hooks.Block{Kind: hooks.BlockToolCall, Freeform: true, ToolCallID: str(want("call_id")), ToolName: str(want("name"))}
+		if in := want("input"); in.Type == gjson.String {
+			blk.Args = freeformArgs(in.Str)
+		}
+		names.add(blk.ToolCallID, blk.ToolName)
+		return hooks.Message{Role: hooks.RoleAssistant, Blocks: []hooks.Block{blk}}, err
+	case "function_call_output", "custom_tool_call_output":
 		id := str(want("call_id"))
 		out := it.Get("output")
 		if err == nil {
 			err = wantStringOrArray(out, "output")
 		}
-		blk := hooks.Block{Kind: hooks.BlockToolResult, ToolCallID: id, ToolName: (*names)[id], Text: responsesText(out)}
+		blk := hooks.Block{Kind: hooks.BlockToolResult, ToolCallID: id, ToolName: (*names)[id], Text: responsesText(out),
+			Freeform: typ.Str == "custom_tool_call_output"}
 		return hooks.Message{Role: hooks.RoleTool, Blocks: []hooks.Block{blk}}, err
 	case "reasoning":
 		var parts []string
@@ -149,6 +158,24 @@ func responsesItem(it gjson.Result, names *toolNames) (hooks.Message, error) {
 		role = hooks.RoleTool // and their results
 	}
 	return hooks.Message{Role: role, Blocks: []hooks.Block{{Kind: hooks.BlockOther}}}, nil
+}
+
+// freeformArgs renders the input text of a custom tool call as the
+// arguments object views carry for it: {"input":"<text>"}. It is built from
+// the decoded text, so the same input gives the same bytes however the wire
+// escaped it.
+func freeformArgs(input string) []byte {
+	b := make([]byte, 0, len(input)+12)
+	b = append(b, `{"input":`...)
+	b = appendJSONString(b, input)
+	return append(b, '}')
+}
+
+// responsesCallType reports whether an output or input item type is a tool
+// call the model made that the view lists among its calls: a function_call
+// or a custom_tool_call.
+func responsesCallType(t string) bool {
+	return t == "function_call" || t == "custom_tool_call"
 }
 
 // responsesContent normalises message content: a string or content parts.
@@ -178,7 +205,8 @@ func responsesContent(c gjson.Result) ([]hooks.Block, error) {
 	return blocks, err
 }
 
-// responsesText returns the text of a function_call_output output.
+// responsesText returns the text of a function_call_output or
+// custom_tool_call_output output.
 func responsesText(out gjson.Result) string {
 	if out.Type == gjson.String {
 		return str(out)

@@ -34,6 +34,9 @@ const (
 	respEvItemAdded  = "response.output_item.added"
 	respEvItemDone   = "response.output_item.done"
 	respEvArgsPrefix = "response.function_call_arguments."
+	// respEvInputPrefix starts the events of a custom tool call's input
+	// (…delta, …done).
+	respEvInputPrefix = "response.custom_tool_call_input."
 )
 
 // respHeld is an event kept for later: owned copies of its bytes.
@@ -48,7 +51,7 @@ func respHoldEvent(ev *Event) respHeld {
 // respItemState is one output item of a stream, keyed by its upstream
 // output_index.
 type respItemState struct {
-	call  bool       // a function_call: its events are held until Release
+	call  bool       // a function_call or custom_tool_call: its events are held until Release
 	agent int        // the output_index the agent sees; -1 until shown
 	held  []respHeld // held events of a call
 	item  []byte     // the item JSON of its latest output_item.added/done
@@ -247,8 +250,8 @@ func (s *responsesSplicer) Feed(ev Event) ([]byte, error) {
 	}
 	it := st.items[idx]
 	if it == nil {
-		call := strings.HasPrefix(typ, respEvArgsPrefix) ||
-			(typ == respEvItemAdded || typ == respEvItemDone) && f.item.Get("type").Str == "function_call"
+		call := strings.HasPrefix(typ, respEvArgsPrefix) || strings.HasPrefix(typ, respEvInputPrefix) ||
+			(typ == respEvItemAdded || typ == respEvItemDone) && responsesCallType(f.item.Get("type").Str)
 		it = &respItemState{call: call, agent: -1}
 		st.items[idx] = it
 		st.order = append(st.order, idx)
@@ -490,9 +493,9 @@ func (s *responsesSplicer) Release(remove, first []int) ([]byte, error) {
 		return nil, err
 	}
 	elems := oaElems(root.Get("output"))
-	var calls []int
+	var calls []int // output positions of the call items, as ParseReply numbers them
 	for i, it := range elems {
-		if it.Get("type").Str == "function_call" {
+		if responsesCallType(it.Get("type").Str) {
 			calls = append(calls, i)
 		}
 	}
@@ -512,7 +515,7 @@ func (s *responsesSplicer) Release(remove, first []int) ([]byte, error) {
 	return out, nil
 }
 
-// callKey finds the streamed item of the function_call at position pos of
+// callKey finds the streamed item of the call item at position pos of
 // the terminal response's output: by item id, else by output_index; a
 // position the stream used for another kind of item gives a fresh negative
 // key (the call is then sent from the response's copy).
@@ -545,7 +548,7 @@ func (st *respStream) shownItem(key int64, elems []gjson.Result) []byte {
 		}
 	}
 	if key >= 0 && key < int64(len(elems)) && elems[key].IsObject() &&
-		(elems[key].Get("type").Str == "function_call") == it.call {
+		responsesCallType(elems[key].Get("type").Str) == it.call {
 		return []byte(elems[key].Raw)
 	}
 	return it.item

@@ -101,7 +101,7 @@ func respCheckSpliced(t *testing.T, evs []respSplicedEvent) responses.ResponseSt
 }
 
 func TestResponsesSplicePassThrough(t *testing.T) {
-	for _, name := range []string{"splice_text.sse", "stream.sse", "splice_incomplete.sse", "splice_calls.sse"} {
+	for _, name := range []string{"splice_text.sse", "stream.sse", "splice_incomplete.sse", "splice_calls.sse", "splice_custom.sse"} {
 		for _, crlf := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/crlf=%v", name, crlf), func(t *testing.T) {
 				in := fixture(t, APIOpenAIResponses, name)
@@ -456,7 +456,7 @@ func TestResponsesSpliceMalformed(t *testing.T) {
 // Release's remove/first and whether a follow-up starts after each
 // terminal event.
 func FuzzResponsesSplicer(f *testing.F) {
-	for _, name := range []string{"splice_text.sse", "splice_calls.sse", "splice_topic.sse", "splice_incomplete.sse", "splice_error.sse", "stream.sse"} {
+	for _, name := range []string{"splice_text.sse", "splice_calls.sse", "splice_topic.sse", "splice_incomplete.sse", "splice_error.sse", "stream.sse", "splice_custom.sse"} {
 		b, err := fixtures.ReadFile("testdata/openai_responses/" + name)
 		if err != nil {
 			f.Fatal(err)
@@ -478,6 +478,16 @@ func FuzzResponsesSplicer(f *testing.F) {
 	f.Add([]byte(small), []byte{1, 8, 1})
 	f.Add([]byte(small+small), []byte{1, 0, 1, 0})
 	f.Add([]byte(small+"data: [DONE]\r\n\r\n: ping\n\n"), []byte{0})
+	custom, _ := fixtures.ReadFile("testdata/openai_responses/splice_custom.sse")
+	f.Add(append(bytes.Clone(topic), custom...), []byte{1, 0, 1, 1, 1})
+	f.Add(append(bytes.Clone(custom), follow...), []byte{1, 1, 1, 0})
+	f.Add(append(bytes.Clone(custom), custom...), []byte{2, 9, 0, 1, 1, 8})
+	smallCustom := "data: {\"type\":\"response.output_item.added\",\"sequence_number\":0,\"output_index\":0,\"item\":{\"type\":\"custom_tool_call\",\"id\":\"c\",\"input\":\"\"}}\n\n" +
+		"data: {\"type\":\"response.custom_tool_call_input.delta\",\"sequence_number\":1,\"item_id\":\"c\",\"delta\":\"x\\n\"}\n\n" +
+		"data: {\"type\":\"response.custom_tool_call_input.done\",\"sequence_number\":2,\"output_index\":3,\"input\":\"x\\n\"}\n\n" +
+		"data: {\"type\":\"response.completed\",\"sequence_number\":3,\"response\":{\"output\":[{\"type\":\"function_call\",\"id\":\"c\"},{\"type\":\"custom_tool_call\",\"input\":\"y\"}]}}\n\n"
+	f.Add([]byte(smallCustom), []byte{1, 1, 1})
+	f.Add([]byte(smallCustom+small), []byte{2, 8, 1, 1, 0})
 
 	f.Fuzz(func(t *testing.T, sse, ctrl []byte) {
 		next := func() byte {
@@ -551,4 +561,150 @@ func FuzzResponsesSplicer(f *testing.F) {
 			}
 		}
 	})
+}
+
+// respRawEvents returns the raw events of an SSE stream.
+func respRawEvents(t *testing.T, sse []byte) []string {
+	t.Helper()
+	rd := NewReader(bytes.NewReader(sse))
+	var out []string
+	for {
+		ev, err := rd.Next()
+		if err == io.EOF {
+			return out
+		}
+		require.NoError(t, err)
+		out = append(out, string(ev.Raw))
+	}
+}
+
+// respRenumbered returns raw with its sequence_number and output_index
+// values replaced, as the splicer renumbers a released event.
+func respRenumbered(t *testing.T, raw string, seq, out int) string {
+	t.Helper()
+	data := raw[strings.Index(raw, "data: ")+len("data: "):]
+	data = data[:strings.IndexByte(data, '\n')]
+	s, o := gjson.Get(data, "sequence_number"), gjson.Get(data, "output_index")
+	require.True(t, s.Exists() && o.Exists() && s.Index < o.Index, "%s", data)
+	nd := data[:s.Index] + fmt.Sprint(seq) + data[s.Index+len(s.Raw):o.Index] + fmt.Sprint(out) + data[o.Index+len(o.Raw):]
+	return strings.Replace(raw, data, nd, 1)
+}
+
+// TestResponsesSpliceCustom splices a stream whose reply is [message,
+// custom apply_patch call, create_new_topic function call] (call indices
+// 0 = custom, 1 = function): held custom calls are released byte for byte
+// or renumbered exactly like function calls.
+func TestResponsesSpliceCustom(t *testing.T) {
+	in := fixture(t, APIOpenAIResponses, "splice_custom.sse")
+	raw := respRawEvents(t, in)
+	require.Len(t, raw, 19)
+	custom, fn := raw[8:13], raw[13:18]
+	for _, e := range custom {
+		require.Contains(t, e, `"output_index":1`)
+	}
+	run := func(t *testing.T, remove, first []int) (held, released string, evs []respSplicedEvent, last responses.ResponseStreamEventUnion) {
+		sp := NewStreamSplicer(APIOpenAIResponses)
+		out := respFeedSplice(t, sp, in)
+		require.True(t, sp.Done())
+		require.Equal(t, strings.Join(raw[:8], ""), string(out), "text passes at once, calls are held")
+		reply, err := sp.Reply()
+		require.NoError(t, err)
+		view, err := responsesCodec{}.ParseReply(reply)
+		require.NoError(t, err)
+		require.Len(t, view.ToolCalls, 2)
+		require.True(t, view.ToolCalls[0].Freeform)
+		require.Equal(t, "apply_patch", view.ToolCalls[0].Name)
+		require.Equal(t, respPatchArgs, string(view.ToolCalls[0].Args))
+		require.Equal(t, "create_new_topic", view.ToolCalls[1].Name)
+		b, err := sp.Release(remove, first)
+		require.NoError(t, err)
+		fin, err := sp.Finish()
+		require.NoError(t, err)
+		all := append(append(append([]byte(nil), out...), b...), fin...)
+		evs = respParseSpliced(t, all)
+		last = respCheckSpliced(t, evs)
+		edited, err := responsesCodec{}.EditReply(reply, remove, first)
+		require.NoError(t, err)
+		require.JSONEq(t, string(edited), gjson.Get(evs[len(evs)-1].data, "response").Raw, "the final response is EditReply's")
+		require.Equal(t, len(evs), sp.Events())
+		return string(out), string(b), evs, last
+	}
+
+	t.Run("remove the function call", func(t *testing.T) {
+		_, released, _, last := run(t, []int{1}, nil)
+		require.Equal(t, strings.Join(custom, ""), released, "the custom call's events byte for byte")
+		require.Len(t, last.Response.Output, 2)
+		require.Equal(t, "custom_tool_call", last.Response.Output[1].Type)
+		ctc := last.Response.Output[1].AsCustomToolCall()
+		require.Equal(t, "call_p", ctc.CallID)
+		require.Equal(t, "apply_patch", ctc.Name)
+		require.Equal(t, respPatch, ctc.Input)
+		require.EqualValues(t, 13, last.SequenceNumber)
+	})
+	t.Run("remove the custom call next to a kept function call", func(t *testing.T) {
+		_, released, _, last := run(t, []int{0}, nil)
+		var want string
+		for i, e := range fn {
+			want += respRenumbered(t, e, 8+i, 1)
+		}
+		require.Equal(t, want, released)
+		require.NotContains(t, released, "apply_patch")
+		require.Len(t, last.Response.Output, 2)
+		require.Equal(t, "call_t", last.Response.Output[1].CallID)
+	})
+	t.Run("move the function call first", func(t *testing.T) {
+		_, released, evs, last := run(t, nil, []int{1})
+		var want string
+		for i, e := range fn {
+			want += respRenumbered(t, e, 8+i, 1)
+		}
+		for i, e := range custom {
+			want += respRenumbered(t, e, 13+i, 2)
+		}
+		require.Equal(t, want, released)
+		require.Equal(t, []string{"message", "function_call", "custom_tool_call"},
+			[]string{last.Response.Output[0].Type, last.Response.Output[1].Type, last.Response.Output[2].Type})
+		var input strings.Builder
+		for _, e := range evs {
+			if e.name == "response.custom_tool_call_input.delta" {
+				require.EqualValues(t, 2, e.ev.OutputIndex)
+				input.WriteString(e.ev.Delta)
+			}
+		}
+		require.Equal(t, respPatch, input.String())
+	})
+	t.Run("remove both", func(t *testing.T) {
+		_, released, _, last := run(t, []int{0, 1}, nil)
+		require.Empty(t, released)
+		require.Len(t, last.Response.Output, 1)
+	})
+}
+
+// TestResponsesSpliceCustomFollowUp: the first stream's only call is
+// create_new_topic (answered by shepherd); the follow-up carries a custom
+// call, which reaches the agent.
+func TestResponsesSpliceCustomFollowUp(t *testing.T) {
+	sp := NewStreamSplicer(APIOpenAIResponses)
+	out := respFeedSplice(t, sp, fixture(t, APIOpenAIResponses, "splice_topic.sse"))
+	b, err := sp.Release([]int{0}, nil)
+	require.NoError(t, err)
+	require.Empty(t, b)
+	sp.Next()
+	out = append(out, respFeedSplice(t, sp, fixture(t, APIOpenAIResponses, "splice_custom.sse"))...)
+	b, err = sp.Release([]int{1}, nil)
+	require.NoError(t, err)
+	out = append(out, b...)
+	b, err = sp.Finish()
+	require.NoError(t, err)
+	out = append(out, b...)
+	require.NotContains(t, string(out), "create_new_topic")
+	evs := respParseSpliced(t, out)
+	last := respCheckSpliced(t, evs)
+	require.Equal(t, "resp_custom", last.Response.ID)
+	require.Len(t, last.Response.Output, 2)
+	require.Equal(t, "Patching.", last.Response.OutputText())
+	ctc := last.Response.Output[1].AsCustomToolCall()
+	require.Equal(t, "custom_tool_call", last.Response.Output[1].Type)
+	require.Equal(t, respPatch, ctc.Input)
+	require.Equal(t, "call_p", ctc.CallID)
 }

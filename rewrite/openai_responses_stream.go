@@ -39,6 +39,12 @@ func responsesReply(resp gjson.Result) *hooks.Reply {
 				tc.Args = []byte(a.Str)
 			}
 			r.ToolCalls = append(r.ToolCalls, tc)
+		case "custom_tool_call":
+			tc := hooks.ToolCall{Index: len(r.ToolCalls), ID: str(it.Get("call_id")), Name: str(it.Get("name")), Freeform: true}
+			if in := it.Get("input"); in.Type == gjson.String {
+				tc.Args = freeformArgs(in.Str)
+			}
+			r.ToolCalls = append(r.ToolCalls, tc)
 		}
 		return true
 	})
@@ -88,15 +94,36 @@ func responsesUsage(u gjson.Result) *hooks.Usage {
 func (responsesCodec) NewStreamDecoder() StreamDecoder { return &responsesDecoder{} }
 
 // responsesDecoder decodes Responses stream events. Index is output_index.
+//
+// A custom_tool_call's free-text input is reported as the arguments object
+// the reply view gives it ({"input":"<text>"}): its BlockStart opens the
+// object, each input delta adds its text JSON-escaped, and its BlockStop
+// closes the object, so the accumulated arguments equal ParseReply's.
+// (StreamEvent has no field for ToolCall.Freeform.)
 type responsesDecoder struct {
 	out   []StreamEvent
 	calls []responsesCallState
 }
 
-// responsesCallState tracks one function_call output item.
+// responsesCallState tracks one function_call or custom_tool_call output
+// item.
 type responsesCallState struct {
 	index   int
-	sawArgs bool // a non-empty arguments delta arrived
+	sawArgs bool // a non-empty arguments (or input) delta arrived
+	custom  bool // a custom_tool_call: its arguments object is open
+}
+
+// freeformOpen starts the arguments object of a custom call.
+const freeformOpen = `{"input":"`
+
+// freeformFragment returns text JSON-escaped, without quotes: a piece of
+// the input string of freeformArgs.
+func freeformFragment(text string) string {
+	if text == "" {
+		return ""
+	}
+	b := appendJSONString(make([]byte, 0, len(text)+2), text)
+	return string(b[1 : len(b)-1])
 }
 
 func (d *responsesDecoder) call(index int) *responsesCallState {
@@ -113,7 +140,7 @@ func responsesItemKind(t string) hooks.BlockKind {
 	switch t {
 	case "message":
 		return hooks.BlockText
-	case "function_call":
+	case "function_call", "custom_tool_call":
 		return hooks.BlockToolCall
 	case "reasoning":
 		return hooks.BlockThinking
@@ -151,7 +178,25 @@ func (d *responsesDecoder) Decode(ev Event) ([]StreamEvent, error) {
 		if typ == "response.output_item.done" {
 			e.Kind = BlockStop
 		}
-		if e.BlockKind == hooks.BlockToolCall {
+		if e.BlockKind == hooks.BlockToolCall && item.Get("type").Str == "custom_tool_call" {
+			e.ToolCallID, e.ToolName = str(item.Get("call_id")), str(item.Get("name"))
+			input := str(item.Get("input"))
+			st := d.call(e.Index)
+			switch {
+			case e.Kind == BlockStart:
+				d.calls = append(d.calls, responsesCallState{index: e.Index, custom: true, sawArgs: input != ""})
+				e.ArgsDelta = freeformOpen + freeformFragment(input)
+			case st == nil || !st.custom:
+				e.ArgsDelta = string(freeformArgs(input)) // never opened as a custom call
+			case !st.sawArgs:
+				e.ArgsDelta = freeformFragment(input) + `"}` // input never streamed
+			default:
+				e.ArgsDelta = `"}`
+			}
+			if st != nil && e.Kind == BlockStop {
+				st.custom = false // closed
+			}
+		} else if e.BlockKind == hooks.BlockToolCall {
 			e.ToolCallID, e.ToolName = str(item.Get("call_id")), str(item.Get("name"))
 			st := d.call(e.Index)
 			if e.Kind == BlockStart {
@@ -175,11 +220,24 @@ func (d *responsesDecoder) Decode(ev Event) ([]StreamEvent, error) {
 		if st := d.call(e.Index); st != nil && e.ArgsDelta != "" {
 			st.sawArgs = true
 		}
+	case "response.custom_tool_call_input.delta":
+		delta := str(root.Get("delta"))
+		e.Kind, e.BlockKind, e.ArgsDelta = BlockDelta, hooks.BlockToolCall, freeformFragment(delta)
+		st := d.call(e.Index)
+		if st == nil || !st.custom {
+			// A delta of a call that was never opened: open it here.
+			d.calls = append(d.calls, responsesCallState{index: e.Index, custom: true})
+			st = &d.calls[len(d.calls)-1]
+			e.ArgsDelta = freeformOpen + e.ArgsDelta
+		}
+		if delta != "" {
+			st.sawArgs = true
+		}
 	case "response.completed", "response.incomplete", "response.failed":
 		resp := root.Get("response")
 		calls := len(d.calls) > 0
 		eachElem(resp.Get("output"), func(_ int, it gjson.Result) bool {
-			calls = calls || it.Get("type").Str == "function_call"
+			calls = calls || responsesCallType(it.Get("type").Str)
 			return !calls
 		})
 		e.Kind, e.Usage = Finish, responsesUsage(resp.Get("usage"))

@@ -1,9 +1,12 @@
 package rewrite
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
 
 	"shepherd/hooks"
 )
@@ -42,7 +45,7 @@ func TestResponsesParseRequestStringInput(t *testing.T) {
 	req2, err := c.ParseRequest([]byte(`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"yo"}]}]}`))
 	require.NoError(t, err)
 	require.Equal(t, req.Fingerprint, req2.Fingerprint)
-	req3, err := c.ParseRequest([]byte(`{"input":[{"type":"web_search_call","id":"x"},{"type":"custom_tool_call_output","call_id":"c"}]}`))
+	req3, err := c.ParseRequest([]byte(`{"input":[{"type":"web_search_call","id":"x"},{"type":"local_shell_call_output","id":"c"}]}`))
 	require.NoError(t, err)
 	require.Equal(t, []hooks.Message{
 		{Role: hooks.RoleAssistant, Blocks: []hooks.Block{{Kind: hooks.BlockOther}}},
@@ -61,6 +64,9 @@ func TestResponsesMalformed(t *testing.T) {
 		{`{"input":[{"type":"function_call","call_id":"a","name":"n","arguments":{}}]}`, "input[0].arguments must be a string"},
 		{`{"input":[{"type":"function_call_output","call_id":"a","output":1}]}`, "input[0].output must be a string or an array"},
 		{`{"input":[{"role":"user","content":[{"type":"input_text","text":1}]}]}`, "input[0].content[0].text must be a string"},
+		{`{"input":[{"type":"custom_tool_call","call_id":"a","name":"n","input":{}}]}`, "input[0].input must be a string"},
+		{`{"input":[{"type":"custom_tool_call","call_id":1,"name":"n","input":""}]}`, "input[0].call_id must be a string"},
+		{`{"input":[{"type":"custom_tool_call_output","call_id":"a","output":1}]}`, "input[0].output must be a string or an array"},
 	}
 	for _, tt := range tests {
 		_, err := For(APIOpenAIResponses).ParseRequest([]byte(tt.body))
@@ -185,4 +191,160 @@ func TestResponsesStreamVariants(t *testing.T) {
 	require.Equal(t, []StreamEvent{{Kind: Error, Seq: 3, ErrorMessage: "slow down"}}, evs)
 	require.Equal(t, []EventKind{Done}, kinds(decode(`[DONE]`)))
 	require.Equal(t, []EventKind{Other}, kinds(decode(`{"type":"response.compaction.compacting","sequence_number":4}`)))
+}
+
+// respPatch is an apply_patch input with characters that need escaping.
+const respPatch = "*** Begin Patch\n*** Update File: a.go\n@@\n-x := 1\n+x := \"<2>\" // é\n*** End Patch\n"
+
+// respPatchArgs is the view's arguments object for respPatch.
+const respPatchArgs = `{"input":"*** Begin Patch\n*** Update File: a.go\n@@\n-x := 1\n+x := \"<2>\" // é\n*** End Patch\n"}`
+
+// respCustomConv is a Codex-style conversation with a custom apply_patch
+// call next to a function call, and both outputs.
+const respCustomConv = `{"model":"gpt-5-codex","tools":[` +
+	`{"type":"function","name":"shell","parameters":{"type":"object"}},` +
+	`{"type":"custom","name":"apply_patch","description":"Patch files.","format":{"type":"grammar","syntax":"lark","definition":"start: x"}},` +
+	`{"type":"web_search"}],"input":[` +
+	`{"role":"user","content":"fix a.go"},` +
+	`{"type":"reasoning","id":"rs","summary":[]},` +
+	`{"type":"custom_tool_call","id":"ctc_1","status":"completed","call_id":"call_p","name":"apply_patch","input":"*** Begin Patch\n*** Update File: a.go\n@@\n-x := 1\n+x := \"<2>\" // é\n*** End Patch\n"},` +
+	`{"type":"function_call","call_id":"call_s","name":"shell","arguments":"{\"cmd\":\"go test\"}"},` +
+	`{"type":"custom_tool_call_output","call_id":"call_p","output":"Done!"},` +
+	`{"type":"function_call_output","call_id":"call_s","output":[{"type":"input_text","text":"ok"}]}` +
+	`]}`
+
+func TestResponsesParseRequestCustom(t *testing.T) {
+	c := For(APIOpenAIResponses)
+	req, err := c.ParseRequest([]byte(respCustomConv))
+	require.NoError(t, err)
+	require.Equal(t, []hooks.ToolDef{{Name: "shell"}, {Name: "apply_patch"}}, req.Tools)
+	require.True(t, req.HasTool("apply_patch"))
+	require.Equal(t, []hooks.Message{
+		{Role: hooks.RoleUser, Blocks: []hooks.Block{{Kind: hooks.BlockText, Text: "fix a.go"}}},
+		{Role: hooks.RoleAssistant, Blocks: []hooks.Block{
+			{Kind: hooks.BlockThinking},
+			{Kind: hooks.BlockToolCall, ToolCallID: "call_p", ToolName: "apply_patch", Args: []byte(respPatchArgs), Freeform: true},
+			{Kind: hooks.BlockToolCall, ToolCallID: "call_s", ToolName: "shell", Args: []byte(`{"cmd":"go test"}`)},
+		}},
+		{Role: hooks.RoleTool, Blocks: []hooks.Block{{Kind: hooks.BlockToolResult, ToolCallID: "call_p", ToolName: "apply_patch", Text: "Done!", Freeform: true}}},
+		{Role: hooks.RoleTool, Blocks: []hooks.Block{{Kind: hooks.BlockToolResult, ToolCallID: "call_s", ToolName: "shell", Text: "ok"}}},
+	}, req.Messages)
+	require.Equal(t, respPatch, gjson.GetBytes(req.Messages[1].Blocks[1].Args, "input").Str)
+
+	// The anchors do not depend on how the agent escaped the input or
+	// spaced its items, and do depend on the input text.
+	anchors := hooks.Anchors(req.Messages)
+	resent := strings.NewReplacer(`\"<2>\"`, `\"\u003c2\u003e\"`, `é`, `\u00e9`, `,"call_id":"call_p","name"`, `, "call_id" : "call_p", "name"`).Replace(respCustomConv)
+	require.NotEqual(t, respCustomConv, resent)
+	req2, err := c.ParseRequest([]byte(resent))
+	require.NoError(t, err)
+	require.Equal(t, req.Messages, req2.Messages)
+	require.Equal(t, anchors, hooks.Anchors(req2.Messages))
+	req3, err := c.ParseRequest([]byte(strings.Replace(respCustomConv, "x := 1", "x := 3", 1)))
+	require.NoError(t, err)
+	a3 := hooks.Anchors(req3.Messages)
+	require.Equal(t, anchors[0], a3[0])
+	require.NotEqual(t, anchors[1], a3[1])
+}
+
+// respReplyCustom is a reply with text, a custom call between two function
+// calls, and a second custom call.
+const respReplyCustom = `{"id":"resp_c","status":"completed","model":"gpt-5-codex","output":[
+  {"type":"message","role":"assistant","content":[{"type":"output_text","text":"Patching."}]},
+  {"type":"function_call","call_id":"t","name":"create_new_topic","arguments":"{\"title\":\"Fix\"}"},
+  {"type":"custom_tool_call","id":"ctc_1","status":"completed","call_id":"p","name":"apply_patch","input":"*** Begin Patch\n*** Update File: a.go\n@@\n-x := 1\n+x := \"<2>\" // é\n*** End Patch\n"},
+  {"type":"function_call","call_id":"s","name":"shell","arguments":"{}"},
+  {"type":"custom_tool_call","id":"ctc_2","call_id":"q","name":"note","input":""}
+ ],"usage":{"input_tokens":10,"output_tokens":5,"total_tokens":15}}`
+
+func TestResponsesParseReplyCustom(t *testing.T) {
+	r, err := For(APIOpenAIResponses).ParseReply([]byte(respReplyCustom))
+	require.NoError(t, err)
+	require.Equal(t, &hooks.Reply{
+		Model: "gpt-5-codex", Text: "Patching.",
+		ToolCalls: []hooks.ToolCall{
+			{Index: 0, ID: "t", Name: "create_new_topic", Args: []byte(`{"title":"Fix"}`)},
+			{Index: 1, ID: "p", Name: "apply_patch", Args: []byte(respPatchArgs), Freeform: true},
+			{Index: 2, ID: "s", Name: "shell", Args: []byte(`{}`)},
+			{Index: 3, ID: "q", Name: "note", Args: []byte(`{"input":""}`), Freeform: true},
+		},
+		Stop: hooks.StopToolUse, RawStop: "completed", Usage: hooks.Usage{InputTokens: 10, OutputTokens: 5},
+	}, r)
+
+	// A reply whose only call is a custom one is a tool-use turn.
+	r, err = For(APIOpenAIResponses).ParseReply([]byte(`{"status":"completed","output":[{"type":"custom_tool_call","call_id":"p","name":"apply_patch","input":"x"}]}`))
+	require.NoError(t, err)
+	require.Equal(t, hooks.StopToolUse, r.Stop)
+	require.Equal(t, []hooks.ToolCall{{ID: "p", Name: "apply_patch", Args: []byte(`{"input":"x"}`), Freeform: true}}, r.ToolCalls)
+}
+
+// respWithoutFreeform returns calls with Freeform cleared: StreamEvent has
+// no field for it, so the accumulator cannot report it.
+func respWithoutFreeform(calls []hooks.ToolCall) []hooks.ToolCall {
+	out := append([]hooks.ToolCall(nil), calls...)
+	for i := range out {
+		out[i].Freeform = false
+	}
+	return out
+}
+
+func TestResponsesStreamCustom(t *testing.T) {
+	c := For(APIOpenAIResponses)
+	sse := fixture(t, APIOpenAIResponses, "splice_custom.sse")
+	evs, reply := decodeSSE(t, c, sse)
+	var last Event
+	rd := NewReader(bytes.NewReader(sse))
+	for ev, err := rd.Next(); err == nil; ev, err = rd.Next() {
+		last = Event{Data: bytes.Clone(ev.Data)}
+	}
+	want, err := c.ParseReply([]byte(gjson.GetBytes(last.Data, "response").Raw))
+	require.NoError(t, err)
+	require.Len(t, want.ToolCalls, 2)
+	require.True(t, want.ToolCalls[0].Freeform)
+	require.Equal(t, respPatchArgs, string(want.ToolCalls[0].Args))
+	require.Equal(t, respWithoutFreeform(want.ToolCalls), reply.ToolCalls)
+	require.Equal(t, want.Text, reply.Text)
+	require.Equal(t, want.Stop, reply.Stop)
+	require.Equal(t, want.Usage, reply.Usage)
+	require.Equal(t, StreamEvent{Kind: BlockStart, Seq: 8, Index: 1, BlockKind: hooks.BlockToolCall,
+		ToolCallID: "call_p", ToolName: "apply_patch", ArgsDelta: `{"input":"`}, evs[8])
+	require.Equal(t, BlockDelta, evs[9].Kind)
+	require.Equal(t, `*** Begin Patch\n*** Update File: a.go\n@@\n`, evs[9].ArgsDelta)
+	require.Equal(t, Other, evs[11].Kind, "custom_tool_call_input.done")
+	require.Equal(t, `"}`, evs[12].ArgsDelta, "streamed input is not repeated at the stop")
+
+	// Variants: input only in the done item, in the added item, or deltas
+	// without an added item; each gives ParseReply's arguments.
+	item := func(input string) string {
+		return `{"type":"custom_tool_call","id":"ctc","call_id":"c","name":"n","input":` + string(jsonString(input)) + `}`
+	}
+	for name, events := range map[string][]string{
+		"done only": {
+			`{"type":"response.output_item.added","output_index":0,"item":` + item("") + `}`,
+			`{"type":"response.output_item.done","output_index":0,"item":` + item("a\"b") + `}`,
+		},
+		"added whole": {
+			`{"type":"response.output_item.added","output_index":0,"item":` + item("a\"b") + `}`,
+			`{"type":"response.output_item.done","output_index":0,"item":` + item("a\"b") + `}`,
+		},
+		"deltas only": {
+			`{"type":"response.custom_tool_call_input.delta","item_id":"ctc","output_index":0,"delta":"a\""}`,
+			`{"type":"response.custom_tool_call_input.delta","item_id":"ctc","output_index":0,"delta":"b"}`,
+			`{"type":"response.output_item.done","output_index":0,"item":` + item("a\"b") + `}`,
+		},
+		"stop only": {
+			`{"type":"response.output_item.done","output_index":0,"item":` + item("a\"b") + `}`,
+		},
+	} {
+		d := c.NewStreamDecoder()
+		var acc StreamAccumulator
+		for _, data := range events {
+			out, err := d.Decode(Event{Data: []byte(data), hasData: true})
+			require.NoError(t, err, name)
+			acc.Add(out...)
+		}
+		calls := acc.Reply().ToolCalls
+		require.Len(t, calls, 1, name)
+		require.Equal(t, `{"input":"a\"b"}`, string(calls[0].Args), name)
+	}
 }

@@ -18,13 +18,13 @@ var _ TurnCodec = responsesCodec{}
 
 // responsesAssistantItem reports whether ParseRequest counts an input item
 // as assistant-side (merged with its assistant neighbours): an assistant
-// message, a function_call, a reasoning item, or any other item type except
-// the *_output results.
+// message, a function_call or custom_tool_call, a reasoning item, or any
+// other item type except the *_output results.
 func responsesAssistantItem(it gjson.Result) bool {
 	switch t := it.Get("type").Str; t {
 	case "", "message":
 		return it.Get("role").Str == "assistant"
-	case "function_call", "reasoning":
+	case "function_call", "custom_tool_call", "reasoning":
 		return true
 	default:
 		return !strings.HasSuffix(t, "_output")
@@ -122,15 +122,22 @@ func (responsesCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
 }
 
 // ToolResultMessages renders one {"type":"function_call_output","call_id",
-// "output"} item per result. There is no error flag: a refusal's text says
-// so.
+// "output"} item per result, or {"type":"custom_tool_call_output",…} for a
+// Freeform result (the answer to a custom tool call). There is no error
+// flag: a refusal's text says so.
 func (responsesCodec) ToolResultMessages(results []ToolResult) ([][]byte, error) {
 	items := make([][]byte, 0, len(results))
 	for i, r := range results {
 		if r.CallID == "" {
 			return nil, fmt.Errorf("rewrite: tool result %d has no call id", i)
 		}
-		b := append([]byte(nil), `{"type":"function_call_output","call_id":`...)
+		typ := "function_call_output"
+		if r.Freeform {
+			typ = "custom_tool_call_output"
+		}
+		b := append([]byte(nil), `{"type":"`...)
+		b = append(b, typ...)
+		b = append(b, `","call_id":`...)
 		b = appendJSONString(b, r.CallID)
 		b = append(b, `,"output":`...)
 		b = appendJSONString(b, r.Content)
@@ -182,8 +189,9 @@ func (responsesCodec) ReplaceMessages(body []byte, pos int, items [][]byte) ([]b
 	return oaSpliceElems(body, in.input, in.elems, r[0], r[1], items), nil
 }
 
-// PrependToolResults inserts one function_call_output item per result right
-// after the last item of the assistant message at pos.
+// PrependToolResults inserts one function_call_output (or, for a Freeform
+// result, custom_tool_call_output) item per result right after the last item
+// of the assistant message at pos.
 func (c responsesCodec) PrependToolResults(body []byte, pos int, results []ToolResult) ([]byte, error) {
 	in, err := readResponsesInput(body)
 	if err != nil {
@@ -247,13 +255,14 @@ func (responsesCodec) AppendUserTextAt(body []byte, pos int, texts []string) ([]
 	return nil, fmt.Errorf("rewrite: message %d is neither a user message nor a tool result", pos)
 }
 
-// EditReply drops function_call output items (indices as ParseReply numbers
-// them, counting function_call items only) and moves those in first, in
-// that order, to just before the first function_call item (after any
-// reasoning or message item that precedes it); every other item keeps its
-// place. Separators between the original item slots are reused. status is left alone: a response whose calls
-// are all removed is still "completed", which ParseReply reads as a
-// finished turn.
+// EditReply drops tool call output items (function_call and
+// custom_tool_call; indices as ParseReply numbers them, counting both kinds
+// in output order) and moves those in first, in that order, to just before
+// the first call item (after any reasoning or message item that precedes
+// it); every other item keeps its place. Separators between the original
+// item slots are reused. status is left alone: a response whose calls are
+// all removed is still "completed", which ParseReply reads as a finished
+// turn.
 func (responsesCodec) EditReply(reply []byte, remove, first []int) ([]byte, error) {
 	if len(remove) == 0 && len(first) == 0 {
 		return reply, nil
@@ -263,9 +272,9 @@ func (responsesCodec) EditReply(reply []byte, remove, first []int) ([]byte, erro
 		return nil, err
 	}
 	elems := oaElems(root.Get("output"))
-	var calls []int // output index of each function_call
+	var calls []int // output index of each call item
 	for i, it := range elems {
-		if it.Get("type").Str == "function_call" {
+		if responsesCallType(it.Get("type").Str) {
 			calls = append(calls, i)
 		}
 	}
@@ -278,9 +287,9 @@ func (responsesCodec) EditReply(reply []byte, remove, first []int) ([]byte, erro
 		stays[c] = true
 	}
 	order := make([]int, 0, len(elems))
-	k := 0 // the function_call's index among calls
+	k := 0 // the call's index among calls
 	for i, it := range elems {
-		if it.Get("type").Str != "function_call" {
+		if !responsesCallType(it.Get("type").Str) {
 			order = append(order, i)
 			continue
 		}

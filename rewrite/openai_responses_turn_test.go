@@ -1,8 +1,11 @@
 package rewrite
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
+	"github.com/openai/openai-go/v3/responses"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
@@ -22,6 +25,11 @@ func TestResponsesRanges(t *testing.T) {
 		   {"type":"web_search_call","id":"ws"},{"type":"local_shell_call_output","id":"o"},{"type":"item_reference","id":"x"},
 		   {"type":"function_call","call_id":"d"},{"role":"user","content":"u"},{"role":"assistant","content":"z"}]`,
 			[][2]int{{0, 1}, {1, 2}, {2, 5}, {5, 6}, {6, 7}, {7, 8}, {8, 10}, {10, 11}, {11, 12}}},
+		{`[{"role":"user","content":"q"},{"type":"custom_tool_call","call_id":"p","name":"apply_patch","input":"x"},
+		   {"type":"function_call","call_id":"s"},{"type":"custom_tool_call","call_id":"p2","name":"apply_patch","input":""},
+		   {"type":"custom_tool_call_output","call_id":"p","output":"ok"},{"type":"function_call_output","call_id":"s","output":"ok"},
+		   {"type":"custom_tool_call","call_id":"p3","name":"apply_patch","input":"y"}]`,
+			[][2]int{{0, 1}, {1, 4}, {4, 5}, {5, 6}, {6, 7}}},
 	}
 	for _, tt := range tests {
 		body := []byte(`{"input":` + tt.input + `}`)
@@ -79,6 +87,24 @@ func TestResponsesToolResultMessages(t *testing.T) {
 	}, oaStrs(items))
 	_, err = c.ToolResultMessages([]ToolResult{{Content: "x"}})
 	require.Error(t, err)
+
+	// Answers to custom calls are custom_tool_call_output items; a refusal
+	// is told by its text, as for function calls.
+	items, err = c.ToolResultMessages([]ToolResult{
+		{CallID: "call_p", Name: "apply_patch", Content: "Refused: \"apply_patch\" is outside intent <fix-bug>\n", IsError: true, Freeform: true},
+		{CallID: "call_s", Name: "shell", Content: "ok"},
+		{CallID: "call_q", Name: "note", Content: "noted", Freeform: true},
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		`{"type":"custom_tool_call_output","call_id":"call_p","output":"Refused: \"apply_patch\" is outside intent <fix-bug>\n"}`,
+		`{"type":"function_call_output","call_id":"call_s","output":"ok"}`,
+		`{"type":"custom_tool_call_output","call_id":"call_q","output":"noted"}`,
+	}, oaStrs(items))
+	var sdk responses.ResponseInputItemUnion
+	require.NoError(t, json.Unmarshal(items[0], &sdk))
+	require.Equal(t, "custom_tool_call_output", sdk.Type)
+	require.Equal(t, "call_p", sdk.CallID)
 }
 
 // respConv is a Responses conversation whose view is: 0 developer, 1 user,
@@ -397,7 +423,11 @@ func TestResponsesTurnRoundTrip(t *testing.T) {
 // view ranges match the view ParseRequest builds.
 func FuzzResponsesTurn(f *testing.F) {
 	oaSeedTurnFuzz(f, APIOpenAIResponses, respConv, respReplyCalls, `{"input":"hi"}`,
-		`{"input":[{"type":"function_call","call_id":"x"},{"type":"function_call_output","call_id":"x","output":"o"}]}`)
+		`{"input":[{"type":"function_call","call_id":"x"},{"type":"function_call_output","call_id":"x","output":"o"}]}`,
+		respCustomConv, respReplyCustom,
+		`{"input":[{"type":"custom_tool_call","call_id":"x","name":"apply_patch","input":"a\n\"b"},{"type":"custom_tool_call_output","call_id":"x","output":"o"}]}`,
+		`{"input":[{"role":"user","content":"q"},{"type":"custom_tool_call","call_id":"x","input":""},{"type":"function_call","call_id":"y"}]}`,
+		`{"status":"completed","output":[{"type":"custom_tool_call","call_id":"x","input":"p"},{"type":"function_call","call_id":"y"}]}`)
 	c := Turn(APIOpenAIResponses)
 	f.Fuzz(func(t *testing.T, body []byte, pos int, text string) {
 		if req, err := c.(Codec).ParseRequest(body); err == nil {
@@ -410,4 +440,132 @@ func FuzzResponsesTurn(f *testing.F) {
 		}
 		oaFuzzTurn(t, c, body, pos, text)
 	})
+}
+
+func TestResponsesEditReplyCustom(t *testing.T) {
+	c := Turn(APIOpenAIResponses)
+	const (
+		m   = `{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Patching."}]}`
+		ft  = `{"type":"function_call","call_id":"t","name":"create_new_topic","arguments":"{\"title\":\"Fix\"}"}`
+		cp  = `{"type":"custom_tool_call","id":"ctc_1","status":"completed","call_id":"p","name":"apply_patch","input":"*** Begin Patch\n*** Update File: a.go\n@@\n-x := 1\n+x := \"<2>\" // é\n*** End Patch\n"}`
+		fs  = `{"type":"function_call","call_id":"s","name":"shell","arguments":"{}"}`
+		cq  = `{"type":"custom_tool_call","id":"ctc_2","call_id":"q","name":"note","input":""}`
+		sep = ",\n  "
+	)
+	wrapOut := func(items ...string) string {
+		s := "{\"id\":\"resp_c\",\"status\":\"completed\",\"model\":\"gpt-5-codex\",\"output\":[\n  "
+		for i, it := range items {
+			if i > 0 {
+				s += sep
+			}
+			s += it
+		}
+		return s + "\n ],\"usage\":{\"input_tokens\":10,\"output_tokens\":5,\"total_tokens\":15}}"
+	}
+	require.Equal(t, respReplyCustom, wrapOut(m, ft, cp, fs, cq))
+	tests := []struct {
+		name          string
+		remove, first []int
+		want          string
+		ids           []string
+	}{
+		{"remove the topic call next to a custom call", []int{0}, nil, wrapOut(m, cp, fs, cq), []string{"p", "s", "q"}},
+		{"remove a custom call next to a kept function call", []int{1}, nil, wrapOut(m, ft, fs, cq), []string{"t", "s", "q"}},
+		{"remove both custom calls", []int{1, 3}, nil, wrapOut(m, ft, fs), []string{"t", "s"}},
+		{"move a custom call first", nil, []int{3}, wrapOut(m, cq, ft, cp, fs), []string{"q", "t", "p", "s"}},
+		{"remove topic, move function before custom", []int{0}, []int{2}, wrapOut(m, fs, cp, cq), []string{"s", "p", "q"}},
+		{"remove all", []int{0, 1, 2, 3}, nil, wrapOut(m), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := oaCheckTurn(t, []byte(respReplyCustom), func(b []byte) ([]byte, error) { return c.EditReply(b, tt.remove, tt.first) })
+			require.NoError(t, err)
+			require.Equal(t, tt.want, string(out))
+			r, err := c.(Codec).ParseReply(out)
+			require.NoError(t, err)
+			var ids []string
+			for i, tc := range r.ToolCalls {
+				require.Equal(t, i, tc.Index)
+				require.Equal(t, tc.ID == "p" || tc.ID == "q", tc.Freeform, tc.ID)
+				ids = append(ids, tc.ID)
+			}
+			require.Equal(t, tt.ids, ids)
+			var sdk responses.Response
+			require.NoError(t, json.Unmarshal(out, &sdk))
+			for _, it := range sdk.Output {
+				if it.Type == "custom_tool_call" && it.CallID == "p" {
+					require.Equal(t, respPatch, it.AsCustomToolCall().Input)
+				}
+			}
+		})
+	}
+	_, err := c.EditReply([]byte(respReplyCustom), []int{4}, nil)
+	require.Error(t, err, "four calls in all")
+}
+
+func TestResponsesCustomPositional(t *testing.T) {
+	c := Turn(APIOpenAIResponses)
+	body := `{"input":[{"role":"user","content":"q"},{"type":"custom_tool_call","call_id":"p","name":"apply_patch","input":"x"},{"type":"function_call","call_id":"t","name":"create_new_topic","arguments":"{}"},{"type":"custom_tool_call_output","call_id":"p","output":"ok"}]}`
+	res := []ToolResult{{CallID: "t", Name: "create_new_topic", Content: "Topic changed"}, {CallID: "z", Content: "no", IsError: true, Freeform: true}}
+	out, err := oaCheckTurn(t, []byte(body), func(b []byte) ([]byte, error) { return c.PrependToolResults(b, 1, res) })
+	require.NoError(t, err)
+	require.Equal(t, `{"input":[{"role":"user","content":"q"},{"type":"custom_tool_call","call_id":"p","name":"apply_patch","input":"x"},{"type":"function_call","call_id":"t","name":"create_new_topic","arguments":"{}"},`+
+		`{"type":"function_call_output","call_id":"t","output":"Topic changed"},{"type":"custom_tool_call_output","call_id":"z","output":"no"},`+
+		`{"type":"custom_tool_call_output","call_id":"p","output":"ok"}]}`, string(out))
+	out, err = oaCheckTurn(t, []byte(body), func(b []byte) ([]byte, error) { return c.AppendUserTextAt(b, 2, []string{"T"}) })
+	require.NoError(t, err)
+	require.Equal(t, strings.TrimSuffix(body, "]}")+`,{"role":"user","content":[{"type":"input_text","text":"T"}]}]}`, string(out))
+	out, err = oaCheckTurn(t, []byte(body), func(b []byte) ([]byte, error) { return c.ReplaceMessages(b, 1, nil) })
+	require.NoError(t, err)
+	require.Equal(t, `{"input":[{"role":"user","content":"q"},{"type":"custom_tool_call_output","call_id":"p","output":"ok"}]}`, string(out))
+}
+
+// TestResponsesTurnRoundTripCustom runs the turn engine's sequence on a
+// reply with a custom call and a claimed function call: the model's items
+// and shepherd's results append to the request as the view expects.
+func TestResponsesTurnRoundTripCustom(t *testing.T) {
+	c := Turn(APIOpenAIResponses)
+	codec := c.(Codec)
+	view, err := codec.ParseReply([]byte(respReplyCustom))
+	require.NoError(t, err)
+	asMsgs, err := c.ReplyAsMessages([]byte(respReplyCustom))
+	require.NoError(t, err)
+	require.Len(t, asMsgs, 5)
+	var results []ToolResult
+	for _, tc := range view.ToolCalls {
+		results = append(results, ToolResult{CallID: tc.ID, Name: tc.Name, Content: "r-" + tc.ID, IsError: tc.Name == "apply_patch", Freeform: tc.Freeform})
+	}
+	resItems, err := c.ToolResultMessages(results)
+	require.NoError(t, err)
+	body := []byte(`{"model":"m","input":"fix it"}`)
+	out, err := oaCheckTurn(t, body, func(b []byte) ([]byte, error) { return c.AppendMessages(b, append(asMsgs, resItems...)) })
+	require.NoError(t, err)
+	req, err := codec.ParseRequest(out)
+	require.NoError(t, err)
+	require.Len(t, req.Messages, 6)
+	var calls []hooks.ToolCall
+	for _, b := range req.Messages[1].Blocks {
+		if b.Kind == hooks.BlockToolCall {
+			calls = append(calls, hooks.ToolCall{Index: len(calls), ID: b.ToolCallID, Name: b.ToolName, Args: b.Args, Freeform: b.Freeform})
+		}
+	}
+	require.Equal(t, view.ToolCalls, calls, "the request view's calls are the reply view's")
+	for i, m := range req.Messages[2:] {
+		require.Equal(t, hooks.RoleTool, m.Role)
+		require.Equal(t, []hooks.Block{{Kind: hooks.BlockToolResult, ToolCallID: calls[i].ID, ToolName: calls[i].Name,
+			Text: "r-" + calls[i].ID, Freeform: calls[i].Freeform}}, m.Blocks)
+	}
+	// The anchors are the same when the agent sends the conversation back
+	// re-serialised by the SDK.
+	var sdk responses.Response
+	require.NoError(t, json.Unmarshal([]byte(respReplyCustom), &sdk))
+	p := sdk.Output[2].AsCustomToolCall().ToParam()
+	resent, err := json.Marshal(p)
+	require.NoError(t, err)
+	require.NotEqual(t, string(asMsgs[2]), string(resent))
+	out2, err := c.AppendMessages(body, append(append(append([][]byte{}, asMsgs[:2]...), resent), append(asMsgs[3:], resItems...)...))
+	require.NoError(t, err)
+	req2, err := codec.ParseRequest(out2)
+	require.NoError(t, err)
+	require.Equal(t, hooks.Anchors(req.Messages), hooks.Anchors(req2.Messages))
 }

@@ -14,6 +14,10 @@ type ToolResult struct {
 	Content string
 	// IsError marks a refusal (Anthropic is_error; elsewhere the text says so).
 	IsError bool
+	// Freeform marks the answer to a free-form (custom) tool call
+	// (hooks.ToolCall.Freeform); Responses renders it as a
+	// custom_tool_call_output item.
+	Freeform bool
 }
 
 // TurnCodec is the part of a codec the turn engine and the session ledger
@@ -40,7 +44,8 @@ type TurnCodec interface {
 	// ToolResultMessages renders shepherd's results as the raw item(s) that
 	// follow the assistant turn: Anthropic one user message of tool_result
 	// blocks (is_error set for refusals); Chat one tool message per result;
-	// Responses one function_call_output item per result; Gemini one user
+	// Responses one function_call_output item per result (a
+	// custom_tool_call_output for a Freeform result); Gemini one user
 	// content of functionResponse parts ({"name","response":{"content"|"error"}},
 	// "id" when CallID is set).
 	ToolResultMessages(results []ToolResult) ([][]byte, error)

@@ -4,14 +4,16 @@ import "strconv"
 
 // OpenAI Responses API. Output items, in order: a reasoning item (Thinking:
 // summary text, signature as encrypted_content), a message item (Text), one
-// function_call item per tool call. Ids: rs_<key>, msg_<key>, fc_<key>_<i>,
-// call_<key>_<i>.
+// function_call item per tool call, or a custom_tool_call item for a
+// ToolCall with Custom set. Ids: rs_<key>, msg_<key>, fc_<key>_<i> (custom:
+// ctc_<key>_<i>), call_<key>_<i>.
 
 type respItem struct {
-	kind  byte // 'r' reasoning, 'm' message, 'f' function call
+	kind  byte // 'r' reasoning, 'm' message, 'f' function call, 'c' custom tool call
 	id    string
 	call  *call
-	index int // output_index
+	input string // a custom call's input text, verbatim
+	index int    // output_index
 }
 
 func (p *plan) respItems() []respItem {
@@ -23,6 +25,10 @@ func (p *plan) respItems() []respItem {
 		items = append(items, respItem{kind: 'm', id: "msg_" + p.key})
 	}
 	for i := range p.calls {
+		if tc := &p.r.ToolCalls[i]; tc.Custom {
+			items = append(items, respItem{kind: 'c', id: "ctc_" + p.key + "_" + strconv.Itoa(i), call: &p.calls[i], input: tc.Args})
+			continue
+		}
 		items = append(items, respItem{kind: 'f', id: "fc_" + p.key + "_" + strconv.Itoa(i), call: &p.calls[i]})
 	}
 	for i := range items {
@@ -85,6 +91,19 @@ func (p *plan) appendItem(b []byte, it *respItem, done, last bool) []byte {
 		}
 		b = append(b, `,"call_id":`...)
 		b = appendStr(b, it.call.id)
+		b = append(b, `,"name":`...)
+		b = appendStr(b, it.call.name)
+	case 'c':
+		b = append(b, `,"type":"custom_tool_call","status":"`...)
+		b = append(b, status...)
+		b = append(b, `","call_id":`...)
+		b = appendStr(b, it.call.id)
+		b = append(b, `,"input":`...)
+		if done {
+			b = appendStr(b, it.input)
+		} else {
+			b = append(b, `""`...)
+		}
 		b = append(b, `,"name":`...)
 		b = appendStr(b, it.call.name)
 	}
@@ -258,6 +277,19 @@ func (p *plan) responsesStream(e *events) {
 			e.b = appendStr(e.b, it.call.name)
 			e.b = append(e.b, `,"arguments":`...)
 			e.b = appendStr(e.b, it.call.args)
+			closeEv()
+		case 'c':
+			for _, piece := range split(it.input, p.chunk) {
+				open("response.custom_tool_call_input.delta")
+				at(it)
+				e.b = append(e.b, `,"delta":`...)
+				e.b = appendStr(e.b, piece)
+				closeEv()
+			}
+			open("response.custom_tool_call_input.done")
+			at(it)
+			e.b = append(e.b, `,"input":`...)
+			e.b = appendStr(e.b, it.input)
 			closeEv()
 		}
 		itemEvent("response.output_item.done", it, true)

@@ -90,6 +90,12 @@ type ToolCall struct {
 	ID   string
 	Name string
 	Args string
+	// Custom makes the call a free-form (custom) tool call on the Responses
+	// API: a custom_tool_call item (id ctc_<key>_<i>) whose input is Args
+	// verbatim, plain text rather than JSON (empty stays empty), streamed as
+	// response.custom_tool_call_input.delta events and a .done event. The
+	// other APIs have no such calls and send it as a function call.
+	Custom bool
 }
 
 // Usage is token accounting in Anthropic terms: Input excludes cached tokens.
