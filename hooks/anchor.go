@@ -1,11 +1,14 @@
 package hooks
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/tidwall/gjson"
 )
 
 // Anchors returns one anchor per message: a hash chained over the message
@@ -62,7 +65,7 @@ func appendMessageDigest(dst []byte, m *Message) []byte {
 		dst = appendField(dst, []byte(b.Text))
 		dst = appendField(dst, []byte(b.ToolCallID))
 		dst = appendField(dst, []byte(b.ToolName))
-		dst = appendField(dst, compactJSON(b.Args))
+		dst = appendField(dst, canonicalJSON(b.Args))
 		if b.IsError {
 			dst = append(dst, 1)
 		} else {
@@ -78,15 +81,56 @@ func appendField(dst, f []byte) []byte {
 	return append(dst, f...)
 }
 
-// compactJSON removes insignificant whitespace so re-serialised arguments
-// hash the same; anything that is not valid JSON is hashed as it is.
-func compactJSON(b []byte) []byte {
-	if len(b) == 0 {
+// canonicalJSON returns a canonical digest of JSON arguments, so that
+// arguments an agent re-serialised hash the same: object keys sorted,
+// strings by their decoded value (escapes do not matter), numbers by their
+// float64 value, whitespace ignored. The genai SDK, for one, keeps arguments
+// in a map and sends them back with sorted keys and re-formatted numbers.
+// Anything that is not valid JSON is hashed as it is.
+func canonicalJSON(b []byte) []byte {
+	if len(b) == 0 || !gjson.ValidBytes(b) {
 		return b
 	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, b); err != nil {
-		return b
+	return appendCanonical(make([]byte, 0, len(b)), gjson.ParseBytes(b))
+}
+
+func appendCanonical(dst []byte, r gjson.Result) []byte {
+	switch r.Type {
+	case gjson.Null:
+		return append(dst, 'n')
+	case gjson.True:
+		return append(dst, 't')
+	case gjson.False:
+		return append(dst, 'f')
+	case gjson.Number:
+		dst = append(dst, 'd')
+		return binary.BigEndian.AppendUint64(dst, math.Float64bits(r.Num))
+	case gjson.String:
+		dst = append(dst, 's')
+		return appendField(dst, []byte(r.Str))
 	}
-	return buf.Bytes()
+	if r.IsArray() {
+		dst = append(dst, 'a')
+		r.ForEach(func(_, v gjson.Result) bool {
+			dst = appendCanonical(dst, v)
+			return true
+		})
+		return append(dst, ']')
+	}
+	type member struct {
+		key string
+		val gjson.Result
+	}
+	var members []member
+	r.ForEach(func(k, v gjson.Result) bool {
+		members = append(members, member{k.Str, v})
+		return true
+	})
+	slices.SortStableFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
+	dst = append(dst, 'o')
+	for _, m := range members {
+		dst = appendField(dst, []byte(m.key))
+		dst = appendCanonical(dst, m.val)
+	}
+	return append(dst, '}')
 }

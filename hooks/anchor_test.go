@@ -72,3 +72,17 @@ func TestAnchorsJoinAdjacentText(t *testing.T) {
 	b := []Message{{Role: RoleAssistant, Blocks: []Block{{Kind: BlockText, Text: "ab"}, {Kind: BlockToolCall, ToolCallID: "x"}}}}
 	require.NotEqual(t, Anchors(a), Anchors(b))
 }
+
+func TestAnchorsIgnoreArgumentEncoding(t *testing.T) {
+	msgs := func(args string) []Message {
+		return []Message{
+			{Role: RoleUser, Blocks: []Block{{Kind: BlockText, Text: "go"}}},
+			{Role: RoleAssistant, Blocks: []Block{{Kind: BlockToolCall, ToolCallID: "c1", ToolName: "Write", Args: []byte(args)}}},
+		}
+	}
+	a := Anchors(msgs(`{"file_path":"a<b>.go", "n": 1.0, "content":"x&y"}`))
+	b := Anchors(msgs(`{"content":"x\u0026y","file_path":"a\u003cb\u003e.go","n":1}`))
+	require.Equal(t, a, b, "key order, escaping and number format do not change anchors")
+	c := Anchors(msgs(`{"content":"x&y","file_path":"a<b>.go","n":2}`))
+	require.NotEqual(t, a[1], c[1], "a different value changes the anchor")
+}

@@ -42,7 +42,8 @@ func (s *Server) handleWithAdmin(ctx *fasthttp.RequestCtx) {
 // handleAdmin serves:
 //   - GET /healthz: 200 while the process serves.
 //   - GET /readyz: 200 when the state store answers a ping, else 503, with a
-//     JSON detail.
+//     JSON detail: the store, and each intents policy file's load status
+//     (status "degraded" while a policy file is broken or never loaded).
 //   - GET /metrics: Prometheus text format.
 //   - GET /shepherd/v1/sessions[?tenant=T&limit=N]: recent sessions.
 //   - GET /shepherd/v1/sessions/{id}[?tenant=T]: one session's state.
@@ -94,14 +95,25 @@ func (s *Server) adminAuthorized(ctx *fasthttp.RequestCtx) bool {
 func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 	c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	out := map[string]any{"status": "ok", "store": string(s.cfg.State.Backend)}
+	// A broken policy file does not make the proxy unready (the last good
+	// policy stays in force, or governance fails closed): it is reported
+	// as "degraded" with the detail per file.
+	if ps := s.features.PolicyStatus(); len(ps) > 0 {
+		out["policies"] = ps
+		for _, p := range ps {
+			if !p.Loaded || p.Error != "" {
+				out["status"] = "degraded"
+			}
+		}
+	}
 	if err := s.store.Ping(c); err != nil {
 		s.metrics.StoreError("ping")
-		writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{
-			"status": "unavailable", "store": string(s.cfg.State.Backend), "detail": "state store did not answer",
-		})
+		out["status"], out["detail"] = "unavailable", "state store did not answer"
+		writeJSON(ctx, fasthttp.StatusServiceUnavailable, out)
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, map[string]string{"status": "ok", "store": string(s.cfg.State.Backend)})
+	writeJSON(ctx, fasthttp.StatusOK, out)
 }
 
 func (s *Server) listSessions(ctx *fasthttp.RequestCtx) {

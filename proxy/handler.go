@@ -62,7 +62,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	fingerprint := func() string { return "" }
 	if x.route.inspect {
 		x.codec = rewrite.For(x.route.api)
-		if s.chain.Empty() || x.route.name == "count_tokens" {
+		if s.features.chain(x.route.api).Empty() || x.route.name == "count_tokens" {
 			hs, err := rewrite.PeekRequest(x.route.api, body)
 			if err != nil {
 				s.finish(ctx, &x, writeError(ctx, x.route.provider, err))
@@ -94,6 +94,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	}
 
 	x.call.Route = x.route.name
+	x.call.RequestID = x.requestID
 	x.call.Tenant = tenantOf(&ctx.Request)
 	sid, src := resolveSession(h, s.cfg.Session.Header, hints, fingerprint)
 	x.call.SessionID = sid

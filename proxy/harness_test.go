@@ -54,6 +54,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	// Tests of the transparent core run with every feature off; feature
 	// tests turn theirs on.
 	cfg.Topics.Enabled = false
+	cfg.Intents.Enabled = config.SwitchOff
 	if o.Config != nil {
 		o.Config(&cfg)
 	}
@@ -64,7 +65,11 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		st = state.NewMemory(state.MemoryOptions{MaxSessions: 1000, TTL: time.Hour})
 	}
 	metrics := proxy.NewMetrics()
-	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: zaptest.NewLogger(t), Store: st, Metrics: metrics, Chain: proxy.BuildChain(&cfg, metrics)})
+	log := zaptest.NewLogger(t)
+	features, err := proxy.BuildFeatures(&cfg, metrics, log)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = features.Close() })
+	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics, Features: features})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -38,7 +38,10 @@ type userTextEntry struct {
 // results that follow. Tail is how many view messages Items form, so the
 // last assistant message of the sequence is at pos+Tail-1.
 type turnEntry struct {
-	Items   []json.RawMessage    `json:"items"`
+	// Items are JSON texts kept as strings, not json.RawMessage: encoding/json
+	// compacts and HTML-escapes raw messages ("<" becomes \u003c), which
+	// would change the bytes the model saw; a string round-trips exactly.
+	Items   []string             `json:"items"`
 	Tail    int                  `json:"tail"`
 	Results []rewrite.ToolResult `json:"results,omitempty"`
 }
@@ -112,7 +115,7 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []
 func replayTurn(tc rewrite.TurnCodec, body []byte, pos int, te *turnEntry) ([]byte, error) {
 	items := make([][]byte, len(te.Items))
 	for i, it := range te.Items {
-		items[i] = it
+		items[i] = []byte(it)
 	}
 	out, err := tc.ReplaceMessages(body, pos, items)
 	if err != nil {

@@ -28,6 +28,10 @@ type Metrics struct {
 	followups      *prometheus.CounterVec
 	topicChanges   prometheus.Counter
 
+	intentDecisions *prometheus.CounterVec
+	policyLoads     *prometheus.CounterVec
+	policyValid     *prometheus.GaugeVec
+
 	// reqCounters caches the counter of each (route, status) pair so the hot
 	// path does not format labels per request.
 	reqCounters sync.Map // key routeStatus → prometheus.Counter
@@ -85,8 +89,17 @@ func NewMetrics() *Metrics {
 		topicChanges: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shepherd_topic_changes_total", Help: "create_new_topic calls accepted (new chapters opened).",
 		}),
+		intentDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shepherd_intent_decisions_total", Help: "Intent governance decisions on tool calls, by decision (allowed, refused, selected, listed) and the rule that decided.",
+		}, []string{"decision", "rule"}),
+		policyLoads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shepherd_intents_policy_loads_total", Help: "Intents policy load attempts that found a change, by result (ok, error).",
+		}, []string{"result"}),
+		policyValid: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "shepherd_intents_policy_valid", Help: "1 when the policy file's latest content is valid and in force, 0 when it is broken (the last good policy stays in force).",
+		}, []string{"file"}),
 	}
-	r.MustRegister(m.topicChanges, m.ledger, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
+	r.MustRegister(m.intentDecisions, m.policyLoads, m.policyValid, m.topicChanges, m.ledger, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
 		m.storeErrors, m.hookErrors, m.upstreamErrors, m.clientAborts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

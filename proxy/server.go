@@ -15,17 +15,18 @@ import (
 	"go.uber.org/zap"
 
 	"shepherd/config"
-	"shepherd/hooks"
 	"shepherd/state"
 )
 
 // Options are what a Server is built from. Config must already be validated.
 type Options struct {
-	Config  *config.Config
-	Logger  *zap.Logger
-	Store   state.Store
-	Chain   *hooks.Chain
-	Metrics *Metrics
+	Config *config.Config
+	Logger *zap.Logger
+	Store  state.Store
+	// Features are the hook chains to run (BuildFeatures); nil runs none.
+	// The caller keeps ownership and closes them after Shutdown.
+	Features *Features
+	Metrics  *Metrics
 }
 
 // Server is shepherd's proxy. Build it with New, run it with Serve or
@@ -35,7 +36,7 @@ type Server struct {
 	cfg       *config.Config
 	log       *zap.Logger
 	store     state.Store
-	chain     *hooks.Chain
+	features  *Features
 	metrics   *Metrics
 	upstreams map[Provider]*upstream
 	recorder  *sessionRecorder
@@ -66,15 +67,12 @@ func New(o Options) (*Server, error) {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics()
 	}
-	if o.Chain == nil {
-		o.Chain = hooks.NewChain()
-	}
 	cfg := o.Config
 	s := &Server{
 		cfg:       cfg,
 		log:       o.Logger,
 		store:     o.Store,
-		chain:     o.Chain,
+		features:  o.Features,
 		metrics:   o.Metrics,
 		upstreams: map[Provider]*upstream{},
 		ridPrefix: newRequestIDPrefix(),

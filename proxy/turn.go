@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +40,7 @@ type turn struct {
 	// tmpl carries the agent's request line and headers for follow-ups; on
 	// the JSON path it is ctx.Request, in a stream writer a copy.
 	tmpl      *fasthttp.Request
+	chain     *hooks.Chain
 	codec     rewrite.Codec
 	tc        rewrite.TurnCodec
 	key       state.Key
@@ -58,20 +58,29 @@ var errStoreUnavailable = errors.New("proxy: state store unavailable")
 // prepareTurn loads the session and builds the upstream body. It returns nil
 // and the agent's body when the request must pass through untouched (state
 // store down: fail-open), and short=true when a hook answered the request.
+// When governance fails closed, a session that cannot be loaded does not
+// pass through: the chain runs on an empty session marked unavailable, so
+// intents refuses what it cannot vouch for.
 func (s *Server) prepareTurn(ctx *fasthttp.RequestCtx, x *exchange, view *hooks.Request, body []byte) (t *turn, out []byte, short bool) {
 	key := state.Key{Tenant: x.call.Tenant, Session: x.call.SessionID}
 	sess, err := s.loadSession(key)
 	if err != nil {
 		s.metrics.StoreError("get")
-		s.log.Warn("session state unavailable; passing through without hooks",
+		if !s.features.failsClosed(x.route.api) {
+			s.log.Warn("session state unavailable; passing through without hooks",
+				zap.String("request_id", x.requestID), zap.String("session", key.Session), zap.Error(err))
+			return nil, body, false
+		}
+		s.log.Warn("session state unavailable; governance fails closed for this request",
 			zap.String("request_id", x.requestID), zap.String("session", key.Session), zap.Error(err))
-		return nil, body, false
+		sess = &state.Session{ID: key.Session, Tenant: key.Tenant}
+		x.call.StateUnavailable = true
 	}
-	t = &turn{s: s, x: x, ctx: ctx, hctx: ctx, tmpl: &ctx.Request, codec: x.codec, tc: rewrite.Turn(x.route.api), key: key, view: view, agentBody: body}
+	t = &turn{s: s, x: x, ctx: ctx, hctx: ctx, tmpl: &ctx.Request, chain: s.features.chain(x.route.api), codec: x.codec, tc: rewrite.Turn(x.route.api), key: key, view: view, agentBody: body}
 	x.call.Session = sess
 	x.call.Request = view
 
-	edits, resp, herr := s.chain.RunRequest(ctx, &x.call, view)
+	edits, resp, herr := t.chain.RunRequest(ctx, &x.call, view)
 	if herr != nil {
 		s.hookFailed(x, herr)
 	}
@@ -240,11 +249,20 @@ func (l *replyLoop) step(cur []byte, round int) (remove, first []int, follow []b
 		t.warn("reply not parsable; passing it through", err)
 		return nil, nil, nil, false
 	}
-	d, herr := t.s.chain.RunReply(t.hctx, &t.x.call, view)
+	d, herr := t.chain.RunReply(t.hctx, &t.x.call, view)
 	if herr != nil {
 		t.s.hookFailed(t.x, herr)
 	}
 	t.effects = append(t.effects, d.Effects...)
+	if len(d.Effects) > 0 && t.x.call.Session != nil {
+		// Later rounds of this turn see the state as this reply left it
+		// (an intent selected here governs the follow-up's calls).
+		sess := t.x.call.Session.Clone()
+		for _, fx := range d.Effects {
+			fx(sess)
+		}
+		t.x.call.Session = sess
+	}
 	remove, results := answered(view, d)
 	first = moveFirst(view, d.MoveFirst, remove)
 	msgItems, err := t.tc.ReplyAsMessages(cur)
@@ -338,9 +356,9 @@ func (t *turn) recordTurn(agentCopy []byte, items [][]byte, pending []rewrite.To
 		t.warn("recording turn failed", err)
 		return
 	}
-	raw := make([]json.RawMessage, len(items))
+	raw := make([]string, len(items))
 	for i := range items {
-		raw[i] = items[i]
+		raw[i] = string(items[i])
 	}
 	t.entries = append(t.entries, state.LedgerEntry{
 		Kind:   ledgerTurn,
@@ -390,6 +408,7 @@ func answered(view *hooks.Reply, d hooks.ReplyDecision) ([]int, []rewrite.ToolRe
 		remove = append(remove, c.Index)
 		results = append(results, rewrite.ToolResult{
 			CallID: c.ID, Name: c.Name, Content: cd.Result, IsError: cd.Verdict == hooks.Refuse,
+			Freeform: c.Freeform,
 		})
 	}
 	return remove, results

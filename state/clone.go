@@ -2,6 +2,9 @@ package state
 
 import "slices"
 
+// Clone returns a deep copy of s (nil for nil); see clone.
+func (s *Session) Clone() *Session { return s.clone() }
+
 // clone returns a deep copy of s that shares no memory with it: every slice,
 // including Chapter.Calls and LedgerEntry.Data, is copied. Nil slices stay
 // nil. A Session field added later must be handled here; clone_test.go

@@ -54,9 +54,14 @@ func run() error {
 	}
 	defer store.Close()
 
+	features, err := proxy.BuildFeatures(cfg, metrics, log)
+	if err != nil {
+		return err
+	}
+	defer features.Close()
+
 	srv, err := proxy.New(proxy.Options{
-		Config: cfg, Logger: log, Store: store, Metrics: metrics,
-		Chain: proxy.BuildChain(cfg, metrics),
+		Config: cfg, Logger: log, Store: store, Metrics: metrics, Features: features,
 	})
 	if err != nil {
 		return err
