@@ -147,10 +147,14 @@ func (h *Intents) OnRequest(_ context.Context, call *Call, req *Request) (Reques
 		return RequestEdits{}, nil, nil
 	}
 	p := h.cfg.Policy()
+	reminder := "[Active Intent: unknown — shepherd cannot read this session's state]"
+	if !call.StateUnavailable {
+		reminder = h.Reminder(p, activeIntent(call.Session, p))
+	}
 	return RequestEdits{
 		AddTools:       []ToolSpec{h.spec},
 		AppendSystem:   []string{IntentRule},
-		AppendUserText: []string{h.Reminder(p, activeIntent(call.Session, p))},
+		AppendUserText: []string{reminder},
 	}, nil, nil
 }
 
