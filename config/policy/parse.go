@@ -283,19 +283,9 @@ type item struct {
 
 // strList returns the string elements of the list n (null or absent: none).
 func (ps *parser) strList(n *yaml.Node, path string) []item {
-	if isNull(n) {
-		return nil
-	}
-	if n.Kind == yaml.AliasNode {
-		ps.add(n.Line, path, "YAML aliases are not supported")
-		return nil
-	}
-	if n.Kind != yaml.SequenceNode {
-		ps.add(n.Line, path, "must be a list of strings, got %s", describe(n))
-		return nil
-	}
-	out := make([]item, 0, len(n.Content))
-	for i, e := range n.Content {
+	elems := ps.list(n, path, "a list of strings")
+	out := make([]item, 0, len(elems))
+	for i, e := range elems {
 		p := index(path, i)
 		if e.Kind == yaml.AliasNode {
 			ps.add(e.Line, p, "YAML aliases are not supported")
@@ -311,7 +301,11 @@ func (ps *parser) strList(n *yaml.Node, path string) []item {
 }
 
 // seq returns the elements of the list n (null or absent: none).
-func (ps *parser) seq(n *yaml.Node, path string) []*yaml.Node {
+func (ps *parser) seq(n *yaml.Node, path string) []*yaml.Node { return ps.list(n, path, "a list") }
+
+// list returns the elements of the sequence n (null or absent: none),
+// reporting anything else as not being what.
+func (ps *parser) list(n *yaml.Node, path, what string) []*yaml.Node {
 	if isNull(n) {
 		return nil
 	}
@@ -320,7 +314,7 @@ func (ps *parser) seq(n *yaml.Node, path string) []*yaml.Node {
 		return nil
 	}
 	if n.Kind != yaml.SequenceNode {
-		ps.add(n.Line, path, "must be a list, got %s", describe(n))
+		ps.add(n.Line, path, "must be %s, got %s", what, describe(n))
 		return nil
 	}
 	return n.Content
