@@ -35,6 +35,8 @@ type Config struct {
 	Topics Topics `mapstructure:"topics"`
 	// Intents configures intent governance (features.md plan B).
 	Intents Intents `mapstructure:"intents"`
+	// Recovery configures truncation recovery (features.md plan C).
+	Recovery Recovery `mapstructure:"recovery"`
 }
 
 // Upstreams holds one base URL per provider. The upstream host is always taken
@@ -253,4 +255,32 @@ type IntentRoutes struct {
 type IntentRoute struct {
 	File          string `mapstructure:"file"`
 	WorkspaceRoot string `mapstructure:"workspace_root"`
+}
+
+// Recovery configures truncation recovery and the output-limit floor
+// (features.md plan C, P0.1–P0.3).
+type Recovery struct {
+	// Enabled: key recovery.enabled; default true. Off, replies cut by the
+	// output limit reach the agent as they are and limits are not raised.
+	Enabled bool `mapstructure:"enabled"`
+	// MaxAttempts: key recovery.max_attempts; continuations per turn;
+	// default 2, at most 8.
+	MaxAttempts int `mapstructure:"max_attempts"`
+	// MinOutputTokens: key recovery.min_output_tokens; a request's output
+	// limit below this is raised to it (never above the model's maximum);
+	// 0 disables the floor. Default 1200.
+	MinOutputTokens int64 `mapstructure:"min_output_tokens"`
+	// Strategy: key recovery.strategy; "model-glob=prefill|instruction"
+	// rules, first match wins, * matches anything; a model no rule matches
+	// uses instruction. prefill is used only where the request has no
+	// extended thinking. Default: claude-3*=prefill, *=instruction.
+	Strategy []string `mapstructure:"strategy"`
+	// MaxOutputTokens: key recovery.max_output_tokens; "model-glob=N" rules
+	// giving each model's largest output limit, the cap of the floor and of
+	// the doubled limit after a cut tool call. Default: a table of current
+	// Anthropic, OpenAI and Gemini models.
+	MaxOutputTokens []string `mapstructure:"max_output_tokens"`
+	// Instruction: key recovery.instruction; the continue instruction of
+	// the instruction strategy; "" uses the built-in text.
+	Instruction string `mapstructure:"instruction"`
 }

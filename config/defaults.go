@@ -58,6 +58,26 @@ func Defaults() Config {
 			PathArgs:      DefaultPathArgs(),
 			OnError:       FailClosed,
 		},
+		Recovery: Recovery{
+			Enabled:         true,
+			MaxAttempts:     2,
+			MinOutputTokens: 1200,
+			Strategy:        []string{"claude-3*=prefill", "*=instruction"},
+			MaxOutputTokens: DefaultMaxOutputTokens(),
+			Instruction:     "",
+		},
+	}
+}
+
+// DefaultMaxOutputTokens is the output maximum of current models, most
+// specific pattern first.
+func DefaultMaxOutputTokens() []string {
+	return []string{
+		"claude-3-7-sonnet*=64000", "claude-3-5*=8192", "claude-3*=4096",
+		"claude-opus-4-0*=32000", "claude-opus-4-1*=32000", "claude-opus-4-2*=32000", "claude-*=64000",
+		"gpt-4o*=16384", "gpt-4.1*=32768", "gpt-5*=128000", "o1*=100000", "o3*=100000", "o4*=100000",
+		"gemini-2.0*=8192", "gemini-*=65536",
+		"*=16384",
 	}
 }
 

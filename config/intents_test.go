@@ -57,3 +57,23 @@ func TestPolicySources(t *testing.T) {
 	in.WorkspaceRoot = "/ws"
 	require.Equal(t, "/ws", in.PolicySources("/ignored")["openai_responses"].Root)
 }
+
+func TestValidateRecovery(t *testing.T) {
+	c := Defaults()
+	c.Recovery.MaxAttempts = 9
+	c.Recovery.MinOutputTokens = -1
+	c.Recovery.Strategy = []string{"claude-*=prefill", "gpt-*=guess", "nopattern"}
+	c.Recovery.MaxOutputTokens = []string{"*=lots"}
+	var ve *ValidationError
+	require.ErrorAs(t, c.Validate(), &ve)
+	require.Equal(t, []string{"recovery.max_attempts", "recovery.min_output_tokens", "recovery.strategy", "recovery.max_output_tokens"}, problemKeys(ve))
+	require.Contains(t, ve.Error(), `"gpt-*=guess": strategy "guess" is not prefill or instruction`)
+
+	d := Defaults().Recovery
+	rules, err := d.StrategyRules()
+	require.NoError(t, err)
+	require.Equal(t, []ModelRule[bool]{{"claude-3*", true}, {"*", false}}, rules)
+	maxes, err := d.MaxOutputRules()
+	require.NoError(t, err)
+	require.Equal(t, ModelRule[int64]{"*", 16384}, maxes[len(maxes)-1])
+}

@@ -115,6 +115,7 @@ func (c *Config) Validate() error {
 	}
 
 	c.Intents.validate(&p)
+	c.Recovery.validate(&p)
 
 	if len(p) == 0 {
 		return nil

@@ -80,4 +80,23 @@ type ReplyDecision struct {
 	// the one atomic state update it makes after the reply; they may run more
 	// than once (optimistic retry) and must only modify their argument.
 	Effects []func(*state.Session)
+	// Continue, when set, asks the turn engine to continue the reply
+	// upstream instead of handing it on (truncation recovery). It
+	// short-circuits the reply chain: no later hook sees the truncated reply.
+	Continue *Continuation
+}
+
+// Continuation says how the turn engine continues a reply cut by the output
+// limit.
+type Continuation struct {
+	// Prefill continues the partial reply as an assistant prefill; otherwise
+	// Instruction is sent as a user message after the partial reply.
+	Prefill     bool
+	Instruction string
+	// DropCalls discards the reply's tool calls (the limit cut one of
+	// them): the agent never gets them and the model makes them again.
+	DropCalls bool
+	// MaxOutputTokens, when > 0, is the output limit of the continuation
+	// request (raised after a cut tool call).
+	MaxOutputTokens int64
 }

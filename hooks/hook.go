@@ -33,6 +33,12 @@ type Call struct {
 	// StateUnavailable reports that Session is an empty stand-in because the
 	// state store could not be read; effects will probably not be saved.
 	StateUnavailable bool
+	// OutputLimit is the output-token limit of the request that produced the
+	// reply being decided (0 when the request sets none), and Recoveries the
+	// number of truncation continuations already made in this turn. The
+	// turn engine keeps both current across rounds.
+	OutputLimit int64
+	Recoveries  int
 }
 
 // Hook is the base every feature implements.
@@ -69,6 +75,8 @@ type RequestHook interface {
 //     Effects are concatenated in the order the hooks ran.
 //   - A non-nil error drops that hook's decision (fail-open), logged and
 //     counted.
+//   - A decision with Continue set short-circuits: the chain returns it
+//     alone (with its effects); no later hook sees the truncated reply.
 type ReplyHook interface {
 	Hook
 	OnReply(ctx context.Context, call *Call, reply *Reply) (ReplyDecision, error)
@@ -162,6 +170,9 @@ func (c *Chain) RunReply(ctx context.Context, call *Call, reply *Reply) (ReplyDe
 		if err != nil {
 			errs = append(errs, &HookError{Hook: h.Name(), Err: err})
 			continue
+		}
+		if d.Continue != nil {
+			return ReplyDecision{Continue: d.Continue, Effects: d.Effects}, errors.Join(errs...)
 		}
 		for _, cd := range d.Calls {
 			if cd.Verdict == Pass || decided[cd.CallIndex] {

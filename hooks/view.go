@@ -87,6 +87,10 @@ type Request struct {
 	Fingerprint string
 	// PreviousResponseID is the Responses API previous_response_id ("" if none).
 	PreviousResponseID string
+	// Thinking reports that the request enables extended thinking where the
+	// codec can tell (Anthropic thinking enabled or adaptive); such requests
+	// cannot take an assistant prefill.
+	Thinking bool
 }
 
 // HasTool reports whether the request declares a tool with this name.

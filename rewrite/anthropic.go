@@ -18,16 +18,17 @@ var _ Codec = anthropicCodec{}
 func (anthropicCodec) API() API { return APIAnthropic }
 
 // anthropicKeys are the top-level members the request view reads.
-var anthropicKeys = []string{"model", "stream", "max_tokens", "system", "tools", "messages", "metadata"}
+var anthropicKeys = []string{"model", "stream", "max_tokens", "system", "tools", "messages", "metadata", "thinking"}
 
 func (anthropicCodec) ParseRequest(body []byte) (*hooks.Request, error) {
 	root, err := parseRoot(body)
 	if err != nil {
 		return nil, err
 	}
-	var m [7]gjson.Result
+	var m [8]gjson.Result
 	members(root, anthropicKeys, m[:])
 	model, stream, maxTok, system, tools, msgs, meta := m[0], m[1], m[2], m[3], m[4], m[5], m[6]
+	thinking := m[7].Get("type").Str
 	uid := meta.Get("user_id")
 	for _, err := range []error{
 		wantString(model, "model"), wantBool(stream, "stream"), wantNumber(maxTok, "max_tokens"),
@@ -38,7 +39,8 @@ func (anthropicCodec) ParseRequest(body []byte) (*hooks.Request, error) {
 			return nil, err
 		}
 	}
-	req := &hooks.Request{Model: str(model), Stream: stream.Bool(), MetadataUserID: str(uid)}
+	req := &hooks.Request{Model: str(model), Stream: stream.Bool(), MetadataUserID: str(uid),
+		Thinking: thinking == "enabled" || thinking == "adaptive"}
 	if maxTok.Type == gjson.Number {
 		req.MaxOutputTokens, req.HasMaxOutputTokens = maxTok.Int(), true
 	}

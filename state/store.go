@@ -61,6 +61,15 @@ type AuditEntry struct {
 	Topic  string `json:"topic,omitempty"`
 }
 
+// RecoveryStats counts truncation recovery over a session: turns with a
+// reply cut by the output limit that recovery tried to continue, the
+// continuations sent, and the turns that ended complete.
+type RecoveryStats struct {
+	Truncated int64 `json:"truncated"`
+	Attempts  int64 `json:"attempts"`
+	Recovered int64 `json:"recovered"`
+}
+
 // Session is the state of one agent session.
 type Session struct {
 	ID        string        `json:"id"`
@@ -73,6 +82,8 @@ type Session struct {
 	Intent    string        `json:"intent,omitempty"`
 	Ledger    []LedgerEntry `json:"ledger,omitempty"`
 	Audit     []AuditEntry  `json:"audit,omitempty"`
+	// Recovery counts the session's turns cut by the output limit.
+	Recovery RecoveryStats `json:"recovery,omitzero"`
 	// Version increases by one on every successful Update.
 	Version int64 `json:"version"`
 }

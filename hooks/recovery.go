@@ -1,0 +1,147 @@
+package hooks
+
+import (
+	"context"
+	"strings"
+)
+
+// DefaultRecoveryInstruction is the user message of the instruction
+// strategy (the plan's recovery prompt, adapted for a continuation that is
+// appended to the same reply).
+const DefaultRecoveryInstruction = "Your previous reply was cut off because it reached the output token limit. " +
+	"Continue exactly where it stopped, starting with the next character: do not repeat anything already written, " +
+	"do not apologise or add a preamble, and keep the same format. If you were in the middle of a tool call, " +
+	"make that tool call again in full."
+
+// ModelRule maps model names matching Pattern to a value. Pattern is a glob
+// where * matches any run of characters (slashes included) and everything
+// else matches itself; the first matching rule of a list wins.
+type ModelRule[T any] struct {
+	Pattern string
+	Value   T
+}
+
+// MatchModel returns the value of the first rule whose pattern matches
+// model, and whether one did.
+func MatchModel[T any](rules []ModelRule[T], model string) (T, bool) {
+	for _, r := range rules {
+		if globMatch(r.Pattern, model) {
+			return r.Value, true
+		}
+	}
+	var zero T
+	return zero, false
+}
+
+// globMatch matches s against a pattern whose only metacharacter is *.
+func globMatch(pattern, s string) bool {
+	parts := strings.Split(pattern, "*")
+	if len(parts) == 1 {
+		return pattern == s
+	}
+	if !strings.HasPrefix(s, parts[0]) {
+		return false
+	}
+	s = s[len(parts[0]):]
+	last := parts[len(parts)-1]
+	for _, p := range parts[1 : len(parts)-1] {
+		i := strings.Index(s, p)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(p):]
+	}
+	return strings.HasSuffix(s, last)
+}
+
+// RecoveryConfig configures the Recovery hook.
+type RecoveryConfig struct {
+	// MaxAttempts bounds the continuations of one turn.
+	MaxAttempts int
+	// MinOutputTokens is the output-limit floor; 0 disables it.
+	MinOutputTokens int64
+	// Prefill lists the models continued by assistant prefill (true) or by
+	// the instruction (false); the default is the instruction.
+	Prefill []ModelRule[bool]
+	// MaxOutputTokens lists each model's largest output limit: the floor
+	// and the raised limit after a cut tool call never go above it.
+	MaxOutputTokens []ModelRule[int64]
+	// Instruction is the continue instruction; "" uses the default.
+	Instruction string
+}
+
+// Recovery is plan C's P0 items (features.md): it raises a request's output
+// limit to a floor (P0.2) and asks the turn engine to continue a reply cut
+// by the output limit (P0.3): text is continued where it stopped, a reply
+// cut inside a tool call is continued with a doubled limit and the cut call
+// discarded. A reply that filled the context window is not continued. It
+// keeps no state and is safe for concurrent use.
+type Recovery struct{ cfg RecoveryConfig }
+
+var (
+	_ RequestHook = (*Recovery)(nil)
+	_ ReplyHook   = (*Recovery)(nil)
+)
+
+// NewRecovery builds the hook.
+func NewRecovery(cfg RecoveryConfig) *Recovery {
+	if cfg.Instruction == "" {
+		cfg.Instruction = DefaultRecoveryInstruction
+	}
+	return &Recovery{cfg: cfg}
+}
+
+// Name implements Hook.
+func (r *Recovery) Name() string { return "recovery" }
+
+// modelMax is the model's configured output maximum (0: unknown).
+func (r *Recovery) modelMax(model string) int64 {
+	v, _ := MatchModel(r.cfg.MaxOutputTokens, model)
+	return v
+}
+
+// OnRequest raises an output limit below the floor to the floor, never
+// above the model's maximum. A request without a limit is left alone: the
+// provider's default then applies, which for current models is at least
+// the floor, and adding a limit could only lower it.
+func (r *Recovery) OnRequest(_ context.Context, _ *Call, req *Request) (RequestEdits, *Response, error) {
+	floor := r.cfg.MinOutputTokens
+	if max := r.modelMax(req.Model); max > 0 && floor > max {
+		floor = max
+	}
+	if !req.HasMaxOutputTokens || floor <= 0 || req.MaxOutputTokens >= floor || req.MaxOutputTokens <= 0 {
+		// A limit of 0 is deliberate (Anthropic cache pre-warming).
+		return RequestEdits{}, nil, nil
+	}
+	return RequestEdits{SetMaxOutputTokens: floor}, nil, nil
+}
+
+// OnReply asks for a continuation when the reply stopped on the output
+// limit and attempts remain.
+func (r *Recovery) OnReply(_ context.Context, call *Call, reply *Reply) (ReplyDecision, error) {
+	if reply.Stop != StopMaxTokens || call.Recoveries >= r.cfg.MaxAttempts {
+		return ReplyDecision{}, nil
+	}
+	model := ""
+	thinking := false
+	if call.Request != nil {
+		model, thinking = call.Request.Model, call.Request.Thinking
+	}
+	c := &Continuation{Instruction: r.cfg.Instruction}
+	if prefill, _ := MatchModel(r.cfg.Prefill, model); prefill && !thinking {
+		c.Prefill, c.Instruction = true, ""
+	}
+	if len(reply.ToolCalls) > 0 {
+		c.DropCalls = true
+		if limit := call.OutputLimit; limit > 0 {
+			raised := 2 * limit
+			if max := r.modelMax(model); max > 0 && raised > max {
+				raised = max
+			}
+			if raised > limit {
+				c.MaxOutputTokens = raised
+			}
+		}
+	}
+	return ReplyDecision{Continue: c}, nil
+}

@@ -1,0 +1,106 @@
+package hooks
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func newTestRecovery() *Recovery {
+	return NewRecovery(RecoveryConfig{
+		MaxAttempts:     2,
+		MinOutputTokens: 1200,
+		Prefill:         []ModelRule[bool]{{"claude-3*", true}, {"*", false}},
+		MaxOutputTokens: []ModelRule[int64]{{"claude-3-5*", 8192}, {"tiny-*", 1000}, {"*", 16384}},
+	})
+}
+
+func TestGlobMatch(t *testing.T) {
+	for _, c := range []struct {
+		pattern, s string
+		want       bool
+	}{
+		{"*", "", true}, {"*", "anything/at all", true},
+		{"claude-3*", "claude-3-5-sonnet", true}, {"claude-3*", "claude-opus-4", false},
+		{"gpt-*-mini", "gpt-4o-mini", true}, {"gpt-*-mini", "gpt-4o", false},
+		{"*sonnet*", "anthropic/claude-sonnet-4", true},
+		{"exact", "exact", true}, {"exact", "exactly", false},
+		{"a*b*c", "abc", true}, {"a*b*c", "acb", false},
+	} {
+		require.Equal(t, c.want, globMatch(c.pattern, c.s), "%q ~ %q", c.pattern, c.s)
+	}
+}
+
+func TestRecoveryFloor(t *testing.T) {
+	r := newTestRecovery()
+	for _, c := range []struct {
+		name  string
+		req   Request
+		limit int64
+	}{
+		{"below the floor is raised", Request{Model: "gpt-4o", MaxOutputTokens: 600, HasMaxOutputTokens: true}, 1200},
+		{"at the floor is left", Request{Model: "gpt-4o", MaxOutputTokens: 1200, HasMaxOutputTokens: true}, 0},
+		{"missing is left to the provider's default", Request{Model: "gpt-4o"}, 0},
+		{"zero (cache pre-warm) is left", Request{Model: "claude-x", MaxOutputTokens: 0, HasMaxOutputTokens: true}, 0},
+		{"never above the model's maximum", Request{Model: "tiny-1", MaxOutputTokens: 300, HasMaxOutputTokens: true}, 1000},
+	} {
+		e, resp, err := r.OnRequest(context.Background(), &Call{}, &c.req)
+		require.NoError(t, err)
+		require.Nil(t, resp)
+		require.Equal(t, c.limit, e.SetMaxOutputTokens, c.name)
+	}
+}
+
+func TestRecoveryDecisions(t *testing.T) {
+	r := newTestRecovery()
+	decide := func(model string, thinking bool, limit int64, recoveries int, reply Reply) *Continuation {
+		call := &Call{Request: &Request{Model: model, Thinking: thinking}, OutputLimit: limit, Recoveries: recoveries}
+		d, err := r.OnReply(context.Background(), call, &reply)
+		require.NoError(t, err)
+		return d.Continue
+	}
+	cut := Reply{Text: "partial", Stop: StopMaxTokens}
+
+	require.Nil(t, decide("gpt-4o", false, 1200, 0, Reply{Text: "done", Stop: StopEnd}), "a complete reply is not continued")
+	require.Nil(t, decide("gpt-4o", false, 1200, 0, Reply{Text: "x", Stop: StopContextWindow}), "a full context window is reported, not continued")
+	require.Nil(t, decide("gpt-4o", false, 1200, 2, cut), "attempts are bounded")
+
+	c := decide("gpt-4o", false, 1200, 0, cut)
+	require.Equal(t, &Continuation{Instruction: DefaultRecoveryInstruction}, c, "text is continued by instruction, limit unchanged")
+
+	c = decide("claude-3-5-sonnet", false, 1200, 1, cut)
+	require.Equal(t, &Continuation{Prefill: true}, c, "prefill where the model accepts it")
+	c = decide("claude-3-5-sonnet", true, 1200, 0, cut)
+	require.False(t, c.Prefill, "never prefill with extended thinking")
+
+	withCall := Reply{Text: "let me write", Stop: StopMaxTokens, ToolCalls: []ToolCall{{Name: "Write", Args: []byte(`{"file_path":"a`)}}}
+	c = decide("gpt-4o", false, 4000, 0, withCall)
+	require.True(t, c.DropCalls)
+	require.Equal(t, int64(8000), c.MaxOutputTokens, "a cut call doubles the limit")
+	c = decide("claude-3-5-haiku", false, 6000, 0, withCall)
+	require.Equal(t, int64(8192), c.MaxOutputTokens, "capped by the model's maximum")
+	c = decide("claude-3-5-haiku", false, 8192, 0, withCall)
+	require.Zero(t, c.MaxOutputTokens, "already at the maximum: continue without raising")
+	require.True(t, c.DropCalls)
+}
+
+func TestChainShortCircuitsOnContinue(t *testing.T) {
+	seen := false
+	other := replyFunc(func(*Reply) ReplyDecision { seen = true; return ReplyDecision{} })
+	c := NewChain(other, newTestRecovery()) // reply hooks run in reverse: recovery first
+	d, err := c.RunReply(context.Background(), &Call{Request: &Request{}}, &Reply{Stop: StopMaxTokens})
+	require.NoError(t, err)
+	require.NotNil(t, d.Continue)
+	require.False(t, seen, "no later hook sees a reply that is being continued")
+	_, err = c.RunReply(context.Background(), &Call{Request: &Request{}}, &Reply{Stop: StopEnd})
+	require.NoError(t, err)
+	require.True(t, seen)
+}
+
+type replyFunc func(*Reply) ReplyDecision
+
+func (replyFunc) Name() string { return "func" }
+func (f replyFunc) OnReply(_ context.Context, _ *Call, r *Reply) (ReplyDecision, error) {
+	return f(r), nil
+}
