@@ -25,6 +25,17 @@ import (
 // stay byte for byte. message_start passes through on the first stream and
 // is dropped on follow-ups; message_delta and message_stop are held for
 // Finish.
+//
+// Truncation recovery (ContinueSplicer): the content_block_stop of the
+// reply's last text block is held, with any pass-through event (ping,
+// comment, unknown) that follows it, until something else is written: the
+// start of another block (a held tool_use block included), an error, the
+// tool calls Release writes, or the terminal events. So the concatenated
+// output of a stream is byte-identical to what it was without holding, only
+// written a little later, and a continuation stream (Continue) can still run
+// on in that block: its first text block is delivered as text_delta events
+// of the open block, through a SeamFilter, its thinking blocks are dropped
+// and its other blocks follow, renumbered like a follow-up's.
 
 func init() {
 	splicerFactories[APIAnthropic] = func() StreamSplicer { return newAnthropicSplicer() }
@@ -36,6 +47,8 @@ const (
 	asHeld                  // tool_use block waiting for Release
 	asReleased              // kept by Release: later events go out at once
 	asDropped               // removed by Release: events are swallowed
+	asSkipped               // continuation thinking: never reaches the agent
+	asMerged                // continuation text: runs on in the open text block
 )
 
 // asEvent is a copy of one wire event kept for later: a held tool-block
@@ -91,11 +104,27 @@ type anthropicSplicer struct {
 	lastDelta  int       // the last message_delta in term, -1 if none
 	stopEvent  int       // message_stop in term, -1 if none
 	errMessage string
+
+	// The open text block: the agent's last block while it is a text block
+	// that a continuation may extend.
+	openAgent int      // its agent index, -1 when there is none
+	openText  []byte   // the tail of its text as the agent saw it
+	closeEv   []byte   // its content_block_stop, renumbered, held
+	after     [][]byte // pass-through events that came after closeEv, held
+	pending   [][]byte // events written before the next one (left by Next or Continue)
+
+	// Continuation stream state.
+	cont    bool        // the current stream continues the reply (Continue)
+	merged  bool        // its first text block was merged into the open block
+	merging bool        // the merged block is between its start and stop
+	seam    *SeamFilter // de-duplicates the merged text's seam
 }
 
 func newAnthropicSplicer() *anthropicSplicer {
-	return &anthropicSplicer{streams: 1, byUp: map[int64]*asBlock{}, lastDelta: -1, stopEvent: -1}
+	return &anthropicSplicer{streams: 1, byUp: map[int64]*asBlock{}, lastDelta: -1, stopEvent: -1, openAgent: -1}
 }
+
+var _ ContinueSplicer = (*anthropicSplicer)(nil)
 
 // spliceErr reports an event the splicer cannot parse (wrapping
 // ErrMalformedReply).
@@ -110,10 +139,17 @@ func (s *anthropicSplicer) Events() int { return s.events }
 func (s *anthropicSplicer) Done() bool { return s.done }
 
 // emit appends the raw event to out, completing its terminating blank line
-// if the upstream cut it off, and counts it.
+// if the upstream cut it off, and counts it. Pending events go first.
 func (s *anthropicSplicer) emit(out, raw []byte) []byte {
 	if len(raw) == 0 {
 		return out
+	}
+	if len(s.pending) > 0 {
+		p := s.pending
+		s.pending = nil
+		for _, r := range p {
+			out = s.emit(out, r)
+		}
 	}
 	s.events++
 	out = append(out, raw...)
@@ -279,7 +315,7 @@ func (s *anthropicSplicer) Feed(ev Event) ([]byte, error) {
 	}
 	if len(ev.Data) == 0 {
 		// Comments, data-less pings and unknown events.
-		return s.emit(nil, ev.Raw), nil
+		return s.passThrough(ev.Raw), nil
 	}
 	f, typ, err := readAnthropicEvent(&ev)
 	if err != nil {
@@ -302,10 +338,73 @@ func (s *anthropicSplicer) Feed(ev Event) ([]byte, error) {
 	case "error":
 		s.done, s.failed = true, true
 		s.errMessage = gjson.GetBytes(ev.Data, "error.message").String()
-		return s.emit(nil, ev.Raw), nil
+		out := s.flushClose(s.flushSeam(nil))
+		return s.emit(out, ev.Raw), nil
 	}
 	// ping and unknown events.
-	return s.emit(nil, ev.Raw), nil
+	return s.passThrough(ev.Raw), nil
+}
+
+// passThrough writes an event that belongs to no block: at once, or, while
+// the open text block's close is held (and no continuation text is running
+// in it), held behind that close so the agent's byte order stays.
+func (s *anthropicSplicer) passThrough(raw []byte) []byte {
+	if s.closeEv != nil && !s.merging {
+		s.after = append(s.after, bytes.Clone(raw))
+		return nil
+	}
+	return s.emit(nil, raw)
+}
+
+// flushClose writes the held close of the open text block and the events
+// held behind it; the block can no longer be extended.
+func (s *anthropicSplicer) flushClose(out []byte) []byte {
+	held, after := s.closeEv, s.after
+	s.closeEv, s.after, s.openAgent, s.openText = nil, nil, -1, nil
+	out = s.emit(out, held)
+	for _, raw := range after {
+		out = s.emit(out, raw)
+	}
+	return out
+}
+
+// flushSeam writes the text the seam filter still holds, as a text_delta of
+// the open block.
+func (s *anthropicSplicer) flushSeam(out []byte) []byte {
+	return s.emit(out, s.seamRest())
+}
+
+// seamRest returns the text the seam filter still holds as a text_delta
+// event of the open block (nil when there is none) and decides the seam.
+func (s *anthropicSplicer) seamRest() []byte {
+	if s.seam == nil || s.seam.Decided() {
+		return nil
+	}
+	text := s.seam.Flush()
+	if text == "" || s.openAgent < 0 {
+		return nil
+	}
+	s.addOpenText(text)
+	return s.textDelta(s.openAgent, text)
+}
+
+// textDelta renders a text_delta event for the agent's block index.
+func (s *anthropicSplicer) textDelta(index int, text string) []byte {
+	data := []byte(`{"type":"content_block_delta","index":`)
+	data = strconv.AppendInt(data, int64(index), 10)
+	data = append(data, `,"delta":{"type":"text_delta","text":`...)
+	data = appendJSONString(data, text)
+	data = append(data, "}}"...)
+	return s.frame([]byte("content_block_delta"), data)
+}
+
+// addOpenText records text the agent got in the open block (only the tail a
+// seam filter needs is kept).
+func (s *anthropicSplicer) addOpenText(text string) {
+	s.openText = append(s.openText, text...)
+	if len(s.openText) > 4*SeamWindow {
+		s.openText = append([]byte(nil), s.openText[len(s.openText)-SeamWindow:]...)
+	}
 }
 
 func (s *anthropicSplicer) messageStart(ev *Event, f anthropicEventFields) ([]byte, error) {
@@ -356,22 +455,71 @@ func (s *anthropicSplicer) blockStart(ev *Event, f anthropicEventFields) ([]byte
 		return nil, spliceErr("content_block_start without a content_block object")
 	}
 	b := &asBlock{up: up, start: []byte(f.cb.Raw)}
-	if f.cb.Get("type").Str == "tool_use" {
-		if s.released {
-			return nil, spliceErr("tool_use block %d started after Release", up)
+	typ := f.cb.Get("type").Str
+	if typ == "tool_use" && s.released {
+		return nil, spliceErr("tool_use block %d started after Release", up)
+	}
+	s.blocks = append(s.blocks, b)
+	s.byUp[up] = b
+	if s.cont {
+		switch {
+		case typ == "thinking" || typ == "redacted_thinking":
+			b.state = asSkipped
+			return nil, nil
+		case typ == "text" && !s.merged && s.openAgent >= 0:
+			// The continuation's text runs on in the open block: its start
+			// is dropped, its text goes through the seam filter.
+			b.state, b.agent = asMerged, s.openAgent
+			s.merged, s.merging = true, true
+			s.seam = NewSeamFilter(string(s.openText))
+			if t := f.cb.Get("text"); t.Str != "" {
+				return s.mergedText(nil, nil, t.Str), nil
+			}
+			return nil, nil
 		}
+	}
+	// Another block starts: the open text block is closed for good.
+	out := s.flushClose(s.flushSeam(nil))
+	if typ == "tool_use" {
 		b.state = asHeld
 		b.held = append(b.held, copyEvent(ev, f.index))
-		s.blocks = append(s.blocks, b)
-		s.byUp[up] = b
-		return nil, nil
+		return out, nil
 	}
 	b.agent = s.next
 	s.next++
-	s.blocks = append(s.blocks, b)
-	s.byUp[up] = b
+	if typ == "text" {
+		s.openAgent = b.agent
+		s.openText = append(s.openText[:0], f.cb.Get("text").Str...)
+	}
 	e := asEvent{name: ev.Name, data: ev.Data, raw: ev.Raw, idxStart: f.index.Index, idxEnd: end(f.index)}
-	return s.emit(nil, renumber(&e, b.agent)), nil
+	return s.emit(out, renumber(&e, b.agent)), nil
+}
+
+// mergedText writes text of the continuation's merged block through the
+// seam filter: as ev (a text_delta of that block, its text replaced when
+// the filter changed it) or, without ev, as a new text_delta event. Nothing
+// is written while the filter holds the text.
+func (s *anthropicSplicer) mergedText(ev *Event, f *anthropicEventFields, text string) []byte {
+	text2 := s.seam.Write(text)
+	if text2 == "" {
+		return nil
+	}
+	s.addOpenText(text2)
+	if ev == nil {
+		return s.emit(nil, s.textDelta(s.openAgent, text2))
+	}
+	e := asEvent{name: ev.Name, data: ev.Data, raw: ev.Raw, idxStart: f.index.Index, idxEnd: end(f.index)}
+	if text2 != text {
+		t := f.delta.Get("text")
+		lit := jsonString(text2)
+		data := splice(ev.Data, t.Index, end(t), lit)
+		if e.idxStart > t.Index {
+			shift := len(lit) - len(t.Raw)
+			e.idxStart, e.idxEnd = e.idxStart+shift, e.idxEnd+shift
+		}
+		e.raw, e.data = reframe(ev.Raw, ev.Data, data, ev.Name), data
+	}
+	return s.emit(nil, renumber(&e, s.openAgent))
 }
 
 func (s *anthropicSplicer) blockEvent(ev *Event, f anthropicEventFields, isDelta bool) ([]byte, error) {
@@ -392,11 +540,46 @@ func (s *anthropicSplicer) blockEvent(ev *Event, f anthropicEventFields, isDelta
 	case asHeld:
 		b.held = append(b.held, copyEvent(ev, f.index))
 		return nil, nil
-	case asDropped:
+	case asDropped, asSkipped:
 		return nil, nil
+	case asMerged:
+		return s.mergedEvent(ev, f, b, isDelta), nil
 	}
 	e := asEvent{name: ev.Name, data: ev.Data, raw: ev.Raw, idxStart: f.index.Index, idxEnd: end(f.index)}
-	return s.emit(nil, renumber(&e, b.agent)), nil
+	if b.agent == s.openAgent && s.closeEv == nil {
+		if !isDelta {
+			// The open block's close is held.
+			s.closeEv = bytes.Clone(renumber(&e, b.agent))
+			return nil, nil
+		}
+		if f.delta.Get("type").Str == "text_delta" {
+			s.addOpenText(f.delta.Get("text").Str)
+		}
+		return s.emit(nil, renumber(&e, b.agent)), nil
+	}
+	out := s.flushClose(s.flushSeam(nil))
+	return s.emit(out, renumber(&e, b.agent)), nil
+}
+
+// mergedEvent handles an event of the continuation's merged text block.
+func (s *anthropicSplicer) mergedEvent(ev *Event, f anthropicEventFields, b *asBlock, isDelta bool) []byte {
+	if s.openAgent != b.agent {
+		return nil // the open block was closed by an odd event order
+	}
+	if !isDelta {
+		s.merging = false
+		out := s.flushSeam(nil)
+		if s.closeEv == nil {
+			e := asEvent{name: ev.Name, data: ev.Data, raw: ev.Raw, idxStart: f.index.Index, idxEnd: end(f.index)}
+			s.closeEv = bytes.Clone(renumber(&e, b.agent))
+		}
+		return out
+	}
+	if f.delta.Get("type").Str == "text_delta" {
+		return s.mergedText(ev, &f, f.delta.Get("text").Str)
+	}
+	e := asEvent{name: ev.Name, data: ev.Data, raw: ev.Raw, idxStart: f.index.Index, idxEnd: end(f.index)}
+	return s.emit(nil, renumber(&e, b.agent))
 }
 
 // addDelta accumulates one delta for Reply.
@@ -490,12 +673,16 @@ func (s *anthropicSplicer) Reply() ([]byte, error) {
 	if !s.started {
 		return nil, spliceErr("no message_start")
 	}
+	// A tool_use block cut by the output limit has an incomplete input: it
+	// gets {} (the turn engine discards a cut call and the model makes it
+	// again).
+	cut := s.done && s.stopReason().Str == "max_tokens"
 	content := []byte{'['}
 	for i, b := range s.blocks {
 		if i > 0 {
 			content = append(content, ',')
 		}
-		blk, err := b.json()
+		blk, err := b.json(cut && i == len(s.blocks)-1)
 		if err != nil {
 			return nil, err
 		}
@@ -521,8 +708,9 @@ func setTop(body []byte, key string, raw []byte) []byte {
 	return setMember(body, root, key, raw)
 }
 
-// json returns the block with its deltas applied.
-func (b *asBlock) json() ([]byte, error) {
+// json returns the block with its deltas applied; cut gives an incomplete
+// input {}.
+func (b *asBlock) json(cut bool) ([]byte, error) {
 	out := b.start
 	str := func(key string, add []byte) {
 		prev := gjson.GetBytes(out, key).Str
@@ -538,10 +726,14 @@ func (b *asBlock) json() ([]byte, error) {
 		str("signature", b.signature)
 	}
 	if len(b.input) > 0 {
-		if !gjson.ValidBytes(b.input) {
+		switch {
+		case gjson.ValidBytes(b.input):
+			out = setTop(out, "input", b.input)
+		case cut:
+			out = setTop(out, "input", []byte("{}"))
+		default:
 			return nil, spliceErr("content block %d: input is not valid JSON", b.up)
 		}
-		out = setTop(out, "input", b.input)
 	} else if gjson.GetBytes(out, "type").Str == "tool_use" && !gjson.GetBytes(out, "input").Exists() {
 		out = setTop(out, "input", []byte("{}"))
 	}
@@ -580,7 +772,7 @@ func (s *anthropicSplicer) Release(remove, first []int) ([]byte, error) {
 	for _, i := range calls {
 		s.blocks[i].state = asDropped
 	}
-	var out []byte
+	var evs [][]byte
 	for _, i := range order {
 		b := s.blocks[i]
 		if b.state != asDropped {
@@ -592,8 +784,16 @@ func (s *anthropicSplicer) Release(remove, first []int) ([]byte, error) {
 			continue
 		}
 		for j := range b.held {
-			out = s.emit(out, renumber(&b.held[j], b.agent))
+			evs = append(evs, renumber(&b.held[j], b.agent))
 		}
+	}
+	var out []byte
+	if len(evs) > 0 {
+		// The calls follow the open text block, which is closed first.
+		out = s.flushClose(s.flushSeam(nil))
+	}
+	for _, raw := range evs {
+		out = s.emit(out, raw)
 	}
 	for _, i := range calls {
 		s.blocks[i].held = nil
@@ -601,14 +801,44 @@ func (s *anthropicSplicer) Release(remove, first []int) ([]byte, error) {
 	return out, nil
 }
 
-// Next starts a follow-up stream.
+// Next starts a follow-up stream. The held close of the open text block is
+// written before the follow-up's first event.
 func (s *anthropicSplicer) Next() {
+	if raw := s.seamRest(); raw != nil {
+		s.pending = append(s.pending, raw)
+	}
+	if s.closeEv != nil {
+		s.pending = append(s.pending, s.closeEv)
+	}
+	s.pending = append(s.pending, s.after...)
+	s.closeEv, s.after, s.openAgent, s.openText = nil, nil, -1, nil
+	s.cont = false
+	s.nextStream()
+}
+
+// Continue starts a continuation stream: its first text block runs on in
+// the open text block (if there is one), its thinking blocks are dropped.
+func (s *anthropicSplicer) Continue() {
+	if raw := s.seamRest(); raw != nil {
+		s.pending = append(s.pending, raw)
+	}
+	// Pass-through events held behind the close go out with the
+	// continuation's first event; the close stays held.
+	s.pending = append(s.pending, s.after...)
+	s.after = nil
+	s.cont = true
+	s.nextStream()
+}
+
+// nextStream resets the per-stream state.
+func (s *anthropicSplicer) nextStream() {
 	s.prevOut += usageOutput(s.usage)
 	s.streams++
 	s.started, s.done, s.released, s.removedAll = false, false, false, false
 	s.msg, s.usage, s.overlay, s.blocks, s.term = nil, nil, nil, nil, nil
 	s.lastDelta, s.stopEvent = -1, -1
 	s.byUp = map[int64]*asBlock{}
+	s.merged, s.merging, s.seam = false, false, nil
 }
 
 // Finish writes the terminal events.
@@ -623,17 +853,9 @@ func (s *anthropicSplicer) Finish() ([]byte, error) {
 	if !s.done {
 		return nil, errors.New("rewrite: anthropic stream did not end with message_stop")
 	}
-	stop := gjson.Result{}
-	for _, m := range s.overlay {
-		if m.key == "stop_reason" {
-			stop = gjson.ParseBytes(m.raw)
-		}
-	}
-	if isNull(stop) && s.msg != nil {
-		stop = gjson.GetBytes(s.msg, "stop_reason")
-	}
+	stop := s.stopReason()
 	endTurn := s.removedAll && (isNull(stop) || stop.Str == "tool_use")
-	var out []byte
+	out := s.flushClose(s.flushSeam(nil))
 	if s.streams == 1 && !endTurn && s.lastDelta >= 0 {
 		for i := range s.term {
 			out = s.emit(out, s.term[i].raw)
@@ -672,6 +894,21 @@ func (s *anthropicSplicer) Finish() ([]byte, error) {
 		out = s.emit(out, s.frame([]byte("message_stop"), []byte(`{"type":"message_stop"}`)))
 	}
 	return out, nil
+}
+
+// stopReason returns the current stream's stop_reason: the last
+// message_delta's, else message_start's.
+func (s *anthropicSplicer) stopReason() gjson.Result {
+	stop := gjson.Result{}
+	for _, m := range s.overlay {
+		if m.key == "stop_reason" {
+			stop = gjson.ParseBytes(m.raw)
+		}
+	}
+	if isNull(stop) && s.msg != nil {
+		stop = gjson.GetBytes(s.msg, "stop_reason")
+	}
+	return stop
 }
 
 // frame renders an event with the upstream's line endings.

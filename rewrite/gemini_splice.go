@@ -48,6 +48,8 @@ import (
 //     output.
 //   - An {"error":…} chunk is sent at once; the stream is then done and
 //     Finish sends nothing.
+//   - Continue starts a continuation stream (truncation recovery): see the
+//     end of this file.
 //
 // Usage is merged as MergeReplies merges it: candidatesTokenCount and
 // thoughtsTokenCount summed, the rest (prompt counts) from the last stream
@@ -97,6 +99,13 @@ type geminiSplicer struct {
 	termText  []int // element indices of its non-call parts
 	termCalls int   // index in calls of its first call
 	termNCall int
+
+	// Truncation recovery (see Continue).
+	open  bool        // the last part the agent got is a text part
+	tail  []byte      // the end of the agent's trailing run of text parts
+	cont  bool        // the current stream continues the reply
+	seam  *SeamFilter // set until the continuation's first text run is decided
+	inRun bool        // the continuation's first text run has started
 }
 
 func newGeminiSplicer() *geminiSplicer {
@@ -288,9 +297,14 @@ func (s *geminiSplicer) chunk(ev Event, root gjson.Result) ([]byte, error) {
 		terminal = true // the prompt was blocked: no candidate comes
 	}
 
+	if s.cont {
+		return s.contChunk(ev, partsArr, elems, ncall, terminal)
+	}
+
 	if !terminal {
 		switch {
 		case ncall == 0:
+			s.seeElems(elems, nil)
 			if s.stream == 0 {
 				return s.passRaw(nil, ev.Raw), nil
 			}
@@ -302,6 +316,7 @@ func (s *geminiSplicer) chunk(ev Event, root gjson.Result) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		s.seeElems(elems, text)
 		return s.frame(nil, data), nil
 	}
 
@@ -311,6 +326,7 @@ func (s *geminiSplicer) chunk(ev Event, root gjson.Result) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		s.seeElems(elems, text)
 		return s.frame(nil, data), nil
 	}
 	s.held = true
@@ -350,6 +366,13 @@ func (s *geminiSplicer) edit(data []byte, elems []gjson.Result, keep []int, stri
 	if len(keep) != len(elems) {
 		out = agReorder(data, elems, keep)
 	}
+	return s.finishEdit(out, strip)
+}
+
+// finishEdit removes finishReason and usageMetadata from the edited chunk
+// data out when strip is set, checks it and sets the first stream's
+// responseId.
+func (s *geminiSplicer) finishEdit(out []byte, strip bool) ([]byte, error) {
 	if strip {
 		root, ok := rootObject(bstr(out))
 		if !ok {
@@ -415,6 +438,7 @@ func (s *geminiSplicer) sendHeld(dst []byte, keep []int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.seeElems(elems, keep)
 	return s.frame(dst, data), nil
 }
 
@@ -530,10 +554,14 @@ func (s *geminiSplicer) Release(remove, first []int) ([]byte, error) {
 	for k, c := range order {
 		noop = noop && k == c
 	}
-	if noop && s.held && s.termCalls == 0 {
+	flush := s.endRun() // a continuation cut before its terminal chunk
+	if flush == nil && noop && s.held && s.termCalls == 0 {
 		return s.out(nil), nil // the calls stay in the held terminal chunk
 	}
 	var parts [][]byte
+	if flush != nil {
+		parts = append(parts, flush)
+	}
 	if s.held {
 		s.held = false
 		root, err := parseReplyRoot(s.termData)
@@ -551,6 +579,7 @@ func (s *geminiSplicer) Release(remove, first []int) ([]byte, error) {
 	if len(parts) == 0 {
 		return s.out(nil), nil
 	}
+	s.seeRaw(parts)
 	return s.out(s.frame(nil, s.build(parts, nil, nil))), nil
 }
 
@@ -570,6 +599,7 @@ func (s *geminiSplicer) Next() {
 	if s.finished || s.failed {
 		return
 	}
+	s.flushRun()
 	_ = s.implicitRelease() // cannot fail: nothing is removed
 	if s.held {
 		keep := s.termText
@@ -588,6 +618,7 @@ func (s *geminiSplicer) Next() {
 	s.done, s.released, s.held = false, false, false
 	s.parts, s.calls, s.usage, s.finish, s.model, s.id, s.feedback = nil, nil, nil, nil, nil, nil, nil
 	s.termData, s.termRaw, s.termText = nil, nil, nil
+	s.cont, s.seam, s.inRun = false, nil, false
 }
 
 // Finish sends the terminal chunk: finishReason of the last stream and the
@@ -600,6 +631,7 @@ func (s *geminiSplicer) Finish() ([]byte, error) {
 	if s.failed {
 		return nil, nil
 	}
+	s.flushRun()
 	if err := s.implicitRelease(); err != nil {
 		return nil, err
 	}
@@ -645,4 +677,213 @@ func mergeGeminiUsage(acc, u []byte) []byte {
 	}
 	keys, vals = append(keys, "totalTokenCount"), append(vals, total)
 	return agSetCounts(bytes.Clone(u), keys, vals)
+}
+
+// Truncation recovery.
+//
+// Gemini has no block events: a text "block" is a run of text parts, and
+// nothing but the terminal chunk (always held) or a later non-text part
+// closes it. So a reply's last text stays open at the end of every stream
+// as it is, and the output of a stream that is not continued is unchanged.
+// The splicer follows the parts the agent got: open is set while the last
+// of them is a text part (thought:true parts are not text), tail holds the
+// end of that trailing run of text.
+//
+// Continue starts a continuation stream like Next (a held terminal chunk's
+// text goes out first, then the continuation's chunks carry the first
+// stream's responseId), and
+//   - drops the continuation's thought parts, and every chunk left without
+//     parts by that;
+//   - when open, passes its first run of text parts (see gemini_continue.go:
+//     the run starts at the first text part and ends at the next part that
+//     is neither text nor thought, or at the terminal chunk) through a
+//     SeamFilter built from tail: a part whose text the filter holds is
+//     dropped, the one that decides the seam carries what the filter gives
+//     (only its "text" value is edited), and the filter is flushed into a
+//     {"text":…} part where the run ends (before the part that ends it);
+//   - holds functionCall parts and the terminal chunk as on every stream
+//     (the held terminal chunk holds the edited parts).
+//
+// Reply still returns the continuation's own parts, byte for byte.
+
+var _ ContinueSplicer = (*geminiSplicer)(nil)
+
+// Continue starts a continuation stream (see above).
+func (s *geminiSplicer) Continue() {
+	if s.finished || s.failed {
+		return
+	}
+	s.Next()
+	s.cont = true
+	if s.open && len(s.tail) > 0 {
+		s.seam = NewSeamFilter(string(s.tail))
+	}
+}
+
+// see follows one part the agent gets.
+func (s *geminiSplicer) see(p gjson.Result) {
+	if geminiKindOf(p) != gpText {
+		s.open, s.tail = false, s.tail[:0]
+		return
+	}
+	s.open = true
+	s.tail = append(s.tail, p.Get("text").Str...)
+	if len(s.tail) > 2*SeamWindow {
+		s.tail = s.tail[:copy(s.tail, s.tail[len(s.tail)-SeamWindow:])]
+	}
+}
+
+// seeElems follows the parts elems at keep (every part when keep is nil).
+func (s *geminiSplicer) seeElems(elems []gjson.Result, keep []int) {
+	if keep == nil {
+		for _, p := range elems {
+			s.see(p)
+		}
+		return
+	}
+	for _, i := range keep {
+		s.see(elems[i])
+	}
+}
+
+// seeRaw follows raw parts.
+func (s *geminiSplicer) seeRaw(parts [][]byte) {
+	for _, p := range parts {
+		s.see(gjson.ParseBytes(p))
+	}
+}
+
+// endRun ends the continuation's first text run and returns the part that
+// carries what the seam filter still held, or nil.
+func (s *geminiSplicer) endRun() []byte {
+	if s.seam == nil || !s.inRun {
+		return nil
+	}
+	t := s.seam.Flush()
+	s.seam, s.inRun = nil, false
+	if t == "" {
+		return nil
+	}
+	return geminiTextPart(t)
+}
+
+// flushRun queues what the seam filter still holds (a continuation that
+// ended without its terminal chunk).
+func (s *geminiSplicer) flushRun() {
+	if p := s.endRun(); p != nil {
+		s.pending = s.frame(s.pending, s.build([][]byte{p}, nil, nil))
+		s.seeRaw([][]byte{p})
+	}
+}
+
+// contChunk handles a chunk of a continuation stream (see above); its parts
+// are already recorded.
+func (s *geminiSplicer) contChunk(ev Event, arr gjson.Result, elems []gjson.Result, ncall int, terminal bool) ([]byte, error) {
+	out := make([][]byte, 0, len(elems)+1) // the non-call parts the agent gets
+	same := true                           // out is elems without the calls
+	var calls [][]byte
+	for _, p := range elems {
+		switch geminiKindOf(p) {
+		case gpCall:
+			calls = append(calls, []byte(p.Raw))
+			if f := s.endRun(); f != nil {
+				out, same = append(out, f), false
+			}
+			continue
+		case gpThought:
+			same = false
+			continue
+		case gpText:
+			if s.seam != nil {
+				s.inRun = true
+				t := p.Get("text").Str
+				got := s.seam.Write(t)
+				if s.seam.Decided() {
+					s.seam, s.inRun = nil, false // the rest passes through
+				}
+				switch {
+				case got == "":
+					same = false
+					continue
+				case got != t:
+					out, same = append(out, geminiWithText(p, got)), false
+					continue
+				}
+			}
+		default:
+			if f := s.endRun(); f != nil {
+				out, same = append(out, f), false
+			}
+		}
+		out = append(out, []byte(p.Raw))
+	}
+	if terminal {
+		if f := s.endRun(); f != nil {
+			out, same = append(out, f), false
+		}
+	}
+
+	if !terminal {
+		switch {
+		case len(elems) == 0 || same && ncall == 0:
+			s.seeElems(elems, nil)
+			return s.frame(nil, s.withFirstID(ev.Data)), nil
+		case len(out) == 0:
+			return nil, nil
+		}
+		data, err := s.finishEdit(splice(ev.Data, arr.Index, end(arr), geminiPartsArray(out)), false)
+		if err != nil {
+			return nil, err
+		}
+		s.seeRaw(out)
+		return s.frame(nil, data), nil
+	}
+
+	s.done = true
+	var emitted []byte
+	switch {
+	case len(elems) == 0:
+		if len(out) > 0 { // the filter's text, without a parts array to carry it
+			emitted = s.frame(nil, s.build(out, nil, nil))
+			s.seeRaw(out)
+		}
+		out, same = nil, true // the chunk is held as it came
+	case ncall > 0 && len(out) > 0:
+		data, err := s.finishEdit(splice(ev.Data, arr.Index, end(arr), geminiPartsArray(out)), true)
+		if err != nil {
+			return nil, err
+		}
+		s.seeRaw(out)
+		return s.frame(nil, data), nil
+	case ncall == 0 && len(out) == 0:
+		return nil, nil // Finish ends the reply with a part of its own
+	}
+	data := ev.Data
+	if !same {
+		if len(out) == 0 {
+			out = calls
+		}
+		data = splice(ev.Data, arr.Index, end(arr), geminiPartsArray(out))
+	}
+	s.held = true
+	s.termData = bytes.Clone(data)
+	s.termRaw = bytes.Clone(ev.Raw)
+	s.termText = nil
+	if ncall == 0 {
+		for i := range out {
+			s.termText = append(s.termText, i)
+		}
+	}
+	s.termCalls, s.termNCall = len(s.calls)-ncall, ncall
+	return emitted, nil
+}
+
+// geminiWithText returns a copy of part p with its text value set to t.
+func geminiWithText(p gjson.Result, t string) []byte {
+	raw := []byte(p.Raw)
+	obj, ok := rootObject(bstr(raw))
+	if !ok {
+		return geminiTextPart(t)
+	}
+	return setMember(raw, obj, "text", appendJSONString(nil, t))
 }

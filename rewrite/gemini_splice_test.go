@@ -509,6 +509,14 @@ func FuzzGeminiSplicer(f *testing.F) {
 		f.Add(string(b), "", []byte{0x80, 0})
 	}
 	f.Add("data: {\"error\":{\"code\":1}}\n\n", ": x\r\n\r\ndata: {}", []byte{3})
+	// Truncation recovery: ctl[0]&2 continues instead of following up.
+	trunc := `data: {"candidates":[{"content":{"parts":[{"text":"Hello wor"}],"role":"model"},"finishReason":"MAX_TOKENS","index":0}],"responseId":"a"}` + "\n\n"
+	cont := `data: {"candidates":[{"content":{"parts":[{"text":"x","thought":true},{"text":"lo world again"}],"role":"model"},"index":0}],"responseId":"b"}` + "\n\n" +
+		`data: {"candidates":[{"content":{"parts":[{"text":"!"},{"functionCall":{"name":"f","args":{}}}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"candidatesTokenCount":2}}` + "\n\n"
+	f.Add(trunc, cont, []byte{3})
+	f.Add(trunc, cont, []byte{3, 1, 1})
+	f.Add(trunc, cont[:len(cont)/2], []byte{7})
+	f.Add(`data: {"candidates":[{"content":{"parts":[{"text":"a"},{"functionCall":{"name":"f","args":{}}}]},"finishReason":"MAX_TOKENS"}]}`+"\n\n", cont, []byte{3, 0})
 	f.Fuzz(func(t *testing.T, s1, s2 string, ctl []byte) {
 		sp := NewStreamSplicer(APIGemini)
 		var out []byte
@@ -534,7 +542,11 @@ func FuzzGeminiSplicer(f *testing.F) {
 			step(sp.Release(pick(0), pick(1)))
 		}
 		if ok && len(ctl) > 0 && ctl[0]&1 == 1 {
-			sp.Next()
+			if ctl[0]&2 == 2 {
+				sp.(ContinueSplicer).Continue()
+			} else {
+				sp.Next()
+			}
 			step(gsFeedErr(sp, s2))
 			if ok {
 				_, _ = sp.Reply()

@@ -42,6 +42,20 @@ import (
 // 0, 1, 2, … across the streams of the turn, with the first stream's id,
 // created, model and system_fingerprint. Bytes returned by Feed may alias
 // ev.Raw (write them before reading the next event).
+//
+// Truncation recovery (ContinueSplicer): Chat has no block close events, so
+// nothing is held for it and the reply's text (choice 0's content, one value
+// whatever tool calls follow it) is always open. A continuation stream
+// (Continue) is a follow-up whose content deltas run on in that text through
+// a SeamFilter built from the content the agent has seen in this turn: the
+// filter holds the continuation's first SeamWindow bytes, and a chunk left
+// without text by it is dropped (or forwarded without content when it
+// carries a refusal). The held text is flushed, in the chunk that ends it,
+// by the first tool-call or finish chunk, or as a built content chunk at
+// [DONE], a usage or error chunk, Release, Next, Continue (sent ahead of the
+// next bytes returned) or Finish. A continuation's reasoning_content and
+// reasoning deltas are dropped (Reply still has them); its tool calls are
+// held and numbered on like a follow-up's.
 
 func init() {
 	splicerFactories[APIOpenAIChat] = func() StreamSplicer { return newChatSplicer() }
@@ -79,6 +93,7 @@ type chatSpliceStream struct {
 	done, errored      bool
 	released           bool
 	kept               int
+	cont               bool // a continuation stream (Continue)
 }
 
 type chatSplicer struct {
@@ -96,7 +111,17 @@ type chatSplicer struct {
 	usage     []byte
 	finished  bool
 	events    int
+
+	// text is the tail (at most 2*SeamWindow bytes) of the content the
+	// agent has seen in this turn; seam filters the current continuation's
+	// content (nil when not continuing or nothing to continue); pending holds
+	// a flushed content chunk sent ahead of the next bytes returned.
+	text    []byte
+	seam    *SeamFilter
+	pending []byte
 }
+
+var _ ContinueSplicer = (*chatSplicer)(nil)
 
 func newChatSplicer() *chatSplicer { return &chatSplicer{eol: []byte("\n")} }
 
@@ -162,6 +187,15 @@ func (s *chatSplicer) Feed(ev Event) ([]byte, error) {
 	if s.finished {
 		return nil, fmt.Errorf("%w: Feed after Finish", errChatSplice)
 	}
+	out, err := s.feed(ev)
+	if s.pending != nil && err == nil {
+		out = append(s.pending, out...)
+		s.pending = nil
+	}
+	return out, err
+}
+
+func (s *chatSplicer) feed(ev Event) ([]byte, error) {
 	s.noteEOL(ev.Raw)
 	data := bytes.TrimSpace(ev.Data)
 	if ev.IsComment() || len(data) == 0 {
@@ -170,7 +204,7 @@ func (s *chatSplicer) Feed(ev Event) ([]byte, error) {
 	if bytes.Equal(data, doneMarker) {
 		s.cur.held = append(s.cur.held, chatHeld{raw: s.complete(ev.Raw), done: true})
 		s.cur.done = true
-		return nil, nil
+		return s.flushSeam(nil), nil
 	}
 	root, err := parseReplyRoot(ev.Data)
 	if err != nil {
@@ -187,6 +221,9 @@ func (s *chatSplicer) Feed(ev Event) ([]byte, error) {
 	if !isNull(errv) && lastElemEnd(choices) < 0 {
 		// A mid-stream error chunk: the agent must see it; the stream ends.
 		s.cur.errored = true
+		if held := s.flushSeam(nil); held != nil {
+			return append(held, s.pass(ev.Raw)...), nil
+		}
 		return s.pass(ev.Raw), nil
 	}
 	switch {
@@ -207,7 +244,7 @@ func (s *chatSplicer) Feed(ev Event) ([]byte, error) {
 		if usage.IsObject() {
 			s.cur.usage = []byte(usage.Raw)
 			s.cur.held = append(s.cur.held, chatHeld{raw: s.complete(ev.Raw), data: bytes.Clone(ev.Data), usage: true})
-			return nil, nil
+			return s.flushSeam(nil), nil
 		}
 		return s.pass(ev.Raw), nil // another choice, or nothing of ours
 	}
@@ -236,6 +273,7 @@ func (s *chatSplicer) choice(ev Event, c, usage gjson.Result) ([]byte, error) {
 		return nil, fmt.Errorf("%w: delta.role is not a string", ErrMalformedReply)
 	}
 	hasText := false
+	var content string // choice 0's content delta
 	for i, dst := range [...]*[]byte{&s.cur.content, &s.cur.refusal, &s.cur.reasoningContent, &s.cur.reasoning} {
 		t := dm[1+i]
 		if isNull(t) {
@@ -246,6 +284,7 @@ func (s *chatSplicer) choice(ev Event, c, usage gjson.Result) ([]byte, error) {
 		}
 		if i == 0 {
 			s.cur.sawContent = true
+			content = t.Str
 		}
 		if t.Str != "" {
 			hasText = true
@@ -269,6 +308,10 @@ func (s *chatSplicer) choice(ev Event, c, usage gjson.Result) ([]byte, error) {
 		s.cur.usage = []byte(usage.Raw)
 	}
 	hasRole := role.Type == gjson.String
+	if s.cur.cont {
+		return s.contChoice(ev, delta.IsObject(), dm[:], usage, content, hasCalls, hasFinish, hasText)
+	}
+	s.noteText(content)
 
 	if !hasCalls && !hasFinish {
 		if s.stream == 0 {
@@ -314,6 +357,101 @@ func (s *chatSplicer) choice(ev Event, c, usage gjson.Result) ([]byte, error) {
 		s.cur.held = append(s.cur.held, h)
 	}
 	return out, nil
+}
+
+// contChoice handles a chunk of a continuation stream whose choice 0 was
+// read by choice (dm holds its delta members, tool calls already added):
+// content goes through the seam filter, reasoning is dropped, and a chunk
+// left without text is dropped, except for its held finish.
+func (s *chatSplicer) contChoice(ev Event, hasDelta bool, dm []gjson.Result, usage gjson.Result, content string, hasCalls, hasFinish, hasText bool) ([]byte, error) {
+	emit := content
+	if s.seam != nil {
+		emit = s.seam.Write(content)
+		if hasCalls || hasFinish {
+			emit += s.seam.Flush() // the text ends here
+		}
+	}
+	s.noteText(emit)
+	hasRole := dm[0].Type == gjson.String
+	forward := emit != "" || dm[2].Type == gjson.String && dm[2].Str != ""
+	var out []byte
+	switch {
+	case forward && !hasDelta: // text flushed by a finish chunk without delta
+		out = s.contentChunk(nil, emit)
+	case forward:
+		cp := bytes.Clone(ev.Data)
+		for i, key := range chatDeltaKeys {
+			if (key == "role" || key == "reasoning_content" || key == "reasoning" || key == "tool_calls") && dm[i].Exists() {
+				cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return oaDeleteMember(b, d, key) })
+			}
+		}
+		if emit != content {
+			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return setMember(b, d, "content", jsonString(emit)) })
+		}
+		if hasFinish {
+			cp = chatEditChoice(cp, "finish_reason", []byte("null"))
+		}
+		if usage.IsObject() {
+			cp = chatEditRoot(cp, "usage", []byte("null"))
+		}
+		out = s.frame(nil, s.rewriteIDs(cp))
+	}
+	if hasFinish {
+		h := chatHeld{data: bytes.Clone(ev.Data), finish: true, usage: usage.IsObject()}
+		if hasCalls || hasText || hasRole || forward || content != "" {
+			h.data = chatEditChoice(h.data, "delta", []byte("{}"))
+		} else {
+			h.raw = s.complete(ev.Raw)
+		}
+		s.cur.held = append(s.cur.held, h)
+	}
+	return out, nil
+}
+
+// noteText records content the agent received (the tail a continuation's
+// seam is decided against).
+func (s *chatSplicer) noteText(t string) {
+	if t == "" {
+		return
+	}
+	s.text = append(s.text, t...)
+	if n := len(s.text); n > 2*SeamWindow {
+		s.text = append(s.text[:0], s.text[n-SeamWindow:]...)
+	}
+}
+
+// flushSeam decides the seam of the current continuation if it is still
+// open and appends the text it held to dst as a built content chunk.
+func (s *chatSplicer) flushSeam(dst []byte) []byte {
+	if s.seam == nil || s.seam.Decided() {
+		return dst
+	}
+	t := s.seam.Flush()
+	s.noteText(t)
+	return s.contentChunk(dst, t)
+}
+
+// contentChunk appends a built chunk whose choice 0 delta is {"content":t}
+// to dst (nothing when t is empty).
+func (s *chatSplicer) contentChunk(dst []byte, t string) []byte {
+	if t == "" {
+		return dst
+	}
+	b := s.chunkHead()
+	b = append(b, `,"choices":[{"index":0,"delta":{"content":`...)
+	b = appendJSONString(b, t)
+	b = append(b, `},"finish_reason":null}]`...)
+	if s.usageNull {
+		b = append(b, `,"usage":null`...)
+	}
+	return s.frame(dst, append(b, '}'))
+}
+
+// takePending returns the content chunk flushed by Next or Continue, once.
+func (s *chatSplicer) takePending() []byte {
+	p := s.pending
+	s.pending = nil
+	return p
 }
 
 // addCalls adds the tool-call fragments of one delta.
@@ -685,7 +823,7 @@ func (s *chatSplicer) Release(remove, first []int) ([]byte, error) {
 		return nil, err
 	}
 	s.cur.released, s.cur.kept = true, len(order)
-	var out []byte
+	out := s.flushSeam(s.takePending())
 	for _, i := range order {
 		out = s.frame(out, s.callChunk(i))
 		s.calls++
@@ -710,9 +848,22 @@ func (s *chatSplicer) callChunk(i int) []byte {
 }
 
 func (s *chatSplicer) Next() {
+	s.pending = s.flushSeam(s.pending)
+	s.seam = nil
 	s.usage = chatMergeUsage(s.usage, s.cur.usage)
 	s.cur = chatSpliceStream{}
 	s.stream++
+}
+
+// Continue starts a continuation stream: a follow-up whose content runs on
+// in the content the agent has seen, with the seam de-duplicated (see the
+// top of this file).
+func (s *chatSplicer) Continue() {
+	s.Next()
+	s.cur.cont = true
+	if len(s.text) > 0 {
+		s.seam = NewSeamFilter(string(s.text))
+	}
 }
 
 // chatMergeUsage folds a stream's usage into the turn's as MergeReplies does.
@@ -739,11 +890,11 @@ func (s *chatSplicer) Finish() ([]byte, error) {
 	s.finished = true
 	c := &s.cur
 	final := chatMergeUsage(s.usage, c.usage)
+	out := s.flushSeam(s.takePending())
 	fr := c.finish
 	if c.released && c.kept == 0 && len(c.calls) > 0 && (fr == "tool_calls" || fr == "function_call") {
 		fr = "stop"
 	}
-	var out []byte
 	usageSent := false
 	usageChunk := func() {
 		if final == nil || usageSent {

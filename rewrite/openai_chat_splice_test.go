@@ -443,7 +443,8 @@ func TestChatSpliceCutEvent(t *testing.T) {
 }
 
 // FuzzChatSplicer feeds two fuzzed streams through a splicer. ctrl picks
-// each call's fate (keep, remove, first) and whether there is a follow-up.
+// each call's fate (keep, remove, first) and whether there is a follow-up
+// (0x80), and whether it is a continuation (0x40 too).
 func FuzzChatSplicer(f *testing.F) {
 	text := chatSpliceFixture(f, "splice_text.sse")
 	calls := chatSpliceFixture(f, "stream.sse")
@@ -455,6 +456,11 @@ func FuzzChatSplicer(f *testing.F) {
 	f.Add(topic, follow, []byte{1, 0x80})
 	f.Add(strings.ReplaceAll(calls, "\n", "\r\n"), topic, []byte{0, 2, 0x80, 0})
 	f.Add("data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":3},{\"index\":1.5}]},\"finish_reason\":\"x\"}]}\n\ndata: [DONE]", "", []byte{2, 2})
+	cut := strings.ReplaceAll(calls, `"tool_calls"}`, `"length"}`)
+	f.Add(strings.ReplaceAll(text, `"stop"}`, `"length"}`), text, []byte{0xc0})
+	f.Add(cut, strings.ReplaceAll(calls, `"content":"Reading`, `"reasoning_content":"hm"},"finish_reason":null}]}`+"\n\n"+`data: {"choices":[{"index":0,"delta":{"content":"Reading`), []byte{1, 1, 0xc0, 2, 0})
+	f.Add(cut, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"it.\"}}]}\n\ndata: {\"error\":{}}\n\n", []byte{1, 1, 0xc0})
+	f.Add(text, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\""+strings.Repeat("x", 300)+"\"},\"finish_reason\":\"stop\"}]}\n\n", []byte{0xc0})
 	f.Fuzz(func(t *testing.T, s1, s2 string, ctrl []byte) {
 		s := NewStreamSplicer(APIOpenAIChat)
 		var out []byte
@@ -499,8 +505,12 @@ func FuzzChatSplicer(f *testing.F) {
 		if !stream(s1) {
 			return
 		}
-		if next()&0x80 != 0 {
-			s.Next()
+		if b := next(); b&0x80 != 0 {
+			if b&0x40 != 0 {
+				s.(ContinueSplicer).Continue()
+			} else {
+				s.Next()
+			}
 			if !stream(s2) {
 				return
 			}
