@@ -17,6 +17,15 @@ import (
 // of an event is kept. The agent sees one rising sequence_number sequence,
 // starting where the first stream's started, and output_index values
 // counting the output items it was shown, across all streams of the turn.
+//
+// The events that close the reply's last text (output_text.done,
+// content_part.done and its message's output_item.done) are held until
+// another block starts, Release writes a call, or Next, Finish or an error
+// closes the text; they are numbered when written, so a stream that is not
+// continued reaches the agent byte for byte, only its close events later.
+// A continuation (Continue) moves its first message's text onto the held
+// text's item (item_id, output_index, content_index), through a SeamFilter,
+// and the held events are rewritten to repeat the merged text.
 
 func init() {
 	splicerFactories[APIOpenAIResponses] = func() StreamSplicer { return newResponsesSplicer() }
@@ -37,11 +46,21 @@ const (
 	// respEvInputPrefix starts the events of a custom tool call's input
 	// (…delta, …done).
 	respEvInputPrefix = "response.custom_tool_call_input."
+	// The events of a message's content parts.
+	respEvPartAdded  = "response.content_part.added"
+	respEvPartDone   = "response.content_part.done"
+	respEvTextDelta  = "response.output_text.delta"
+	respEvTextDone   = "response.output_text.done"
+	respEvTextPrefix = "response.output_text."
+	respEvPartPrefix = "response.content_part."
 )
 
 // respHeld is an event kept for later: owned copies of its bytes.
 type respHeld struct {
 	raw, name, data []byte
+	typ             string // the event type, for the held close events of an open text
+	bare            bool   // a data-less event, written as it is
+	counted         bool   // a bare event that counts in Events (not a comment)
 }
 
 func respHoldEvent(ev *Event) respHeld {
@@ -55,6 +74,11 @@ type respItemState struct {
 	agent int        // the output_index the agent sees; -1 until shown
 	held  []respHeld // held events of a call
 	item  []byte     // the item JSON of its latest output_item.added/done
+	drop  bool       // a continuation's reasoning item: its events are dropped
+	merge bool       // a continuation's message, merged into the open text's message
+	// edit is what continuations added to this shown message (nil when
+	// none continued it).
+	edit *respTextEdit
 }
 
 // respStream is one upstream stream of the turn.
@@ -69,6 +93,7 @@ type respStream struct {
 	released bool
 	remove   []int
 	first    []int
+	cont     bool // a continuation (Continue) rather than a follow-up
 }
 
 func newRespStream() *respStream {
@@ -87,7 +112,11 @@ type responsesSplicer struct {
 	finished bool
 	doneRaw  []byte // a held data: [DONE] event, re-sent after the terminal event
 	followID string // the id of the latest follow-up response
+	open     *respOpen
+	pending  []byte // events rendered (numbered) but not written yet: they go first
 }
+
+var _ ContinueSplicer = (*responsesSplicer)(nil)
 
 func newResponsesSplicer() *responsesSplicer {
 	return &responsesSplicer{streams: []*respStream{newRespStream()}}
@@ -99,6 +128,9 @@ func (s *responsesSplicer) cur() *respStream { return s.streams[len(s.streams)-1
 // reads.
 type respFields struct {
 	typ, seq, out, itemID, item, response gjson.Result
+	// Members only continuations edit; dupEdit is set when one repeats.
+	content, delta, text, part gjson.Result
+	dupEdit                    bool
 }
 
 // parseRespFields parses an event payload. A payload that is not a JSON
@@ -126,6 +158,24 @@ func parseRespFields(data []byte) (respFields, error) {
 			dst = &f.item
 		case "response":
 			dst = &f.response
+		case "content_index", "delta", "text", "part":
+			var e *gjson.Result
+			switch k.Str {
+			case "content_index":
+				e = &f.content
+			case "delta":
+				e = &f.delta
+			case "text":
+				e = &f.text
+			default:
+				e = &f.part
+			}
+			if e.Exists() {
+				f.dupEdit = true
+			} else {
+				*e = v
+			}
+			return true
 		default:
 			return true
 		}
@@ -162,6 +212,24 @@ func (s *responsesSplicer) Feed(ev Event) ([]byte, error) {
 	if s.finished {
 		return nil, errors.New("rewrite: Feed after Finish")
 	}
+	b, err := s.feed(ev)
+	if err != nil {
+		return nil, err
+	}
+	return s.out(b), nil
+}
+
+// out returns b after the events rendered earlier and not written yet.
+func (s *responsesSplicer) out(b []byte) []byte {
+	if len(s.pending) == 0 {
+		return b
+	}
+	p := s.pending
+	s.pending = nil
+	return append(p, b...)
+}
+
+func (s *responsesSplicer) feed(ev Event) ([]byte, error) {
 	if !s.framed && len(ev.Raw) > 0 {
 		s.framed, s.crlf = true, bytes.Contains(ev.Raw, []byte("\r\n"))
 	}
@@ -170,11 +238,14 @@ func (s *responsesSplicer) Feed(ev Event) ([]byte, error) {
 	}
 	data := bytes.TrimSpace(ev.Data)
 	if len(data) == 0 {
-		// Comments, pings without data: pass.
-		if !ev.IsComment() {
-			s.events++
+		// Comments, pings without data: pass (on the stream that holds
+		// close events, behind them, keeping the order of its events).
+		h := respHeld{raw: bytes.Clone(ev.Raw), bare: true, counted: !ev.IsComment()}
+		if o := s.open; o != nil && len(o.held) > 0 && o.st == s.cur() {
+			o.held = append(o.held, h)
+			return nil, nil
 		}
-		return respCompleteEvent(bytes.Clone(ev.Raw)), nil
+		return s.writeBare(h), nil
 	}
 	if bytes.Equal(data, dataDone) {
 		if s.failed {
@@ -203,10 +274,11 @@ func (s *responsesSplicer) Feed(ev Event) ([]byte, error) {
 	case respEvCreated, respEvInProgress, respEvQueued:
 		if len(s.streams) > 1 {
 			if id := f.response.Get("id"); id.Type == gjson.String {
-				s.followID = id.Str
+				s.followID = str(id)
 			}
 			return nil, nil
 		}
+		s.breakOpen()
 		return s.emit(ev.Raw, ev.Name, ev.Data, -1)
 	case respEvCompleted, respEvIncomplete:
 		if st.done {
@@ -218,6 +290,7 @@ func (s *responsesSplicer) Feed(ev Event) ([]byte, error) {
 		st.reply = st.buildReply(f.response)
 		st.term = respHoldEvent(&ev)
 		st.done = true
+		s.flushSeam() // the continuation's text ended with its stream
 		return nil, nil
 	case respEvFailed, respEvError:
 		if st.done {
@@ -227,6 +300,7 @@ func (s *responsesSplicer) Feed(ev Event) ([]byte, error) {
 			st.reply = []byte(f.response.Raw)
 		}
 		st.done, s.failed = true, true
+		s.closeOpen()
 		return s.emit(ev.Raw, ev.Name, ev.Data, -1)
 	}
 
@@ -242,10 +316,12 @@ func (s *responsesSplicer) Feed(ev Event) ([]byte, error) {
 	case f.itemID.Type == gjson.String:
 		v, ok := st.ids[f.itemID.Str]
 		if !ok {
+			s.breakOpen()
 			return s.emit(ev.Raw, ev.Name, ev.Data, -1)
 		}
 		idx = v
 	default:
+		s.breakOpen()
 		return s.emit(ev.Raw, ev.Name, ev.Data, -1) // unknown or item-less event
 	}
 	it := st.items[idx]
@@ -253,6 +329,13 @@ func (s *responsesSplicer) Feed(ev Event) ([]byte, error) {
 		call := strings.HasPrefix(typ, respEvArgsPrefix) || strings.HasPrefix(typ, respEvInputPrefix) ||
 			(typ == respEvItemAdded || typ == respEvItemDone) && responsesCallType(f.item.Get("type").Str)
 		it = &respItemState{call: call, agent: -1}
+		if st.cont && !call {
+			if respReasoningEvent(typ, f.item) {
+				it.drop = true
+			} else if o := s.open; o != nil && o.m == nil && o.filter != nil && respMessageEvent(typ, f.item) {
+				it.merge, o.m = true, it
+			}
+		}
 		st.items[idx] = it
 		st.order = append(st.order, idx)
 	}
@@ -262,7 +345,12 @@ func (s *responsesSplicer) Feed(ev Event) ([]byte, error) {
 			st.ids[id.Str] = idx
 		}
 	}
-	if it.call {
+	switch {
+	case it.drop:
+		return nil, nil
+	case it.merge:
+		return s.feedMerge(it, typ, &f, &ev)
+	case it.call:
 		if it.agent >= 0 {
 			return s.emit(ev.Raw, ev.Name, ev.Data, it.agent) // a late event of a released call
 		}
@@ -272,12 +360,60 @@ func (s *responsesSplicer) Feed(ev Event) ([]byte, error) {
 		it.held = append(it.held, respHoldEvent(&ev))
 		return nil, nil
 	}
+	if o := s.open; o != nil {
+		if o.st != st || o.key != idx {
+			s.closeOpen() // another block follows the text
+		} else {
+			switch o.feed(typ, &f) {
+			case respHold:
+				h := respHoldEvent(&ev)
+				h.typ = strings.Clone(typ) // typ aliases the event's bytes
+				o.held = append(o.held, h)
+				return nil, nil
+			case respClose:
+				s.closeOpen()
+			}
+		}
+	}
 	if it.agent < 0 {
 		it.agent = s.nextOut
 		s.nextOut++
 		st.seen = append(st.seen, idx)
 	}
-	return s.emit(ev.Raw, ev.Name, ev.Data, it.agent)
+	b, err := s.emit(ev.Raw, ev.Name, ev.Data, it.agent)
+	if err != nil {
+		return nil, err
+	}
+	if s.open == nil {
+		s.open = newRespOpen(st, idx, it, typ, &f)
+	}
+	return b, nil
+}
+
+// writeBare returns a data-less event as it is.
+func (s *responsesSplicer) writeBare(h respHeld) []byte {
+	if h.counted {
+		s.events++
+	}
+	return respCompleteEvent(h.raw)
+}
+
+// respReasoningEvent reports whether an event of a new item is a reasoning
+// item's.
+func respReasoningEvent(typ string, item gjson.Result) bool {
+	if typ == respEvItemAdded || typ == respEvItemDone {
+		return item.Get("type").Str == "reasoning"
+	}
+	return strings.HasPrefix(typ, "response.reasoning")
+}
+
+// respMessageEvent reports whether an event of a new item is a message's.
+func respMessageEvent(typ string, item gjson.Result) bool {
+	if typ == respEvItemAdded || typ == respEvItemDone {
+		return item.Get("type").Str == "message"
+	}
+	return strings.HasPrefix(typ, respEvTextPrefix) || strings.HasPrefix(typ, respEvPartPrefix) ||
+		strings.HasPrefix(typ, "response.refusal.")
 }
 
 // buildReply returns the reply body of a terminal response: the response
@@ -310,9 +446,24 @@ func (st *respStream) buildReply(resp gjson.Result) []byte {
 // the next number when present, output_index set to out when out >= 0 and
 // the event has one.
 func (s *responsesSplicer) emit(raw, name, data []byte, out int) ([]byte, error) {
+	return s.emitRewrite(raw, name, data, out, nil)
+}
+
+// respRewrite lists more members of an event to replace (each when the
+// event has it and the value is not nil): a continuation's events are moved
+// onto the message they continue.
+type respRewrite struct {
+	itemID, content, delta, text, part, item []byte
+}
+
+// emitRewrite is emit with the members of rw replaced too.
+func (s *responsesSplicer) emitRewrite(raw, name, data []byte, out int, rw *respRewrite) ([]byte, error) {
 	f, err := parseRespFields(data)
 	if err != nil {
 		return nil, err
+	}
+	if rw != nil && f.dupEdit {
+		return nil, fmt.Errorf("%w: event repeats a member to edit", ErrMalformedReply)
 	}
 	var edits []respEdit
 	if f.seq.Exists() {
@@ -322,6 +473,14 @@ func (s *responsesSplicer) emit(raw, name, data []byte, out int) ([]byte, error)
 	}
 	if out >= 0 && f.out.Exists() {
 		edits = append(edits, respEdit{f.out, strconv.AppendInt(nil, int64(out), 10)})
+	}
+	if rw != nil {
+		for _, e := range []respEdit{{f.itemID, rw.itemID}, {f.content, rw.content}, {f.delta, rw.delta},
+			{f.text, rw.text}, {f.part, rw.part}, {f.item, rw.item}} {
+			if e.val != nil && e.at.Exists() {
+				edits = append(edits, e)
+			}
+		}
 	}
 	s.events++
 	return s.reframe(raw, name, data, applyRespEdits(data, edits)), nil
@@ -469,8 +628,9 @@ func (s *responsesSplicer) Release(remove, first []int) ([]byte, error) {
 	}
 	if s.failed {
 		st.released = true
-		return nil, nil
+		return s.out(nil), nil
 	}
+	s.flushSeam() // the stream is over: its text too
 	var out []byte
 	if !st.done || st.reply == nil {
 		if len(remove) > 0 || len(first) > 0 {
@@ -486,7 +646,7 @@ func (s *responsesSplicer) Release(remove, first []int) ([]byte, error) {
 			out = append(out, b...)
 		}
 		st.released = true
-		return out, nil
+		return s.out(out), nil
 	}
 	root, err := parseReplyRoot(st.reply)
 	if err != nil {
@@ -512,7 +672,7 @@ func (s *responsesSplicer) Release(remove, first []int) ([]byte, error) {
 	}
 	st.released = true
 	st.remove, st.first = slices.Clone(remove), slices.Clone(first)
-	return out, nil
+	return s.out(out), nil
 }
 
 // callKey finds the streamed item of the call item at position pos of
@@ -540,6 +700,14 @@ func (st *respStream) shownItem(key int64, elems []gjson.Result) []byte {
 	if it == nil {
 		return nil
 	}
+	if it.edit != nil {
+		return it.edit.apply(st.shownBase(it, key, elems))
+	}
+	return st.shownBase(it, key, elems)
+}
+
+// shownBase is shownItem before the edits of continuations.
+func (st *respStream) shownBase(it *respItemState, key int64, elems []gjson.Result) []byte {
 	if id := gjson.GetBytes(it.item, "id"); id.Type == gjson.String {
 		for _, e := range elems {
 			if e.IsObject() && e.Get("id").Str == id.Str {
@@ -579,6 +747,7 @@ func (s *responsesSplicer) releaseItem(st *respStream, idx int64, item gjson.Res
 	if !it.call {
 		return nil, nil
 	}
+	s.closeOpen() // the call follows the text: its close events go first
 	it.agent = s.nextOut
 	s.nextOut++
 	st.seen = append(st.seen, idx)
@@ -594,10 +763,13 @@ func (s *responsesSplicer) releaseItem(st *respStream, idx int64, item gjson.Res
 	return out, nil
 }
 
+// Next closes the open text (its held close events are written first by
+// the next call that writes) and starts a follow-up.
 func (s *responsesSplicer) Next() {
 	if s.finished {
 		return
 	}
+	s.closeOpen()
 	s.streams = append(s.streams, newRespStream())
 }
 
@@ -615,8 +787,9 @@ func (s *responsesSplicer) Finish() ([]byte, error) {
 		out = b
 	}
 	s.finished = true
+	s.closeOpen()
 	if s.failed {
-		return out, nil
+		return append(out, s.out(nil)...), nil
 	}
 	merged, err := s.mergedResponse()
 	if err != nil {
@@ -633,7 +806,7 @@ func (s *responsesSplicer) Finish() ([]byte, error) {
 		s.nextSeq++
 	}
 	s.events++
-	out = append(out, s.reframe(term.raw, term.name, term.data, applyRespEdits(term.data, edits))...)
+	out = append(out, s.out(s.reframe(term.raw, term.name, term.data, applyRespEdits(term.data, edits)))...)
 	if s.doneRaw != nil {
 		s.events++
 		out = append(out, s.doneRaw...)
@@ -641,9 +814,10 @@ func (s *responsesSplicer) Finish() ([]byte, error) {
 	return out, nil
 }
 
-// mergedResponse returns MergeReplies over every stream's reply as
-// EditReply left it, with output holding exactly the items the agent was
-// shown, in the order it was shown them.
+// mergedResponse returns MergeReplies (ContinueReply for a continuation)
+// over every stream's reply as EditReply left it, with output holding
+// exactly the items the agent was shown, in the order it was shown them,
+// continued messages with what continuations added.
 func (s *responsesSplicer) mergedResponse() ([]byte, error) {
 	var merged []byte
 	var shown [][]byte
@@ -655,10 +829,17 @@ func (s *responsesSplicer) mergedResponse() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if merged == nil {
+		switch {
+		case merged == nil:
 			merged = edited
-		} else if merged, err = (responsesCodec{}).MergeReplies(merged, edited); err != nil {
-			return nil, err
+		case st.cont:
+			if merged, err = (responsesCodec{}).ContinueReply(merged, edited); err != nil {
+				return nil, err
+			}
+		default:
+			if merged, err = (responsesCodec{}).MergeReplies(merged, edited); err != nil {
+				return nil, err
+			}
 		}
 		root, err := parseReplyRoot(st.reply)
 		if err != nil {
@@ -692,4 +873,349 @@ func (s *responsesSplicer) mergedResponse() ([]byte, error) {
 		}
 	}
 	return merged, nil
+}
+
+// respOpen is the reply's last text block while a continuation may still
+// extend it: the output_text part content of the shown message item key of
+// stream st. Its close events (output_text.done, content_part.done and the
+// message's output_item.done) are held from the moment they arrive until
+// another block starts, Release writes a call, or Next, Finish or an error
+// closes it; a data-less event arriving behind them waits with them.
+type respOpen struct {
+	st       *respStream
+	key      int64
+	agent    int    // the message's output_index for the agent
+	itemID   []byte // the message's id as a JSON string; nil when unknown
+	content  int64  // the part's content_index (the agent's too)
+	text     strings.Builder
+	held     []respHeld
+	itemDone bool          // the message's output_item.done is held
+	edit     *respTextEdit // what continuations added; nil before the first
+
+	// The current continuation (Continue).
+	m          *respItemState // its message, merged into this one
+	mText      int64          // m's text part (content_index); -1 until seen
+	filter     *SeamFilter
+	tmpl       respHeld // the last delta event whose text the filter kept
+	hasTmpl    bool
+	extra      map[int64]respExtraPart // m's other parts by content_index
+	nextPart   int64                   // the agent's content_index for the next one
+	textClosed bool                    // a part follows the text: it is final
+}
+
+// respExtraPart is a part of a continuation's message other than its text,
+// appended to the continued message.
+type respExtraPart struct {
+	agent int64 // its content_index for the agent
+	pos   int   // its place in edit.extra
+}
+
+// newRespOpen opens the reply's last text block when ev, just shown, starts
+// or extends an output_text part; nil otherwise.
+func newRespOpen(st *respStream, key int64, it *respItemState, typ string, f *respFields) *respOpen {
+	ci, ok := respInt(f.content)
+	if !ok || it.call || it.agent < 0 {
+		return nil
+	}
+	switch {
+	case typ == respEvPartAdded && f.part.Get("type").Str == "output_text":
+	case typ == respEvTextDelta && f.delta.Type == gjson.String:
+	default:
+		return nil
+	}
+	o := &respOpen{st: st, key: key, agent: it.agent, content: ci, mText: -1}
+	switch id := gjson.GetBytes(it.item, "id"); {
+	case f.itemID.Type == gjson.String:
+		o.itemID = []byte(f.itemID.Raw)
+	case id.Type == gjson.String:
+		o.itemID = []byte(id.Raw)
+	}
+	if typ == respEvTextDelta {
+		o.text.WriteString(f.delta.Str)
+	}
+	return o
+}
+
+// respAction is what to do with an event of the open text's message.
+type respAction int
+
+const (
+	respPass  respAction = iota // send it; the text stays open
+	respHold                    // hold it: a close event of the text
+	respClose                   // close the text first, then send it
+)
+
+func (o *respOpen) feed(typ string, f *respFields) respAction {
+	ci, ok := respInt(f.content)
+	part := ok && ci == o.content
+	if !o.itemDone {
+		switch typ {
+		case respEvTextDone:
+			if part {
+				if f.text.Type == gjson.String {
+					o.text.Reset()
+					o.text.WriteString(f.text.Str)
+				}
+				return respHold
+			}
+		case respEvPartDone:
+			if part {
+				return respHold
+			}
+		case respEvItemDone:
+			o.itemDone = true
+			return respHold
+		}
+	}
+	if len(o.held) > 0 || typ == respEvPartAdded || (f.content.Exists() && !part) {
+		return respClose
+	}
+	if typ == respEvTextDelta && part {
+		o.text.WriteString(f.delta.Str)
+	}
+	return respPass
+}
+
+// breakOpen closes the open text when the current stream holds its close
+// events: an event that belongs to no block is sent after them, as the
+// stream ordered them. (A continuation's such events pass before them.)
+func (s *responsesSplicer) breakOpen() {
+	if o := s.open; o != nil && len(o.held) > 0 && o.st == s.cur() {
+		s.closeOpen()
+	}
+}
+
+// closeOpen renders the open text's held events into pending, rewritten
+// with what continuations added; the text can no longer be extended.
+func (s *responsesSplicer) closeOpen() {
+	o := s.open
+	if o == nil {
+		return
+	}
+	s.flushSeam()
+	s.open = nil
+	s.writeHeld(o, o.held)
+	o.held = nil
+}
+
+// writeHeld renders held events of o into pending.
+func (s *responsesSplicer) writeHeld(o *respOpen, held []respHeld) {
+	for _, h := range held {
+		if h.bare {
+			s.pending = append(s.pending, s.writeBare(h)...)
+			continue
+		}
+		b, err := s.emitRewrite(h.raw, h.name, h.data, o.agent, o.closeRewrite(h))
+		if err != nil {
+			continue // cannot happen: the event was parsed when it was held
+		}
+		s.pending = append(s.pending, b...)
+	}
+}
+
+// closeRewrite returns the edits of a held close event that carry what
+// continuations added: the text of output_text.done, the part of
+// content_part.done and the item of output_item.done.
+func (o *respOpen) closeRewrite(h respHeld) *respRewrite {
+	if o.edit.empty() {
+		return nil
+	}
+	f, err := parseRespFields(h.data)
+	if err != nil {
+		return nil
+	}
+	rw := &respRewrite{}
+	added := o.edit.added.String()
+	switch h.typ {
+	case respEvTextDone:
+		if added != "" && f.text.Type == gjson.String {
+			rw.text = appendToString([]byte(f.text.Raw), gjson.Result{Type: gjson.String, Raw: f.text.Raw}, added)
+		}
+	case respEvPartDone:
+		if added != "" && f.part.IsObject() {
+			part := []byte(f.part.Raw)
+			if root, ok := rootObject(bstr(part)); ok {
+				if t := root.Get("text"); t.Type == gjson.String {
+					rw.part = appendToString(part, t, added)
+				}
+			}
+		}
+	case respEvItemDone:
+		if f.item.IsObject() {
+			rw.item = o.edit.apply([]byte(f.item.Raw))
+		}
+	}
+	return rw
+}
+
+// flushPartCloses renders the held close events of the open text's part
+// (not its message's): a part of a continuation's message follows it.
+func (s *responsesSplicer) flushPartCloses(o *respOpen) {
+	var now, keep []respHeld
+	for _, h := range o.held {
+		if h.typ == respEvTextDone || h.typ == respEvPartDone {
+			now = append(now, h)
+		} else {
+			keep = append(keep, h)
+		}
+	}
+	s.writeHeld(o, now)
+	o.held = keep
+}
+
+// flushSeam decides the seam of the current continuation with the text
+// its filter still holds, rendering that text into pending as a delta of
+// the open text.
+func (s *responsesSplicer) flushSeam() {
+	o := s.open
+	if o == nil || o.filter == nil {
+		return
+	}
+	if rest := o.filter.Flush(); rest != "" && o.hasTmpl {
+		b, err := s.emitMerged(o, o.tmpl.raw, o.tmpl.name, o.tmpl.data, rest)
+		if err == nil {
+			s.pending = append(s.pending, b...)
+		}
+	}
+	o.hasTmpl, o.tmpl = false, respHeld{}
+}
+
+// emitMerged returns a continuation's text delta event as a delta of the
+// open text carrying delta.
+func (s *responsesSplicer) emitMerged(o *respOpen, raw, name, data []byte, delta string) ([]byte, error) {
+	b, err := s.emitRewrite(raw, name, data, o.agent, &respRewrite{
+		itemID: o.itemID, content: strconv.AppendInt(nil, o.content, 10), delta: jsonString(delta)})
+	if err != nil {
+		return nil, err
+	}
+	o.text.WriteString(delta)
+	o.edit.added.WriteString(delta)
+	return b, nil
+}
+
+// feedMerge takes an event of the continuation's message m, merged into
+// the open text's message: its added event and its text part's start and
+// close events are dropped, its text deltas pass through the seam filter
+// as deltas of the open text, its other parts become parts of the open
+// text's message after the text, and its output_item.done gives its status
+// to the message.
+func (s *responsesSplicer) feedMerge(m *respItemState, typ string, f *respFields, ev *Event) ([]byte, error) {
+	o := s.open
+	if o == nil || o.m != m {
+		return nil, nil // the text it continued was closed
+	}
+	if f.dupEdit {
+		return nil, fmt.Errorf("%w: event repeats a member to edit", ErrMalformedReply)
+	}
+	ci, hasCI := respInt(f.content)
+	switch typ {
+	case respEvItemAdded:
+		return nil, nil
+	case respEvItemDone:
+		s.flushSeam()
+		if st := f.item.Get("status"); st.Type == gjson.String {
+			o.edit.status = []byte(st.Raw)
+		}
+		parts := oaElems(f.item.Get("content"))
+		for mi, x := range o.extra {
+			if mi < int64(len(parts)) && parts[mi].IsObject() {
+				o.edit.extra[x.pos] = []byte(parts[mi].Raw)
+			}
+		}
+		if o.textClosed {
+			s.closeOpen() // the message ends with another part
+		}
+		return nil, nil
+	case respEvPartAdded:
+		if !hasCI {
+			return nil, nil
+		}
+		if o.mText < 0 && !o.textClosed && f.part.Get("type").Str == "output_text" {
+			o.mText = ci
+			return nil, nil
+		}
+		if _, ok := o.extra[ci]; !ok && ci != o.mText {
+			s.flushSeam()
+			s.flushPartCloses(o)
+			o.textClosed = true
+			o.extra[ci] = respExtraPart{agent: o.nextPart, pos: len(o.edit.extra)}
+			o.nextPart++
+			part := []byte("{}")
+			if f.part.IsObject() {
+				part = []byte(f.part.Raw)
+			}
+			o.edit.extra = append(o.edit.extra, part)
+		}
+	case respEvPartDone:
+		if hasCI && ci == o.mText {
+			s.flushSeam()
+			return nil, nil
+		}
+		if x, ok := o.extra[ci]; ok && hasCI && f.part.IsObject() {
+			o.edit.extra[x.pos] = []byte(f.part.Raw)
+		}
+	case respEvTextDone:
+		if hasCI && ci == o.mText {
+			s.flushSeam()
+			return nil, nil
+		}
+	case respEvTextDelta:
+		if hasCI && o.mText < 0 && !o.textClosed {
+			o.mText = ci // a text part that came without its added event
+		}
+		if hasCI && ci == o.mText {
+			if o.textClosed || f.delta.Type != gjson.String {
+				return nil, nil
+			}
+			out := o.filter.Write(f.delta.Str)
+			if out == "" {
+				if !o.filter.Decided() {
+					o.tmpl, o.hasTmpl = respHoldEvent(ev), true
+				}
+				return nil, nil
+			}
+			o.hasTmpl, o.tmpl = false, respHeld{}
+			return s.emitMerged(o, ev.Raw, ev.Name, ev.Data, out)
+		}
+	}
+	if !f.content.Exists() {
+		// An event of the message itself.
+		return s.emitRewrite(ev.Raw, ev.Name, ev.Data, o.agent, &respRewrite{itemID: o.itemID})
+	}
+	x, ok := o.extra[ci]
+	if !ok || !hasCI {
+		return nil, nil // another event of the merged text part (its offsets are m's)
+	}
+	return s.emitRewrite(ev.Raw, ev.Name, ev.Data, o.agent, &respRewrite{
+		itemID: o.itemID, content: strconv.AppendInt(nil, x.agent, 10)})
+}
+
+// Continue starts a continuation stream: its first message continues the
+// open text (the reply's last output_text part, whose close events are
+// still held), the seam de-duplicated; its reasoning items are dropped; its
+// other items follow like a follow-up's. With no open text it is Next
+// with reasoning dropped.
+func (s *responsesSplicer) Continue() {
+	if s.finished {
+		return
+	}
+	o := s.open
+	if o == nil || o.textClosed || s.failed {
+		s.Next()
+		s.cur().cont = true
+		return
+	}
+	s.flushSeam()
+	if o.edit == nil {
+		o.edit = &respTextEdit{content: int(o.content)}
+		if it := o.st.items[o.key]; it != nil {
+			it.edit = o.edit
+		}
+	}
+	o.filter = NewSeamFilter(o.text.String())
+	o.m, o.mText, o.hasTmpl, o.tmpl = nil, -1, false, respHeld{}
+	o.extra, o.nextPart = map[int64]respExtraPart{}, o.content+1
+	st := newRespStream()
+	st.cont = true
+	s.streams = append(s.streams, st)
 }

@@ -140,7 +140,8 @@ func TestResponsesSpliceRemove(t *testing.T) {
 	out := respFeedSplice(t, sp, fixture(t, APIOpenAIResponses, "splice_calls.sse"))
 	require.True(t, sp.Done())
 	require.NotContains(t, string(out), "function_call", "calls are held until Release")
-	require.Contains(t, string(out), "Let me look.", "text passes at once")
+	require.Contains(t, string(out), `"delta":"me look."`, "text passes at once")
+	require.NotContains(t, string(out), "response.output_text.done", "the last text's close events are held")
 	reply, err := sp.Reply()
 	require.NoError(t, err)
 	r, err := responsesCodec{}.ParseReply(reply)
@@ -453,8 +454,8 @@ func TestResponsesSpliceMalformed(t *testing.T) {
 }
 
 // FuzzResponsesSplicer feeds arbitrary event sequences; ctrl drives
-// Release's remove/first and whether a follow-up starts after each
-// terminal event.
+// Release's remove/first and whether a follow-up (Next) or a continuation
+// (Continue) starts after each terminal event.
 func FuzzResponsesSplicer(f *testing.F) {
 	for _, name := range []string{"splice_text.sse", "splice_calls.sse", "splice_topic.sse", "splice_incomplete.sse", "splice_error.sse", "stream.sse", "splice_custom.sse"} {
 		b, err := fixtures.ReadFile("testdata/openai_responses/" + name)
@@ -488,6 +489,18 @@ func FuzzResponsesSplicer(f *testing.F) {
 		"data: {\"type\":\"response.completed\",\"sequence_number\":3,\"response\":{\"output\":[{\"type\":\"function_call\",\"id\":\"c\"},{\"type\":\"custom_tool_call\",\"input\":\"y\"}]}}\n\n"
 	f.Add([]byte(smallCustom), []byte{1, 1, 1})
 	f.Add([]byte(smallCustom+small), []byte{2, 8, 1, 1, 0})
+	// Continuations (ctrl 3 after a Release).
+	inc, _ := fixtures.ReadFile("testdata/openai_responses/splice_incomplete.sse")
+	text, _ := fixtures.ReadFile("testdata/openai_responses/splice_text.sse")
+	f.Add(append(bytes.Clone(inc), follow...), []byte{0, 3, 0})
+	f.Add(append(append(bytes.Clone(inc), inc...), text...), []byte{0, 3, 0, 3, 0})
+	f.Add(append(bytes.Clone(calls), text...), []byte{2, 0, 1, 3, 0})
+	f.Add(append(bytes.Clone(calls), calls...), []byte{1, 0, 3, 0})
+	f.Add(append(bytes.Clone(inc), custom...), []byte{0, 3, 1, 0})
+	f.Add(append(bytes.Clone(topic), inc...), []byte{1, 0, 3, 0})
+	f.Add(append(bytes.Clone(inc), []byte(small)...), []byte{0, 3, 0})
+	cut := bytes.ReplaceAll(bytes.Clone(inc), []byte(`"delta":"sho"`), []byte(`"delta":""`))
+	f.Add(append(cut, text...), []byte{0, 3, 1})
 
 	f.Fuzz(func(t *testing.T, sse, ctrl []byte) {
 		next := func() byte {
@@ -528,8 +541,12 @@ func FuzzResponsesSplicer(f *testing.F) {
 			}
 			out = append(out, b...)
 			released = true
-			if next()&1 == 1 {
-				sp.Next()
+			if c := next(); c&1 == 1 {
+				if c&2 != 0 {
+					sp.(ContinueSplicer).Continue()
+				} else {
+					sp.Next()
+				}
 				released = false
 			}
 		}
@@ -598,7 +615,7 @@ func TestResponsesSpliceCustom(t *testing.T) {
 	in := fixture(t, APIOpenAIResponses, "splice_custom.sse")
 	raw := respRawEvents(t, in)
 	require.Len(t, raw, 19)
-	custom, fn := raw[8:13], raw[13:18]
+	closes, custom, fn := raw[5:8], raw[8:13], raw[13:18]
 	for _, e := range custom {
 		require.Contains(t, e, `"output_index":1`)
 	}
@@ -606,7 +623,7 @@ func TestResponsesSpliceCustom(t *testing.T) {
 		sp := NewStreamSplicer(APIOpenAIResponses)
 		out := respFeedSplice(t, sp, in)
 		require.True(t, sp.Done())
-		require.Equal(t, strings.Join(raw[:8], ""), string(out), "text passes at once, calls are held")
+		require.Equal(t, strings.Join(raw[:5], ""), string(out), "text passes at once, its close events and calls are held")
 		reply, err := sp.Reply()
 		require.NoError(t, err)
 		view, err := responsesCodec{}.ParseReply(reply)
@@ -632,7 +649,8 @@ func TestResponsesSpliceCustom(t *testing.T) {
 
 	t.Run("remove the function call", func(t *testing.T) {
 		_, released, _, last := run(t, []int{1}, nil)
-		require.Equal(t, strings.Join(custom, ""), released, "the custom call's events byte for byte")
+		require.Equal(t, strings.Join(closes, "")+strings.Join(custom, ""), released,
+			"the text's close events, then the custom call's events, byte for byte")
 		require.Len(t, last.Response.Output, 2)
 		require.Equal(t, "custom_tool_call", last.Response.Output[1].Type)
 		ctc := last.Response.Output[1].AsCustomToolCall()
@@ -643,7 +661,7 @@ func TestResponsesSpliceCustom(t *testing.T) {
 	})
 	t.Run("remove the custom call next to a kept function call", func(t *testing.T) {
 		_, released, _, last := run(t, []int{0}, nil)
-		var want string
+		want := strings.Join(closes, "")
 		for i, e := range fn {
 			want += respRenumbered(t, e, 8+i, 1)
 		}
@@ -654,7 +672,7 @@ func TestResponsesSpliceCustom(t *testing.T) {
 	})
 	t.Run("move the function call first", func(t *testing.T) {
 		_, released, evs, last := run(t, nil, []int{1})
-		var want string
+		want := strings.Join(closes, "")
 		for i, e := range fn {
 			want += respRenumbered(t, e, 8+i, 1)
 		}
@@ -674,8 +692,10 @@ func TestResponsesSpliceCustom(t *testing.T) {
 		require.Equal(t, respPatch, input.String())
 	})
 	t.Run("remove both", func(t *testing.T) {
-		_, released, _, last := run(t, []int{0, 1}, nil)
-		require.Empty(t, released)
+		_, released, evs, last := run(t, []int{0, 1}, nil)
+		require.Empty(t, released, "the text may still be continued: its close events stay held")
+		require.Equal(t, "response.output_item.done", evs[len(evs)-2].name, "Finish writes them")
+		require.EqualValues(t, 7, evs[len(evs)-2].ev.SequenceNumber)
 		require.Len(t, last.Response.Output, 1)
 	})
 }
