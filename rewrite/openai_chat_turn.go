@@ -202,8 +202,13 @@ func (chatCodec) EditReply(reply []byte, remove, first []int) ([]byte, error) {
 		return oaReorderElems(reply, calls, order), nil
 	}
 	// Every call removed. finish_reason comes after message in every reply
-	// seen, but edit the later spot first so earlier offsets stay valid.
+	// seen, but edit the later spot first so earlier offsets stay valid. A
+	// reason other than a tool-call one (length: cut by the limit) is true
+	// of the edited reply too and stays.
 	fr := choice.Get("finish_reason")
+	if !isNull(fr) && fr.Str != "tool_calls" && fr.Str != "function_call" {
+		return oaDeleteMember(reply, msg, "tool_calls"), nil
+	}
 	if fr.Index > msg.Index {
 		out := setMember(reply, choice, "finish_reason", []byte(`"stop"`))
 		return oaDeleteMember(out, msg, "tool_calls"), nil
