@@ -25,6 +25,7 @@ type Features struct {
 	// closed: a request whose session cannot be loaded still runs the chain
 	// (on an empty session) rather than passing through.
 	failClosed map[rewrite.API]bool
+	recovery   bool // some chain has the recovery hook
 }
 
 // apiKeys maps the wire APIs to their intents.routes keys.
@@ -58,6 +59,11 @@ func BuildFeatures(cfg *config.Config, m *Metrics, log *zap.Logger) (*Features, 
 		_ = f.Close()
 		return nil, err
 	}
+	recovery, err := buildRecovery(cfg)
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
 	for api := range apiKeys {
 		var hs []hooks.Hook
 		if h := intents[api]; h != nil {
@@ -66,10 +72,51 @@ func BuildFeatures(cfg *config.Config, m *Metrics, log *zap.Logger) (*Features, 
 		if topics != nil {
 			hs = append(hs, topics)
 		}
+		if recovery != nil && canContinue(api) {
+			hs = append(hs, recovery)
+			f.recovery = true
+		}
 		f.chains[api] = hooks.NewChain(hs...)
 	}
 	return f, nil
 }
+
+// buildRecovery makes the truncation-recovery hook, or nil when it is off.
+func buildRecovery(cfg *config.Config) (*hooks.Recovery, error) {
+	rc := cfg.Recovery
+	if !rc.Enabled {
+		return nil, nil
+	}
+	strategies, err := rc.StrategyRules()
+	if err != nil {
+		return nil, fmt.Errorf("proxy: recovery.strategy: %w", err)
+	}
+	maxes, err := rc.MaxOutputRules()
+	if err != nil {
+		return nil, fmt.Errorf("proxy: recovery.max_output_tokens: %w", err)
+	}
+	hc := hooks.RecoveryConfig{MaxAttempts: rc.MaxAttempts, MinOutputTokens: rc.MinOutputTokens, Instruction: rc.Instruction}
+	for _, r := range strategies {
+		hc.Prefill = append(hc.Prefill, hooks.ModelRule[bool]{Pattern: r.Pattern, Value: r.Value})
+	}
+	for _, r := range maxes {
+		hc.MaxOutputTokens = append(hc.MaxOutputTokens, hooks.ModelRule[int64]{Pattern: r.Pattern, Value: r.Value})
+	}
+	return hooks.NewRecovery(hc), nil
+}
+
+// canContinue reports whether api's codec and stream splicer support
+// truncation recovery.
+func canContinue(api rewrite.API) bool {
+	if _, ok := rewrite.Continuer(api); !ok {
+		return false
+	}
+	_, ok := rewrite.NewStreamSplicer(api).(rewrite.ContinueSplicer)
+	return ok
+}
+
+// recovers reports whether some chain runs truncation recovery.
+func (f *Features) recovers() bool { return f != nil && f.recovery }
 
 // buildIntents makes one Intents hook per distinct (policy file, workspace
 // root) and assigns it to the APIs that use it. An API gets none when

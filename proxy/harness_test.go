@@ -55,6 +55,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	// tests turn theirs on.
 	cfg.Topics.Enabled = false
 	cfg.Intents.Enabled = config.SwitchOff
+	cfg.Recovery.Enabled = false
 	if o.Config != nil {
 		o.Config(&cfg)
 	}

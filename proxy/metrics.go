@@ -28,6 +28,11 @@ type Metrics struct {
 	followups      *prometheus.CounterVec
 	topicChanges   prometheus.Counter
 
+	truncations      *prometheus.CounterVec
+	recoveries       *prometheus.CounterVec
+	recoveryAttempts *prometheus.CounterVec
+	recoveryAdded    *prometheus.HistogramVec
+
 	intentDecisions *prometheus.CounterVec
 	policyLoads     *prometheus.CounterVec
 	policyValid     *prometheus.GaugeVec
@@ -89,6 +94,18 @@ func NewMetrics() *Metrics {
 		topicChanges: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shepherd_topic_changes_total", Help: "create_new_topic calls accepted (new chapters opened).",
 		}),
+		truncations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shepherd_truncations_total", Help: "Upstream replies cut by the output limit (max_tokens) or the context window (context_window, never continued).",
+		}, []string{"route", "stop"}),
+		recoveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shepherd_recoveries_total", Help: "Turns truncation recovery continued, by result: recovered (the agent got a complete reply), exhausted (still cut after the last attempt), failed (a continuation request failed).",
+		}, []string{"route", "result"}),
+		recoveryAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shepherd_recovery_attempts_total", Help: "Continuation requests sent upstream by truncation recovery.",
+		}, []string{"route"}),
+		recoveryAdded: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "shepherd_recovery_added_seconds", Help: "Latency truncation recovery added to a turn: from the first cut reply to the end of the last continuation.", Buckets: slow,
+		}, []string{"route"}),
 		intentDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shepherd_intent_decisions_total", Help: "Intent governance decisions on tool calls, by decision (allowed, refused, selected, listed) and the rule that decided.",
 		}, []string{"decision", "rule"}),
@@ -99,7 +116,7 @@ func NewMetrics() *Metrics {
 			Name: "shepherd_intents_policy_valid", Help: "1 when the policy file's latest content is valid and in force, 0 when it is broken (the last good policy stays in force).",
 		}, []string{"file"}),
 	}
-	r.MustRegister(m.intentDecisions, m.policyLoads, m.policyValid, m.topicChanges, m.ledger, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
+	r.MustRegister(m.truncations, m.recoveries, m.recoveryAttempts, m.recoveryAdded, m.intentDecisions, m.policyLoads, m.policyValid, m.topicChanges, m.ledger, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
 		m.storeErrors, m.hookErrors, m.upstreamErrors, m.clientAborts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -37,6 +37,7 @@ type Server struct {
 	log       *zap.Logger
 	store     state.Store
 	features  *Features
+	recovery  bool // truncation recovery runs (some chain has the hook)
 	metrics   *Metrics
 	upstreams map[Provider]*upstream
 	recorder  *sessionRecorder
@@ -73,6 +74,7 @@ func New(o Options) (*Server, error) {
 		log:       o.Logger,
 		store:     o.Store,
 		features:  o.Features,
+		recovery:  o.Features.recovers(),
 		metrics:   o.Metrics,
 		upstreams: map[Provider]*upstream{},
 		ridPrefix: newRequestIDPrefix(),

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -92,6 +93,12 @@ func (s *Server) prepareTurn(ctx *fasthttp.RequestCtx, x *exchange, view *hooks.
 		writeErrorStatus(ctx, x.route.provider, status, resp.Message)
 		s.finish(ctx, x, status)
 		return nil, nil, true
+	}
+	if view.HasMaxOutputTokens {
+		x.call.OutputLimit = view.MaxOutputTokens
+	}
+	if edits.SetMaxOutputTokens > 0 {
+		x.call.OutputLimit = edits.SetMaxOutputTokens
 	}
 	out, err = t.build(sess, edits)
 	if err != nil {
@@ -204,21 +211,27 @@ func (t *turn) finishJSON(upResp *fasthttp.Response) error {
 func (t *turn) runReplies(reply []byte) []byte {
 	l := t.newLoop()
 	cur := reply
-	for round := 0; ; round++ {
-		_, _, follow, ok := l.step(cur, round)
+	for {
+		st, ok := l.step(cur)
 		if !ok {
+			l.endRecovery(false)
 			return l.fallback(cur)
 		}
-		if follow == nil {
+		if st.follow == nil {
 			break
 		}
-		next, status, err := t.s.followUp(t.tmpl, t.x, follow)
-		t.s.metrics.followups.WithLabelValues(t.x.route.name).Inc()
+		next, status, err := t.s.followUp(t.tmpl, t.x, st.follow)
+		l.countFollowUp(st.cont)
 		if err != nil || status != fasthttp.StatusOK {
 			t.warn("follow-up upstream failed; the agent gets the reply so far", errors.Join(err, fmt.Errorf("status %d", status)))
+			l.endRecovery(true)
 			break
 		}
 		cur = next
+	}
+	l.endRecovery(false)
+	if l.attempts > 0 && t.ctx != nil {
+		t.ctx.Response.Header.Set(headerRecoveryAttempts, strconv.Itoa(l.attempts))
 	}
 	return l.finish(reply)
 }
@@ -233,22 +246,43 @@ type replyLoop struct {
 	pending   []rewrite.ToolResult // shepherd's answers to calls of the last reply
 	sent      []byte               // the latest request sent upstream
 	changed   bool
+	followups int // follow-ups sent after shepherd answered every call
+	recoveryState
 }
 
-func (t *turn) newLoop() *replyLoop { return &replyLoop{t: t, sent: t.sent} }
+// stepResult is what one step decided.
+type stepResult struct {
+	// remove and first are the tool calls to drop from the agent's copy and
+	// to move first (for a stream splicer's Release).
+	remove, first []int
+	// follow is the next request to send upstream, nil when the turn ends.
+	follow []byte
+	// cont reports that follow continues a truncated reply (the next reply
+	// runs on in the same text block) rather than following up answered
+	// calls.
+	cont bool
+}
 
-// step runs the reply hooks on cur, the complete reply of round, and folds
-// it into the turn. It returns the tool calls to drop from the agent's copy
-// and to move first (for a stream splicer's Release), and the follow-up body
-// when every call of cur was answered by shepherd and the turn goes on. ok is
-// false when cur could not be processed; the caller then degrades.
-func (l *replyLoop) step(cur []byte, round int) (remove, first []int, follow []byte, ok bool) {
+func (t *turn) newLoop() *replyLoop {
+	l := &replyLoop{t: t, sent: t.sent}
+	l.cc, _ = rewrite.Continuer(t.x.route.api)
+	return l
+}
+
+// step runs the reply hooks on cur, the next complete reply of the turn,
+// and folds it into the turn. It returns what to release to the agent and
+// the next request upstream: a continuation when the reply was cut by the
+// output limit and recovery asks for one, a follow-up when every call of cur
+// was answered by shepherd. ok is false when cur could not be processed; the
+// caller then degrades.
+func (l *replyLoop) step(cur []byte) (stepResult, bool) {
 	t := l.t
 	view, err := t.codec.ParseReply(cur)
 	if err != nil {
 		t.warn("reply not parsable; passing it through", err)
-		return nil, nil, nil, false
+		return stepResult{}, false
 	}
+	l.noteStop(view.Stop)
 	d, herr := t.chain.RunReply(t.hctx, &t.x.call, view)
 	if herr != nil {
 		t.s.hookFailed(t.x, herr)
@@ -263,44 +297,82 @@ func (l *replyLoop) step(cur []byte, round int) (remove, first []int, follow []b
 		}
 		t.x.call.Session = sess
 	}
+	if d.Continue != nil {
+		return l.continueReply(cur, view, d.Continue)
+	}
 	remove, results := answered(view, d)
-	first = moveFirst(view, d.MoveFirst, remove)
 	msgItems, err := t.tc.ReplyAsMessages(cur)
 	if err != nil {
 		t.warn("reply not convertible", err)
-		return nil, nil, nil, false
+		return stepResult{}, false
 	}
+	if cut := l.cutCalls(view, remove); cut != nil {
+		// Still cut inside a tool call after the last attempt: the partial
+		// call never reaches the agent, and the model's history keeps the
+		// reply without it.
+		remove = append(remove, cut...)
+		if msgItems, err = l.withoutCalls(cur); err != nil {
+			t.warn("reply not convertible", err)
+			return stepResult{}, false
+		}
+	}
+	first := moveFirst(view, d.MoveFirst, remove)
 	edited, err := t.tc.EditReply(cur, remove, first)
 	if err != nil {
 		t.warn("editing reply failed", err)
-		return nil, nil, nil, false
+		return stepResult{}, false
 	}
 	l.changed = l.changed || !bytes.Equal(edited, cur) || l.agentCopy != nil
-	merged, err := t.merge(l.agentCopy, edited)
-	if err != nil {
+	if err := l.mergeNext(edited); err != nil {
 		t.warn("merging replies failed", err)
-		return nil, nil, nil, false
+		return stepResult{}, false
 	}
-	l.agentCopy = merged
 	l.items = append(l.items, msgItems...)
 	t.s.metrics.answered.Add(float64(len(results)))
-	allAnswered := len(remove) > 0 && len(remove) == len(view.ToolCalls)
-	if !allAnswered || round >= t.s.maxFollowups {
+	allAnswered := len(results) > 0 && len(remove) == len(view.ToolCalls)
+	if !allAnswered || l.followups >= t.s.maxFollowups {
 		l.pending = results
-		return remove, first, nil, true
+		return stepResult{remove: remove, first: first}, true
 	}
 	resItems, err := t.tc.ToolResultMessages(results)
+	var follow []byte
 	if err == nil {
 		follow, err = t.tc.AppendMessages(l.sent, append(append([][]byte{}, msgItems...), resItems...))
 	}
 	if err != nil {
 		t.warn("building follow-up failed", err)
 		l.pending = results
-		return remove, first, nil, true
+		return stepResult{remove: remove, first: first}, true
 	}
 	l.items = append(l.items, resItems...)
 	l.sent = follow
-	return remove, first, follow, true
+	l.followups++
+	return stepResult{remove: remove, first: first, follow: follow}, true
+}
+
+// mergeNext folds the agent's copy of the next reply into the turn's:
+// appended after the previous reply, or run on into its last text block
+// when the previous reply was continued.
+func (l *replyLoop) mergeNext(edited []byte) error {
+	defer func() { l.continuing = false }()
+	switch {
+	case l.agentCopy == nil:
+		l.agentCopy = edited
+		return nil
+	case l.continuing:
+		merged, err := l.cc.ContinueReply(l.agentCopy, edited)
+		if err != nil {
+			return err
+		}
+		l.agentCopy = merged
+		return nil
+	}
+	merged, err := l.t.tc.MergeReplies(l.agentCopy, edited)
+	if err != nil {
+		return err
+	}
+	l.agentCopy = merged
+	return nil
 }
 
 // fallback is what the agent gets when a reply could not be processed.
@@ -319,13 +391,6 @@ func (l *replyLoop) finish(original []byte) []byte {
 	}
 	l.t.recordTurn(l.agentCopy, l.items, l.pending)
 	return l.agentCopy
-}
-
-func (t *turn) merge(acc, next []byte) ([]byte, error) {
-	if acc == nil {
-		return next, nil
-	}
-	return t.tc.MergeReplies(acc, next)
 }
 
 // recordTurn adds the ledger entry that restores the model's view of this

@@ -52,7 +52,7 @@ func (s *Server) pipeTurn(w *bufio.Writer, t *turn) {
 	sp := rewrite.NewStreamSplicer(x.route.api)
 	l := t.newLoop()
 	upResp := x.upResp
-	for round := 0; ; round++ {
+	for {
 		clientGone, upErr := s.spliceStream(w, x, upResp, sp)
 		fasthttp.ReleaseResponse(upResp)
 		switch {
@@ -72,11 +72,11 @@ func (s *Server) pipeTurn(w *bufio.Writer, t *turn) {
 			// the splicer already forwarded.
 			return
 		}
-		remove, first, follow, ok := l.step(reply, round)
+		st, ok := l.step(reply)
 		if !ok {
-			remove, first, follow = nil, nil, nil
+			st = stepResult{}
 		}
-		out, err := sp.Release(remove, first)
+		out, err := sp.Release(st.remove, st.first)
 		if err != nil {
 			s.writeStreamError(w, x, err)
 			return
@@ -85,18 +85,24 @@ func (s *Server) pipeTurn(w *bufio.Writer, t *turn) {
 			s.metrics.clientAborts.WithLabelValues(x.route.name).Inc()
 			return
 		}
-		if follow == nil {
+		if st.follow == nil {
 			break
 		}
-		next, err := s.followUpStream(t, follow)
-		s.metrics.followups.WithLabelValues(x.route.name).Inc()
+		next, err := s.followUpStream(t, st.follow)
+		l.countFollowUp(st.cont)
 		if err != nil {
 			t.warn("follow-up upstream failed; the agent gets the reply so far", err)
+			l.endRecovery(true)
 			break
 		}
-		sp.Next()
+		if cs, ok := sp.(rewrite.ContinueSplicer); st.cont && ok {
+			cs.Continue()
+		} else {
+			sp.Next()
+		}
 		upResp = next
 	}
+	l.endRecovery(false)
 	out, err := sp.Finish()
 	if err != nil {
 		s.writeStreamError(w, x, err)
