@@ -38,13 +38,21 @@ func (responsesCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte
 		return nil, false, fmt.Errorf("%w: no output array", ErrMalformedReply)
 	}
 	var items [][]byte
-	for i, it := range oaElems(output) {
+	elems := oaElems(output)
+	for i, it := range elems {
 		if !it.IsObject() {
 			return nil, false, fmt.Errorf("%w: output[%d] is not an object", ErrMalformedReply, i)
 		}
-		if !responsesCallType(it.Get("type").Str) {
-			items = append(items, []byte(it.Raw))
+		typ := it.Get("type").Str
+		if responsesCallType(typ) {
+			continue
 		}
+		if typ == "reasoning" && !respReasoningKept(elems[i+1:]) {
+			// A reasoning item must come with the item it produced; the
+			// API rejects one whose following call was dropped.
+			continue
+		}
+		items = append(items, []byte(it.Raw))
 	}
 	if prefill {
 		items = respPrefillItems(items)
@@ -57,6 +65,23 @@ func (responsesCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte
 		}
 	}
 	return items, hasText, nil
+}
+
+// respReasoningKept reports whether a reasoning item followed by rest
+// keeps the item it produced: the next item that is not reasoning is kept
+// (not a tool call) in the continuation history.
+func respReasoningKept(rest []gjson.Result) bool {
+	for _, it := range rest {
+		switch typ := it.Get("type").Str; {
+		case typ == "reasoning":
+			continue
+		case responsesCallType(typ):
+			return false
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // respMessageText reports whether item is a message with an output_text

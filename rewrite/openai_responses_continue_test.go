@@ -100,7 +100,16 @@ func TestResponsesContinuationMessages(t *testing.T) {
 		require.Equal(t, []string{`{"type":"message","id":"m","content":[{"type":"output_text","text":"one"}]}`}, rcStrings(items))
 		items, _, err = respCC.ContinuationMessages(reply, false)
 		require.NoError(t, err)
-		require.Len(t, items, 2, "without prefill only the call goes")
+		require.Len(t, items, 1, "without prefill the call goes, and the reasoning that produced it")
+	})
+	t.Run("reasoning before a dropped call goes, before text stays", func(t *testing.T) {
+		r := mock.Reply{ID: "r3", Stop: "max_tokens", Thinking: &mock.Thinking{Text: "t", Signature: "S"},
+			Text: "Writing it.", ToolCalls: []mock.ToolCall{{ID: "c", Name: "write_file", Args: `{"pa`}}}
+		reply := rcJSON(t, r)
+		items, hasText, err := respCC.ContinuationMessages(reply, false)
+		require.NoError(t, err)
+		require.True(t, hasText)
+		require.Equal(t, []string{gjson.GetBytes(reply, "output.0").Raw, gjson.GetBytes(reply, "output.1").Raw}, rcStrings(items))
 	})
 	t.Run("no text", func(t *testing.T) {
 		// Only a call cut by the limit, after reasoning.
@@ -110,7 +119,7 @@ func TestResponsesContinuationMessages(t *testing.T) {
 		items, hasText, err := respCC.ContinuationMessages(reply, false)
 		require.NoError(t, err)
 		require.False(t, hasText)
-		require.Equal(t, []string{gjson.GetBytes(reply, "output.0").Raw}, rcStrings(items))
+		require.Empty(t, items, "the reasoning item goes with the call it produced")
 		items, hasText, err = respCC.ContinuationMessages(reply, true)
 		require.NoError(t, err)
 		require.False(t, hasText)
