@@ -145,6 +145,7 @@ SHEPHERD_UPSTREAMS_GEMINI="$mock_url" \
 SHEPHERD_LOG_LEVEL=warn \
 SHEPHERD_TOPICS_ENABLED=false \
 SHEPHERD_INTENTS_ENABLED=false \
+SHEPHERD_RECOVERY_ENABLED=false \
 SHEPHERD_LIMITS_SHUTDOWN_GRACE=2s \
   "${on_proxy_cpu[@]}" "$tmp/shepherd" >"$OUT/shepherd.log" 2>&1 &
 SHEP_PID=$!
