@@ -23,6 +23,8 @@ import (
 	"context"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +48,12 @@ type env struct {
 // startEnv starts the mock (no recording, the workload reply shape, no
 // delays) and shepherd with every upstream pointing at it; both stop when b
 // ends.
-func startEnv(b *testing.B) *env {
+func startEnv(b *testing.B) *env { return startEnvWith(b, false) }
+
+// startEnvWith is startEnv with, when hooks is set, the default features on:
+// topics, intents (a policy in a temporary workspace, an intent selected
+// by current_intent_id) and recovery, memory store.
+func startEnvWith(b *testing.B, hooks bool) *env {
 	b.Helper()
 	m := mock.New(mock.Options{
 		NoRecord:  true,
@@ -65,12 +72,35 @@ func startEnv(b *testing.B) *env {
 	cfg.Upstreams.OpenAI = m.URL()
 	cfg.Upstreams.Gemini = m.URL()
 	cfg.Log.Level = "warn"
-	cfg.Topics.Enabled = false // the pass-through path; hooks are measured separately
+	// The pass-through path has every feature off; hooks turns on the defaults.
+	cfg.Topics.Enabled = hooks
+	cfg.Recovery.Enabled = hooks
+	cfg.Intents.Enabled = config.SwitchOff
+	var features *proxy.Features
+	metrics := proxy.NewMetrics()
+	if hooks {
+		dir := b.TempDir()
+		if err := os.MkdirAll(filepath.Join(dir, ".orchestration"), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, ".orchestration", "active_intents.yaml"), []byte(benchPolicy), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		cfg.Intents.Enabled = config.SwitchOn
+		cfg.Intents.WorkspaceRoot = dir
+	}
 	if err := cfg.Validate(); err != nil {
 		b.Fatal(err)
 	}
+	if hooks {
+		var err error
+		if features, err = proxy.BuildFeatures(&cfg, metrics, zap.NewNop()); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = features.Close() })
+	}
 	st := state.NewMemory(state.MemoryOptions{MaxSessions: cfg.State.MaxSessions, TTL: cfg.State.TTL})
-	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: zap.NewNop(), Store: st, Metrics: proxy.NewMetrics()})
+	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: zap.NewNop(), Store: st, Metrics: metrics, Features: features})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -143,6 +173,32 @@ func BenchmarkProxyJSON(b *testing.B) {
 	for _, c := range jsonCases {
 		b.Run(c.name, func(b *testing.B) { benchJSON(b, e.proxyAddr, c.body) })
 	}
+}
+
+// benchPolicy is the intents policy of the hooks-on benchmarks.
+const benchPolicy = `version: 1
+current_intent_id: INT-001
+intents:
+  - id: INT-001
+    summary: "Benchmark intent"
+    scope:
+      allow_glob: ["src/**"]
+    constraints:
+      disallow_patterns: ["rm\\s+-rf"]
+`
+
+// BenchmarkProxyJSONHooks: client → shepherd with topics, intents and
+// recovery on → mock, non-streaming.
+func BenchmarkProxyJSONHooks(b *testing.B) {
+	e := startEnvWith(b, true)
+	for _, c := range jsonCases {
+		b.Run(c.name, func(b *testing.B) { benchJSON(b, e.proxyAddr, c.body) })
+	}
+}
+
+// BenchmarkProxySSEHooks: the stream through shepherd with the features on.
+func BenchmarkProxySSEHooks(b *testing.B) {
+	benchSSE(b, startEnvWith(b, true).proxyAddr)
 }
 
 // BenchmarkDirectSSE: client → mock, a ~100-event Anthropic stream read to

@@ -131,38 +131,44 @@ func anthropicBlocks(content gjson.Result, names *toolNames) ([]hooks.Block, err
 	return blocks, err
 }
 
+// anthropicBlockKeys are the block members the view reads, found in one
+// pass over the block (separate lookups would each rescan a large
+// tool_result's content).
+var anthropicBlockKeys = []string{"type", "text", "thinking", "id", "name", "input", "tool_use_id", "content", "is_error"}
+
 func anthropicBlock(b gjson.Result, names *toolNames) (hooks.Block, error) {
 	if !b.IsObject() {
 		return hooks.Block{}, typeErr("", "an object")
 	}
+	var m [9]gjson.Result
+	members(b, anthropicBlockKeys, m[:])
+	typ, text, thinking, id, name, input, useID, content, isError := m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8]
 	// want reads a string member, recording the first type error.
 	var err error
-	want := func(key string) string {
-		v := b.Get(key)
+	want := func(v gjson.Result, key string) string {
 		if err == nil {
 			err = wantString(v, key)
 		}
 		return str(v)
 	}
 	var blk hooks.Block
-	switch b.Get("type").Str {
+	switch typ.Str {
 	case "text":
-		blk = hooks.Block{Kind: hooks.BlockText, Text: want("text")}
+		blk = hooks.Block{Kind: hooks.BlockText, Text: want(text, "text")}
 	case "thinking":
-		blk = hooks.Block{Kind: hooks.BlockThinking, Text: want("thinking")}
+		blk = hooks.Block{Kind: hooks.BlockThinking, Text: want(thinking, "thinking")}
 	case "redacted_thinking":
 		blk = hooks.Block{Kind: hooks.BlockThinking}
 	case "tool_use":
-		blk = hooks.Block{Kind: hooks.BlockToolCall, ToolCallID: want("id"), ToolName: want("name"), Args: rawBytes(b.Get("input"))}
+		blk = hooks.Block{Kind: hooks.BlockToolCall, ToolCallID: want(id, "id"), ToolName: want(name, "name"), Args: rawBytes(input)}
 		names.add(blk.ToolCallID, blk.ToolName)
 	case "tool_result":
-		id := want("tool_use_id")
-		c := b.Get("content")
+		id := want(useID, "tool_use_id")
 		if err == nil {
-			err = wantStringOrArray(c, "content")
+			err = wantStringOrArray(content, "content")
 		}
 		blk = hooks.Block{Kind: hooks.BlockToolResult, ToolCallID: id, ToolName: (*names)[id],
-			IsError: b.Get("is_error").Bool(), Text: resultText(c, "text", "text")}
+			IsError: isError.Bool(), Text: resultText(content, "text", "text")}
 	default:
 		blk = hooks.Block{Kind: hooks.BlockOther}
 	}

@@ -17,7 +17,7 @@ var _ TurnCodec = chatCodec{}
 // chatMessages reads the messages array of a request body for a positional
 // edit; it is empty when messages is absent or null.
 func chatMessages(body []byte) (root, msgs gjson.Result, elems []gjson.Result, err error) {
-	if root, err = parseRoot(body); err != nil {
+	if root, err = parseTrustedRoot(body); err != nil {
 		return
 	}
 	msgs = root.Get("messages")

@@ -68,7 +68,7 @@ func (in *responsesInput) views() int {
 }
 
 func readResponsesInput(body []byte) (*responsesInput, error) {
-	root, err := parseRoot(body)
+	root, err := parseTrustedRoot(body)
 	if err != nil {
 		return nil, err
 	}

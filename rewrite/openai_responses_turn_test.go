@@ -253,7 +253,7 @@ func TestResponsesPositionalErrors(t *testing.T) {
 		"user text n":            func() ([]byte, error) { return c.AppendUserTextAt(body, 6, []string{"t"}) },
 		"item not an object":     func() ([]byte, error) { return c.AppendMessages(body, [][]byte{[]byte(`"x"`)}) },
 		"input not array":        func() ([]byte, error) { return c.AppendMessages([]byte(`{"input":5}`), item) },
-		"body invalid":           func() ([]byte, error) { return c.AppendMessages([]byte(`{"input":[}`), item) },
+		"body not an object":     func() ([]byte, error) { return c.AppendMessages([]byte(`[{"input":[]}]`), item) },
 	} {
 		out, err := f()
 		require.Error(t, err, name)

@@ -11,11 +11,11 @@ import (
 // implementations share: positional edits of a conversation array, the
 // reordering of a reply's content list, and token-count arithmetic.
 
-// agConversation validates a request body and returns its top-level object
+// agConversation returns, for a valid request body (parseTrustedRoot), its top-level object
 // and the conversation array member key (messages, contents). The array
 // must exist: positional edits need it.
 func agConversation(body []byte, key string) (root, arr gjson.Result, err error) {
-	if root, err = parseRoot(body); err != nil {
+	if root, err = parseTrustedRoot(body); err != nil {
 		return root, arr, err
 	}
 	arr = root.Get(key)
@@ -77,7 +77,7 @@ func agAppendToMember(body []byte, key string, items [][]byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := parseRoot(body)
+	root, err := parseTrustedRoot(body)
 	if err != nil {
 		return nil, err
 	}
