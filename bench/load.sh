@@ -12,7 +12,7 @@
 #   CONNECTIONS=32    wrk connections (closed loop: each waits for its reply)
 #   THREADS=1         wrk threads
 #   WORKLOADS="small agent50k stream"   subset / order of workloads
-#   TARGETS="direct nginx shepherd"     subset / order of targets
+#   TARGETS="direct nginx shepherd shepherd-hooks shepherd-redis"  subset / order of targets
 #   NGINX_WORKERS=1   nginx worker_processes
 #   NOISE_MAX=10      a run during which other processes used more than this
 #   NOISE_RETRIES=1   % of the machine is measured again, up to this many
@@ -34,7 +34,7 @@ ROUNDS=${ROUNDS:-2}
 CONNECTIONS=${CONNECTIONS:-32}
 THREADS=${THREADS:-1}
 WORKLOADS=${WORKLOADS:-small agent50k stream}
-TARGETS=${TARGETS:-direct nginx shepherd}
+TARGETS=${TARGETS:-direct nginx shepherd shepherd-hooks shepherd-redis}
 NGINX_WORKERS=${NGINX_WORKERS:-1}
 NOISE_MAX=${NOISE_MAX:-10}
 NOISE_RETRIES=${NOISE_RETRIES:-1}
@@ -124,7 +124,7 @@ log "building shepherd, mockprovider and benchtool into $tmp"
 bt=$tmp/benchtool
 "$bt" bodies "$tmp/bodies"
 
-read -r MOCK_PORT NGINX_PORT SHEP_PORT ADMIN_PORT <<<"$("$bt" ports 4 | tr '\n' ' ')"
+read -r MOCK_PORT NGINX_PORT SHEP_PORT ADMIN_PORT HOOKS_PORT HOOKS_ADMIN REDIS_SHEP_PORT REDIS_ADMIN REDIS_PORT <<<"$("$bt" ports 9 | tr '\n' ' ')"
 
 # The mock: no recording, no TTFT and no inter-event delay (throughput runs),
 # reply shape from the workload package (mock.args).
@@ -150,6 +150,47 @@ SHEPHERD_LIMITS_SHUTDOWN_GRACE=2s \
   "${on_proxy_cpu[@]}" "$tmp/shepherd" >"$OUT/shepherd.log" 2>&1 &
 SHEP_PID=$!
 pids+=("$SHEP_PID")
+
+# shepherd-hooks: the same with topics, intents (a policy whose starting
+# intent is selected) and recovery on, memory store. shepherd-redis: the
+# same on a private redis-server (on the load CPU, like the mock).
+mkdir -p "$tmp/ws/.orchestration"
+printf '%s\n' 'version: 1' 'current_intent_id: INT-001' 'intents:' '  - id: INT-001' \
+  '    summary: "Benchmark intent"' '    scope:' '      allow_glob: ["src/**"]' \
+  '    constraints:' '      disallow_patterns: ["rm\\s+-rf"]' >"$tmp/ws/.orchestration/active_intents.yaml"
+start_hooks() { # name port admin_port [redis_url]; prints the pid
+  local backend=memory
+  [ -n "${4:-}" ] && backend=redis
+  SHEPHERD_LISTEN="127.0.0.1:$2" \
+  SHEPHERD_ADMIN_LISTEN="127.0.0.1:$3" \
+  SHEPHERD_UPSTREAMS_ANTHROPIC="$mock_url" \
+  SHEPHERD_UPSTREAMS_OPENAI="$mock_url" \
+  SHEPHERD_UPSTREAMS_GEMINI="$mock_url" \
+  SHEPHERD_LOG_LEVEL=warn \
+  SHEPHERD_INTENTS_ENABLED=true \
+  SHEPHERD_INTENTS_WORKSPACE_ROOT="$tmp/ws" \
+  SHEPHERD_STATE_BACKEND=$backend \
+  SHEPHERD_STATE_REDIS_URL="${4:-}" \
+  SHEPHERD_LIMITS_SHUTDOWN_GRACE=2s \
+    "${on_proxy_cpu[@]}" "$tmp/shepherd" >"$OUT/$1.log" 2>&1 &
+  echo "$!"
+}
+HOOKS_PID=$(start_hooks shepherd-hooks "$HOOKS_PORT" "$HOOKS_ADMIN")
+pids+=("$HOOKS_PID")
+REDIS_SHEP_PID=""
+if [[ " $TARGETS " == *" shepherd-redis "* ]]; then
+  if ! command -v redis-server >/dev/null; then
+    [ "$(id -u)" = 0 ] || die "redis-server is needed for shepherd-redis: apt-get install -y redis-server (as root)"
+    log "installing redis-server"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+  fi
+  "${on_load_cpu[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
+    >"$OUT/redis.log" 2>&1 &
+  pids+=("$!")
+  REDIS_SHEP_PID=$(start_hooks shepherd-redis "$REDIS_SHEP_PORT" "$REDIS_ADMIN" "redis://127.0.0.1:$REDIS_PORT/0")
+  pids+=("$REDIS_SHEP_PID")
+fi
 
 # nginx: a plain streaming reverse proxy, as close to shepherd's job as nginx
 # gets: HTTP/1.1 keep-alive pool to the mock, no response or request
@@ -204,11 +245,16 @@ declare -A target_url=(
   [direct]="http://127.0.0.1:$MOCK_PORT"
   [nginx]="http://127.0.0.1:$NGINX_PORT"
   [shepherd]="http://127.0.0.1:$SHEP_PORT"
+  [shepherd-hooks]="http://127.0.0.1:$HOOKS_PORT"
 )
-declare -A target_pid=([direct]="" [nginx]=$NGINX_PID [shepherd]=$SHEP_PID)
+declare -A target_pid=([direct]="" [nginx]=$NGINX_PID [shepherd]=$SHEP_PID [shepherd-hooks]=$HOOKS_PID)
+if [ -n "$REDIS_SHEP_PID" ]; then
+  target_url[shepherd-redis]="http://127.0.0.1:$REDIS_SHEP_PORT"
+  target_pid[shepherd-redis]=$REDIS_SHEP_PID
+fi
 
 log "waiting for mock :$MOCK_PORT, nginx :$NGINX_PORT, shepherd :$SHEP_PORT"
-if ! "$bt" wait -timeout 30s "${target_url[direct]}" "${target_url[nginx]}" "${target_url[shepherd]}"; then
+if ! "$bt" wait -timeout 30s "${target_url[@]}"; then
   cp "$tmp/nginx/logs/error.log" "$OUT/nginx-error.log" 2>/dev/null || true
   tail -n 20 "$OUT"/*.log >&2 || true
   die "targets did not come up (logs in $OUT)"

@@ -68,6 +68,14 @@ wrk.body = f:read("*a")
 f:close()
 wrk.headers["Content-Type"] = "application/json"
 %s
+-- 64 sessions in turn, so the targets with hooks keep per-session state the
+-- way a fleet of agents would (and do not all contend for one session).
+local n = 0
+function request()
+  n = n + 1
+  wrk.headers["X-Session-Id"] = "bench-" .. (n %% 64)
+  return wrk.format()
+end
 function done(summary, latency, requests)
   local e = summary.errors
   io.write(string.format(
