@@ -23,36 +23,44 @@ func (s *Server) streamEvents(ctx *fasthttp.RequestCtx, x *exchange) {
 	xs := *x
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
 		s.pipe(w, &xs, func(bs io.Reader, w *bufio.Writer) (clientGone bool, upErr error) {
-			r := rewrite.NewReader(bs)
 			// A parsed route's stream must end with its API's terminal
 			// event; fasthttp reports a connection cut between two chunks
 			// as a clean EOF, so the protocol is the only reliable witness.
-			terminated := xs.codec == nil
-			for {
-				ev, err := r.Next()
-				if len(ev.Raw) > 0 {
-					if !terminated && rewrite.IsTerminalEvent(xs.route.api, &ev) {
-						terminated = true
-					}
-					if !xs.crlf && bytes.HasSuffix(ev.Raw, crlf) {
-						xs.crlf = true
-					}
-					if !write(w, ev.Raw) {
-						return true, nil
-					}
-				}
-				if err == io.EOF {
-					if !terminated {
-						return false, io.ErrUnexpectedEOF
-					}
-					return false, nil
-				}
-				if err != nil {
-					return false, err
-				}
-			}
+			return forwardEvents(rewrite.NewReader(bs), w, xs.route.api, xs.codec != nil, &xs.crlf)
 		})
 	})
+}
+
+// forwardEvents is the pass-through SSE loop: it writes and flushes each
+// event's exact bytes as soon as the event is complete, notes whether the
+// upstream frames its events with CRLF, and, when mustTerminate is set,
+// reports a stream that ends without api's terminal event as cut. It
+// allocates nothing per event (TestForwardEventsAllocs).
+func forwardEvents(r *rewrite.Reader, w *bufio.Writer, api rewrite.API, mustTerminate bool, crlfSeen *bool) (clientGone bool, upErr error) {
+	terminated := !mustTerminate
+	for {
+		ev, err := r.Next()
+		if len(ev.Raw) > 0 {
+			if !terminated && rewrite.IsTerminalEvent(api, &ev) {
+				terminated = true
+			}
+			if !*crlfSeen && bytes.HasSuffix(ev.Raw, crlf) {
+				*crlfSeen = true
+			}
+			if !write(w, ev.Raw) {
+				return true, nil
+			}
+		}
+		if err == io.EOF {
+			if !terminated {
+				return false, io.ErrUnexpectedEOF
+			}
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
 }
 
 // streamChunks forwards a streamed body that is not SSE (Gemini's

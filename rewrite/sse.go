@@ -110,6 +110,13 @@ func NewReader(r io.Reader, opts ...ReaderOption) *Reader {
 	return &Reader{src: r, max: c.max, atStart: true, buf: window{buf: make([]byte, min(4096, c.max))}}
 }
 
+// Reset makes r read a new stream from src, keeping its buffers (and its
+// size limit), as if it were NewReader(src) with the same options.
+func (r *Reader) Reset(src io.Reader) {
+	buf, dataBuf, max := r.buf.buf[:cap(r.buf.buf)], r.dataBuf[:0], r.max
+	*r = Reader{src: src, max: max, atStart: true, buf: window{buf: buf}, dataBuf: dataBuf}
+}
+
 // Next returns the next event. At the end of the stream it returns io.EOF;
 // if the stream ends inside an event (no terminating blank line), that
 // partial event is returned first, with its fields parsed from the lines
