@@ -50,6 +50,9 @@ type turn struct {
 	sent      []byte // what went upstream: the model's view
 	entries   []state.LedgerEntry
 	effects   []func(*state.Session)
+	// base is the session as loaded (nil when new or unreadable): stores
+	// that can (Redis) commit the turn against it in one round trip.
+	base *state.Session
 }
 
 // errStoreUnavailable marks a session that could not be loaded; the request
@@ -80,6 +83,9 @@ func (s *Server) prepareTurn(ctx *fasthttp.RequestCtx, x *exchange, view *hooks.
 	t = &turn{s: s, x: x, ctx: ctx, hctx: ctx, tmpl: &ctx.Request, chain: s.features.chain(x.route.api), codec: x.codec, tc: rewrite.Turn(x.route.api), key: key, view: view, agentBody: body}
 	x.call.Session = sess
 	x.call.Request = view
+	if sess.Version > 0 && !x.call.StateUnavailable {
+		t.base = sess
+	}
 
 	edits, resp, herr := t.chain.RunRequest(ctx, &x.call, view)
 	if herr != nil {
@@ -432,18 +438,33 @@ func (t *turn) recordTurn(agentCopy []byte, items [][]byte, pending []rewrite.To
 	})
 }
 
-// save applies the turn's effects and ledger entries in one atomic update.
+// baseUpdater is a store that can commit an update against the session as
+// it was read, saving the read (state.Redis).
+type baseUpdater interface {
+	UpdateFrom(ctx context.Context, key state.Key, base *state.Session, fn func(*state.Session) error) (*state.Session, error)
+}
+
+// save applies the turn's effects and ledger entries in one atomic update:
+// with Redis, one round trip (a compare-and-set against the session loaded
+// at the start of the request, falling back to read-modify-write if another
+// request changed it meanwhile).
 func (t *turn) save() {
 	ctx, cancel := context.WithTimeout(context.Background(), t.s.storeTimeout())
 	defer cancel()
-	_, err := t.s.store.Update(ctx, t.key, func(s *state.Session) error {
+	fn := func(s *state.Session) error {
 		s.Requests++
 		for _, fx := range t.effects {
 			fx(s)
 		}
 		appendLedger(s, t.entries)
 		return nil
-	})
+	}
+	var err error
+	if u, ok := t.s.store.(baseUpdater); ok && !t.x.call.StateUnavailable {
+		_, err = u.UpdateFrom(ctx, t.key, t.base, fn)
+	} else {
+		_, err = t.s.store.Update(ctx, t.key, fn)
+	}
 	if err != nil {
 		t.s.metrics.StoreError("update")
 		t.warn("saving session failed; the next request may not replay this turn", err)

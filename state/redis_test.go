@@ -212,7 +212,7 @@ func TestRedisCASIsIdempotentPerToken(t *testing.T) {
 	raw := rawRedis(t)
 	key := testPrefix(t) + ":{t:s}:s"
 	run := func(expected, version, token, data string) int {
-		n, err := casScript.Run(ctx, raw, []string{key}, expected, version, token, data, "{}", 60000).Int()
+		n, err := raw.Eval(ctx, casSource, []string{key}, expected, version, token, data, "{}", 60000).Int()
 		require.NoError(t, err)
 		return n
 	}
@@ -379,4 +379,37 @@ func TestNewRedisOptions(t *testing.T) {
 			assert.True(t, strings.HasPrefix(err.Error(), "state: "), err.Error())
 		})
 	}
+}
+
+// UpdateFrom writes in one compare-and-set when the base is current, and
+// falls back to a full Update when the session changed since base was read.
+func TestRedisUpdateFrom(t *testing.T) {
+	ctx := context.Background()
+	st := newTestRedis(t, RedisOptions{})
+	key := Key{Tenant: "t", Session: "update-from"}
+
+	s, err := st.UpdateFrom(ctx, key, nil, func(s *Session) error { s.Topic = "a"; return nil })
+	require.NoError(t, err)
+	require.Equal(t, int64(1), s.Version)
+
+	base, err := st.Get(ctx, key)
+	require.NoError(t, err)
+	s, err = st.UpdateFrom(ctx, key, base, func(s *Session) error { s.Requests++; return nil })
+	require.NoError(t, err)
+	require.Equal(t, int64(2), s.Version)
+	require.Equal(t, "a", s.Topic)
+
+	// base is now stale: the update still lands, on the current session.
+	_, err = st.Update(ctx, key, func(s *Session) error { s.Intent = "INT-001"; return nil })
+	require.NoError(t, err)
+	s, err = st.UpdateFrom(ctx, key, base, func(s *Session) error { s.Requests++; return nil })
+	require.NoError(t, err)
+	require.Equal(t, int64(4), s.Version)
+	require.Equal(t, "INT-001", s.Intent, "the concurrent write is kept")
+	require.Equal(t, int64(2), s.Requests)
+	require.Equal(t, int64(0), base.Requests, "base is not modified")
+
+	list, err := st.List(ctx, "t", 10)
+	require.NoError(t, err)
+	require.Len(t, list, 1, "the index is updated in the same round trip")
 }

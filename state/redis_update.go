@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// casScript writes a session only if its version is still the one read.
+// casSource writes a session only if its version is still the one read.
 //
 //	KEYS[1]  session hash
 //	ARGV[1]  expected version ("" when the session did not exist)
@@ -25,7 +25,7 @@ import (
 // stored token is ours means this very write already landed and the reply
 // was lost (go-redis resends a command after a network error), so that also
 // returns 1 instead of making Update apply fn twice.
-var casScript = redis.NewScript(`
+const casSource = `
 local cur = redis.call('HGET', KEYS[1], 'v')
 if not cur then cur = '' end
 if cur ~= ARGV[1] then
@@ -35,7 +35,7 @@ end
 redis.call('HSET', KEYS[1], 'v', ARGV[2], 'w', ARGV[3], 'd', ARGV[4], 'm', ARGV[5])
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
 return 1
-`)
+`
 
 // staleSlack is how far past the TTL an index member is kept before Update
 // trims it, allowing for clock skew between replicas.
@@ -89,6 +89,14 @@ func (r *Redis) tryUpdate(ctx context.Context, key Key, fn func(*Session) error)
 			return nil, false, r.fail(ctx, "update", fmt.Errorf("decode session: %w", err))
 		}
 	}
+	return r.commit(ctx, key, expected, version, s, fn)
+}
+
+// commit applies fn to s, read at version (expected is the stored "v"
+// field, "" for a new session), and writes it with a compare-and-set. The
+// CAS and the index update go in one pipeline: one round trip. ok is false
+// when the session changed since it was read.
+func (r *Redis) commit(ctx context.Context, key Key, expected string, version int64, s *Session, fn func(*Session) error) (*Session, bool, error) {
 	created := s.CreatedAt
 	if err := fn(s); err != nil {
 		return nil, false, fmt.Errorf("state: update: %w", err)
@@ -108,40 +116,72 @@ func (r *Redis) tryUpdate(ctx context.Context, key Key, fn func(*Session) error)
 		return nil, false, r.fail(ctx, "update", fmt.Errorf("encode summary: %w", err))
 	}
 	token := strconv.FormatUint(rand.Uint64(), 36)
-	cctx, cancel = context.WithTimeout(ctx, r.timeout)
-	n, err := casScript.Run(cctx, r.client, []string{k},
-		expected, s.Version, token, data, sum, r.ttl.Milliseconds()).Int()
-	cancel()
+	cctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	pipe := r.client.Pipeline()
+	// EVAL, not EVALSHA: a pipeline cannot retry a NOSCRIPT; Redis caches
+	// the compiled script by its hash either way.
+	cas := pipe.Eval(cctx, casSource, []string{r.sessionKey(key)},
+		expected, s.Version, token, data, sum, r.ttl.Milliseconds())
+	r.queueIndex(cctx, pipe, key, s.UpdatedAt)
+	cmds, _ := pipe.Exec(cctx) // errors are read per command below
+	n, err := cas.Int()
 	if err != nil {
 		return nil, false, r.fail(ctx, "update", err)
 	}
 	if n != 1 {
 		return nil, false, nil
 	}
-	r.index(ctx, key, s.UpdatedAt)
+	for _, c := range cmds[min(1, len(cmds)):] {
+		if err := c.Err(); err != nil {
+			r.fail(ctx, "index", err)
+			break
+		}
+	}
 	return s, true, nil
 }
 
-// index records key in the tenant and global indexes and trims members
-// older than the TTL. Failures are reported to OnError, not returned: the
-// session itself is written, and List copes with a stale index.
-func (r *Redis) index(ctx context.Context, key Key, at time.Time) {
+// UpdateFrom is Update for a caller that already holds the session as
+// stored (base, from Get; nil when Get found none): it skips the read and
+// goes straight to the compare-and-set, so the whole update is one round
+// trip. If the session changed since base was read, it falls back to
+// Update. base is not modified.
+func (r *Redis) UpdateFrom(ctx context.Context, key Key, base *Session, fn func(*Session) error) (*Session, error) {
+	if err := r.check(ctx, "update"); err != nil {
+		return nil, err
+	}
+	if !key.Valid() {
+		return nil, ErrInvalidKey
+	}
+	expected, version := "", int64(0)
+	s := &Session{ID: key.Session, Tenant: key.Tenant, CreatedAt: time.Now().UTC().Round(0)}
+	if base != nil {
+		s = base.clone()
+		version = base.Version
+		expected = strconv.FormatInt(version, 10)
+	}
+	out, ok, err := r.commit(ctx, key, expected, version, s, fn)
+	if err != nil || ok {
+		return out, err
+	}
+	return r.Update(ctx, key, fn)
+}
+
+// queueIndex queues, on pipe, the commands that record key in the tenant
+// and global indexes and trim members older than the TTL. Their failures
+// are reported to OnError, not returned: the session itself is written, and
+// List copes with a stale index.
+func (r *Redis) queueIndex(ctx context.Context, pipe redis.Pipeliner, key Key, at time.Time) {
 	ms := at.UnixMilli()
 	cutoff := "(" + strconv.FormatInt(ms-(r.ttl+staleSlack).Milliseconds(), 10)
 	ttl := r.ttl + staleSlack
-	cctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
-	pipe := r.client.Pipeline()
 	for _, ix := range []struct{ key, member string }{
 		{r.tenantIndex(key.Tenant), key.Session},
 		{r.globalIndex(), globalMember(key)},
 	} {
-		pipe.ZAddGT(cctx, ix.key, redis.Z{Score: float64(ms), Member: ix.member})
-		pipe.ZRemRangeByScore(cctx, ix.key, "-inf", cutoff)
-		pipe.PExpire(cctx, ix.key, ttl)
-	}
-	if _, err := pipe.Exec(cctx); err != nil {
-		r.fail(ctx, "index", err)
+		pipe.ZAddGT(ctx, ix.key, redis.Z{Score: float64(ms), Member: ix.member})
+		pipe.ZRemRangeByScore(ctx, ix.key, "-inf", cutoff)
+		pipe.PExpire(ctx, ix.key, ttl)
 	}
 }
 
