@@ -409,7 +409,8 @@ func cpu(us float64) string {
 }
 
 // cmdGobench reads `go test -bench` output and prints a table with, for
-// every BenchmarkProxyX/case, the difference to BenchmarkDirectX/case.
+// every BenchmarkProxyX/case (and BenchmarkProxyXHooks/case), the difference
+// to BenchmarkDirectX/case.
 func cmdGobench(r io.Reader, w io.Writer) error {
 	type bench struct {
 		name    string
@@ -460,7 +461,14 @@ func cmdGobench(r io.Reader, w io.Writer) error {
 	for _, b := range benches {
 		add := [3]string{"–", "–", "–"}
 		if rest, ok := strings.CutPrefix(b.name, "Proxy"); ok {
-			if d, ok := byName["Direct"+rest]; ok {
+			// BenchmarkProxyXHooks/case compares with BenchmarkDirectX/case too.
+			direct := "Direct" + rest
+			if kind, c, ok := strings.Cut(rest, "/"); ok {
+				direct = "Direct" + strings.TrimSuffix(kind, "Hooks") + "/" + c
+			} else {
+				direct = "Direct" + strings.TrimSuffix(rest, "Hooks")
+			}
+			if d, ok := byName[direct]; ok {
 				for i, unit := range []string{"ns/op", "B/op", "allocs/op"} {
 					pv, pok := b.metrics[unit]
 					dv, dok := d.metrics[unit]
