@@ -145,19 +145,5 @@ func (anthropicCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 	if len(add) == 0 && seam == "" {
 		out = append([]byte(nil), acc...)
 	}
-	for _, key := range []string{"stop_reason", "stop_sequence"} {
-		if v := r2.Get(key); v.Exists() {
-			if out, err = agSetTopMember(out, key, []byte(v.Raw)); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if u2 := r2.Get("usage"); u2.IsObject() {
-		sum := agCount(r1.Get("usage"), "output_tokens") + agCount(u2, "output_tokens")
-		usage := agSetCounts([]byte(u2.Raw), []string{"output_tokens"}, []int64{sum})
-		if out, err = agSetTopMember(out, "usage", usage); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return anthropicTakeStopAndUsage(out, r1, r2)
 }

@@ -226,6 +226,14 @@ func (anthropicCodec) MergeReplies(first, next []byte) ([]byte, error) {
 	} else {
 		out = append([]byte(nil), first...)
 	}
+	return anthropicTakeStopAndUsage(out, r1, r2)
+}
+
+// anthropicTakeStopAndUsage gives out (a reply built from r1's) r2's stop
+// reason and stop sequence, and r2's usage with the output tokens of both
+// summed (input tokens are r2's: its prompt contains r1's).
+func anthropicTakeStopAndUsage(out []byte, r1, r2 gjson.Result) ([]byte, error) {
+	var err error
 	for _, key := range []string{"stop_reason", "stop_sequence"} {
 		if v := r2.Get(key); v.Exists() {
 			if out, err = agSetTopMember(out, key, []byte(v.Raw)); err != nil {

@@ -156,18 +156,9 @@ func (chatCodec) UserTextMessage(text string) ([]byte, error) {
 // acc's, and next's text literal is kept byte for byte when nothing is
 // trimmed from it.
 func (chatCodec) ContinueReply(acc, next []byte) ([]byte, error) {
-	aroot, err := parseReplyRoot(acc)
+	_, nroot, nchoice, nmsg, err := chatReplyPair(acc, next)
 	if err != nil {
 		return nil, err
-	}
-	nroot, err := parseReplyRoot(next)
-	if err != nil {
-		return nil, err
-	}
-	nchoice := firstChoice(nroot.Get("choices"))
-	nmsg := nchoice.Get("message")
-	if !firstChoice(aroot.Get("choices")).Get("message").IsObject() || !nmsg.IsObject() {
-		return nil, fmt.Errorf("%w: no choices[0].message object", ErrMalformedReply)
 	}
 	out := append([]byte(nil), acc...)
 	cur := func() (root, choice, msg gjson.Result) {

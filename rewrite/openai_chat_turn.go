@@ -231,18 +231,9 @@ var chatUsageKeys = oaUsageKeys{in: "prompt_tokens", out: "completion_tokens", t
 // recomputed; prompt_tokens stays next's, whose prompt holds the whole
 // conversation. Everything else (id, created, model) is first's.
 func (chatCodec) MergeReplies(first, next []byte) ([]byte, error) {
-	froot, err := parseReplyRoot(first)
+	_, nroot, nchoice, nmsg, err := chatReplyPair(first, next)
 	if err != nil {
 		return nil, err
-	}
-	nroot, err := parseReplyRoot(next)
-	if err != nil {
-		return nil, err
-	}
-	nchoice := firstChoice(nroot.Get("choices"))
-	nmsg := nchoice.Get("message")
-	if !firstChoice(froot.Get("choices")).Get("message").IsObject() || !nmsg.IsObject() {
-		return nil, fmt.Errorf("%w: no choices[0].message object", ErrMalformedReply)
 	}
 	out := append([]byte(nil), first...)
 	// cur re-reads choice 0 of out after each splice.
@@ -285,4 +276,22 @@ func (chatCodec) MergeReplies(first, next []byte) ([]byte, error) {
 		out = setMember(out, root, "usage", u)
 	}
 	return out, nil
+}
+
+// chatReplyPair parses two complete Chat replies for MergeReplies and
+// ContinueReply: both roots, and next's choice 0 and its message. Both
+// replies must have a choices[0].message object.
+func chatReplyPair(first, next []byte) (froot, nroot, nchoice, nmsg gjson.Result, err error) {
+	if froot, err = parseReplyRoot(first); err != nil {
+		return
+	}
+	if nroot, err = parseReplyRoot(next); err != nil {
+		return
+	}
+	nchoice = firstChoice(nroot.Get("choices"))
+	nmsg = nchoice.Get("message")
+	if !firstChoice(froot.Get("choices")).Get("message").IsObject() || !nmsg.IsObject() {
+		err = fmt.Errorf("%w: no choices[0].message object", ErrMalformedReply)
+	}
+	return
 }
