@@ -46,7 +46,7 @@ type Codec interface {
 	// API reports which wire API the codec speaks.
 	API() API
 
-	// ParseRequest validates body (once, with gjson.ValidBytes) and builds the
+	// ParseRequest validates body (once, with validJSON) and builds the
 	// read-only view hooks see. Invalid JSON, a top level that is not an
 	// object, or a field of the wrong type for what the view or ApplyEdits
 	// needs (messages not an array, max_tokens not a number, stream not a

@@ -66,7 +66,7 @@ func rootObject(s string) (gjson.Result, bool) {
 
 // parseRoot validates a request body and returns its top-level object.
 func parseRoot(body []byte) (gjson.Result, error) {
-	if !gjson.ValidBytes(body) {
+	if !validJSON(body) {
 		return gjson.Result{}, fmt.Errorf("%w: body is not valid JSON", ErrMalformed)
 	}
 	root, ok := rootObject(bstr(body))
