@@ -21,7 +21,14 @@
 #   PIN=auto          auto: pin with taskset when it exists and 2+ CPUs are
 #                     allowed (proxy under test on the first, wrk and mock on
 #                     the second); 0: no pinning
-#   OUT=bench/out     raw wrk outputs, logs, results.tsv (gitignored)
+#   OPENLOOP=1        after the saturation runs, an open-loop phase: benchtool openloop
+#                     at a fixed rate per workload × target, latency from each request's
+#                     scheduled time (0: skip)
+#   OPENLOOP_RATE=500         requests/s of the open-loop runs (JSON workloads)
+#   OPENLOOP_STREAM_RATE=100  requests/s of the open-loop runs of the stream workload
+#   OPENLOOP_DURATION=5s      measured time of each open-loop run
+#   OPENLOOP_WARMUP=1s        unmeasured time before it, at the same rate
+#   OUT=bench/out     raw wrk outputs, logs, results.tsv, openloop.tsv (gitignored)
 #   RESULTS=bench/results/latest.md   the committed copy of the table ("" to skip)
 set -euo pipefail
 
@@ -39,6 +46,11 @@ NGINX_WORKERS=${NGINX_WORKERS:-1}
 NOISE_MAX=${NOISE_MAX:-10}
 NOISE_RETRIES=${NOISE_RETRIES:-1}
 PIN=${PIN:-auto}
+OPENLOOP=${OPENLOOP:-1}
+OPENLOOP_RATE=${OPENLOOP_RATE:-500}
+OPENLOOP_STREAM_RATE=${OPENLOOP_STREAM_RATE:-100}
+OPENLOOP_DURATION=${OPENLOOP_DURATION:-5s}
+OPENLOOP_WARMUP=${OPENLOOP_WARMUP:-1s}
 OUT=${OUT:-$here/out}
 RESULTS=${RESULTS-$here/results/latest.md}
 GO=${GO:-go}
@@ -424,6 +436,39 @@ for wl in "${workloads[@]}"; do
   done
 done
 
+# --- open loop ----------------------------------------------------------------
+
+# A fixed request rate well below saturation, latency measured from each
+# request's scheduled time (coordinated omission counted): what a request
+# pays at a given load rather than how much load fits. benchtool bounds each
+# request to 10 s after its scheduled time, so each run is bounded too.
+openloop=$OUT/openloop.tsv
+if [ "$OPENLOOP" != 0 ]; then
+  printf 'workload\ttarget\trate\tsent\terrors\tp50_us\tp90_us\tp99_us\tp999_us\tmax_us\tttfb_p50_us\tttfb_p99_us\tgap_p50_us\tgap_p99_us\n' >"$openloop"
+  log "open loop: ${#workloads[@]} workloads × ${#targets[@]} targets × $OPENLOOP_DURATION (+ $OPENLOOP_WARMUP warm-up) at $OPENLOOP_RATE/s ($OPENLOOP_STREAM_RATE/s for stream)"
+  for wl in "${workloads[@]}"; do
+    rate=$OPENLOOP_RATE stream=()
+    if [ "$wl" = stream ]; then rate=$OPENLOOP_STREAM_RATE stream=(-stream); fi
+    # The targets interleaved, one run each (same order as the saturation runs).
+    for t in "${targets[@]}"; do
+      raw="$OUT/raw/$wl-$t-openloop.txt"
+      "${on_load_cpu[@]}" "$bt" openloop -rate "$rate" -duration "$OPENLOOP_DURATION" -warmup "$OPENLOOP_WARMUP" \
+        -body "$tmp/bodies/$wl.json" "${stream[@]}" "${target_url[$t]}/v1/messages" >"$raw" 2>&1 ||
+        { cat "$raw" >&2; die "benchtool openloop failed on $wl → $t"; }
+      res=$(grep '^OPENLOOP ' "$raw") || die "no OPENLOOP line in $raw"
+      row=("$wl" "$t")
+      for f in rate sent errors p50_us p90_us p99_us p999_us max_us ttfb_p50_us ttfb_p99_us gap_p50_us gap_p99_us; do
+        v=$(field "$f" <<<"$res")
+        row+=("${v:--}")
+      done
+      (IFS=$'\t'; printf '%s\n' "${row[*]}") >>"$openloop"
+      log "$(printf '%-9s %-14s open loop %s/s: p50 %6s µs  p99 %7s µs  errors %s  send lag p50 %s µs%s' "$wl" "$t" "$rate" \
+        "$(field p50_us <<<"$res")" "$(field p99_us <<<"$res")" "$(field errors <<<"$res")" "$(field lag_p50_us <<<"$res")" \
+        "${stream:+  ttfb p50 $(field ttfb_p50_us <<<"$res") µs  gap p99 $(field gap_p99_us <<<"$res") µs}")"
+    done
+  done
+fi
+
 # --- report ------------------------------------------------------------------
 
 commit=$(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -449,6 +494,14 @@ report=$OUT/latest.md
   echo "- Workloads: small = $(stat -c %s "$tmp/bodies/small.json") B Anthropic request; agent50k = $(stat -c %s "$tmp/bodies/agent50k.json") B agent-shaped Anthropic request; stream = small request with \"stream\":true, $(sed 's/-pad \([0-9]*\) -chunk \([0-9]*\)/\1 B of text in \2-char deltas/' "$tmp/bodies/mock.args") (the JSON replies carry the same text)"
   echo
   "$bt" report -noisy "$NOISE_MAX" "$results"
+  if [ "$OPENLOOP" != 0 ]; then
+    echo
+    echo "## Open loop: added latency at a fixed rate"
+    echo
+    echo "benchtool openloop: POST requests at a fixed rate ($OPENLOOP_RATE/s; stream $OPENLOOP_STREAM_RATE/s), each on its own goroutine over a shared keep-alive pool, $OPENLOOP_DURATION per target after $OPENLOOP_WARMUP warm-up, one run per target (same pinning as wrk). Latency is measured from each request's *scheduled* time (coordinated omission counted) to the end of the reply; exact percentiles of all samples. \"added\" is target − direct in µs; TTFB is to the first body byte; event gap is the time between consecutive SSE events as the client reads them. Absolute latencies include the generator's own lateness in sending (Go timers sleep in whole milliseconds below 1 ms; \`lag_p50_us\` in \`bench/out/raw/*-openloop.txt\`), common to all targets: read the added columns."
+    echo
+    "$bt" openloop-report "$openloop"
+  fi
 } >"$report"
 
 cat "$report"

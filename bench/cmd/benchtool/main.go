@@ -7,6 +7,9 @@
 //	benchtool wait [-timeout 20s] URL...  wait until every base URL serves every workload correctly
 //	benchtool report [-noisy PCT] RESULTS.tsv  Markdown tables of a load run (see load.sh for the columns)
 //	benchtool gobench < go-test-output    Markdown table of the Go benchmarks with Proxy - Direct deltas
+//	benchtool openloop -rate R -duration D -warmup W -body FILE [-stream] [-header 'K: V']... URL
+//	                                      open-loop latency at a fixed rate: one OPENLOOP line (see openloop.go)
+//	benchtool openloop-report OPENLOOP.tsv  Markdown tables of the open-loop runs (see load.sh for the columns)
 package main
 
 import (
@@ -45,6 +48,10 @@ func main() {
 		err = cmdReport(args, os.Stdout)
 	case "gobench":
 		err = cmdGobench(os.Stdin, os.Stdout)
+	case "openloop":
+		err = cmdOpenloop(args, os.Stdout)
+	case "openloop-report":
+		err = cmdOpenloopReport(args, os.Stdout)
 	default:
 		usage()
 	}
@@ -55,7 +62,8 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: benchtool bodies DIR | ports N | wait [-timeout D] URL... | report [-noisy PCT] RESULTS.tsv | gobench")
+	fmt.Fprintln(os.Stderr, "usage: benchtool bodies DIR | ports N | wait [-timeout D] URL... | report [-noisy PCT] RESULTS.tsv | gobench |\n"+
+		"  openloop -rate R -duration D -warmup W -body FILE [-stream] [-header 'K: V']... URL | openloop-report OPENLOOP.tsv")
 	os.Exit(2)
 }
 
