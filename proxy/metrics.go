@@ -28,6 +28,7 @@ type Metrics struct {
 	followups      *prometheus.CounterVec
 	topicChanges   prometheus.Counter
 
+	acceptErrors     prometheus.Counter
 	truncations      *prometheus.CounterVec
 	recoveries       *prometheus.CounterVec
 	recoveryAttempts *prometheus.CounterVec
@@ -94,6 +95,9 @@ func NewMetrics() *Metrics {
 		topicChanges: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shepherd_topic_changes_total", Help: "create_new_topic calls accepted (new chapters opened).",
 		}),
+		acceptErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shepherd_accept_errors_total", Help: "Failed accepts of client connections that shepherd retried (out of file descriptors or socket memory).",
+		}),
 		truncations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shepherd_truncations_total", Help: "Upstream replies cut by the output limit (max_tokens) or the context window (context_window, never continued).",
 		}, []string{"route", "stop"}),
@@ -116,7 +120,7 @@ func NewMetrics() *Metrics {
 			Name: "shepherd_intents_policy_valid", Help: "1 when the policy file's latest content is valid and in force, 0 when it is broken (the last good policy stays in force).",
 		}, []string{"file"}),
 	}
-	r.MustRegister(m.truncations, m.recoveries, m.recoveryAttempts, m.recoveryAdded, m.intentDecisions, m.policyLoads, m.policyValid, m.topicChanges, m.ledger, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
+	r.MustRegister(m.acceptErrors, m.truncations, m.recoveries, m.recoveryAttempts, m.recoveryAdded, m.intentDecisions, m.policyLoads, m.policyValid, m.topicChanges, m.ledger, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
 		m.storeErrors, m.hookErrors, m.upstreamErrors, m.clientAborts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

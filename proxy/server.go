@@ -133,6 +133,7 @@ func New(o Options) (*Server, error) {
 // Serve serves the proxy on ln until Shutdown. It returns nil after a
 // graceful shutdown.
 func (s *Server) Serve(ln net.Listener) error {
+	ln = newResilientListener(ln, s.log, func() { s.metrics.acceptErrors.Inc() })
 	s.track(ln)
 	return s.srv.Serve(ln)
 }
