@@ -28,7 +28,17 @@
 #   OPENLOOP_STREAM_RATE=100  requests/s of the open-loop runs of the stream workload
 #   OPENLOOP_DURATION=5s      measured time of each open-loop run
 #   OPENLOOP_WARMUP=1s        unmeasured time before it, at the same rate
-#   OUT=bench/out     raw wrk outputs, logs, results.tsv, openloop.tsv (gitignored)
+#   IDLE=1            last, a memory phase: benchtool idle holds N streams open through a
+#                     fresh shepherd (hooks off, then on) in front of a fresh mock that holds
+#                     every stream after its first event (pinging), and reads the proxy's
+#                     RSS before and with all N open (0: skip)
+#   IDLE_STREAMS="1000 10000"  N of the idle runs (lowered to fit when a proxy, at 2 files
+#                     per stream, would exceed `ulimit -Hn`)
+#   IDLE_TARGETS="shepherd shepherd-hooks"
+#   IDLE_SETTLE=3s    how long all N stay open while the RSS is sampled (peak kept)
+#   IDLE_TIMEOUT=60s  for all N to receive their first event
+#   IDLE_MOCK_HOLD=180s IDLE_MOCK_PING=2s  the idle mock's -hold and -ping
+#   OUT=bench/out     raw wrk outputs, logs, results.tsv, openloop.tsv, idle.tsv (gitignored)
 #   RESULTS=bench/results/latest.md   the committed copy of the table ("" to skip)
 set -euo pipefail
 
@@ -51,6 +61,13 @@ OPENLOOP_RATE=${OPENLOOP_RATE:-500}
 OPENLOOP_STREAM_RATE=${OPENLOOP_STREAM_RATE:-100}
 OPENLOOP_DURATION=${OPENLOOP_DURATION:-5s}
 OPENLOOP_WARMUP=${OPENLOOP_WARMUP:-1s}
+IDLE=${IDLE:-1}
+IDLE_STREAMS=${IDLE_STREAMS:-1000 10000}
+IDLE_TARGETS=${IDLE_TARGETS:-shepherd shepherd-hooks}
+IDLE_SETTLE=${IDLE_SETTLE:-3s}
+IDLE_TIMEOUT=${IDLE_TIMEOUT:-60s}
+IDLE_MOCK_HOLD=${IDLE_MOCK_HOLD:-180s}
+IDLE_MOCK_PING=${IDLE_MOCK_PING:-2s}
 OUT=${OUT:-$here/out}
 RESULTS=${RESULTS-$here/results/latest.md}
 GO=${GO:-go}
@@ -469,6 +486,107 @@ if [ "$OPENLOOP" != 0 ]; then
   done
 fi
 
+# --- idle streams: memory per open stream ---------------------------------------
+
+# Each run starts its own mock (holding every stream IDLE_MOCK_HOLD after its
+# first event, a ping every IDLE_MOCK_PING) and its own shepherd in front of
+# it, on fresh ports, so that no run inherits another's heap or sockets; the
+# shepherd's RSS is read before the streams open and while all are open.
+# Every step is bounded: the ports wait (10 s), benchtool idle (IDLE_TIMEOUT +
+# IDLE_SETTLE), the stop (5 s, then SIGKILL).
+idle=$OUT/idle.tsv
+
+# forget_pid PID: drop PID from the cleanup list (it has been stopped).
+forget_pid() {
+  local p keep=()
+  for p in "${pids[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+  pids=("${keep[@]}")
+}
+
+# stop_pid PID: TERM, up to 5 s, then KILL.
+stop_pid() {
+  kill -TERM "$1" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+  forget_pid "$1"
+}
+
+# wait_port PORT: until something accepts on 127.0.0.1:PORT (10 s at most).
+wait_port() {
+  local i
+  for i in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# idle_run TARGET N: one idle run; its idle.tsv line on stdout.
+idle_run() {
+  local t=$1 n=$2 mp sp ap mpid spid raw="$OUT/raw/idle-$1-$2.txt" res v row hooks_env hard
+  # The proxy needs two files per stream (client and upstream) and dies when
+  # accept runs out of them: above what the hard limit allows (it cannot be
+  # raised without CAP_SYS_RESOURCE), measure as many streams as fit.
+  hard=$(ulimit -Hn)
+  if [ "$hard" != unlimited ] && ((2 * n + 100 > hard)); then
+    n=$(((hard - 100) / 2))
+    log "$t: $2 streams need $((2 * $2 + 100)) files in the proxy, more than the hard limit $hard: measuring $n"
+  fi
+  read -r mp sp ap <<<"$("$bt" ports 3 | tr '\n' ' ')"
+  "${on_load_cpu[@]}" "$tmp/mockprovider" -addr "127.0.0.1:$mp" -no-record -ttft 0 -delay 0 "${mock_args[@]}" \
+    -hold "$IDLE_MOCK_HOLD" -ping "$IDLE_MOCK_PING" >"$OUT/idle-mock-$t-$n.log" 2>&1 &
+  mpid=$!
+  pids+=("$mpid")
+  case $t in
+    shepherd) hooks_env=(SHEPHERD_TOPICS_ENABLED=false SHEPHERD_INTENTS_ENABLED=false SHEPHERD_RECOVERY_ENABLED=false) ;;
+    shepherd-hooks) hooks_env=(SHEPHERD_INTENTS_ENABLED=true SHEPHERD_INTENTS_WORKSPACE_ROOT="$tmp/ws" SHEPHERD_STATE_BACKEND=memory) ;;
+    *) die "unknown idle target $t (shepherd, shepherd-hooks)" ;;
+  esac
+  # max_conns_per_upstream above N: the default (1024) would queue the rest.
+  env SHEPHERD_LISTEN="127.0.0.1:$sp" \
+    SHEPHERD_ADMIN_LISTEN="127.0.0.1:$ap" \
+    SHEPHERD_UPSTREAMS_ANTHROPIC="http://127.0.0.1:$mp" \
+    SHEPHERD_UPSTREAMS_OPENAI="http://127.0.0.1:$mp" \
+    SHEPHERD_UPSTREAMS_GEMINI="http://127.0.0.1:$mp" \
+    SHEPHERD_LOG_LEVEL=warn \
+    SHEPHERD_LIMITS_SHUTDOWN_GRACE=2s \
+    SHEPHERD_LIMITS_MAX_CONNS_PER_UPSTREAM=$((n + 100)) \
+    "${hooks_env[@]}" \
+    "${on_proxy_cpu[@]}" "$tmp/shepherd" >"$OUT/idle-$t-$n.log" 2>&1 &
+  spid=$!
+  pids+=("$spid")
+  row=("$t" "$n")
+  if wait_port "$mp" && wait_port "$sp" &&
+    "${on_load_cpu[@]}" "$bt" idle -n "$n" -hold "$IDLE_SETTLE" -timeout "$IDLE_TIMEOUT" \
+      -body "$tmp/bodies/stream.json" -pid "$spid" "http://127.0.0.1:$sp" >"$raw" 2>&1 &&
+    res=$(grep '^IDLE ' "$raw"); then
+    for v in open failed rss_before_kb rss_open_kb per_stream_kb; do row+=("$(field "$v" <<<"$res")"); done
+    log "$(printf '%-14s %6s idle streams: %s open, %s failed, RSS %s → %s kB, %s kB/stream' "$t" "$n" \
+      "${row[2]}" "${row[3]}" "${row[4]}" "${row[5]}" "${row[6]}")"
+    grep -v '^IDLE ' "$raw" | sed 's/^/   /' >&2 || true
+  else
+    log "$t $n idle streams: failed (see $raw, $OUT/idle-$t-$n.log)"
+    [ -f "$raw" ] && tail -n 5 "$raw" >&2
+    row+=(0 "$n" - - -)
+  fi
+  stop_pid "$spid"
+  stop_pid "$mpid"
+  (IFS=$'\t'; printf '%s\n' "${row[*]}")
+}
+
+if [ "$IDLE" != 0 ]; then
+  read -ra idle_targets <<<"$IDLE_TARGETS"
+  read -ra idle_streams <<<"$IDLE_STREAMS"
+  printf 'target\tstreams\topen\tfailed\trss_before_kb\trss_open_kb\tper_stream_kb\n' >"$idle"
+  log "idle streams: ${idle_targets[*]} × N in ${idle_streams[*]} (file limit $(ulimit -Hn) per process; a proxy needs 2 per stream)"
+  for n in "${idle_streams[@]}"; do
+    for t in "${idle_targets[@]}"; do
+      idle_run "$t" "$n" >>"$idle"
+    done
+  done
+fi
+
 # --- report ------------------------------------------------------------------
 
 commit=$(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -501,6 +619,14 @@ report=$OUT/latest.md
     echo "benchtool openloop: POST requests at a fixed rate ($OPENLOOP_RATE/s; stream $OPENLOOP_STREAM_RATE/s), each on its own goroutine over a shared keep-alive pool, $OPENLOOP_DURATION per target after $OPENLOOP_WARMUP warm-up, one run per target (same pinning as wrk). Latency is measured from each request's *scheduled* time (coordinated omission counted) to the end of the reply; exact percentiles of all samples. \"added\" is target − direct in µs; TTFB is to the first body byte; event gap is the time between consecutive SSE events as the client reads them. Absolute latencies include the generator's own lateness in sending (Go timers sleep in whole milliseconds below 1 ms; \`lag_p50_us\` in \`bench/out/raw/*-openloop.txt\`), common to all targets: read the added columns."
     echo
     "$bt" openloop-report "$openloop"
+  fi
+  if [ "$IDLE" != 0 ]; then
+    echo
+    echo "## Idle streams: memory per open stream"
+    echo
+    echo "benchtool idle: N concurrent stream requests (the stream workload, one X-Session-Id each) to a fresh shepherd in front of a fresh mock that holds every stream open after its first event, with a ping every $IDLE_MOCK_PING. RSS (VmRSS) of the shepherd process before the streams open and, once all have their first event, the peak over $IDLE_SETTLE; KB per stream = (RSS open − RSS before) ÷ open streams. Target: ≤ 25 KB per stream at 10k streams. Each process may open $(ulimit -Hn) files (hard limit) and a proxy needs two per stream (client and upstream), so a larger N is lowered to what fits (the streams column)."
+    echo
+    "$bt" idle-report "$idle"
   fi
 } >"$report"
 

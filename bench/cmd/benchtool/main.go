@@ -10,6 +10,9 @@
 //	benchtool openloop -rate R -duration D -warmup W -body FILE [-stream] [-header 'K: V']... URL
 //	                                      open-loop latency at a fixed rate: one OPENLOOP line (see openloop.go)
 //	benchtool openloop-report OPENLOOP.tsv  Markdown tables of the open-loop runs (see load.sh for the columns)
+//	benchtool idle -n N [-hold D] [-timeout D] -body FILE [-pid PID] URL
+//	                                      hold N streams open, RSS of PID per stream: one IDLE line (see idle.go)
+//	benchtool idle-report IDLE.tsv        Markdown table of the idle-stream runs (see load.sh for the columns)
 package main
 
 import (
@@ -52,6 +55,10 @@ func main() {
 		err = cmdOpenloop(args, os.Stdout)
 	case "openloop-report":
 		err = cmdOpenloopReport(args, os.Stdout)
+	case "idle":
+		err = cmdIdle(args, os.Stdout)
+	case "idle-report":
+		err = cmdIdleReport(args, os.Stdout)
 	default:
 		usage()
 	}
@@ -63,7 +70,8 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: benchtool bodies DIR | ports N | wait [-timeout D] URL... | report [-noisy PCT] RESULTS.tsv | gobench |\n"+
-		"  openloop -rate R -duration D -warmup W -body FILE [-stream] [-header 'K: V']... URL | openloop-report OPENLOOP.tsv")
+		"  openloop -rate R -duration D -warmup W -body FILE [-stream] [-header 'K: V']... URL | openloop-report OPENLOOP.tsv |\n"+
+		"  idle -n N [-hold D] [-timeout D] -body FILE [-pid PID] URL | idle-report IDLE.tsv")
 	os.Exit(2)
 }
 
