@@ -28,13 +28,9 @@ type Features struct {
 	recovery   bool // some chain has the recovery hook
 }
 
-// apiKeys maps the wire APIs to their intents.routes keys.
-var apiKeys = map[rewrite.API]string{
-	rewrite.APIAnthropic:       "anthropic",
-	rewrite.APIOpenAIChat:      "openai_chat",
-	rewrite.APIOpenAIResponses: "openai_responses",
-	rewrite.APIGemini:          "gemini",
-}
+// wireAPIs are the APIs that get a chain. Their names are also the keys of
+// intents.routes (config.Intents.PolicySources).
+var wireAPIs = []rewrite.API{rewrite.APIAnthropic, rewrite.APIOpenAIChat, rewrite.APIOpenAIResponses, rewrite.APIGemini}
 
 // BuildFeatures builds the hook chains of the features cfg enables, in their
 // fixed order (intents, then topics: the intent rule and reminder come first,
@@ -64,7 +60,7 @@ func BuildFeatures(cfg *config.Config, m *Metrics, log *zap.Logger) (*Features, 
 		_ = f.Close()
 		return nil, err
 	}
-	for api := range apiKeys {
+	for _, api := range wireAPIs {
 		var hs []hooks.Hook
 		if h := intents[api]; h != nil {
 			hs = append(hs, h)
@@ -141,7 +137,8 @@ func (f *Features) buildIntents(cfg *config.Config, m *Metrics, log *zap.Logger,
 	}
 	sources := in.PolicySources(wd)
 	built := map[config.PolicySource]*hooks.Intents{}
-	for api, key := range apiKeys {
+	for _, api := range wireAPIs {
+		key := string(api)
 		src := sources[key]
 		if h, ok := built[src]; ok {
 			out[api] = h
