@@ -51,9 +51,9 @@ func (v *validator) value(depth int) bool {
 	case c == '"':
 		return v.str()
 	case c == '{':
-		return v.object(depth + 1)
+		return v.container(depth+1, '}')
 	case c == '[':
-		return v.array(depth + 1)
+		return v.container(depth+1, ']')
 	case c == '-' || (c >= '0' && c <= '9'):
 		return v.number()
 	case c == 't':
@@ -74,26 +74,30 @@ func (v *validator) lit(s string) bool {
 	return true
 }
 
-func (v *validator) object(depth int) bool {
+// container reads the members of an object (close '}': "key": value) or the
+// elements of an array (close ']') after the opening byte at v.i.
+func (v *validator) container(depth int, close byte) bool {
 	if depth > maxValidDepth {
 		return false
 	}
-	v.i++ // '{'
+	v.i++ // '{' or '['
 	v.ws()
-	if v.i < len(v.b) && v.b[v.i] == '}' {
+	if v.i < len(v.b) && v.b[v.i] == close {
 		v.i++
 		return true
 	}
 	for {
-		if v.i >= len(v.b) || v.b[v.i] != '"' || !v.str() {
-			return false
+		if close == '}' {
+			if v.i >= len(v.b) || v.b[v.i] != '"' || !v.str() {
+				return false
+			}
+			v.ws()
+			if v.i >= len(v.b) || v.b[v.i] != ':' {
+				return false
+			}
+			v.i++
+			v.ws()
 		}
-		v.ws()
-		if v.i >= len(v.b) || v.b[v.i] != ':' {
-			return false
-		}
-		v.i++
-		v.ws()
 		if !v.value(depth) {
 			return false
 		}
@@ -105,38 +109,7 @@ func (v *validator) object(depth int) bool {
 		case ',':
 			v.i++
 			v.ws()
-		case '}':
-			v.i++
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-func (v *validator) array(depth int) bool {
-	if depth > maxValidDepth {
-		return false
-	}
-	v.i++ // '['
-	v.ws()
-	if v.i < len(v.b) && v.b[v.i] == ']' {
-		v.i++
-		return true
-	}
-	for {
-		if !v.value(depth) {
-			return false
-		}
-		v.ws()
-		if v.i >= len(v.b) {
-			return false
-		}
-		switch v.b[v.i] {
-		case ',':
-			v.i++
-			v.ws()
-		case ']':
+		case close:
 			v.i++
 			return true
 		default:
