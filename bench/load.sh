@@ -163,49 +163,36 @@ read -ra mock_args <"$tmp/bodies/mock.args"
 MOCK_PID=$!
 pids+=("$MOCK_PID")
 
-# shepherd: every upstream at the mock, default configuration otherwise
-# (memory store, empty hook chain), admin on its own port.
-mock_url="http://127.0.0.1:$MOCK_PORT"
-SHEPHERD_LISTEN="127.0.0.1:$SHEP_PORT" \
-SHEPHERD_ADMIN_LISTEN="127.0.0.1:$ADMIN_PORT" \
-SHEPHERD_UPSTREAMS_ANTHROPIC="$mock_url" \
-SHEPHERD_UPSTREAMS_OPENAI="$mock_url" \
-SHEPHERD_UPSTREAMS_GEMINI="$mock_url" \
-SHEPHERD_LOG_LEVEL=warn \
-SHEPHERD_TOPICS_ENABLED=false \
-SHEPHERD_INTENTS_ENABLED=false \
-SHEPHERD_RECOVERY_ENABLED=false \
-SHEPHERD_LIMITS_SHUTDOWN_GRACE=2s \
-  "${on_proxy_cpu[@]}" "$tmp/shepherd" >"$OUT/shepherd.log" 2>&1 &
-SHEP_PID=$!
-pids+=("$SHEP_PID")
-
-# shepherd-hooks: the same with topics, intents (a policy whose starting
-# intent is selected) and recovery on, memory store. shepherd-redis: the
-# same on a private redis-server (on the load CPU, like the mock).
+# start_shepherd NAME PORT ADMIN_PORT UPSTREAM [VAR=value ...] starts the
+# built proxy pinned to the proxy CPU, every upstream at UPSTREAM, logging to
+# $OUT/NAME.log, with the extra settings given; it sets started_pid.
+start_shepherd() {
+  local name=$1 port=$2 admin=$3 up=$4
+  shift 4
+  env SHEPHERD_LISTEN="127.0.0.1:$port" SHEPHERD_ADMIN_LISTEN="127.0.0.1:$admin" \
+    SHEPHERD_UPSTREAMS_ANTHROPIC="$up" SHEPHERD_UPSTREAMS_OPENAI="$up" SHEPHERD_UPSTREAMS_GEMINI="$up" \
+    SHEPHERD_LOG_LEVEL=warn SHEPHERD_LIMITS_SHUTDOWN_GRACE=2s "$@" \
+    "${on_proxy_cpu[@]}" "$tmp/shepherd" >"$OUT/$name.log" 2>&1 &
+  started_pid=$!
+  pids+=("$started_pid")
+}
+# The features: all off (the pass-through path), or topics, intents (a
+# policy whose starting intent is selected) and recovery on.
 mkdir -p "$tmp/ws/.orchestration"
 printf '%s\n' 'version: 1' 'current_intent_id: INT-001' 'intents:' '  - id: INT-001' \
   '    summary: "Benchmark intent"' '    scope:' '      allow_glob: ["src/**"]' \
   '    constraints:' '      disallow_patterns: ["rm\\s+-rf"]' >"$tmp/ws/.orchestration/active_intents.yaml"
-start_hooks() { # name port admin_port [redis_url]; prints the pid
-  local backend=memory
-  [ -n "${4:-}" ] && backend=redis
-  SHEPHERD_LISTEN="127.0.0.1:$2" \
-  SHEPHERD_ADMIN_LISTEN="127.0.0.1:$3" \
-  SHEPHERD_UPSTREAMS_ANTHROPIC="$mock_url" \
-  SHEPHERD_UPSTREAMS_OPENAI="$mock_url" \
-  SHEPHERD_UPSTREAMS_GEMINI="$mock_url" \
-  SHEPHERD_LOG_LEVEL=warn \
-  SHEPHERD_INTENTS_ENABLED=true \
-  SHEPHERD_INTENTS_WORKSPACE_ROOT="$tmp/ws" \
-  SHEPHERD_STATE_BACKEND=$backend \
-  SHEPHERD_STATE_REDIS_URL="${4:-}" \
-  SHEPHERD_LIMITS_SHUTDOWN_GRACE=2s \
-    "${on_proxy_cpu[@]}" "$tmp/shepherd" >"$OUT/$1.log" 2>&1 &
-  echo "$!"
-}
-HOOKS_PID=$(start_hooks shepherd-hooks "$HOOKS_PORT" "$HOOKS_ADMIN")
-pids+=("$HOOKS_PID")
+hooks_off=(SHEPHERD_TOPICS_ENABLED=false SHEPHERD_INTENTS_ENABLED=false SHEPHERD_RECOVERY_ENABLED=false)
+hooks_on=(SHEPHERD_INTENTS_ENABLED=true SHEPHERD_INTENTS_WORKSPACE_ROOT="$tmp/ws")
+
+# shepherd: every upstream at the mock, hooks off, memory store, admin on its
+# own port. shepherd-hooks: hooks on, memory store. shepherd-redis: hooks on,
+# a private redis-server (on the load CPU, like the mock).
+mock_url="http://127.0.0.1:$MOCK_PORT"
+start_shepherd shepherd "$SHEP_PORT" "$ADMIN_PORT" "$mock_url" "${hooks_off[@]}"
+SHEP_PID=$started_pid
+start_shepherd shepherd-hooks "$HOOKS_PORT" "$HOOKS_ADMIN" "$mock_url" "${hooks_on[@]}" SHEPHERD_STATE_BACKEND=memory
+HOOKS_PID=$started_pid
 REDIS_SHEP_PID=""
 if [[ " $TARGETS " == *" shepherd-redis "* ]]; then
   if ! command -v redis-server >/dev/null; then
@@ -217,8 +204,9 @@ if [[ " $TARGETS " == *" shepherd-redis "* ]]; then
   "${on_load_cpu[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
     >"$OUT/redis.log" 2>&1 &
   pids+=("$!")
-  REDIS_SHEP_PID=$(start_hooks shepherd-redis "$REDIS_SHEP_PORT" "$REDIS_ADMIN" "redis://127.0.0.1:$REDIS_PORT/0")
-  pids+=("$REDIS_SHEP_PID")
+  start_shepherd shepherd-redis "$REDIS_SHEP_PORT" "$REDIS_ADMIN" "$mock_url" "${hooks_on[@]}" \
+    SHEPHERD_STATE_BACKEND=redis SHEPHERD_STATE_REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
+  REDIS_SHEP_PID=$started_pid
 fi
 
 # nginx: a plain streaming reverse proxy, as close to shepherd's job as nginx
@@ -539,23 +527,14 @@ idle_run() {
   mpid=$!
   pids+=("$mpid")
   case $t in
-    shepherd) hooks_env=(SHEPHERD_TOPICS_ENABLED=false SHEPHERD_INTENTS_ENABLED=false SHEPHERD_RECOVERY_ENABLED=false) ;;
-    shepherd-hooks) hooks_env=(SHEPHERD_INTENTS_ENABLED=true SHEPHERD_INTENTS_WORKSPACE_ROOT="$tmp/ws" SHEPHERD_STATE_BACKEND=memory) ;;
+    shepherd) hooks_env=("${hooks_off[@]}") ;;
+    shepherd-hooks) hooks_env=("${hooks_on[@]}" SHEPHERD_STATE_BACKEND=memory) ;;
     *) die "unknown idle target $t (shepherd, shepherd-hooks)" ;;
   esac
   # max_conns_per_upstream above N: the default (1024) would queue the rest.
-  env SHEPHERD_LISTEN="127.0.0.1:$sp" \
-    SHEPHERD_ADMIN_LISTEN="127.0.0.1:$ap" \
-    SHEPHERD_UPSTREAMS_ANTHROPIC="http://127.0.0.1:$mp" \
-    SHEPHERD_UPSTREAMS_OPENAI="http://127.0.0.1:$mp" \
-    SHEPHERD_UPSTREAMS_GEMINI="http://127.0.0.1:$mp" \
-    SHEPHERD_LOG_LEVEL=warn \
-    SHEPHERD_LIMITS_SHUTDOWN_GRACE=2s \
-    SHEPHERD_LIMITS_MAX_CONNS_PER_UPSTREAM=$((n + 100)) \
-    "${hooks_env[@]}" \
-    "${on_proxy_cpu[@]}" "$tmp/shepherd" >"$OUT/idle-$t-$n.log" 2>&1 &
-  spid=$!
-  pids+=("$spid")
+  start_shepherd "idle-$t-$n" "$sp" "$ap" "http://127.0.0.1:$mp" "${hooks_env[@]}" \
+    SHEPHERD_LIMITS_MAX_CONNS_PER_UPSTREAM=$((n + 100))
+  spid=$started_pid
   row=("$t" "$n")
   if wait_port "$mp" && wait_port "$sp" &&
     "${on_load_cpu[@]}" "$bt" idle -n "$n" -hold "$IDLE_SETTLE" -timeout "$IDLE_TIMEOUT" \
