@@ -559,15 +559,7 @@ func recSendGemini(t *testing.T, ctx context.Context, s *geminiTopicSession, mod
 					if p == nil || (p.Text == "" && p.FunctionCall == nil && p.FunctionResponse == nil && p.ThoughtSignature == nil) {
 						continue
 					}
-					// Stream text deltas are joined into one part, as agents
-					// keep them; every other part (thoughts too) is kept as
-					// is, as in topicStreamAPIs' Gemini session.
-					if n := len(parts); n > 0 && p.Text != "" && !p.Thought && p.ThoughtSignature == nil &&
-						parts[n-1].Text != "" && !parts[n-1].Thought && parts[n-1].FunctionCall == nil {
-						parts[n-1] = &genai.Part{Text: parts[n-1].Text + p.Text, ThoughtSignature: parts[n-1].ThoughtSignature}
-						continue
-					}
-					parts = append(parts, p)
+					parts = joinStreamPart(parts, p)
 				}
 			}
 			if cand.FinishReason != "" {

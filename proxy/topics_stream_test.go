@@ -411,14 +411,7 @@ func (s *geminiTopicSession) send(t *testing.T, ctx context.Context) topicStream
 					p.InlineData == nil && p.FileData == nil && p.ExecutableCode == nil && p.CodeExecutionResult == nil) {
 					continue
 				}
-				// Stream text deltas are joined into one part, as agents
-				// keep them; every other part is kept as is.
-				if n := len(parts); n > 0 && p.Text != "" && !p.Thought && p.ThoughtSignature == nil &&
-					parts[n-1].Text != "" && !parts[n-1].Thought && parts[n-1].FunctionCall == nil {
-					parts[n-1] = &genai.Part{Text: parts[n-1].Text + p.Text, ThoughtSignature: parts[n-1].ThoughtSignature}
-					continue
-				}
-				parts = append(parts, p)
+				parts = joinStreamPart(parts, p)
 			}
 		}
 		if cand.FinishReason != "" {
@@ -625,4 +618,16 @@ func streamTenant(t *testing.T, h *harness, id string) string {
 	}
 	t.Fatalf("session %s not found", id)
 	return ""
+}
+
+// joinStreamPart appends a streamed Gemini part to parts the way agents keep
+// them: a text delta is joined onto the text part before it; every other
+// part (thoughts, calls, signed text) is kept as is.
+func joinStreamPart(parts []*genai.Part, p *genai.Part) []*genai.Part {
+	if n := len(parts); n > 0 && p.Text != "" && !p.Thought && p.ThoughtSignature == nil &&
+		parts[n-1].Text != "" && !parts[n-1].Thought && parts[n-1].FunctionCall == nil {
+		parts[n-1] = &genai.Part{Text: parts[n-1].Text + p.Text, ThoughtSignature: parts[n-1].ThoughtSignature}
+		return parts
+	}
+	return append(parts, p)
 }
