@@ -25,17 +25,30 @@ import (
 func Anchors(msgs []Message) []string {
 	out := make([]string, len(msgs))
 	var prev [sha256.Size]byte
-	h := sha256.New()
+	var buf [2 * sha256.Size]byte
 	var scratch []byte
 	for i := range msgs {
-		h.Reset()
-		h.Write(prev[:])
-		scratch = appendMessageDigest(scratch[:0], &msgs[i])
-		h.Write(scratch)
-		h.Sum(prev[:0])
+		d := msgs[i].Digest
+		if len(d) != sha256.Size {
+			var sum [sha256.Size]byte
+			scratch = appendMessageDigest(scratch[:0], &msgs[i])
+			sum = sha256.Sum256(scratch)
+			d = sum[:]
+		}
+		copy(buf[:sha256.Size], prev[:])
+		copy(buf[sha256.Size:], d)
+		prev = sha256.Sum256(buf[:])
 		out[i] = hex.EncodeToString(prev[:16])
 	}
 	return out
+}
+
+// MessageDigest is the SHA-256 of the canonical encoding of m that Anchors
+// chains: codecs that cache views compute it once per distinct message and
+// hand it over in Message.Digest.
+func MessageDigest(m *Message) []byte {
+	sum := sha256.Sum256(appendMessageDigest(nil, m))
+	return sum[:]
 }
 
 // appendMessageDigest appends a canonical, length-prefixed encoding of m.

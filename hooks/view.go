@@ -57,6 +57,11 @@ type Block struct {
 type Message struct {
 	Role   Role
 	Blocks []Block
+	// Digest is MessageDigest of this message when the codec already knows
+	// it (a view served from its cache of earlier requests), nil otherwise;
+	// Anchors computes what is missing. Whoever changes Blocks after parsing
+	// must clear it.
+	Digest []byte
 }
 
 // ToolDef is a tool the request declares.

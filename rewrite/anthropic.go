@@ -21,12 +21,12 @@ func (anthropicCodec) API() API { return APIAnthropic }
 var anthropicKeys = []string{"model", "stream", "max_tokens", "system", "tools", "messages", "metadata", "thinking"}
 
 func (anthropicCodec) ParseRequest(body []byte) (*hooks.Request, error) {
-	root, err := parseRoot(body)
+	_, idx, err := parseIndexed(body)
 	if err != nil {
 		return nil, err
 	}
 	var m [8]gjson.Result
-	members(root, anthropicKeys, m[:])
+	idx.lookup(anthropicKeys, m[:])
 	model, stream, maxTok, system, tools, msgs, meta := m[0], m[1], m[2], m[3], m[4], m[5], m[6]
 	thinking := m[7].Get("type").Str
 	uid := meta.Get("user_id")
@@ -44,13 +44,13 @@ func (anthropicCodec) ParseRequest(body []byte) (*hooks.Request, error) {
 	if maxTok.Type == gjson.Number {
 		req.MaxOutputTokens, req.HasMaxOutputTokens = maxTok.Int(), true
 	}
-	if req.System, err = anthropicSystem(system); err != nil {
+	if req.System, err = anthropicSystem(idx, system); err != nil {
 		return nil, at(err, "system")
 	}
-	if req.Tools, err = namedTools(tools, "name"); err != nil {
+	if req.Tools, err = namedTools(idx, tools, "name"); err != nil {
 		return nil, at(err, "tools")
 	}
-	if req.Messages, err = parseMessages(msgs, "messages", anthropicMessage); err != nil {
+	if req.Messages, err = parseMessages(idx, msgs, "messages", viewAnthropic, anthropicMessage); err != nil {
 		return nil, err
 	}
 	req.Fingerprint = fingerprint(req.System, req.Messages)
@@ -59,19 +59,21 @@ func (anthropicCodec) ParseRequest(body []byte) (*hooks.Request, error) {
 
 // anthropicSystem returns the text of a string or text-block system prompt,
 // blocks joined by a blank line.
-func anthropicSystem(sys gjson.Result) (string, error) {
+func anthropicSystem(idx *docIndex, sys gjson.Result) (string, error) {
 	if sys.Type == gjson.String {
 		return str(sys), nil
 	}
 	var texts []string
 	var err error
-	eachElem(sys, func(i int, b gjson.Result) bool {
+	idx.each(sys, func(i int, b gjson.Result) bool {
 		if !b.IsObject() {
 			err = atIndex(typeErr("", "an object"), i)
 			return false
 		}
-		if b.Get("type").Str == "text" {
-			t := b.Get("text")
+		var m [2]gjson.Result
+		members(b, []string{"type", "text"}, m[:])
+		if m[0].Str == "text" {
+			t := m[1]
 			if t.Type != gjson.String {
 				err = atIndex(typeErr("text", "a string"), i)
 				return false

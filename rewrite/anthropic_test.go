@@ -15,6 +15,7 @@ func TestAnthropicParseRequest(t *testing.T) {
 	require.Len(t, req.Fingerprint, 32)
 	fp := req.Fingerprint
 	req.Fingerprint = ""
+	req.Messages = stripDigests(t, req.Messages)
 	require.Equal(t, &hooks.Request{
 		Model: "claude-sonnet-4-5", Stream: true, MaxOutputTokens: 2048, HasMaxOutputTokens: true,
 		System:         "You are terse.",

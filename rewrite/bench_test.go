@@ -3,8 +3,13 @@ package rewrite
 import (
 	"bytes"
 	"io"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/tidwall/gjson"
+
+	"shepherd/bench/workload"
 	"shepherd/hooks"
 )
 
@@ -75,6 +80,72 @@ func BenchmarkApplyEdits(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// reportCPU adds the process CPU time per operation to a benchmark: on a
+// shared machine it moves less than the wall time ns/op does.
+func reportCPU(b *testing.B, run func()) {
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	start, n := cpu(), 0
+	for b.Loop() {
+		run()
+		n++
+	}
+	b.ReportMetric(float64(cpu()-start)/float64(n), "cpu-ns/op")
+}
+
+// BenchmarkParseAgent parses the 50 KB agent request of the load bench:
+// cold with the view cache off (every element decoded), warm with every
+// element cached (an agent resending its history).
+func BenchmarkParseAgent(b *testing.B) {
+	body := workload.AnthropicAgent(30, false)
+	for _, tc := range []struct {
+		name   string
+		budget int64
+	}{{"cold", 0}, {"warm", DefaultViewCacheBytes}} {
+		b.Run(tc.name, func(b *testing.B) {
+			saved := views
+			views = newViewCache(tc.budget)
+			defer func() { views = saved }()
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			reportCPU(b, func() {
+				if _, err := For(APIAnthropic).ParseRequest(body); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkIterateAgent walks every message and block of the agent request
+// with eachElem and with gjson's ForEach.
+func BenchmarkIterateAgent(b *testing.B) {
+	body := workload.AnthropicAgent(30, false)
+	msgs := gjson.GetBytes(body, "messages")
+	walks := map[string]func(gjson.Result, func(int, gjson.Result) bool){
+		"eachElem": eachElem,
+		"gjson": func(arr gjson.Result, fn func(int, gjson.Result) bool) {
+			i := 0
+			arr.ForEach(func(_, v gjson.Result) bool { fn(i, v); i++; return true })
+		},
+	}
+	for _, name := range []string{"eachElem", "gjson"} {
+		walk := walks[name]
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(msgs.Raw)))
+			reportCPU(b, func() {
+				walk(msgs, func(_ int, m gjson.Result) bool {
+					walk(m.Get("content"), func(int, gjson.Result) bool { return true })
+					return true
+				})
+			})
 		})
 	}
 }

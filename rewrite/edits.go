@@ -65,15 +65,16 @@ func setMaxKey(key string) func(body []byte, n int64) ([]byte, error) {
 }
 
 // parseMessages builds the view of every element of arr (the array member
-// key) with parse, sharing one tool-name table across the conversation.
-// Errors name the element, e.g. messages[3].content.
-func parseMessages(arr gjson.Result, key string, parse func(gjson.Result, *toolNames) (hooks.Message, error)) ([]hooks.Message, error) {
-	var names toolNames
+// key) with parse, through the view cache (tagged p), sharing one tool-name
+// table across the conversation. Errors name the element, e.g.
+// messages[3].content.
+func parseMessages(idx *docIndex, arr gjson.Result, key string, p viewParser, parse func(gjson.Result, *toolNames) (hooks.Message, error)) ([]hooks.Message, error) {
+	r := viewResolver{parser: p, parse: parse}
 	var msgs []hooks.Message
 	var err error
-	eachElem(arr, func(i int, m gjson.Result) bool {
+	idx.each(arr, func(i int, m gjson.Result) bool {
 		var msg hooks.Message
-		if msg, err = parse(m, &names); err != nil {
+		if msg, err = r.message(m); err != nil {
 			err = at(atIndex(err, i), key)
 			return false
 		}

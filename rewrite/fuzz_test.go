@@ -66,6 +66,10 @@ func FuzzParseRequestApplyEdits(f *testing.F) {
 			_, _ = c.ApplyEdits(body, e)
 			return
 		}
+		// A view served from the view cache is the view of a fresh parse.
+		fresh, err := parseUncached(t, c, body)
+		require.NoError(t, err)
+		requireSameView(t, fresh, before)
 		orig := append([]byte(nil), body...)
 		out, err := c.ApplyEdits(body, e)
 		require.NoError(t, err, "a body ParseRequest accepts must take every edit")

@@ -35,12 +35,12 @@ var geminiKeys = []string{"model", "contents", "tools", "systemInstruction", "sy
 // by the URL, which the proxy knows) and Model is "" unless the body names
 // one (the model is in the URL).
 func (geminiCodec) ParseRequest(body []byte) (*hooks.Request, error) {
-	root, err := parseRoot(body)
+	_, idx, err := parseIndexed(body)
 	if err != nil {
 		return nil, err
 	}
 	var m [7]gjson.Result
-	members(root, geminiKeys, m[:])
+	idx.lookup(geminiKeys, m[:])
 	model, contents, tools := m[0], m[1], m[2]
 	sys, sysKey := m[3], geminiKeys[3]
 	if !sys.Exists() {
@@ -69,7 +69,7 @@ func (geminiCodec) ParseRequest(body []byte) (*hooks.Request, error) {
 	if req.Tools, err = geminiTools(tools); err != nil {
 		return nil, at(err, "tools")
 	}
-	if req.Messages, err = parseMessages(contents, "contents", geminiContent); err != nil {
+	if req.Messages, err = parseMessages(idx, contents, "contents", viewGemini, geminiContent); err != nil {
 		return nil, err
 	}
 	req.Fingerprint = fingerprint(req.System, req.Messages)
@@ -145,7 +145,7 @@ func geminiTools(tools gjson.Result) ([]hooks.ToolDef, error) {
 			return false
 		}
 		var more []hooks.ToolDef
-		if more, err = namedTools(decls, "name"); err != nil {
+		if more, err = namedTools(nil, decls, "name"); err != nil {
 			err = atIndex(at(err, key), i)
 			return false
 		}

@@ -14,6 +14,7 @@ func TestGeminiParseRequest(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, req.Fingerprint, 32)
 	req.Fingerprint = ""
+	req.Messages = stripDigests(t, req.Messages)
 	require.Equal(t, &hooks.Request{
 		MaxOutputTokens: 1024, HasMaxOutputTokens: true,
 		System: "Be terse.\n\nUse Go.",

@@ -191,38 +191,6 @@ func joinField(prefix, field string) string {
 	return prefix + "." + field
 }
 
-// members fills out[i] with the first member of obj named keys[i], in one
-// pass over obj (a Get per key would skip over every large value once per
-// key).
-func members(obj gjson.Result, keys []string, out []gjson.Result) {
-	left := len(keys)
-	obj.ForEach(func(k, v gjson.Result) bool {
-		for i, key := range keys {
-			if !out[i].Exists() && k.Str == key {
-				out[i] = v
-				left--
-				break
-			}
-		}
-		return left > 0
-	})
-}
-
-// eachElem calls fn with each element of arr and its position, stopping
-// when fn returns false. It does nothing unless arr is an array (gjson's
-// ForEach would visit an object's members, or a scalar itself).
-func eachElem(arr gjson.Result, fn func(i int, v gjson.Result) bool) {
-	if !arr.IsArray() {
-		return
-	}
-	i := 0
-	arr.ForEach(func(_, v gjson.Result) bool {
-		ok := fn(i, v)
-		i++
-		return ok
-	})
-}
-
 // splice returns a new slice: body with body[start:end] replaced by the
 // concatenation of ins. body itself is never modified.
 func splice(body []byte, start, end int, ins ...[]byte) []byte {

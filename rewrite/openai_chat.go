@@ -20,12 +20,12 @@ func (chatCodec) API() API { return APIOpenAIChat }
 var chatKeys = []string{"model", "stream", "tools", "messages", "max_completion_tokens", "max_tokens", "prompt_cache_key"}
 
 func (chatCodec) ParseRequest(body []byte) (*hooks.Request, error) {
-	root, err := parseRoot(body)
+	_, idx, err := parseIndexed(body)
 	if err != nil {
 		return nil, err
 	}
 	var m [7]gjson.Result
-	members(root, chatKeys, m[:])
+	idx.lookup(chatKeys, m[:])
 	model, stream, tools, msgs, mct, mt, pck := m[0], m[1], m[2], m[3], m[4], m[5], m[6]
 	for _, err := range []error{
 		wantString(model, "model"), wantBool(stream, "stream"), wantArray(tools, "tools"),
@@ -46,12 +46,12 @@ func (chatCodec) ParseRequest(body []byte) (*hooks.Request, error) {
 	if req.Tools, err = chatTools(tools); err != nil {
 		return nil, at(err, "tools")
 	}
-	var names toolNames
+	r := viewResolver{parser: viewChat, parse: chatMessage}
 	var system []string
 	leading := true
-	eachElem(msgs, func(i int, m gjson.Result) bool {
+	idx.each(msgs, func(i int, m gjson.Result) bool {
 		var msg hooks.Message
-		msg, err = chatMessage(m, &names)
+		msg, err = r.message(m)
 		if err != nil {
 			err = at(atIndex(err, i), "messages")
 			return false

@@ -13,6 +13,7 @@ func TestChatParseRequest(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, req.Fingerprint, 32)
 	req.Fingerprint = ""
+	req.Messages = stripDigests(t, req.Messages)
 	require.Equal(t, &hooks.Request{
 		Model: "gpt-4.1", Stream: true, MaxOutputTokens: 1024, HasMaxOutputTokens: true,
 		System:         "You are terse.\n\nPrefer Go.",

@@ -21,12 +21,12 @@ var responsesKeys = []string{"model", "stream", "max_output_tokens", "instructio
 	"prompt_cache_key", "previous_response_id"}
 
 func (responsesCodec) ParseRequest(body []byte) (*hooks.Request, error) {
-	root, err := parseRoot(body)
+	_, idx, err := parseIndexed(body)
 	if err != nil {
 		return nil, err
 	}
 	var m [8]gjson.Result
-	members(root, responsesKeys, m[:])
+	idx.lookup(responsesKeys, m[:])
 	model, stream, mot, instr, input, tools, pck, prev := m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]
 	for _, err := range []error{
 		wantString(model, "model"), wantBool(stream, "stream"), wantNumber(mot, "max_output_tokens"),
@@ -41,12 +41,12 @@ func (responsesCodec) ParseRequest(body []byte) (*hooks.Request, error) {
 	if mot.Type == gjson.Number {
 		req.MaxOutputTokens, req.HasMaxOutputTokens = mot.Int(), true
 	}
-	if req.Tools, err = namedTools(tools, "name"); err != nil {
+	if req.Tools, err = namedTools(idx, tools, "name"); err != nil {
 		return nil, at(err, "tools")
 	}
 	if input.Type == gjson.String {
 		req.Messages = []hooks.Message{{Role: hooks.RoleUser, Blocks: []hooks.Block{{Kind: hooks.BlockText, Text: str(input)}}}}
-	} else if req.Messages, err = responsesItems(input); err != nil {
+	} else if req.Messages, err = responsesItems(idx, input); err != nil {
 		return nil, err
 	}
 	var system []string
@@ -72,18 +72,19 @@ func (responsesCodec) ParseRequest(body []byte) (*hooks.Request, error) {
 // items (assistant messages, function and custom tool calls, reasoning) form
 // one assistant message; each function_call_output or custom_tool_call_output
 // is a tool message.
-func responsesItems(input gjson.Result) ([]hooks.Message, error) {
+func responsesItems(idx *docIndex, input gjson.Result) ([]hooks.Message, error) {
 	var msgs []hooks.Message
-	var names toolNames
+	r := viewResolver{parser: viewResponses, parse: responsesItem}
 	var err error
-	eachElem(input, func(j int, it gjson.Result) bool {
+	idx.each(input, func(j int, it gjson.Result) bool {
 		var msg hooks.Message
-		if msg, err = responsesItem(it, &names); err != nil {
+		if msg, err = r.message(it); err != nil {
 			err = at(atIndex(err, j), "input")
 			return false
 		}
 		if n := len(msgs); n > 0 && msg.Role == hooks.RoleAssistant && msgs[n-1].Role == hooks.RoleAssistant {
 			msgs[n-1].Blocks = append(msgs[n-1].Blocks, msg.Blocks...)
+			msgs[n-1].Digest = nil // the merged message has its own digest
 			return true
 		}
 		msgs = append(msgs, msg)

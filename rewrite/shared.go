@@ -122,18 +122,22 @@ func appendContentParts(body []byte, msg gjson.Result, key string, parts []byte,
 	return nil, fmt.Errorf("rewrite: cannot edit message %s: unexpected type", key)
 }
 
-// namedTools lists the names of a tools array whose elements carry the name
-// at path (elements without one, such as some built-in tools, are skipped).
-func namedTools(tools gjson.Result, path string) ([]hooks.ToolDef, error) {
+// namedTools lists the names of a tools array whose elements carry the
+// member key (elements without one, such as some built-in tools, are
+// skipped). idx, when not nil, indexes the body tools is a root member of.
+func namedTools(idx *docIndex, tools gjson.Result, key string) ([]hooks.ToolDef, error) {
 	var defs []hooks.ToolDef
 	var err error
-	eachElem(tools, func(i int, t gjson.Result) bool {
+	keys := []string{key}
+	idx.each(tools, func(i int, t gjson.Result) bool {
 		if !t.IsObject() {
 			err = atIndex(typeErr("", "an object"), i)
 			return false
 		}
-		n := t.Get(path)
-		if err = atIndex(wantString(n, path), i); err != nil {
+		var m [1]gjson.Result
+		members(t, keys, m[:])
+		n := m[0]
+		if err = atIndex(wantString(n, key), i); err != nil {
 			return false
 		}
 		if n.Str != "" {

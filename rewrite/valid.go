@@ -30,6 +30,9 @@ const maxValidDepth = 10000
 type validator struct {
 	b []byte
 	i int
+	// idx, when set, records the root object's members and the elements
+	// of its array members (validIndexed).
+	idx *docIndex
 }
 
 func (v *validator) ws() {
@@ -88,8 +91,12 @@ func (v *validator) container(depth int, close byte) bool {
 	}
 	for {
 		if close == '}' {
+			keyStart := v.i
 			if v.i >= len(v.b) || v.b[v.i] != '"' || !v.str() {
 				return false
+			}
+			if v.idx != nil && depth == 1 {
+				v.idx.key(v.b[keyStart+1 : v.i-1])
 			}
 			v.ws()
 			if v.i >= len(v.b) || v.b[v.i] != ':' {
@@ -98,8 +105,12 @@ func (v *validator) container(depth int, close byte) bool {
 			v.i++
 			v.ws()
 		}
+		start := v.i
 		if !v.value(depth) {
 			return false
+		}
+		if v.idx != nil && depth <= 2 {
+			v.idx.note(depth, close, start, v.i)
 		}
 		v.ws()
 		if v.i >= len(v.b) {

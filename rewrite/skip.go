@@ -1,0 +1,180 @@
+package rewrite
+
+import (
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// Fast iteration over JSON containers. gjson's ForEach decodes every value
+// it passes (unescaping strings, scanning containers to find their end) even
+// when the caller wants one member; the request path walks 50 KB
+// conversations several times, mostly over long tool-result strings. These
+// helpers find the end of a value by looking only at brackets and quotes,
+// with strings.IndexByte (vectorised) across string contents, and decode only
+// what the caller reads.
+//
+// They are meant for JSON already validated (a request ParseRequest
+// accepted, a reply parseReplyRoot accepted, bodies built from those). On
+// malformed input they stop early or give odd results, never panic or loop.
+
+// skipString returns the offset just past the string whose opening quote is
+// at s[i], or -1 when it is not terminated.
+func skipString(s string, i int) int {
+	j := i + 1
+	for {
+		q := strings.IndexByte(s[j:], '"')
+		if q < 0 {
+			return -1
+		}
+		j += q
+		// The quote is escaped when an odd number of backslashes precede it.
+		bs := 0
+		for k := j - 1; k > i && s[k] == '\\'; k-- {
+			bs++
+		}
+		j++
+		if bs%2 == 0 {
+			return j
+		}
+	}
+}
+
+// skipValue returns the offset just past the value starting at s[i] (no
+// leading whitespace), or -1 when there is none.
+func skipValue(s string, i int) int {
+	if i >= len(s) {
+		return -1
+	}
+	switch s[i] {
+	case '"':
+		return skipString(s, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(s); j++ {
+			switch s[j] {
+			case '"':
+				if j = skipString(s, j); j < 0 {
+					return -1
+				}
+				j--
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	// Number or literal: up to the next delimiter.
+	j := i
+	for j < len(s) {
+		switch s[j] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r', ':':
+			if j == i {
+				return -1
+			}
+			return j
+		}
+		j++
+	}
+	return j
+}
+
+func skipWS(s string, i int) int {
+	for i < len(s) {
+		switch s[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// valueAt returns the gjson result for the value raw found at offset off of
+// a container whose own offset in the document is base. Containers are not
+// decoded (gjson decodes them lazily on Get/ForEach); scalars are.
+func valueAt(raw string, base, off int) gjson.Result {
+	var r gjson.Result
+	if raw[0] == '{' || raw[0] == '[' {
+		r = gjson.Result{Type: gjson.JSON, Raw: raw}
+	} else {
+		r = gjson.Parse(raw)
+	}
+	r.Index = base + off
+	return r
+}
+
+// eachElem calls fn with each element of arr and its position, stopping
+// when fn returns false. It does nothing unless arr is an array (gjson's
+// ForEach would visit an object's members, or a scalar itself). Each
+// element's Index is its offset in the document arr came from (as gjson
+// computes it).
+func eachElem(arr gjson.Result, fn func(i int, v gjson.Result) bool) {
+	if !arr.IsArray() {
+		return
+	}
+	s := arr.Raw
+	j := strings.IndexByte(s, '[') + 1
+	for n := 0; ; n++ {
+		if j = skipWS(s, j); j >= len(s) || s[j] == ']' {
+			return
+		}
+		end := skipValue(s, j)
+		if end < 0 {
+			return
+		}
+		if !fn(n, valueAt(s[j:end], arr.Index, j)) {
+			return
+		}
+		if j = skipWS(s, end); j < len(s) && s[j] == ',' {
+			j++
+		}
+	}
+}
+
+// members fills out[i] with the member of obj named keys[i] (the first one
+// when a key repeats), in one pass over obj that decodes only those values.
+func members(obj gjson.Result, keys []string, out []gjson.Result) {
+	if !obj.IsObject() {
+		return
+	}
+	s := obj.Raw
+	left := len(keys)
+	j := strings.IndexByte(s, '{') + 1
+	for left > 0 {
+		if j = skipWS(s, j); j >= len(s) || s[j] != '"' {
+			return
+		}
+		kend := skipString(s, j)
+		if kend < 0 {
+			return
+		}
+		key := s[j+1 : kend-1]
+		if strings.IndexByte(key, '\\') >= 0 {
+			key = gjson.Parse(s[j:kend]).Str
+		}
+		if j = skipWS(s, kend); j >= len(s) || s[j] != ':' {
+			return
+		}
+		j = skipWS(s, j+1)
+		end := skipValue(s, j)
+		if end < 0 {
+			return
+		}
+		for i, k := range keys {
+			if !out[i].Exists() && k == key {
+				out[i] = valueAt(s[j:end], obj.Index, j)
+				left--
+				break
+			}
+		}
+		if j = skipWS(s, end); j < len(s) && s[j] == ',' {
+			j++
+		}
+	}
+}

@@ -1,0 +1,281 @@
+package rewrite
+
+import (
+	"hash/maphash"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tidwall/gjson"
+
+	"shepherd/hooks"
+)
+
+// The view cache remembers the view of conversation elements (messages,
+// input items, contents) by their exact bytes. Agents resend the whole
+// history on every request, so all but the newest element or two of a
+// request were parsed before: a hit costs a hash of the element's bytes and
+// a map lookup instead of decoding it again, and it brings the message's
+// anchor digest (hooks.MessageDigest) along.
+//
+// Entries are context-free. The one part of an element's view that depends
+// on the elements before it, the tool name of a tool result whose wire form
+// has only the call id, is left empty in the entry and resolved per request
+// (viewResolver). Digests are kept per resolution: an entry's digest is
+// reused only when its tool results resolve to the same names again.
+//
+// The cache is process-wide and shared by every server, route and tenant:
+// its key is the content, so sharing changes nothing but the hit rate. It is
+// bounded in bytes (the raw size of the elements, a fair measure of the
+// strings their views hold) and evicts by generation: when the current
+// generation of a shard is full it becomes the old one and the previous old
+// one is dropped; a hit in the old generation moves the entry back.
+
+// viewCacheShards spreads lock contention; a power of two.
+const viewCacheShards = 16
+
+// DefaultViewCacheBytes is the view cache's default budget.
+const DefaultViewCacheBytes = 64 << 20
+
+// viewParser tags the element parser an entry came from, so that the same
+// bytes parsed by two codecs are two entries.
+type viewParser uint8
+
+const (
+	viewAnthropic viewParser = iota + 1
+	viewChat
+	viewResponses
+	viewGemini
+)
+
+type viewKey struct {
+	parser viewParser
+	n      int
+	h1, h2 uint64
+}
+
+// viewEntry is immutable once stored, except for the digest memo.
+type viewEntry struct {
+	msg  hooks.Message // Blocks never modified; tool-result names unresolved
+	size int64
+	// digest is the digest for the names its tool results last resolved to.
+	digest atomic.Pointer[resolvedDigest]
+}
+
+type resolvedDigest struct {
+	names  []string // ToolName of each tool-result block, in order
+	digest []byte
+}
+
+type viewShard struct {
+	mu       sync.Mutex
+	cur, old map[viewKey]*viewEntry
+	curBytes int64
+}
+
+type viewCache struct {
+	seeds  [2]maphash.Seed
+	limit  atomic.Int64 // bytes per shard generation; 0 disables the cache
+	shards [viewCacheShards]viewShard
+	hits   atomic.Uint64
+	misses atomic.Uint64
+}
+
+var views = newViewCache(DefaultViewCacheBytes)
+
+func newViewCache(budget int64) *viewCache {
+	c := &viewCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
+	c.setBudget(budget)
+	return c
+}
+
+// SetViewCacheBytes sets the view cache's budget in bytes of cached
+// elements (two generations of half the budget each); 0 disables it and
+// drops what it holds. Safe to call at any time.
+func SetViewCacheBytes(budget int64) { views.setBudget(budget) }
+
+// ViewCacheStats reports the cache's hits and misses since the process
+// started (elements looked up while parsing requests).
+func ViewCacheStats() (hits, misses uint64) { return views.hits.Load(), views.misses.Load() }
+
+func (c *viewCache) setBudget(budget int64) {
+	per := max(budget/2/viewCacheShards, 0)
+	c.limit.Store(per)
+	if per == 0 {
+		for i := range c.shards {
+			sh := &c.shards[i]
+			sh.mu.Lock()
+			sh.cur, sh.old, sh.curBytes = nil, nil, 0
+			sh.mu.Unlock()
+		}
+	}
+}
+
+func (c *viewCache) key(p viewParser, raw string) viewKey {
+	return viewKey{parser: p, n: len(raw), h1: maphash.String(c.seeds[0], raw), h2: maphash.String(c.seeds[1], raw)}
+}
+
+func (c *viewCache) get(k viewKey) *viewEntry {
+	sh := &c.shards[k.h1%viewCacheShards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e := sh.cur[k]; e != nil {
+		return e
+	}
+	e := sh.old[k]
+	if e != nil {
+		delete(sh.old, k)
+		sh.insert(k, e, c.limit.Load())
+	}
+	return e
+}
+
+func (c *viewCache) put(k viewKey, e *viewEntry) {
+	limit := c.limit.Load()
+	if limit == 0 || e.size > limit {
+		return
+	}
+	sh := &c.shards[k.h1%viewCacheShards]
+	sh.mu.Lock()
+	sh.insert(k, e, limit)
+	sh.mu.Unlock()
+}
+
+// insert adds e to the current generation, rotating generations when it
+// would overflow. The caller holds sh.mu.
+func (sh *viewShard) insert(k viewKey, e *viewEntry, limit int64) {
+	if limit == 0 {
+		return
+	}
+	if sh.curBytes+e.size > limit {
+		sh.old, sh.cur, sh.curBytes = sh.cur, nil, 0
+	}
+	if sh.cur == nil {
+		sh.cur = make(map[viewKey]*viewEntry)
+	}
+	sh.cur[k] = e
+	sh.curBytes += e.size
+}
+
+// viewResolver parses the elements of one conversation in order through the
+// cache, resolving tool-result names against the calls seen so far.
+type viewResolver struct {
+	parser viewParser
+	parse  func(gjson.Result, *toolNames) (hooks.Message, error)
+	names  toolNames // the calls seen so far, when the cache is off
+	calls  []namedCall
+	byID   toolNames // the calls seen so far, once there are many
+	arena  []hooks.Block
+}
+
+type namedCall struct{ id, name string }
+
+// recentCalls is how many calls resolve by a backward scan; a conversation
+// with more switches to a map (results answer recent calls, and a scan
+// must not grow with the conversation).
+const recentCalls = 32
+
+func (r *viewResolver) addCall(id, name string) {
+	if id == "" || name == "" {
+		return
+	}
+	if r.byID != nil {
+		r.byID.add(id, name)
+		return
+	}
+	r.calls = append(r.calls, namedCall{id, name})
+	if len(r.calls) > recentCalls {
+		for _, c := range r.calls {
+			r.byID.add(c.id, c.name)
+		}
+	}
+}
+
+func (r *viewResolver) callName(id string) string {
+	if r.byID != nil {
+		return r.byID[id]
+	}
+	for i := len(r.calls) - 1; i >= 0; i-- {
+		if r.calls[i].id == id {
+			return r.calls[i].name
+		}
+	}
+	return ""
+}
+
+// blocks copies src into the resolver's arena (one allocation for many
+// messages); the copy's capacity is its length, so appending to it (a
+// Responses merge) reallocates instead of overwriting its neighbour.
+func (r *viewResolver) blocks(src []hooks.Block) []hooks.Block {
+	if len(src) == 0 {
+		return nil
+	}
+	if len(src) > cap(r.arena)-len(r.arena) {
+		r.arena = make([]hooks.Block, 0, max(64, 2*len(src)))
+	}
+	n := len(r.arena)
+	r.arena = append(r.arena, src...)
+	return r.arena[n:len(r.arena):len(r.arena)]
+}
+
+// entryOverhead approximates what an entry costs beyond its element's bytes.
+const entryOverhead = 256
+
+// message returns the view of element el. The returned message owns its
+// Blocks slice (callers may append to it) and carries its digest.
+func (r *viewResolver) message(el gjson.Result) (hooks.Message, error) {
+	if views.limit.Load() == 0 {
+		msg, err := r.parse(el, &r.names)
+		return msg, err
+	}
+	k := views.key(r.parser, el.Raw)
+	e := views.get(k)
+	if e == nil {
+		views.misses.Add(1)
+		var private toolNames // the entry must not depend on earlier elements
+		msg, err := r.parse(el, &private)
+		if err != nil {
+			return hooks.Message{}, err
+		}
+		for i := range msg.Blocks {
+			if b := &msg.Blocks[i]; b.Kind == hooks.BlockToolResult && b.ToolName != "" && private[b.ToolCallID] == b.ToolName {
+				// Named from this element's own calls (or not at all): leave
+				// it to the resolution below, like every other result.
+				msg.Blocks[i].ToolName = ""
+			}
+		}
+		e = &viewEntry{msg: msg, size: int64(len(el.Raw)) + entryOverhead}
+		views.put(k, e)
+	} else {
+		views.hits.Add(1)
+	}
+	return r.resolve(e), nil
+}
+
+// resolve copies e's view, names its tool results from the calls seen so
+// far (then records this element's calls), and attaches the digest for that
+// resolution, computing it if the entry has none for these names.
+func (r *viewResolver) resolve(e *viewEntry) hooks.Message {
+	msg := hooks.Message{Role: e.msg.Role, Blocks: r.blocks(e.msg.Blocks)}
+	var resolved []string
+	for i := range msg.Blocks {
+		b := &msg.Blocks[i]
+		switch b.Kind {
+		case hooks.BlockToolCall:
+			r.addCall(b.ToolCallID, b.ToolName)
+		case hooks.BlockToolResult:
+			if b.ToolName == "" {
+				b.ToolName = r.callName(b.ToolCallID)
+			}
+			resolved = append(resolved, b.ToolName)
+		}
+	}
+	if d := e.digest.Load(); d != nil && slices.Equal(d.names, resolved) {
+		msg.Digest = d.digest
+		return msg
+	}
+	d := &resolvedDigest{names: resolved, digest: hooks.MessageDigest(&msg)}
+	e.digest.Store(d)
+	msg.Digest = d.digest
+	return msg
+}
