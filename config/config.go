@@ -122,6 +122,11 @@ type Limits struct {
 	// MaxConnsPerUpstream: key limits.max_conns_per_upstream; most open
 	// connections to one provider; default 1024.
 	MaxConnsPerUpstream int `mapstructure:"max_conns_per_upstream"`
+	// ViewCacheBytes: key limits.view_cache_bytes; memory for the parsed
+	// views of conversation messages, shared by all sessions (agents resend
+	// their history, so a resent message is not parsed again); 0 turns the
+	// cache off. Default 67108864 (64 MiB).
+	ViewCacheBytes int64 `mapstructure:"view_cache_bytes"`
 }
 
 // Admin configures the admin endpoints.

@@ -32,6 +32,7 @@ func Defaults() Config {
 			StreamIdleTimeout:   5 * time.Minute,
 			ShutdownGrace:       30 * time.Second,
 			MaxConnsPerUpstream: 1024,
+			ViewCacheBytes:      64 << 20,
 		},
 		Admin: Admin{
 			Listen: "127.0.0.1:8788",

@@ -73,6 +73,9 @@ func (c *Config) Validate() error {
 	positive(&p, "limits.stream_idle_timeout", c.Limits.StreamIdleTimeout)
 	positive(&p, "limits.shutdown_grace", c.Limits.ShutdownGrace)
 	positive(&p, "limits.max_conns_per_upstream", c.Limits.MaxConnsPerUpstream)
+	if c.Limits.ViewCacheBytes < 0 {
+		p.add("limits.view_cache_bytes", "must be >= 0 (0 turns the cache off), got %d", c.Limits.ViewCacheBytes)
+	}
 
 	if c.Admin.Listen != "" {
 		p.hostPort("admin.listen", c.Admin.Listen)

@@ -42,6 +42,9 @@ func BuildFeatures(cfg *config.Config, m *Metrics, log *zap.Logger) (*Features, 
 		log = zap.NewNop()
 	}
 	f := &Features{chains: map[rewrite.API]*hooks.Chain{}, failClosed: map[rewrite.API]bool{}}
+	// The view cache is process-wide (keyed by content, so servers can
+	// share it); the latest configuration sets its size.
+	rewrite.SetViewCacheBytes(cfg.Limits.ViewCacheBytes)
 	var topics *hooks.Topics
 	if t := cfg.Topics; t.Enabled {
 		topics = hooks.NewTopics(hooks.TopicsConfig{

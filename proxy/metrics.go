@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"shepherd/rewrite"
 )
 
 // Metrics holds shepherd's Prometheus collectors on a private registry (never
@@ -122,6 +124,8 @@ func NewMetrics() *Metrics {
 	}
 	r.MustRegister(m.acceptErrors, m.truncations, m.recoveries, m.recoveryAttempts, m.recoveryAdded, m.intentDecisions, m.policyLoads, m.policyValid, m.topicChanges, m.ledger, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
 		m.storeErrors, m.hookErrors, m.upstreamErrors, m.clientAborts,
+		viewCacheLookups("hit", func() uint64 { h, _ := rewrite.ViewCacheStats(); return h }),
+		viewCacheLookups("miss", func() uint64 { _, m := rewrite.ViewCacheStats(); return m }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -147,4 +151,14 @@ func (m *Metrics) observeUpstream(route string, d time.Duration) {
 
 func (m *Metrics) observeOverhead(route string, d time.Duration) {
 	m.overhead.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// viewCacheLookups exports the process-wide view cache's counts
+// (rewrite.ViewCacheStats) as shepherd_view_cache_lookups_total{result}.
+func viewCacheLookups(result string, read func() uint64) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name:        "shepherd_view_cache_lookups_total",
+		Help:        "Conversation messages looked up in the view cache while parsing requests: hit (parsed before, not parsed again) or miss.",
+		ConstLabels: prometheus.Labels{"result": result},
+	}, func() float64 { return float64(read()) })
 }

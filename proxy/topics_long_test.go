@@ -51,6 +51,7 @@ func TestTopicsTwentyTurnsAppendOnly(t *testing.T) {
 			for k, v := range api.headers {
 				hdr[k] = v
 			}
+			hitsBefore := metricValue(t, h, "shepherd_view_cache_lookups_total", `result="hit"`)
 			history := []string{api.user("start the task")}
 			for k := 0; k < 20; k++ {
 				scriptTurn(h.mock, k)
@@ -85,6 +86,9 @@ func TestTopicsTwentyTurnsAppendOnly(t *testing.T) {
 			require.Positive(t, metricValue(t, h, "shepherd_ledger_entries_total", `result="applied"`))
 			require.Equal(t, 10.0, metricValue(t, h, "shepherd_topic_changes_total", ""))
 			require.Equal(t, 5.0, metricValue(t, h, "shepherd_followups_total", `route="`+routeOf(api)+`"`))
+			// Each request resends the history: its messages come from the
+			// view cache (the counter is process-wide, so only a floor).
+			require.GreaterOrEqual(t, metricValue(t, h, "shepherd_view_cache_lookups_total", `result="hit"`)-hitsBefore, 20.0)
 		})
 	}
 }
