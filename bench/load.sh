@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Load comparison of shepherd against the mock provider direct and against
-# nginx (proxy_pass, buffering off), non-streaming and streaming, in one run.
-# See bench/README.md for what is measured and how to read the table.
+# nginx (proxy_pass, buffering off), non-streaming and streaming, Anthropic
+# and OpenAI Chat, in one run: saturation (wrk), open loop at a fixed rate,
+# per-event forwarding delay, idle streams. See bench/README.md for what is
+# measured and how to read the tables.
 #
 # Usage: bash bench/load.sh            (or: make -C bench load)
 #
@@ -11,7 +13,7 @@
 #   ROUNDS=2          measured runs per workload × target; the table shows medians
 #   CONNECTIONS=32    wrk connections (closed loop: each waits for its reply)
 #   THREADS=1         wrk threads
-#   WORKLOADS="small agent50k stream"   subset / order of workloads
+#   WORKLOADS="small agent50k chat50k stream agent50k-stream"   subset / order of workloads
 #   TARGETS="direct nginx shepherd shepherd-hooks shepherd-redis"  subset / order of targets
 #   NGINX_WORKERS=1   nginx worker_processes
 #   NOISE_MAX=10      a run during which other processes used more than this
@@ -25,9 +27,18 @@
 #                     at a fixed rate per workload × target, latency from each request's
 #                     scheduled time (0: skip)
 #   OPENLOOP_RATE=500         requests/s of the open-loop runs (JSON workloads)
-#   OPENLOOP_STREAM_RATE=100  requests/s of the open-loop runs of the stream workload
+#   OPENLOOP_STREAM_RATE=100  requests/s of the open-loop runs of the stream workloads
 #   OPENLOOP_DURATION=5s      measured time of each open-loop run
 #   OPENLOOP_WARMUP=1s        unmeasured time before it, at the same rate
+#   EVENTDELAY=1      then a per-event delay phase: streams from a mock that stamps every
+#                     text delta with its send time and sends the events 2 ms apart;
+#                     benchtool openloop -stamped records, for every delta, the time it
+#                     was read minus the time stamped in it (0: skip)
+#   EVENTDELAY_RATE=20        streams/s of the per-event delay runs (50 events each)
+#   EVENTDELAY_DURATION=5s    measured time of each per-event delay run
+#   EVENTDELAY_WARMUP=1s      unmeasured time before it
+#   CHART=bench/results/latency.svg  where the SVG chart of the open-loop (and per-event
+#                     delay) percentiles is copied ("" to skip; default "" when RESULTS is "")
 #   IDLE=1            last, a memory phase: benchtool idle holds N streams open through a
 #                     fresh shepherd (hooks off, then on) in front of a fresh mock that holds
 #                     every stream after its first event (pinging), and reads the proxy's
@@ -38,8 +49,16 @@
 #   IDLE_SETTLE=3s    how long all N stay open while the RSS is sampled (peak kept)
 #   IDLE_TIMEOUT=60s  for all N to receive their first event
 #   IDLE_MOCK_HOLD=180s IDLE_MOCK_PING=2s  the idle mock's -hold and -ping
-#   OUT=bench/out     raw wrk outputs, logs, results.tsv, openloop.tsv, idle.tsv (gitignored)
-#   RESULTS=bench/results/latest.md   the committed copy of the table ("" to skip)
+#   OUT=bench/out     raw wrk outputs, logs, results.tsv, openloop.tsv, eventdelay.tsv,
+#                     idle.tsv, latency.svg (gitignored)
+#   RESULTS=bench/results/latest.md   the committed copy of the report ("" to skip)
+#
+# The mock serves one reply shape per process, so each shape (the default
+# one, the ~300-event agent stream, the stamped stream) gets a "fleet": its
+# own mock process and, in front of it, its own nginx server block (same
+# nginx process) and shepherd processes. A workload runs against the fleet of
+# its shape; all targets of a workload are in one fleet, so they stay
+# interleaved. Fleets not measured sit idle.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -50,7 +69,7 @@ WARMUP=${WARMUP:-2s}
 ROUNDS=${ROUNDS:-2}
 CONNECTIONS=${CONNECTIONS:-32}
 THREADS=${THREADS:-1}
-WORKLOADS=${WORKLOADS:-small agent50k stream}
+WORKLOADS=${WORKLOADS:-small agent50k chat50k stream agent50k-stream}
 TARGETS=${TARGETS:-direct nginx shepherd shepherd-hooks shepherd-redis}
 NGINX_WORKERS=${NGINX_WORKERS:-1}
 NOISE_MAX=${NOISE_MAX:-10}
@@ -61,6 +80,10 @@ OPENLOOP_RATE=${OPENLOOP_RATE:-500}
 OPENLOOP_STREAM_RATE=${OPENLOOP_STREAM_RATE:-100}
 OPENLOOP_DURATION=${OPENLOOP_DURATION:-5s}
 OPENLOOP_WARMUP=${OPENLOOP_WARMUP:-1s}
+EVENTDELAY=${EVENTDELAY:-1}
+EVENTDELAY_RATE=${EVENTDELAY_RATE:-20}
+EVENTDELAY_DURATION=${EVENTDELAY_DURATION:-5s}
+EVENTDELAY_WARMUP=${EVENTDELAY_WARMUP:-1s}
 IDLE=${IDLE:-1}
 IDLE_STREAMS=${IDLE_STREAMS:-1000 10000}
 IDLE_TARGETS=${IDLE_TARGETS:-shepherd shepherd-hooks}
@@ -70,6 +93,7 @@ IDLE_MOCK_HOLD=${IDLE_MOCK_HOLD:-180s}
 IDLE_MOCK_PING=${IDLE_MOCK_PING:-2s}
 OUT=${OUT:-$here/out}
 RESULTS=${RESULTS-$here/results/latest.md}
+CHART=${CHART-${RESULTS:+$(dirname "$RESULTS")/latency.svg}}
 GO=${GO:-go}
 
 log() { printf '== %s\n' "$*" >&2; }
@@ -153,15 +177,35 @@ log "building shepherd, mockprovider and benchtool into $tmp"
 bt=$tmp/benchtool
 "$bt" bodies "$tmp/bodies"
 
-read -r MOCK_PORT NGINX_PORT SHEP_PORT ADMIN_PORT HOOKS_PORT HOOKS_ADMIN REDIS_SHEP_PORT REDIS_ADMIN REDIS_PORT <<<"$("$bt" ports 9 | tr '\n' ' ')"
+# The workloads: request path, stream or not, and the mock shape serving
+# them (benchtool bodies writes workloads.tsv; "stamped" is the per-event
+# delay phase's).
+declare -A wl_path wl_stream wl_mock
+while IFS=$'\t' read -r name api path stream mock events; do
+  [ "$name" = name ] && continue
+  wl_path[$name]=$path wl_stream[$name]=$stream wl_mock[$name]=$mock
+done <"$tmp/bodies/workloads.tsv"
 
-# The mock: no recording, no TTFT and no inter-event delay (throughput runs),
-# reply shape from the workload package (mock.args).
-read -ra mock_args <"$tmp/bodies/mock.args"
-"${on_load_cpu[@]}" "$tmp/mockprovider" -addr "127.0.0.1:$MOCK_PORT" -no-record -ttft 0 -delay 0 "${mock_args[@]}" \
-  >"$OUT/mock.log" 2>&1 &
-MOCK_PID=$!
-pids+=("$MOCK_PID")
+read -ra targets <<<"$TARGETS"
+read -ra workloads <<<"$WORKLOADS"
+for t in "${targets[@]}"; do
+  case $t in direct | nginx | shepherd | shepherd-hooks | shepherd-redis) ;; *) die "unknown target $t" ;; esac
+done
+for wl in "${workloads[@]}"; do
+  [ -n "${wl_mock[$wl]+x}" ] && [ "$wl" != stamped ] || die "unknown workload $wl"
+done
+has_target() { [[ " ${targets[*]} " == *" $1 "* ]]; }
+
+# The fleets: one per mock shape in use (the workloads', then the stamped
+# one for the per-event delay phase).
+fleets=()
+add_fleet() { [[ " ${fleets[*]} " == *" $1 "* ]] || fleets+=("$1"); }
+for wl in "${workloads[@]}"; do add_fleet "${wl_mock[$wl]}"; done
+if [ "$EVENTDELAY" != 0 ]; then add_fleet "${wl_mock[stamped]}"; fi
+
+# Every port at once (8 per fleet and Redis's), so none is handed out twice.
+read -ra ports <<<"$("$bt" ports $((8 * ${#fleets[@]} + 1)) | tr '\n' ' ')"
+REDIS_PORT=${ports[-1]}
 
 # start_shepherd NAME PORT ADMIN_PORT UPSTREAM [VAR=value ...] starts the
 # built proxy pinned to the proxy CPU, every upstream at UPSTREAM, logging to
@@ -185,16 +229,9 @@ printf '%s\n' 'version: 1' 'current_intent_id: INT-001' 'intents:' '  - id: INT-
 hooks_off=(SHEPHERD_TOPICS_ENABLED=false SHEPHERD_INTENTS_ENABLED=false SHEPHERD_RECOVERY_ENABLED=false)
 hooks_on=(SHEPHERD_INTENTS_ENABLED=true SHEPHERD_INTENTS_WORKSPACE_ROOT="$tmp/ws")
 
-# shepherd: every upstream at the mock, hooks off, memory store, admin on its
-# own port. shepherd-hooks: hooks on, memory store. shepherd-redis: hooks on,
-# a private redis-server (on the load CPU, like the mock).
-mock_url="http://127.0.0.1:$MOCK_PORT"
-start_shepherd shepherd "$SHEP_PORT" "$ADMIN_PORT" "$mock_url" "${hooks_off[@]}"
-SHEP_PID=$started_pid
-start_shepherd shepherd-hooks "$HOOKS_PORT" "$HOOKS_ADMIN" "$mock_url" "${hooks_on[@]}" SHEPHERD_STATE_BACKEND=memory
-HOOKS_PID=$started_pid
-REDIS_SHEP_PID=""
-if [[ " $TARGETS " == *" shepherd-redis "* ]]; then
+# shepherd-redis: hooks on, a private redis-server (on the load CPU, like
+# the mock), one database per fleet.
+if has_target shepherd-redis; then
   if ! command -v redis-server >/dev/null; then
     [ "$(id -u)" = 0 ] || die "redis-server is needed for shepherd-redis: apt-get install -y redis-server (as root)"
     log "installing redis-server"
@@ -204,20 +241,61 @@ if [[ " $TARGETS " == *" shepherd-redis "* ]]; then
   "${on_load_cpu[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
     >"$OUT/redis.log" 2>&1 &
   pids+=("$!")
-  start_shepherd shepherd-redis "$REDIS_SHEP_PORT" "$REDIS_ADMIN" "$mock_url" "${hooks_on[@]}" \
-    SHEPHERD_STATE_BACKEND=redis SHEPHERD_STATE_REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
-  REDIS_SHEP_PID=$started_pid
 fi
+
+# target_url[FLEET/TARGET] is a target's base URL, target_pid[FLEET/TARGET]
+# the process measured for it ("" for direct); mock_pid[FLEET] and
+# mock_port[FLEET] are the fleet's mock, nginx_port[FLEET] its nginx server
+# block.
+declare -A target_url target_pid mock_pid mock_port nginx_port
+
+# start_fleet FLEET INDEX: the fleet's mock (no recording, no TTFT, the
+# shape's flags from mock-FLEET.args) and the shepherds of TARGETS in front of
+# it: shepherd (hooks off), shepherd-hooks (hooks on, memory store),
+# shepherd-redis (hooks on, Redis database INDEX). Logs: $OUT/<name>.log, the
+# default fleet's without a suffix, the others' with -FLEET.
+start_fleet() {
+  local f=$1 i=$2 sfx="" margs up
+  [ "$f" = default ] || sfx="-$f"
+  local mp=${ports[8 * i]} sp=${ports[8 * i + 2]} ap=${ports[8 * i + 3]} hp=${ports[8 * i + 4]}
+  local ha=${ports[8 * i + 5]} rp=${ports[8 * i + 6]} ra=${ports[8 * i + 7]}
+  nginx_port[$f]=${ports[8 * i + 1]}
+  mock_port[$f]=$mp
+  read -ra margs <"$tmp/bodies/mock-$f.args"
+  "${on_load_cpu[@]}" "$tmp/mockprovider" -addr "127.0.0.1:$mp" -no-record -ttft 0 "${margs[@]}" \
+    >"$OUT/mock$sfx.log" 2>&1 &
+  mock_pid[$f]=$!
+  pids+=("$!")
+  up="http://127.0.0.1:$mp"
+  target_url[$f/direct]=$up target_pid[$f/direct]=""
+  if has_target shepherd; then
+    start_shepherd "shepherd$sfx" "$sp" "$ap" "$up" "${hooks_off[@]}"
+    target_url[$f/shepherd]="http://127.0.0.1:$sp" target_pid[$f/shepherd]=$started_pid
+  fi
+  if has_target shepherd-hooks; then
+    start_shepherd "shepherd-hooks$sfx" "$hp" "$ha" "$up" "${hooks_on[@]}" SHEPHERD_STATE_BACKEND=memory
+    target_url[$f/shepherd-hooks]="http://127.0.0.1:$hp" target_pid[$f/shepherd-hooks]=$started_pid
+  fi
+  if has_target shepherd-redis; then
+    start_shepherd "shepherd-redis$sfx" "$rp" "$ra" "$up" "${hooks_on[@]}" \
+      SHEPHERD_STATE_BACKEND=redis SHEPHERD_STATE_REDIS_URL="redis://127.0.0.1:$REDIS_PORT/$i"
+    target_url[$f/shepherd-redis]="http://127.0.0.1:$rp" target_pid[$f/shepherd-redis]=$started_pid
+  fi
+}
+for i in "${!fleets[@]}"; do start_fleet "${fleets[i]}" "$i"; done
 
 # nginx: a plain streaming reverse proxy, as close to shepherd's job as nginx
 # gets: HTTP/1.1 keep-alive pool to the mock, no response or request
 # buffering, no access log, effectively unlimited keep-alive requests on both
-# sides (shepherd/fasthttp has no such limit).
-nginx_user=""
-[ "$(id -u)" = 0 ] && nginx_user="user $(id -un) $(id -gn);"
-cat >"$tmp/nginx/nginx.conf" <<EOF
-$nginx_user
-worker_processes $NGINX_WORKERS;
+# sides (shepherd/fasthttp has no such limit). One server block per fleet,
+# each with its own upstream (the fleet's mock), in one nginx process.
+if has_target nginx; then
+  nginx_user=""
+  [ "$(id -u)" = 0 ] && nginx_user="user $(id -un) $(id -gn);"
+  {
+    echo "$nginx_user"
+    echo "worker_processes $NGINX_WORKERS;"
+    cat <<NGINX
 daemon off;
 master_process on;
 pid $tmp/nginx/nginx.pid;
@@ -236,46 +314,48 @@ http {
   client_body_buffer_size 128k;
   keepalive_requests 10000000;
   keepalive_timeout 75s;
-  upstream mock {
-    server 127.0.0.1:$MOCK_PORT;
+NGINX
+    for i in "${!fleets[@]}"; do
+      f=${fleets[i]}
+      cat <<NGINX
+  upstream mock$i {
+    server 127.0.0.1:${mock_port[$f]};
     keepalive 64;
     keepalive_requests 10000000;
   }
   server {
-    listen 127.0.0.1:$NGINX_PORT;
+    listen 127.0.0.1:${nginx_port[$f]};
     location / {
-      proxy_pass http://mock;
+      proxy_pass http://mock$i;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_buffering off;
       proxy_request_buffering off;
     }
   }
-}
-EOF
-"${on_proxy_cpu[@]}" "$NGINX" -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/logs/error.log" \
-  >"$OUT/nginx.log" 2>&1 &
-NGINX_PID=$!
-pids+=("$NGINX_PID")
-
-declare -A target_url=(
-  [direct]="http://127.0.0.1:$MOCK_PORT"
-  [nginx]="http://127.0.0.1:$NGINX_PORT"
-  [shepherd]="http://127.0.0.1:$SHEP_PORT"
-  [shepherd-hooks]="http://127.0.0.1:$HOOKS_PORT"
-)
-declare -A target_pid=([direct]="" [nginx]=$NGINX_PID [shepherd]=$SHEP_PID [shepherd-hooks]=$HOOKS_PID)
-if [ -n "$REDIS_SHEP_PID" ]; then
-  target_url[shepherd-redis]="http://127.0.0.1:$REDIS_SHEP_PORT"
-  target_pid[shepherd-redis]=$REDIS_SHEP_PID
+NGINX
+    done
+    echo "}"
+  } >"$tmp/nginx/nginx.conf"
+  "${on_proxy_cpu[@]}" "$NGINX" -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/logs/error.log" \
+    >"$OUT/nginx.log" 2>&1 &
+  NGINX_PID=$!
+  pids+=("$NGINX_PID")
+  for f in "${fleets[@]}"; do
+    target_url[$f/nginx]="http://127.0.0.1:${nginx_port[$f]}" target_pid[$f/nginx]=$NGINX_PID
+  done
 fi
 
-log "waiting for mock :$MOCK_PORT, nginx :$NGINX_PORT, shepherd :$SHEP_PORT"
-if ! "$bt" wait -timeout 30s "${target_url[@]}"; then
-  cp "$tmp/nginx/logs/error.log" "$OUT/nginx-error.log" 2>/dev/null || true
-  tail -n 20 "$OUT"/*.log >&2 || true
-  die "targets did not come up (logs in $OUT)"
-fi
+for f in "${fleets[@]}"; do
+  urls=()
+  for t in "${targets[@]}"; do urls+=("${target_url[$f/$t]}"); done
+  log "waiting for the $f fleet: ${targets[*]} at ${urls[*]}"
+  if ! "$bt" wait -timeout 30s -mock "$f" "${urls[@]}"; then
+    cp "$tmp/nginx/logs/error.log" "$OUT/nginx-error.log" 2>/dev/null || true
+    tail -n 20 "$OUT"/*.log >&2 || true
+    die "targets did not come up (logs in $OUT)"
+  fi
+done
 
 # --- measurement helpers ------------------------------------------------------------
 
@@ -340,10 +420,13 @@ field() { tr ' ' '\n' | sed -n "s/^$1=//p"; }
 results=$OUT/results.tsv
 printf 'workload\ttarget\tround\trps\tp50_us\tp90_us\tp99_us\trequests\terrors\tproxy_cpu_us\tmock_cpu_us\twrk_cpu_us\tproxy_core_busy\tload_core_busy\tother_pct\n' >"$results"
 
-# run_wrk WORKLOAD TARGET DURATION RAWFILE: one wrk run, RESULT line on stdout.
+# run_wrk WORKLOAD TARGET DURATION RAWFILE: one wrk run (the workload's body,
+# headers and path, against the target of the workload's fleet), RESULT line
+# on stdout.
 run_wrk() {
-  BODY_FILE="$tmp/bodies/$1.json" "${on_load_cpu[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$3" --latency --timeout 10s \
-    -s "$tmp/bodies/post.lua" "${target_url[$2]}/v1/messages" >"$4" 2>&1 ||
+  BODY_FILE="$tmp/bodies/$1.json" HEADERS_FILE="$tmp/bodies/$1.headers" \
+    "${on_load_cpu[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$3" --latency --timeout 10s \
+    -s "$tmp/bodies/post.lua" "${target_url[${wl_mock[$1]}/$2]}${wl_path[$1]}" >"$4" 2>&1 ||
     { cat "$4" >&2; die "wrk failed on $1 → $2"; }
   grep '^RESULT ' "$4" || die "no RESULT line in $4"
 }
@@ -352,9 +435,9 @@ run_wrk() {
 # stdout, a summary on stderr.
 measure() {
   local wl=$1 t=$2 r=$3 raw="$OUT/raw/$1-$2-r$3${4:+-retry$4}.txt" me=$BASHPID
-  local ppid=${target_pid[$t]} p0=0 p1=0 m0 m1 w0 w1 a0 a1 c0 c1 l0 l1 res
+  local ppid=${target_pid[${wl_mock[$1]}/$2]} mpid=${mock_pid[${wl_mock[$1]}]} p0=0 p1=0 m0 m1 w0 w1 a0 a1 c0 c1 l0 l1 res
   [ -n "$ppid" ] && p0=$(proc_ticks "$ppid")
-  m0=$(proc_ticks "$MOCK_PID")
+  m0=$(proc_ticks "$mpid")
   a0=$(core_ticks "")
   if [ -n "$PROXY_CPU" ]; then c0=$(core_ticks "$PROXY_CPU") && l0=$(core_ticks "$LOAD_CPU"); fi
   w0=$(waited_ticks "$me")
@@ -362,7 +445,7 @@ measure() {
   w1=$(waited_ticks "$me")
   if [ -n "$PROXY_CPU" ]; then c1=$(core_ticks "$PROXY_CPU") && l1=$(core_ticks "$LOAD_CPU"); fi
   a1=$(core_ticks "")
-  m1=$(proc_ticks "$MOCK_PID")
+  m1=$(proc_ticks "$mpid")
   [ -n "$ppid" ] && p1=$(proc_ticks "$ppid")
 
   local req dur errs e rps pcpu=nan mcpu wcpu pbusy=nan lbusy=nan other
@@ -387,7 +470,7 @@ measure() {
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$wl" "$t" "$r" "$rps" \
     "$(field p50_us <<<"$res")" "$(field p90_us <<<"$res")" "$(field p99_us <<<"$res")" \
     "$req" "$errs" "$pcpu" "$mcpu" "$wcpu" "$pbusy" "$lbusy" "$other"
-  log "$(printf '%-9s %-9s round %s: %8s req/s  p50 %6s µs  p99 %7s µs  errors %s  other load %s%%' "$wl" "$t" "$r" "$rps" \
+  log "$(printf '%-15s %-14s round %s: %8s req/s  p50 %6s µs  p99 %7s µs  errors %s  other load %s%%' "$wl" "$t" "$r" "$rps" \
     "$(field p50_us <<<"$res")" "$(field p99_us <<<"$res")" "$errs" "$other")"
 }
 
@@ -395,11 +478,6 @@ measure() {
 noisy() { awk -v o="$(cut -f15 <<<"$1")" -v m="$NOISE_MAX" 'BEGIN { exit !(o != "nan" && o + 0 > m + 0) }'; }
 
 # --- the run ------------------------------------------------------------------
-
-read -ra targets <<<"$TARGETS"
-read -ra workloads <<<"$WORKLOADS"
-for t in "${targets[@]}"; do [ -n "${target_url[$t]+x}" ] || die "unknown target $t"; done
-for wl in "${workloads[@]}"; do [ -f "$tmp/bodies/$wl.json" ] || die "unknown workload $wl"; done
 
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -450,15 +528,16 @@ done
 openloop=$OUT/openloop.tsv
 if [ "$OPENLOOP" != 0 ]; then
   printf 'workload\ttarget\trate\tsent\terrors\tp50_us\tp90_us\tp99_us\tp999_us\tmax_us\tttfb_p50_us\tttfb_p99_us\tgap_p50_us\tgap_p99_us\n' >"$openloop"
-  log "open loop: ${#workloads[@]} workloads × ${#targets[@]} targets × $OPENLOOP_DURATION (+ $OPENLOOP_WARMUP warm-up) at $OPENLOOP_RATE/s ($OPENLOOP_STREAM_RATE/s for stream)"
+  log "open loop: ${#workloads[@]} workloads × ${#targets[@]} targets × $OPENLOOP_DURATION (+ $OPENLOOP_WARMUP warm-up) at $OPENLOOP_RATE/s ($OPENLOOP_STREAM_RATE/s for streams)"
   for wl in "${workloads[@]}"; do
     rate=$OPENLOOP_RATE stream=()
-    if [ "$wl" = stream ]; then rate=$OPENLOOP_STREAM_RATE stream=(-stream); fi
+    if [ "${wl_stream[$wl]}" = 1 ]; then rate=$OPENLOOP_STREAM_RATE stream=(-stream); fi
     # The targets interleaved, one run each (same order as the saturation runs).
     for t in "${targets[@]}"; do
       raw="$OUT/raw/$wl-$t-openloop.txt"
       "${on_load_cpu[@]}" "$bt" openloop -rate "$rate" -duration "$OPENLOOP_DURATION" -warmup "$OPENLOOP_WARMUP" \
-        -body "$tmp/bodies/$wl.json" "${stream[@]}" "${target_url[$t]}/v1/messages" >"$raw" 2>&1 ||
+        -body "$tmp/bodies/$wl.json" -headers "$tmp/bodies/$wl.headers" "${stream[@]}" \
+        "${target_url[${wl_mock[$wl]}/$t]}${wl_path[$wl]}" >"$raw" 2>&1 ||
         { cat "$raw" >&2; die "benchtool openloop failed on $wl → $t"; }
       res=$(grep '^OPENLOOP ' "$raw") || die "no OPENLOOP line in $raw"
       row=("$wl" "$t")
@@ -467,11 +546,60 @@ if [ "$OPENLOOP" != 0 ]; then
         row+=("${v:--}")
       done
       (IFS=$'\t'; printf '%s\n' "${row[*]}") >>"$openloop"
-      log "$(printf '%-9s %-14s open loop %s/s: p50 %6s µs  p99 %7s µs  errors %s  send lag p50 %s µs%s' "$wl" "$t" "$rate" \
+      log "$(printf '%-15s %-14s open loop %s/s: p50 %6s µs  p99 %7s µs  errors %s  send lag p50 %s µs%s' "$wl" "$t" "$rate" \
         "$(field p50_us <<<"$res")" "$(field p99_us <<<"$res")" "$(field errors <<<"$res")" "$(field lag_p50_us <<<"$res")" \
         "${stream:+  ttfb p50 $(field ttfb_p50_us <<<"$res") µs  gap p99 $(field gap_p99_us <<<"$res") µs}")"
     done
   done
+fi
+
+# --- per-event forwarding delay -------------------------------------------------
+
+# workload_events NAME: the SSE events of a workload's reply (workloads.tsv).
+workload_events() { awk -F'\t' -v n="$1" '$1 == n { print $6 }' "$tmp/bodies/workloads.tsv"; }
+
+# The stamped fleet's mock writes each text delta's send time (Unix ns) into
+# its text and sends the events 2 ms apart (workload.MockStamped), so
+# every event crosses a proxy on its own; benchtool openloop -stamped records,
+# for each delta, when the client has read it minus the stamped time. The
+# mock and the client share a clock (same machine), so that is the one-way
+# delay; direct's is the floor (mock → client), target − direct what the
+# proxy adds to every event.
+eventdelay=$OUT/eventdelay.tsv
+if [ "$EVENTDELAY" != 0 ]; then
+  printf 'target\trate\tsent\terrors\tevents\tdelay_p50_us\tdelay_p90_us\tdelay_p99_us\tdelay_p999_us\tdelay_max_us\n' >"$eventdelay"
+  ed_fleet=${wl_mock[stamped]}
+  log "per-event delay: ${#targets[@]} targets × $EVENTDELAY_DURATION (+ $EVENTDELAY_WARMUP warm-up) at $EVENTDELAY_RATE streams/s"
+  for t in "${targets[@]}"; do
+    raw="$OUT/raw/eventdelay-$t.txt"
+    "${on_load_cpu[@]}" "$bt" openloop -rate "$EVENTDELAY_RATE" -duration "$EVENTDELAY_DURATION" -warmup "$EVENTDELAY_WARMUP" \
+      -body "$tmp/bodies/stamped.json" -headers "$tmp/bodies/stamped.headers" -stamped \
+      "${target_url[$ed_fleet/$t]}${wl_path[stamped]}" >"$raw" 2>&1 ||
+      { cat "$raw" >&2; die "benchtool openloop -stamped failed on $t"; }
+    res=$(grep '^OPENLOOP ' "$raw") || die "no OPENLOOP line in $raw"
+    row=("$t")
+    for f in rate sent errors delay_events delay_p50_us delay_p90_us delay_p99_us delay_p999_us delay_max_us; do
+      v=$(field "$f" <<<"$res")
+      row+=("${v:--}")
+    done
+    (IFS=$'\t'; printf '%s\n' "${row[*]}") >>"$eventdelay"
+    log "$(printf '%-14s per-event delay %s streams/s: %s events  p50 %s µs  p99 %s µs  max %s µs  errors %s' "$t" "$EVENTDELAY_RATE" \
+      "$(field delay_events <<<"$res")" "$(field delay_p50_us <<<"$res")" "$(field delay_p99_us <<<"$res")" \
+      "$(field delay_max_us <<<"$res")" "$(field errors <<<"$res")")"
+  done
+fi
+
+# --- chart ------------------------------------------------------------------------
+
+# The open-loop percentiles (and the per-event delay) as an SVG, from the
+# TSVs above.
+chart=$OUT/latency.svg
+if [ "$OPENLOOP" != 0 ]; then
+  chart_args=()
+  if [ "$EVENTDELAY" != 0 ]; then chart_args=(-eventdelay "$eventdelay"); fi
+  "$bt" chart -o "$chart" -title "shepherd bench: latency percentiles per target ($started, $(nproc) CPUs)" \
+    "${chart_args[@]}" "$openloop"
+  log "chart written to $chart"
 fi
 
 # --- idle streams: memory per open stream ---------------------------------------
@@ -522,7 +650,8 @@ idle_run() {
     log "$t: $2 streams need $((2 * $2 + 100)) files in the proxy, more than the hard limit $hard: measuring $n"
   fi
   read -r mp sp ap <<<"$("$bt" ports 3 | tr '\n' ' ')"
-  "${on_load_cpu[@]}" "$tmp/mockprovider" -addr "127.0.0.1:$mp" -no-record -ttft 0 -delay 0 "${mock_args[@]}" \
+  read -ra mock_args <"$tmp/bodies/mock-default.args"
+  "${on_load_cpu[@]}" "$tmp/mockprovider" -addr "127.0.0.1:$mp" -no-record -ttft 0 "${mock_args[@]}" \
     -hold "$IDLE_MOCK_HOLD" -ping "$IDLE_MOCK_PING" >"$OUT/idle-mock-$t-$n.log" 2>&1 &
   mpid=$!
   pids+=("$mpid")
@@ -588,16 +717,38 @@ report=$OUT/latest.md
     echo "- Pinning: none (taskset missing, fewer than 2 CPUs, or PIN=0)"
   fi
   echo "- wrk: $THREADS thread(s), $CONNECTIONS connections, $DURATION per run, $ROUNDS round(s) (medians shown), $WARMUP warm-up; latency is the whole response (for streams: to the last event)"
-  echo "- Workloads: small = $(stat -c %s "$tmp/bodies/small.json") B Anthropic request; agent50k = $(stat -c %s "$tmp/bodies/agent50k.json") B agent-shaped Anthropic request; stream = small request with \"stream\":true, $(sed 's/-pad \([0-9]*\) -chunk \([0-9]*\)/\1 B of text in \2-char deltas/' "$tmp/bodies/mock.args") (the JSON replies carry the same text)"
+  "$bt" describe "${workloads[@]}"
+  fleet_desc=()
+  for f in "${fleets[@]}"; do
+    ws=()
+    for wl in "${workloads[@]}"; do
+      if [ "${wl_mock[$wl]}" = "$f" ]; then ws+=("$wl"); fi
+    done
+    if [ "$f" = "${wl_mock[stamped]}" ] && [ "$EVENTDELAY" != 0 ]; then ws+=("per-event delay"); fi
+    fleet_desc+=("$f (\`$(cat "$tmp/bodies/mock-$f.args")\`: ${ws[*]})")
+  done
+  echo "- Mocks: one process per reply shape, each with its own nginx server block and shepherd processes in front (all targets of a workload in front of the same mock): $(IFS=';'; echo "${fleet_desc[*]}" | sed 's/;/; /g')"
   echo
   "$bt" report -noisy "$NOISE_MAX" "$results"
   if [ "$OPENLOOP" != 0 ]; then
     echo
     echo "## Open loop: added latency at a fixed rate"
     echo
-    echo "benchtool openloop: POST requests at a fixed rate ($OPENLOOP_RATE/s; stream $OPENLOOP_STREAM_RATE/s), each on its own goroutine over a shared keep-alive pool, $OPENLOOP_DURATION per target after $OPENLOOP_WARMUP warm-up, one run per target (same pinning as wrk). Latency is measured from each request's *scheduled* time (coordinated omission counted) to the end of the reply; exact percentiles of all samples. \"added\" is target − direct in µs; TTFB is to the first body byte; event gap is the time between consecutive SSE events as the client reads them. Absolute latencies include the generator's own lateness in sending (Go timers sleep in whole milliseconds below 1 ms; \`lag_p50_us\` in \`bench/out/raw/*-openloop.txt\`), common to all targets: read the added columns."
+    echo "benchtool openloop: POST requests at a fixed rate ($OPENLOOP_RATE/s; streams $OPENLOOP_STREAM_RATE/s), each on its own goroutine over a shared keep-alive pool, $OPENLOOP_DURATION per target after $OPENLOOP_WARMUP warm-up, one run per target (same pinning as wrk). Latency is measured from each request's *scheduled* time (coordinated omission counted) to the end of the reply; exact percentiles of all samples. \"added\" is target − direct in µs; TTFB is to the first body byte; event gap is the time between consecutive SSE events as the client reads them. Absolute latencies include the generator's own lateness in sending (Go timers sleep in whole milliseconds below 1 ms; \`lag_p50_us\` in \`bench/out/raw/*-openloop.txt\`), common to all targets: read the added columns."
     echo
     "$bt" openloop-report "$openloop"
+    if [ -n "$CHART" ] && [ -n "$RESULTS" ] && [ "$(dirname "$CHART")" = "$(dirname "$RESULTS")" ]; then
+      echo
+      echo "![Open-loop latency percentiles per target](latency.svg)"
+    fi
+  fi
+  if [ "$EVENTDELAY" != 0 ]; then
+    echo
+    echo "## Per-event forwarding delay"
+    echo
+    echo "benchtool openloop -stamped: $EVENTDELAY_RATE streams/s for $EVENTDELAY_DURATION per target after $EVENTDELAY_WARMUP warm-up, the small stream request to a mock that sends $(workload_events stamped) events $(sed 's/.*-delay \([^ ]*\).*/\1/' "$tmp/bodies/mock-stamped.args") apart and writes into each text delta the time it hands that event to its connection (Unix ns). For every text delta the client records the time it has read the event minus the stamped time: the one-way delay of that event, mock → (proxy →) client, on one clock. direct is the floor (the mock's write, the loopback, the client's read); \"added\" is target − direct, what the proxy adds to each event. Target (issue 6): each event forwarded within 100 µs (p99), i.e. added p99 ≤ 100."
+    echo
+    "$bt" eventdelay-report "$eventdelay"
   fi
   if [ "$IDLE" != 0 ]; then
     echo
@@ -614,4 +765,9 @@ if [ -n "$RESULTS" ]; then
   mkdir -p "$(dirname "$RESULTS")"
   cp "$report" "$RESULTS"
   log "table written to $RESULTS; raw wrk outputs in $OUT/raw"
+fi
+if [ -n "$CHART" ] && [ -f "$chart" ]; then
+  mkdir -p "$(dirname "$CHART")"
+  cp "$chart" "$CHART"
+  log "chart written to $CHART"
 fi

@@ -137,33 +137,38 @@ func newClient(addr string, stream bool) *fasthttp.HostClient {
 	}
 }
 
-// newRequest builds the request once; fasthttp's client does not consume
-// it, so every iteration sends the same object.
-func newRequest(addr string, body []byte) *fasthttp.Request {
+// newRequest builds the request for a workload once; fasthttp's client does
+// not consume it, so every iteration sends the same object.
+func newRequest(addr string, w workload.Body) *fasthttp.Request {
 	req := fasthttp.AcquireRequest()
 	req.Header.SetMethod(fasthttp.MethodPost)
-	req.SetRequestURI("http://" + addr + workload.Path)
+	req.SetRequestURI("http://" + addr + w.Path)
 	req.Header.SetContentType("application/json")
-	for _, h := range workload.Headers {
+	for _, h := range w.Headers {
 		req.Header.Set(h[0], h[1])
 	}
-	req.SetBodyRaw(body)
+	req.SetBodyRaw(w.JSON)
 	return req
 }
 
-var jsonCases = []struct {
-	name string
-	body []byte
-}{
-	{"small", workload.AnthropicSmall(false)},
-	{"agent50k", workload.AnthropicAgent(workload.AgentTurns, false)},
-}
+// jsonCases are the non-streaming workloads the in-process mock (the
+// default reply shape) serves: small, agent50k (Anthropic) and chat50k
+// (OpenAI Chat Completions).
+var jsonCases = func() []workload.Body {
+	var out []workload.Body
+	for _, b := range workload.All() {
+		if !b.Stream && b.Mock == workload.MockDefault {
+			out = append(out, b)
+		}
+	}
+	return out
+}()
 
 // BenchmarkDirectJSON: client → mock, non-streaming.
 func BenchmarkDirectJSON(b *testing.B) {
 	e := startEnv(b)
 	for _, c := range jsonCases {
-		b.Run(c.name, func(b *testing.B) { benchJSON(b, e.mockAddr, c.body) })
+		b.Run(c.Name, func(b *testing.B) { benchJSON(b, e.mockAddr, c) })
 	}
 }
 
@@ -171,7 +176,7 @@ func BenchmarkDirectJSON(b *testing.B) {
 func BenchmarkProxyJSON(b *testing.B) {
 	e := startEnv(b)
 	for _, c := range jsonCases {
-		b.Run(c.name, func(b *testing.B) { benchJSON(b, e.proxyAddr, c.body) })
+		b.Run(c.Name, func(b *testing.B) { benchJSON(b, e.proxyAddr, c) })
 	}
 }
 
@@ -192,7 +197,7 @@ intents:
 func BenchmarkProxyJSONHooks(b *testing.B) {
 	e := startEnvWith(b, true)
 	for _, c := range jsonCases {
-		b.Run(c.name, func(b *testing.B) { benchJSON(b, e.proxyAddr, c.body) })
+		b.Run(c.Name, func(b *testing.B) { benchJSON(b, e.proxyAddr, c) })
 	}
 }
 
@@ -212,12 +217,16 @@ func BenchmarkProxySSE(b *testing.B) {
 	benchSSE(b, startEnv(b).proxyAddr)
 }
 
-var wantJSON = []byte(`"type":"message"`)
+// wantJSON marks a well-formed reply of each API.
+var wantJSON = map[string][]byte{
+	workload.APIAnthropic: []byte(`"type":"message"`),
+	workload.APIChat:      []byte(`"object":"chat.completion"`),
+}
 
-func benchJSON(b *testing.B, addr string, body []byte) {
+func benchJSON(b *testing.B, addr string, w workload.Body) {
 	c := newClient(addr, false)
 	defer c.CloseIdleConnections()
-	req := newRequest(addr, body)
+	req := newRequest(addr, w)
 	defer fasthttp.ReleaseRequest(req)
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(resp)
@@ -226,7 +235,7 @@ func benchJSON(b *testing.B, addr string, body []byte) {
 	if err := c.Do(req, resp); err != nil {
 		b.Fatal(err)
 	}
-	if resp.StatusCode() != 200 || !bytes.Contains(resp.Body(), wantJSON) {
+	if resp.StatusCode() != 200 || !bytes.Contains(resp.Body(), wantJSON[w.API]) {
 		b.Fatalf("status %d body %.200q", resp.StatusCode(), resp.Body())
 	}
 	respBytes := len(resp.Body())
@@ -240,14 +249,15 @@ func benchJSON(b *testing.B, addr string, body []byte) {
 			b.Fatalf("status %d, %d body bytes, want %d", resp.StatusCode(), len(resp.Body()), respBytes)
 		}
 	}
-	b.ReportMetric(float64(len(body)), "req-B")
+	b.ReportMetric(float64(len(w.JSON)), "req-B")
 	b.ReportMetric(float64(respBytes), "resp-B")
 }
 
 func benchSSE(b *testing.B, addr string) {
 	c := newClient(addr, true)
 	defer c.CloseIdleConnections()
-	req := newRequest(addr, workload.AnthropicSmall(true))
+	stream, _ := workload.ByName("stream")
+	req := newRequest(addr, stream)
 	defer fasthttp.ReleaseRequest(req)
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(resp)

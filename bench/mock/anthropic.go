@@ -101,7 +101,9 @@ func (p *plan) anthropicStream(e *events) {
 		e.b = append(e.b, '}')
 		e.end()
 	}
-	delta := func(typ, field, val string) {
+	// delta writes a delta event; stamp records val (a stamp placeholder)
+	// as a stamp slot.
+	delta := func(typ, field, val string, stamp bool) {
 		e.sse("content_block_delta")
 		e.b = append(e.b, `{"type":"content_block_delta","index":`...)
 		e.b = appendInt(e.b, idx)
@@ -110,6 +112,9 @@ func (p *plan) anthropicStream(e *events) {
 		e.b = append(e.b, `","`...)
 		e.b = append(e.b, field...)
 		e.b = append(e.b, `":`...)
+		if stamp {
+			e.stampAt(len(e.b) + 1) // after the opening quote
+		}
 		e.b = appendStr(e.b, val)
 		e.b = append(e.b, `}}`...)
 		e.end()
@@ -126,17 +131,17 @@ func (p *plan) anthropicStream(e *events) {
 	if t := p.thinking; t != nil {
 		start(`{"type":"thinking","thinking":"","signature":""}`)
 		for _, piece := range split(t.Text, p.chunk) {
-			delta("thinking_delta", "thinking", piece)
+			delta("thinking_delta", "thinking", piece, false)
 		}
 		if t.Signature != "" {
-			delta("signature_delta", "signature", t.Signature)
+			delta("signature_delta", "signature", t.Signature, false)
 		}
 		stop()
 	}
 	if p.text != "" {
 		start(`{"type":"text","text":""}`)
-		for _, piece := range split(p.text, p.chunk) {
-			delta("text_delta", "text", piece)
+		for _, piece := range p.textPieces() {
+			delta("text_delta", "text", piece, p.stamp)
 		}
 		stop()
 	}
@@ -148,9 +153,9 @@ func (p *plan) anthropicStream(e *events) {
 		block = appendStr(block, c.name)
 		block = append(block, `,"input":{}}`...)
 		start(string(block))
-		delta("input_json_delta", "partial_json", "")
+		delta("input_json_delta", "partial_json", "", false)
 		for _, piece := range split(c.obj, p.chunk) {
-			delta("input_json_delta", "partial_json", piece)
+			delta("input_json_delta", "partial_json", piece, false)
 		}
 		stop()
 	}

@@ -105,11 +105,14 @@ func (p *plan) chatStream(e *events) {
 		e.b = append(e.b, '}')
 		e.end()
 	}
-	textChunk := func(field, s string) {
+	textChunk := func(field, s string, stamp bool) {
 		open()
 		e.b = append(e.b, `{"`...)
 		e.b = append(e.b, field...)
 		e.b = append(e.b, `":`...)
+		if stamp {
+			e.stampAt(len(e.b) + 1) // after the opening quote
+		}
 		e.b = appendStr(e.b, s)
 		e.b = append(e.b, '}')
 		closeChunk("")
@@ -120,11 +123,11 @@ func (p *plan) chatStream(e *events) {
 	closeChunk("")
 	if p.thinking != nil {
 		for _, piece := range split(p.thinking.Text, p.chunk) {
-			textChunk("reasoning_content", piece)
+			textChunk("reasoning_content", piece, false)
 		}
 	}
-	for _, piece := range split(p.text, p.chunk) {
-		textChunk("content", piece)
+	for _, piece := range p.textPieces() {
+		textChunk("content", piece, p.stamp)
 	}
 	for i, c := range p.calls {
 		open()

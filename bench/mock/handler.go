@@ -44,6 +44,7 @@ type plan struct {
 	usage        Usage
 	chunk        int
 	created      int64
+	stamp        bool // Options.StampText on a stream that supports it
 }
 
 type call struct {
@@ -304,6 +305,7 @@ func (s *Server) newPlan(api apiKind, r *Reply, seq uint64, body []byte, model s
 			p.includeUsage = gjson.GetBytes(body, "stream_options.include_usage").Bool()
 		}
 	}
+	p.stamp = s.opts.StampText && stream && (api == apiAnthropic || api == apiChat)
 	if r.Model != "" {
 		model = r.Model
 	}
@@ -377,6 +379,19 @@ func (s *Server) newPlan(api apiKind, r *Reply, seq uint64, body []byte, model s
 	return p
 }
 
+// textPieces is the text of the stream's text deltas: the text in chunks,
+// or, when stamping, as many stamp placeholders.
+func (p *plan) textPieces() []string {
+	pieces := split(p.text, p.chunk)
+	if p.stamp {
+		ph := stampText(p.chunk)
+		for i := range pieces {
+			pieces[i] = ph
+		}
+	}
+	return pieces
+}
+
 // eventStream renders the whole stream up front and returns its reader.
 func (p *plan) eventStream(ttft time.Duration) *eventStream {
 	e := &eventStream{
@@ -411,7 +426,7 @@ func (p *plan) eventStream(ttft time.Duration) *eventStream {
 	} else {
 		ev.finish()
 	}
-	e.buf, e.ends = ev.b, ev.ends
+	e.buf, e.ends, e.stamps = ev.b, ev.ends, ev.stamps
 	return e
 }
 
@@ -422,6 +437,7 @@ type events struct {
 	b       []byte
 	ends    []int
 	trailer string
+	stamps  []stampSlot // in event order
 }
 
 func (e *events) mark() { e.ends = append(e.ends, len(e.b)) }
@@ -456,6 +472,12 @@ func (e *events) truncate(n int) {
 		e.b = e.b[:e.ends[n-1]]
 	}
 	e.ends = e.ends[:n]
+	for i, st := range e.stamps {
+		if st.event >= n {
+			e.stamps = e.stamps[:i]
+			break
+		}
+	}
 }
 
 func (e *events) finish() {

@@ -22,6 +22,9 @@ type eventStream struct {
 	rest []byte // unsent bytes of the current event (a Read may take less)
 	cut  bool
 
+	stamps    []stampSlot // Options.StampText placeholders, in event order
+	nextStamp int
+
 	ttft, delay     time.Duration
 	hold, pingEvery time.Duration
 	ping            []byte // keep-alive sent while holding; nil sends nothing
@@ -79,6 +82,12 @@ func (e *eventStream) Read(p []byte) (int, error) {
 	if e.next > 0 {
 		start = e.ends[e.next-1]
 	}
+	// Stamp the event's text deltas now, as it is handed to the connection
+	// (fasthttp writes and flushes it as soon as Read returns).
+	for e.nextStamp < len(e.stamps) && e.stamps[e.nextStamp].event == e.next {
+		putStamp(e.buf[e.stamps[e.nextStamp].off:], time.Now().UnixNano())
+		e.nextStamp++
+	}
 	e.rest = e.buf[start:e.ends[e.next]]
 	e.next++
 	if e.next == 1 && e.hold > 0 {
@@ -90,6 +99,6 @@ func (e *eventStream) Read(p []byte) (int, error) {
 
 // Close releases the rendered stream; fasthttp calls it when the body is done.
 func (e *eventStream) Close() error {
-	e.buf, e.ends, e.rest = nil, nil, nil
+	e.buf, e.ends, e.rest, e.stamps = nil, nil, nil, nil
 	return nil
 }

@@ -140,6 +140,17 @@ type Options struct {
 	Hold      time.Duration
 	PingEvery time.Duration
 
+	// StampText replaces the text of every streamed Anthropic text_delta and
+	// Chat Completions content delta with the time the mock hands that event
+	// to the connection: the Unix time in nanoseconds as 19 digits, padded
+	// with spaces to ChunkSize characters when ChunkSize is larger. The
+	// number of deltas and the rest of the stream keep their shape (one
+	// delta per ChunkSize characters of the text); JSON replies and the
+	// other APIs are unchanged. With an InterEventDelay every event is
+	// written and flushed on its own, so a client can compute each event's
+	// one-way delay (see ParseStamp).
+	StampText bool
+
 	// GeminiLF frames Gemini SSE events with "\n\n" instead of the
 	// "\r\n\r\n" Google sends.
 	GeminiLF bool

@@ -1,13 +1,17 @@
 // Package workload builds the request bodies the benchmarks send: small and
-// agent-shaped Anthropic Messages requests, generated deterministically so
-// that the Go benchmarks and the load script (through cmd/benchtool) send
-// byte-identical bodies from one run to the next.
+// agent-shaped Anthropic Messages requests and an agent-shaped OpenAI Chat
+// Completions request, generated deterministically so that the Go
+// benchmarks and the load script (through cmd/benchtool) send
+// byte-identical bodies from one run to the next. It also names the reply
+// shapes the mock provider serves them with (MockShape).
 package workload
 
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Headers are the request headers every Anthropic workload is sent with
@@ -18,40 +22,201 @@ var Headers = [][2]string{
 	{"anthropic-version", "2023-06-01"},
 }
 
+// ChatHeaders are the request headers of the OpenAI Chat Completions
+// workload (a fake key, as for Headers).
+var ChatHeaders = [][2]string{
+	{"Authorization", "Bearer sk-bench-0000000000000000000000000000000000000000"},
+}
+
 // Path is the Anthropic Messages path.
 const Path = "/v1/messages"
 
-// Model is the model name sent in every request.
+// ChatPath is the OpenAI Chat Completions path.
+const ChatPath = "/v1/chat/completions"
+
+// Model is the model name sent in every Anthropic request.
 const Model = "claude-sonnet-4-5"
+
+// ChatModel is the model name of the Chat Completions request.
+const ChatModel = "gpt-4.1"
+
+// The APIs a Body is sent to.
+const (
+	APIAnthropic = "anthropic"
+	APIChat      = "chat"
+)
 
 // Stream reply shape. The mock's reply to every workload is PadText bytes of
 // text split into ChunkSize-character deltas: an Anthropic stream of
 // message_start, content_block_start, PadText/ChunkSize deltas,
 // content_block_stop, message_delta and message_stop, i.e. StreamEvents
 // events. The non-streaming workloads get the same text as one JSON body.
+// (MockDefault is this shape.)
 const (
 	PadText      = 1520
 	ChunkSize    = 16
 	StreamEvents = PadText/ChunkSize + 5
 )
 
+// MockShape is one reply shape of the mock provider (cmd/mockprovider
+// serves one shape per process): Pad bytes of text in Chunk-character
+// deltas, then Tools tool calls, Delay between stream events; Stamp replaces
+// the text of every stream text delta with its send time (Unix nanoseconds,
+// see mock.Options.StampText). Events is the number of events of the
+// Anthropic stream it gives (checked against the mock by the tests of
+// cmd/mockprovider and cmd/benchtool).
+type MockShape struct {
+	Name              string
+	Pad, Chunk, Tools int
+	Delay             time.Duration
+	Stamp             bool
+	Events            int
+}
+
+// The mock shapes of the load script; each runs as its own mock process
+// with its own proxies in front (a "fleet" in load.sh).
+var (
+	// MockDefault serves the JSON workloads and the small stream: 1,520 B of
+	// text, 100 stream events.
+	MockDefault = MockShape{Name: "default", Pad: PadText, Chunk: ChunkSize, Events: StreamEvents}
+	// MockAgentStream serves the streamed agent request: 4,624 B of text in
+	// 289 deltas, then one tool call (3 argument deltas), 300 events.
+	MockAgentStream = MockShape{Name: "agent-stream", Pad: AgentStreamPad, Chunk: ChunkSize, Tools: 1, Events: AgentStreamEvents}
+	// MockStamped serves the per-event delay phase: 45 text deltas, each
+	// stamped with its send time, 2 ms apart, 50 events.
+	MockStamped = MockShape{Name: "stamped", Pad: StampedDeltas * StampedChunk, Chunk: StampedChunk,
+		Delay: StampedDelay, Stamp: true, Events: StampedDeltas + 5}
+)
+
+// The agent stream's text and event count: AgentStreamPad/ChunkSize = 289
+// text deltas, plus message_start, the text block's start and stop, the
+// tool_use block's start, an empty and 3 argument deltas and its stop,
+// message_delta and message_stop.
+const (
+	AgentStreamPad    = 4624
+	AgentStreamEvents = AgentStreamPad/ChunkSize + 11
+)
+
+// The stamped stream: StampedDeltas text deltas of StampedChunk characters
+// (a 19-digit time stamp and a space), StampedDelay apart.
+const (
+	StampedDeltas = 45
+	StampedChunk  = 20
+	StampedDelay  = 2 * time.Millisecond
+)
+
+// Shapes lists the mock shapes, default first.
+func Shapes() []MockShape { return []MockShape{MockDefault, MockAgentStream, MockStamped} }
+
+// Args are the cmd/mockprovider flags that serve this shape (besides -addr
+// and -no-record).
+func (m MockShape) Args() []string {
+	a := []string{"-pad", strconv.Itoa(m.Pad), "-chunk", strconv.Itoa(m.Chunk), "-delay", m.Delay.String()}
+	if m.Tools > 0 {
+		a = append(a, "-tools", strconv.Itoa(m.Tools))
+	}
+	if m.Stamp {
+		a = append(a, "-stamp")
+	}
+	return a
+}
+
+// TextDeltas is the number of text deltas of the stream.
+func (m MockShape) TextDeltas() int {
+	if m.Pad <= 0 {
+		return 0
+	}
+	if m.Chunk <= 0 {
+		return 1
+	}
+	return (m.Pad + m.Chunk - 1) / m.Chunk
+}
+
+// Describe is a short human description of the reply, for the reports.
+func (m MockShape) Describe() string {
+	var b strings.Builder
+	deltas := m.TextDeltas()
+	if m.Stamp {
+		fmt.Fprintf(&b, "%d text deltas, each carrying its send time", deltas)
+	} else {
+		fmt.Fprintf(&b, "%d B of text in %d-char deltas", m.Pad, m.Chunk)
+	}
+	if m.Tools == 1 {
+		b.WriteString(", then a tool call")
+	} else if m.Tools > 1 {
+		fmt.Fprintf(&b, ", then %d tool calls", m.Tools)
+	}
+	fmt.Fprintf(&b, " (%d events", m.Events)
+	if m.Delay > 0 {
+		fmt.Fprintf(&b, ", %v apart", m.Delay)
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
 // Body is one named workload body.
 type Body struct {
 	// Name is the workload name used in file names and tables.
 	Name string
+	// API is APIAnthropic or APIChat; Path and Headers are where and how the
+	// body is sent (besides Content-Type: application/json).
+	API     string
+	Path    string
+	Headers [][2]string
 	// Stream is true when the request asks for an SSE reply.
 	Stream bool
 	// JSON is the request body.
 	JSON []byte
+	// Mock is the reply shape it is served with.
+	Mock MockShape
+	// Summary describes the request for the reports.
+	Summary string
+}
+
+// Events is the number of SSE events of the reply (0 for a JSON reply).
+func (b Body) Events() int {
+	if !b.Stream {
+		return 0
+	}
+	return b.Mock.Events
 }
 
 // All returns the load workloads in table order.
 func All() []Body {
 	return []Body{
-		{Name: "small", JSON: AnthropicSmall(false)},
-		{Name: "agent50k", JSON: AnthropicAgent(AgentTurns, false)},
-		{Name: "stream", Stream: true, JSON: AnthropicSmall(true)},
+		anthropic("small", false, AnthropicSmall(false), MockDefault, smallSummary),
+		anthropic("agent50k", false, AnthropicAgent(AgentTurns, false), MockDefault, agentSummary),
+		{Name: "chat50k", API: APIChat, Path: ChatPath, Headers: ChatHeaders, JSON: ChatAgent(AgentTurns, false), Mock: MockDefault,
+			Summary: agentSummary},
+		anthropic("stream", true, AnthropicSmall(true), MockDefault, smallSummary),
+		anthropic("agent50k-stream", true, AnthropicAgent(AgentTurns, true), MockAgentStream, agentSummary),
 	}
+}
+
+// EventDelay is the body of the per-event delay phase: the small stream
+// request, served by MockStamped.
+func EventDelay() Body {
+	return anthropic("stamped", true, AnthropicSmall(true), MockStamped, smallSummary)
+}
+
+// ByName finds a workload of All, or EventDelay.
+func ByName(name string) (Body, bool) {
+	for _, b := range append(All(), EventDelay()) {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return Body{}, false
+}
+
+const (
+	smallSummary = "one user turn"
+	agentSummary = "agent-shaped: long system prompt, 12 tools, 30 tool round trips"
+)
+
+func anthropic(name string, stream bool, body []byte, shape MockShape, summary string) Body {
+	return Body{Name: name, API: APIAnthropic, Path: Path, Headers: Headers, Stream: stream, JSON: body, Mock: shape,
+		Summary: summary}
 }
 
 // AnthropicSmall is a one-turn Messages request (about 200 bytes).
@@ -125,6 +290,80 @@ func agentTools(g *gen) []tool {
 		out[i] = tool{Name: n, Description: g.prose(260), InputSchema: json.RawMessage(schema)}
 	}
 	return out
+}
+
+// ChatAgent is the OpenAI Chat Completions counterpart of AnthropicAgent,
+// from the same generator and seed: a system message (the short preamble
+// and the 8 KB prompt), the same 12 tools as {"type":"function",...} with
+// their JSON schemas, the user task, then turns rounds of an assistant
+// message (text content and one tool_calls entry) and a tool message with
+// the ~600 B of numbered source. With 30 turns it is about 50 KB.
+func ChatAgent(turns int, stream bool) []byte {
+	g := &gen{state: 0x9E3779B97F4A7C15}
+	system := "You are an interactive CLI coding agent. Use the tools to help the user with software engineering tasks.\n\n" + g.prose(8000)
+	tools := agentTools(g)
+	req := chatRequest{
+		Model:               ChatModel,
+		MaxCompletionTokens: 32000,
+		Stream:              stream,
+		Messages: []chatMessage{
+			{Role: "system", Content: system},
+			{Role: "user", Content: "The integration tests in ./proxy fail intermittently under load. Find the cause and fix it; run the tests to confirm."},
+		},
+	}
+	for _, t := range tools {
+		req.Tools = append(req.Tools, chatTool{Type: "function",
+			Function: chatFunction{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}})
+	}
+	for i := range turns {
+		tool := tools[i%len(tools)]
+		id := fmt.Sprintf("call_%024d", i+1)
+		args := fmt.Sprintf(`{"path":"proxy/file_%02d.go","offset":%d,"limit":200}`, i, i*40)
+		req.Messages = append(req.Messages,
+			chatMessage{Role: "assistant", Content: g.prose(120), ToolCalls: []chatToolCall{{
+				ID: id, Type: "function", Function: chatCall{Name: tool.Name, Arguments: args},
+			}}},
+			chatMessage{Role: "tool", ToolCallID: id, Content: g.code(600)},
+		)
+	}
+	return marshal(req)
+}
+
+type chatRequest struct {
+	Model               string        `json:"model"`
+	MaxCompletionTokens int           `json:"max_completion_tokens"`
+	Messages            []chatMessage `json:"messages"`
+	Tools               []chatTool    `json:"tools,omitempty"`
+	Stream              bool          `json:"stream,omitempty"`
+}
+
+type chatMessage struct {
+	Role       string         `json:"role"`
+	Content    string         `json:"content"`
+	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+type chatToolCall struct {
+	ID       string   `json:"id"`
+	Type     string   `json:"type"`
+	Function chatCall `json:"function"`
+}
+
+type chatCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"` // JSON text, as the API sends it
+}
+
+type chatTool struct {
+	Type     string       `json:"type"`
+	Function chatFunction `json:"function"`
+}
+
+type chatFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
 }
 
 type messagesRequest struct {

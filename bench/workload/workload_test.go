@@ -3,11 +3,19 @@ package workload
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestBodies(t *testing.T) {
-	for _, b := range All() {
+	names := map[string]bool{}
+	for _, b := range append(All(), EventDelay()) {
+		if names[b.Name] {
+			t.Errorf("two workloads named %s", b.Name)
+		}
+		names[b.Name] = true
 		var v struct {
 			Model    string            `json:"model"`
 			Stream   bool              `json:"stream"`
@@ -17,10 +25,25 @@ func TestBodies(t *testing.T) {
 		if err := json.Unmarshal(b.JSON, &v); err != nil {
 			t.Fatalf("%s: invalid JSON: %v", b.Name, err)
 		}
-		if v.Model != Model || v.Stream != b.Stream || len(v.Messages) == 0 {
-			t.Errorf("%s: model %q stream %v messages %d", b.Name, v.Model, v.Stream, len(v.Messages))
+		model, path, headers := Model, Path, Headers
+		if b.API == APIChat {
+			model, path, headers = ChatModel, ChatPath, ChatHeaders
+		} else if b.API != APIAnthropic {
+			t.Errorf("%s: API %q", b.Name, b.API)
+		}
+		if v.Model != model || v.Stream != b.Stream || len(v.Messages) == 0 || b.Path != path || !slices.Equal(b.Headers, headers) {
+			t.Errorf("%s: model %q stream %v messages %d path %s headers %v", b.Name, v.Model, v.Stream, len(v.Messages), b.Path, b.Headers)
+		}
+		if b.Stream != (b.Events() > 0) {
+			t.Errorf("%s: stream %v with %d events", b.Name, b.Stream, b.Events())
+		}
+		if got, ok := ByName(b.Name); !ok || !bytes.Equal(got.JSON, b.JSON) {
+			t.Errorf("ByName(%s) = %v", b.Name, ok)
 		}
 		t.Logf("%s: %d bytes", b.Name, len(b.JSON))
+	}
+	if _, ok := ByName("nope"); ok {
+		t.Error("ByName found an unknown workload")
 	}
 	agent := AnthropicAgent(AgentTurns, false)
 	if n := len(agent); n < 45<<10 || n > 55<<10 {
@@ -38,5 +61,132 @@ func TestBodies(t *testing.T) {
 	}
 	if !bytes.Equal(agent, AnthropicAgent(AgentTurns, false)) {
 		t.Error("agent body is not deterministic")
+	}
+	// The streamed agent body is the same request with "stream":true.
+	streamed, _ := ByName("agent50k-stream")
+	if !bytes.Equal(streamed.JSON, append(agent[:len(agent)-1:len(agent)-1], `,"stream":true}`...)) {
+		t.Error("agent50k-stream is not agent50k with stream:true")
+	}
+}
+
+func TestChatAgent(t *testing.T) {
+	body := ChatAgent(AgentTurns, false)
+	if n := len(body); n < 45<<10 || n > 55<<10 {
+		t.Errorf("chat body is %d bytes, want about 50 KB", n)
+	}
+	if !bytes.Equal(body, ChatAgent(AgentTurns, false)) {
+		t.Error("chat body is not deterministic")
+	}
+	var req struct {
+		Model    string `json:"model"`
+		Stream   *bool  `json:"stream"`
+		Messages []struct {
+			Role       string  `json:"role"`
+			Content    *string `json:"content"`
+			ToolCallID string  `json:"tool_call_id"`
+			ToolCalls  []struct {
+				ID       string `json:"id"`
+				Type     string `json:"type"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"messages"`
+		Tools []struct {
+			Type     string `json:"type"`
+			Function struct {
+				Name        string          `json:"name"`
+				Description string          `json:"description"`
+				Parameters  json.RawMessage `json:"parameters"`
+			} `json:"function"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	if req.Model != ChatModel || req.Stream != nil {
+		t.Errorf("model %q, stream %v", req.Model, req.Stream)
+	}
+	if len(req.Tools) != 12 {
+		t.Fatalf("%d tools, want 12", len(req.Tools))
+	}
+	tools := map[string]bool{}
+	for _, tl := range req.Tools {
+		var schema struct {
+			Type       string                     `json:"type"`
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if tl.Type != "function" || tl.Function.Name == "" || tl.Function.Description == "" ||
+			json.Unmarshal(tl.Function.Parameters, &schema) != nil || schema.Type != "object" || len(schema.Properties) == 0 {
+			t.Errorf("tool %+v", tl)
+		}
+		tools[tl.Function.Name] = true
+	}
+	if len(req.Messages) != 2+2*AgentTurns {
+		t.Fatalf("%d messages, want %d", len(req.Messages), 2+2*AgentTurns)
+	}
+	if m := req.Messages[0]; m.Role != "system" || m.Content == nil || len(*m.Content) < 8000 {
+		t.Errorf("first message %q, %d bytes", m.Role, len(*m.Content))
+	}
+	if req.Messages[1].Role != "user" {
+		t.Errorf("second message %q", req.Messages[1].Role)
+	}
+	for i := range AgentTurns {
+		a, r := req.Messages[2+2*i], req.Messages[3+2*i]
+		if a.Role != "assistant" || a.Content == nil || *a.Content == "" || len(a.ToolCalls) != 1 {
+			t.Fatalf("round %d: assistant message %+v", i, a)
+		}
+		c := a.ToolCalls[0]
+		if c.Type != "function" || !tools[c.Function.Name] || !json.Valid([]byte(c.Function.Arguments)) {
+			t.Errorf("round %d: tool call %+v", i, c)
+		}
+		if r.Role != "tool" || r.ToolCallID != c.ID || r.Content == nil || len(*r.Content) < 600 ||
+			!strings.Contains(*r.Content, "     1\t") {
+			t.Errorf("round %d: tool message %+v (call %s)", i, r, c.ID)
+		}
+	}
+	var s struct {
+		Stream bool `json:"stream"`
+	}
+	if json.Unmarshal(ChatAgent(2, true), &s) != nil || !s.Stream {
+		t.Error("ChatAgent(stream) does not ask for a stream")
+	}
+}
+
+func TestShapes(t *testing.T) {
+	for _, c := range []struct {
+		shape  MockShape
+		args   string
+		events int
+		desc   string
+	}{
+		{MockDefault, "-pad 1520 -chunk 16 -delay 0s", 100, "1520 B of text in 16-char deltas (100 events)"},
+		{MockAgentStream, "-pad 4624 -chunk 16 -delay 0s -tools 1", 300, "4624 B of text in 16-char deltas, then a tool call (300 events)"},
+		{MockStamped, "-pad 900 -chunk 20 -delay 2ms -stamp", 50, "45 text deltas, each carrying its send time (50 events, 2ms apart)"},
+	} {
+		if got := strings.Join(c.shape.Args(), " "); got != c.args {
+			t.Errorf("%s: args %q, want %q", c.shape.Name, got, c.args)
+		}
+		if c.shape.Events != c.events {
+			t.Errorf("%s: %d events, want %d", c.shape.Name, c.shape.Events, c.events)
+		}
+		if got := c.shape.Describe(); got != c.desc {
+			t.Errorf("%s: %q, want %q", c.shape.Name, got, c.desc)
+		}
+	}
+	if MockDefault.TextDeltas() != 95 || MockAgentStream.TextDeltas() != 289 || MockStamped.TextDeltas() != StampedDeltas ||
+		(MockShape{Pad: 5, Chunk: -1}).TextDeltas() != 1 || (MockShape{Chunk: 16}).TextDeltas() != 0 {
+		t.Error("TextDeltas")
+	}
+	if s := Shapes(); len(s) != 3 || s[0] != MockDefault {
+		t.Errorf("shapes %v", s)
+	}
+	if MockStamped.Delay != 2*time.Millisecond || EventDelay().Mock != MockStamped || EventDelay().Events() != 50 {
+		t.Error("event-delay workload")
+	}
+	small, _ := ByName("small")
+	if small.Events() != 0 {
+		t.Error("a JSON workload with stream events")
 	}
 }

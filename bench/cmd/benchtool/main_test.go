@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,16 +13,41 @@ import (
 	"shepherd/bench/workload"
 )
 
-// The mock, run with the flags bodies writes to mock.args, must serve every
-// workload in the shape checkTarget (and the Go benchmarks) expect.
-func TestCheckTargetAgainstMock(t *testing.T) {
-	m := mock.New(mock.Options{NoRecord: true, PadText: workload.PadText, ChunkSize: workload.ChunkSize})
+// mockFor starts the mock with the options of a shape (the flags
+// cmd/mockprovider turns MockShape.Args into; its own test checks that
+// mapping).
+func mockFor(t *testing.T, shape workload.MockShape) *mock.Server {
+	t.Helper()
+	opts := mock.Options{NoRecord: true, PadText: shape.Pad, ChunkSize: shape.Chunk, InterEventDelay: shape.Delay, StampText: shape.Stamp}
+	if shape.Tools > 0 {
+		opts.Default.ToolCalls = mock.NumberedToolCalls(shape.Tools)
+	}
+	m := mock.New(opts)
 	if err := m.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
-	if err := checkTarget(&http.Client{Timeout: 5 * time.Second}, m.URL()); err != nil {
-		t.Fatal(err)
+	t.Cleanup(m.Close)
+	return m
+}
+
+// The mock of each shape must serve every workload of that shape the way
+// checkTarget (and the Go benchmarks) expect; a mock of another shape must
+// fail the check.
+func TestCheckTargetAgainstMock(t *testing.T) {
+	client := &http.Client{Timeout: 5 * time.Second}
+	for _, shape := range workload.Shapes() {
+		if err := checkTarget(client, mockFor(t, shape).URL(), shape.Name); err != nil {
+			t.Errorf("%s: %v", shape.Name, err)
+		}
+	}
+	wrong := mockFor(t, workload.MockDefault).URL()
+	for _, shape := range []string{workload.MockAgentStream.Name, workload.MockStamped.Name} {
+		if err := checkTarget(client, wrong, shape); err == nil {
+			t.Errorf("%s workloads accepted from the default mock", shape)
+		}
+	}
+	if len(bodiesOf("nope")) != 0 || len(bodiesOf(workload.MockDefault.Name)) != 4 {
+		t.Errorf("bodiesOf")
 	}
 }
 
@@ -30,14 +56,58 @@ func TestBodies(t *testing.T) {
 	if err := cmdBodies([]string{dir}); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"small.json", "agent50k.json", "stream.json", "post.lua", "mock.args"} {
+	for _, name := range []string{"small.json", "agent50k.json", "chat50k.json", "stream.json", "agent50k-stream.json", "stamped.json",
+		"small.headers", "chat50k.headers", "post.lua", "workloads.tsv", "mock-default.args", "mock-agent-stream.args", "mock-stamped.args"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Error(err)
 		}
 	}
 	lua, _ := os.ReadFile(filepath.Join(dir, "post.lua"))
-	if !strings.Contains(string(lua), `wrk.headers["anthropic-version"] = "2023-06-01"`) || strings.Contains(string(lua), "%!") {
+	if !strings.Contains(string(lua), `io.lines(os.getenv("HEADERS_FILE"))`) || !strings.Contains(string(lua), `"bench-" .. (n % 64)`) ||
+		!strings.Contains(string(lua), `"RESULT requests=%d duration_us=%d`) || strings.Contains(string(lua), "%%") {
 		t.Errorf("post.lua:\n%s", lua)
+	}
+	tsv, _ := os.ReadFile(filepath.Join(dir, "workloads.tsv"))
+	for _, want := range []string{"name\tapi\tpath\tstream\tmock\tevents\n", "small\tanthropic\t/v1/messages\t0\tdefault\t0\n",
+		"chat50k\tchat\t/v1/chat/completions\t0\tdefault\t0\n", "stream\tanthropic\t/v1/messages\t1\tdefault\t100\n",
+		"agent50k-stream\tanthropic\t/v1/messages\t1\tagent-stream\t300\n", "stamped\tanthropic\t/v1/messages\t1\tstamped\t50\n"} {
+		if !strings.Contains(string(tsv), want) {
+			t.Errorf("workloads.tsv lacks %q:\n%s", want, tsv)
+		}
+	}
+	args, _ := os.ReadFile(filepath.Join(dir, "mock-agent-stream.args"))
+	if string(args) != "-pad 4624 -chunk 16 -delay 0s -tools 1\n" {
+		t.Errorf("mock-agent-stream.args %q", args)
+	}
+	for name, want := range map[string][][2]string{"small": workload.Headers, "chat50k": workload.ChatHeaders} {
+		got, err := readHeaders(filepath.Join(dir, name+".headers"))
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s.headers: %v %v, want %v", name, got, err, want)
+		}
+	}
+	bad := filepath.Join(dir, "bad.headers")
+	_ = os.WriteFile(bad, []byte("no colon here\n"), 0o644)
+	if _, err := readHeaders(bad); err == nil {
+		t.Error("bad header line accepted")
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	var out strings.Builder
+	if err := cmdDescribe([]string{"small", "chat50k", "agent50k-stream"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"- Workloads: small = 149 B Anthropic Messages request (one user turn) → JSON reply with 1520 B of text; chat50k = ",
+		" B OpenAI Chat Completions request (agent-shaped: long system prompt, 12 tools, 30 tool round trips) → JSON reply",
+		`agent50k-stream = 51641 B Anthropic Messages request (agent-shaped: long system prompt, 12 tools, 30 tool round trips, "stream":true) → SSE stream of 4624 B of text in 16-char deltas, then a tool call (300 events)` + "\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("describe lacks %q:\n%s", want, out.String())
+		}
+	}
+	if err := cmdDescribe([]string{"nope"}, &out); err == nil {
+		t.Error("unknown workload described")
 	}
 }
 

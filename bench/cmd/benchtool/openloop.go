@@ -4,14 +4,18 @@ package main
 // measured from each request's scheduled time (so a stalled target is
 // charged for the requests it delayed: no coordinated omission), and for
 // streams the time to first byte and the gaps between consecutive events.
+// For a stamped stream (the mock's -stamp: every text delta carries its send
+// time), also the one-way delay of every text delta: the time the client
+// has read the complete event minus the time stamped in it.
 //
-//	benchtool openloop -rate R -duration D -warmup W -body FILE [-stream] [-header 'K: V']... URL
+//	benchtool openloop -rate R -duration D -warmup W -body FILE [-headers FILE] [-stream] [-stamped] [-header 'K: V']... URL
 //	benchtool openloop-report OPENLOOP.tsv
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"shepherd/bench/mock"
 	"shepherd/bench/workload"
 )
 
@@ -35,11 +40,12 @@ const lateLimit = 10 * time.Second
 type openloopConfig struct {
 	url      string
 	body     []byte
-	headers  [][2]string // besides Content-Type and workload.Headers
+	headers  [][2]string // besides Content-Type and X-Session-Id
 	rate     float64     // requests per second
 	duration time.Duration
 	warmup   time.Duration
 	stream   bool
+	stamped  bool          // a stream whose text deltas carry their send time: measure each one's delay
 	limit    time.Duration // lateLimit unless a test shortens it
 }
 
@@ -52,6 +58,7 @@ type openloopStats struct {
 	gaps         []time.Duration
 	lag          []time.Duration // send time − scheduled time: the generator's own lateness
 	events       int             // SSE events received by measured, successful requests
+	delays       []time.Duration // stamped streams: receive time − stamped send time of every text delta
 	firstErr     error           // of the measured requests
 }
 
@@ -62,6 +69,7 @@ type sample struct {
 	lag       time.Duration
 	gaps      []time.Duration
 	events    int
+	delays    []time.Duration
 }
 
 type headerFlags [][2]string
@@ -83,6 +91,8 @@ func cmdOpenloop(args []string, w io.Writer) error {
 	warmup := fs.Duration("warmup", time.Second, "unmeasured time before it, at the same rate")
 	bodyFile := fs.String("body", "", "request body file (required)")
 	stream := fs.Bool("stream", false, "the reply is SSE: also measure time to first byte and gaps between events")
+	stamped := fs.Bool("stamped", false, "the reply is a stamped SSE stream (mockprovider -stamp): also measure the delay of every text delta (implies -stream)")
+	headersFile := fs.String("headers", "", `request headers, "Name: value" lines (a .headers file of benchtool bodies); default the Anthropic headers`)
 	var hs headerFlags
 	fs.Var(&hs, "header", "extra request header 'Name: value' (repeatable)")
 	_ = fs.Parse(args)
@@ -96,20 +106,28 @@ func cmdOpenloop(args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	st, err := runOpenloop(openloopConfig{url: fs.Arg(0), body: body, headers: hs, rate: *rate,
-		duration: *duration, warmup: *warmup, stream: *stream, limit: lateLimit})
+	headers := workload.Headers
+	if *headersFile != "" {
+		if headers, err = readHeaders(*headersFile); err != nil {
+			return err
+		}
+	}
+	*stream = *stream || *stamped
+	st, err := runOpenloop(openloopConfig{url: fs.Arg(0), body: body, headers: append(slices.Clone(headers), hs...), rate: *rate,
+		duration: *duration, warmup: *warmup, stream: *stream, stamped: *stamped, limit: lateLimit})
 	if err != nil {
 		return err
 	}
 	if st.firstErr != nil {
 		fmt.Fprintf(os.Stderr, "benchtool openloop: %d errors, first: %v\n", st.errors, st.firstErr)
 	}
-	fmt.Fprintln(w, st.line(*stream))
+	fmt.Fprintln(w, st.line(*stream, *stamped))
 	return nil
 }
 
-// line is the machine-readable OPENLOOP line (latencies in µs).
-func (s *openloopStats) line(stream bool) string {
+// line is the machine-readable OPENLOOP line (latencies in µs; the
+// per-event delays with 0.1 µs resolution).
+func (s *openloopStats) line(stream, stamped bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "OPENLOOP rate=%g sent=%d errors=%d p50_us=%d p90_us=%d p99_us=%d p999_us=%d max_us=%d lag_p50_us=%d lag_p99_us=%d",
 		s.rate, s.sent, s.errors, us(percentile(s.lat, 50)), us(percentile(s.lat, 90)), us(percentile(s.lat, 99)),
@@ -118,10 +136,18 @@ func (s *openloopStats) line(stream bool) string {
 		fmt.Fprintf(&b, " ttfb_p50_us=%d ttfb_p99_us=%d gap_p50_us=%d gap_p99_us=%d",
 			us(percentile(s.ttfb, 50)), us(percentile(s.ttfb, 99)), us(percentile(s.gaps, 50)), us(percentile(s.gaps, 99)))
 	}
+	if stamped {
+		fmt.Fprintf(&b, " delay_events=%d delay_p50_us=%.1f delay_p90_us=%.1f delay_p99_us=%.1f delay_p999_us=%.1f delay_max_us=%.1f",
+			len(s.delays), fus(percentile(s.delays, 50)), fus(percentile(s.delays, 90)), fus(percentile(s.delays, 99)),
+			fus(percentile(s.delays, 99.9)), fus(percentile(s.delays, 100)))
+	}
 	return b.String()
 }
 
 func us(d time.Duration) int64 { return d.Microseconds() }
+
+// fus is d in microseconds, fractional.
+func fus(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 // percentile is the exact nearest-rank percentile of sorted samples (0 when
 // there are none): the smallest sample with at least p% of them at or below.
@@ -188,8 +214,10 @@ func runOpenloop(cfg openloopConfig) (*openloopStats, error) {
 			st.ttfb = append(st.ttfb, s.ttfb)
 			st.gaps = append(st.gaps, s.gaps...)
 			st.events += s.events
+			st.delays = append(st.delays, s.delays...)
 		}
 	}
+	slices.Sort(st.delays)
 	slices.Sort(st.lat)
 	slices.Sort(st.ttfb)
 	slices.Sort(st.gaps)
@@ -213,9 +241,6 @@ func doRequest(client *http.Client, cfg openloopConfig, i int, due time.Time) (s
 		return sample{err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
-	for _, h := range workload.Headers {
-		req.Header.Set(h[0], h[1])
-	}
 	// 64 sessions in turn, as in the wrk script (post.lua).
 	req.Header.Set("X-Session-Id", "bench-"+strconv.Itoa(i%64))
 	for _, h := range cfg.headers {
@@ -242,6 +267,7 @@ func doRequest(client *http.Client, cfg openloopConfig, i int, due time.Time) (s
 	buf := make([]byte, 32<<10)
 	var last time.Time // completion of the previous event
 	var prev byte      // last byte of the previous read, for "\n\n" split across reads
+	var pending []byte // stamped: the incomplete event so far
 	for {
 		k, rerr := resp.Body.Read(buf)
 		if k > 0 {
@@ -250,6 +276,12 @@ func doRequest(client *http.Client, cfg openloopConfig, i int, due time.Time) (s
 				s.ttfb = now.Sub(due)
 			}
 			chunk := buf[:k]
+			if cfg.stamped {
+				var err error
+				if pending, err = s.stampDelays(pending, chunk, now); err != nil {
+					return sample{err: err}
+				}
+			}
 			ends := bytes.Count(chunk, []byte("\n\n"))
 			if prev == '\n' && chunk[0] == '\n' {
 				ends++
@@ -273,8 +305,83 @@ func doRequest(client *http.Client, cfg openloopConfig, i int, due time.Time) (s
 	if s.events == 0 {
 		return sample{err: errors.New("stream without events")}
 	}
+	if cfg.stamped && len(s.delays) == 0 {
+		return sample{err: errors.New("stamped stream without text deltas")}
+	}
 	s.lat = time.Since(due)
 	return s
+}
+
+// stampDelays appends chunk, read at recv, to the incomplete event pending
+// and records the delay of every stamped text delta it completes; it
+// returns what is left incomplete.
+func (s *sample) stampDelays(pending, chunk []byte, recv time.Time) ([]byte, error) {
+	pending = append(pending, chunk...)
+	rest := pending
+	for {
+		i := bytes.Index(rest, []byte("\n\n"))
+		if i < 0 {
+			break
+		}
+		sent, text, err := eventStamp(rest[:i])
+		if err != nil {
+			return nil, err
+		}
+		if text {
+			s.delays = append(s.delays, recv.Sub(sent))
+		}
+		rest = rest[i+2:]
+	}
+	return append(pending[:0], rest...), nil
+}
+
+// eventStamp reads the send time stamped in one SSE event (without its
+// blank line): text reports whether the event is a text delta, an Anthropic
+// text_delta or a Chat Completions content delta; a text delta without a
+// stamp is an error (the stream was not stamped, or its text was changed).
+func eventStamp(ev []byte) (sent time.Time, text bool, err error) {
+	var data []byte
+	for line := range bytes.SplitSeq(ev, []byte("\n")) {
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			if len(data) > 0 {
+				data = append(data, '\n')
+			}
+			data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
+		}
+	}
+	if len(data) == 0 || string(data) == "[DONE]" {
+		return time.Time{}, false, nil
+	}
+	var v struct {
+		Type  string `json:"type"`
+		Delta struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"delta"`
+		Choices []struct {
+			Delta struct {
+				Content string `json:"content"`
+			} `json:"delta"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return time.Time{}, false, fmt.Errorf("event data is not JSON: %v: %.200s", err, data)
+	}
+	var t string
+	switch {
+	case v.Type == "content_block_delta" && v.Delta.Type == "text_delta":
+		t = v.Delta.Text
+	case len(v.Choices) > 0 && v.Choices[0].Delta.Content != "":
+		t = v.Choices[0].Delta.Content
+	default:
+		return time.Time{}, false, nil
+	}
+	sent, ok := mock.ParseStamp(t)
+	if !ok {
+		return time.Time{}, true, fmt.Errorf("text delta without a send-time stamp: %q", t)
+	}
+	return sent, true, nil
 }
 
 // --- report -------------------------------------------------------------------

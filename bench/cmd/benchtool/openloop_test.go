@@ -7,10 +7,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"shepherd/bench/workload"
 )
 
 func TestPercentile(t *testing.T) {
@@ -55,7 +58,7 @@ func TestOpenloopJSON(t *testing.T) {
 		w.Write([]byte(`{"type":"message"}`))
 	}))
 	defer srv.Close()
-	st, err := runOpenloop(openloopConfig{url: srv.URL, body: []byte(`{}`), headers: [][2]string{{"X-Extra", "yes"}},
+	st, err := runOpenloop(openloopConfig{url: srv.URL, body: []byte(`{}`), headers: append(slices.Clone(workload.Headers), [2]string{"X-Extra", "yes"}),
 		rate: 200, warmup: 200 * time.Millisecond, duration: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +70,7 @@ func TestOpenloopJSON(t *testing.T) {
 	if len(st.ttfb) != 0 || len(st.gaps) != 0 {
 		t.Error("stream samples from a JSON run")
 	}
-	line := st.line(false)
+	line := st.line(false, false)
 	if !strings.HasPrefix(line, "OPENLOOP rate=200 sent=200 errors=0 p50_us=") || strings.Contains(line, "ttfb") {
 		t.Errorf("line %q", line)
 	}
@@ -102,7 +105,7 @@ func TestOpenloopStream(t *testing.T) {
 	if percentile(st.ttfb, 50) > percentile(st.lat, 50) {
 		t.Error("ttfb p50 above latency p50")
 	}
-	if line := st.line(true); !strings.Contains(line, " ttfb_p50_us=") || !strings.Contains(line, " gap_p99_us=") {
+	if line := st.line(true, false); !strings.Contains(line, " ttfb_p50_us=") || !strings.Contains(line, " gap_p99_us=") || strings.Contains(line, "delay") {
 		t.Errorf("line %q", line)
 	}
 }

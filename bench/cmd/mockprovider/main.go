@@ -6,7 +6,7 @@ package main
 
 import (
 	"flag"
-	"fmt"
+	"io"
 	"log"
 	"net"
 	"os"
@@ -17,38 +17,12 @@ import (
 )
 
 func main() {
-	addr := flag.String("addr", "127.0.0.1:9100", "listen address")
-	ttft := flag.Duration("ttft", 0, "delay before the first byte of a reply / first stream event")
-	delay := flag.Duration("delay", 0, "delay between stream events")
-	headerDelay := flag.Duration("header-delay", 0, "delay before response headers")
-	chunk := flag.Int("chunk", 16, "characters of text per stream delta")
-	pad := flag.Int("pad", 0, "generate this many bytes of lorem text per reply (when -text is empty)")
-	text := flag.String("text", "", "reply text (default \"ok\" unless -pad or -tools is set)")
-	tools := flag.Int("tools", 0, "tool calls in every reply")
-	hold := flag.Duration("hold", 0, "hold each stream open this long after its first event")
-	ping := flag.Duration("ping", 0, "keep-alive interval while holding a stream")
-	noRecord := flag.Bool("no-record", true, "do not record requests")
-	flag.Parse()
-
-	def := mock.Reply{Text: *text}
-	for i := range *tools {
-		def.ToolCalls = append(def.ToolCalls, mock.ToolCall{
-			Name: fmt.Sprintf("tool_%d", i),
-			Args: fmt.Sprintf(`{"path":"src/file_%d.go","line":%d}`, i, i+1),
-		})
+	addr, opts, err := parseFlags(os.Args[1:], os.Stderr)
+	if err != nil {
+		os.Exit(2) // the flag package has printed the error and the usage
 	}
-	srv := mock.New(mock.Options{
-		Default:         def,
-		TTFT:            *ttft,
-		InterEventDelay: *delay,
-		HeaderDelay:     *headerDelay,
-		ChunkSize:       *chunk,
-		PadText:         *pad,
-		Hold:            *hold,
-		PingEvery:       *ping,
-		NoRecord:        *noRecord,
-	})
-	ln, err := net.Listen("tcp", *addr)
+	srv := mock.New(opts)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		log.Fatalf("mockprovider: %v", err)
 	}
@@ -67,4 +41,43 @@ func main() {
 			log.Fatalf("mockprovider: %v", err)
 		}
 	}
+}
+
+// parseFlags turns the command line into the listen address and the mock's
+// options; errors and usage go to out.
+func parseFlags(args []string, out io.Writer) (string, mock.Options, error) {
+	fs := flag.NewFlagSet("mockprovider", flag.ContinueOnError)
+	fs.SetOutput(out)
+	addr := fs.String("addr", "127.0.0.1:9100", "listen address")
+	ttft := fs.Duration("ttft", 0, "delay before the first byte of a reply / first stream event")
+	delay := fs.Duration("delay", 0, "delay between stream events")
+	headerDelay := fs.Duration("header-delay", 0, "delay before response headers")
+	chunk := fs.Int("chunk", 16, "characters of text per stream delta")
+	pad := fs.Int("pad", 0, "generate this many bytes of lorem text per reply (when -text is empty)")
+	text := fs.String("text", "", "reply text (default \"ok\" unless -pad or -tools is set)")
+	tools := fs.Int("tools", 0, "tool calls in every reply")
+	stamp := fs.Bool("stamp", false, "replace the text of every streamed text delta (Anthropic, Chat) with its send time: "+
+		"Unix nanoseconds, 19 digits, space-padded to -chunk; use with -delay so that each event is flushed on its own")
+	hold := fs.Duration("hold", 0, "hold each stream open this long after its first event")
+	ping := fs.Duration("ping", 0, "keep-alive interval while holding a stream")
+	noRecord := fs.Bool("no-record", true, "do not record requests")
+	if err := fs.Parse(args); err != nil {
+		return "", mock.Options{}, err
+	}
+	def := mock.Reply{Text: *text}
+	if *tools > 0 {
+		def.ToolCalls = mock.NumberedToolCalls(*tools)
+	}
+	return *addr, mock.Options{
+		Default:         def,
+		TTFT:            *ttft,
+		InterEventDelay: *delay,
+		HeaderDelay:     *headerDelay,
+		ChunkSize:       *chunk,
+		PadText:         *pad,
+		StampText:       *stamp,
+		Hold:            *hold,
+		PingEvery:       *ping,
+		NoRecord:        *noRecord,
+	}, nil
 }
