@@ -57,9 +57,13 @@ type replayStats struct {
 // miss (history edited or compacted, or another conversation) and is
 // skipped. Edits are applied from the last message to the first so earlier
 // positions stay valid.
-func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []state.LedgerEntry) ([]byte, replayStats, error) {
+//
+// fresh, when not nil, is this request's own text for its newest user turn
+// (the highest position): it is applied with the first run of user-text
+// entries, in the same pass.
+func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []state.LedgerEntry, fresh *rewrite.UserTexts) ([]byte, replayStats, error) {
 	var st replayStats
-	if len(ledger) == 0 {
+	if len(ledger) == 0 && fresh == nil {
 		return body, st, nil
 	}
 	pos := make(map[string]int, len(anchors))
@@ -86,16 +90,42 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []
 		}
 		return ops[a].order > ops[b].order
 	})
+	// Runs of user-text entries go to the codec as one batch (one pass over
+	// the body instead of one per entry); a turn entry, which renumbers the
+	// messages after it, ends a run. In descending order every position of
+	// a run is still valid when the run is applied.
 	out := body
+	var batch []rewrite.UserTexts
+	replayed := 0 // ledger entries in batch (fresh is not one)
+	if fresh != nil {
+		batch = append(batch, *fresh)
+	}
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		var err error
+		if out, err = tc.AppendUserTexts(out, batch); err != nil {
+			return fmt.Errorf("proxy: applying user text to %d turns: %w", len(batch), err)
+		}
+		st.applied += replayed
+		batch, replayed = batch[:0], 0
+		return nil
+	}
 	for _, o := range ops {
 		var err error
 		switch o.e.Kind {
 		case ledgerUserText:
 			var ut userTextEntry
 			if err = json.Unmarshal(o.e.Data, &ut); err == nil {
-				out, err = tc.AppendUserTextAt(out, o.pos, ut.Texts)
+				batch = append(batch, rewrite.UserTexts{Pos: o.pos, Texts: ut.Texts})
+				replayed++
+				continue
 			}
 		case ledgerTurn:
+			if err = flush(); err != nil {
+				return body, st, err
+			}
 			var te turnEntry
 			if err = json.Unmarshal(o.e.Data, &te); err == nil {
 				out, err = replayTurn(tc, out, o.pos, &te)
@@ -108,6 +138,9 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []
 			return body, st, fmt.Errorf("proxy: replaying %s entry at message %d: %w", o.e.Kind, o.pos, err)
 		}
 		st.applied++
+	}
+	if err := flush(); err != nil {
+		return body, st, err
 	}
 	return out, st, nil
 }

@@ -122,15 +122,12 @@ func (s *Server) prepareTurn(ctx *fasthttp.RequestCtx, x *exchange, view *hooks.
 // system, output limit) that may renumber messages.
 func (t *turn) build(sess *state.Session, edits hooks.RequestEdits) ([]byte, error) {
 	anchors := hooks.Anchors(t.view.Messages)
-	body := t.agentBody
 	texts := edits.AppendUserText
 	edits.AppendUserText = nil
+	var fresh *rewrite.UserTexts
 	if target := lastUserTurn(t.view.Messages); target >= 0 && len(texts) > 0 {
 		if !hasEntry(sess.Ledger, ledgerUserText, anchors[target]) {
-			var err error
-			if body, err = t.tc.AppendUserTextAt(body, target, texts); err != nil {
-				return nil, fmt.Errorf("appending user text: %w", err)
-			}
+			fresh = &rewrite.UserTexts{Pos: target, Texts: texts}
 			t.entries = append(t.entries, state.LedgerEntry{
 				Kind: ledgerUserText, Anchor: anchors[target], Data: mustJSON(userTextEntry{Texts: texts}),
 			})
@@ -138,7 +135,7 @@ func (t *turn) build(sess *state.Session, edits hooks.RequestEdits) ([]byte, err
 		// Otherwise this turn was seen before (a retry): the replay below
 		// re-applies the text the model saw then.
 	}
-	body, st, err := replayLedger(t.tc, body, anchors, sess.Ledger)
+	body, st, err := replayLedger(t.tc, t.agentBody, anchors, sess.Ledger, fresh)
 	t.s.metrics.ledger.WithLabelValues("applied").Add(float64(st.applied))
 	t.s.metrics.ledger.WithLabelValues("missed").Add(float64(st.missed))
 	if err != nil {

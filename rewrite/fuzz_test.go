@@ -87,6 +87,23 @@ func FuzzParseRequestApplyEdits(f *testing.F) {
 		if limit > 0 {
 			require.Equal(t, limit, after.MaxOutputTokens)
 		}
+		// Text for every user turn at once gives the bytes (or the error)
+		// of one turn at a time.
+		var ops []UserTexts
+		for i, m := range before.Messages {
+			if (m.Role == hooks.RoleUser || m.Role == hooks.RoleTool) && (i+1 == len(before.Messages) || before.Messages[i+1].Role != hooks.RoleTool) {
+				ops = append(ops, UserTexts{Pos: i, Texts: []string{text}})
+			}
+		}
+		tc := Turn(c.API())
+		want, wantErr := appendUserTextsOneByOne(tc, body, ops)
+		got, err := tc.AppendUserTexts(body, ops)
+		if wantErr != nil {
+			require.EqualError(t, err, wantErr.Error())
+		} else {
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(got))
+		}
 	})
 }
 

@@ -71,6 +71,11 @@ type TurnCodec interface {
 	// tool messages that follow pos).
 	AppendUserTextAt(body []byte, pos int, texts []string) ([]byte, error)
 
+	// AppendUserTexts gives the bytes AppendUserTextAt gives when applied
+	// for each op in descending position order (positions distinct, all of
+	// body's view), in one walk and one copy of body.
+	AppendUserTexts(body []byte, ops []UserTexts) ([]byte, error)
+
 	// EditReply returns the agent's copy of a non-streaming reply: the tool
 	// calls at the reply-view indices in remove (hooks.ToolCall.Index) are
 	// dropped, and those in first are moved, in that order, before the other

@@ -1,0 +1,243 @@
+package rewrite
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/tidwall/gjson"
+)
+
+// UserTexts is one AppendUserTextAt of a batch: texts for the user turn at
+// view position Pos.
+type UserTexts struct {
+	Pos   int
+	Texts []string
+}
+
+// userTurnLocator is the part of a codec the batched append needs: the
+// elements of body's conversation array and, for a view position, the
+// elements [first, end) that AppendUserTextAt at that position reads and
+// edits, the first of which is the turn itself.
+type userTurnLocator interface {
+	conversationKey() string
+	// fillerElem is a valid conversation element that no edit touches.
+	fillerElem() string
+	userTurnElems(body []byte) (elems []gjson.Result, run func(pos int) (first, end int, err error), err error)
+}
+
+// errNoBatch tells appendUserTexts to apply the batch one by one (a body
+// whose conversation has no separate elements, e.g. a Responses string
+// input).
+var errNoBatch = errors.New("rewrite: no batched edit for this body")
+
+// appendUserTexts applies ops as AppendUserTextAt would one after the other
+// in descending position order, with one walk over the conversation and one
+// copy of the body instead of one of each per op: the session ledger
+// replays a reminder into every earlier user turn of a conversation, and
+// done one by one that work grows with the square of its length.
+//
+// Each turn is edited by the codec's own AppendUserTextAt on a body holding
+// only the elements that edit touches ({"<key>":[elements]}), so the bytes
+// are exactly those of the one-by-one path; the edited elements are then
+// put in place in a single pass. When the ops' elements overlap, or
+// anything else is out of the ordinary (an error, which then names the
+// right position), the batch falls back to one by one.
+func appendUserTexts(tc TurnCodec, loc userTurnLocator, body []byte, ops []UserTexts) ([]byte, error) {
+	if len(ops) < 2 {
+		return appendUserTextsOneByOne(tc, body, ops)
+	}
+	elems, run, err := loc.userTurnElems(body)
+	if err != nil {
+		return appendUserTextsFallback(tc, body, ops)
+	}
+	prefix := `{"` + loc.conversationKey() + `":[`
+	type edit struct {
+		start, end int
+		repl       []byte
+	}
+	edits := make([]edit, 0, len(ops))
+	for _, op := range ops {
+		first, end, err := run(op.Pos)
+		if err != nil {
+			return appendUserTextsFallback(tc, body, ops)
+		}
+		if len(op.Texts) == 0 {
+			continue
+		}
+		// The span runs to the next element, separator included, and the
+		// small body ends with a filler element after that separator: an
+		// edit that inserts a message after the run then sees the same
+		// neighbours, and lays out the same bytes, as in the whole body.
+		s, e := elems[first].Index, elems[end-1].Index+len(elems[end-1].Raw)
+		suffix := "]}"
+		if end < len(elems) {
+			e = elems[end].Index
+			suffix = loc.fillerElem() + "]}"
+		}
+		mini := make([]byte, 0, len(prefix)+e-s+len(suffix))
+		mini = append(append(append(mini, prefix...), body[s:e]...), suffix...)
+		out, err := tc.AppendUserTextAt(mini, 0, op.Texts)
+		if err != nil || !bytes.HasPrefix(out, []byte(prefix)) || !bytes.HasSuffix(out, []byte(suffix)) {
+			return appendUserTextsFallback(tc, body, ops)
+		}
+		edits = append(edits, edit{s, e, out[len(prefix) : len(out)-len(suffix)]})
+	}
+	slices.SortFunc(edits, func(a, b edit) int { return a.start - b.start })
+	n := len(body)
+	for i, ed := range edits {
+		if i > 0 && ed.start < edits[i-1].end {
+			return appendUserTextsFallback(tc, body, ops)
+		}
+		n += len(ed.repl) - (ed.end - ed.start)
+	}
+	out := make([]byte, 0, n)
+	at := 0
+	for _, ed := range edits {
+		out = append(append(out, body[at:ed.start]...), ed.repl...)
+		at = ed.end
+	}
+	return append(out, body[at:]...), nil
+}
+
+// userTextFallbacks counts batches applied one by one (tests check that
+// ordinary batches are not).
+var userTextFallbacks atomic.Int64
+
+func appendUserTextsFallback(tc TurnCodec, body []byte, ops []UserTexts) ([]byte, error) {
+	userTextFallbacks.Add(1)
+	return appendUserTextsOneByOne(tc, body, ops)
+}
+
+// appendUserTextsOneByOne is the reference: each op in descending position
+// order, so earlier positions stay valid.
+func appendUserTextsOneByOne(tc TurnCodec, body []byte, ops []UserTexts) ([]byte, error) {
+	sorted := slices.Clone(ops)
+	slices.SortStableFunc(sorted, func(a, b UserTexts) int { return b.Pos - a.Pos })
+	out := body
+	for _, op := range sorted {
+		var err error
+		if out, err = tc.AppendUserTextAt(out, op.Pos, op.Texts); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// singleElemRun is the run of APIs whose user turns are one element each
+// at their view position (Anthropic messages, Gemini contents).
+func singleElemRun(n int) func(pos int) (int, int, error) {
+	return func(pos int) (int, int, error) {
+		if pos < 0 || pos >= n {
+			return 0, 0, errNoBatch // out of range: the one-by-one path names it
+		}
+		return pos, pos + 1, nil
+	}
+}
+
+func (anthropicCodec) conversationKey() string { return "messages" }
+func (anthropicCodec) fillerElem() string      { return `{"role":"user","content":""}` }
+
+func (anthropicCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
+	_, arr, err := agConversation(body, "messages")
+	if err != nil {
+		return nil, nil, err
+	}
+	elems := agElems(arr)
+	return elems, singleElemRun(len(elems)), nil
+}
+
+// AppendUserTexts is AppendUserTextAt for several turns, batched.
+func (c anthropicCodec) AppendUserTexts(body []byte, ops []UserTexts) ([]byte, error) {
+	return appendUserTexts(c, c, body, ops)
+}
+
+func (geminiCodec) conversationKey() string { return "contents" }
+func (geminiCodec) fillerElem() string      { return `{"role":"user","parts":[]}` }
+
+func (geminiCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
+	_, arr, err := agConversation(body, "contents")
+	if err != nil {
+		return nil, nil, err
+	}
+	elems := agElems(arr)
+	return elems, singleElemRun(len(elems)), nil
+}
+
+// AppendUserTexts is AppendUserTextAt for several turns, batched.
+func (c geminiCodec) AppendUserTexts(body []byte, ops []UserTexts) ([]byte, error) {
+	return appendUserTexts(c, c, body, ops)
+}
+
+func (chatCodec) conversationKey() string { return "messages" }
+func (chatCodec) fillerElem() string      { return `{"role":"user","content":""}` }
+
+// userTurnElems: a user message is its own element; text for a tool
+// message goes in a new user message after the run of tool messages that
+// follows it, so its edit spans that run.
+func (chatCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
+	_, _, elems, err := chatMessages(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	isTool := func(m gjson.Result) bool {
+		r := m.Get("role").Str
+		return m.IsObject() && (r == "tool" || r == "function")
+	}
+	return elems, func(pos int) (int, int, error) {
+		if pos < 0 || pos >= len(elems) {
+			return 0, 0, errNoBatch
+		}
+		end := pos + 1
+		if isTool(elems[pos]) {
+			for end < len(elems) && isTool(elems[end]) {
+				end++
+			}
+		}
+		return pos, end, nil
+	}, nil
+}
+
+// AppendUserTexts is AppendUserTextAt for several turns, batched.
+func (c chatCodec) AppendUserTexts(body []byte, ops []UserTexts) ([]byte, error) {
+	return appendUserTexts(c, c, body, ops)
+}
+
+func (responsesCodec) conversationKey() string { return "input" }
+func (responsesCodec) fillerElem() string      { return `{"role":"user","content":""}` }
+
+// userTurnElems maps view positions to input items: a user message is one
+// item; text for a tool output goes in a new user message after the run of
+// outputs that follows it, so its edit spans that run.
+func (responsesCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
+	in, err := readResponsesInput(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	if in.str {
+		return nil, nil, errNoBatch
+	}
+	isResult := func(v int) bool {
+		t := in.elems[in.ranges[v][0]].Get("type").Str
+		return t != "message" && strings.HasSuffix(t, "_output")
+	}
+	return in.elems, func(pos int) (int, int, error) {
+		if pos < 0 || pos >= len(in.ranges) {
+			return 0, 0, errNoBatch
+		}
+		v := pos + 1
+		if isResult(pos) {
+			for v < len(in.ranges) && isResult(v) {
+				v++
+			}
+		}
+		return in.ranges[pos][0], in.ranges[v-1][1], nil
+	}, nil
+}
+
+// AppendUserTexts is AppendUserTextAt for several turns, batched.
+func (c responsesCodec) AppendUserTexts(body []byte, ops []UserTexts) ([]byte, error) {
+	return appendUserTexts(c, c, body, ops)
+}
