@@ -130,7 +130,9 @@ func TestViewCacheResolvesToolNamesPerConversation(t *testing.T) {
 }
 
 func TestViewCacheBudget(t *testing.T) {
-	msg := func(i int) string { return fmt.Sprintf(`{"role":"user","content":"message %d %s"}`, i, strings.Repeat("x", 100)) }
+	msg := func(i int) string {
+		return fmt.Sprintf(`{"role":"user","content":"message %d %s"}`, i, strings.Repeat("x", 100))
+	}
 	body := func(from, to int) []byte {
 		var els []string
 		for i := from; i < to; i++ {
