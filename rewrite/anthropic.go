@@ -205,7 +205,7 @@ func anthropicAppendSystem(body []byte, texts []string) ([]byte, error) {
 	if !ok {
 		return nil, errNotObject
 	}
-	sys := root.Get("system")
+	sys := member(root, "system")
 	switch {
 	case sys.Type == gjson.String:
 		return appendToString(body, sys, suffixText(sys.Str, texts)), nil
@@ -226,7 +226,7 @@ func anthropicAppendUser(body []byte, texts []string) ([]byte, error) {
 	if !ok {
 		return nil, errNotObject
 	}
-	msg, ok := lastWithRole(root.Get("messages"), "role", "user", false)
+	msg, ok := lastWithRole(member(root, "messages"), "role", "user", false)
 	if !ok {
 		return body, nil
 	}

@@ -251,7 +251,7 @@ func geminiAddTools(body, decls []byte) ([]byte, error) {
 	if !ok {
 		return nil, errNotObject
 	}
-	tools := root.Get("tools")
+	tools := member(root, "tools")
 	if !tools.IsArray() {
 		return appendToArrayMember(body, "tools", geminiToolElem(decls))
 	}
@@ -328,7 +328,7 @@ func geminiAppendUser(body []byte, texts []string) ([]byte, error) {
 	if !ok {
 		return nil, errNotObject
 	}
-	c, ok := lastWithRole(root.Get("contents"), "role", "user", true)
+	c, ok := lastWithRole(member(root, "contents"), "role", "user", true)
 	if !ok {
 		return body, nil
 	}

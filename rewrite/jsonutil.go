@@ -212,15 +212,25 @@ func end(r gjson.Result) int { return r.Index + len(r.Raw) }
 // lastElemEnd returns the offset just past the last element of array or the
 // last member value of an object, or -1 when it is empty.
 func lastElemEnd(container gjson.Result) int {
-	last := -1
-	if container.Type != gjson.JSON {
-		return last
+	s := container.Raw
+	if container.Type != gjson.JSON || len(s) < 2 {
+		return -1
 	}
-	container.ForEach(func(_, v gjson.Result) bool {
-		last = end(v)
-		return true
-	})
-	return last
+	// The last value ends at the last non-space byte before the closing
+	// bracket, unless that byte is the opening one (an empty container).
+	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+	i := len(s) - 1
+	for i > 0 && isSpace(s[i]) {
+		i-- // the closing bracket
+	}
+	i--
+	for i >= 0 && isSpace(s[i]) {
+		i--
+	}
+	if i < 0 || s[i] == '[' || s[i] == '{' {
+		return -1 // no value ends in an opening bracket: the container is empty
+	}
+	return container.Index + i + 1
 }
 
 // appendItems returns body with items (raw JSON values) appended to the array
@@ -247,15 +257,7 @@ func prependItem(body []byte, arr gjson.Result, item []byte) []byte {
 // raw: an existing member's value is replaced in place; a new member is added
 // after the last one (so a closing brace on its own line stays there).
 func setMember(body []byte, obj gjson.Result, key string, raw []byte) []byte {
-	var found gjson.Result
-	obj.ForEach(func(k, v gjson.Result) bool {
-		if k.Str == key {
-			found = v
-			return false
-		}
-		return true
-	})
-	if found.Exists() {
+	if found := member(obj, key); found.Exists() {
 		return splice(body, found.Index, end(found), raw)
 	}
 	member := appendJSONString(nil, key)

@@ -237,7 +237,7 @@ func (chatCodec) ApplyEdits(body []byte, e hooks.RequestEdits) ([]byte, error) {
 // only that older field.
 func chatSetMax(body []byte, n int64) ([]byte, error) {
 	key := "max_completion_tokens"
-	if root, ok := rootObject(bstr(body)); ok && !root.Get(key).Exists() && root.Get("max_tokens").Exists() {
+	if root, ok := rootObject(bstr(body)); ok && !member(root, key).Exists() && member(root, "max_tokens").Exists() {
 		key = "max_tokens"
 	}
 	return setTopLevelInt(body, key, n)
@@ -264,7 +264,7 @@ func chatAppendSystem(body []byte, texts []string) ([]byte, error) {
 	if !ok {
 		return nil, errNotObject
 	}
-	msgs := root.Get("messages")
+	msgs := member(root, "messages")
 	if !msgs.IsArray() {
 		if !isNull(msgs) {
 			return nil, fmt.Errorf("rewrite: cannot edit messages: not an array")
@@ -317,7 +317,7 @@ func chatAppendUser(body []byte, texts []string) ([]byte, error) {
 	if !ok {
 		return nil, errNotObject
 	}
-	msgs := root.Get("messages")
+	msgs := member(root, "messages")
 	if !msgs.IsArray() {
 		return body, nil
 	}

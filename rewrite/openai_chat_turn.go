@@ -20,7 +20,7 @@ func chatMessages(body []byte) (root, msgs gjson.Result, elems []gjson.Result, e
 	if root, err = parseTrustedRoot(body); err != nil {
 		return
 	}
-	msgs = root.Get("messages")
+	msgs = member(root, "messages")
 	if err = wantArray(msgs, "messages"); err != nil {
 		return
 	}

@@ -255,7 +255,7 @@ func responsesAppendSystem(body []byte, texts []string) ([]byte, error) {
 	if !ok {
 		return nil, errNotObject
 	}
-	instr := root.Get("instructions")
+	instr := member(root, "instructions")
 	switch {
 	case instr.Type == gjson.String:
 		return appendToString(body, instr, suffixText(instr.Str, texts)), nil
@@ -276,7 +276,7 @@ func responsesAppendUser(body []byte, texts []string) ([]byte, error) {
 	}
 	parts := textItems("input_text", texts)
 	const strPart = `{"type":"input_text","text":`
-	input := root.Get("input")
+	input := member(root, "input")
 	switch {
 	case input.Type == gjson.String:
 		return splice(body, input.Index, end(input), []byte(`[{"role":"user","content":[`+strPart),

@@ -72,7 +72,7 @@ func readResponsesInput(body []byte) (*responsesInput, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &responsesInput{root: root, input: root.Get("input")}
+	in := &responsesInput{root: root, input: member(root, "input")}
 	if err := wantStringOrArray(in.input, "input"); err != nil {
 		return nil, err
 	}

@@ -58,7 +58,7 @@ func appendToArrayMember(body []byte, key string, items []byte) ([]byte, error) 
 	if !ok {
 		return nil, errNotObject
 	}
-	arr := root.Get(key)
+	arr := member(root, key)
 	switch {
 	case arr.IsArray():
 		return appendItems(body, arr, items), nil

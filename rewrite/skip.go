@@ -178,3 +178,11 @@ func members(obj gjson.Result, keys []string, out []gjson.Result) {
 		}
 	}
 }
+
+// member returns obj's first member named key (gjson's Get for a plain key,
+// without decoding the members before it).
+func member(obj gjson.Result, key string) gjson.Result {
+	var out [1]gjson.Result
+	members(obj, []string{key}, out[:])
+	return out[0]
+}

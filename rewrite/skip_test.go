@@ -22,6 +22,11 @@ func checkIteration(t *testing.T, doc string) {
 	}
 	var walk func(r gjson.Result)
 	walk = func(r gjson.Result) {
+		if r.IsArray() || r.IsObject() {
+			last := -1
+			r.ForEach(func(_, v gjson.Result) bool { last = v.Index + len(v.Raw); return true })
+			require.Equal(t, last, lastElemEnd(r), "end of the last value of %s", r.Raw)
+		}
 		switch {
 		case r.IsArray():
 			var want []gjson.Result

@@ -18,7 +18,7 @@ func agConversation(body []byte, key string) (root, arr gjson.Result, err error)
 	if root, err = parseTrustedRoot(body); err != nil {
 		return root, arr, err
 	}
-	arr = root.Get(key)
+	arr = member(root, key)
 	if !arr.IsArray() {
 		return root, arr, fmt.Errorf("%w: %s must be an array", ErrMalformed, key)
 	}
@@ -81,7 +81,7 @@ func agAppendToMember(body []byte, key string, items [][]byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	arr := root.Get(key)
+	arr := member(root, key)
 	switch {
 	case arr.IsArray():
 		return appendItems(body, arr, joined), nil
