@@ -63,6 +63,10 @@ func anthropicSystem(idx *docIndex, sys gjson.Result) (string, error) {
 	if sys.Type == gjson.String {
 		return str(sys), nil
 	}
+	return cachedText(viewAnthropicSystem, sys.Raw, func() (string, error) { return anthropicSystemBlocks(idx, sys) })
+}
+
+func anthropicSystemBlocks(idx *docIndex, sys gjson.Result) (string, error) {
 	var texts []string
 	var err error
 	idx.each(sys, func(i int, b gjson.Result) bool {

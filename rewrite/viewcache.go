@@ -46,6 +46,7 @@ const (
 	viewChat
 	viewResponses
 	viewGemini
+	viewAnthropicSystem
 )
 
 type viewKey struct {
@@ -57,6 +58,7 @@ type viewKey struct {
 // viewEntry is immutable once stored, except for the digest memo.
 type viewEntry struct {
 	msg  hooks.Message // Blocks never modified; tool-result names unresolved
+	text string        // for text entries (cachedText)
 	size int64
 	// digest is the digest for the names its tool results last resolved to.
 	digest atomic.Pointer[resolvedDigest]
@@ -278,4 +280,23 @@ func (r *viewResolver) resolve(e *viewEntry) hooks.Message {
 	e.digest.Store(d)
 	msg.Digest = d.digest
 	return msg
+}
+
+// cachedText returns what compute returns for the member raw (a system
+// prompt: 8 KB of an agent's request, the same on every request), from the
+// cache when these bytes were seen before under tag p. Errors are not
+// cached.
+func cachedText(p viewParser, raw string, compute func() (string, error)) (string, error) {
+	if views.limit.Load() == 0 || raw == "" {
+		return compute()
+	}
+	k := views.key(p, raw)
+	if e := views.get(k); e != nil {
+		return e.text, nil
+	}
+	text, err := compute()
+	if err == nil {
+		views.put(k, &viewEntry{text: text, size: int64(len(raw)) + entryOverhead})
+	}
+	return text, err
 }
