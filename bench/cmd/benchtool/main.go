@@ -643,5 +643,22 @@ func cmdGobench(r io.Reader, w io.Writer) error {
 			num(b.metrics, "ns/op"), num(b.metrics, "B/op"), num(b.metrics, "allocs/op"), num(b.metrics, "ns/event"),
 			add[0], add[1], add[2])
 	}
+	// Session benchmarks (an op is a whole session) get their per-request
+	// figures in a table of their own.
+	header := false
+	for _, b := range benches {
+		perReq, ok := b.metrics["ns/request"]
+		if !ok {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w)
+			fmt.Fprintln(w, "| session benchmark | ns/request (mean) | last request ns | ns/op (whole session) | B/op | allocs/op |")
+			fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|")
+			header = true
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %s | %s | %s | %s |\n", b.name, perReq,
+			num(b.metrics, "last-ns"), num(b.metrics, "ns/op"), num(b.metrics, "B/op"), num(b.metrics, "allocs/op"))
+	}
 	return nil
 }

@@ -149,6 +149,7 @@ func TestGobench(t *testing.T) {
 BenchmarkDirectJSON/small-2   	   46279	     26299 ns/op	       149.0 req-B	      1828 resp-B	    2605 B/op	       8 allocs/op
 BenchmarkProxyJSON/small-2    	   10000	    106810 ns/op	       149.0 req-B	      1828 resp-B	   37357 B/op	      37 allocs/op
 BenchmarkProxySSE-2           	    1772	    810355 ns/op	       100.0 events/op	      8104 ns/event	   36351 B/op	      69 allocs/op
+BenchmarkProxySession/hooks-on-2 	       5	  56479443 ns/op	   1263272 last-ns	    941324 ns/request	26570708 B/op	   61364 allocs/op
 PASS
 `
 	var out strings.Builder
@@ -160,6 +161,7 @@ PASS
 		"| DirectJSON/small | 26299 | 2605 | 8 | – | – | – | – |",
 		"| ProxyJSON/small | 106810 | 37357 | 37 | – | +80511 | +34752 | +29 |",
 		"| ProxySSE | 810355 | 36351 | 69 | 8104 | – | – | – |",
+		"| ProxySession/hooks-on | 941324 | 1263272 | 56479443 | 26570708 | 61364 |",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("gobench lacks %q:\n%s", want, got)
