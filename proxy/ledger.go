@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/tidwall/gjson"
+
 	"shepherd/rewrite"
 	"shepherd/state"
 )
@@ -116,9 +118,9 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []
 		var err error
 		switch o.e.Kind {
 		case ledgerUserText:
-			var ut userTextEntry
-			if err = json.Unmarshal(o.e.Data, &ut); err == nil {
-				batch = append(batch, rewrite.UserTexts{Pos: o.pos, Texts: ut.Texts})
+			var texts []string
+			if texts, err = decodeUserText(o.e.Data); err == nil {
+				batch = append(batch, rewrite.UserTexts{Pos: o.pos, Texts: texts})
 				replayed++
 				continue
 			}
@@ -143,6 +145,28 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []
 		return body, st, err
 	}
 	return out, st, nil
+}
+
+// decodeUserText reads a userTextEntry. Entries are replayed on every
+// request of a session, one per earlier turn, so this avoids encoding/json's
+// reflection: the data is what mustJSON wrote (valid JSON, valid UTF-8), which
+// gjson decodes to the same strings.
+func decodeUserText(data []byte) ([]string, error) {
+	texts := gjson.GetBytes(data, "texts")
+	if !gjson.ValidBytes(data) || !texts.IsArray() {
+		return nil, fmt.Errorf("proxy: malformed user_text entry")
+	}
+	var out []string
+	var err error
+	texts.ForEach(func(_, v gjson.Result) bool {
+		if v.Type != gjson.String {
+			err = fmt.Errorf("proxy: malformed user_text entry")
+			return false
+		}
+		out = append(out, v.Str)
+		return true
+	})
+	return out, err
 }
 
 func replayTurn(tc rewrite.TurnCodec, body []byte, pos int, te *turnEntry) ([]byte, error) {
