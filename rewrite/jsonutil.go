@@ -92,7 +92,7 @@ func parseTrustedRoot(body []byte) (gjson.Result, error) {
 // parseReplyRoot validates a reply body or event payload and returns its
 // top-level object.
 func parseReplyRoot(body []byte) (gjson.Result, error) {
-	if !gjson.ValidBytes(body) {
+	if !validJSON(body) {
 		return gjson.Result{}, fmt.Errorf("%w: not valid JSON", ErrMalformedReply)
 	}
 	root, ok := rootObject(bstr(body))
@@ -355,7 +355,7 @@ func toolParams(name string, p []byte) ([]byte, error) {
 	if len(p) == 0 {
 		return []byte(`{"type":"object","properties":{}}`), nil
 	}
-	if !gjson.ValidBytes(p) || !gjson.ParseBytes(p).IsObject() {
+	if !validJSON(p) || !gjson.ParseBytes(p).IsObject() {
 		return nil, fmt.Errorf("rewrite: parameters of tool %q are not a JSON object", name)
 	}
 	return p, nil

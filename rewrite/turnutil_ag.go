@@ -53,7 +53,7 @@ func agJoinItems(items [][]byte) ([]byte, error) {
 	}
 	out := make([]byte, 0, n)
 	for i, it := range items {
-		if !gjson.ValidBytes(it) {
+		if !validJSON(it) {
 			return nil, fmt.Errorf("rewrite: item %d to insert is not valid JSON", i)
 		}
 		if _, ok := rootObject(bstr(it)); !ok {

@@ -44,7 +44,7 @@ func oaJoin(items [][]byte) []byte {
 // so that splicing the items keeps the body valid.
 func oaCheckItems(items [][]byte) error {
 	for i, it := range items {
-		if !gjson.ValidBytes(it) {
+		if !validJSON(it) {
 			return fmt.Errorf("rewrite: item %d to insert is not valid JSON", i)
 		}
 		if _, ok := rootObject(bstr(it)); !ok {
