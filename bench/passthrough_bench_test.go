@@ -25,6 +25,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,11 +55,22 @@ func startEnv(b *testing.B) *env { return startEnvWith(b, false) }
 // topics, intents (a policy in a temporary workspace, an intent selected
 // by current_intent_id) and recovery, memory store.
 func startEnvWith(b *testing.B, hooks bool) *env {
+	return startEnvShape(b, hooks, workload.MockDefault)
+}
+
+// startEnvShape is startEnvWith with the mock serving shape (its text, chunk
+// size and tool calls; the load script's mockprovider flags for that shape).
+func startEnvShape(b *testing.B, hooks bool, shape workload.MockShape) *env {
 	b.Helper()
+	var def mock.Reply
+	if shape.Tools > 0 {
+		def.ToolCalls = mock.NumberedToolCalls(shape.Tools)
+	}
 	m := mock.New(mock.Options{
 		NoRecord:  true,
-		PadText:   workload.PadText,
-		ChunkSize: workload.ChunkSize,
+		Default:   def,
+		PadText:   shape.Pad,
+		ChunkSize: shape.Chunk,
 	})
 	if err := m.Start(); err != nil {
 		b.Fatal(err)
@@ -201,20 +213,40 @@ func BenchmarkProxyJSONHooks(b *testing.B) {
 	}
 }
 
-// BenchmarkProxySSEHooks: the stream through shepherd with the features on.
+// sseCases are the streamed workloads: stream (100 events, the default
+// shape) and agent50k-stream (the 50 KB agent request, 300 events ending
+// with a tool call, the agent-stream shape).
+var sseCases = func() []workload.Body {
+	var out []workload.Body
+	for _, b := range workload.All() {
+		if b.Stream {
+			out = append(out, b)
+		}
+	}
+	return out
+}()
+
+// runSSE runs benchSSE for every streamed workload, each against its own
+// mock shape; addr picks the target of an env (mock or proxy).
+func runSSE(b *testing.B, hooks bool, addr func(*env) string) {
+	for _, c := range sseCases {
+		b.Run(c.Name, func(b *testing.B) { benchSSE(b, addr(startEnvShape(b, hooks, c.Mock)), c) })
+	}
+}
+
+// BenchmarkProxySSEHooks: the streams through shepherd with the features on.
 func BenchmarkProxySSEHooks(b *testing.B) {
-	benchSSE(b, startEnvWith(b, true).proxyAddr)
+	runSSE(b, true, func(e *env) string { return e.proxyAddr })
 }
 
-// BenchmarkDirectSSE: client → mock, a ~100-event Anthropic stream read to
-// its end.
+// BenchmarkDirectSSE: client → mock, each stream read to its end.
 func BenchmarkDirectSSE(b *testing.B) {
-	benchSSE(b, startEnv(b).mockAddr)
+	runSSE(b, false, func(e *env) string { return e.mockAddr })
 }
 
-// BenchmarkProxySSE: client → shepherd → mock, the same stream.
+// BenchmarkProxySSE: client → shepherd → mock, the same streams.
 func BenchmarkProxySSE(b *testing.B) {
-	benchSSE(b, startEnv(b).proxyAddr)
+	runSSE(b, false, func(e *env) string { return e.proxyAddr })
 }
 
 // wantJSON marks a well-formed reply of each API.
@@ -253,19 +285,31 @@ func benchJSON(b *testing.B, addr string, w workload.Body) {
 	b.ReportMetric(float64(respBytes), "resp-B")
 }
 
-func benchSSE(b *testing.B, addr string) {
+func benchSSE(b *testing.B, addr string, stream workload.Body) {
 	c := newClient(addr, true)
 	defer c.CloseIdleConnections()
-	stream, _ := workload.ByName("stream")
+	want := stream.Events()
 	req := newRequest(addr, stream)
 	defer fasthttp.ReleaseRequest(req)
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(resp)
 	buf := make([]byte, 32<<10)
 
+	// 64 sessions in turn, as the load script's wrk sends them: with hooks
+	// on, a session's state grows with every reply that carries a tool call
+	// (the agent stream's does), so a single session would make the cost of
+	// a request grow with b.N.
+	var sessions [64]string
+	for i := range sessions {
+		sessions[i] = "bench-" + strconv.Itoa(i)
+	}
+	n := 0
+
 	// readStream sends one request and reads the stream to its end,
 	// counting events (blank-line terminated, across read boundaries).
 	readStream := func() int {
+		n++
+		req.Header.Set("X-Session-Id", sessions[n%len(sessions)])
 		if err := c.Do(req, resp); err != nil {
 			b.Fatal(err)
 		}
@@ -297,17 +341,17 @@ func benchSSE(b *testing.B, addr string) {
 		return events
 	}
 
-	if n := readStream(); n != workload.StreamEvents {
-		b.Fatalf("stream had %d events, want %d", n, workload.StreamEvents)
+	if n := readStream(); n != want {
+		b.Fatalf("stream had %d events, want %d", n, want)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if n := readStream(); n != workload.StreamEvents {
-			b.Fatalf("stream had %d events, want %d", n, workload.StreamEvents)
+		if n := readStream(); n != want {
+			b.Fatalf("stream had %d events, want %d", n, want)
 		}
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*workload.StreamEvents), "ns/event")
-	b.ReportMetric(workload.StreamEvents, "events/op")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*want), "ns/event")
+	b.ReportMetric(float64(want), "events/op")
 }
 
 // countEvents counts "\n\n" in p, including one that straddles the previous

@@ -152,8 +152,15 @@ func (s *anthropicSplicer) emit(out, raw []byte) []byte {
 		}
 	}
 	s.events++
+	term := eventTerminator(raw, s.crlf)
+	if out == nil && term == "" {
+		// The event as is: no copy. The result may alias the event being
+		// fed (valid until the caller reads the next one); its capacity is
+		// cut so that appending to it copies.
+		return raw[:len(raw):len(raw)]
+	}
 	out = append(out, raw...)
-	return append(out, eventTerminator(raw, s.crlf)...)
+	return append(out, term...)
 }
 
 // eventTerminator returns what raw lacks to end with a blank line.
@@ -235,13 +242,21 @@ func reframe(raw, data, newData, name []byte) []byte {
 	return out
 }
 
-// renumber returns ev with its index digits replaced by n.
+// renumber returns ev with its index digits replaced by n (ev.raw itself
+// when they are n already).
 func renumber(ev *asEvent, n int) []byte {
-	num := strconv.AppendInt(nil, int64(n), 10)
-	if bytes.Equal(ev.data[ev.idxStart:ev.idxEnd], num) {
+	if digitsEqual(ev.data[ev.idxStart:ev.idxEnd], n) {
 		return ev.raw
 	}
+	num := strconv.AppendInt(nil, int64(n), 10)
 	return reframe(ev.raw, ev.data, splice(ev.data, ev.idxStart, ev.idxEnd, num), ev.name)
+}
+
+// digitsEqual reports whether b is n in decimal, as strconv.AppendInt
+// writes it.
+func digitsEqual(b []byte, n int) bool {
+	var buf [20]byte
+	return string(b) == string(strconv.AppendInt(buf[:0], int64(n), 10))
 }
 
 // copyEvent copies ev for later use.
@@ -317,6 +332,13 @@ func (s *anthropicSplicer) Feed(ev Event) ([]byte, error) {
 		// Comments, data-less pings and unknown events.
 		return s.passThrough(ev.Raw), nil
 	}
+	var fd asDelta
+	var f anthropicEventFields
+	if anthropicFastDeltas {
+		if up, ok := fastBlockDelta(ev.Data, &f, &fd); ok {
+			return s.blockEvent(&ev, &f, up, &fd, true)
+		}
+	}
 	f, typ, err := readAnthropicEvent(&ev)
 	if err != nil {
 		return nil, err
@@ -327,7 +349,11 @@ func (s *anthropicSplicer) Feed(ev Event) ([]byte, error) {
 	case "content_block_start":
 		return s.blockStart(&ev, f)
 	case "content_block_delta", "content_block_stop":
-		return s.blockEvent(&ev, f, typ == "content_block_delta")
+		up, err := blockIndex(&f, ev.Data)
+		if err != nil {
+			return nil, err
+		}
+		return s.blockEvent(&ev, &f, up, nil, typ == "content_block_delta")
 	case "message_delta":
 		return nil, s.messageDelta(&ev, f)
 	case "message_stop":
@@ -403,7 +429,9 @@ func (s *anthropicSplicer) textDelta(index int, text string) []byte {
 func (s *anthropicSplicer) addOpenText(text string) {
 	s.openText = append(s.openText, text...)
 	if len(s.openText) > 4*SeamWindow {
-		s.openText = append([]byte(nil), s.openText[len(s.openText)-SeamWindow:]...)
+		// Keep the tail, in place: openText is never shared.
+		n := copy(s.openText, s.openText[len(s.openText)-SeamWindow:])
+		s.openText = s.openText[:n]
 	}
 }
 
@@ -426,7 +454,7 @@ func (s *anthropicSplicer) messageStart(ev *Event, f anthropicEventFields) ([]by
 }
 
 // blockIndex reads a block event's index.
-func blockIndex(f anthropicEventFields, data []byte) (int64, error) {
+func blockIndex(f *anthropicEventFields, data []byte) (int64, error) {
 	if f.index.Type != gjson.Number {
 		return 0, spliceErr("content block event without a numeric index")
 	}
@@ -444,7 +472,7 @@ func (s *anthropicSplicer) blockStart(ev *Event, f anthropicEventFields) ([]byte
 	if !s.started {
 		return nil, spliceErr("content_block_start before message_start")
 	}
-	up, err := blockIndex(f, ev.Data)
+	up, err := blockIndex(&f, ev.Data)
 	if err != nil {
 		return nil, err
 	}
@@ -473,7 +501,7 @@ func (s *anthropicSplicer) blockStart(ev *Event, f anthropicEventFields) ([]byte
 			s.merged, s.merging = true, true
 			s.seam = NewSeamFilter(string(s.openText))
 			if t := f.cb.Get("text"); t.Str != "" {
-				return s.mergedText(nil, nil, t.Str), nil
+				return s.mergedText(nil, nil, nil, t.Str), nil
 			}
 			return nil, nil
 		}
@@ -499,7 +527,7 @@ func (s *anthropicSplicer) blockStart(ev *Event, f anthropicEventFields) ([]byte
 // seam filter: as ev (a text_delta of that block, its text replaced when
 // the filter changed it) or, without ev, as a new text_delta event. Nothing
 // is written while the filter holds the text.
-func (s *anthropicSplicer) mergedText(ev *Event, f *anthropicEventFields, text string) []byte {
+func (s *anthropicSplicer) mergedText(ev *Event, f *anthropicEventFields, d *asDelta, text string) []byte {
 	text2 := s.seam.Write(text)
 	if text2 == "" {
 		return nil
@@ -510,7 +538,7 @@ func (s *anthropicSplicer) mergedText(ev *Event, f *anthropicEventFields, text s
 	}
 	e := asEvent{name: ev.Name, data: ev.Data, raw: ev.Raw, idxStart: f.index.Index, idxEnd: end(f.index)}
 	if text2 != text {
-		t := f.delta.Get("text")
+		t := d.val // the delta's text
 		lit := jsonString(text2)
 		data := splice(ev.Data, t.Index, end(t), lit)
 		if e.idxStart > t.Index {
@@ -522,17 +550,24 @@ func (s *anthropicSplicer) mergedText(ev *Event, f *anthropicEventFields, text s
 	return s.emit(nil, renumber(&e, s.openAgent))
 }
 
-func (s *anthropicSplicer) blockEvent(ev *Event, f anthropicEventFields, isDelta bool) ([]byte, error) {
-	up, err := blockIndex(f, ev.Data)
-	if err != nil {
-		return nil, err
-	}
+// blockEvent handles a content_block_delta (isDelta) or content_block_stop
+// of block up; pre is the delta when the fast path read it already.
+func (s *anthropicSplicer) blockEvent(ev *Event, f *anthropicEventFields, up int64, pre *asDelta, isDelta bool) ([]byte, error) {
 	b := s.byUp[up]
 	if b == nil {
 		return nil, spliceErr("event for content block %d, which was not started", up)
 	}
+	var d asDelta
 	if isDelta {
-		if err := b.addDelta(f.delta); err != nil {
+		if pre != nil {
+			d = *pre
+		} else {
+			var err error
+			if d, err = readDelta(f.delta); err != nil {
+				return nil, err
+			}
+		}
+		if err := b.addDelta(&d); err != nil {
 			return nil, err
 		}
 	}
@@ -543,7 +578,7 @@ func (s *anthropicSplicer) blockEvent(ev *Event, f anthropicEventFields, isDelta
 	case asDropped, asSkipped:
 		return nil, nil
 	case asMerged:
-		return s.mergedEvent(ev, f, b, isDelta), nil
+		return s.mergedEvent(ev, f, &d, b, isDelta), nil
 	}
 	e := asEvent{name: ev.Name, data: ev.Data, raw: ev.Raw, idxStart: f.index.Index, idxEnd: end(f.index)}
 	if b.agent == s.openAgent && s.closeEv == nil {
@@ -552,8 +587,8 @@ func (s *anthropicSplicer) blockEvent(ev *Event, f anthropicEventFields, isDelta
 			s.closeEv = bytes.Clone(renumber(&e, b.agent))
 			return nil, nil
 		}
-		if f.delta.Get("type").Str == "text_delta" {
-			s.addOpenText(f.delta.Get("text").Str)
+		if d.typ == "text_delta" {
+			s.addOpenText(d.val.Str)
 		}
 		return s.emit(nil, renumber(&e, b.agent)), nil
 	}
@@ -562,7 +597,7 @@ func (s *anthropicSplicer) blockEvent(ev *Event, f anthropicEventFields, isDelta
 }
 
 // mergedEvent handles an event of the continuation's merged text block.
-func (s *anthropicSplicer) mergedEvent(ev *Event, f anthropicEventFields, b *asBlock, isDelta bool) []byte {
+func (s *anthropicSplicer) mergedEvent(ev *Event, f *anthropicEventFields, d *asDelta, b *asBlock, isDelta bool) []byte {
 	if s.openAgent != b.agent {
 		return nil // the open block was closed by an odd event order
 	}
@@ -575,35 +610,100 @@ func (s *anthropicSplicer) mergedEvent(ev *Event, f anthropicEventFields, b *asB
 		}
 		return out
 	}
-	if f.delta.Get("type").Str == "text_delta" {
-		return s.mergedText(ev, &f, f.delta.Get("text").Str)
+	if d.typ == "text_delta" {
+		return s.mergedText(ev, f, d, d.val.Str)
 	}
 	e := asEvent{name: ev.Name, data: ev.Data, raw: ev.Raw, idxStart: f.index.Index, idxEnd: end(f.index)}
 	return s.emit(nil, renumber(&e, b.agent))
 }
 
-// addDelta accumulates one delta for Reply.
-func (b *asBlock) addDelta(d gjson.Result) error {
-	if !d.IsObject() {
-		return spliceErr("content_block_delta without a delta object")
-	}
-	typ := d.Get("type").Str
-	var field string
+// asDelta is what the splicer reads from a content_block_delta's delta
+// object, in one pass: its type (delta.type when it is a string) and the
+// member that carries the content for that type (text, thinking, signature,
+// partial_json or citation; absent for other types). Like gjson's Get, the
+// first member with a key counts.
+type asDelta struct {
+	typ   string
+	field string // the key of val
+	val   gjson.Result
+}
+
+// deltaField is the member that carries a delta type's content ("" for
+// unknown types, which are forwarded, not modelled).
+func deltaField(typ string) string {
 	switch typ {
 	case "text_delta":
-		field = "text"
+		return "text"
 	case "thinking_delta":
-		field = "thinking"
+		return "thinking"
 	case "signature_delta":
-		field = "signature"
+		return "signature"
 	case "input_json_delta":
-		field = "partial_json"
+		return "partial_json"
 	case "citations_delta":
-		field = "citation"
-	default:
+		return "citation"
+	}
+	return ""
+}
+
+// readDelta reads a content_block_delta's delta object.
+func readDelta(obj gjson.Result) (asDelta, error) {
+	var d asDelta
+	if !obj.IsObject() {
+		return d, spliceErr("content_block_delta without a delta object")
+	}
+	// The content member's key depends on the type, which may come after
+	// it: keep the first of each candidate.
+	var typ gjson.Result
+	var vals [5]gjson.Result // text, thinking, signature, partial_json, citation
+	var seen [6]bool         // the same, then type
+	obj.ForEach(func(k, v gjson.Result) bool {
+		i := 0
+		switch k.Str {
+		case "text":
+		case "thinking":
+			i = 1
+		case "signature":
+			i = 2
+		case "partial_json":
+			i = 3
+		case "citation":
+			i = 4
+		case "type":
+			if !seen[5] {
+				typ, seen[5] = v, true
+			}
+			return true
+		default:
+			return true
+		}
+		if !seen[i] {
+			vals[i], seen[i] = v, true
+		}
+		return true
+	})
+	d.typ = typ.Str
+	switch d.field = deltaField(d.typ); d.field {
+	case "text":
+		d.val = vals[0]
+	case "thinking":
+		d.val = vals[1]
+	case "signature":
+		d.val = vals[2]
+	case "partial_json":
+		d.val = vals[3]
+	case "citation":
+		d.val = vals[4]
+	}
+	return d, nil
+}
+
+// addDelta accumulates one delta for Reply.
+func (b *asBlock) addDelta(d *asDelta) error {
+	typ, field, v := d.typ, d.field, d.val
+	if field == "" {
 		return nil // unknown delta types are forwarded, not modelled
 	}
-	v := d.Get(field)
 	if typ == "citations_delta" {
 		if !v.IsObject() {
 			return spliceErr("citations_delta without a citation object")
@@ -689,14 +789,49 @@ func (s *anthropicSplicer) Reply() ([]byte, error) {
 		content = append(content, blk...)
 	}
 	content = append(content, ']')
-	out := setTop(bytes.Clone(s.msg), "content", content)
+	if !s.contentLast() {
+		out := setTop(bytes.Clone(s.msg), "content", content)
+		for _, m := range s.overlay {
+			out = setTop(out, m.key, m.raw)
+		}
+		if s.usage != nil {
+			out = setTop(out, "usage", s.usage)
+		}
+		return out, nil
+	}
+	// The same edits with content last, so that the members after it are
+	// set on the small message object rather than on the whole reply.
+	out := bytes.Clone(s.msg)
 	for _, m := range s.overlay {
 		out = setTop(out, m.key, m.raw)
 	}
 	if s.usage != nil {
 		out = setTop(out, "usage", s.usage)
 	}
-	return out, nil
+	return setTop(out, "content", content), nil
+}
+
+// contentLast reports whether Reply may set the message's content after its
+// other members and get the same bytes: message_start's message has a
+// content member (so content is replaced where it stands rather than
+// appended after the members message_delta adds) and no message_delta sets
+// content itself.
+func (s *anthropicSplicer) contentLast() bool {
+	for _, m := range s.overlay {
+		if m.key == "content" {
+			return false
+		}
+	}
+	root, ok := rootObject(bstr(s.msg))
+	if !ok {
+		return false
+	}
+	found := false
+	root.ForEach(func(k, _ gjson.Result) bool {
+		found = k.Str == "content"
+		return !found
+	})
+	return found
 }
 
 // setTop sets a top-level member of the object body.
@@ -714,7 +849,13 @@ func (b *asBlock) json(cut bool) ([]byte, error) {
 	out := b.start
 	str := func(key string, add []byte) {
 		prev := gjson.GetBytes(out, key).Str
-		out = setTop(out, key, appendJSONString(nil, prev+string(add)))
+		var lit []byte
+		if prev == "" {
+			lit = appendJSONString(make([]byte, 0, len(add)+2), bstr(add))
+		} else {
+			lit = appendJSONString(nil, prev+string(add))
+		}
+		out = setTop(out, key, lit)
 	}
 	if b.hasText {
 		str("text", b.text)
