@@ -69,12 +69,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 				return
 			}
 			hints = &hs
-			fingerprint = func() string {
-				if v, err := x.codec.ParseRequest(body); err == nil {
-					return v.Fingerprint
-				}
-				return ""
-			}
+			fingerprint = func() string { return rewrite.RequestFingerprint(x.codec, body) }
 		} else {
 			v, err := x.codec.ParseRequest(body)
 			if err != nil {

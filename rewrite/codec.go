@@ -14,6 +14,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"unsafe"
 
 	"shepherd/hooks"
 )
@@ -104,18 +105,20 @@ func For(api API) Codec {
 // whitespace changes, do not change the id within a conversation.
 func fingerprint(system string, msgs []hooks.Message) string {
 	h := sha256.New()
-	h.Write([]byte(system))
+	// The strings are hashed in place: converting them to []byte would copy
+	// (the system prompt is often kilobytes) for a hash that only reads.
+	h.Write(sbytes(system))
 	h.Write([]byte{0})
 	for _, m := range msgs {
 		if m.Role != hooks.RoleUser {
 			continue
 		}
 		for _, b := range m.Blocks {
-			h.Write([]byte(b.Kind))
+			h.Write(sbytes(string(b.Kind)))
 			h.Write([]byte{1})
-			h.Write([]byte(b.Text))
+			h.Write(sbytes(b.Text))
 			h.Write([]byte{1})
-			h.Write([]byte(b.ToolCallID))
+			h.Write(sbytes(b.ToolCallID))
 			h.Write([]byte{1})
 			h.Write(b.Args)
 			h.Write([]byte{2})
@@ -124,6 +127,34 @@ func fingerprint(system string, msgs []hooks.Message) string {
 	}
 	var sum [sha256.Size]byte
 	return hex.EncodeToString(h.Sum(sum[:0])[:16])
+}
+
+// sbytes views s as a byte slice without copying; it must not be modified.
+func sbytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// fingerprinter is a codec that computes a request's fingerprint without
+// building the view of the whole conversation.
+type fingerprinter interface {
+	fingerprintRequest(body []byte) (string, error)
+}
+
+// RequestFingerprint returns ParseRequest(body).Fingerprint, or "" when
+// ParseRequest fails: the session fingerprint of a request on the
+// pass-through path. It checks every message as ParseRequest does, but
+// builds the view only of the messages the fingerprint reads.
+func RequestFingerprint(c Codec, body []byte) string {
+	if f, ok := c.(fingerprinter); ok {
+		fp, err := f.fingerprintRequest(body)
+		if err != nil {
+			return ""
+		}
+		return fp
+	}
+	v, err := c.ParseRequest(body)
+	if err != nil {
+		return ""
+	}
+	return v.Fingerprint
 }
 
 // toolNames records the tool name of each call id seen so far in a

@@ -20,6 +20,22 @@ func (chatCodec) API() API { return APIOpenAIChat }
 var chatKeys = []string{"model", "stream", "tools", "messages", "max_completion_tokens", "max_tokens", "prompt_cache_key"}
 
 func (chatCodec) ParseRequest(body []byte) (*hooks.Request, error) {
+	return parseChatRequest(body, false)
+}
+
+// fingerprintRequest returns ParseRequest's Fingerprint (fingerprinter).
+func (chatCodec) fingerprintRequest(body []byte) (string, error) {
+	req, err := parseChatRequest(body, true)
+	if err != nil {
+		return "", err
+	}
+	return req.Fingerprint, nil
+}
+
+// parseChatRequest is ParseRequest; with fpOnly, the messages after the
+// first user message are checked but not viewed, and the request has
+// only the messages up to it (all that System and Fingerprint read).
+func parseChatRequest(body []byte, fpOnly bool) (*hooks.Request, error) {
 	_, idx, err := parseIndexed(body)
 	if err != nil {
 		return nil, err
@@ -47,9 +63,21 @@ func (chatCodec) ParseRequest(body []byte) (*hooks.Request, error) {
 		return nil, at(err, "tools")
 	}
 	r := viewResolver{parser: viewChat, parse: chatMessage}
+	if fpOnly {
+		// A few messages get a view: the resolver's default arena (64
+		// blocks) would be most of what the fingerprint allocates.
+		r.arena = make([]hooks.Block, 0, 8)
+	}
 	var system []string
-	leading := true
+	leading, seenUser := true, false
 	idx.each(msgs, func(i int, m gjson.Result) bool {
+		if fpOnly && seenUser {
+			if err = r.check(m); err != nil {
+				err = at(atIndex(err, i), "messages")
+				return false
+			}
+			return true
+		}
 		var msg hooks.Message
 		msg, err = r.message(m)
 		if err != nil {
@@ -65,6 +93,7 @@ func (chatCodec) ParseRequest(body []byte) (*hooks.Request, error) {
 		} else {
 			leading = false
 		}
+		seenUser = seenUser || msg.Role == hooks.RoleUser
 		req.Messages = append(req.Messages, msg)
 		return true
 	})

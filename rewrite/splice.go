@@ -21,7 +21,9 @@ import "fmt"
 //	Finish() writes the terminal events
 //
 // Every []byte returned is a sequence of complete SSE events framed like
-// the upstream's (LF or CRLF) and may be empty. A splicer is per turn and not
+// the upstream's (LF or CRLF) and may be empty. What Feed returns may alias
+// the event it was given (Reader slices are valid until the next Next):
+// write or copy it before reading on. A splicer is per turn and not
 // safe for concurrent use. Implementations never panic on odd input: an
 // event they cannot parse is an error.
 type StreamSplicer interface {

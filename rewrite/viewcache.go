@@ -254,6 +254,20 @@ func (r *viewResolver) message(el gjson.Result) (hooks.Message, error) {
 	return r.resolve(e), nil
 }
 
+// check reports whether element el parses, as message does, without
+// building its view when the cache holds it (an entry is stored only for an
+// element that parsed, and parsing does not depend on the elements before
+// it). The calls of a checked element are not recorded: check is for the
+// elements after the last one whose view is needed.
+func (r *viewResolver) check(el gjson.Result) error {
+	if views.limit.Load() != 0 && views.get(views.key(r.parser, el.Raw)) != nil {
+		views.hits.Add(1)
+		return nil
+	}
+	_, err := r.message(el)
+	return err
+}
+
 // resolve copies e's view, names its tool results from the calls seen so
 // far (then records this element's calls), and attaches the digest for that
 // resolution, computing it if the entry has none for these names.
