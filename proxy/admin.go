@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"net/http/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -13,11 +14,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
+	"github.com/valyala/fasthttp/pprofhandler"
 
 	"shepherd/state"
 )
 
-const sessionsPrefix = "/shepherd/v1/sessions"
+const (
+	sessionsPrefix = "/shepherd/v1/sessions"
+	pprofPrefix    = "/debug/pprof/"
+)
 
 // adminPaths are served by handleAdmin; on a shared listener, every other
 // path is proxied.
@@ -47,12 +52,35 @@ func (s *Server) handleWithAdmin(ctx *fasthttp.RequestCtx) {
 //   - GET /metrics: Prometheus text format.
 //   - GET /shepherd/v1/sessions[?tenant=T&limit=N]: recent sessions.
 //   - GET /shepherd/v1/sessions/{id}[?tenant=T]: one session's state.
+//   - /debug/pprof/...: Go runtime profiles (net/http/pprof's endpoints),
+//     only on a dedicated admin listener (admin.listen set): on the shared
+//     listener these paths are proxied like any other.
 //
-// The sessions API requires "Authorization: Bearer <admin.token>" when a
-// token is configured.
+// The sessions API and the profiles require "Authorization: Bearer
+// <admin.token>" when a token is configured.
 func (s *Server) handleAdmin(ctx *fasthttp.RequestCtx) {
+	s.serveAdmin(ctx, false)
+}
+
+// handleAdminListener is the dedicated admin listener's handler: the admin
+// endpoints and the runtime profiles.
+func (s *Server) handleAdminListener(ctx *fasthttp.RequestCtx) {
+	s.serveAdmin(ctx, true)
+}
+
+func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx, dedicated bool) {
 	path := string(ctx.Path())
 	switch {
+	case dedicated && (strings.HasPrefix(path, pprofPrefix) || path == strings.TrimSuffix(pprofPrefix, "/")):
+		if !s.adminAuthorized(ctx) {
+			writeJSON(ctx, fasthttp.StatusUnauthorized, map[string]string{"error": "admin token required"})
+			return
+		}
+		if path == pprofPrefix {
+			pprofIndex(ctx) // pprofhandler answers 404 for paths ending in "/"
+			return
+		}
+		pprofhandler.PprofHandler(ctx)
 	case path == "/healthz":
 		writeJSON(ctx, fasthttp.StatusOK, map[string]string{"status": "ok"})
 	case path == "/readyz":
@@ -78,6 +106,8 @@ func (s *Server) handleAdmin(ctx *fasthttp.RequestCtx) {
 		writeJSON(ctx, fasthttp.StatusNotFound, map[string]string{"error": "not found"})
 	}
 }
+
+var pprofIndex = fasthttpadaptor.NewFastHTTPHandlerFunc(pprof.Index)
 
 func newMetricsHandler(m *Metrics) fasthttp.RequestHandler {
 	return fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))

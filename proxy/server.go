@@ -102,8 +102,17 @@ func New(o Options) (*Server, error) {
 	if cfg.Admin.Listen == "" {
 		handler = s.handleWithAdmin
 	}
+	handler = recoverMiddleware(handler, s.log)
+	if o.Features.runsHooks() {
+		// Keep the hooks' deep request side off the connection goroutine,
+		// which a stream then parks on for its whole life (idle_stack.go).
+		handler = offStack(handler)
+	}
+	// ReduceMemoryUsage: a connection gives its 16 KB read buffer back once
+	// the request is read (an open stream would keep it for its whole life)
+	// and both buffers back between the requests of a keep-alive connection.
 	s.srv = &fasthttp.Server{
-		Handler:                       recoverMiddleware(handler, s.log),
+		Handler:                       handler,
 		Name:                          "shepherd",
 		MaxRequestBodySize:            cfg.Limits.MaxBodyBytes,
 		ErrorHandler:                  s.handleServerError,
@@ -111,6 +120,7 @@ func New(o Options) (*Server, error) {
 		NoDefaultDate:                 true,
 		NoDefaultContentType:          true,
 		DisablePreParseMultipartForm:  true,
+		ReduceMemoryUsage:             true, // see above
 		ReadBufferSize:                16 << 10,
 		WriteBufferSize:               16 << 10,
 		IdleTimeout:                   2 * time.Minute,
@@ -121,7 +131,7 @@ func New(o Options) (*Server, error) {
 		Logger:                        zap.NewStdLog(o.Logger.Named("fasthttp")),
 	}
 	s.adminSrv = &fasthttp.Server{
-		Handler:               recoverMiddleware(s.handleAdmin, s.log),
+		Handler:               recoverMiddleware(s.handleAdminListener, s.log),
 		Name:                  "shepherd-admin",
 		NoDefaultServerHeader: true,
 		ReadTimeout:           30 * time.Second,

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -16,27 +15,31 @@ import (
 )
 
 // streamEvents forwards an SSE reply event by event: each event's exact bytes
-// are written and flushed as soon as the event is complete, so the client
-// never waits on shepherd for more than the rest of the event in flight. The
-// writer runs after handle returns and owns x from then on.
+// are written as soon as the event is complete and sent before shepherd
+// reads the upstream again (streamWriter), so the client never waits on
+// shepherd for more than the rest of the event in flight. The writer runs
+// after handle returns, on the connection's goroutine (streamBody), and
+// owns x from then on.
 func (s *Server) streamEvents(ctx *fasthttp.RequestCtx, x *exchange) {
-	xs := *x
-	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
-		s.pipe(w, &xs, func(bs io.Reader, w *bufio.Writer) (clientGone bool, upErr error) {
+	xs := passThroughExchange(x)
+	releaseRequestBody(ctx)
+	ctx.SetBodyStream(newStreamBody(func(w io.Writer) {
+		s.pipe(w, &xs, func(bs io.Reader, w io.Writer) (clientGone bool, upErr error) {
 			// A parsed route's stream must end with its API's terminal
 			// event; fasthttp reports a connection cut between two chunks
 			// as a clean EOF, so the protocol is the only reliable witness.
 			return forwardEvents(rewrite.NewReader(bs), w, xs.route.api, xs.codec != nil, &xs.crlf)
 		})
-	})
+	}), -1)
 }
 
-// forwardEvents is the pass-through SSE loop: it writes and flushes each
-// event's exact bytes as soon as the event is complete, notes whether the
-// upstream frames its events with CRLF, and, when mustTerminate is set,
-// reports a stream that ends without api's terminal event as cut. It
-// allocates nothing per event (TestForwardEventsAllocs).
-func forwardEvents(r *rewrite.Reader, w *bufio.Writer, api rewrite.API, mustTerminate bool, crlfSeen *bool) (clientGone bool, upErr error) {
+// forwardEvents is the pass-through SSE loop: it writes each event's exact
+// bytes as soon as the event is complete (a streamWriter sends them before
+// the upstream is read again), notes whether the upstream frames its events
+// with CRLF, and, when mustTerminate is set, reports a stream that ends
+// without api's terminal event as cut. It allocates nothing per event
+// (TestForwardEventsAllocs, TestStreamWriterForwardingAllocs).
+func forwardEvents(r *rewrite.Reader, w io.Writer, api rewrite.API, mustTerminate bool, crlfSeen *bool) (clientGone bool, upErr error) {
 	terminated := !mustTerminate
 	for {
 		ev, err := r.Next()
@@ -47,7 +50,10 @@ func forwardEvents(r *rewrite.Reader, w *bufio.Writer, api rewrite.API, mustTerm
 			if !*crlfSeen && bytes.HasSuffix(ev.Raw, crlf) {
 				*crlfSeen = true
 			}
-			if !write(w, ev.Raw) {
+			// Not flushed here: the upstream connection flushes before it
+			// reads (streamWriter), so events that arrived together leave
+			// together and none waits for the upstream.
+			if _, err := w.Write(ev.Raw); err != nil {
 				return true, nil
 			}
 		}
@@ -64,40 +70,66 @@ func forwardEvents(r *rewrite.Reader, w *bufio.Writer, api rewrite.API, mustTerm
 }
 
 // streamChunks forwards a streamed body that is not SSE (Gemini's
-// JSON-array stream, unknown pass-through streams) chunk by chunk, flushing
-// after every read.
+// JSON-array stream, unknown pass-through streams) as it arrives, sending
+// what was read before every read of the upstream.
 func (s *Server) streamChunks(ctx *fasthttp.RequestCtx, x *exchange) {
-	xs := *x
-	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
-		s.pipe(w, &xs, func(bs io.Reader, w *bufio.Writer) (bool, error) {
-			buf := chunkPool.Get().(*[]byte)
-			defer chunkPool.Put(buf)
-			// A Gemini JSON-array stream is complete once its closing
-			// bracket arrived.
-			var last byte
-			for {
-				n, err := bs.Read(*buf)
-				if n > 0 {
-					if t := bytes.TrimRight((*buf)[:n], " \t\r\n"); len(t) > 0 {
-						last = t[len(t)-1]
-					}
-					if !write(w, (*buf)[:n]) {
-						return true, nil
-					}
-				}
-				if err == io.EOF {
-					if xs.codec != nil && last != ']' {
-						return false, io.ErrUnexpectedEOF
-					}
-					return false, nil
-				}
-				if err != nil {
-					return false, err
-				}
-			}
+	xs := passThroughExchange(x)
+	releaseRequestBody(ctx)
+	ctx.SetBodyStream(newStreamBody(func(w io.Writer) {
+		s.pipe(w, &xs, func(bs io.Reader, w io.Writer) (bool, error) {
+			return copyChunks(bs, w, xs.codec != nil)
 		})
-	})
+	}), -1)
 }
+
+// copyChunks copies bs to w one read at a time. A read that waits for the
+// upstream (an idle stream) holds only a small buffer: the large pooled one
+// is taken while reads keep filling the buffer and given back as soon as one
+// does not. With jsonArray, the stream must end with the closing bracket of
+// a JSON array (Gemini's stream) or it counts as cut.
+func copyChunks(bs io.Reader, w io.Writer, jsonArray bool) (clientGone bool, upErr error) {
+	var small [smallChunk]byte
+	var big *[]byte
+	defer func() {
+		if big != nil {
+			chunkPool.Put(big)
+		}
+	}()
+	buf := small[:]
+	var last byte
+	for {
+		n, err := bs.Read(buf)
+		if n > 0 {
+			if t := bytes.TrimRight(buf[:n], " \t\r\n"); len(t) > 0 {
+				last = t[len(t)-1]
+			}
+			if _, err := w.Write(buf[:n]); err != nil {
+				return true, nil
+			}
+		}
+		if err == io.EOF {
+			if jsonArray && last != ']' {
+				return false, io.ErrUnexpectedEOF
+			}
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		switch {
+		case n == len(buf) && big == nil:
+			big = chunkPool.Get().(*[]byte)
+			buf = *big
+		case n < len(buf) && big != nil:
+			chunkPool.Put(big)
+			big = nil
+			buf = small[:]
+		}
+	}
+}
+
+// smallChunk is the read buffer of a chunked stream while its data trickles.
+const smallChunk = 2 << 10
 
 var (
 	crlf = []byte("\r\n")
@@ -110,15 +142,21 @@ var chunkPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b
 // went away cancels the upstream request (its connection is closed); an
 // upstream that broke mid-stream gets the API's stream error event written
 // to the client.
-func (s *Server) pipe(w *bufio.Writer, x *exchange, copyFn func(io.Reader, *bufio.Writer) (bool, error)) {
+func (s *Server) pipe(w io.Writer, x *exchange, copyFn func(io.Reader, io.Writer) (bool, error)) {
 	start := time.Now()
 	s.metrics.streamsOpen.Inc()
 	defer s.metrics.streamsOpen.Dec()
 	defer fasthttp.ReleaseResponse(x.upResp)
-	body := s.openUpstreamBody(x.upResp)
+	body := s.openUpstreamBody(x.upResp, w)
 	defer body.close()
 
 	clientGone, upErr := copyFn(body, w)
+	if upErr != nil && (clientLeft(upErr) || writeFailed(w)) {
+		clientGone, upErr = true, nil
+	}
+	if !clientGone && !flush(w) {
+		clientGone = true
+	}
 	switch {
 	case clientGone:
 		s.metrics.clientAborts.WithLabelValues(x.route.name).Inc()
@@ -133,27 +171,51 @@ func (s *Server) pipe(w *bufio.Writer, x *exchange, copyFn func(io.Reader, *bufi
 
 // upstreamBody is one upstream body a stream writer reads: registered so
 // Shutdown can cut it, watched for silence, and closed (which releases or
-// drops the upstream connection) when the writer is done.
+// drops the upstream connection) when the writer is done. What the writer
+// has pending for the client (streamWriter) is flushed before every read
+// of the upstream connection (idleConn.Read), or, for a body that did not
+// come through one, before every read of the body.
 type upstreamBody struct {
 	*idleWatch
 	s      *Server
 	resp   *fasthttp.Response
 	closer fasthttp.ReadCloserWithError
 	id     uint64
+	out    flusher   // the client writer's pending bytes; nil: none to flush
+	conn   *idleConn // flushes out before its reads; nil: Read flushes
 }
 
-// openUpstreamBody starts reading resp's body. A body small enough to have
-// been read with the headers is served from memory.
-func (s *Server) openUpstreamBody(resp *fasthttp.Response) *upstreamBody {
+// openUpstreamBody starts reading resp's body for a stream written to out.
+// A body small enough to have been read with the headers is served from
+// memory.
+func (s *Server) openUpstreamBody(resp *fasthttp.Response, out io.Writer) *upstreamBody {
 	bs := resp.BodyStream()
 	if bs == nil {
 		bs = bytes.NewReader(resp.Body())
 	}
 	closer, _ := bs.(fasthttp.ReadCloserWithError)
-	return &upstreamBody{
+	b := &upstreamBody{
 		idleWatch: newIdleWatch(bs, closer, s.cfg.Limits.StreamIdleTimeout),
 		s:         s, resp: resp, closer: closer, id: s.streams.add(closer),
 	}
+	if f, ok := out.(flusher); ok {
+		b.out = f
+		if c := connOf(resp); c != nil && closer != nil {
+			b.conn = c
+			c.stream.Store(b)
+		}
+	}
+	return b
+}
+
+// Read reads the upstream body; see upstreamBody for the flushes.
+func (b *upstreamBody) Read(p []byte) (int, error) {
+	if b.out != nil && b.conn == nil {
+		if err := b.out.Flush(); err != nil {
+			return 0, clientWriteError{err}
+		}
+	}
+	return b.idleWatch.Read(p)
 }
 
 // cause maps a read error to the proxy's classes: silence past
@@ -176,6 +238,9 @@ func (b *upstreamBody) abort() {
 }
 
 func (b *upstreamBody) close() {
+	if b.conn != nil {
+		b.conn.stream.CompareAndSwap(b, nil)
+	}
 	b.stop()
 	b.s.streams.remove(b.id)
 	_ = b.resp.CloseBodyStream()

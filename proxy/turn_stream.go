@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -22,21 +21,22 @@ import (
 // streamed into the same reply; the terminal events come once at the end.
 //
 // The writer runs after the handler returned, so everything it needs from
-// the request is copied first.
+// the request is copied first: the request line and headers in wire form
+// (parsed back into t.tmpl only if a follow-up is sent).
 func (t *turn) streamTurn(ctx *fasthttp.RequestCtx) {
-	tmpl := &fasthttp.Request{}
-	ctx.Request.Header.CopyTo(&tmpl.Header)
-	ctx.Request.URI().CopyTo(tmpl.URI())
-	t.tmpl = tmpl
+	head := newRequestHead(&ctx.Request.Header)
+	t.tmpl = nil
 	t.hctx = context.Background()
 	t.ctx = nil
 	xs := *t.x
 	t.x = &xs
-	ctx.SetBodyStreamWriter(func(w *bufio.Writer) { t.s.pipeTurn(w, t) })
+	releaseRequestBody(ctx)
+	ctx.SetBodyStream(newStreamBody(func(w io.Writer) { t.s.pipeTurn(w, t, head) }), -1)
 }
 
-// pipeTurn is the stream writer of a turn.
-func (s *Server) pipeTurn(w *bufio.Writer, t *turn) {
+// pipeTurn is the stream writer of a turn; head is the agent's request line
+// and headers, for follow-ups.
+func (s *Server) pipeTurn(w io.Writer, t *turn, head requestHead) {
 	x := t.x
 	start := time.Now()
 	s.metrics.streamsOpen.Inc()
@@ -88,7 +88,7 @@ func (s *Server) pipeTurn(w *bufio.Writer, t *turn) {
 		if st.follow == nil {
 			break
 		}
-		next, err := s.followUpStream(t, st.follow)
+		next, err := s.followUpStream(t, head, st.follow)
 		l.countFollowUp(st.cont)
 		if err != nil {
 			t.warn("follow-up upstream failed; the agent gets the reply so far", err)
@@ -118,8 +118,16 @@ func (s *Server) pipeTurn(w *bufio.Writer, t *turn) {
 }
 
 // followUpStream sends a streamed follow-up and returns its response once it
-// is known to be a 200 event stream.
-func (s *Server) followUpStream(t *turn, body []byte) (*fasthttp.Response, error) {
+// is known to be a 200 event stream. The first follow-up of a turn parses
+// the agent's request head into t.tmpl.
+func (s *Server) followUpStream(t *turn, head requestHead, body []byte) (*fasthttp.Response, error) {
+	if t.tmpl == nil {
+		tmpl, err := head.request()
+		if err != nil {
+			return nil, err
+		}
+		t.tmpl = tmpl
+	}
 	resp, err := s.sendFollowUp(t.tmpl, t.x, body)
 	if err != nil {
 		return nil, err
@@ -133,11 +141,12 @@ func (s *Server) followUpStream(t *turn, body []byte) (*fasthttp.Response, error
 	return resp, nil
 }
 
-// spliceStream feeds one upstream stream through the splicer, writing and
-// flushing what it returns. It reports whether the client went away and the
-// upstream's error, and closes the upstream body.
-func (s *Server) spliceStream(w *bufio.Writer, x *exchange, upResp *fasthttp.Response, sp rewrite.StreamSplicer) (clientGone bool, upErr error) {
-	body := s.openUpstreamBody(upResp)
+// spliceStream feeds one upstream stream through the splicer, writing what
+// it returns (sent before the upstream is read again, and at the end). It
+// reports whether the client went away and the upstream's error, and closes
+// the upstream body.
+func (s *Server) spliceStream(w io.Writer, x *exchange, upResp *fasthttp.Response, sp rewrite.StreamSplicer) (clientGone bool, upErr error) {
+	body := s.openUpstreamBody(upResp, w)
 	defer body.close()
 	r := rewrite.NewReader(body)
 	for {
@@ -150,13 +159,20 @@ func (s *Server) spliceStream(w *bufio.Writer, x *exchange, upResp *fasthttp.Res
 			if ferr != nil {
 				return false, ferr
 			}
-			if !write(w, out) {
-				body.abort()
-				return true, nil
+			// Flushed by the next upstream read (streamWriter).
+			if len(out) > 0 {
+				if _, err := w.Write(out); err != nil {
+					body.abort()
+					return true, nil
+				}
 			}
 		}
 		if err == io.EOF {
-			return false, nil
+			return !flush(w), nil
+		}
+		if err != nil && (clientLeft(err) || writeFailed(w)) {
+			body.abort()
+			return true, nil
 		}
 		if err != nil {
 			return false, body.cause(err)
@@ -164,20 +180,20 @@ func (s *Server) spliceStream(w *bufio.Writer, x *exchange, upResp *fasthttp.Res
 	}
 }
 
-// write writes b and flushes; false means the client went away.
-func write(w *bufio.Writer, b []byte) bool {
-	if len(b) == 0 {
-		return true
+// write writes b and flushes it (with whatever the stream had pending) as
+// one chunk; false means the client went away.
+func write(w io.Writer, b []byte) bool {
+	if len(b) > 0 {
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
 	}
-	if _, err := w.Write(b); err != nil {
-		return false
-	}
-	return w.Flush() == nil
+	return flush(w)
 }
 
 // writeStreamError ends a stream with the API's own error event, framed like
 // the upstream's events.
-func (s *Server) writeStreamError(w *bufio.Writer, x *exchange, err error) {
+func (s *Server) writeStreamError(w io.Writer, x *exchange, err error) {
 	cerr := err
 	if !errors.Is(err, errShuttingDown) && !errors.Is(err, errUpstreamTimeout) {
 		cerr = classifyUpstreamError(err)

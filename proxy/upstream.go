@@ -76,7 +76,7 @@ func newUpstream(p Provider, baseURL string, o upstreamOptions) (*upstream, erro
 				if err != nil {
 					return nil, err
 				}
-				return &idleConn{Conn: c}, nil
+				return newIdleConn(c), nil
 			},
 		},
 	}, nil
@@ -88,9 +88,42 @@ func newUpstream(p Provider, baseURL string, o upstreamOptions) (*upstream, erro
 // stream longer than the timeout. idleConn remembers the requested duration
 // and re-arms it before every Read, so the limit applies to silence, not to
 // the whole exchange.
+//
+// It also sends the client what the stream reading a response through it
+// has pending (stream, set by openUpstreamBody) right before each read of
+// the socket, which may wait for the upstream; the stream finds the
+// connection from its response through the local address (connOf).
 type idleConn struct {
 	net.Conn
-	idle atomic.Int64 // nanoseconds; 0 = no deadline
+	idle   atomic.Int64 // nanoseconds; 0 = no deadline
+	laddr  connAddr
+	stream atomic.Pointer[upstreamBody] // the stream reading through this connection
+}
+
+func newIdleConn(c net.Conn) *idleConn {
+	ic := &idleConn{Conn: c}
+	ic.laddr = connAddr{Addr: c.LocalAddr(), conn: ic}
+	return ic
+}
+
+// connAddr is an idleConn's local address: the socket's, plus the way back
+// from a fasthttp.Response (which keeps its connection's LocalAddr, and
+// nothing else of it) to the connection.
+type connAddr struct {
+	net.Addr
+	conn *idleConn
+}
+
+// LocalAddr implements net.Conn.
+func (c *idleConn) LocalAddr() net.Addr { return &c.laddr }
+
+// connOf is the connection resp was read from, or nil when it did not come
+// through an upstream client (or its body was read with the headers).
+func connOf(resp *fasthttp.Response) *idleConn {
+	if a, ok := resp.LocalAddr().(*connAddr); ok {
+		return a.conn
+	}
+	return nil
 }
 
 func (c *idleConn) SetReadDeadline(t time.Time) error {
@@ -109,7 +142,16 @@ func (c *idleConn) SetDeadline(t time.Time) error {
 	return c.Conn.SetWriteDeadline(t)
 }
 
+// Read flushes the pending client bytes of the stream reading through c,
+// then reads: it is called only when fasthttp's read buffer is empty, so
+// events that arrived together are sent in one write and none waits while
+// the read waits. A failed flush (the client went away) fails the read.
 func (c *idleConn) Read(p []byte) (int, error) {
+	if b := c.stream.Load(); b != nil {
+		if err := b.out.Flush(); err != nil {
+			return 0, clientWriteError{err}
+		}
+	}
 	if d := time.Duration(c.idle.Load()); d > 0 {
 		if err := c.Conn.SetReadDeadline(time.Now().Add(d)); err != nil {
 			return 0, err
