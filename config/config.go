@@ -134,7 +134,8 @@ type Admin struct {
 	// Listen: key admin.listen; default 127.0.0.1:8788; "" serves the admin
 	// endpoints on the main listener under /shepherd/ and /healthz etc.
 	Listen string `mapstructure:"listen"`
-	// Token: key admin.token; when set, the sessions API requires
+	// Token: key admin.token; when set, the sessions API and /debug/pprof/
+	// (served on a dedicated admin listener only) require
 	// "Authorization: Bearer <token>". /healthz, /readyz and /metrics stay open.
 	// Default "" (sessions API open). A secret: String and Redacted print ***.
 	Token string `mapstructure:"token"`
