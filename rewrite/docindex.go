@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -65,13 +66,13 @@ func parseIndexed(body []byte) (gjson.Result, *docIndex, error) {
 	return root, idx, nil
 }
 
-// members fills out[i] with the root member named keys[i] (the first when a
+// lookup fills out[i] with the root member named keys[i] (the first when a
 // key repeats), as members does on the root object.
 func (d *docIndex) lookup(keys []string, out []gjson.Result) {
 	for i := range d.members {
 		m := &d.members[i]
 		key := m.key
-		if needsUnescape(key) {
+		if strings.IndexByte(key, '\\') >= 0 {
 			key = gjson.Parse(`"` + key + `"`).Str
 		}
 		for k, want := range keys {
@@ -94,8 +95,9 @@ func (d *docIndex) elems(arr gjson.Result) []span {
 	return nil
 }
 
-// eachIndexed calls fn with each element of arr, a root array member, like
-// eachElem but from the index.
+// each calls fn with each element of arr, a root array member, like
+// eachElem but from the index (eachElem itself for a nil index or any other
+// array).
 func (d *docIndex) each(arr gjson.Result, fn func(i int, v gjson.Result) bool) {
 	if d == nil || !arr.IsArray() {
 		eachElem(arr, fn)
@@ -111,13 +113,4 @@ func (d *docIndex) each(arr gjson.Result, fn func(i int, v gjson.Result) bool) {
 			return
 		}
 	}
-}
-
-func needsUnescape(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' {
-			return true
-		}
-	}
-	return false
 }

@@ -160,19 +160,12 @@ func (chatCodec) AppendUserTextAt(body []byte, pos int, texts []string) ([]byte,
 	if len(texts) == 0 {
 		return body, nil
 	}
-	isTool := func(m gjson.Result) bool {
-		r := m.Get("role").Str
-		return m.IsObject() && (r == "tool" || r == "function")
-	}
 	m := elems[pos]
 	switch {
 	case m.IsObject() && m.Get("role").Str == "user":
 		return appendContentParts(body, m, "content", textItems("text", texts), `{"type":"text","text":`)
-	case isTool(m):
-		j := pos + 1
-		for j < len(elems) && isTool(elems[j]) {
-			j++
-		}
+	case chatIsTool(m):
+		j := chatToolRunEnd(elems, pos)
 		return oaSpliceElems(body, msgs, elems, j, j, [][]byte{chatTextMessage("user", texts)}), nil
 	}
 	return nil, fmt.Errorf("rewrite: message %d is neither a user nor a tool message", pos)
@@ -294,4 +287,21 @@ func chatReplyPair(first, next []byte) (froot, nroot, nchoice, nmsg gjson.Result
 		err = fmt.Errorf("%w: no choices[0].message object", ErrMalformedReply)
 	}
 	return
+}
+
+// chatIsTool reports a tool (or legacy function) result message.
+func chatIsTool(m gjson.Result) bool {
+	r := m.Get("role").Str
+	return m.IsObject() && (r == "tool" || r == "function")
+}
+
+// chatToolRunEnd is the index just after element pos and the tool messages
+// that directly follow it: where AppendUserTextAt puts text for a tool
+// message, and so how far that edit reaches.
+func chatToolRunEnd(elems []gjson.Result, pos int) int {
+	j := pos + 1
+	for j < len(elems) && chatIsTool(elems[j]) {
+		j++
+	}
+	return j
 }

@@ -236,20 +236,12 @@ func (responsesCodec) AppendUserTextAt(body []byte, pos int, texts []string) ([]
 		return splice(body, in.input.Index, end(in.input), []byte(`[{"role":"user","content":[`+strPart),
 			[]byte(in.input.Raw), []byte("},"), parts, []byte("]}]")), nil
 	}
-	isResult := func(v int) bool {
-		t := in.elems[in.ranges[v][0]].Get("type").Str
-		return t != "message" && strings.HasSuffix(t, "_output")
-	}
 	it := in.elems[in.ranges[pos][0]]
 	switch t := it.Get("type").Str; {
 	case (t == "" || t == "message") && it.Get("role").Str == "user":
 		return appendContentParts(body, it, "content", parts, strPart)
-	case isResult(pos):
-		v := pos + 1
-		for v < len(in.ranges) && isResult(v) {
-			v++
-		}
-		at := in.ranges[v-1][1]
+	case in.isResult(pos):
+		at := in.ranges[in.resultRunEnd(pos)-1][1]
 		return oaSpliceElems(body, in.input, in.elems, at, at, [][]byte{responsesUserItem(parts)}), nil
 	}
 	return nil, fmt.Errorf("rewrite: message %d is neither a user message nor a tool result", pos)
@@ -356,4 +348,24 @@ func (responsesCodec) MergeReplies(first, next []byte) ([]byte, error) {
 		out = setMember(out, root, "usage", u)
 	}
 	return out, nil
+}
+
+// isResult reports whether view message v is a tool result (a
+// function_call_output or another *_output item).
+func (in *responsesInput) isResult(v int) bool {
+	t := in.elems[in.ranges[v][0]].Get("type").Str
+	return t != "message" && strings.HasSuffix(t, "_output")
+}
+
+// resultRunEnd is the view index just after message pos and, when pos is a
+// tool result, the results that directly follow it: AppendUserTextAt puts
+// text for a result after that run.
+func (in *responsesInput) resultRunEnd(pos int) int {
+	v := pos + 1
+	if in.isResult(pos) {
+		for v < len(in.ranges) && in.isResult(v) {
+			v++
+		}
+	}
+	return v
 }

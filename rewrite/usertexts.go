@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"slices"
-	"strings"
 	"sync/atomic"
 
 	"github.com/tidwall/gjson"
@@ -126,27 +125,27 @@ func appendUserTextsOneByOne(tc TurnCodec, body []byte, ops []UserTexts) ([]byte
 	return out, nil
 }
 
-// singleElemRun is the run of APIs whose user turns are one element each
-// at their view position (Anthropic messages, Gemini contents).
-func singleElemRun(n int) func(pos int) (int, int, error) {
-	return func(pos int) (int, int, error) {
-		if pos < 0 || pos >= n {
+// singleElemTurns locates the user turns of APIs whose turns are one
+// element each at their view position (Anthropic messages, Gemini contents).
+func singleElemTurns(body []byte, key string) ([]gjson.Result, func(int) (int, int, error), error) {
+	_, arr, err := agConversation(body, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	elems := agElems(arr)
+	return elems, func(pos int) (int, int, error) {
+		if pos < 0 || pos >= len(elems) {
 			return 0, 0, errNoBatch // out of range: the one-by-one path names it
 		}
 		return pos, pos + 1, nil
-	}
+	}, nil
 }
 
 func (anthropicCodec) conversationKey() string { return "messages" }
 func (anthropicCodec) fillerElem() string      { return `{"role":"user","content":""}` }
 
 func (anthropicCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
-	_, arr, err := agConversation(body, "messages")
-	if err != nil {
-		return nil, nil, err
-	}
-	elems := agElems(arr)
-	return elems, singleElemRun(len(elems)), nil
+	return singleElemTurns(body, "messages")
 }
 
 // AppendUserTexts is AppendUserTextAt for several turns, batched.
@@ -158,12 +157,7 @@ func (geminiCodec) conversationKey() string { return "contents" }
 func (geminiCodec) fillerElem() string      { return `{"role":"user","parts":[]}` }
 
 func (geminiCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
-	_, arr, err := agConversation(body, "contents")
-	if err != nil {
-		return nil, nil, err
-	}
-	elems := agElems(arr)
-	return elems, singleElemRun(len(elems)), nil
+	return singleElemTurns(body, "contents")
 }
 
 // AppendUserTexts is AppendUserTextAt for several turns, batched.
@@ -182,21 +176,14 @@ func (chatCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int
 	if err != nil {
 		return nil, nil, err
 	}
-	isTool := func(m gjson.Result) bool {
-		r := m.Get("role").Str
-		return m.IsObject() && (r == "tool" || r == "function")
-	}
 	return elems, func(pos int) (int, int, error) {
 		if pos < 0 || pos >= len(elems) {
 			return 0, 0, errNoBatch
 		}
-		end := pos + 1
-		if isTool(elems[pos]) {
-			for end < len(elems) && isTool(elems[end]) {
-				end++
-			}
+		if chatIsTool(elems[pos]) {
+			return pos, chatToolRunEnd(elems, pos), nil
 		}
-		return pos, end, nil
+		return pos, pos + 1, nil
 	}, nil
 }
 
@@ -219,21 +206,11 @@ func (responsesCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int
 	if in.str {
 		return nil, nil, errNoBatch
 	}
-	isResult := func(v int) bool {
-		t := in.elems[in.ranges[v][0]].Get("type").Str
-		return t != "message" && strings.HasSuffix(t, "_output")
-	}
 	return in.elems, func(pos int) (int, int, error) {
 		if pos < 0 || pos >= len(in.ranges) {
 			return 0, 0, errNoBatch
 		}
-		v := pos + 1
-		if isResult(pos) {
-			for v < len(in.ranges) && isResult(v) {
-				v++
-			}
-		}
-		return in.ranges[pos][0], in.ranges[v-1][1], nil
+		return in.ranges[pos][0], in.ranges[in.resultRunEnd(pos)-1][1], nil
 	}, nil
 }
 
