@@ -184,20 +184,9 @@ func (chatCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 		out = setMember(out, msg, "refusal", refusal)
 	}
 
-	nc := nmsg.Get("tool_calls")
-	if err := wantArray(nc, ""); err != nil {
-		return nil, fmt.Errorf("%w: choices[0].message.tool_calls is not an array", ErrMalformedReply)
-	}
-	if inner := oaInnerString(nc); inner != "" {
-		_, _, msg := cur()
-		switch fc := msg.Get("tool_calls"); {
-		case fc.IsArray():
-			out = appendItems(out, fc, []byte(inner))
-		case isNull(fc):
-			out = setMember(out, msg, "tool_calls", []byte(nc.Raw))
-		default:
-			return nil, fmt.Errorf("%w: choices[0].message.tool_calls is not an array", ErrMalformedReply)
-		}
+	out, err = chatAppendToolCalls(out, nmsg, func() gjson.Result { _, _, msg := cur(); return msg })
+	if err != nil {
+		return nil, err
 	}
 	if fn := nmsg.Get("function_call"); fn.IsObject() {
 		if _, _, msg := cur(); isNull(msg.Get("function_call")) {

@@ -245,20 +245,9 @@ func (chatCodec) MergeReplies(first, next []byte) ([]byte, error) {
 			out = setMember(out, msg, key, merged)
 		}
 	}
-	nc := nmsg.Get("tool_calls")
-	if err := wantArray(nc, ""); err != nil {
-		return nil, fmt.Errorf("%w: choices[0].message.tool_calls is not an array", ErrMalformedReply)
-	}
-	if inner := oaInnerString(nc); inner != "" {
-		_, _, msg := cur()
-		switch fc := msg.Get("tool_calls"); {
-		case fc.IsArray():
-			out = appendItems(out, fc, []byte(inner))
-		case isNull(fc):
-			out = setMember(out, msg, "tool_calls", []byte(nc.Raw))
-		default:
-			return nil, fmt.Errorf("%w: choices[0].message.tool_calls is not an array", ErrMalformedReply)
-		}
+	out, err = chatAppendToolCalls(out, nmsg, func() gjson.Result { _, _, msg := cur(); return msg })
+	if err != nil {
+		return nil, err
 	}
 	if fr := nchoice.Get("finish_reason"); fr.Exists() {
 		_, choice, _ := cur()
@@ -304,4 +293,27 @@ func chatToolRunEnd(elems []gjson.Result, pos int) int {
 		j++
 	}
 	return j
+}
+
+// chatAppendToolCalls appends the tool calls of next's message nmsg to the
+// message of out that msg returns (read after out's latest edit): after its
+// calls, or as its tool_calls when it has none. MergeReplies and
+// ContinueReply both end a merge with it.
+func chatAppendToolCalls(out []byte, nmsg gjson.Result, msg func() gjson.Result) ([]byte, error) {
+	nc := nmsg.Get("tool_calls")
+	if err := wantArray(nc, ""); err != nil {
+		return nil, fmt.Errorf("%w: choices[0].message.tool_calls is not an array", ErrMalformedReply)
+	}
+	inner := oaInnerString(nc)
+	if inner == "" {
+		return out, nil
+	}
+	m := msg()
+	switch fc := m.Get("tool_calls"); {
+	case fc.IsArray():
+		return appendItems(out, fc, []byte(inner)), nil
+	case isNull(fc):
+		return setMember(out, m, "tool_calls", []byte(nc.Raw)), nil
+	}
+	return nil, fmt.Errorf("%w: choices[0].message.tool_calls is not an array", ErrMalformedReply)
 }
