@@ -142,20 +142,9 @@ func (geminiCodec) UserTextMessage(text string) ([]byte, error) {
 // follow acc's, in order. finishReason and usageMetadata are merged as
 // MergeReplies merges them; everything else is acc's.
 func (geminiCodec) ContinueReply(acc, next []byte) ([]byte, error) {
-	r1, err := parseReplyRoot(acc)
+	_, _, p1, p2, err := geminiReplyPair(acc, next)
 	if err != nil {
-		return nil, fmt.Errorf("first reply: %w", err)
-	}
-	r2, err := parseReplyRoot(next)
-	if err != nil {
-		return nil, fmt.Errorf("next reply: %w", err)
-	}
-	p1, p2 := geminiReplyParts(r1), geminiReplyParts(r2)
-	if !p1.IsArray() {
-		return nil, fmt.Errorf("%w: first reply: candidates[0].content.parts must be an array", ErrMalformedReply)
-	}
-	if !p2.IsArray() && !isNull(p2) {
-		return nil, fmt.Errorf("%w: next reply: candidates[0].content.parts must be an array", ErrMalformedReply)
+		return nil, err
 	}
 
 	// acc's trailing text run.

@@ -212,20 +212,9 @@ func (geminiCodec) EditReply(reply []byte, remove, first []int) ([]byte, error) 
 // candidatesTokenCount + thoughtsTokenCount. Without usageMetadata in next,
 // first's is kept unchanged.
 func (geminiCodec) MergeReplies(first, next []byte) ([]byte, error) {
-	r1, err := parseReplyRoot(first)
+	r1, r2, p1, p2, err := geminiReplyPair(first, next)
 	if err != nil {
-		return nil, fmt.Errorf("first reply: %w", err)
-	}
-	r2, err := parseReplyRoot(next)
-	if err != nil {
-		return nil, fmt.Errorf("next reply: %w", err)
-	}
-	p1, p2 := geminiReplyParts(r1), geminiReplyParts(r2)
-	if !p1.IsArray() {
-		return nil, fmt.Errorf("%w: first reply: candidates[0].content.parts must be an array", ErrMalformedReply)
-	}
-	if !p2.IsArray() && !isNull(p2) {
-		return nil, fmt.Errorf("%w: next reply: candidates[0].content.parts must be an array", ErrMalformedReply)
+		return nil, err
 	}
 	var out []byte
 	if inner := agInner(p2); inner != "" {
@@ -262,4 +251,24 @@ func (geminiCodec) MergeReplies(first, next []byte) ([]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// geminiReplyPair parses two complete replies for MergeReplies and
+// ContinueReply: both roots and both candidates' parts (first's an array,
+// next's an array or absent).
+func geminiReplyPair(first, next []byte) (r1, r2, p1, p2 gjson.Result, err error) {
+	if r1, err = parseReplyRoot(first); err != nil {
+		return r1, r2, p1, p2, fmt.Errorf("first reply: %w", err)
+	}
+	if r2, err = parseReplyRoot(next); err != nil {
+		return r1, r2, p1, p2, fmt.Errorf("next reply: %w", err)
+	}
+	p1, p2 = geminiReplyParts(r1), geminiReplyParts(r2)
+	if !p1.IsArray() {
+		return r1, r2, p1, p2, fmt.Errorf("%w: first reply: candidates[0].content.parts must be an array", ErrMalformedReply)
+	}
+	if !p2.IsArray() && !isNull(p2) {
+		return r1, r2, p1, p2, fmt.Errorf("%w: next reply: candidates[0].content.parts must be an array", ErrMalformedReply)
+	}
+	return r1, r2, p1, p2, nil
 }
