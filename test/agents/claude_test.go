@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"shepherd/bench/mock"
 )
 
 // claudeCode drives `claude -p` (Claude Code) on the Anthropic Messages API.
@@ -15,9 +17,9 @@ func (claudeCode) bin() string       { return "claude" }
 func (claudeCode) api() string       { return "anthropic" }
 func (claudeCode) writeTool() string { return "Write" }
 
-func (claudeCode) writeCall(path, content string) string {
+func (claudeCode) writeCall(path, content string) mock.ToolCall {
 	b, _ := json.Marshal(map[string]string{"file_path": path, "content": content})
-	return string(b)
+	return mock.ToolCall{Name: "Write", Args: string(b)}
 }
 
 func (claudeCode) setup(t *testing.T, r *run) []string {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
+
+	"shepherd/bench/mock"
 )
 
 // codexCLI drives `codex exec` (Codex CLI) on the OpenAI Responses API with
@@ -20,13 +22,14 @@ func (codexCLI) bin() string       { return "codex" }
 func (codexCLI) api() string       { return "responses" }
 func (codexCLI) writeTool() string { return "apply_patch" }
 
-// writeCall is an apply_patch call adding path.
-func (codexCLI) writeCall(path, content string) string {
-	return "*** Begin Patch\n*** Add File: " + path + "\n+" + content + "\n*** End Patch\n"
+// writeCall is an apply_patch call (a free-form custom tool) adding path.
+func (codexCLI) writeCall(path, content string) mock.ToolCall {
+	return mock.ToolCall{Name: "apply_patch", Custom: true,
+		Args: "*** Begin Patch\n*** Add File: " + path + "\n+" + content + "\n*** End Patch\n"}
 }
 
 // codexConfig is the config.toml of every run; %s is shepherd's /v1 URL.
-const codexConfig = `model = "gpt-5-codex"
+const codexConfig = `model = "gpt-5.5"
 openai_base_url = %q
 approval_policy = "never"
 sandbox_mode = "danger-full-access"

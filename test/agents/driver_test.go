@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"shepherd/bench/mock"
 )
 
 // driver is everything the suite knows about one agent CLI.
@@ -24,9 +26,8 @@ type driver interface {
 	// writeTool is the name of the CLI's own file-writing tool; requests
 	// declaring it are turns of the agent loop.
 	writeTool() string
-	// writeCall returns the arguments of a writeTool call creating path
-	// (absolute) with content.
-	writeCall(path, content string) string
+	// writeCall is a writeTool call creating path (absolute) with content.
+	writeCall(path, content string) mock.ToolCall
 	// setup writes the CLI's config files into the run's private HOME and
 	// returns the environment that points it at shepherd (base URL, key,
 	// telemetry and update checks off).
@@ -51,6 +52,7 @@ type run struct {
 type result struct {
 	Stdout, Stderr []byte
 	Answer         string
+	Start          time.Time
 	Elapsed        time.Duration
 	Err            error
 }
@@ -110,7 +112,7 @@ func runAgent(t *testing.T, d driver, s *stack, prompt string) result {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()
-	res := result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Elapsed: time.Since(start), Err: err}
+	res := result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Start: start, Elapsed: time.Since(start), Err: err}
 	res.Answer = d.answer(res.Stdout)
 	t.Logf("%s: %v in %s\nstdout:\n%s\nstderr:\n%s", d.name(), err, res.Elapsed.Round(time.Millisecond), tail(res.Stdout), tail(res.Stderr))
 	return res
