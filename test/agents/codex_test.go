@@ -76,4 +76,3 @@ func (codexCLI) answer(stdout []byte) string {
 	}
 	return out
 }
-

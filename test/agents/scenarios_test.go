@@ -40,6 +40,9 @@ func TestAgentPlainTurn(t *testing.T) {
 			return mock.Reply{Text: "PONG-7f3a"}
 		})
 		res := mustRun(t, d, s, "Reply with the word pong.")
+		for _, r := range s.mock.Requests() {
+			t.Logf("%s %s tools=%v", r.Method, r.Path, toolNames(r.Body))
+		}
 		require.Contains(t, res.Answer, "PONG-7f3a")
 		mains := s.mainRequests(d)
 		require.NotEmpty(t, mains, "no agent turn reached the provider")

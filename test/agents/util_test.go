@@ -3,6 +3,8 @@ package agents
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/tidwall/gjson"
 )
 
 func splitLines(b []byte) [][]byte {
@@ -16,3 +18,21 @@ func splitLines(b []byte) [][]byte {
 }
 
 func sprintf(format string, a ...any) string { return fmt.Sprintf(format, a...) }
+
+// toolNames lists the tools a model request declares, for failure messages.
+func toolNames(body []byte) []string {
+	var out []string
+	for _, p := range []string{"tools.#.name", "tools.#.function.name", "tools.#.functionDeclarations.#.name"} {
+		gjson.GetBytes(body, p).ForEach(func(_, v gjson.Result) bool {
+			if v.IsArray() {
+				for _, n := range v.Array() {
+					out = append(out, n.String())
+				}
+			} else {
+				out = append(out, v.String())
+			}
+			return true
+		})
+	}
+	return out
+}
