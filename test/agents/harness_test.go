@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -165,4 +166,24 @@ func (s *stack) session(t *testing.T, id string) gjson.Result {
 	_, _ = io.Copy(&b, resp.Body)
 	require.Equal(t, 200, resp.StatusCode, b.String())
 	return gjson.Parse(b.String())
+}
+
+// metric returns the value of the first sample of shepherd's /metrics whose
+// line starts with prefix (a name, optionally with labels), 0 when absent.
+func (s *stack) metric(t *testing.T, prefix string) float64 {
+	t.Helper()
+	resp, err := http.Get(s.URL + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, prefix) {
+			f := strings.Fields(line)
+			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			require.NoError(t, err, line)
+			return v
+		}
+	}
+	return 0
 }

@@ -141,5 +141,10 @@ func TestAgentTruncationRecovery(t *testing.T) {
 		require.NoError(t, err, "the complete call ran")
 		require.Equal(t, "recovered", strings.TrimSpace(string(b)))
 		require.Len(t, s.mainRequests(d), 3, "cut reply, shepherd's retry, the agent's tool result")
+		// One of the three was shepherd's, so the agent sent two: it got one
+		// complete reply and never retried a cut one itself (Claude Code
+		// would, on a max_tokens stop).
+		require.Equal(t, 1.0, s.metric(t, "shepherd_recovery_attempts_total"), "shepherd sent the retry")
+		require.Equal(t, 1.0, s.metric(t, `shepherd_recoveries_total{result="recovered"`))
 	})
 }
