@@ -13,7 +13,7 @@ import (
 )
 
 // drivers are the CLIs under test, in the order they are run.
-func drivers() []driver { return []driver{claudeCode{}, codexCLI{}} }
+func drivers() []driver { return []driver{claudeCode{}, codexCLI{}, geminiCLI{}} }
 
 // forEach runs body as a subtest per installed driver.
 func forEach(t *testing.T, body func(t *testing.T, d driver)) {

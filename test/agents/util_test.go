@@ -36,3 +36,5 @@ func toolNames(body []byte) []string {
 	}
 	return out
 }
+
+func indexByte(b []byte, c byte) int { return bytes.IndexByte(b, c) }
