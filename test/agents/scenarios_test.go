@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,4 +148,47 @@ func TestAgentTruncationRecovery(t *testing.T) {
 		require.Equal(t, 1.0, s.metric(t, "shepherd_recovery_attempts_total"), "shepherd sent the retry")
 		require.Equal(t, 1.0, s.metric(t, `shepherd_recoveries_total{result="recovered"`))
 	})
+}
+
+// (e) Two runs of an agent that sends no session id (gemini-cli, Cline):
+// shepherd keys both by the fingerprint of the system prompt and the first
+// user turn, which the same prompt makes equal. Each run must still get its
+// own complete turn: the first run's chapter (the hidden topic call and its
+// answer) is never replayed into the second run's history.
+func TestAgentTwoRunsWithoutSessionID(t *testing.T) {
+	forEach(t, func(t *testing.T, d driver) {
+		if !sessionless(d) {
+			t.Skipf("%s sends its own session id", d.name())
+		}
+		s := newStack(t, d, stackOptions{Topics: true})
+		var runNo atomic.Int32
+		s.script(func(req mock.Recorded, main bool) mock.Reply {
+			switch {
+			case !main:
+				return sideReply
+			case strings.Contains(string(req.Body), "Topic changed to"):
+				return mock.Reply{Text: fmt.Sprintf("RUN-%d-DONE", runNo.Load())}
+			}
+			return mock.Reply{ToolCalls: []mock.ToolCall{{Name: "create_new_topic", Args: `{"title":"Agents suite"}`}}}
+		})
+		for i := int32(1); i <= 2; i++ {
+			runNo.Store(i)
+			before := len(s.mainRequests(d))
+			res := mustRun(t, d, s, "Start a chapter, then say done.")
+			require.Contains(t, res.Answer, fmt.Sprintf("RUN-%d-DONE", i))
+			mains := s.mainRequests(d)[before:]
+			require.Len(t, mains, 2, "run %d: the agent's turn and shepherd's follow-up", i)
+			require.NotContains(t, string(mains[0].Body), "Topic changed to",
+				"run %d starts from the agent's own history, without an earlier run's chapter", i)
+		}
+	})
+}
+
+// sessionless reports whether d sends no session id of its own.
+func sessionless(d driver) bool {
+	switch d.(type) {
+	case geminiCLI:
+		return true
+	}
+	return false
 }
