@@ -1,12 +1,10 @@
 package agents
 
 import (
-	"context"
 	"encoding/json"
-	"os/exec"
+	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
@@ -16,8 +14,8 @@ import (
 
 // clineCLI drives the Cline CLI headless (`cline --json <prompt>`, act mode,
 // auto-approve) on the OpenAI Chat Completions API: its "openai" provider
-// (OpenAI-compatible) configured by `cline auth --baseurl` into a private
-// config directory.
+// (OpenAI-compatible) configured as `cline auth --baseurl` would, in a
+// private config directory.
 type clineCLI struct{}
 
 func (clineCLI) name() string      { return "cline" }
@@ -36,18 +34,28 @@ func (clineCLI) writeCall(path, content string) mock.ToolCall {
 // clineProvider is Cline's id of the OpenAI-compatible provider.
 const clineProvider = "openai"
 
-func (c clineCLI) setup(t *testing.T, r *run) []string {
-	env := []string{"CLINE_TELEMETRY_DISABLED=1", "CLINE_DISABLE_TELEMETRY=1", "POSTHOG_DISABLED=1"}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(nodeBin(), "cline"), "auth", "-p", clineProvider,
-		"-k", "sk-agents-suite", "-m", "gpt-4o", "-b", r.Proxy+"/v1", "--config", filepath.Join(r.Home, ".cline"))
-	cmd.Env = append([]string{"HOME=" + r.Home, "PATH=" + nodeBin() + ":/usr/bin:/bin"}, env...)
-	cmd.Dir = r.Workdir
-	out, err := cmd.CombinedOutput()
-	t.Logf("cline auth: %s", out)
-	require.NoError(t, err, "cline auth")
-	return env
+// clineProviders is what `cline auth -p openai -b <url> -k <key> -m gpt-4o
+// --config <dir>` writes to <dir>/data/settings/providers.json; writing it
+// directly saves a CLI start per run. %s is shepherd's /v1 URL.
+const clineProviders = `{
+  "version": 1,
+  "lastUsedProvider": "openai-compatible",
+  "modes": {},
+  "providers": {
+    "openai-compatible": {
+      "settings": {"provider": "openai-compatible", "apiKey": "sk-agents-suite", "model": "gpt-4o", "baseUrl": %q},
+      "updatedAt": "2026-01-01T00:00:00.000Z",
+      "tokenSource": "manual"
+    }
+  }
+}
+`
+
+func (clineCLI) setup(t *testing.T, r *run) []string {
+	dir := filepath.Join(r.Home, ".cline", "data", "settings")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "providers.json"), []byte(sprintf(clineProviders, r.Proxy+"/v1")), 0o600))
+	return []string{"CLINE_TELEMETRY_DISABLED=1", "POSTHOG_DISABLED=1"}
 }
 
 func (clineCLI) args(r *run, prompt string) []string {
