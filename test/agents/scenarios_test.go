@@ -48,6 +48,11 @@ func TestAgentPlainTurn(t *testing.T) {
 		mains := s.mainRequests(d)
 		require.NotEmpty(t, mains, "no agent turn reached the provider")
 		require.Contains(t, string(mains[0].Body), "Reply with the word pong.")
+		// Codex asks for a WebSocket first; shepherd's 426 must send it to
+		// HTTP at once, not through five "Reconnecting..." retries (what any
+		// other status, e.g. a passed-through 404, causes).
+		require.NotContains(t, string(res.Stdout), "Reconnecting")
+		require.NotContains(t, string(res.Stdout), "Falling back from WebSockets")
 	})
 }
 
