@@ -156,18 +156,6 @@ func isMainTurn(d driver, req mock.Recorded) bool {
 	return false
 }
 
-// session fetches shepherd's view of a session from the admin API.
-func (s *stack) session(t *testing.T, id string) gjson.Result {
-	t.Helper()
-	resp, err := http.Get(s.URL + "/shepherd/v1/sessions/" + id)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var b strings.Builder
-	_, _ = io.Copy(&b, resp.Body)
-	require.Equal(t, 200, resp.StatusCode, b.String())
-	return gjson.Parse(b.String())
-}
-
 // metric returns the value of the first sample of shepherd's /metrics whose
 // line starts with prefix (a name, optionally with labels), 0 when absent.
 func (s *stack) metric(t *testing.T, prefix string) float64 {
