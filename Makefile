@@ -11,10 +11,16 @@ FUZZTIME    ?= 10s
 
 export GOTEST_PKGS
 
-.PHONY: test build fmt vet fuzz bench
+.PHONY: test agents build fmt vet fuzz bench
 
 test:
 	bash scripts/test.sh
+
+# The agents suite: the real agent CLIs (pinned in test/agents/package.json,
+# installed by npm ci) driven through shepherd against the mock provider.
+# `make test` runs it too.
+agents:
+	bash scripts/agents.sh
 
 build:
 	$(GO) build ./...

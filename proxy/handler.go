@@ -48,6 +48,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	x.requestID = s.requestID(ctx)
 	h := &ctx.Request.Header
 	x.route = classify(ctx.Method(), ctx.Path(), len(h.Peek("Anthropic-Version")) > 0, len(h.Peek("X-Goog-Api-Key")) > 0)
+	if refuseUpgrade(ctx, x.route.provider) {
+		s.finish(ctx, &x, fasthttp.StatusUpgradeRequired)
+		return
+	}
 	if x.route.name == "not_found" {
 		s.finish(ctx, &x, writeError(ctx, x.route.provider, errNotFound))
 		return

@@ -10,6 +10,8 @@
 #                 keys under a random per-test prefix and delete them)
 #   GOTEST_PKGS   packages to vet and test (default ./...)
 #   GOTEST_FLAGS  extra `go test` flags (word-split), e.g. '-run Redis -v'
+#   SHEPHERD_AGENTS=0  skip the agents suite (test/agents), which otherwise
+#                 runs with the rest after scripts/agents.sh installed the CLIs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -141,6 +143,13 @@ if [[ -n "${REDIS_URL:-}" ]]; then
   log "using REDIS_URL from the environment"
 else
   start_private_redis
+fi
+
+# The agents suite (test/agents) needs the pinned agent CLIs: install them
+# and make their absence a failure rather than a skip.
+if [[ "${SHEPHERD_AGENTS:-}" != 0 ]]; then
+  bash scripts/agents.sh --install-only
+  export SHEPHERD_AGENTS=1
 fi
 
 # shellcheck disable=SC2086 # GOTEST_PKGS and GOTEST_FLAGS are word lists

@@ -203,9 +203,9 @@ func pickInt(r, o int) int {
 }
 
 func (s *Server) serveModel(ctx *fasthttp.RequestCtx, api apiKind, model string, stream, geminiSSE bool) {
-	s.record(ctx, apiNames[api], stream)
+	rec := s.record(ctx, apiNames[api], stream)
 	body := ctx.PostBody()
-	r, err := s.next(string(ctx.Request.Header.Peek(scriptHeader)))
+	r, err := s.next(rec.Script, rec)
 	if err != nil {
 		ctx.SetStatusCode(400)
 		ctx.SetContentType("application/json")

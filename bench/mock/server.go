@@ -268,8 +268,13 @@ func (s *Server) Reset() {
 	s.qmu.Unlock()
 }
 
-// next picks the reply for a model request.
-func (s *Server) next(script string) (Reply, error) {
+// next picks the reply for a model request recorded as req.
+func (s *Server) next(script string, req Recorded) (Reply, error) {
+	if script == "" && s.opts.Responder != nil {
+		if r, ok := s.opts.Responder(req); ok {
+			return r, nil
+		}
+	}
 	if script != "" {
 		ns := s.named[script]
 		if ns == nil {
@@ -290,9 +295,12 @@ func (s *Server) next(script string) (Reply, error) {
 	return s.opts.Default, nil
 }
 
-func (s *Server) record(ctx *fasthttp.RequestCtx, api string, stream bool) {
-	if s.opts.NoRecord {
-		return
+// record appends the request to the log (unless NoRecord) and returns it.
+// With NoRecord and no Responder only Script is filled in, so load tests pay
+// nothing for it.
+func (s *Server) record(ctx *fasthttp.RequestCtx, api string, stream bool) Recorded {
+	if s.opts.NoRecord && s.opts.Responder == nil {
+		return Recorded{Script: string(ctx.Request.Header.Peek(scriptHeader))}
 	}
 	h := make(http.Header)
 	for k, v := range ctx.Request.Header.All() {
@@ -310,9 +318,13 @@ func (s *Server) record(ctx *fasthttp.RequestCtx, api string, stream bool) {
 		Stream: stream,
 		Script: string(ctx.Request.Header.Peek(scriptHeader)),
 	}
+	if s.opts.NoRecord {
+		return rec
+	}
 	s.rmu.Lock()
-	s.requests = append(s.requests, rec)
+	s.requests = append(s.requests, rec.clone())
 	s.rmu.Unlock()
+	return rec
 }
 
 var errClosed = errors.New("mock: server closed")

@@ -119,6 +119,13 @@ type Options struct {
 	// Named scripts, selected per request with the X-Mock-Script header and
 	// cycled through independently of the FIFO queue.
 	Named map[string][]Reply
+	// Responder, when set, is asked first for the reply to every model
+	// request without X-Mock-Script (after it is recorded): it returns the
+	// reply and true, or false to fall back to the FIFO queue and Default.
+	// It lets a test answer a real agent by what the request holds (its side
+	// requests, the tool results it sends back) rather than by arrival
+	// order. It is called concurrently and must not block.
+	Responder func(req Recorded) (Reply, bool)
 
 	// TTFT is the delay before the first byte of a JSON body, or before the
 	// first event of a stream (stream headers are sent at once).
