@@ -73,8 +73,8 @@ func TestFingerprintSessionsKeepRunsApart(t *testing.T) {
 				require.Contains(t, lastHistoryItem(api, reqs[3].Body), "[Active Intent: INT-001", "run 1 finds its session")
 				require.Contains(t, lastHistoryItem(api, reqs[4].Body), "[Active Intent: none]", "run 2 has its own")
 				require.Contains(t, string(reqs[3].Body), hooks.IntentTool+`"`, "run 1's history has the selection shepherd answered (ledger)")
-				requireAppendOnly(t, api, reqs[1], reqs[3])
-				requireAppendOnly(t, api, reqs[2], reqs[4])
+				requireAppendOnly(t, api, reqs[1].Body, reqs[3].Body)
+				requireAppendOnly(t, api, reqs[2].Body, reqs[4].Body)
 			})
 		}
 	}
