@@ -468,7 +468,9 @@ func TestReadyzReportsStoreDown(t *testing.T) {
 	resp, b := do(t, "GET", h.URL+"/readyz", "", nil)
 	require.Equal(t, 503, resp.StatusCode)
 	require.Contains(t, string(b), "unavailable")
-	resp, _ = do(t, "POST", h.URL+"/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`, anthropicHeaders())
+	// A conversation past its first model turn: it has a (fingerprint)
+	// session, which the recorder updates.
+	resp, _ = do(t, "POST", h.URL+"/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"},{"role":"user","content":"more"}]}`, anthropicHeaders())
 	require.Equal(t, 200, resp.StatusCode)
 	require.Eventually(t, func() bool { return st.updates.Load() > 0 }, 2*time.Second, 10*time.Millisecond)
 	_, b = do(t, "GET", h.URL+"/metrics", "", nil)

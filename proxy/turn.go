@@ -72,16 +72,12 @@ var errStoreUnavailable = errors.New("proxy: state store unavailable")
 // intents refuses what it cannot vouch for.
 func (s *Server) prepareTurn(ctx *fasthttp.RequestCtx, x *exchange, view *hooks.Request, body []byte) (t *turn, out []byte, short bool) {
 	key := state.Key{Tenant: x.call.Tenant, Session: x.call.SessionID}
+	// An opening request's id is fresh, so the load finds nothing: the
+	// conversation inherits no state. It is still a read, so that a store
+	// that is down is noticed before anything is injected that could not
+	// be saved (fail-open and fail-closed as for any request).
 	opening := x.sessionSource == sourceOpening
-	var sess *state.Session
-	var err error
-	if opening {
-		// A conversation that starts (over) inherits nothing: its id is
-		// fresh, so there is nothing to load.
-		sess = &state.Session{ID: key.Session, Tenant: key.Tenant}
-	} else {
-		sess, err = s.loadSession(key)
-	}
+	sess, err := s.loadSession(key)
 	if err != nil {
 		s.metrics.StoreError("get")
 		if !s.features.failsClosed(x.route.api) {
