@@ -27,7 +27,7 @@ const (
 	// request runs on a fresh session that is saved under the fingerprint
 	// of its continuation (see turn.save).
 	sourceOpening sessionSource = "fingerprint_opening"
-	sourceNone        sessionSource = "none"
+	sourceNone    sessionSource = "none"
 )
 
 // codexSessionHeaders are the conversation headers Codex CLI versions send,

@@ -6,6 +6,7 @@ package proxy_test
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -43,38 +44,10 @@ func TestFingerprintSessionsKeepRunsApart(t *testing.T) {
 				t.Parallel()
 				api := topicAPINamed(t, apiName)
 				h := newHarness(t, harnessOptions{Store: open(t), Config: intentsOn(intentWorkspace(t, intentPolicy("")))})
-				h.mock.Script(
-					mock.Reply{ID: "m1", ToolCalls: []mock.ToolCall{{ID: "s1", Name: hooks.IntentTool, Args: `{"intent_id":"INT-001"}`}}},
-					mock.Reply{ID: "m2", Text: "Working on INT-001."},
-					mock.Reply{ID: "m3", Text: "Run two, no intent yet."},
-					mock.Reply{ID: "m4", Text: "Run one goes on."},
-					mock.Reply{ID: "m5", Text: "Run two goes on."},
-				)
 				// No session header: only the API's credentials.
 				run1 := &rawIntentAgent{api: api, url: h.URL, hdr: api.headers}
 				run2 := &rawIntentAgent{api: api, url: h.URL, hdr: api.headers}
-
-				run1.user("fix the login bug")
-				require.Equal(t, "Working on INT-001.", run1.send(t).text)
-				run2.user("fix the login bug")
-				require.Equal(t, "Run two, no intent yet.", run2.send(t).text)
-
-				reqs := h.mock.Requests()
-				require.Len(t, reqs, 3)
-				require.Equal(t, string(reqs[0].Body), string(reqs[2].Body),
-					"run 2's first request is forwarded exactly as run 1's: no state of run 1 applies")
-
-				run1.user("write it")
-				require.Equal(t, "Run one goes on.", run1.send(t).text)
-				run2.user("write it")
-				require.Equal(t, "Run two goes on.", run2.send(t).text)
-				reqs = h.mock.Requests()
-				require.Len(t, reqs, 5)
-				require.Contains(t, lastHistoryItem(api, reqs[3].Body), "[Active Intent: INT-001", "run 1 finds its session")
-				require.Contains(t, lastHistoryItem(api, reqs[4].Body), "[Active Intent: none]", "run 2 has its own")
-				require.Contains(t, string(reqs[3].Body), hooks.IntentTool+`"`, "run 1's history has the selection shepherd answered (ledger)")
-				requireAppendOnly(t, api, reqs[1].Body, reqs[3].Body)
-				requireAppendOnly(t, api, reqs[2].Body, reqs[4].Body)
+				requireRunsApart(t, h, api, run1, run2)
 			})
 		}
 	}
@@ -100,4 +73,58 @@ func TestFingerprintSessionHeaderFollowsConversation(t *testing.T) {
 	resp3, body3 := do(t, "POST", h.URL+api.path, first, api.headers)
 	require.Equal(t, 200, resp3.StatusCode)
 	require.NotEqual(t, sid, resp3.Header.Get("X-Shepherd-Session"), "another reply, another conversation: %s", body3)
+}
+
+// TestFingerprintSessionsKeepRunsApartStreamed: the same with each API's
+// official SDK streaming and sending no session id (genai is what
+// gemini-cli uses): the opening turn is saved from the stream writer.
+func TestFingerprintSessionsKeepRunsApartStreamed(t *testing.T) {
+	for _, sa := range topicStreamAPIs() {
+		t.Run(sa.name, func(t *testing.T) {
+			t.Parallel()
+			api := topicAPINamed(t, sa.name)
+			h := newHarness(t, harnessOptions{Config: intentsOn(intentWorkspace(t, intentPolicy("")))})
+			ctx := e2eCtx(t)
+			run1 := &sdkIntentAgent{s: sa.session(t, h.URL, map[string]string{}, &http.Client{}), stream: true, ctx: ctx}
+			run2 := &sdkIntentAgent{s: sa.session(t, h.URL, map[string]string{}, &http.Client{}), stream: true, ctx: ctx}
+			requireRunsApart(t, h, api, run1, run2)
+		})
+	}
+}
+
+// requireRunsApart runs two conversations with the same first prompt: run 1
+// selects an intent in its first turn, run 2 does not. Run 2's first
+// request is forwarded exactly as run 1's (nothing of run 1 applies), each
+// continuation finds its own session.
+func requireRunsApart(t *testing.T, h *harness, api topicAPI, run1, run2 intentAgent) {
+	t.Helper()
+	h.mock.Script(
+		mock.Reply{ID: "m1", ToolCalls: []mock.ToolCall{{ID: "s1", Name: hooks.IntentTool, Args: `{"intent_id":"INT-001"}`}}},
+		mock.Reply{ID: "m2", Text: "Working on INT-001."},
+		mock.Reply{ID: "m3", Text: "Run two, no intent yet."},
+		mock.Reply{ID: "m4", Text: "Run one goes on."},
+		mock.Reply{ID: "m5", Text: "Run two goes on."},
+	)
+
+	run1.user("fix the login bug")
+	require.Equal(t, "Working on INT-001.", run1.send(t).text)
+	run2.user("fix the login bug")
+	require.Equal(t, "Run two, no intent yet.", run2.send(t).text)
+
+	reqs := h.mock.Requests()
+	require.Len(t, reqs, 3)
+	require.Equal(t, string(reqs[0].Body), string(reqs[2].Body),
+		"run 2's first request is forwarded exactly as run 1's: no state of run 1 applies")
+
+	run1.user("write it")
+	require.Equal(t, "Run one goes on.", run1.send(t).text)
+	run2.user("write it")
+	require.Equal(t, "Run two goes on.", run2.send(t).text)
+	reqs = h.mock.Requests()
+	require.Len(t, reqs, 5)
+	require.Contains(t, lastHistoryItem(api, reqs[3].Body), "[Active Intent: INT-001", "run 1 finds its session")
+	require.Contains(t, lastHistoryItem(api, reqs[4].Body), "[Active Intent: none]", "run 2 has its own")
+	require.Contains(t, string(reqs[3].Body), hooks.IntentTool+`"`, "run 1's history has the selection shepherd answered (ledger)")
+	requireAppendOnly(t, api, reqs[1].Body, reqs[3].Body)
+	requireAppendOnly(t, api, reqs[2].Body, reqs[4].Body)
 }
