@@ -18,10 +18,28 @@ import (
 // escapes, cache_control markers moving between turns) and changes when the
 // agent edits or compacts that message or anything before it. The ledger
 // keys its entries by anchors, so an entry whose part of the history was
-// edited simply no longer matches and is dropped. Blocks the view cannot see
-// into (BlockOther: images, documents, unknown types) and empty text blocks
-// take no part: SDKs drop or re-serialise them (genai turns an empty text
-// part into {}), and the texts and calls around them identify the message.
+// edited simply no longer matches and is dropped.
+//
+// An anchor covers what the model and the user produced, never what a
+// client adds, drops or moves when it sends the history back:
+//   - tool call ids take no part, on calls and on results: gemini-cli gives
+//     its own ids ("<name>_<epoch ms>_<n>") to functionCall parts the API
+//     sent without one, and SDKs normalise ids they find invalid. Calls and
+//     results are identified by their order, names, arguments and contents.
+//   - thinking blocks take no part (their text and their signatures):
+//     gemini-cli strips thought parts from its history and adds a synthetic
+//     thoughtSignature to calls that lack one, other clients drop redacted
+//     thinking or reasoning items. The signature bytes stay on the wire;
+//     the ledger replays the model's own items, signatures where they were.
+//   - blocks the view cannot see into (BlockOther: images, documents,
+//     unknown types) and empty text blocks take no part: SDKs drop or
+//     re-serialise them (genai turns an empty text part into {}; Chat
+//     clients send content null, "" or leave it out).
+//   - wire-only fields never reach the view: cache_control, signature,
+//     thoughtSignature, Responses item id and status, Chat refusal null and
+//     annotations [].
+//   - arguments are compared canonically (canonicalJSON): key order,
+//     whitespace, string escapes and number spelling do not matter.
 func Anchors(msgs []Message) []string {
 	out := make([]string, len(msgs))
 	var prev [sha256.Size]byte
@@ -67,7 +85,7 @@ func appendMessageDigest(dst []byte, m *Message) []byte {
 	for i := range m.Blocks {
 		b := &m.Blocks[i]
 		switch b.Kind {
-		case BlockOther:
+		case BlockOther, BlockThinking:
 			continue
 		case BlockText:
 			text = append(text, b.Text...)
@@ -76,7 +94,6 @@ func appendMessageDigest(dst []byte, m *Message) []byte {
 		flush()
 		dst = appendField(dst, []byte(b.Kind))
 		dst = appendField(dst, []byte(b.Text))
-		dst = appendField(dst, []byte(b.ToolCallID))
 		dst = appendField(dst, []byte(b.ToolName))
 		dst = appendField(dst, canonicalJSON(b.Args))
 		if b.IsError {

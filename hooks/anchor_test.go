@@ -86,3 +86,33 @@ func TestAnchorsIgnoreArgumentEncoding(t *testing.T) {
 	c := Anchors(msgs(`{"content":"x&y","file_path":"a<b>.go","n":2}`))
 	require.NotEqual(t, a[1], c[1], "a different value changes the anchor")
 }
+
+// TestAnchorsIgnoreClientFields: what a client adds to, drops from or
+// moves in the history it sends back does not change an anchor: call ids
+// (gemini-cli names the calls the API sent without one), thinking blocks
+// (gemini-cli strips thought parts). What the model said still does.
+func TestAnchorsIgnoreClientFields(t *testing.T) {
+	a := Anchors(conv())
+
+	c := conv()
+	c[1].Blocks[1].ToolCallID = "Read_1764090000000_0"
+	c[2].Blocks[0].ToolCallID = "Read_1764090000000_0"
+	require.Equal(t, a, Anchors(c), "client-given call ids")
+
+	c = conv()
+	c[1].Blocks = c[1].Blocks[1:]
+	require.Equal(t, a, Anchors(c), "thinking dropped")
+	c = conv()
+	c[1].Blocks[0].Text = "redacted"
+	require.Equal(t, a, Anchors(c), "thinking re-serialised")
+
+	c = conv()
+	c[1].Blocks[1].ToolName = "Write"
+	require.NotEqual(t, a[1], Anchors(c)[1], "another tool is another turn")
+	c = conv()
+	c[1].Blocks[1].Args = []byte(`{"file_path":"b.go"}`)
+	require.NotEqual(t, a[1], Anchors(c)[1], "other arguments are another turn")
+	c = conv()
+	c[2].Blocks[0].Text = "package b"
+	require.NotEqual(t, a[2], Anchors(c)[2], "another result is another turn")
+}

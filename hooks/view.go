@@ -87,8 +87,10 @@ type Request struct {
 	// Session hints found in the body.
 	MetadataUserID string // Anthropic metadata.user_id
 	PromptCacheKey string // OpenAI prompt_cache_key
-	// Fingerprint is a stable hex hash of the system prompt and the first user
-	// turn; the last-resort session id.
+	// Fingerprint is a stable hex hash of the system prompt and of every
+	// message up to and including the first assistant message (their
+	// anchors); the last-resort session id. It is "" for an opening request
+	// (no assistant message yet, see Opening).
 	Fingerprint string
 	// PreviousResponseID is the Responses API previous_response_id ("" if none).
 	PreviousResponseID string
@@ -96,6 +98,17 @@ type Request struct {
 	// codec can tell (Anthropic thinking enabled or adaptive); such requests
 	// cannot take an assistant prefill.
 	Thinking bool
+}
+
+// Opening reports whether the conversation has no assistant message yet: it
+// starts (or starts over), so it has no earlier state of its own.
+func (r *Request) Opening() bool {
+	for i := range r.Messages {
+		if r.Messages[i].Role == RoleAssistant {
+			return false
+		}
+	}
+	return true
 }
 
 // HasTool reports whether the request declares a tool with this name.

@@ -63,7 +63,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	// without, only validated and peeked for the session hints.
 	var view *hooks.Request
 	var hints *rewrite.SessionHints
-	fingerprint := func() string { return "" }
+	fingerprint := func() (string, bool) { return "", false }
 	if x.route.inspect {
 		x.codec = rewrite.For(x.route.api)
 		if s.features.chain(x.route.api).Empty() || x.route.name == "count_tokens" {
@@ -73,7 +73,9 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 				return
 			}
 			hints = &hs
-			fingerprint = func() string { return rewrite.RequestFingerprint(x.codec, body) }
+			// Without hooks there is no state to keep: an opening request
+			// (no fingerprint yet) gets no session.
+			fingerprint = func() (string, bool) { return rewrite.RequestFingerprint(x.codec, body), false }
 		} else {
 			v, err := x.codec.ParseRequest(body)
 			if err != nil {
@@ -82,7 +84,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			}
 			view = v
 			hints = &rewrite.SessionHints{Stream: v.Stream, MetadataUserID: v.MetadataUserID, PromptCacheKey: v.PromptCacheKey}
-			fingerprint = func() string { return v.Fingerprint }
+			fingerprint = func() (string, bool) { return v.Fingerprint, v.Fingerprint == "" && v.Opening() }
 		}
 		if x.route.streamByPath {
 			hints.Stream = true
@@ -131,7 +133,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 
 	copyResponseHeaders(&ctx.Response, x.upResp)
 	s.setShepherdHeaders(ctx, &x)
-	if sid != "" && x.route.inspect && t == nil {
+	if sid != "" && x.route.inspect && t == nil && src != sourceOpening {
 		s.recorder.touch(state.Key{Tenant: x.call.Tenant, Session: sid})
 	}
 

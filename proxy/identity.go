@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
@@ -22,7 +23,11 @@ const (
 	sourceMetadata    sessionSource = "metadata_user_id"
 	sourceCacheKey    sessionSource = "prompt_cache_key"
 	sourceFingerprint sessionSource = "fingerprint"
-	sourceNone        sessionSource = "none"
+	// sourceOpening: no id, and the conversation has no model turn yet. The
+	// request runs on a fresh session that is saved under the fingerprint
+	// of its continuation (see turn.save).
+	sourceOpening sessionSource = "fingerprint_opening"
+	sourceNone    sessionSource = "none"
 )
 
 // codexSessionHeaders are the conversation headers Codex CLI versions send,
@@ -33,10 +38,13 @@ var codexSessionHeaders = []string{"session-id", "session_id", "thread-id"}
 // design.md: the configured header, X-Claude-Code-Session-Id, the Codex
 // headers, Anthropic metadata.user_id (JSON session_id, then the legacy
 // "_session_<id>" suffix), prompt_cache_key, and finally the fingerprint of
-// the system prompt and first user turn. hints may be nil (pass-through
-// routes: headers only); fingerprint is called only when nothing else
-// matched, because it needs the whole conversation parsed.
-func resolveSession(h *fasthttp.RequestHeader, configured string, hints *rewrite.SessionHints, fingerprint func() string) (string, sessionSource) {
+// the system prompt and the conversation up to its first model turn. hints
+// may be nil (pass-through routes: headers only); fingerprint is called only
+// when nothing else matched, because it needs the conversation parsed. It
+// returns the fingerprint, or opening=true for a conversation that has no
+// model turn yet: that request gets a fresh random id (openingSessionID),
+// so two runs started with the same prompt never share a session.
+func resolveSession(h *fasthttp.RequestHeader, configured string, hints *rewrite.SessionHints, fingerprint func() (fp string, opening bool)) (string, sessionSource) {
 	if v := h.Peek(configured); len(v) > 0 {
 		return string(v), sourceHeader
 	}
@@ -57,10 +65,27 @@ func resolveSession(h *fasthttp.RequestHeader, configured string, hints *rewrite
 	if hints.PromptCacheKey != "" {
 		return hints.PromptCacheKey, sourceCacheKey
 	}
-	if fp := fingerprint(); fp != "" {
-		return "fp-" + fp, sourceFingerprint
+	fp, opening := fingerprint()
+	switch {
+	case fp != "":
+		return fingerprintSessionID(fp), sourceFingerprint
+	case opening:
+		return openingSessionID(), sourceOpening
 	}
 	return "", sourceNone
+}
+
+// fingerprintSessionID is the session id of a conversation by its
+// fingerprint (rewrite: the system prompt and the first model turn).
+func fingerprintSessionID(fp string) string { return "fp-" + fp }
+
+// openingSessionID is a fresh, unguessable id for an opening request of a
+// client that sends no session id. Nothing is ever stored under it: the
+// turn's state is saved under the fingerprint of its continuation.
+func openingSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error
+	return "fp-open-" + hex.EncodeToString(b[:])
 }
 
 // peekExact looks a header up by its exact spelling (case-insensitively),

@@ -32,6 +32,8 @@ func TestResolveSessionOrder(t *testing.T) {
 		{"prompt cache key", nil, &hooks.Request{PromptCacheKey: "conv-1", Fingerprint: "ab12"}, "conv-1", sourceCacheKey},
 		{"fingerprint", nil, &hooks.Request{Fingerprint: "ab12"}, "fp-ab12", sourceFingerprint},
 		{"nothing", nil, nil, "", sourceNone},
+		{"opening", nil, &hooks.Request{Messages: []hooks.Message{{Role: hooks.RoleUser}}}, "fp-open-", sourceOpening},
+		{"header beats opening", map[string]string{"X-Session-Id": "cfg"}, &hooks.Request{}, "cfg", sourceHeader},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -40,14 +42,20 @@ func TestResolveSessionOrder(t *testing.T) {
 				req.Header.Set(k, v)
 			}
 			var hints *rewrite.SessionHints
-			fp := func() string { return "" }
+			fp := func() (string, bool) { return "", false }
 			if tt.view != nil {
 				hints = &rewrite.SessionHints{MetadataUserID: tt.view.MetadataUserID, PromptCacheKey: tt.view.PromptCacheKey}
-				fp = func() string { return tt.view.Fingerprint }
+				fp = func() (string, bool) { return tt.view.Fingerprint, tt.view.Fingerprint == "" && tt.view.Opening() }
 			}
 			got, src := resolveSession(&req.Header, "X-Session-Id", hints, fp)
-			require.Equal(t, tt.want, got)
 			require.Equal(t, tt.source, src)
+			if src == sourceOpening {
+				require.Regexp(t, `^fp-open-[0-9a-f]{32}$`, got)
+				again, _ := resolveSession(&req.Header, "X-Session-Id", hints, fp)
+				require.NotEqual(t, got, again, "every opening request gets its own session")
+				return
+			}
+			require.Equal(t, tt.want, got)
 		})
 	}
 }

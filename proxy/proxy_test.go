@@ -425,9 +425,13 @@ func TestSessionsAndAdmin(t *testing.T) {
 		resp, _ := do(t, "POST", h.URL+"/v1/messages", body, hdr)
 		require.Equal(t, "sess-42", resp.Header.Get("X-Shepherd-Session"))
 	}
-	// Fingerprint fallback: same conversation start, same session.
-	r1, _ := do(t, "POST", h.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"fix the bug"}]}`, openaiHeaders())
-	r2, _ := do(t, "POST", h.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"fix the bug"},{"role":"assistant","content":"ok"},{"role":"user","content":"more"}]}`, openaiHeaders())
+	// Fingerprint fallback: the same conversation up to the first model
+	// turn, the same session. An opening request (no model turn yet) has
+	// none here: with every feature off there is no state to keep.
+	r0, _ := do(t, "POST", h.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"fix the bug"}]}`, openaiHeaders())
+	require.Empty(t, r0.Header.Get("X-Shepherd-Session"))
+	r1, _ := do(t, "POST", h.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"fix the bug"},{"role":"assistant","content":"ok"},{"role":"user","content":"more"}]}`, openaiHeaders())
+	r2, _ := do(t, "POST", h.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"fix the bug"},{"role":"assistant","content":"ok","refusal":null},{"role":"user","content":"more"},{"role":"assistant","content":"done"},{"role":"user","content":"thanks"}]}`, openaiHeaders())
 	require.True(t, strings.HasPrefix(r1.Header.Get("X-Shepherd-Session"), "fp-"))
 	require.Equal(t, r1.Header.Get("X-Shepherd-Session"), r2.Header.Get("X-Shepherd-Session"))
 
@@ -464,7 +468,9 @@ func TestReadyzReportsStoreDown(t *testing.T) {
 	resp, b := do(t, "GET", h.URL+"/readyz", "", nil)
 	require.Equal(t, 503, resp.StatusCode)
 	require.Contains(t, string(b), "unavailable")
-	resp, _ = do(t, "POST", h.URL+"/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`, anthropicHeaders())
+	// A conversation past its first model turn: it has a (fingerprint)
+	// session, which the recorder updates.
+	resp, _ = do(t, "POST", h.URL+"/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"},{"role":"user","content":"more"}]}`, anthropicHeaders())
 	require.Equal(t, 200, resp.StatusCode)
 	require.Eventually(t, func() bool { return st.updates.Load() > 0 }, 2*time.Second, 10*time.Millisecond)
 	_, b = do(t, "GET", h.URL+"/metrics", "", nil)

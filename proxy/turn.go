@@ -53,6 +53,11 @@ type turn struct {
 	// base is the session as loaded (nil when new or unreadable): stores
 	// that can (Redis) commit the turn against it in one round trip.
 	base *state.Session
+	// opening: the request has no session id and no model turn yet (see
+	// sourceOpening). Its state is saved under the fingerprint of the
+	// conversation continued by agentReply, the reply the agent got.
+	opening    bool
+	agentReply []byte
 }
 
 // errStoreUnavailable marks a session that could not be loaded; the request
@@ -67,6 +72,11 @@ var errStoreUnavailable = errors.New("proxy: state store unavailable")
 // intents refuses what it cannot vouch for.
 func (s *Server) prepareTurn(ctx *fasthttp.RequestCtx, x *exchange, view *hooks.Request, body []byte) (t *turn, out []byte, short bool) {
 	key := state.Key{Tenant: x.call.Tenant, Session: x.call.SessionID}
+	// An opening request's id is fresh, so the load finds nothing: the
+	// conversation inherits no state. It is still a read, so that a store
+	// that is down is noticed before anything is injected that could not
+	// be saved (fail-open and fail-closed as for any request).
+	opening := x.sessionSource == sourceOpening
 	sess, err := s.loadSession(key)
 	if err != nil {
 		s.metrics.StoreError("get")
@@ -80,7 +90,7 @@ func (s *Server) prepareTurn(ctx *fasthttp.RequestCtx, x *exchange, view *hooks.
 		sess = &state.Session{ID: key.Session, Tenant: key.Tenant}
 		x.call.StateUnavailable = true
 	}
-	t = &turn{s: s, x: x, ctx: ctx, hctx: ctx, tmpl: &ctx.Request, chain: s.features.chain(x.route.api), codec: x.codec, tc: rewrite.Turn(x.route.api), key: key, view: view, agentBody: body}
+	t = &turn{s: s, x: x, ctx: ctx, hctx: ctx, tmpl: &ctx.Request, chain: s.features.chain(x.route.api), codec: x.codec, tc: rewrite.Turn(x.route.api), key: key, view: view, agentBody: body, opening: opening}
 	x.call.Session = sess
 	x.call.Request = view
 	if sess.Version > 0 && !x.call.StateUnavailable {
@@ -201,9 +211,12 @@ func (t *turn) finishJSON(upResp *fasthttp.Response) error {
 	out := body
 	if status == fasthttp.StatusOK {
 		out = t.runReplies(body)
+		t.agentReply = out
 	}
 	t.ctx.Response.SetBodyRaw(out)
-	t.save()
+	if key, ok := t.save(); ok && t.opening {
+		t.ctx.Response.Header.Set(headerSession, key.Session)
+	}
 	return nil
 }
 
@@ -389,6 +402,9 @@ func (l *replyLoop) fallback(cur []byte) []byte {
 // finish records the turn in the ledger when the agent's copy differs from
 // the model's and returns the agent's copy (original when unchanged).
 func (l *replyLoop) finish(original []byte) []byte {
+	if l.agentCopy != nil {
+		l.t.agentReply = l.agentCopy
+	}
 	if !l.changed && len(l.pending) == 0 {
 		return original
 	}
@@ -444,10 +460,25 @@ type baseUpdater interface {
 // save applies the turn's effects and ledger entries in one atomic update:
 // with Redis, one round trip (a compare-and-set against the session loaded
 // at the start of the request, falling back to read-modify-write if another
-// request changed it meanwhile).
-func (t *turn) save() {
+// request changed it meanwhile). It returns the key saved under.
+//
+// An opening request (no session id, no model turn yet) is saved under the
+// fingerprint of its continuation, the conversation with the reply the
+// agent got appended: only the request that sends that reply back finds
+// it. Without a reply (the upstream failed, the client went away) there is
+// nothing to continue and nothing is saved.
+func (t *turn) save() (state.Key, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), t.s.storeTimeout())
 	defer cancel()
+	key, base := t.key, t.base
+	if t.opening {
+		var err error
+		if key, err = t.continuationKey(); err != nil {
+			t.warn("no session for the continuation of this conversation; its state is not kept", err)
+			return key, false
+		}
+		base = nil
+	}
 	fn := func(s *state.Session) error {
 		s.Requests++
 		for _, fx := range t.effects {
@@ -457,15 +488,43 @@ func (t *turn) save() {
 		return nil
 	}
 	var err error
-	if u, ok := t.s.store.(baseUpdater); ok && !t.x.call.StateUnavailable {
-		_, err = u.UpdateFrom(ctx, t.key, t.base, fn)
+	if u, ok := t.s.store.(baseUpdater); ok && !t.x.call.StateUnavailable && base != nil {
+		_, err = u.UpdateFrom(ctx, key, base, fn)
 	} else {
-		_, err = t.s.store.Update(ctx, t.key, fn)
+		_, err = t.s.store.Update(ctx, key, fn)
 	}
 	if err != nil {
 		t.s.metrics.StoreError("update")
 		t.warn("saving session failed; the next request may not replay this turn", err)
+		return key, false
 	}
+	return key, true
+}
+
+// errNoContinuation: an opening request ended without a reply for the
+// agent, or its continuation has no fingerprint.
+var errNoContinuation = errors.New("proxy: no reply to continue the conversation from")
+
+// continuationKey is the session key of the conversation an opening
+// request continues into: its fingerprint with the agent's copy of the
+// reply appended, which is what the agent's next request carries.
+func (t *turn) continuationKey() (state.Key, error) {
+	if t.agentReply == nil {
+		return state.Key{}, errNoContinuation
+	}
+	items, err := t.tc.ReplyAsMessages(t.agentReply)
+	if err != nil {
+		return state.Key{}, fmt.Errorf("proxy: reading the reply: %w", err)
+	}
+	next, err := t.tc.AppendMessages(t.agentBody, items)
+	if err != nil {
+		return state.Key{}, fmt.Errorf("proxy: appending the reply: %w", err)
+	}
+	fp := rewrite.RequestFingerprint(t.codec, next)
+	if fp == "" {
+		return state.Key{}, errNoContinuation
+	}
+	return state.Key{Tenant: t.key.Tenant, Session: fingerprintSessionID(fp)}, nil
 }
 
 func (t *turn) warn(msg string, err error) {

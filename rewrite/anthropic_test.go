@@ -36,16 +36,25 @@ func TestAnthropicParseRequest(t *testing.T) {
 		},
 	}, req)
 
-	// The fingerprint survives the conversation growing and the first turn's
-	// cache breakpoint moving.
+	// The fingerprint covers the conversation up to the first model turn. It
+	// survives the conversation growing, the first turn's cache breakpoint
+	// moving and the client re-serialising the model turn (thinking
+	// dropped, input re-formatted).
 	later := []byte(`{"model":"claude-sonnet-4-5","max_tokens":10,"system":[{"type":"text","text":"You are terse."}],
 	  "messages":[{"role":"user","content":[{"type":"text","text":"Show me main.go","cache_control":{"type":"ephemeral"}}]},
+	  {"role":"assistant","content":[{"type":"text","text":"Reading it."},{"type":"tool_use","id":"toolu_01X","name":"read_file","input":{"path":"main.go"}}]},
+	  {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01X","content":"package main"}]},
 	  {"role":"assistant","content":"ok"},{"role":"user","content":"more"}]}`)
 	req2, err := c.ParseRequest(later)
 	require.NoError(t, err)
 	require.Equal(t, fp, req2.Fingerprint)
-	other, err := c.ParseRequest([]byte(`{"system":"You are terse.","messages":[{"role":"user","content":"Show me go.mod"}]}`))
+	opening, err := c.ParseRequest([]byte(`{"system":"You are terse.","messages":[{"role":"user","content":"Show me main.go"}]}`))
 	require.NoError(t, err)
+	require.Empty(t, opening.Fingerprint, "an opening request has no fingerprint: the model's first reply tells runs apart")
+	require.True(t, opening.Opening())
+	other, err := c.ParseRequest([]byte(`{"system":"You are terse.","messages":[{"role":"user","content":"Show me main.go"},{"role":"assistant","content":"Reading."}]}`))
+	require.NoError(t, err)
+	require.NotEmpty(t, other.Fingerprint)
 	require.NotEqual(t, fp, other.Fingerprint)
 }
 

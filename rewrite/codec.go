@@ -99,32 +99,36 @@ func For(api API) Codec {
 	panic("rewrite: unknown API " + string(api))
 }
 
-// fingerprint hashes the system prompt and the normalised first user turn
-// into a stable hex id (128 bits). It hashes block kinds and texts rather
-// than raw JSON so that a cache_control marker moving off the first turn, or
-// whitespace changes, do not change the id within a conversation.
+// fingerprint is the session key of a conversation whose client sends no
+// session id (gemini-cli, Cline, most SDK apps): a hash of the system
+// prompt and of the anchor (hooks.Anchors) of the conversation's first
+// assistant message, which covers every message up to it. It is "" while
+// the conversation has no assistant message (an opening request): two runs
+// started with the same prompt are told apart only by the model's first
+// reply, so an opening request must never share another conversation's
+// state; the proxy gives it a fresh session and saves that under the key of
+// its continuation once the reply is known. Anchors ignore what clients
+// add to the history they send back (call ids, cache_control, thinking,
+// argument formatting), so every later request of the conversation finds
+// the same key.
 func fingerprint(system string, msgs []hooks.Message) string {
+	first := -1
+	for i := range msgs {
+		if msgs[i].Role == hooks.RoleAssistant {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return ""
+	}
 	h := sha256.New()
-	// The strings are hashed in place: converting them to []byte would copy
-	// (the system prompt is often kilobytes) for a hash that only reads.
+	h.Write([]byte("shepherd-conversation\x00"))
+	// The system prompt is hashed in place: converting it to []byte would
+	// copy (it is often kilobytes) for a hash that only reads.
 	h.Write(sbytes(system))
 	h.Write([]byte{0})
-	for _, m := range msgs {
-		if m.Role != hooks.RoleUser {
-			continue
-		}
-		for _, b := range m.Blocks {
-			h.Write(sbytes(string(b.Kind)))
-			h.Write([]byte{1})
-			h.Write(sbytes(b.Text))
-			h.Write([]byte{1})
-			h.Write(sbytes(b.ToolCallID))
-			h.Write([]byte{1})
-			h.Write(b.Args)
-			h.Write([]byte{2})
-		}
-		break
-	}
+	h.Write([]byte(hooks.Anchors(msgs[:first+1])[first]))
 	var sum [sha256.Size]byte
 	return hex.EncodeToString(h.Sum(sum[:0])[:16])
 }

@@ -33,7 +33,7 @@ func (chatCodec) fingerprintRequest(body []byte) (string, error) {
 }
 
 // parseChatRequest is ParseRequest; with fpOnly, the messages after the
-// first user message are checked but not viewed, and the request has
+// first assistant message are checked but not viewed, and the request has
 // only the messages up to it (all that System and Fingerprint read).
 func parseChatRequest(body []byte, fpOnly bool) (*hooks.Request, error) {
 	_, idx, err := parseIndexed(body)
@@ -69,9 +69,9 @@ func parseChatRequest(body []byte, fpOnly bool) (*hooks.Request, error) {
 		r.arena = make([]hooks.Block, 0, 8)
 	}
 	var system []string
-	leading, seenUser := true, false
+	leading, seenAssistant := true, false
 	idx.each(msgs, func(i int, m gjson.Result) bool {
-		if fpOnly && seenUser {
+		if fpOnly && seenAssistant {
 			if err = r.check(m); err != nil {
 				err = at(atIndex(err, i), "messages")
 				return false
@@ -93,7 +93,7 @@ func parseChatRequest(body []byte, fpOnly bool) (*hooks.Request, error) {
 		} else {
 			leading = false
 		}
-		seenUser = seenUser || msg.Role == hooks.RoleUser
+		seenAssistant = seenAssistant || msg.Role == hooks.RoleAssistant
 		req.Messages = append(req.Messages, msg)
 		return true
 	})

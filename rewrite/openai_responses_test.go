@@ -42,10 +42,15 @@ func TestResponsesParseRequestStringInput(t *testing.T) {
 	req, err := c.ParseRequest([]byte(`{"model":"m","input":"hi"}`))
 	require.NoError(t, err)
 	require.Equal(t, []hooks.Message{{Role: hooks.RoleUser, Blocks: []hooks.Block{{Kind: hooks.BlockText, Text: "hi"}}}}, req.Messages)
-	// Same conversation start as an item list: same fingerprint.
+	require.Empty(t, req.Fingerprint, "an opening request")
+	// The same conversation as item lists, with and without item ids and
+	// statuses: same fingerprint.
 	req2, err := c.ParseRequest([]byte(`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"yo"}]}]}`))
 	require.NoError(t, err)
-	require.Equal(t, req.Fingerprint, req2.Fingerprint)
+	req4, err := c.ParseRequest([]byte(`{"model":"m","input":[{"role":"user","content":"hi"},{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"yo","annotations":[]}]},{"role":"user","content":"more"}]}`))
+	require.NoError(t, err)
+	require.NotEmpty(t, req2.Fingerprint)
+	require.Equal(t, req2.Fingerprint, req4.Fingerprint)
 	req3, err := c.ParseRequest([]byte(`{"input":[{"type":"web_search_call","id":"x"},{"type":"local_shell_call_output","id":"c"}]}`))
 	require.NoError(t, err)
 	req3.Messages = stripDigests(t, req3.Messages)

@@ -399,7 +399,9 @@ func TestResponsesTurnRoundTrip(t *testing.T) {
 		require.Len(t, after.Messages, len(before.Messages)+2)
 		require.Equal(t, before.Messages, after.Messages[:len(before.Messages)])
 		require.Equal(t, wantTail, after.Messages[len(before.Messages):])
-		require.Equal(t, before.Fingerprint, after.Fingerprint)
+		if !before.Opening() {
+			require.Equal(t, before.Fingerprint, after.Fingerprint)
+		}
 	}
 
 	edited, err := oaCheckTurn(t, reply, func(b []byte) ([]byte, error) { return c.EditReply(b, []int{0}, nil) })
