@@ -102,6 +102,7 @@ func New(o Options) (*Server, error) {
 	if cfg.Admin.Listen == "" {
 		handler = s.handleWithAdmin
 	}
+	handler = s.screenRequest(handler)
 	handler = recoverMiddleware(handler, s.log)
 	if o.Features.runsHooks() {
 		// Keep the hooks' deep request side off the connection goroutine,
@@ -124,7 +125,9 @@ func New(o Options) (*Server, error) {
 		ReadBufferSize:                16 << 10,
 		WriteBufferSize:               16 << 10,
 		IdleTimeout:                   2 * time.Minute,
-		ReadTimeout:                   5 * time.Minute,
+		ReadTimeout:                   cfg.Limits.HeaderTimeout, // the body's is set in HeaderReceived
+		HeaderReceived:                bodyTimeout(cfg.Limits.BodyTimeout),
+		MaxConnsPerIP:                 cfg.Limits.MaxConnsPerIP,
 		CloseOnShutdown:               true,
 		StreamRequestBody:             false,
 		DisableHeaderNamesNormalizing: false,
