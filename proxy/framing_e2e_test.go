@@ -26,16 +26,19 @@ func TestAmbiguousFramingClosesConnection(t *testing.T) {
 		name    string
 		headers string // framing headers
 		body    string // the body as sent, given the JSON body
+		// parser: fasthttp's header parser refuses it, before the path and
+		// headers are parsed, so the error shape cannot follow the API.
+		parser bool
 	}
 	cases := func(body string) []framing {
 		return []framing{
-			{"cl_then_te", fmt.Sprintf("Content-Length: %d\r\nTransfer-Encoding: chunked\r\n", len(chunked(body))), chunked(body)},
-			{"te_then_cl", fmt.Sprintf("Transfer-Encoding: chunked\r\nContent-Length: %d\r\n", len(body)), chunked(body)},
-			{"te_identity_with_cl", fmt.Sprintf("Transfer-Encoding: identity\r\nContent-Length: %d\r\n", len(body)), body},
-			{"te_chunked_twice", "Transfer-Encoding: chunked, chunked\r\n", chunked(chunked(body))},
-			{"te_gzip_chunked", "Transfer-Encoding: gzip, chunked\r\n", chunked(body)},
-			{"cl_twice_differing", fmt.Sprintf("Content-Length: %d\r\nContent-Length: %d\r\n", len(body), len(body)+1), body},
-			{"cl_list_differing", fmt.Sprintf("Content-Length: %d, %d\r\n", len(body), len(body)+1), body},
+			{"cl_then_te", fmt.Sprintf("Content-Length: %d\r\nTransfer-Encoding: chunked\r\n", len(chunked(body))), chunked(body), false},
+			{"te_then_cl", fmt.Sprintf("Transfer-Encoding: chunked\r\nContent-Length: %d\r\n", len(body)), chunked(body), false},
+			{"te_identity_with_cl", fmt.Sprintf("Transfer-Encoding: identity\r\nContent-Length: %d\r\n", len(body)), body, false},
+			{"te_chunked_twice", "Transfer-Encoding: chunked, chunked\r\n", chunked(chunked(body)), true},
+			{"te_gzip_chunked", "Transfer-Encoding: gzip, chunked\r\n", chunked(body), true},
+			{"cl_twice_differing", fmt.Sprintf("Content-Length: %d\r\nContent-Length: %d\r\n", len(body), len(body)+1), body, true},
+			{"cl_list_differing", fmt.Sprintf("Content-Length: %d, %d\r\n", len(body), len(body)+1), body, true},
 		}
 	}
 	for _, api := range trustAPIs() {
@@ -46,7 +49,9 @@ func TestAmbiguousFramingClosesConnection(t *testing.T) {
 				second := rawPost(api.path, api.headers, api.body)
 				out, closed := rawExchange(t, addr, first+second, 10*time.Second)
 				require.True(t, strings.HasPrefix(out, "HTTP/1.1 400 "), "response: %q", out)
-				api.shape(t, rawBody(out))
+				if !f.parser {
+					api.shape(t, rawBody(out))
+				}
 				require.Equal(t, 1, responseCount(out), "the pipelined request was served: %q", out)
 				require.True(t, closed, "connection left open after a framing error")
 			})
