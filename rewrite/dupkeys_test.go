@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"shepherd/bench/workload"
 )
 
 func TestCheckDuplicateKeys(t *testing.T) {
@@ -88,6 +90,29 @@ func FuzzCheckDuplicateKeys(f *testing.F) {
 		}
 		if want != (err != nil) {
 			t.Fatalf("%q: duplicate %v, scanner says %v", s, want, err)
+		}
+	})
+}
+
+// BenchmarkCheckDuplicateKeys measures the scan on a 30-turn agent request
+// next to the validation every parsed request already pays.
+func BenchmarkCheckDuplicateKeys(b *testing.B) {
+	body := workload.AnthropicAgent(30, false)
+	b.Run("dupkeys", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := CheckDuplicateKeys(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("validJSON", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if !validJSON(body) {
+				b.Fatal("invalid")
+			}
 		}
 	})
 }
