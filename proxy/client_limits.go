@@ -15,8 +15,8 @@ import (
 //     at a time is cut when it expires, not when it falls silent.
 //   - HeaderReceived (bodyTimeout) re-arms the deadline for the body once the
 //     headers are in.
-//   - Server.MaxConnsPerIP caps the connections of one address; fasthttp
-//     answers the one beyond with 429 and closes it before reading it.
+//   - perIPListener (conns_per_ip.go) caps the connections of one address
+//     and answers the one beyond with 429 before the server reads it.
 
 // bodyTimeout returns the HeaderReceived callback that gives every request
 // d to send its body, counted from the end of its headers.

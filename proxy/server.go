@@ -127,7 +127,6 @@ func New(o Options) (*Server, error) {
 		IdleTimeout:                   2 * time.Minute,
 		ReadTimeout:                   cfg.Limits.HeaderTimeout, // the body's is set in HeaderReceived
 		HeaderReceived:                bodyTimeout(cfg.Limits.BodyTimeout),
-		MaxConnsPerIP:                 cfg.Limits.MaxConnsPerIP,
 		CloseOnShutdown:               true,
 		StreamRequestBody:             false,
 		DisableHeaderNamesNormalizing: false,
@@ -147,6 +146,9 @@ func New(o Options) (*Server, error) {
 // graceful shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	ln = newResilientListener(ln, s.log, func() { s.metrics.acceptErrors.Inc() })
+	if s.cfg.Limits.MaxConnsPerIP > 0 {
+		ln = newPerIPListener(ln, s.cfg.Limits.MaxConnsPerIP)
+	}
 	s.track(ln)
 	return s.srv.Serve(ln)
 }
