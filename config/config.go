@@ -127,6 +127,19 @@ type Limits struct {
 	// their history, so a resent message is not parsed again); 0 turns the
 	// cache off. Default 67108864 (64 MiB).
 	ViewCacheBytes int64 `mapstructure:"view_cache_bytes"`
+	// HeaderTimeout: key limits.header_timeout; the longest a client may
+	// take to send a request's headers, counted from its first byte (on a
+	// new connection, from the accept). A slow client (slowloris) is cut
+	// after it. Default 15s.
+	HeaderTimeout time.Duration `mapstructure:"header_timeout"`
+	// BodyTimeout: key limits.body_timeout; the longest a client may take to
+	// send a request's body once its headers are in. Default 5m.
+	BodyTimeout time.Duration `mapstructure:"body_timeout"`
+	// MaxConnsPerIP: key limits.max_conns_per_ip; most connections open at
+	// once from one client IP address; the connection beyond it is answered
+	// 429 and closed. 0 means no cap. Default 0: the default listener is
+	// loopback, where every agent shares one address.
+	MaxConnsPerIP int `mapstructure:"max_conns_per_ip"`
 }
 
 // Admin configures the admin endpoints.

@@ -33,6 +33,9 @@ func Defaults() Config {
 			ShutdownGrace:       30 * time.Second,
 			MaxConnsPerUpstream: 1024,
 			ViewCacheBytes:      64 << 20,
+			HeaderTimeout:       15 * time.Second,
+			BodyTimeout:         5 * time.Minute,
+			MaxConnsPerIP:       0,
 		},
 		Admin: Admin{
 			Listen: "127.0.0.1:8788",

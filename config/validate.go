@@ -73,6 +73,11 @@ func (c *Config) Validate() error {
 	positive(&p, "limits.stream_idle_timeout", c.Limits.StreamIdleTimeout)
 	positive(&p, "limits.shutdown_grace", c.Limits.ShutdownGrace)
 	positive(&p, "limits.max_conns_per_upstream", c.Limits.MaxConnsPerUpstream)
+	positive(&p, "limits.header_timeout", c.Limits.HeaderTimeout)
+	positive(&p, "limits.body_timeout", c.Limits.BodyTimeout)
+	if c.Limits.MaxConnsPerIP < 0 {
+		p.add("limits.max_conns_per_ip", "must be >= 0 (0 means no cap), got %d", c.Limits.MaxConnsPerIP)
+	}
 	if c.Limits.ViewCacheBytes < 0 {
 		p.add("limits.view_cache_bytes", "must be >= 0 (0 turns the cache off), got %d", c.Limits.ViewCacheBytes)
 	}

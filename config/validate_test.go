@@ -147,6 +147,19 @@ func TestValidate(t *testing.T) {
 			},
 		},
 		{
+			name: "per-client limits",
+			mutate: func(c *Config) {
+				c.Limits.HeaderTimeout = 0
+				c.Limits.BodyTimeout = -time.Second
+				c.Limits.MaxConnsPerIP = -1
+			},
+			want: []string{
+				"limits.header_timeout: must be > 0",
+				"limits.body_timeout: must be > 0",
+				"limits.max_conns_per_ip: must be >= 0",
+			},
+		},
+		{
 			name: "admin",
 			mutate: func(c *Config) {
 				c.Admin.Listen = c.Listen

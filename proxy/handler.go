@@ -57,7 +57,11 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	up := s.upstreams[x.route.provider]
-	body := ctx.PostBody()
+	body, berr := requestBody(ctx, x.route, s.cfg.Limits.MaxBodyBytes)
+	if berr != nil {
+		s.finish(ctx, &x, writeBodyError(ctx, x.route.provider, berr))
+		return
+	}
 
 	// With hooks, the request is parsed into the full view they read;
 	// without, only validated and peeked for the session hints.

@@ -102,6 +102,7 @@ func New(o Options) (*Server, error) {
 	if cfg.Admin.Listen == "" {
 		handler = s.handleWithAdmin
 	}
+	handler = s.screenRequest(handler)
 	handler = recoverMiddleware(handler, s.log)
 	if o.Features.runsHooks() {
 		// Keep the hooks' deep request side off the connection goroutine,
@@ -124,7 +125,8 @@ func New(o Options) (*Server, error) {
 		ReadBufferSize:                16 << 10,
 		WriteBufferSize:               16 << 10,
 		IdleTimeout:                   2 * time.Minute,
-		ReadTimeout:                   5 * time.Minute,
+		ReadTimeout:                   cfg.Limits.HeaderTimeout, // the body's is set in HeaderReceived
+		HeaderReceived:                bodyTimeout(cfg.Limits.BodyTimeout),
 		CloseOnShutdown:               true,
 		StreamRequestBody:             false,
 		DisableHeaderNamesNormalizing: false,
@@ -144,6 +146,9 @@ func New(o Options) (*Server, error) {
 // graceful shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	ln = newResilientListener(ln, s.log, func() { s.metrics.acceptErrors.Inc() })
+	if s.cfg.Limits.MaxConnsPerIP > 0 {
+		ln = newPerIPListener(ln, s.cfg.Limits.MaxConnsPerIP)
+	}
 	s.track(ln)
 	return s.srv.Serve(ln)
 }

@@ -1,0 +1,27 @@
+package proxy
+
+import (
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Per-client limits on the proxy listener (limits.header_timeout,
+// limits.body_timeout, limits.max_conns_per_ip) map onto fasthttp.Server:
+//
+//   - Server.ReadTimeout is the header timeout. fasthttp arms it as an
+//     absolute read deadline when a connection is accepted and again at the
+//     first byte of each request, so a client trickling its headers one byte
+//     at a time is cut when it expires, not when it falls silent.
+//   - HeaderReceived (bodyTimeout) re-arms the deadline for the body once the
+//     headers are in.
+//   - perIPListener (conns_per_ip.go) caps the connections of one address
+//     and answers the one beyond with 429 before the server reads it.
+
+// bodyTimeout returns the HeaderReceived callback that gives every request
+// d to send its body, counted from the end of its headers.
+func bodyTimeout(d time.Duration) func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+	return func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+		return fasthttp.RequestConfig{ReadTimeout: d}
+	}
+}
