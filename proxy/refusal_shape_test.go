@@ -72,7 +72,7 @@ func TestRefusalsUseTheRouteAPIShape(t *testing.T) {
 				resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(out)), nil)
 				require.NoError(t, err, "answer: %q", out)
 				body, _ := io.ReadAll(resp.Body)
-				require.Equal(t, rq.status, resp.StatusCode, "%s", body)
+				require.Equal(t, rq.status, resp.StatusCode, "answer: %q", out)
 				require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
 				requireAPIErrorShape(t, api, resp.StatusCode, body)
 			})

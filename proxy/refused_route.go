@@ -10,16 +10,21 @@ import (
 )
 
 // routeOfRefused picks the route, and so the error shape, of a request
-// fasthttp refused before the handler ran. When the request header was read
-// (an over-limit or badly chunked body, a read timeout) it is classified as
-// usual. When the header itself failed to parse, fasthttp has reset it; the
+// fasthttp refused before the handler ran. When the header was read and the
+// body failed (bad chunking, an over-limit chunked body, a timeout), fasthttp
+// has reset the request; the route noteBodyRoute recorded is used. When the
+// header was read and refused before the body (an over-limit
+// Content-Length), it is classified as usual. When the header itself failed to parse, fasthttp has reset it; the
 // request line and header names are then read from the start of the raw
 // request that fasthttp's error quotes ("… contents: \"POST /v1/messages
 // …\""), so the refusal still comes in the shape of the API the path
 // serves. Only the method, path and the presence of the anthropic-version
 // and x-goog-api-key headers (or a key= query parameter) are used; the
 // error text itself is never logged or answered.
-func routeOfRefused(ctx *fasthttp.RequestCtx, err error) route {
+func (s *Server) routeOfRefused(ctx *fasthttp.RequestCtx, err error) route {
+	if v, ok := s.bodyRoutes.LoadAndDelete(&ctx.Request.Header); ok {
+		return v.(route)
+	}
 	if raw, ok := rawRequestStart(err); ok {
 		method, path, query, head := splitRawRequest(raw)
 		lower := bytes.ToLower(head)
@@ -72,17 +77,9 @@ func splitRawRequest(raw []byte) (method, path, query, head []byte) {
 		return method, []byte("/"), nil, head
 	}
 	target := fields[1]
-	if i := bytes.Index(target, []byte("://")); i >= 0 {
-		target = target[i+3:]
-		if j := bytes.IndexByte(target, '/'); j >= 0 {
-			target = target[j:]
-		} else {
-			target = []byte("/")
-		}
-	}
-	path = target
-	if i := bytes.IndexAny(target, "?#"); i >= 0 {
-		path, query = target[:i], target[i+1:]
+	path = uriPath(target)
+	if i := bytes.IndexByte(target, '?'); i >= 0 {
+		query = target[i+1:]
 	}
 	return method, path, query, head
 }
@@ -129,4 +126,46 @@ func refusedMessage(status int) string {
 		return "request was not received in time"
 	}
 	return "request could not be parsed"
+}
+
+// noteBodyRoute is the server's HeaderReceived hook: for a request with a
+// body it records the route, because fasthttp resets the whole request when
+// reading the body fails and the refusal must still take the route's error
+// shape. The entry is removed by routeOfRefused or when the handler runs
+// (forgetBodyRoute), so the map holds at most one entry per request being
+// read.
+func (s *Server) noteBodyRoute(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	if h.ContentLength() != 0 {
+		s.bodyRoutes.Store(h, classify(h.Method(), uriPath(h.RequestURI()), len(h.Peek("Anthropic-Version")) > 0,
+			len(h.Peek("X-Goog-Api-Key")) > 0))
+	}
+	return fasthttp.RequestConfig{}
+}
+
+// forgetBodyRoute wraps the handler: a request that reaches it was read
+// whole, so its noted route is dropped.
+func (s *Server) forgetBodyRoute(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		if ctx.Request.Header.ContentLength() != 0 {
+			s.bodyRoutes.Delete(&ctx.Request.Header)
+		}
+		next(ctx)
+	}
+}
+
+// uriPath returns the path of a request target: without query or fragment,
+// and without scheme and host in absolute form.
+func uriPath(target []byte) []byte {
+	if i := bytes.Index(target, []byte("://")); i >= 0 {
+		target = target[i+3:]
+		if j := bytes.IndexByte(target, '/'); j >= 0 {
+			target = target[j:]
+		} else {
+			target = []byte("/")
+		}
+	}
+	if i := bytes.IndexAny(target, "?#"); i >= 0 {
+		target = target[:i]
+	}
+	return target
 }

@@ -50,6 +50,10 @@ type Server struct {
 	// maxFollowups bounds the follow-up requests of one turn.
 	maxFollowups int
 
+	// bodyRoutes maps a request header being read to its route while its
+	// body is read (refused_route.go).
+	bodyRoutes sync.Map
+
 	streams   streamRegistry
 	ridPrefix string
 	ridSeq    atomicCounter
@@ -108,6 +112,7 @@ func New(o Options) (*Server, error) {
 		// which a stream then parks on for its whole life (idle_stack.go).
 		handler = offStack(handler)
 	}
+	handler = s.forgetBodyRoute(handler)
 	// ReduceMemoryUsage: a connection gives its 16 KB read buffer back once
 	// the request is read (an open stream would keep it for its whole life)
 	// and both buffers back between the requests of a keep-alive connection.
@@ -116,6 +121,7 @@ func New(o Options) (*Server, error) {
 		Name:                          "shepherd",
 		MaxRequestBodySize:            cfg.Limits.MaxBodyBytes,
 		ErrorHandler:                  s.handleServerError,
+		HeaderReceived:                s.noteBodyRoute,
 		NoDefaultServerHeader:         true,
 		NoDefaultDate:                 true,
 		NoDefaultContentType:          true,
@@ -209,7 +215,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // handleServerError renders errors fasthttp meets before the handler runs
 // (oversized or unparsable requests) in the calling API's error shape.
 func (s *Server) handleServerError(ctx *fasthttp.RequestCtx, err error) {
-	rt := routeOfRefused(ctx, err)
+	rt := s.routeOfRefused(ctx, err)
 	status := refusedStatus(err)
 	writeErrorStatus(ctx, rt.provider, status, refusedMessage(status))
 	s.metrics.countRequest(rt.name, status)
