@@ -8,9 +8,9 @@ import (
 	"go.uber.org/zap"
 
 	"shepherd/config"
-	"shepherd/logging"
 	"shepherd/config/policy"
 	"shepherd/hooks"
+	"shepherd/logging"
 	"shepherd/rewrite"
 	"shepherd/state"
 )
