@@ -38,11 +38,13 @@ func (c redactingCore) With(fields []zapcore.Field) zapcore.Core {
 	return redactingCore{c.Core.With(redactFields(fields))}
 }
 
+// Check lets the wrapped core decide (its level, and its sampling when it
+// samples, as zap's production logger does) and routes the write through c.
 func (c redactingCore) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if c.Enabled(ent.Level) {
-		return ce.AddCore(ent, c)
+	if !c.Enabled(ent.Level) || c.Core.Check(ent, nil) == nil {
+		return ce
 	}
-	return ce
+	return ce.AddCore(ent, c)
 }
 
 func (c redactingCore) Write(ent zapcore.Entry, fields []zapcore.Field) error {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -65,5 +66,21 @@ func TestLibraryLoggersMaskRawBytes(t *testing.T) {
 	}
 	if !strings.Contains(out, "error when serving connection") || strings.Count(out, "\n") != 2 {
 		t.Fatalf("library lines missing: %s", out)
+	}
+}
+
+// TestRedactingKeepsSampling: a sampling core under the redacting one still
+// drops the entries it samples out.
+func TestRedactingKeepsSampling(t *testing.T) {
+	var buf bytes.Buffer
+	base := bufferLogger(&buf).WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return zapcore.NewSamplerWithOptions(c, time.Minute, 2, 0)
+	}))
+	log := Redacting(base)
+	for range 10 {
+		log.Info("same message")
+	}
+	if n := strings.Count(buf.String(), "\n"); n != 2 {
+		t.Fatalf("%d lines written, want 2 (sampled): %s", n, buf.String())
 	}
 }
