@@ -134,7 +134,10 @@ func New(o Options) (*Server, error) {
 		CloseOnShutdown:               true,
 		StreamRequestBody:             false,
 		DisableHeaderNamesNormalizing: false,
-		Logger:                        logging.FastHTTP(o.Logger.Named("fasthttp")),
+		// fasthttp's header errors quote the raw request (SecureErrorLogMessage
+		// stays off): handleServerError reads the route from it, and the
+		// logger masks every quoted byte before a line is written.
+		Logger: logging.FastHTTP(o.Logger.Named("fasthttp")),
 	}
 	s.adminSrv = &fasthttp.Server{
 		Handler:               recoverMiddleware(s.handleAdminListener, s.log),
