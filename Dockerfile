@@ -13,8 +13,12 @@ COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/
 COPY --from=build /out/shepherd /shepherd
 COPY config.example.yaml /etc/shepherd/config.yaml
 USER 65532:65532
-# Listen on all interfaces inside the container; the default 127.0.0.1 would
-# be unreachable from outside it.
-ENV SHEPHERD_LISTEN=0.0.0.0:8787 SHEPHERD_ADMIN_LISTEN=0.0.0.0:8788
+# The proxy listens on all interfaces inside the container; the default
+# 127.0.0.1 would be unreachable from outside it. The admin endpoints (the
+# sessions API holds prompts and model output) stay on the container's
+# loopback. To reach them from outside, publish 8788 and run with
+#   -e SHEPHERD_ADMIN_LISTEN=0.0.0.0:8788 -e SHEPHERD_ADMIN_TOKEN=<secret>
+# (shepherd refuses to start with admin on a non-loopback address and no token).
+ENV SHEPHERD_LISTEN=0.0.0.0:8787 SHEPHERD_ADMIN_LISTEN=127.0.0.1:8788
 EXPOSE 8787 8788
 ENTRYPOINT ["/shepherd", "-config", "/etc/shepherd/config.yaml"]

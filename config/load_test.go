@@ -83,6 +83,7 @@ limits:
   max_body_bytes: 1048576
 admin:
   listen: ""
+  token: t0ken
 `)
 	c, err := Load(LoadOptions{File: p, Env: noEnv})
 	require.NoError(t, err)
@@ -96,6 +97,7 @@ admin:
 	want.State.Redis.Timeout = 50 * time.Millisecond
 	want.Limits.MaxBodyBytes = 1 << 20
 	want.Admin.Listen = ""
+	want.Admin.Token = "t0ken"
 	require.Equal(t, want, *c)
 }
 

@@ -88,6 +88,15 @@ func (c *Config) Validate() error {
 			p.add("admin.listen", "is the same address as listen; use a different address, or \"\" to serve the admin endpoints on the main listener")
 		}
 	}
+	if c.Admin.Token == "" {
+		key, addr := "admin.listen", c.Admin.Listen
+		if addr == "" {
+			key, addr = "listen", c.Listen // admin endpoints share the main listener
+		}
+		if !IsLoopbackAddr(addr) {
+			p.add("admin.token", "is required: the admin endpoints (sessions API with prompts and model output, profiles) are served on %s=%q, which is not a loopback address; set admin.token (env SHEPHERD_ADMIN_TOKEN) or bind admin.listen to 127.0.0.1", key, addr)
+		}
+	}
 	if strings.IndexFunc(c.Admin.Token, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
 		p.add("admin.token", "must not contain whitespace or control characters (it is sent as \"Authorization: Bearer <token>\")")
 	}
@@ -310,4 +319,20 @@ func isToolName(s string) bool {
 		}
 	}
 	return true
+}
+
+// IsLoopbackAddr reports whether a listen address (host:port) only accepts
+// connections from this host: "localhost" or a loopback IP. An empty host
+// (":8788"), 0.0.0.0, :: and every other host or IP are not loopback; an
+// address that does not parse is treated as not loopback.
+func IsLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

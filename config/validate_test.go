@@ -45,8 +45,40 @@ func TestValidate(t *testing.T) {
 				c.State.Backend = BackendRedis
 				c.State.Redis.URL = "unix:///var/run/redis.sock"
 				c.Admin.Listen = ""
-				c.Listen = ":0"
+				c.Listen = "127.0.0.1:0"
 				c.Upstreams.Anthropic = "http://mock:9000/anthropic/"
+			},
+		},
+		{
+			name: "admin on all interfaces with a token",
+			mutate: func(c *Config) {
+				c.Admin.Listen = "0.0.0.0:8788"
+				c.Admin.Token = "t0ken"
+			},
+		},
+		{
+			name:   "admin on all interfaces without a token",
+			mutate: func(c *Config) { c.Admin.Listen = "0.0.0.0:8788" },
+			want:   []string{`admin.token: admin.listen="0.0.0.0:8788", which is not a loopback address`},
+		},
+		{
+			name:   "admin on an empty host without a token",
+			mutate: func(c *Config) { c.Admin.Listen = ":8788" },
+			want:   []string{"admin.token: is required"},
+		},
+		{
+			name: "admin shares a public main listener without a token",
+			mutate: func(c *Config) {
+				c.Admin.Listen = ""
+				c.Listen = "[::]:8787"
+			},
+			want: []string{`admin.token: listen="[::]:8787"`},
+		},
+		{
+			name: "admin on localhost and ::1 without a token",
+			mutate: func(c *Config) {
+				c.Admin.Listen = "localhost:8788"
+				c.Listen = "[::1]:8787"
 			},
 		},
 		{

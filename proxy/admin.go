@@ -50,8 +50,10 @@ func (s *Server) handleWithAdmin(ctx *fasthttp.RequestCtx) {
 //     JSON detail: the store, and each intents policy file's load status
 //     (status "degraded" while a policy file is broken or never loaded).
 //   - GET /metrics: Prometheus text format.
-//   - GET /shepherd/v1/sessions[?tenant=T&limit=N]: recent sessions.
-//   - GET /shepherd/v1/sessions/{id}[?tenant=T]: one session's state.
+//   - GET /shepherd/v1/sessions[?tenant=T&limit=N]: summaries of recent
+//     sessions (sessionSummaryJSON).
+//   - GET /shepherd/v1/sessions/{id}[?tenant=T][&include=ledger]: one
+//     session (sessionJSON); its ledger only with include=ledger.
 //   - /debug/pprof/...: Go runtime profiles (net/http/pprof's endpoints),
 //     only on a dedicated admin listener (admin.listen set): on the shared
 //     listener these paths are proxied like any other.
@@ -157,10 +159,7 @@ func (s *Server) listSessions(ctx *fasthttp.RequestCtx) {
 		writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{"error": "state store unavailable"})
 		return
 	}
-	if list == nil {
-		list = []state.Summary{}
-	}
-	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"sessions": list})
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"sessions": summariesJSON(list)})
 }
 
 // getSession returns one session. Session ids are namespaced by tenant; with
@@ -202,7 +201,8 @@ func (s *Server) getSession(ctx *fasthttp.RequestCtx, id string) {
 		s.metrics.StoreError("get")
 		writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{"error": "state store unavailable"})
 	default:
-		writeJSON(ctx, fasthttp.StatusOK, sess)
+		withLedger := string(ctx.QueryArgs().Peek("include")) == "ledger"
+		writeJSON(ctx, fasthttp.StatusOK, sessionAnswer(sess, withLedger))
 	}
 }
 

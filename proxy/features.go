@@ -10,6 +10,7 @@ import (
 	"shepherd/config"
 	"shepherd/config/policy"
 	"shepherd/hooks"
+	"shepherd/logging"
 	"shepherd/rewrite"
 	"shepherd/state"
 )
@@ -38,9 +39,7 @@ var wireAPIs = []rewrite.API{rewrite.APIAnthropic, rewrite.APIOpenAIChat, rewrit
 // the rest), and starts the policy watchers. Events are reported to m and
 // log. The binary and the tests build features only through it.
 func BuildFeatures(cfg *config.Config, m *Metrics, log *zap.Logger) (*Features, error) {
-	if log == nil {
-		log = zap.NewNop()
-	}
+	log = logging.Redacting(log) // nil gives a no-op logger
 	f := &Features{chains: map[rewrite.API]*hooks.Chain{}, failClosed: map[rewrite.API]bool{}}
 	// The view cache is process-wide (keyed by content, so servers can
 	// share it); the latest configuration sets its size.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"shepherd/bench/mock"
@@ -36,6 +37,8 @@ type harnessOptions struct {
 	Mock   mock.Options
 	Config func(*config.Config)
 	Store  state.Store
+	// Logger replaces the test logger (e.g. one writing to a buffer).
+	Logger *zap.Logger
 }
 
 // newHarness starts a mock and shepherd; both stop when the test ends.
@@ -66,7 +69,10 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		st = state.NewMemory(state.MemoryOptions{MaxSessions: 1000, TTL: time.Hour})
 	}
 	metrics := proxy.NewMetrics()
-	log := zaptest.NewLogger(t)
+	log := o.Logger
+	if log == nil {
+		log = zaptest.NewLogger(t)
+	}
 	features, err := proxy.BuildFeatures(&cfg, metrics, log)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = features.Close() })

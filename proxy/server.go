@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"shepherd/config"
+	"shepherd/logging"
 	"shepherd/state"
 )
 
@@ -49,6 +50,10 @@ type Server struct {
 	// maxFollowups bounds the follow-up requests of one turn.
 	maxFollowups int
 
+	// bodyRoutes maps a request header being read to its route while its
+	// body is read (refused_route.go).
+	bodyRoutes sync.Map
+
 	streams   streamRegistry
 	ridPrefix string
 	ridSeq    atomicCounter
@@ -62,9 +67,8 @@ func New(o Options) (*Server, error) {
 	if o.Config == nil || o.Store == nil {
 		return nil, errors.New("proxy: Config and Store are required")
 	}
-	if o.Logger == nil {
-		o.Logger = zap.NewNop()
-	}
+	// One redacting core for every line the proxy and its libraries write.
+	o.Logger = logging.Redacting(o.Logger)
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics()
 	}
@@ -109,6 +113,7 @@ func New(o Options) (*Server, error) {
 		// which a stream then parks on for its whole life (idle_stack.go).
 		handler = offStack(handler)
 	}
+	handler = s.forgetBodyRoute(handler)
 	// ReduceMemoryUsage: a connection gives its 16 KB read buffer back once
 	// the request is read (an open stream would keep it for its whole life)
 	// and both buffers back between the requests of a keep-alive connection.
@@ -117,6 +122,7 @@ func New(o Options) (*Server, error) {
 		Name:                          "shepherd",
 		MaxRequestBodySize:            cfg.Limits.MaxBodyBytes,
 		ErrorHandler:                  s.handleServerError,
+		HeaderReceived:                s.noteBodyRoute,
 		NoDefaultServerHeader:         true,
 		NoDefaultDate:                 true,
 		NoDefaultContentType:          true,
@@ -130,14 +136,17 @@ func New(o Options) (*Server, error) {
 		CloseOnShutdown:               true,
 		StreamRequestBody:             false,
 		DisableHeaderNamesNormalizing: false,
-		Logger:                        zap.NewStdLog(o.Logger.Named("fasthttp")),
+		// fasthttp's header errors quote the raw request (SecureErrorLogMessage
+		// stays off): handleServerError reads the route from it, and the
+		// logger masks every quoted byte before a line is written.
+		Logger: logging.FastHTTP(o.Logger.Named("fasthttp")),
 	}
 	s.adminSrv = &fasthttp.Server{
 		Handler:               recoverMiddleware(s.handleAdminListener, s.log),
 		Name:                  "shepherd-admin",
 		NoDefaultServerHeader: true,
 		ReadTimeout:           30 * time.Second,
-		Logger:                zap.NewStdLog(o.Logger.Named("fasthttp-admin")),
+		Logger:                logging.FastHTTP(o.Logger.Named("fasthttp-admin")),
 	}
 	return s, nil
 }
@@ -214,19 +223,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // handleServerError renders errors fasthttp meets before the handler runs
 // (oversized or unparsable requests) in the calling API's error shape.
 func (s *Server) handleServerError(ctx *fasthttp.RequestCtx, err error) {
-	rt := classify(ctx.Method(), ctx.Path(), len(ctx.Request.Header.Peek("Anthropic-Version")) > 0,
-		len(ctx.Request.Header.Peek("X-Goog-Api-Key")) > 0)
-	var tooLarge bool
-	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-		tooLarge = true
-	}
-	if tooLarge {
-		status := writeError(ctx, rt.provider, errBodyTooLarge)
-		s.metrics.countRequest(rt.name, status)
-		return
-	}
-	writeErrorStatus(ctx, rt.provider, fasthttp.StatusBadRequest, "request could not be parsed")
-	s.metrics.countRequest(rt.name, fasthttp.StatusBadRequest)
+	rt := s.routeOfRefused(ctx, err)
+	status := refusedStatus(err)
+	writeErrorStatus(ctx, rt.provider, status, refusedMessage(status))
+	s.metrics.countRequest(rt.name, status)
 }
 
 // recoverMiddleware turns a panic in h into a 500 in a neutral error shape

@@ -12,11 +12,11 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"shepherd/config"
+	"shepherd/logging"
 	"shepherd/proxy"
 	"shepherd/state"
 )
@@ -45,6 +45,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// Every line, shepherd's and its libraries', passes one redacting core.
+	log = logging.Redacting(log)
+	logging.RouteLibraries(log)
 	defer func() { _ = log.Sync() }()
 
 	metrics := proxy.NewMetrics()
@@ -94,7 +97,6 @@ func run() error {
 func openStore(cfg *config.Config, log *zap.Logger) (state.Store, error) {
 	switch cfg.State.Backend {
 	case config.BackendRedis:
-		redis.SetLogger(redisLogger{log: log.Named("redis")})
 		r := cfg.State.Redis
 		return state.NewRedis(state.RedisOptions{
 			URL: r.URL, Addrs: r.Addrs, MasterName: r.MasterName, Timeout: r.Timeout,

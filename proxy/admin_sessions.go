@@ -1,0 +1,117 @@
+package proxy
+
+import (
+	"time"
+
+	"shepherd/state"
+)
+
+// This file holds the sessions API's answer types. They are the API's
+// contract, separate from the stored record (state.Session), so that a new
+// stored field is never published by accident: the session list carries
+// summaries only, and a session's ledger (model output shepherd keeps for
+// the turn engine) only on request.
+
+// sessionSummaryJSON is one entry of GET /shepherd/v1/sessions: identity,
+// time, request count and the current topic and intent names.
+type sessionSummaryJSON struct {
+	ID        string    `json:"id"`
+	Tenant    string    `json:"tenant"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Requests  int64     `json:"requests"`
+	Topic     string    `json:"topic,omitempty"`
+	Intent    string    `json:"intent,omitempty"`
+}
+
+// sessionJSON is GET /shepherd/v1/sessions/{id}: the session's metadata,
+// chapters, governance audit and recovery counters. Ledger is present only
+// with ?include=ledger; LedgerEntries always counts it.
+type sessionJSON struct {
+	ID            string            `json:"id"`
+	Tenant        string            `json:"tenant"`
+	CreatedAt     time.Time         `json:"created_at"`
+	UpdatedAt     time.Time         `json:"updated_at"`
+	Requests      int64             `json:"requests"`
+	Version       int64             `json:"version"`
+	Topic         string            `json:"topic,omitempty"`
+	Intent        string            `json:"intent,omitempty"`
+	Chapters      []chapterJSON     `json:"chapters"`
+	Audit         []auditJSON       `json:"audit"`
+	Recovery      recoveryJSON      `json:"recovery"`
+	LedgerEntries int               `json:"ledger_entries"`
+	Ledger        []ledgerEntryJSON `json:"ledger,omitempty"`
+}
+
+type chapterJSON struct {
+	Title     string     `json:"title"`
+	StartedAt time.Time  `json:"started_at"`
+	Calls     []callJSON `json:"calls,omitempty"`
+}
+
+type callJSON struct {
+	Name string    `json:"name"`
+	ID   string    `json:"id,omitempty"`
+	At   time.Time `json:"at"`
+}
+
+type auditJSON struct {
+	At       time.Time `json:"at"`
+	Tool     string    `json:"tool"`
+	CallID   string    `json:"call_id,omitempty"`
+	Decision string    `json:"decision"`
+	Rule     string    `json:"rule,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+	Intent   string    `json:"intent,omitempty"`
+	Topic    string    `json:"topic,omitempty"`
+}
+
+type recoveryJSON struct {
+	Truncated int64 `json:"truncated"`
+	Attempts  int64 `json:"attempts"`
+	Recovered int64 `json:"recovered"`
+}
+
+// ledgerEntryJSON is one ledger entry; Data is the stored bytes (base64 in
+// JSON).
+type ledgerEntryJSON struct {
+	Kind   string `json:"kind"`
+	Anchor string `json:"anchor"`
+	Data   []byte `json:"data,omitempty"`
+}
+
+func summariesJSON(list []state.Summary) []sessionSummaryJSON {
+	out := make([]sessionSummaryJSON, len(list))
+	for i, s := range list {
+		out[i] = sessionSummaryJSON{ID: s.ID, Tenant: s.Tenant, UpdatedAt: s.UpdatedAt,
+			Requests: s.Requests, Topic: s.Topic, Intent: s.Intent}
+	}
+	return out
+}
+
+func sessionAnswer(s *state.Session, withLedger bool) sessionJSON {
+	out := sessionJSON{
+		ID: s.ID, Tenant: s.Tenant, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
+		Requests: s.Requests, Version: s.Version, Topic: s.Topic, Intent: s.Intent,
+		Chapters:      make([]chapterJSON, len(s.Chapters)),
+		Audit:         make([]auditJSON, len(s.Audit)),
+		Recovery:      recoveryJSON(s.Recovery),
+		LedgerEntries: len(s.Ledger),
+	}
+	for i, c := range s.Chapters {
+		ch := chapterJSON{Title: c.Title, StartedAt: c.StartedAt}
+		for _, n := range c.Calls {
+			ch.Calls = append(ch.Calls, callJSON(n))
+		}
+		out.Chapters[i] = ch
+	}
+	for i, a := range s.Audit {
+		out.Audit[i] = auditJSON(a)
+	}
+	if withLedger {
+		out.Ledger = make([]ledgerEntryJSON, len(s.Ledger))
+		for i, e := range s.Ledger {
+			out.Ledger[i] = ledgerEntryJSON(e)
+		}
+	}
+	return out
+}
