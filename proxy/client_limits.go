@@ -25,3 +25,15 @@ func bodyTimeout(d time.Duration) func(*fasthttp.RequestHeader) fasthttp.Request
 		return fasthttp.RequestConfig{ReadTimeout: d}
 	}
 }
+
+// headerReceived is the server's HeaderReceived callback: it notes the
+// route of a request with a body (noteBodyRoute, so a body that fails to
+// read is refused in the route's error shape) and gives the request
+// bodyTimeout's deadline for its body.
+func (s *Server) headerReceived(d time.Duration) func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+	body := bodyTimeout(d)
+	return func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+		s.noteBodyRoute(h)
+		return body(h)
+	}
+}

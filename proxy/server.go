@@ -122,7 +122,6 @@ func New(o Options) (*Server, error) {
 		Name:                          "shepherd",
 		MaxRequestBodySize:            cfg.Limits.MaxBodyBytes,
 		ErrorHandler:                  s.handleServerError,
-		HeaderReceived:                s.noteBodyRoute,
 		NoDefaultServerHeader:         true,
 		NoDefaultDate:                 true,
 		NoDefaultContentType:          true,
@@ -132,7 +131,7 @@ func New(o Options) (*Server, error) {
 		WriteBufferSize:               16 << 10,
 		IdleTimeout:                   2 * time.Minute,
 		ReadTimeout:                   cfg.Limits.HeaderTimeout, // the body's is set in HeaderReceived
-		HeaderReceived:                bodyTimeout(cfg.Limits.BodyTimeout),
+		HeaderReceived:                s.headerReceived(cfg.Limits.BodyTimeout),
 		CloseOnShutdown:               true,
 		StreamRequestBody:             false,
 		DisableHeaderNamesNormalizing: false,
