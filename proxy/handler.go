@@ -37,6 +37,9 @@ type exchange struct {
 	upResp    *fasthttp.Response
 	// sessionSource says where the session id came from (access log).
 	sessionSource sessionSource
+	// side is the kind of side request this is (rewrite.SideRequest) when
+	// it passes through untouched, "" otherwise.
+	side string
 	// crlf records that the upstream frames SSE lines with CRLF, so events
 	// shepherd writes into the stream use the same framing.
 	crlf bool
@@ -62,11 +65,18 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	fingerprint := func() string { return "" }
 	if x.route.inspect {
 		x.codec = rewrite.For(x.route.api)
-		if s.features.chain(x.route.api).Empty() || x.route.name == "count_tokens" {
+		chainless := s.features.chain(x.route.api).Empty() || x.route.name == "count_tokens"
+		if !chainless {
+			x.side = s.sideRequest(x.codec, body)
+		}
+		if chainless || x.side != "" {
 			hs, err := rewrite.PeekRequest(x.route.api, body)
 			if err != nil {
 				s.finish(ctx, &x, writeError(ctx, x.route.provider, err))
 				return
+			}
+			if x.side != "" {
+				s.metrics.sideRequests.WithLabelValues(x.route.name, x.side).Inc()
 			}
 			hints = &hs
 			fingerprint = func() string { return rewrite.RequestFingerprint(x.codec, body) }
@@ -127,7 +137,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 
 	copyResponseHeaders(&ctx.Response, x.upResp)
 	s.setShepherdHeaders(ctx, &x)
-	if sid != "" && x.route.inspect && t == nil {
+	if sid != "" && x.route.inspect && t == nil && x.side == "" {
 		s.recorder.touch(state.Key{Tenant: x.call.Tenant, Session: sid})
 	}
 
