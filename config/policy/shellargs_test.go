@@ -76,3 +76,29 @@ func TestInferPaths(t *testing.T) {
 		}
 	}
 }
+
+// FuzzInferPaths checks that InferPaths and ShellArgs.Commands never panic
+// on arbitrary arguments and return only non-empty paths.
+func FuzzInferPaths(f *testing.F) {
+	for _, s := range []string{`{"path":"a"}`, `{"files":[{"path":"b"}]}`, `{"input":"*** Begin Patch\n*** Add File: x\n*** End Patch"}`,
+		`{"command":["bash","-lc","ls"],"workdir":"w"}`, `{"commands":["a",1]}`, `[]`, `{"paths":[1,"x"]}`} {
+		f.Add(s)
+	}
+	sa, err := ParseShellArgs([]string{"Bash:command", "shell:argv(command)@workdir", "run_commands:commands"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, args string) {
+		paths, _ := InferPaths([]byte(args))
+		for _, p := range paths {
+			if p == "" {
+				t.Fatalf("empty path from %q", args)
+			}
+		}
+		for _, tool := range []string{"Bash", "shell", "run_commands"} {
+			if _, known, _ := sa.Commands(tool, []byte(args)); !known {
+				t.Fatalf("%s unknown", tool)
+			}
+		}
+	})
+}
