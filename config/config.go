@@ -52,10 +52,11 @@ type Features struct {
 	// SideRequests: key features.side_requests; pass (default) or inject.
 	// A side request is one that is not an agent turn: it declares no
 	// tools, forbids tool calls (tool_choice none) or constrains its output
-	// to JSON (routing classifiers, title and summary calls). With pass it
-	// goes upstream untouched (no tool, rule or reminder added, no session
-	// state changed) and is counted in shepherd_side_requests_total; with
-	// inject the features treat it like any request.
+	// to JSON (routing classifiers, title and summary calls). With pass
+	// topics and intents add no tool, rule or reminder to it, it is not
+	// counted as a turn of the session, and it is counted in
+	// shepherd_side_requests_total; with inject the features treat it like
+	// any request.
 	SideRequests string `mapstructure:"side_requests"`
 }
 

@@ -156,7 +156,7 @@ func (h *Intents) Name() string { return "intents" }
 // agent declares select_active_intent itself, nothing is injected: the agent
 // answers it, and Intents tracks valid selections and still checks calls.
 func (h *Intents) OnRequest(_ context.Context, call *Call, req *Request) (RequestEdits, *Response, error) {
-	if req.HasTool(IntentTool) {
+	if call.Side != "" || req.HasTool(IntentTool) {
 		return RequestEdits{}, nil, nil
 	}
 	p := h.cfg.Policy()
@@ -215,7 +215,7 @@ func (h *Intents) OnReply(_ context.Context, call *Call, reply *Reply) (ReplyDec
 	}
 	cur := activeIntent(call.Session, p)
 	start := ""
-	if call.Session != nil && call.Session.Intent == "" && cur != "" {
+	if call.Session != nil && call.Session.Intent == "" && cur != "" && call.Side == "" {
 		start = cur // a new session's starting intent, saved below
 	}
 	selected := ""

@@ -37,9 +37,6 @@ type exchange struct {
 	upResp    *fasthttp.Response
 	// sessionSource says where the session id came from (access log).
 	sessionSource sessionSource
-	// side is the kind of side request this is (rewrite.SideRequest) when
-	// it passes through untouched, "" otherwise.
-	side string
 	// crlf records that the upstream frames SSE lines with CRLF, so events
 	// shepherd writes into the stream use the same framing.
 	crlf bool
@@ -65,18 +62,11 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	fingerprint := func() string { return "" }
 	if x.route.inspect {
 		x.codec = rewrite.For(x.route.api)
-		chainless := s.features.chain(x.route.api).Empty() || x.route.name == "count_tokens"
-		if !chainless {
-			x.side = s.sideRequest(x.codec, body)
-		}
-		if chainless || x.side != "" {
+		if s.features.chain(x.route.api).Empty() || x.route.name == "count_tokens" {
 			hs, err := rewrite.PeekRequest(x.route.api, body)
 			if err != nil {
 				s.finish(ctx, &x, writeError(ctx, x.route.provider, err))
 				return
-			}
-			if x.side != "" {
-				s.metrics.sideRequests.WithLabelValues(x.route.name, x.side).Inc()
 			}
 			hints = &hs
 			fingerprint = func() string { return rewrite.RequestFingerprint(x.codec, body) }
@@ -87,6 +77,9 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 				return
 			}
 			view = v
+			if x.call.Side = s.sideRequest(x.codec, body); x.call.Side != "" {
+				s.metrics.sideRequests.WithLabelValues(x.route.name, x.call.Side).Inc()
+			}
 			hints = &rewrite.SessionHints{Stream: v.Stream, MetadataUserID: v.MetadataUserID, PromptCacheKey: v.PromptCacheKey}
 			fingerprint = func() string { return v.Fingerprint }
 		}
@@ -137,7 +130,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 
 	copyResponseHeaders(&ctx.Response, x.upResp)
 	s.setShepherdHeaders(ctx, &x)
-	if sid != "" && x.route.inspect && t == nil && x.side == "" {
+	if sid != "" && x.route.inspect && t == nil && x.call.Side == "" {
 		s.recorder.touch(state.Key{Tenant: x.call.Tenant, Session: sid})
 	}
 

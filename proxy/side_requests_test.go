@@ -1,8 +1,9 @@
 package proxy_test
 
 // Side requests (title and summary calls without tools, tool_choice none,
-// JSON-mode calls) pass upstream byte for byte, are counted, and leave the
-// session alone; features.side_requests inject treats them like any request.
+// JSON-mode calls) go upstream with no tool, rule or reminder added, are
+// counted, and leave the session alone; features.side_requests inject
+// treats them like any request.
 
 import (
 	"strings"
@@ -61,7 +62,12 @@ func TestSideRequestsPassUntouched(t *testing.T) {
 				require.Equal(t, 200, resp.StatusCode, string(got))
 				require.Contains(t, api.text(got), "Login fix")
 				reqs := h.mock.Requests()
-				require.Equal(t, body, string(reqs[len(reqs)-1].Body), "%s: the side request reaches upstream byte for byte", kind)
+				up := reqs[len(reqs)-1].Body
+				require.Equal(t, gjson.Get(body, "tools").Raw, gjson.GetBytes(up, "tools").Raw, "%s: no tool is added", kind)
+				for _, injected := range []string{hooks.IntentTool, hooks.IntentRule, "create_new_topic", "[Active Intent", "[Active Topic"} {
+					require.NotContains(t, string(up), injected, "%s: nothing is injected", kind)
+				}
+				require.Equal(t, gjson.Get(body, api.history).Raw, gjson.GetBytes(up, api.history).Raw, "%s: the conversation is untouched", kind)
 				require.Equal(t, 1.0, metricValue(t, h, "shepherd_side_requests_total", `kind="`+kind+`",route="`+sideRoute[api.name]+`"`))
 			}
 			list, err := h.store.List(t.Context(), "", 100)

@@ -446,10 +446,16 @@ type baseUpdater interface {
 // at the start of the request, falling back to read-modify-write if another
 // request changed it meanwhile).
 func (t *turn) save() {
+	side := t.x.call.Side != ""
+	if side && len(t.effects) == 0 && len(t.entries) == 0 {
+		return // a side request leaves the session alone
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), t.s.storeTimeout())
 	defer cancel()
 	fn := func(s *state.Session) error {
-		s.Requests++
+		if !side {
+			s.Requests++
+		}
 		for _, fx := range t.effects {
 			fx(s)
 		}
