@@ -1,8 +1,10 @@
 package hooks
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
@@ -151,7 +153,16 @@ func FuzzAnalyzeShell(f *testing.F) {
 		if len(s) > 4096 {
 			return
 		}
+		done := make(chan struct{})
+		go func() {
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				panic(fmt.Sprintf("AnalyzeShell(%q) takes over 10s", s))
+			}
+		}()
 		got := AnalyzeShell(s)
+		close(done)
 		for _, p := range got.Targets {
 			if p == "" {
 				t.Fatalf("empty target from %q", s)
