@@ -37,6 +37,27 @@ type Config struct {
 	Intents Intents `mapstructure:"intents"`
 	// Recovery configures truncation recovery (features.md plan C).
 	Recovery Recovery `mapstructure:"recovery"`
+	// Features holds settings shared by the features.
+	Features Features `mapstructure:"features"`
+}
+
+// Values of features.side_requests.
+const (
+	SideRequestsPass   = "pass"
+	SideRequestsInject = "inject"
+)
+
+// Features holds settings shared by topics, intents and recovery.
+type Features struct {
+	// SideRequests: key features.side_requests; pass (default) or inject.
+	// A side request is one that is not an agent turn: it declares no
+	// tools, forbids tool calls (tool_choice none) or constrains its output
+	// to JSON (routing classifiers, title and summary calls). With pass
+	// topics and intents add no tool, rule or reminder to it, it is not
+	// counted as a turn of the session, and it is counted in
+	// shepherd_side_requests_total; with inject the features treat it like
+	// any request.
+	SideRequests string `mapstructure:"side_requests"`
 }
 
 // Upstreams holds one base URL per provider. The upstream host is always taken
@@ -247,6 +268,26 @@ type Intents struct {
 	// apply_patch-format patch. Default: the common agents' file-writing
 	// tools. Setting it replaces the whole default list.
 	PathArgs []string `mapstructure:"path_args"`
+	// ShellArgs: key intents.shell_args; which tools run shell commands, as
+	// "Tool:argpath" (a script, or an array of scripts) or
+	// "Tool:argv(argpath)" (an argument vector) entries, each optionally
+	// followed by "@dirpath" naming the working-directory argument. The
+	// files such a command writes (redirections, tee, sed -i, cp, mv, rm,
+	// touch, mkdir, ln, truncate, dd, bash -c scripts) are checked against
+	// the active intent's scope. Default: the common agents' shell tools.
+	// Setting it replaces the whole default list.
+	ShellArgs []string `mapstructure:"shell_args"`
+	// UnparsedCommands: key intents.unparsed_commands; refuse (default) or
+	// allow: what happens, while an intent is active, to a shell command
+	// whose written files cannot all be known (dynamic targets like $VAR,
+	// command substitution in a target, eval, xargs, a syntax error).
+	UnparsedCommands string `mapstructure:"unparsed_commands"`
+	// InferPathArgs: key intents.infer_path_args; default true. A tool
+	// listed in neither always_allowed, path_args nor shell_args is still
+	// scope-checked on the arguments that look like file paths (path,
+	// file_path, filepath, filePath, notebook_path, paths, target_file,
+	// files[].path, an apply_patch patch in input or patch).
+	InferPathArgs bool `mapstructure:"infer_path_args"`
 	// OnError: key intents.on_error; closed (default) or open: what happens
 	// to tool calls when no valid policy could ever be loaded or the state
 	// store is down. closed refuses every call except always-allowed ones,

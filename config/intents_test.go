@@ -77,3 +77,21 @@ func TestValidateRecovery(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ModelRule[int64]{"*", 16384}, maxes[len(maxes)-1])
 }
+
+func TestValidateShellAndSideKeys(t *testing.T) {
+	c := Defaults()
+	c.Intents.ShellArgs = []string{"Bash:command", "shell:argv(", "x"}
+	c.Intents.UnparsedCommands = "maybe"
+	c.Features.SideRequests = "drop"
+	var ve *ValidationError
+	require.ErrorAs(t, c.Validate(), &ve)
+	require.Equal(t, []string{"intents.shell_args", "intents.unparsed_commands", "features.side_requests"}, problemKeys(ve))
+	require.Contains(t, ve.Error(), `"x"`)
+
+	got, err := Load(LoadOptions{Env: []string{"SHEPHERD_INTENTS_UNPARSED_COMMANDS=allow",
+		"SHEPHERD_FEATURES_SIDE_REQUESTS=inject", "SHEPHERD_INTENTS_SHELL_ARGS=Bash:command,shell:argv(command)@workdir"}})
+	require.NoError(t, err)
+	require.Equal(t, UnparsedAllow, got.Intents.UnparsedCommands)
+	require.Equal(t, SideRequestsInject, got.Features.SideRequests)
+	require.Equal(t, []string{"Bash:command", "shell:argv(command)@workdir"}, got.Intents.ShellArgs)
+}

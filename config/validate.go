@@ -133,6 +133,7 @@ func (c *Config) Validate() error {
 
 	c.Intents.validate(&p)
 	c.Recovery.validate(&p)
+	c.Features.validate(&p)
 
 	if len(p) == 0 {
 		return nil

@@ -26,6 +26,14 @@ func (in *Intents) validate(p *problems) {
 	if _, err := policy.ParsePathArgs(in.PathArgs); err != nil {
 		p.add("intents.path_args", "%v", err)
 	}
+	if _, err := policy.ParseShellArgs(in.ShellArgs); err != nil {
+		p.add("intents.shell_args", "%v", err)
+	}
+	switch in.UnparsedCommands {
+	case UnparsedRefuse, UnparsedAllow:
+	default:
+		p.add("intents.unparsed_commands", "%q is not one of refuse, allow", in.UnparsedCommands)
+	}
 	switch in.OnError {
 	case FailClosed, FailOpen:
 	default:
@@ -79,5 +87,19 @@ func (in *Intents) PolicySources(wd string) map[string]PolicySource {
 		"openai_chat":      resolve(in.Routes.OpenAIChat),
 		"openai_responses": resolve(in.Routes.OpenAIResponses),
 		"gemini":           resolve(in.Routes.Gemini),
+	}
+}
+
+// Values of intents.unparsed_commands.
+const (
+	UnparsedRefuse = "refuse"
+	UnparsedAllow  = "allow"
+)
+
+func (f *Features) validate(p *problems) {
+	switch f.SideRequests {
+	case SideRequestsPass, SideRequestsInject:
+	default:
+		p.add("features.side_requests", "%q is not one of pass, inject", f.SideRequests)
 	}
 }

@@ -39,6 +39,12 @@ type Call struct {
 	// turn engine keeps both current across rounds.
 	OutputLimit int64
 	Recoveries  int
+	// Side, when not empty, says the request is a side request (not an
+	// agent turn: no tools, tool calls forbidden, or JSON output; the value
+	// is its kind) that features.side_requests leaves alone. Hooks must then
+	// inject no tool, rule or reminder; the proxy does not count it as a
+	// turn of the session.
+	Side string
 }
 
 // Hook is the base every feature implements.

@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"path"
 	"strings"
 	"time"
 
@@ -46,6 +47,7 @@ const (
 	RuleDisallowTools     = "disallow_tools"
 	RuleDisallowPatterns  = "disallow_patterns"
 	RuleScope             = "scope"
+	RuleUnparsedCommand   = "unparsed_command"
 	RulePolicyUnavailable = "policy_unavailable"
 	RuleStateUnavailable  = "state_unavailable"
 	RuleFailOpen          = "fail_open"
@@ -69,6 +71,17 @@ type IntentsConfig struct {
 	Exempt []string
 	// PathArgs says which arguments are file paths; nil checks no paths.
 	PathArgs *policy.PathArgs
+	// ShellArgs says which tools run shell commands; the files those
+	// commands write (AnalyzeShell) are scope-checked. nil checks none.
+	ShellArgs *policy.ShellArgs
+	// AllowUnparsed lets a shell command through when the files it writes
+	// cannot all be known; otherwise it is refused while an intent is
+	// active.
+	AllowUnparsed bool
+	// InferPaths scope-checks tools listed in neither AlwaysAllowed,
+	// PathArgs nor ShellArgs on the arguments that look like file paths
+	// (policy.InferPaths).
+	InferPaths bool
 	// FailOpen lets calls through when no policy is loaded or the session
 	// state is unavailable; otherwise they are refused (fail closed).
 	FailOpen bool
@@ -143,7 +156,7 @@ func (h *Intents) Name() string { return "intents" }
 // agent declares select_active_intent itself, nothing is injected: the agent
 // answers it, and Intents tracks valid selections and still checks calls.
 func (h *Intents) OnRequest(_ context.Context, call *Call, req *Request) (RequestEdits, *Response, error) {
-	if req.HasTool(IntentTool) {
+	if call.Side != "" || req.HasTool(IntentTool) {
 		return RequestEdits{}, nil, nil
 	}
 	p := h.cfg.Policy()
@@ -202,7 +215,7 @@ func (h *Intents) OnReply(_ context.Context, call *Call, reply *Reply) (ReplyDec
 	}
 	cur := activeIntent(call.Session, p)
 	start := ""
-	if call.Session != nil && call.Session.Intent == "" && cur != "" {
+	if call.Session != nil && call.Session.Intent == "" && cur != "" && call.Side == "" {
 		start = cur // a new session's starting intent, saved below
 	}
 	selected := ""
@@ -318,25 +331,90 @@ func (h *Intents) check(call *Call, p *policy.Policy, cur string, c ToolCall) (V
 		return Refuse, RuleDisallowPatterns, "Tool call refused: the arguments of this " + c.Name + " call match " + quote(pat) +
 			", a pattern intent " + in.ID + " disallows (disallow_patterns)."
 	}
-	if h.cfg.PathArgs != nil {
-		paths, known, err := h.cfg.PathArgs.Paths(c.Name, c.Args)
-		if known && err != nil {
+	paths, known, err := h.cfg.PathArgs.Paths(c.Name, c.Args)
+	if known && err != nil {
+		return Refuse, RuleScope, "Tool call refused: shepherd could not tell which files this " + c.Name +
+			" call touches (" + err.Error() + "), so it cannot check them against the scope of intent " + in.ID + "."
+	}
+	if !known && h.cfg.InferPaths && !h.allowed[c.Name] && !h.cfg.ShellArgs.Knows(c.Name) {
+		paths, err = policy.InferPaths(c.Args)
+		if err != nil {
 			return Refuse, RuleScope, "Tool call refused: shepherd could not tell which files this " + c.Name +
 				" call touches (" + err.Error() + "), so it cannot check them against the scope of intent " + in.ID + "."
 		}
-		for _, raw := range paths {
-			rel, inside := policy.NormalizePath(h.cfg.Root, raw)
-			if !inside {
-				return Refuse, RuleScope, "Tool call refused: " + quote(raw) + " is outside the workspace (" + h.cfg.Root +
-					"), so it is outside the scope of intent " + in.ID + "."
-			}
-			if ok, reason := in.CheckPath(rel); !ok {
-				return Refuse, RuleScope, "Tool call refused: " + c.Name + " on " + quote(rel) + " is outside the scope of intent " +
-					in.ID + ": " + reason + ". Work on files in scope, or select an intent whose scope covers this file."
-			}
+	}
+	for _, raw := range paths {
+		if v, rule, msg := h.checkPath(in, c.Name, raw, false); v == Refuse {
+			return v, rule, msg
 		}
 	}
+	if v, rule, msg := h.checkShell(in, c); v == Refuse {
+		return v, rule, msg
+	}
 	return Pass, RuleChecksPassed, ""
+}
+
+// checkPath checks one raw path a call of tool names against the scope of
+// in; shell says the path is a file a shell command writes.
+func (h *Intents) checkPath(in *policy.Intent, tool, raw string, shell bool) (Verdict, string, string) {
+	rel, inside := policy.NormalizePath(h.cfg.Root, raw)
+	if !inside {
+		what := quote(raw) + " is"
+		if shell {
+			what = "this " + tool + " command writes " + quote(raw) + ", which is"
+		}
+		return Refuse, RuleScope, "Tool call refused: " + what + " outside the workspace (" + h.cfg.Root +
+			"), so it is outside the scope of intent " + in.ID + "."
+	}
+	if ok, reason := in.CheckPath(rel); !ok {
+		what := tool + " on " + quote(rel) + " is"
+		if shell {
+			what = "this " + tool + " command writes " + quote(rel) + ", which is"
+		}
+		return Refuse, RuleScope, "Tool call refused: " + what + " outside the scope of intent " +
+			in.ID + ": " + reason + ". Work on files in scope, or select an intent whose scope covers this file."
+	}
+	return Pass, "", ""
+}
+
+// checkShell checks the files the shell commands of call c write against
+// the scope of in. A target out of scope is refused first, naming it; a
+// command whose targets cannot all be known is refused next unless
+// AllowUnparsed.
+func (h *Intents) checkShell(in *policy.Intent, c ToolCall) (Verdict, string, string) {
+	cmds, known, err := h.cfg.ShellArgs.Commands(c.Name, c.Args)
+	if !known {
+		return Pass, "", ""
+	}
+	unparsed := ""
+	if err != nil {
+		unparsed = err.Error()
+	}
+	for _, cmd := range cmds {
+		var w ShellWrites
+		if cmd.Argv != nil {
+			w = AnalyzeArgv(cmd.Argv)
+		} else {
+			w = AnalyzeShell(cmd.Script)
+		}
+		for _, t := range w.Targets {
+			if cmd.Dir != "" && !path.IsAbs(t) {
+				t = path.Join(cmd.Dir, t)
+			}
+			if v, rule, msg := h.checkPath(in, c.Name, t, true); v == Refuse {
+				return v, rule, msg
+			}
+		}
+		if unparsed == "" && w.Unparsed != "" {
+			unparsed = w.Unparsed
+		}
+	}
+	if unparsed != "" && !h.cfg.AllowUnparsed {
+		return Refuse, RuleUnparsedCommand, "Tool call refused: shepherd cannot tell which files this " + c.Name +
+			" command writes (" + unparsed + "), so it cannot check them against the scope of intent " + in.ID +
+			". Write the command with literal file paths, or use the file-editing tools."
+	}
+	return Pass, "", ""
 }
 
 // failMode decides a call when governance cannot: always-allowed tools and

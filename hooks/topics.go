@@ -109,7 +109,7 @@ func (t *Topics) Name() string { return "topics" }
 // tool of the same name it injects nothing: the agent runs the tool and
 // Topics only tracks its calls.
 func (t *Topics) OnRequest(_ context.Context, call *Call, req *Request) (RequestEdits, *Response, error) {
-	if req.HasTool(t.cfg.ToolName) {
+	if call.Side != "" || req.HasTool(t.cfg.ToolName) {
 		return RequestEdits{}, nil, nil
 	}
 	var topic string

@@ -133,6 +133,10 @@ func (f *Features) buildIntents(cfg *config.Config, m *Metrics, log *zap.Logger,
 	if err != nil {
 		return nil, fmt.Errorf("proxy: intents.path_args: %w", err)
 	}
+	shellArgs, err := policy.ParseShellArgs(in.ShellArgs)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: intents.shell_args: %w", err)
+	}
 	var exempt []string
 	if topics != nil {
 		exempt = append(exempt, cfg.Topics.ToolName)
@@ -171,6 +175,9 @@ func (f *Features) buildIntents(cfg *config.Config, m *Metrics, log *zap.Logger,
 			AlwaysAllowed: in.AlwaysAllowed,
 			Exempt:        exempt,
 			PathArgs:      pathArgs,
+			ShellArgs:     shellArgs,
+			AllowUnparsed: in.UnparsedCommands == config.UnparsedAllow,
+			InferPaths:    in.InferPathArgs,
 			FailOpen:      in.OnError == config.FailOpen,
 			OnDecision:    decisionReporter(m, log),
 		})

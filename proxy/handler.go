@@ -87,6 +87,9 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 				return
 			}
 			view = v
+			if x.call.Side = s.sideRequest(x.codec, body); x.call.Side != "" {
+				s.metrics.sideRequests.WithLabelValues(x.route.name, x.call.Side).Inc()
+			}
 			hints = &rewrite.SessionHints{Stream: v.Stream, MetadataUserID: v.MetadataUserID, PromptCacheKey: v.PromptCacheKey}
 			fingerprint = func() (string, bool) { return v.Fingerprint, v.Fingerprint == "" && v.Opening() }
 		}
@@ -137,7 +140,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 
 	copyResponseHeaders(&ctx.Response, x.upResp)
 	s.setShepherdHeaders(ctx, &x)
-	if sid != "" && x.route.inspect && t == nil && src != sourceOpening {
+	if sid != "" && x.route.inspect && t == nil && src != sourceOpening && x.call.Side == "" {
 		s.recorder.touch(state.Key{Tenant: x.call.Tenant, Session: sid})
 	}
 

@@ -37,6 +37,7 @@ type Metrics struct {
 	recoveryAdded    *prometheus.HistogramVec
 
 	intentDecisions *prometheus.CounterVec
+	sideRequests    *prometheus.CounterVec
 	policyLoads     *prometheus.CounterVec
 	policyValid     *prometheus.GaugeVec
 
@@ -112,6 +113,10 @@ func NewMetrics() *Metrics {
 		recoveryAdded: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "shepherd_recovery_added_seconds", Help: "Latency truncation recovery added to a turn: from the first cut reply to the end of the last continuation.", Buckets: slow,
 		}, []string{"route"}),
+		sideRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shepherd_side_requests_total",
+			Help: "Side requests (no tools, tool_choice none, JSON output) passed upstream untouched, by route and kind.",
+		}, []string{"route", "kind"}),
 		intentDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shepherd_intent_decisions_total", Help: "Intent governance decisions on tool calls, by decision (allowed, refused, selected, listed) and the rule that decided.",
 		}, []string{"decision", "rule"}),
@@ -122,6 +127,7 @@ func NewMetrics() *Metrics {
 			Name: "shepherd_intents_policy_valid", Help: "1 when the policy file's latest content is valid and in force, 0 when it is broken (the last good policy stays in force).",
 		}, []string{"file"}),
 	}
+	r.MustRegister(m.sideRequests)
 	r.MustRegister(m.acceptErrors, m.truncations, m.recoveries, m.recoveryAttempts, m.recoveryAdded, m.intentDecisions, m.policyLoads, m.policyValid, m.topicChanges, m.ledger, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
 		m.storeErrors, m.hookErrors, m.upstreamErrors, m.clientAborts,
 		viewCacheLookups("hit", func() uint64 { h, _ := rewrite.ViewCacheStats(); return h }),

@@ -460,14 +460,20 @@ type baseUpdater interface {
 // save applies the turn's effects and ledger entries in one atomic update:
 // with Redis, one round trip (a compare-and-set against the session loaded
 // at the start of the request, falling back to read-modify-write if another
-// request changed it meanwhile). It returns the key saved under.
+// request changed it meanwhile). It returns the key saved under and whether
+// anything was saved.
 //
 // An opening request (no session id, no model turn yet) is saved under the
 // fingerprint of its continuation, the conversation with the reply the
 // agent got appended: only the request that sends that reply back finds
 // it. Without a reply (the upstream failed, the client went away) there is
-// nothing to continue and nothing is saved.
+// nothing to continue and nothing is saved. A side request that changed
+// nothing leaves the session alone.
 func (t *turn) save() (state.Key, bool) {
+	side := t.x.call.Side != ""
+	if side && len(t.effects) == 0 && len(t.entries) == 0 {
+		return t.key, false
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), t.s.storeTimeout())
 	defer cancel()
 	key, base := t.key, t.base
@@ -480,7 +486,9 @@ func (t *turn) save() (state.Key, bool) {
 		base = nil
 	}
 	fn := func(s *state.Session) error {
-		s.Requests++
+		if !side {
+			s.Requests++
+		}
 		for _, fx := range t.effects {
 			fx(s)
 		}

@@ -1,0 +1,19 @@
+package proxy
+
+import (
+	"shepherd/config"
+	"shepherd/rewrite"
+)
+
+// sideRequest returns the kind of side request body is (rewrite.SideRequest)
+// when features.side_requests is pass, "" otherwise. The handler sets it as
+// hooks.Call.Side: topics and intents then inject no tool, rule or
+// reminder, and the turn engine does not count the request in the session
+// (it saves only effects a hook still made, such as the audit of a call
+// the model made anyway).
+func (s *Server) sideRequest(c rewrite.Codec, body []byte) string {
+	if s.cfg.Features.SideRequests != config.SideRequestsPass {
+		return ""
+	}
+	return rewrite.SideRequest(c, body)
+}
