@@ -258,6 +258,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 				c.Limits.MaxBodyBytes = maxBody
 				c.Limits.UpstreamTimeout = 500 * time.Millisecond
 				c.Topics.Enabled = true // sessions are recorded
+				c.Features.SideRequests = config.SideRequestsInject
 				if url != "" {
 					c.Upstreams.Anthropic, c.Upstreams.OpenAI, c.Upstreams.Gemini = url, url, url
 				}
@@ -285,6 +286,9 @@ func TestSecretsNeverReachRedis(t *testing.T) {
 	h := newHarness(t, harnessOptions{Logger: debugLogger(logs), Store: store, Config: func(c *config.Config) {
 		c.Limits.MaxBodyBytes = maxBody
 		c.Topics.Enabled = true
+		// The model cases declare no tools: treat them as turns so sessions
+		// are stored and scanned.
+		c.Features.SideRequests = config.SideRequestsInject
 	}})
 	driveEveryPath(t, h, maxBody)
 	time.Sleep(300 * time.Millisecond)
