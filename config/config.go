@@ -31,11 +31,11 @@ type Config struct {
 	Log Log `mapstructure:"log"`
 	// Session configures how sessions are identified.
 	Session Session `mapstructure:"session"`
-	// Topics configures topic chapters (features.md plan A).
+	// Topics configures topic chapters (docs/features.md).
 	Topics Topics `mapstructure:"topics"`
-	// Intents configures intent governance (features.md plan B).
+	// Intents configures intent governance (docs/features.md).
 	Intents Intents `mapstructure:"intents"`
-	// Recovery configures truncation recovery (features.md plan C).
+	// Recovery configures truncation recovery (docs/features.md).
 	Recovery Recovery `mapstructure:"recovery"`
 	// Features holds settings shared by the features.
 	Features Features `mapstructure:"features"`
@@ -240,7 +240,7 @@ const (
 	FailOpen FailMode = "open"
 )
 
-// Intents configures intent governance (features.md plan B): the
+// Intents configures intent governance (docs/features.md): the
 // select_active_intent tool, the gatekeeper, and scope and constraint
 // enforcement from a watched policy file.
 type Intents struct {
@@ -318,7 +318,7 @@ type IntentRoute struct {
 }
 
 // Recovery configures truncation recovery and the output-limit floor
-// (features.md plan C, P0.1–P0.3).
+// (docs/features.md).
 type Recovery struct {
 	// Enabled: key recovery.enabled; default true. Off, replies cut by the
 	// output limit reach the agent as they are and limits are not raised.

@@ -12,11 +12,11 @@ import (
 	"shepherd/state"
 )
 
-// Intent governance texts (features.md plan B).
+// Intent governance texts (docs/features.md).
 const (
 	// IntentTool is the tool the model calls to select its active intent.
 	IntentTool = "select_active_intent"
-	// GatekeeperMessage is the plan's exact refusal of a call made with no
+	// GatekeeperMessage is the documented refusal of a call made with no
 	// intent selected.
 	GatekeeperMessage = "No active intent selected. You must call select_active_intent with a valid intent ID (INT-XXX) before using other tools."
 	// IntentRule is the system-prompt rule injected with the tool.
@@ -95,7 +95,7 @@ type IntentsConfig struct {
 	OnDecision func(call *Call, e state.AuditEntry)
 }
 
-// Intents is plan B of features.md: it offers the select_active_intent tool
+// Intents is intent governance (docs/features.md): it offers the select_active_intent tool
 // and the intent-first rule, names the active intent in the per-turn
 // reminder, answers select_active_intent itself, and checks every other tool
 // call of a reply, in order: gatekeeper, disallow_tools, disallow_patterns,

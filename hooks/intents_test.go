@@ -145,7 +145,7 @@ func TestIntentsCheckOrder(t *testing.T) {
 				require.Contains(t, res, tc.result)
 			}
 			if tc.rule == RuleGatekeeper && tc.intent == "" {
-				require.Equal(t, GatekeeperMessage, res, "the gatekeeper text is the plan's exact text")
+				require.Equal(t, GatekeeperMessage, res, "the gatekeeper text is the documented text")
 			}
 			require.Len(t, f.decisions, 1)
 			e := f.decisions[0]

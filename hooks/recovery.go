@@ -6,7 +6,7 @@ import (
 )
 
 // DefaultRecoveryInstruction is the user message of the instruction
-// strategy (the plan's recovery prompt, adapted for a continuation that is
+// strategy (the documented recovery prompt, adapted for a continuation that is
 // appended to the same reply).
 const DefaultRecoveryInstruction = "Your previous reply was cut off because it reached the output token limit. " +
 	"Continue exactly where it stopped, starting with the next character: do not repeat anything already written, " +
@@ -70,7 +70,7 @@ type RecoveryConfig struct {
 	Instruction string
 }
 
-// Recovery is plan C's P0 items (features.md): it raises a request's output
+// Recovery continues replies cut by the output limit (docs/features.md): it raises a request's output
 // limit to a floor (P0.2) and asks the turn engine to continue a reply cut
 // by the output limit (P0.3): text is continued where it stopped, a reply
 // cut inside a tool call is continued with a doubled limit and the cut call

@@ -10,7 +10,7 @@ import (
 	"shepherd/state"
 )
 
-// Topic defaults: the texts of features.md plan A.
+// Topic defaults: the texts documented in the README.
 const (
 	DefaultTopicTool     = "create_new_topic"
 	DefaultTopicGuidance = "Organise your work into logical chapters with the create_new_topic tool. " +
@@ -53,7 +53,7 @@ type TopicsConfig struct {
 	OnTopicChange func()
 }
 
-// Topics is plan A of features.md: it offers the model a create_new_topic
+// Topics is topic chapters (docs/features.md): it offers the model a create_new_topic
 // tool and guidance, reminds it of the active topic on every turn, answers
 // its create_new_topic calls itself (unless the agent declares the tool, in
 // which case it only tracks them), moves those calls first, and records the

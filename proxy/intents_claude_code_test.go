@@ -139,7 +139,7 @@ func agentToolUses(t *testing.T, s *anthTopicSession) []string {
 	return out
 }
 
-// TestIntentsClaudeCodeSession is the done-when of plan B.
+// TestIntentsClaudeCodeSession is intent governance end to end with Claude Code.
 func TestIntentsClaudeCodeSession(t *testing.T) {
 	t.Parallel()
 	api := topicAPINamed(t, "anthropic")

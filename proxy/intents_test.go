@@ -1,6 +1,6 @@
 package proxy_test
 
-// End-to-end tests of intent governance (features.md plan B) through the
+// End-to-end tests of intent governance through the
 // real proxy against the scripted mock provider: the gatekeeper, selection,
 // scope, the policy watcher, fail-closed and fail-open, Redis, and the
 // sessions API. The streamed variants are in intents_stream_test.go, the
@@ -66,7 +66,7 @@ func runIntentGatekeeperFlow(t *testing.T, c intentCase) {
 	requireAppendOnly(t, c.api, r1, r2)
 	requireAppendOnly(t, c.api, r2, r3)
 	_, res := requireRefusal(t, c.api.name, r2, "w1", hooks.GatekeeperMessage)
-	require.Equal(t, hooks.GatekeeperMessage, modelHistory(t, c.api.name, r2)[res].content, "the plan's exact text")
+	require.Equal(t, hooks.GatekeeperMessage, modelHistory(t, c.api.name, r2)[res].content, "the documented text")
 	sel := requireResult(t, c.api.name, r3, "s1")
 	require.Contains(t, sel.content, `<intent_context intent_id="INT-001">`)
 	require.False(t, sel.isError)

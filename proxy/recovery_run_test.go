@@ -1,6 +1,6 @@
 package proxy_test
 
-// A long session with truncation recovery: the plan's targets (the
+// A long session with truncation recovery: the recovery targets (the
 // truncation rate the agent sees, the recovery success rate) read off the
 // metrics after a scripted run, and the model's view stays append-only over
 // every turn.
@@ -142,7 +142,7 @@ func TestRecoveryHundredTurns(t *testing.T) {
 				}
 			}
 
-			// The plan's targets, read off the metrics.
+			// The recovery targets, read off the metrics.
 			sum := func(name string, labels ...string) int {
 				return int(metricSum(t, h, name, labels...))
 			}
