@@ -264,7 +264,8 @@ func TestCopyChunksJSONArrayEnd(t *testing.T) {
 		want       error
 	}{
 		{"[{\"a\":1},\n{\"b\":2}]\n", "[{\"a\":1},\n{\"b\":2}]\n", nil},
-		{"[{\"a\":1},\n{\"b\":2}", "[{\"a\":1},\n", io.ErrUnexpectedEOF},
+		{"[{\"a\":1},\n{\"b\":2}", "[{\"a\":1},\n{\"b\":2}", io.ErrUnexpectedEOF},
+		{"[{\"a\":1},\n{\"b\":", "[{\"a\":1},\n", io.ErrUnexpectedEOF},
 	} {
 		var out bytes.Buffer
 		_, err := copyChunks(&sizedReader{data: []byte(tc.body), steps: []int{5, 5, 5}}, &out, &jsonArrayStream{})
