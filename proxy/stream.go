@@ -43,7 +43,7 @@ func forwardEvents(r *rewrite.Reader, w io.Writer, api rewrite.API, mustTerminat
 	terminated := !mustTerminate
 	for {
 		ev, err := r.Next()
-		if len(ev.Raw) > 0 && mustTerminate && !sseEventEnded(ev.Raw) && !rewrite.IsTerminalEvent(api, &ev) {
+		if len(ev.Raw) > 0 && mustTerminate && !sseEventEnded(ev.Raw) {
 			// The stream broke inside this event (its blank line never
 			// came): its bytes are dropped so that the error event that
 			// follows starts on a line of its own.
@@ -53,7 +53,7 @@ func forwardEvents(r *rewrite.Reader, w io.Writer, api rewrite.API, mustTerminat
 			if !terminated && rewrite.IsTerminalEvent(api, &ev) {
 				terminated = true
 			}
-			if !*crlfSeen && bytes.HasSuffix(ev.Raw, crlf) {
+			if !*crlfSeen && (bytes.HasSuffix(ev.Raw, crlf) || bytes.HasSuffix(ev.Raw, crlfCR)) {
 				*crlfSeen = true
 			}
 			// Not flushed here: the upstream connection flushes before it
@@ -61,6 +61,14 @@ func forwardEvents(r *rewrite.Reader, w io.Writer, api rewrite.API, mustTerminat
 			// together and none waits for the upstream.
 			if _, err := w.Write(ev.Raw); err != nil {
 				return true, nil
+			}
+			if bytes.HasSuffix(ev.Raw, crlfCR) {
+				// Cut between the CR and LF of a CRLF blank line: the
+				// event is whole, and its LF keeps the framing CRLF for
+				// what follows.
+				if _, err := w.Write(lf); err != nil {
+					return true, nil
+				}
 			}
 		}
 		if err == io.EOF {
@@ -171,8 +179,9 @@ func copyChunks(bs io.Reader, w io.Writer, arr *jsonArrayStream) (clientGone boo
 const smallChunk = 2 << 10
 
 var (
-	crlf = []byte("\r\n")
-	lf   = []byte("\n")
+	crlfCR = []byte("\r\n\r")
+	crlf   = []byte("\r\n")
+	lf     = []byte("\n")
 )
 
 var chunkPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}

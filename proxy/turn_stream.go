@@ -160,7 +160,7 @@ func (s *Server) spliceStream(w io.Writer, x *exchange, upResp *fasthttp.Respons
 	r := rewrite.NewReader(body)
 	for {
 		ev, err := r.Next()
-		if len(ev.Raw) > 0 && !sseEventEnded(ev.Raw) && !rewrite.IsTerminalEvent(x.route.api, &ev) {
+		if len(ev.Raw) > 0 && !sseEventEnded(ev.Raw) {
 			ev.Raw = nil // cut inside this event: dropped (forwardEvents)
 		}
 		if len(ev.Raw) > 0 {
