@@ -40,6 +40,9 @@ type exchange struct {
 	// crlf records that the upstream frames SSE lines with CRLF, so events
 	// shepherd writes into the stream use the same framing.
 	crlf bool
+	// watch notices the client leaving while the upstream is waited on;
+	// the stream writer takes it over from the handler.
+	watch *clientWatch
 }
 
 // handle proxies one request.
@@ -120,14 +123,27 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		}
 	}
 
+	x.watch = s.watchClient(ctx, x.route.name)
+	defer func() { x.watch.stop() }() // nil once a stream's writer owns it
 	upReq := fasthttp.AcquireRequest()
 	x.upResp = fasthttp.AcquireResponse()
 	prepareUpstreamRequest(upReq, &ctx.Request, up, body, x.route.inspect)
+	setWatchedBody(upReq, x.upResp, body, x.watch)
 	t0 := time.Now()
 	err := up.client.DoTimeout(upReq, x.upResp, s.cfg.Limits.UpstreamTimeout)
 	x.upWait = time.Since(t0)
 	fasthttp.ReleaseRequest(upReq)
 	s.metrics.observeUpstream(x.route.name, x.upWait)
+	if err == nil {
+		x.watch.received(x.upResp, phaseReadingReply)
+	} else {
+		x.watch.received(nil, phaseWaitingUpstream)
+	}
+	if x.watch.left() {
+		fasthttp.ReleaseResponse(x.upResp)
+		s.abandon(ctx, &x)
+		return
+	}
 	if err != nil {
 		fasthttp.ReleaseResponse(x.upResp)
 		cerr := classifyUpstreamError(err)
@@ -147,13 +163,23 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	status := x.upResp.StatusCode()
 	switch isSSE := bytes.HasPrefix(x.upResp.Header.ContentType(), eventStream); {
 	case isSSE && t != nil:
+		x.watch.reading(phaseStreaming)
 		t.streamTurn(ctx)
+		x.watch = nil
 	case isSSE:
+		x.watch.reading(phaseStreaming)
 		s.streamEvents(ctx, &x)
+		x.watch = nil
 	case x.upResp.Header.ContentLength() < 0 && (hints != nil && hints.Stream || x.route.name == "passthrough"):
+		x.watch.reading(phaseStreaming)
 		s.streamChunks(ctx, &x)
+		x.watch = nil
 	case t != nil:
 		if err := t.finishJSON(x.upResp); err != nil {
+			if x.watch.left() {
+				s.abandon(ctx, &x)
+				return
+			}
 			cerr := classifyUpstreamError(err)
 			s.metrics.upstreamErrors.WithLabelValues(x.route.name, upstreamErrorKind(cerr)).Inc()
 			s.finish(ctx, &x, writeError(ctx, x.route.provider, cerr))
@@ -162,6 +188,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.setServerTiming(ctx, &x)
 	default:
 		if err := s.copyBody(ctx, &x); err != nil {
+			if x.watch.left() {
+				s.abandon(ctx, &x)
+				return
+			}
 			cerr := classifyUpstreamError(err)
 			s.metrics.upstreamErrors.WithLabelValues(x.route.name, upstreamErrorKind(cerr)).Inc()
 			s.finish(ctx, &x, writeError(ctx, x.route.provider, cerr))
@@ -170,6 +200,20 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.setServerTiming(ctx, &x)
 	}
 	s.finish(ctx, &x, status)
+}
+
+// statusClientClosed is the status the access log and request metrics give
+// a request whose client left before its reply (nginx's 499).
+const statusClientClosed = 499
+
+// abandon ends a request whose client went away: its upstream request was
+// cancelled (clientWatch); nothing is sent and the connection is closed.
+func (s *Server) abandon(ctx *fasthttp.RequestCtx, x *exchange) {
+	ctx.Response.Reset()
+	ctx.SetConnectionClose()
+	s.log.Debug("client left; upstream request cancelled", zap.String("request_id", x.requestID),
+		zap.String("route", x.route.name))
+	s.finish(ctx, x, statusClientClosed)
 }
 
 func (s *Server) hookFailed(x *exchange, err error) {

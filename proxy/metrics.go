@@ -25,10 +25,12 @@ type Metrics struct {
 	hookErrors     *prometheus.CounterVec
 	upstreamErrors *prometheus.CounterVec
 	clientAborts   *prometheus.CounterVec
-	ledger         *prometheus.CounterVec
-	answered       prometheus.Counter
-	followups      *prometheus.CounterVec
-	topicChanges   prometheus.Counter
+	// disconnects counts clients found gone, by route and phase.
+	disconnects  *prometheus.CounterVec
+	ledger       *prometheus.CounterVec
+	answered     prometheus.Counter
+	followups    *prometheus.CounterVec
+	topicChanges prometheus.Counter
 
 	acceptErrors     prometheus.Counter
 	truncations      *prometheus.CounterVec
@@ -86,6 +88,9 @@ func NewMetrics() *Metrics {
 		clientAborts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shepherd_client_aborts_total", Help: "Streams the client left early; the upstream request was cancelled.",
 		}, []string{"route"}),
+		disconnects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shepherd_client_disconnects_total", Help: "Clients that closed their connection before their reply was complete, by route and phase (waiting_upstream, reading_reply, streaming); the upstream request was cancelled.",
+		}, []string{"route", "phase"}),
 		ledger: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shepherd_ledger_entries_total", Help: "Ledger entries replayed into requests (applied) or not found in the conversation (missed).",
 		}, []string{"result"}),
@@ -129,7 +134,7 @@ func NewMetrics() *Metrics {
 	}
 	r.MustRegister(m.sideRequests)
 	r.MustRegister(m.acceptErrors, m.truncations, m.recoveries, m.recoveryAttempts, m.recoveryAdded, m.intentDecisions, m.policyLoads, m.policyValid, m.topicChanges, m.ledger, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
-		m.storeErrors, m.hookErrors, m.upstreamErrors, m.clientAborts,
+		m.storeErrors, m.hookErrors, m.upstreamErrors, m.clientAborts, m.disconnects,
 		viewCacheLookups("hit", func() uint64 { h, _ := rewrite.ViewCacheStats(); return h }),
 		viewCacheLookups("miss", func() uint64 { _, m := rewrite.ViewCacheStats(); return m }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

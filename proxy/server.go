@@ -55,6 +55,7 @@ type Server struct {
 	bodyRoutes sync.Map
 
 	streams   streamRegistry
+	watcher   *disconnectWatcher // nil: clients are found gone only by writes
 	ridPrefix string
 	ridSeq    atomicCounter
 
@@ -101,6 +102,9 @@ func New(o Options) (*Server, error) {
 		}
 		s.upstreams[p] = u
 	}
+	s.watcher = newDisconnectWatcher(func(route, phase string) {
+		s.metrics.disconnects.WithLabelValues(route, phase).Inc()
+	})
 	s.recorder = newSessionRecorder(o.Store, o.Logger.Named("sessions"), o.Metrics, cfg.State.Redis.Timeout)
 	handler := s.handle
 	if cfg.Admin.Listen == "" {
@@ -212,6 +216,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	_ = s.adminSrv.Shutdown()
+	s.watcher.close()
 	s.recorder.close(2 * time.Second)
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return nil

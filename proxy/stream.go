@@ -29,7 +29,7 @@ func (s *Server) streamEvents(ctx *fasthttp.RequestCtx, x *exchange) {
 			// event; fasthttp reports a connection cut between two chunks
 			// as a clean EOF, so the protocol is the only reliable witness.
 			return forwardEvents(rewrite.NewReader(bs), w, xs.route.api, xs.codec != nil, &xs.crlf)
-		})
+		}, xs.sseErrorEvent)
 	}), -1)
 }
 
@@ -43,11 +43,17 @@ func forwardEvents(r *rewrite.Reader, w io.Writer, api rewrite.API, mustTerminat
 	terminated := !mustTerminate
 	for {
 		ev, err := r.Next()
+		if len(ev.Raw) > 0 && mustTerminate && !sseEventEnded(ev.Raw) {
+			// The stream broke inside this event (its blank line never
+			// came): its bytes are dropped so that the error event that
+			// follows starts on a line of its own.
+			ev.Raw = nil
+		}
 		if len(ev.Raw) > 0 {
 			if !terminated && rewrite.IsTerminalEvent(api, &ev) {
 				terminated = true
 			}
-			if !*crlfSeen && bytes.HasSuffix(ev.Raw, crlf) {
+			if !*crlfSeen && (bytes.HasSuffix(ev.Raw, crlf) || bytes.HasSuffix(ev.Raw, crlfCR)) {
 				*crlfSeen = true
 			}
 			// Not flushed here: the upstream connection flushes before it
@@ -55,6 +61,14 @@ func forwardEvents(r *rewrite.Reader, w io.Writer, api rewrite.API, mustTerminat
 			// together and none waits for the upstream.
 			if _, err := w.Write(ev.Raw); err != nil {
 				return true, nil
+			}
+			if bytes.HasSuffix(ev.Raw, crlfCR) {
+				// Cut between the CR and LF of a CRLF blank line: the
+				// event is whole, and its LF keeps the framing CRLF for
+				// what follows.
+				if _, err := w.Write(lf); err != nil {
+					return true, nil
+				}
 			}
 		}
 		if err == io.EOF {
@@ -71,13 +85,24 @@ func forwardEvents(r *rewrite.Reader, w io.Writer, api rewrite.API, mustTerminat
 
 // streamChunks forwards a streamed body that is not SSE (Gemini's
 // JSON-array stream, unknown pass-through streams) as it arrives, sending
-// what was read before every read of the upstream.
+// what was read before every read of the upstream. Gemini's array is sent
+// element by element (jsonArrayStream), so a stream that breaks is closed
+// with an error element and the body still parses as a JSON array.
 func (s *Server) streamChunks(ctx *fasthttp.RequestCtx, x *exchange) {
 	xs := passThroughExchange(x)
 	releaseRequestBody(ctx)
+	var arr *jsonArrayStream
+	if xs.codec != nil {
+		arr = &jsonArrayStream{}
+	}
 	ctx.SetBodyStream(newStreamBody(func(w io.Writer) {
 		s.pipe(w, &xs, func(bs io.Reader, w io.Writer) (bool, error) {
-			return copyChunks(bs, w, xs.codec != nil)
+			return copyChunks(bs, w, arr)
+		}, func(status int, msg string) []byte {
+			if arr == nil {
+				return nil
+			}
+			return arr.errorTail(xs.codec.ErrorBody(status, msg))
 		})
 	}), -1)
 }
@@ -85,9 +110,10 @@ func (s *Server) streamChunks(ctx *fasthttp.RequestCtx, x *exchange) {
 // copyChunks copies bs to w one read at a time. A read that waits for the
 // upstream (an idle stream) holds only a small buffer: the large pooled one
 // is taken while reads keep filling the buffer and given back as soon as one
-// does not. With jsonArray, the stream must end with the closing bracket of
-// a JSON array (Gemini's stream) or it counts as cut.
-func copyChunks(bs io.Reader, w io.Writer, jsonArray bool) (clientGone bool, upErr error) {
+// does not. With arr, the body is followed as a JSON array: only whole
+// elements are sent (the bytes of one still arriving are held), and the
+// stream must end with the array's closing bracket or it counts as cut.
+func copyChunks(bs io.Reader, w io.Writer, arr *jsonArrayStream) (clientGone bool, upErr error) {
 	var small [smallChunk]byte
 	var big *[]byte
 	defer func() {
@@ -96,19 +122,40 @@ func copyChunks(bs io.Reader, w io.Writer, jsonArray bool) (clientGone bool, upE
 		}
 	}()
 	buf := small[:]
-	var last byte
+	var held []byte // an array element still arriving
 	for {
 		n, err := bs.Read(buf)
 		if n > 0 {
-			if t := bytes.TrimRight(buf[:n], " \t\r\n"); len(t) > 0 {
-				last = t[len(t)-1]
+			out := buf[:n]
+			if arr != nil {
+				c := arr.scan(out)
+				switch {
+				case len(held) == 0:
+					held = append(held, out[c:]...)
+					out = out[:c]
+				case c == 0:
+					held = append(held, out...)
+					out = nil
+				default:
+					held = append(held, out[:c]...)
+					if _, err := w.Write(held); err != nil {
+						return true, nil
+					}
+					held = append(held[:0], out[c:]...)
+					out = nil
+				}
+				if len(held) == 0 && cap(held) > smallChunk {
+					held = nil // an idle stream keeps no large buffer
+				}
 			}
-			if _, err := w.Write(buf[:n]); err != nil {
-				return true, nil
+			if len(out) > 0 {
+				if _, err := w.Write(out); err != nil {
+					return true, nil
+				}
 			}
 		}
 		if err == io.EOF {
-			if jsonArray && last != ']' {
+			if arr != nil && !arr.complete() {
 				return false, io.ErrUnexpectedEOF
 			}
 			return false, nil
@@ -132,17 +179,20 @@ func copyChunks(bs io.Reader, w io.Writer, jsonArray bool) (clientGone bool, upE
 const smallChunk = 2 << 10
 
 var (
-	crlf = []byte("\r\n")
-	lf   = []byte("\n")
+	crlfCR = []byte("\r\n\r")
+	crlf   = []byte("\r\n")
+	lf     = []byte("\n")
 )
 
 var chunkPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // pipe runs copyFn over the upstream body, and cleans up: a client that
 // went away cancels the upstream request (its connection is closed); an
-// upstream that broke mid-stream gets the API's stream error event written
-// to the client.
-func (s *Server) pipe(w io.Writer, x *exchange, copyFn func(io.Reader, io.Writer) (bool, error)) {
+// upstream that broke mid-stream (cut, silent past stream_idle_timeout,
+// cut by Shutdown) ends the client's stream with errTail: the stream
+// syntax's own error form (an SSE error event, the error element closing a
+// JSON array), or nothing when it returns nil.
+func (s *Server) pipe(w io.Writer, x *exchange, copyFn func(io.Reader, io.Writer) (bool, error), errTail func(status int, msg string) []byte) {
 	start := time.Now()
 	s.metrics.streamsOpen.Inc()
 	defer s.metrics.streamsOpen.Dec()
@@ -150,8 +200,10 @@ func (s *Server) pipe(w io.Writer, x *exchange, copyFn func(io.Reader, io.Writer
 	body := s.openUpstreamBody(x.upResp, w)
 	defer body.close()
 
+	defer x.watch.stop()
+
 	clientGone, upErr := copyFn(body, w)
-	if upErr != nil && (clientLeft(upErr) || writeFailed(w)) {
+	if upErr != nil && (clientLeft(upErr) || writeFailed(w) || x.watch.left()) {
 		clientGone, upErr = true, nil
 	}
 	if !clientGone && !flush(w) {
@@ -159,14 +211,24 @@ func (s *Server) pipe(w io.Writer, x *exchange, copyFn func(io.Reader, io.Writer
 	}
 	switch {
 	case clientGone:
-		s.metrics.clientAborts.WithLabelValues(x.route.name).Inc()
+		s.streamClientGone(x)
 		body.abort()
 		s.log.Debug("client left mid-stream; upstream request cancelled",
 			zap.String("request_id", x.requestID), zap.String("route", x.route.name))
 	case upErr != nil:
-		s.writeStreamError(w, x, body.cause(upErr))
+		s.endStreamWithError(w, x, body.cause(upErr), errTail)
 	}
 	s.metrics.streamDuration.WithLabelValues(x.route.name).Observe(time.Since(start).Seconds())
+}
+
+// streamClientGone counts a stream whose client left: in
+// shepherd_client_aborts_total, and in shepherd_client_disconnects_total
+// unless the watcher already counted it.
+func (s *Server) streamClientGone(x *exchange) {
+	s.metrics.clientAborts.WithLabelValues(x.route.name).Inc()
+	if x.watch.clientGone() {
+		s.metrics.disconnects.WithLabelValues(x.route.name, phaseStreaming).Inc()
+	}
 }
 
 // upstreamBody is one upstream body a stream writer reads: registered so

@@ -246,7 +246,7 @@ func TestCopyChunksHoldsTheLargeBufferOnlyWhileReadsFillIt(t *testing.T) {
 	// Two full small reads, a full large read, a short one, then full reads.
 	r := &sizedReader{data: data, steps: []int{0, 0, 0, 100, 0}}
 	var out bytes.Buffer
-	gone, err := copyChunks(r, &out, false)
+	gone, err := copyChunks(r, &out, nil)
 	require.False(t, gone)
 	require.NoError(t, err)
 	require.Equal(t, data, out.Bytes())
@@ -260,26 +260,27 @@ func TestCopyChunksHoldsTheLargeBufferOnlyWhileReadsFillIt(t *testing.T) {
 
 func TestCopyChunksJSONArrayEnd(t *testing.T) {
 	for _, tc := range []struct {
-		body string
-		want error
+		body, sent string
+		want       error
 	}{
-		{"[{\"a\":1},\n{\"b\":2}]\n", nil},
-		{"[{\"a\":1},\n{\"b\":2}", io.ErrUnexpectedEOF},
+		{"[{\"a\":1},\n{\"b\":2}]\n", "[{\"a\":1},\n{\"b\":2}]\n", nil},
+		{"[{\"a\":1},\n{\"b\":2}", "[{\"a\":1},\n{\"b\":2}", io.ErrUnexpectedEOF},
+		{"[{\"a\":1},\n{\"b\":", "[{\"a\":1},\n", io.ErrUnexpectedEOF},
 	} {
 		var out bytes.Buffer
-		_, err := copyChunks(&sizedReader{data: []byte(tc.body), steps: []int{5, 5, 5}}, &out, true)
+		_, err := copyChunks(&sizedReader{data: []byte(tc.body), steps: []int{5, 5, 5}}, &out, &jsonArrayStream{})
 		require.ErrorIs(t, err, tc.want)
-		require.Equal(t, tc.body, out.String())
+		require.Equal(t, tc.sent, out.String(), "only whole elements are sent")
 	}
 	var out bytes.Buffer
-	_, err := copyChunks(&sizedReader{data: []byte("no array")}, &out, false)
+	_, err := copyChunks(&sizedReader{data: []byte("no array")}, &out, nil)
 	require.NoError(t, err, "a pass-through stream has no end marker to check")
 }
 
 func TestCopyChunksClientGone(t *testing.T) {
 	gone, err := copyChunks(&sizedReader{data: []byte("abc")}, writerFunc(func([]byte) (int, error) {
 		return 0, errors.New("broken pipe")
-	}), false)
+	}), nil)
 	require.True(t, gone)
 	require.NoError(t, err)
 }

@@ -617,9 +617,15 @@ func (s *Server) sendFollowUp(tmpl *fasthttp.Request, x *exchange, body []byte) 
 	defer fasthttp.ReleaseRequest(req)
 	resp := fasthttp.AcquireResponse()
 	prepareUpstreamRequest(req, tmpl, up, body, true)
+	setWatchedBody(req, resp, body, x.watch)
 	t0 := time.Now()
 	err := up.client.DoTimeout(req, resp, s.cfg.Limits.UpstreamTimeout)
 	x.upWait += time.Since(t0)
+	if err == nil {
+		x.watch.received(resp, "")
+	} else {
+		x.watch.received(nil, phaseWaitingUpstream)
+	}
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
 		return nil, classifyUpstreamError(err)

@@ -49,6 +49,8 @@ func (s *Server) pipeTurn(w io.Writer, t *turn, head requestHead) {
 	}()
 	defer func() { s.metrics.streamDuration.WithLabelValues(x.route.name).Observe(time.Since(start).Seconds()) }()
 
+	defer x.watch.stop()
+
 	sp := rewrite.NewStreamSplicer(x.route.api)
 	l := t.newLoop()
 	upResp := x.upResp
@@ -57,7 +59,10 @@ func (s *Server) pipeTurn(w io.Writer, t *turn, head requestHead) {
 		fasthttp.ReleaseResponse(upResp)
 		switch {
 		case clientGone:
-			s.metrics.clientAborts.WithLabelValues(x.route.name).Inc()
+			s.streamClientGone(x)
+			return
+		case upErr != nil && x.watch.left():
+			s.streamClientGone(x)
 			return
 		case upErr != nil:
 			s.writeStreamError(w, x, upErr)
@@ -82,7 +87,7 @@ func (s *Server) pipeTurn(w io.Writer, t *turn, head requestHead) {
 			return
 		}
 		if !write(w, out) {
-			s.metrics.clientAborts.WithLabelValues(x.route.name).Inc()
+			s.streamClientGone(x)
 			return
 		}
 		if st.follow == nil {
@@ -90,6 +95,10 @@ func (s *Server) pipeTurn(w io.Writer, t *turn, head requestHead) {
 		}
 		next, err := s.followUpStream(t, head, st.follow)
 		l.countFollowUp(st.cont)
+		if err != nil && x.watch.left() {
+			s.streamClientGone(x)
+			return
+		}
 		if err != nil {
 			t.warn("follow-up upstream failed; the agent gets the reply so far", err)
 			l.endRecovery(true)
@@ -151,6 +160,9 @@ func (s *Server) spliceStream(w io.Writer, x *exchange, upResp *fasthttp.Respons
 	r := rewrite.NewReader(body)
 	for {
 		ev, err := r.Next()
+		if len(ev.Raw) > 0 && !sseEventEnded(ev.Raw) {
+			ev.Raw = nil // cut inside this event: dropped (forwardEvents)
+		}
 		if len(ev.Raw) > 0 {
 			if !x.crlf && bytes.HasSuffix(ev.Raw, crlf) {
 				x.crlf = true
@@ -191,9 +203,15 @@ func write(w io.Writer, b []byte) bool {
 	return flush(w)
 }
 
-// writeStreamError ends a stream with the API's own error event, framed like
-// the upstream's events.
+// writeStreamError ends an SSE stream with the API's own error event,
+// framed like the upstream's events.
 func (s *Server) writeStreamError(w io.Writer, x *exchange, err error) {
+	s.endStreamWithError(w, x, err, x.sseErrorEvent)
+}
+
+// endStreamWithError counts and logs a stream that broke and writes tail's
+// rendering of err (the stream syntax's error form; nil writes nothing).
+func (s *Server) endStreamWithError(w io.Writer, x *exchange, err error, tail func(status int, msg string) []byte) {
 	cerr := err
 	if !errors.Is(err, errShuttingDown) && !errors.Is(err, errUpstreamTimeout) {
 		cerr = classifyUpstreamError(err)
@@ -201,13 +219,37 @@ func (s *Server) writeStreamError(w io.Writer, x *exchange, err error) {
 	s.metrics.upstreamErrors.WithLabelValues(x.route.name, upstreamErrorKind(cerr)).Inc()
 	s.log.Warn("upstream stream broke", zap.String("request_id", x.requestID),
 		zap.String("route", x.route.name), zap.Error(err))
-	if x.codec == nil {
+	if tail == nil {
 		return
 	}
 	status, msg := statusOf(cerr)
+	write(w, tail(status, msg))
+}
+
+// sseErrorEvent renders the API's stream error event, framed like the
+// upstream's events; nil on a pass-through route (no API to speak).
+func (x *exchange) sseErrorEvent(status int, msg string) []byte {
+	if x.codec == nil {
+		return nil
+	}
 	ev := x.codec.StreamErrorEvent(status, msg)
 	if x.crlf {
 		ev = bytes.ReplaceAll(ev, lf, crlf)
 	}
-	write(w, ev)
+	return ev
+}
+
+// sseEventEnded reports whether raw, an event's bytes, ends with the blank
+// line that completes an SSE event (any of the three line endings).
+func sseEventEnded(raw []byte) bool {
+	n := len(raw)
+	switch {
+	case n >= 2 && raw[n-2] == '\r' && raw[n-1] == '\n':
+		n -= 2
+	case n >= 1 && (raw[n-1] == '\n' || raw[n-1] == '\r'):
+		n--
+	default:
+		return false
+	}
+	return n == 0 || raw[n-1] == '\n' || raw[n-1] == '\r'
 }

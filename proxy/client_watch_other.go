@@ -1,0 +1,19 @@
+//go:build !linux
+
+package proxy
+
+import "net"
+
+// disconnectWatcher is Linux-only (epoll); elsewhere a client that leaves
+// is noticed at shepherd's next write, as before.
+type disconnectWatcher struct{ count func(route, phase string) }
+
+type watchReg struct{}
+
+func newDisconnectWatcher(func(route, phase string)) *disconnectWatcher { return nil }
+
+func (d *disconnectWatcher) watch(net.Conn, string) *clientWatch { return nil }
+
+func (d *disconnectWatcher) unwatch(*clientWatch) {}
+
+func (d *disconnectWatcher) close() {}

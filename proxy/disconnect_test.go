@@ -1,0 +1,184 @@
+package proxy_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"shepherd/config"
+)
+
+// silentUpstream is a raw TCP upstream that reads one request per
+// connection and then never finishes its answer: with head it sends the
+// response headers and one chunk, without it nothing. It reports each
+// request it read and, for each connection, when shepherd closed it.
+type silentUpstream struct {
+	ln     net.Listener
+	head   string // response head and first chunk; "" answers nothing
+	got    chan struct{}
+	closed chan time.Time
+}
+
+func newSilentUpstream(t *testing.T, head string) *silentUpstream {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	u := &silentUpstream{ln: ln, head: head, got: make(chan struct{}, 8), closed: make(chan time.Time, 8)}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				req, err := http.ReadRequest(br)
+				if err != nil {
+					return
+				}
+				_, _ = io.Copy(io.Discard, req.Body)
+				if u.head != "" {
+					_, _ = io.WriteString(c, u.head)
+				}
+				u.got <- struct{}{}
+				_, _ = io.Copy(io.Discard, br) // silent until shepherd hangs up
+				u.closed <- time.Now()
+			}()
+		}
+	}()
+	return u
+}
+
+func (u *silentUpstream) URL() string { return "http://" + u.ln.Addr().String() }
+
+// TestClientDisconnectCancelsSilentUpstream: a client that closes its
+// connection while shepherd waits on a silent upstream (for the response
+// headers, for a streamed reply's next event) has its upstream request
+// cancelled within about 100 ms, streaming or not: the upstream sees its
+// connection closed, shepherd_client_disconnects_total counts it by route
+// and phase, and no goroutine of the request is left.
+func TestClientDisconnectCancelsSilentUpstream(t *testing.T) {
+	anth := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]%s}`
+	gem := `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
+	sseHead := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		chunk("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\n")
+	arrayHead := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		chunk("[{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hel\"}],\"role\":\"model\"}}]}")
+	geminiSSEHead := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		chunk("data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hel\"}],\"role\":\"model\"}}]}\r\n\r\n")
+	for _, tc := range []struct {
+		name, path, body, head string
+		headers                map[string]string
+		route, phase           string
+		hooks                  bool
+	}{
+		{"anthropic/json/waiting", "/v1/messages", fmt.Sprintf(anth, ""), "", anthropicHeaders(), "messages", "waiting_upstream", false},
+		{"anthropic/stream/waiting", "/v1/messages", fmt.Sprintf(anth, `,"stream":true`), "", anthropicHeaders(), "messages", "waiting_upstream", false},
+		{"anthropic/stream/streaming", "/v1/messages", fmt.Sprintf(anth, `,"stream":true`), sseHead, anthropicHeaders(), "messages", "streaming", false},
+		{"anthropic/json/waiting/hooks", "/v1/messages", fmt.Sprintf(anth, ""), "", anthropicHeaders(), "messages", "waiting_upstream", true},
+		{"anthropic/stream/streaming/hooks", "/v1/messages", fmt.Sprintf(anth, `,"stream":true`), sseHead, anthropicHeaders(), "messages", "streaming", true},
+		{"gemini/json/waiting", "/v1beta/models/g:generateContent", gem, "", geminiHeaders(), "generate_content", "waiting_upstream", false},
+		{"gemini/stream/waiting", "/v1beta/models/g:streamGenerateContent", gem, "", geminiHeaders(), "stream_generate_content", "waiting_upstream", false},
+		{"gemini/stream/streaming", "/v1beta/models/g:streamGenerateContent", gem, arrayHead, geminiHeaders(), "stream_generate_content", "streaming", false},
+		{"gemini/sse/streaming", "/v1beta/models/g:streamGenerateContent?alt=sse", gem, geminiSSEHead, geminiHeaders(), "stream_generate_content", "streaming", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := newSilentUpstream(t, tc.head)
+			h := newHarness(t, harnessOptions{Config: pointAt(u.URL(), func(c *config.Config) {
+				if tc.hooks {
+					c.Topics.Enabled = true
+				}
+			})})
+
+			c, err := net.Dial("tcp", strings.TrimPrefix(h.URL, "http://"))
+			require.NoError(t, err)
+			var req strings.Builder
+			fmt.Fprintf(&req, "POST %s HTTP/1.1\r\nHost: shepherd\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", tc.path, len(tc.body))
+			for k, v := range tc.headers {
+				fmt.Fprintf(&req, "%s: %s\r\n", k, v)
+			}
+			req.WriteString("\r\n" + tc.body)
+			_, err = io.WriteString(c, req.String())
+			require.NoError(t, err)
+
+			select {
+			case <-u.got:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the request never reached the upstream")
+			}
+			if tc.head != "" {
+				// The client has the first bytes of the stream.
+				_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				buf := make([]byte, 4096)
+				n, err := c.Read(buf)
+				require.NoError(t, err)
+				require.Contains(t, string(buf[:n]), "200 OK")
+			} else {
+				time.Sleep(50 * time.Millisecond) // shepherd is waiting for the headers
+			}
+			left := time.Now()
+			require.NoError(t, c.Close())
+
+			select {
+			case at := <-u.closed:
+				took := at.Sub(left)
+				t.Logf("upstream connection closed %v after the client left", took)
+				// 100 ms, plus slack for a loaded machine and the race
+				// detector.
+				require.Less(t, took, 600*time.Millisecond)
+			case <-time.After(5 * time.Second):
+				t.Fatal("the upstream request was not cancelled after the client left")
+			}
+
+			want := fmt.Sprintf(`shepherd_client_disconnects_total{phase=%q,route=%q} 1`, tc.phase, tc.route)
+			require.Eventually(t, func() bool {
+				_, b := do(t, "GET", h.URL+"/metrics", "", nil)
+				return strings.Contains(string(b), want) && strings.Contains(string(b), "shepherd_streams_open 0")
+			}, 3*time.Second, 20*time.Millisecond, "metrics: want %s and no open stream", want)
+			requireNoRequestGoroutines(t)
+		})
+	}
+}
+
+// requestFrames are the functions a goroutine serving a proxied request
+// runs in; none may be left once the request is over.
+var requestFrames = regexp.MustCompile(`shepherd/proxy\.\(\*Server\)\.(handle|pipe|pipeTurn|spliceStream|sendFollowUp)\b|shepherd/proxy\.copyChunks|shepherd/proxy\.forwardEvents`)
+
+// requireNoRequestGoroutines waits for every goroutine of a proxied request
+// to end.
+func requireNoRequestGoroutines(t *testing.T) {
+	t.Helper()
+	var stacks string
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		buf := make([]byte, 1<<20)
+		stacks = string(buf[:runtime.Stack(buf, true)])
+		if !requestFrames.MatchString(stacks) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("goroutines of the request are left:\n%s", leftGoroutines(stacks))
+}
+
+func leftGoroutines(stacks string) string {
+	var out []string
+	for _, g := range strings.Split(stacks, "\n\n") {
+		if requestFrames.MatchString(g) {
+			out = append(out, g)
+		}
+	}
+	return strconv.Itoa(len(out)) + " goroutines:\n" + strings.Join(out, "\n\n")
+}
