@@ -17,7 +17,7 @@ test:
 	bash scripts/test.sh
 
 # The agents suite: the real agent CLIs (pinned in test/agents/package.json,
-# installed by npm ci) driven through shepherd against the mock provider.
+# installed by npm) driven through shepherd against the mock provider.
 # `make test` runs it too.
 agents:
 	bash scripts/agents.sh

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The agents suite (`make agents`): installs the agent CLIs pinned in
 # test/agents/package.json (Claude Code, Codex CLI, gemini-cli, Cline) with
-# `npm ci` when they are missing or the lock file changed, then runs the Go
+# npm when they are missing or the lock file changed, then runs the Go
 # tests in test/agents, which drive them headless through shepherd against
 # the scripted mock provider. Installs Debian's nodejs and npm when npm is
 # missing. `scripts/test.sh` (`make test`) runs it with --install-only and
@@ -45,11 +45,15 @@ fi
 # is older than package-lock.json when the pins changed.
 stamp="$dir/node_modules/.package-lock.json"
 if [[ ! -f "$stamp" || "$dir/package-lock.json" -nt "$stamp" ]]; then
-  log "installing the pinned agent CLIs (npm ci in $dir)"
-  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+  log "installing the pinned agent CLIs (npm install in $dir)"
+  # Not `npm ci`: the registry this runs against may lack the optional
+  # platform packages of other systems (Cline's darwin/windows binaries),
+  # which `npm ci` demands in the lock file. `npm install --no-save` follows
+  # the lock file for everything it resolves and leaves it unchanged.
+  (cd "$dir" && npm install --no-save --no-audit --no-fund --loglevel=error)
 fi
 for b in claude codex gemini cline; do
-  [[ -x "$dir/node_modules/.bin/$b" ]] || die "$b missing after npm ci"
+  [[ -x "$dir/node_modules/.bin/$b" ]] || die "$b missing after npm install"
 done
 
 [[ "${1:-}" == --install-only ]] && exit 0

@@ -7,7 +7,7 @@
 // The tests live in the _test.go files. A CLI that is not installed under
 // node_modules/.bin is skipped, so `go test ./...` on a machine without them
 // does nothing here; scripts/agents.sh (`make agents`, also run by
-// `make test`) installs them with npm ci and sets SHEPHERD_AGENTS=1, which
+// `make test`) installs them with npm and sets SHEPHERD_AGENTS=1, which
 // turns a missing CLI into a failure. Everything runs offline: each run gets
 // a private HOME with telemetry and update checks off.
 package agents
