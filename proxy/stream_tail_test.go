@@ -169,42 +169,10 @@ func pointAt(url string, more func(*config.Config)) func(*config.Config) {
 	}
 }
 
-// cutPoints are the cut positions the concurrent cases (stall, shutdown)
-// try, to bound their open connections: every byte of a short stream;
-// for a longer one, every byte within 3 of an element or event boundary
-// (where framing mistakes show) and an even sample of the rest.
-func cutPoints(full []byte) []int {
-	if len(full) <= 200 {
-		ks := make([]int, len(full))
-		for k := range ks {
-			ks[k] = k
-		}
-		return ks
-	}
-	pick := map[int]bool{}
-	for k := 0; k < len(full); k += len(full) / 100 {
-		pick[k] = true
-	}
-	for k := 1; k < len(full); k++ {
-		if full[k-1] == '\n' || full[k-1] == ',' || full[k-1] == '[' {
-			for d := -3; d <= 3; d++ {
-				if k+d >= 0 && k+d < len(full) {
-					pick[k+d] = true
-				}
-			}
-		}
-	}
-	ks := make([]int, 0, len(pick))
-	for k := range pick {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
-}
-
 // heldCutPoints are the cut positions of the cases that hold a stream open
-// at its cut (stall, shutdown): the first bytes, the bytes around the first
-// boundaries (where framing mistakes show) and the last byte, at most 16.
+// at its cut (stall, shutdown), at most about 16 so the open streams stay
+// few: the first bytes, the last byte, and the bytes around the first
+// element or event boundaries (where framing mistakes show).
 func heldCutPoints(full []byte) []int {
 	pick := map[int]bool{0: true, 1: true, len(full) - 1: true}
 	for k := 1; k < len(full) && len(pick) < 16; k++ {

@@ -25,17 +25,8 @@ if [[ "${SHEPHERD_AGENTS:-}" == 0 ]]; then
   exit 0
 fi
 
-apt_install() {
-  local sudo=""
-  if [[ "$(id -u)" != 0 ]]; then
-    command -v sudo >/dev/null 2>&1 || { log "not root and no sudo: cannot install $*"; return 1; }
-    sudo="sudo"
-  fi
-  command -v apt-get >/dev/null 2>&1 || { log "apt-get unavailable: cannot install $*"; return 1; }
-  log "installing Debian packages: $*"
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null &&
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
-}
+# shellcheck source=scripts/lib.sh
+source "scripts/lib.sh"
 
 if ! command -v npm >/dev/null 2>&1; then
   apt_install nodejs npm || die "install Node.js and npm (Debian packages nodejs, npm)"
