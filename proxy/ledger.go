@@ -174,6 +174,14 @@ func replayTurn(tc rewrite.TurnCodec, body []byte, pos int, te *turnEntry) ([]by
 	for i, it := range te.Items {
 		items[i] = []byte(it)
 	}
+	if ac, ok := tc.(rewrite.AgentCallIDs); ok {
+		// The agent answers the calls it ran under the ids it gave them;
+		// the replayed calls must carry those ids too.
+		var err error
+		if items, err = ac.AdoptAgentCallIDs(body, pos, items); err != nil {
+			return nil, err
+		}
+	}
 	out, err := tc.ReplaceMessages(body, pos, items)
 	if err != nil {
 		return nil, err

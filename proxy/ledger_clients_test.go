@@ -136,8 +136,9 @@ func callID(t *testing.T, api string, echo []string, name string) string {
 // back rewritten; the next two requests still carry the model's turn as the
 // model produced it, with the refusal, and the history stays append-only.
 // On Gemini the calls come without ids and the signature is on the refused
-// call: the forwarded turn has it there, byte for byte, and none of the
-// client's additions.
+// call: the forwarded turn has it there, byte for byte, and of the client's
+// additions only the id of the call it ran, which its functionResponse
+// carries.
 func TestLedgerReplaySurvivesClientRewrites(t *testing.T) {
 	for _, c := range ledgerClients() {
 		t.Run(c.api, func(t *testing.T) {
@@ -190,8 +191,9 @@ func TestLedgerReplaySurvivesClientRewrites(t *testing.T) {
 			turn := gjson.GetBytes(reqs[1].Body, "contents.1").Raw
 			require.Equal(t, `{"role":"model","parts":[{"text":"plan it","thought":true},`+
 				`{"functionCall":{"name":"Write","args":{"content":"# X\n","file_path":"docs/x.md"}},"thoughtSignature":"c2lnLW0x"},`+
-				`{"functionCall":{"name":"Read","args":{"file_path":"src/a.go"}}}]}`, turn,
-				"the model's turn as it produced it: thoughts, signature on the first call, no client ids")
+				`{"functionCall":{"name":"Read","args":{"file_path":"src/a.go"},"id":"`+callID(t, c.api, echo, "Read")+`"}}]}`, turn,
+				"the model's turn as it produced it: thoughts, signature on the first call, "+
+					"the client's id on the call the client ran (its functionResponse carries it) and on no other")
 			require.NotContains(t, string(reqs[1].Body), "skip_thought_signature_validator")
 			require.NotContains(t, string(reqs[2].Body), "skip_thought_signature_validator")
 		})
