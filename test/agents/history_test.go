@@ -1,0 +1,169 @@
+package agents
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
+
+	"shepherd/bench/mock"
+)
+
+// injectedTools are the tools shepherd adds to the agent's requests.
+var injectedTools = []string{"create_new_topic", "select_active_intent"}
+
+// reminderPrefixes begin the per-turn reminders shepherd appends to the
+// newest user message.
+var reminderPrefixes = []string{"[Active Topic:", "[Active Intent:"}
+
+// historyPath is where a request of api keeps the model's history.
+func historyPath(api string) string {
+	switch api {
+	case "responses":
+		return "input"
+	case "gemini":
+		return "contents"
+	}
+	return "messages"
+}
+
+// (f) What the provider receives over a two-turn run with topics and
+// intents on (the model writes a file in scope, then answers): the second
+// turn's history extends the first's, element by element as canonical JSON,
+// except for the reminder shepherd appended to the first turn's last user
+// message; and the agent's side requests (titles, checks: no tools of its
+// own) reach the provider without shepherd's tools.
+func TestAgentHistoryAppendOnly(t *testing.T) {
+	forEach(t, func(t *testing.T, d driver) {
+		s := newStack(t, d, stackOptions{Topics: true, Policy: agentPolicy})
+		target := filepath.Join(s.Workdir, "src", "hello.txt")
+		var turns atomic.Int32
+		s.script(func(req mock.Recorded, main bool) mock.Reply {
+			if !main {
+				return sideReply
+			}
+			if turns.Add(1) == 1 {
+				return mock.Reply{ToolCalls: []mock.ToolCall{d.writeCall(target, "hello")}}
+			}
+			return mock.Reply{Text: "HISTORY-DONE-52"}
+		})
+		res := mustRun(t, d, s, "Write src/hello.txt.")
+		require.Contains(t, res.Answer, "HISTORY-DONE-52")
+		require.FileExists(t, target, "the in-scope write ran")
+
+		mains := s.mainRequests(d)
+		require.GreaterOrEqual(t, len(mains), 2, "the tool-call turn and the turn after it")
+		path := historyPath(d.api())
+		h1 := gjson.GetBytes(mains[0].Body, path).Array()
+		h2 := gjson.GetBytes(mains[1].Body, path).Array()
+		require.NotEmpty(t, h1)
+		require.Greater(t, len(h2), len(h1), "the second turn adds the tool call and its result")
+		last := lastUser(h1)
+		for i := range h1 {
+			a, b := canonical(t, h1[i].Raw, i == last), canonical(t, h2[i].Raw, i == last)
+			require.Equal(t, a, b, "history item %d of the second request differs from the first's", i)
+		}
+		for _, name := range injectedTools {
+			require.Contains(t, toolNames(mains[0].Body), name, "shepherd offers %s on agent turns", name)
+		}
+		for _, p := range reminderPrefixes {
+			require.Contains(t, h1[last].Raw, p, "shepherd's reminder is on the first turn's last user message")
+		}
+
+		side := 0
+		for _, r := range s.mock.Requests() {
+			if r.API == "" || r.API == "models" || isMainTurn(d, r) {
+				continue
+			}
+			side++
+			t.Logf("side request %s %s tools=%v", r.API, r.Path, toolNames(r.Body))
+			for _, name := range injectedTools {
+				require.NotContains(t, toolNames(r.Body), name, "side request %s %s got shepherd's tool", r.API, r.Path)
+				require.NotContains(t, string(r.Body), name, "side request %s %s mentions shepherd's tool", r.API, r.Path)
+			}
+		}
+		t.Logf("%s: %d main requests, %d side requests", d.name(), len(mains), side)
+	})
+}
+
+// lastUser is the index of the last user message of history, -1 if none.
+func lastUser(history []gjson.Result) int {
+	for i := len(history) - 1; i >= 0; i-- {
+		if history[i].Get("role").String() == "user" {
+			return i
+		}
+	}
+	return -1
+}
+
+// canonical re-encodes one history element with sorted keys and without
+// Anthropic cache breakpoints (cache_control): Claude Code marks its newest
+// message with one, so the marker moves every turn; it is a caching hint,
+// not part of what the model reads. With
+// dropReminders, text parts starting with one of shepherd's reminders are
+// removed first, and a content list left with one text part becomes that
+// text (the form the agent sent before shepherd appended to it).
+func canonical(t *testing.T, raw string, dropReminders bool) string {
+	t.Helper()
+	var v any
+	require.NoError(t, json.Unmarshal([]byte(raw), &v), raw)
+	dropCacheControl(v)
+	if m, ok := v.(map[string]any); ok && dropReminders {
+		for _, k := range []string{"content", "parts"} {
+			parts, ok := m[k].([]any)
+			if !ok {
+				continue
+			}
+			kept := parts[:0:0]
+			for _, p := range parts {
+				if !isReminder(p) {
+					kept = append(kept, p)
+				}
+			}
+			m[k] = kept
+			if k == "content" && len(kept) == 1 {
+				if pm, ok := kept[0].(map[string]any); ok && len(pm) == 2 {
+					if txt, ok := pm["text"].(string); ok && (pm["type"] == "text" || pm["type"] == "input_text") {
+						m[k] = txt
+					}
+				}
+			}
+		}
+	}
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func isReminder(part any) bool {
+	pm, ok := part.(map[string]any)
+	if !ok {
+		return false
+	}
+	txt, _ := pm["text"].(string)
+	for _, p := range reminderPrefixes {
+		if strings.HasPrefix(txt, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropCacheControl removes every cache_control key from v, in place.
+func dropCacheControl(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		delete(x, "cache_control")
+		for _, e := range x {
+			dropCacheControl(e)
+		}
+	case []any:
+		for _, e := range x {
+			dropCacheControl(e)
+		}
+	}
+}
