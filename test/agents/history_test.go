@@ -2,6 +2,7 @@ package agents
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"shepherd/bench/mock"
 )
@@ -39,12 +41,13 @@ func historyPath(api string) string {
 // own) reach the provider without shepherd's tools.
 func TestAgentHistoryAppendOnly(t *testing.T) {
 	forEach(t, func(t *testing.T, d driver) {
+		d = withSideRequests(d)
 		s := newStack(t, d, stackOptions{Topics: true, Policy: agentPolicy})
 		target := filepath.Join(s.Workdir, "src", "hello.txt")
 		var turns atomic.Int32
 		s.script(func(req mock.Recorded, main bool) mock.Reply {
 			if !main {
-				return sideReply
+				return mock.Reply{Text: `{"reasoning":"The answer is complete.","next_speaker":"user"}`}
 			}
 			if turns.Add(1) == 1 {
 				return mock.Reply{ToolCalls: []mock.ToolCall{d.writeCall(target, "hello")}}
@@ -87,6 +90,9 @@ func TestAgentHistoryAppendOnly(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d main requests, %d side requests", d.name(), len(mains), side)
+		if _, ok := d.(geminiNextSpeaker); ok {
+			require.Positive(t, side, "gemini-cli's next-speaker check (JSON mode, no tools) reached the provider")
+		}
 	})
 }
 
@@ -166,4 +172,29 @@ func dropCacheControl(v any) {
 			dropCacheControl(e)
 		}
 	}
+}
+
+// geminiNextSpeaker is gemini-cli with its next-speaker check on
+// (model.skipNextSpeakerCheck false): after a turn that ends in text it asks
+// the model, in JSON mode and without tools, who speaks next. None of the
+// other CLIs sends a side request in a headless run.
+type geminiNextSpeaker struct{ geminiCLI }
+
+func (geminiNextSpeaker) setup(t *testing.T, r *run) []string {
+	env := geminiCLI{}.setup(t, r)
+	p := filepath.Join(r.Home, ".gemini", "settings.json")
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	b, err = sjson.SetBytes(b, "model.skipNextSpeakerCheck", false)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(p, b, 0o644))
+	return env
+}
+
+// withSideRequests is d set up to make the side requests it can make.
+func withSideRequests(d driver) driver {
+	if g, ok := d.(geminiCLI); ok {
+		return geminiNextSpeaker{g}
+	}
+	return d
 }
