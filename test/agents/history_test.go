@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -19,7 +18,7 @@ import (
 var injectedTools = []string{"create_new_topic", "select_active_intent"}
 
 // reminderPrefixes begin the per-turn reminders shepherd appends to the
-// newest user message.
+// newest user message (topics, intents).
 var reminderPrefixes = []string{"[Active Topic:", "[Active Intent:"}
 
 // historyPath is where a request of api keeps the model's history.
@@ -35,9 +34,11 @@ func historyPath(api string) string {
 
 // (f) What the provider receives over a two-turn run with topics and
 // intents on (the model writes a file in scope, then answers): the second
-// turn's history extends the first's, element by element as canonical JSON,
-// except for the reminder shepherd appended to the first turn's last user
-// message; and the agent's side requests (titles, checks: no tools of its
+// turn's history extends the first's, item by item as canonical JSON. That
+// includes the reminders shepherd appended to the first turn's last user
+// message: the agent resends its history without them and shepherd puts
+// them back where the model saw them, so the provider's prompt cache keeps
+// hitting. The agent's side requests (checks in JSON mode, no tools of its
 // own) reach the provider without shepherd's tools.
 func TestAgentHistoryAppendOnly(t *testing.T) {
 	forEach(t, func(t *testing.T, d driver) {
@@ -67,14 +68,14 @@ func TestAgentHistoryAppendOnly(t *testing.T) {
 		require.Greater(t, len(h2), len(h1), "the second turn adds the tool call and its result")
 		last := lastUser(h1)
 		for i := range h1 {
-			a, b := canonical(t, h1[i].Raw, i == last), canonical(t, h2[i].Raw, i == last)
+			a, b := canonical(t, h1[i].Raw), canonical(t, h2[i].Raw)
 			require.Equal(t, a, b, "history item %d of the second request differs from the first's", i)
 		}
 		for _, name := range injectedTools {
 			require.Contains(t, toolNames(mains[0].Body), name, "shepherd offers %s on agent turns", name)
 		}
 		for _, p := range reminderPrefixes {
-			require.Contains(t, h1[last].Raw, p, "shepherd's reminder is on the first turn's last user message")
+			require.Contains(t, h1[last].Raw, p, "shepherd's reminder is on the first turn's last user message, and stays there on the second")
 		}
 
 		side := 0
@@ -106,57 +107,18 @@ func lastUser(history []gjson.Result) int {
 	return -1
 }
 
-// canonical re-encodes one history element with sorted keys and without
+// canonical re-encodes one history item with sorted keys and without
 // Anthropic cache breakpoints (cache_control): Claude Code marks its newest
 // message with one, so the marker moves every turn; it is a caching hint,
-// not part of what the model reads. With
-// dropReminders, text parts starting with one of shepherd's reminders are
-// removed first, and a content list left with one text part becomes that
-// text (the form the agent sent before shepherd appended to it).
-func canonical(t *testing.T, raw string, dropReminders bool) string {
+// not part of what the model reads.
+func canonical(t *testing.T, raw string) string {
 	t.Helper()
 	var v any
 	require.NoError(t, json.Unmarshal([]byte(raw), &v), raw)
 	dropCacheControl(v)
-	if m, ok := v.(map[string]any); ok && dropReminders {
-		for _, k := range []string{"content", "parts"} {
-			parts, ok := m[k].([]any)
-			if !ok {
-				continue
-			}
-			kept := parts[:0:0]
-			for _, p := range parts {
-				if !isReminder(p) {
-					kept = append(kept, p)
-				}
-			}
-			m[k] = kept
-			if k == "content" && len(kept) == 1 {
-				if pm, ok := kept[0].(map[string]any); ok && len(pm) == 2 {
-					if txt, ok := pm["text"].(string); ok && (pm["type"] == "text" || pm["type"] == "input_text") {
-						m[k] = txt
-					}
-				}
-			}
-		}
-	}
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return string(b)
-}
-
-func isReminder(part any) bool {
-	pm, ok := part.(map[string]any)
-	if !ok {
-		return false
-	}
-	txt, _ := pm["text"].(string)
-	for _, p := range reminderPrefixes {
-		if strings.HasPrefix(txt, p) {
-			return true
-		}
-	}
-	return false
 }
 
 // dropCacheControl removes every cache_control key from v, in place.
