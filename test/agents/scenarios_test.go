@@ -14,7 +14,9 @@ import (
 )
 
 // drivers are the CLIs under test, in the order they are run.
-func drivers() []driver { return []driver{claudeCode{}, codexCLI{}, geminiCLI{}, clineCLI{}} }
+func drivers() []driver {
+	return []driver{claudeCode{}, codexCLI{}, geminiCLI{}, clineCLI{}, clineAnthropic{}}
+}
 
 // forEach runs body as a subtest per installed driver.
 func forEach(t *testing.T, body func(t *testing.T, d driver)) {
@@ -192,7 +194,7 @@ func TestAgentTwoRunsWithoutSessionID(t *testing.T) {
 // sessionless reports whether d sends no session id of its own.
 func sessionless(d driver) bool {
 	switch d.(type) {
-	case geminiCLI, clineCLI:
+	case geminiCLI, clineCLI, clineAnthropic:
 		return true
 	}
 	return false
