@@ -173,6 +173,12 @@ func (a *shellAnalysis) run(args []shArg, dir cwd, depth int) cwd {
 		}
 	case "sed":
 		a.sed(rest, dir)
+	case "perl", "ruby":
+		a.scriptInPlace(name, rest, dir)
+	case "patch":
+		a.patch(rest, dir)
+	case "git":
+		a.git(rest, dir)
 	case "eval", "source", ".":
 		a.fail("%s runs code shepherd cannot analyse", name)
 	case "trap":

@@ -84,6 +84,17 @@ func TestAnalyzeShellTargets(t *testing.T) {
 		{"cmd 2>/dev/stderr", nil},
 		// Globs stay patterns.
 		{"rm src/*.go", []string{"src/*.go"}},
+		// In-place interpreters, patch, git.
+		{"perl -pi -e 's/a/b/' src/a.pl src/b.pl", []string{"src/a.pl", "src/b.pl"}},
+		{"perl -i.bak -pe 's/a/b/' f", []string{"f"}},
+		{"perl -ne 'print' f", nil},
+		{"ruby -i -pe 'gsub(/a/, \"b\")' f.rb", []string{"f.rb"}},
+		{"patch src/a.go < fix.diff", []string{"src/a.go"}},
+		{"patch --dry-run -p1 < fix.diff", nil},
+		{"patch -p1 -o out.go in.go < d", []string{"out.go", "in.go"}},
+		{"git status && git diff && git add -A && git commit -m x", nil},
+		{"git mv a b", []string{"a", "b"}},
+		{"git -C sub rm -r old", []string{"sub/old"}},
 	}
 	for _, c := range cases {
 		t.Run(c.cmd, func(t *testing.T) {
@@ -116,6 +127,11 @@ func TestAnalyzeShellUnparsed(t *testing.T) {
 		{"source env.sh", nil, "source"},
 		{"dd of=$F", nil, "dd output"},
 		{"rm a; echo > $X; rm b", []string{"a", "b"}, "$X"},
+		{"patch -p1 < fix.diff", nil, "patch"},
+		{"git apply fix.diff", nil, "git apply"},
+		{"git checkout -- src/a.go", nil, "git checkout"},
+		{"git -C sub reset --hard", nil, "git reset"},
+		{"git stash pop", nil, "git stash"},
 	}
 	for _, c := range cases {
 		t.Run(c.cmd, func(t *testing.T) {
