@@ -68,6 +68,22 @@ func BenchmarkParseRequest(b *testing.B) {
 	}
 }
 
+// BenchmarkSideRequest is the side-request check every parsed request pays:
+// one pass over the top level of the body.
+func BenchmarkSideRequest(b *testing.B) {
+	for _, api := range allAPIs {
+		b.Run(string(api), func(b *testing.B) {
+			body := fixture(b, api, "request.json")
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			c := For(api)
+			for b.Loop() {
+				SideRequest(c, body)
+			}
+		})
+	}
+}
+
 func BenchmarkApplyEdits(b *testing.B) {
 	e := hooks.RequestEdits{AddTools: allEdits.AddTools, AppendUserText: allEdits.AppendUserText}
 	for _, api := range allAPIs {

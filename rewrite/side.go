@@ -59,7 +59,12 @@ func when(cond bool, kind string) string {
 
 // nonEmptyArray reports an array with at least one element.
 func nonEmptyArray(r gjson.Result) bool {
-	return r.IsArray() && len(r.Array()) > 0
+	found := false
+	eachElem(r, func(int, gjson.Result) bool {
+		found = true
+		return false
+	})
+	return found
 }
 
 // present reports a value that exists and is not null.
@@ -70,51 +75,60 @@ func jsonFormat(typ gjson.Result) bool {
 	return typ.Str == "json_object" || typ.Str == "json_schema"
 }
 
+// topMembers returns the top-level members of body named keys, in one pass
+// over the body (members); the few nested fields the classifiers read are
+// then taken from those small values. body was validated by ParseRequest.
+func topMembers(body []byte, keys ...string) []gjson.Result {
+	out := make([]gjson.Result, len(keys))
+	if root, err := parseTrustedRoot(body); err == nil {
+		members(root, keys, out)
+	}
+	return out
+}
+
 func (anthropicCodec) sideRequest(body []byte) string {
-	r := gjson.GetManyBytes(body, "tools", "tool_choice.type", "output_format.type", "output_config.format.type")
+	r := topMembers(body, "tools", "tool_choice", "output_format", "output_config")
 	return firstSide(
-		when(r[2].Str == "json_schema" || r[3].Str == "json_schema", SideJSONOutput),
-		when(r[1].Str == "none", SideToolChoiceNone),
+		when(r[2].Get("type").Str == "json_schema" || r[3].Get("format.type").Str == "json_schema", SideJSONOutput),
+		when(r[1].Get("type").Str == "none", SideToolChoiceNone),
 		when(!nonEmptyArray(r[0]), SideNoTools),
 	)
 }
 
 func (chatCodec) sideRequest(body []byte) string {
-	r := gjson.GetManyBytes(body, "tools", "functions", "tool_choice", "function_call", "response_format.type")
+	r := topMembers(body, "tools", "functions", "tool_choice", "function_call", "response_format")
 	return firstSide(
-		when(jsonFormat(r[4]), SideJSONOutput),
+		when(jsonFormat(r[4].Get("type")), SideJSONOutput),
 		when(r[2].Str == "none" || (r[3].Str == "none" && !present(r[2])), SideToolChoiceNone),
 		when(!nonEmptyArray(r[0]) && !nonEmptyArray(r[1]), SideNoTools),
 	)
 }
 
 func (responsesCodec) sideRequest(body []byte) string {
-	r := gjson.GetManyBytes(body, "tools", "tool_choice", "text.format.type")
+	r := topMembers(body, "tools", "tool_choice", "text")
 	return firstSide(
-		when(jsonFormat(r[2]), SideJSONOutput),
+		when(jsonFormat(r[2].Get("format.type")), SideJSONOutput),
 		when(r[1].Str == "none", SideToolChoiceNone),
 		when(!nonEmptyArray(r[0]), SideNoTools),
 	)
 }
 
 func (geminiCodec) sideRequest(body []byte) string {
-	r := gjson.GetManyBytes(body, "tools",
-		"generationConfig.responseMimeType", "generation_config.response_mime_type",
-		"generationConfig.responseSchema", "generationConfig.responseJsonSchema",
-		"generation_config.response_schema", "generation_config.response_json_schema",
-		"toolConfig.functionCallingConfig.mode", "tool_config.function_calling_config.mode")
-	jsonMode := strings.EqualFold(r[1].Str, "application/json") || strings.EqualFold(r[2].Str, "application/json") ||
-		present(r[3]) || present(r[4]) || present(r[5]) || present(r[6])
+	r := topMembers(body, "tools", "generationConfig", "generation_config", "toolConfig", "tool_config")
+	camel, snake := r[1], r[2]
+	jsonMode := strings.EqualFold(camel.Get("responseMimeType").Str, "application/json") ||
+		strings.EqualFold(snake.Get("response_mime_type").Str, "application/json") ||
+		present(camel.Get("responseSchema")) || present(camel.Get("responseJsonSchema")) ||
+		present(snake.Get("response_schema")) || present(snake.Get("response_json_schema"))
 	functions := false
-	for _, t := range r[0].Array() {
-		if nonEmptyArray(t.Get("functionDeclarations")) || nonEmptyArray(t.Get("function_declarations")) {
-			functions = true
-			break
-		}
-	}
+	eachElem(r[0], func(_ int, t gjson.Result) bool {
+		functions = nonEmptyArray(t.Get("functionDeclarations")) || nonEmptyArray(t.Get("function_declarations"))
+		return !functions
+	})
 	return firstSide(
 		when(jsonMode, SideJSONOutput),
-		when(strings.EqualFold(r[7].Str, "NONE") || strings.EqualFold(r[8].Str, "NONE"), SideToolChoiceNone),
+		when(strings.EqualFold(r[3].Get("functionCallingConfig.mode").Str, "NONE") ||
+			strings.EqualFold(r[4].Get("function_calling_config.mode").Str, "NONE"), SideToolChoiceNone),
 		when(!functions, SideNoTools),
 	)
 }
