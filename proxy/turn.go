@@ -476,14 +476,16 @@ func (t *turn) save() (state.Key, bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), t.s.storeTimeout())
 	defer cancel()
-	key, base := t.key, t.base
+	// An opening request's base is nil (its fresh id was never stored), so
+	// the continuation is created by one compare-and-set, as any new
+	// session is.
+	key := t.key
 	if t.opening {
 		var err error
 		if key, err = t.continuationKey(); err != nil {
 			t.warn("no session for the continuation of this conversation; its state is not kept", err)
 			return key, false
 		}
-		base = nil
 	}
 	fn := func(s *state.Session) error {
 		if !side {
@@ -496,8 +498,8 @@ func (t *turn) save() (state.Key, bool) {
 		return nil
 	}
 	var err error
-	if u, ok := t.s.store.(baseUpdater); ok && !t.x.call.StateUnavailable && base != nil {
-		_, err = u.UpdateFrom(ctx, key, base, fn)
+	if u, ok := t.s.store.(baseUpdater); ok && !t.x.call.StateUnavailable {
+		_, err = u.UpdateFrom(ctx, key, t.base, fn)
 	} else {
 		_, err = t.s.store.Update(ctx, key, fn)
 	}
