@@ -13,27 +13,18 @@ import (
 //     absolute read deadline when a connection is accepted and again at the
 //     first byte of each request, so a client trickling its headers one byte
 //     at a time is cut when it expires, not when it falls silent.
-//   - HeaderReceived (bodyTimeout) re-arms the deadline for the body once the
+//   - HeaderReceived (headerReceived) re-arms the deadline for the body once the
 //     headers are in.
 //   - perIPListener (conns_per_ip.go) caps the connections of one address
 //     and answers the one beyond with 429 before the server reads it.
 
-// bodyTimeout returns the HeaderReceived callback that gives every request
-// d to send its body, counted from the end of its headers.
-func bodyTimeout(d time.Duration) func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
-	return func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
-		return fasthttp.RequestConfig{ReadTimeout: d}
-	}
-}
-
 // headerReceived is the server's HeaderReceived callback: it notes the
 // route of a request with a body (noteBodyRoute, so a body that fails to
-// read is refused in the route's error shape) and gives the request
-// bodyTimeout's deadline for its body.
+// read is refused in the route's error shape) and gives the request d to
+// send its body, counted from the end of its headers.
 func (s *Server) headerReceived(d time.Duration) func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
-	body := bodyTimeout(d)
 	return func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 		s.noteBodyRoute(h)
-		return body(h)
+		return fasthttp.RequestConfig{ReadTimeout: d}
 	}
 }

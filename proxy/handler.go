@@ -50,7 +50,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	x := exchange{start: time.Now()}
 	x.requestID = s.requestID(ctx)
 	h := &ctx.Request.Header
-	x.route = classify(ctx.Method(), ctx.Path(), len(h.Peek("Anthropic-Version")) > 0, len(h.Peek("X-Goog-Api-Key")) > 0)
+	x.route = classifyHeader(h, ctx.Path())
 	if refuseUpgrade(ctx, x.route.provider) {
 		s.finish(ctx, &x, fasthttp.StatusUpgradeRequired)
 		return

@@ -128,18 +128,16 @@ func refusedMessage(status int) string {
 	return "request could not be parsed"
 }
 
-// noteBodyRoute is the server's HeaderReceived hook: for a request with a
+// noteBodyRoute, called when a request's headers are in: for a request with a
 // body it records the route, because fasthttp resets the whole request when
 // reading the body fails and the refusal must still take the route's error
 // shape. The entry is removed by routeOfRefused or when the handler runs
 // (forgetBodyRoute), so the map holds at most one entry per request being
 // read.
-func (s *Server) noteBodyRoute(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+func (s *Server) noteBodyRoute(h *fasthttp.RequestHeader) {
 	if h.ContentLength() != 0 {
-		s.bodyRoutes.Store(h, classify(h.Method(), uriPath(h.RequestURI()), len(h.Peek("Anthropic-Version")) > 0,
-			len(h.Peek("X-Goog-Api-Key")) > 0))
+		s.bodyRoutes.Store(h, classifyHeader(h, uriPath(h.RequestURI())))
 	}
-	return fasthttp.RequestConfig{}
 }
 
 // forgetBodyRoute wraps the handler: a request that reaches it was read

@@ -3,6 +3,8 @@ package proxy
 import (
 	"bytes"
 
+	"github.com/valyala/fasthttp"
+
 	"shepherd/rewrite"
 )
 
@@ -42,6 +44,12 @@ var (
 	routeGenerate    = route{name: "generate_content", provider: ProviderGemini, api: rewrite.APIGemini, inspect: true}
 	routeStreamGen   = route{name: "stream_generate_content", provider: ProviderGemini, api: rewrite.APIGemini, inspect: true, streamByPath: true}
 )
+
+// classifyHeader is classify for a parsed request header and its path:
+// the headers that pick an API are read from h.
+func classifyHeader(h *fasthttp.RequestHeader, path []byte) route {
+	return classify(h.Method(), path, len(h.Peek("Anthropic-Version")) > 0, len(h.Peek("X-Goog-Api-Key")) > 0)
+}
 
 // classify maps method, path and a few headers to a route. Model routes are
 // POSTs on the documented paths. Other paths under /v1beta/ go to Gemini;

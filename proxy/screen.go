@@ -31,8 +31,7 @@ func (s *Server) screenRequest(h fasthttp.RequestHandler) fasthttp.RequestHandle
 // request looks like, counts it and logs why (never the path or headers,
 // which can carry credentials).
 func (s *Server) refuseRequest(ctx *fasthttp.RequestCtx, reason, msg string) {
-	rt := classify(ctx.Method(), ctx.Path(), len(ctx.Request.Header.Peek("Anthropic-Version")) > 0,
-		len(ctx.Request.Header.Peek("X-Goog-Api-Key")) > 0)
+	rt := classifyHeader(&ctx.Request.Header, ctx.Path())
 	writeErrorStatus(ctx, rt.provider, fasthttp.StatusBadRequest, msg)
 	rid := s.requestID(ctx)
 	ctx.Response.Header.Set(headerRequestID, rid)
