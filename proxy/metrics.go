@@ -132,9 +132,8 @@ func NewMetrics() *Metrics {
 			Name: "shepherd_intents_policy_valid", Help: "1 when the policy file's latest content is valid and in force, 0 when it is broken (the last good policy stays in force).",
 		}, []string{"file"}),
 	}
-	r.MustRegister(m.sideRequests)
 	r.MustRegister(m.acceptErrors, m.truncations, m.recoveries, m.recoveryAttempts, m.recoveryAdded, m.intentDecisions, m.policyLoads, m.policyValid, m.topicChanges, m.ledger, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
-		m.storeErrors, m.hookErrors, m.upstreamErrors, m.clientAborts, m.disconnects,
+		m.storeErrors, m.hookErrors, m.upstreamErrors, m.clientAborts, m.disconnects, m.sideRequests,
 		viewCacheLookups("hit", func() uint64 { h, _ := rewrite.ViewCacheStats(); return h }),
 		viewCacheLookups("miss", func() uint64 { _, m := rewrite.ViewCacheStats(); return m }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

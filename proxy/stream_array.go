@@ -13,11 +13,10 @@ package proxy
 // sends whole elements, so nothing is held in practice. A body that is not a
 // JSON array (an upstream error object) passes through untouched.
 type jsonArrayStream struct {
-	depth    int
+	depth    int // 0 until the opening bracket; then 1 between elements
 	inStr    bool
 	esc      bool
 	inScalar bool
-	started  bool // the first non-space byte was seen
 	other    bool // the body is not a JSON array: pass it through
 	done     bool // the array's closing bracket was seen
 	last     byte // last sent token at depth 1: '[', ',' or 'v' (a value)
@@ -31,10 +30,8 @@ func (a *jsonArrayStream) scan(p []byte) int {
 		return len(p)
 	}
 	commit := 0
+	// Every branch that sets other or done returns at once.
 	for i, c := range p {
-		if a.other || a.done {
-			return len(p)
-		}
 		if a.inStr {
 			switch {
 			case a.esc:
@@ -51,7 +48,7 @@ func (a *jsonArrayStream) scan(p []byte) int {
 		}
 		switch c {
 		case ' ', '\t', '\r', '\n':
-			if !a.started {
+			if a.depth == 0 {
 				commit = i + 1
 			} else if a.depth == 1 {
 				if a.inScalar {
@@ -60,8 +57,7 @@ func (a *jsonArrayStream) scan(p []byte) int {
 				commit = i + 1
 			}
 		case '[', '{':
-			if !a.started {
-				a.started = true
+			if a.depth == 0 {
 				if c != '[' {
 					a.other = true
 					return len(p)
@@ -85,14 +81,14 @@ func (a *jsonArrayStream) scan(p []byte) int {
 				a.inScalar, a.last, commit = false, ',', i+1
 			}
 		case '"':
-			if !a.started {
-				a.started, a.other = true, true
+			if a.depth == 0 {
+				a.other = true
 				return len(p)
 			}
 			a.inStr = true
 		default:
-			if !a.started {
-				a.started, a.other = true, true
+			if a.depth == 0 {
+				a.other = true
 				return len(p)
 			}
 			if a.depth == 1 {
@@ -118,7 +114,7 @@ func (a *jsonArrayStream) errorTail(elem []byte) []byte {
 	}
 	out := make([]byte, 0, len(elem)+4)
 	switch {
-	case !a.started:
+	case a.depth == 0:
 		out = append(out, '[')
 	case a.last == 'v':
 		out = append(out, ",\r\n"...)

@@ -58,10 +58,7 @@ func (s *Server) pipeTurn(w io.Writer, t *turn, head requestHead) {
 		clientGone, upErr := s.spliceStream(w, x, upResp, sp)
 		fasthttp.ReleaseResponse(upResp)
 		switch {
-		case clientGone:
-			s.streamClientGone(x)
-			return
-		case upErr != nil && x.watch.left():
+		case clientGone || upErr != nil && x.watch.left():
 			s.streamClientGone(x)
 			return
 		case upErr != nil:
