@@ -30,8 +30,9 @@ var credentialPatterns = []*regexp.Regexp{
 // raw HTTP bytes, header dumps and JSON; credential query parameters (key,
 // api_key, access_token, token, password, secret, sig …) in URLs and query
 // strings; passwords in URL user info; "Bearer …"/"Basic …" values; and
-// sk-… / AIza… key shapes. Everything else is kept. It is the one place
-// shepherd redacts text; every log line passes through it (package logging).
+// sk-… / AIza… key shapes. Everything else is kept. Every log line passes
+// through it (package logging); a configured URL shown back to the user is
+// redacted by redactURL, which knows its structure.
 func RedactText(s string) string {
 	for _, re := range credentialPatterns {
 		if re.MatchString(s) {

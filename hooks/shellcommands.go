@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -24,14 +25,7 @@ type optSpec struct {
 	long  []string
 }
 
-func (o optSpec) takesLong(name string) bool {
-	for _, l := range o.long {
-		if l == name {
-			return true
-		}
-	}
-	return false
-}
+func (o optSpec) takesLong(name string) bool { return slices.Contains(o.long, name) }
 
 // parsedArgs is a command line split into options and operands.
 type parsedArgs struct {
@@ -173,8 +167,10 @@ func (a *shellAnalysis) run(args []shArg, dir cwd, depth int) cwd {
 		}
 	case "sed":
 		a.sed(rest, dir)
-	case "perl", "ruby":
-		a.scriptInPlace(name, rest, dir)
+	case "perl":
+		a.inPlace(rest, dir, perlInPlace)
+	case "ruby":
+		a.inPlace(rest, dir, rubyInPlace)
 	case "patch":
 		a.patch(rest, dir)
 	case "git":
@@ -281,7 +277,7 @@ func (a *shellAnalysis) shell(rest []shArg, dir cwd, depth int) {
 				return
 			}
 			if !r.ok {
-				a.fail("the script of %s -c is not literal", "the shell")
+				a.fail("the script of the shell -c is not literal")
 				return
 			}
 			a.script(r.lit, dir, depth+1)
@@ -344,61 +340,12 @@ func (a *shellAnalysis) copyLike(name string, rest []shArg, dir cwd) {
 	}
 }
 
-// sed records the files of "sed -i".
-func (a *shellAnalysis) sed(rest []shArg, dir cwd) {
-	inPlace, script := false, false
-	var files []shArg
-	for i := 0; i < len(rest); i++ {
-		r := rest[i]
-		switch {
-		case r.ok && r.lit == "--":
-			files = append(files, rest[i+1:]...)
-			i = len(rest)
-		case r.isOption() && strings.HasPrefix(r.lit, "--"):
-			name, _, hasVal := strings.Cut(r.lit[2:], "=")
-			switch name {
-			case "in-place":
-				inPlace = true
-			case "expression", "file":
-				script = true
-				if !hasVal {
-					i++
-				}
-			case "line-length":
-				if !hasVal {
-					i++
-				}
-			}
-		case r.isOption():
-		bundle:
-			for j := 1; j < len(r.lit); j++ {
-				switch r.lit[j] {
-				case 'i':
-					inPlace = true
-					break bundle // the rest is the backup suffix
-				case 'e', 'f':
-					script = true
-					if j+1 == len(r.lit) {
-						i++
-					}
-					break bundle
-				case 'l':
-					if j+1 == len(r.lit) {
-						i++
-					}
-					break bundle
-				}
-			}
-		case !script:
-			script = true // the first operand is the script
-		default:
-			files = append(files, r)
-		}
-	}
-	if !inPlace {
-		return
-	}
-	for _, f := range files {
-		a.arg(f, dir, "the sed -i file")
-	}
+// sedInPlace: sed's -i/--in-place, its script options -e/-f
+// (--expression, --file) and -l (--line-length), which takes a value.
+var sedInPlace = inPlaceSpec{
+	what: "the sed -i file", scriptShort: "ef", valueShort: "l",
+	inPlaceLong: "in-place", scriptLong: []string{"expression", "file"}, valueLong: []string{"line-length"},
 }
+
+// sed records the files of "sed -i".
+func (a *shellAnalysis) sed(rest []shArg, dir cwd) { a.inPlace(rest, dir, sedInPlace) }

@@ -1,14 +1,36 @@
 package hooks
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Writers beyond the coreutils: script interpreters editing in place, patch,
 // and the git subcommands that change the working tree.
 
-// scriptInPlace records the files of "perl -i" and "ruby -i" (in a bundle
-// such as -pi or -i.bak). Their script comes from -e/-E or, without one,
-// from the first operand; every later operand is edited in place.
-func (a *shellAnalysis) scriptInPlace(name string, rest []shArg, dir cwd) {
+// inPlaceSpec describes the options of a command that edits files in
+// place (sed -i, perl -i, ruby -i): its script comes from a script option or,
+// without one, from the first operand; every later operand is edited.
+type inPlaceSpec struct {
+	what          string // how a target is named in a refusal
+	scriptShort   string // short options that give the script (its value follows)
+	valueShort    string // short options taking a value, attached or the next word
+	attachedShort string // short options whose value is the rest of the word only
+	inPlaceLong   string // the long in-place option ("" when none)
+	scriptLong    []string
+	valueLong     []string
+}
+
+// perlInPlace and rubyInPlace: -i in a bundle (-pi, -i.bak), the script in
+// -e/-E, and options whose value is attached (-Ilib, -MFoo).
+var (
+	perlInPlace = inPlaceSpec{what: "the perl -i file", scriptShort: "eE", attachedShort: "IMmxCd"}
+	rubyInPlace = inPlaceSpec{what: "the ruby -i file", scriptShort: "eE", attachedShort: "IMmxCd"}
+)
+
+// inPlace records the files a command edits in place when its in-place
+// option is given.
+func (a *shellAnalysis) inPlace(rest []shArg, dir cwd, spec inPlaceSpec) {
 	inPlace, script := false, false
 	var files []shArg
 	for i := 0; i < len(rest); i++ {
@@ -17,27 +39,46 @@ func (a *shellAnalysis) scriptInPlace(name string, rest []shArg, dir cwd) {
 		case r.ok && r.lit == "--":
 			files = append(files, rest[i+1:]...)
 			i = len(rest)
-		case r.isOption() && !strings.HasPrefix(r.lit, "--"):
+		case r.isOption() && strings.HasPrefix(r.lit, "--"):
+			name, _, hasVal := strings.Cut(r.lit[2:], "=")
+			switch {
+			case spec.inPlaceLong != "" && name == spec.inPlaceLong:
+				inPlace = true
+			case slices.Contains(spec.scriptLong, name):
+				script = true
+				if !hasVal {
+					i++
+				}
+			case slices.Contains(spec.valueLong, name):
+				if !hasVal {
+					i++
+				}
+			}
+		case r.isOption():
+		bundle:
 			for j := 1; j < len(r.lit); j++ {
 				c := r.lit[j]
-				if c == 'i' {
+				switch {
+				case c == 'i':
 					inPlace = true
-					break // the rest is the backup suffix
-				}
-				if c == 'e' || c == 'E' {
+					break bundle // the rest is the backup suffix
+				case strings.IndexByte(spec.scriptShort, c) >= 0:
 					script = true
 					if j+1 == len(r.lit) {
 						i++ // the script is the next word
 					}
-					break
-				}
-				if strings.IndexByte("IMmxCd", c) >= 0 {
-					break // the rest of the word is this option's value
+					break bundle
+				case strings.IndexByte(spec.valueShort, c) >= 0:
+					if j+1 == len(r.lit) {
+						i++
+					}
+					break bundle
+				case strings.IndexByte(spec.attachedShort, c) >= 0:
+					break bundle // the rest of the word is this option's value
 				}
 			}
-		case r.isOption():
 		case !script:
-			script = true
+			script = true // the first operand is the script
 		default:
 			files = append(files, r)
 		}
@@ -45,11 +86,8 @@ func (a *shellAnalysis) scriptInPlace(name string, rest []shArg, dir cwd) {
 	if !inPlace {
 		return
 	}
-	if len(files) == 0 {
-		return // in place on no file: it reads its input
-	}
 	for _, f := range files {
-		a.arg(f, dir, "the "+name+" -i file")
+		a.arg(f, dir, spec.what)
 	}
 }
 

@@ -142,15 +142,6 @@ func (sa *ShellArgs) Knows(tool string) bool {
 	return ok
 }
 
-// Knows reports whether the table has an entry for tool.
-func (pa *PathArgs) Knows(tool string) bool {
-	if pa == nil {
-		return false
-	}
-	_, ok := pa.byTool[tool]
-	return ok
-}
-
 // inferredKeys are the arguments InferPaths reads as file paths.
 var inferredKeys = []string{"path", "file_path", "filepath", "filePath", "notebook_path", "paths", "files.#.path", "target_file"}
 
