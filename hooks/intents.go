@@ -331,17 +331,15 @@ func (h *Intents) check(call *Call, p *policy.Policy, cur string, c ToolCall) (V
 		return Refuse, RuleDisallowPatterns, "Tool call refused: the arguments of this " + c.Name + " call match " + quote(pat) +
 			", a pattern intent " + in.ID + " disallows (disallow_patterns)."
 	}
+	// A listed tool's paths come from its table entry (an error only then);
+	// an unlisted one's are inferred from path-like arguments.
 	paths, known, err := h.cfg.PathArgs.Paths(c.Name, c.Args)
-	if known && err != nil {
-		return Refuse, RuleScope, "Tool call refused: shepherd could not tell which files this " + c.Name +
-			" call touches (" + err.Error() + "), so it cannot check them against the scope of intent " + in.ID + "."
-	}
 	if !known && h.cfg.InferPaths && !h.allowed[c.Name] && !h.cfg.ShellArgs.Knows(c.Name) {
 		paths, err = policy.InferPaths(c.Args)
-		if err != nil {
-			return Refuse, RuleScope, "Tool call refused: shepherd could not tell which files this " + c.Name +
-				" call touches (" + err.Error() + "), so it cannot check them against the scope of intent " + in.ID + "."
-		}
+	}
+	if err != nil {
+		return Refuse, RuleScope, "Tool call refused: shepherd could not tell which files this " + c.Name +
+			" call touches (" + err.Error() + "), so it cannot check them against the scope of intent " + in.ID + "."
 	}
 	for _, raw := range paths {
 		if v, rule, msg := h.checkPath(in, c.Name, raw, false); v == Refuse {
