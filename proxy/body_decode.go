@@ -16,12 +16,6 @@ import (
 	"shepherd/rewrite"
 )
 
-// Errors of reading a model request's body (requestBody).
-var (
-	errUnsupportedEncoding = errors.New("proxy: unsupported request Content-Encoding")
-	errBadEncoding         = errors.New("proxy: request body does not decode with its Content-Encoding")
-)
-
 // maxContentCodings bounds the codings one request may stack.
 const maxContentCodings = 3
 
@@ -53,20 +47,6 @@ func requestBody(ctx *fasthttp.RequestCtx, rt route, limit int) ([]byte, error) 
 		return nil, err
 	}
 	return body, nil
-}
-
-// writeBodyError renders an error of requestBody in p's error shape.
-func writeBodyError(ctx *fasthttp.RequestCtx, p Provider, err error) int {
-	switch {
-	case errors.Is(err, errUnsupportedEncoding):
-		writeErrorStatus(ctx, p, fasthttp.StatusUnsupportedMediaType,
-			"request Content-Encoding is not supported: shepherd decodes gzip, deflate, br and zstd")
-		return fasthttp.StatusUnsupportedMediaType
-	case errors.Is(err, errBadEncoding):
-		writeErrorStatus(ctx, p, fasthttp.StatusBadRequest, "request body does not decode with its Content-Encoding")
-		return fasthttp.StatusBadRequest
-	}
-	return writeError(ctx, p, err)
 }
 
 // decodeBody undoes the content codings listed in the Content-Encoding

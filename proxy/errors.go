@@ -20,6 +20,13 @@ var (
 	errNotFound            = errors.New("proxy: no route")
 	errBodyTooLarge        = errors.New("proxy: request body too large")
 	errShuttingDown        = errors.New("proxy: shutting down")
+	// Refusals of a request fasthttp could not read (refusedError).
+	errHeaderTooLarge = errors.New("proxy: request header too large")
+	errRequestTimeout = errors.New("proxy: request not received in time")
+	errUnparsable     = errors.New("proxy: request could not be parsed")
+	// Bodies whose Content-Encoding shepherd cannot undo (body_decode.go).
+	errUnsupportedEncoding = errors.New("proxy: unsupported request Content-Encoding")
+	errBadEncoding         = errors.New("proxy: request body does not decode with its Content-Encoding")
 )
 
 // classifyUpstreamError wraps an error from the upstream client into one of
@@ -59,6 +66,16 @@ func statusOf(err error) (int, string) {
 		return fasthttp.StatusBadGateway, "upstream unreachable"
 	case errors.Is(err, errShuttingDown):
 		return fasthttp.StatusServiceUnavailable, "shepherd is shutting down"
+	case errors.Is(err, errUnsupportedEncoding):
+		return fasthttp.StatusUnsupportedMediaType, "request Content-Encoding is not supported: shepherd decodes gzip, deflate, br and zstd"
+	case errors.Is(err, errBadEncoding):
+		return fasthttp.StatusBadRequest, "request body does not decode with its Content-Encoding"
+	case errors.Is(err, errHeaderTooLarge):
+		return fasthttp.StatusRequestHeaderFieldsTooLarge, "request header too large"
+	case errors.Is(err, errRequestTimeout):
+		return fasthttp.StatusRequestTimeout, "request was not received in time"
+	case errors.Is(err, errUnparsable):
+		return fasthttp.StatusBadRequest, "request could not be parsed"
 	}
 	return fasthttp.StatusBadGateway, "upstream connection failed"
 }

@@ -62,7 +62,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	up := s.upstreams[x.route.provider]
 	body, berr := requestBody(ctx, x.route, s.cfg.Limits.MaxBodyBytes)
 	if berr != nil {
-		s.finish(ctx, &x, writeBodyError(ctx, x.route.provider, berr))
+		s.finish(ctx, &x, writeError(ctx, x.route.provider, berr))
 		return
 	}
 

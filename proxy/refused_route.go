@@ -95,37 +95,22 @@ func hasKeyParam(query []byte) bool {
 	return false
 }
 
-// refusedStatus maps an error fasthttp met before the handler ran to the
-// status the client receives: 413 for an over-limit body (announced or
-// chunked), 431 for a header larger than the read buffer, 408 for a read
-// timeout, 400 for anything unparsable.
-func refusedStatus(err error) int {
+// refusedError maps an error fasthttp met before the handler ran to the
+// proxy's class for it (statusOf gives status and message): an over-limit
+// body (announced or chunked), a header larger than the read buffer, a read
+// timeout, or anything unparsable. It never carries the request's bytes.
+func refusedError(err error) error {
 	var small *fasthttp.ErrSmallBuffer
 	var ne interface{ Timeout() bool }
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		return fasthttp.StatusRequestEntityTooLarge
+		return errBodyTooLarge
 	case errors.As(err, &small):
-		return fasthttp.StatusRequestHeaderFieldsTooLarge
+		return errHeaderTooLarge
 	case errors.As(err, &ne) && ne.Timeout():
-		return fasthttp.StatusRequestTimeout
+		return errRequestTimeout
 	}
-	return fasthttp.StatusBadRequest
-}
-
-// refusedMessage is the client-facing message of a refusal status; it never
-// echoes the request.
-func refusedMessage(status int) string {
-	switch status {
-	case fasthttp.StatusRequestEntityTooLarge:
-		_, msg := statusOf(errBodyTooLarge)
-		return msg
-	case fasthttp.StatusRequestHeaderFieldsTooLarge:
-		return "request header too large"
-	case fasthttp.StatusRequestTimeout:
-		return "request was not received in time"
-	}
-	return "request could not be parsed"
+	return errUnparsable
 }
 
 // noteBodyRoute, called when a request's headers are in: for a request with a

@@ -228,8 +228,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // (oversized or unparsable requests) in the calling API's error shape.
 func (s *Server) handleServerError(ctx *fasthttp.RequestCtx, err error) {
 	rt := s.routeOfRefused(ctx, err)
-	status := refusedStatus(err)
-	writeErrorStatus(ctx, rt.provider, status, refusedMessage(status))
+	status := writeError(ctx, rt.provider, refusedError(err))
 	s.metrics.countRequest(rt.name, status)
 }
 
