@@ -1,10 +1,6 @@
 package rewrite
 
-import (
-	"fmt"
-
-	"github.com/tidwall/gjson"
-)
+import "fmt"
 
 // CheckDuplicateKeys returns an error wrapping ErrMalformed, naming the key,
 // when the top-level object of body has a member name twice (after JSON
@@ -14,7 +10,7 @@ import (
 // request shepherd would see one way and the upstream another is refused.
 //
 // It reads only the top level: one pass that skips member values by their
-// brackets and quotes (skip.go), so a 50 KB body costs a few microseconds.
+// brackets and quotes (eachMember, skip.go), so a 50 KB body costs a few microseconds.
 // Input that is not a JSON object, or is malformed, returns nil: validation
 // reports that.
 func CheckDuplicateKeys(body []byte) error {
@@ -33,37 +29,27 @@ const smallObject = 16
 
 // duplicateTopLevelKey returns the first top-level member name of the
 // object s that repeats an earlier one.
-func duplicateTopLevelKey(s string) (string, bool) {
+func duplicateTopLevelKey(s string) (dup string, found bool) {
 	i := skipWS(s, 0)
 	if i >= len(s) || s[i] != '{' {
 		return "", false
 	}
-	i = skipWS(s, i+1)
 	var small [smallObject]string
 	keys := small[:0]
 	var seen map[string]struct{}
-	for i < len(s) && s[i] == '"' {
-		end := skipString(s, i)
-		if end < 0 {
-			return "", false
-		}
-		key := s[i+1 : end-1]
-		for j := 0; j < len(key); j++ {
-			if key[j] == '\\' {
-				key = gjson.Parse(s[i:end]).Str
-				break
-			}
-		}
+	eachMember(s, i, func(key string, _, _ int) bool {
 		switch {
 		case seen != nil:
 			if _, ok := seen[key]; ok {
-				return key, true
+				dup, found = key, true
+				return false
 			}
 			seen[key] = struct{}{}
 		default:
 			for _, k := range keys {
 				if k == key {
-					return key, true
+					dup, found = key, true
+					return false
 				}
 			}
 			if len(keys) < smallObject {
@@ -76,21 +62,9 @@ func duplicateTopLevelKey(s string) (string, bool) {
 				seen[key] = struct{}{}
 			}
 		}
-		i = skipWS(s, end)
-		if i >= len(s) || s[i] != ':' {
-			return "", false
-		}
-		i = skipWS(s, i+1)
-		if i = skipValue(s, i); i < 0 {
-			return "", false
-		}
-		i = skipWS(s, i)
-		if i >= len(s) || s[i] != ',' {
-			return "", false
-		}
-		i = skipWS(s, i+1)
-	}
-	return "", false
+		return true
+	})
+	return dup, found
 }
 
 // printableKey reports whether a key is short printable ASCII, safe to

@@ -137,16 +137,12 @@ func eachElem(arr gjson.Result, fn func(i int, v gjson.Result) bool) {
 	}
 }
 
-// members fills out[i] with the member of obj named keys[i] (the first one
-// when a key repeats), in one pass over obj that decodes only those values.
-func members(obj gjson.Result, keys []string, out []gjson.Result) {
-	if !obj.IsObject() {
-		return
-	}
-	s := obj.Raw
-	left := len(keys)
-	j := strings.IndexByte(s, '{') + 1
-	for left > 0 {
+// eachMember calls fn with the decoded name of each member of the object
+// starting at s[i] and the span of its value, in order, stopping when fn
+// returns false or at the first malformed member.
+func eachMember(s string, i int, fn func(key string, start, end int) bool) {
+	j := i + 1
+	for {
 		if j = skipWS(s, j); j >= len(s) || s[j] != '"' {
 			return
 		}
@@ -163,20 +159,34 @@ func members(obj gjson.Result, keys []string, out []gjson.Result) {
 		}
 		j = skipWS(s, j+1)
 		end := skipValue(s, j)
-		if end < 0 {
+		if end < 0 || !fn(key, j, end) {
 			return
 		}
+		if j = skipWS(s, end); j >= len(s) || s[j] != ',' {
+			return // the closing brace, or malformed
+		}
+		j++
+	}
+}
+
+// members fills out[i] with the member of obj named keys[i] (the first one
+// when a key repeats), in one pass over obj that decodes only those values.
+func members(obj gjson.Result, keys []string, out []gjson.Result) {
+	if !obj.IsObject() {
+		return
+	}
+	s := obj.Raw
+	left := len(keys)
+	eachMember(s, strings.IndexByte(s, '{'), func(key string, start, end int) bool {
 		for i, k := range keys {
 			if !out[i].Exists() && k == key {
-				out[i] = valueAt(s[j:end], obj.Index, j)
+				out[i] = valueAt(s[start:end], obj.Index, start)
 				left--
 				break
 			}
 		}
-		if j = skipWS(s, end); j < len(s) && s[j] == ',' {
-			j++
-		}
-	}
+		return left > 0
+	})
 }
 
 // member returns obj's first member named key (gjson's Get for a plain key,
