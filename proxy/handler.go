@@ -176,30 +176,31 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		x.watch = nil
 	case t != nil:
 		if err := t.finishJSON(x.upResp); err != nil {
-			if x.watch.left() {
-				s.abandon(ctx, &x)
-				return
-			}
-			cerr := classifyUpstreamError(err)
-			s.metrics.upstreamErrors.WithLabelValues(x.route.name, upstreamErrorKind(cerr)).Inc()
-			s.finish(ctx, &x, writeError(ctx, x.route.provider, cerr))
+			s.replyFailed(ctx, &x, err)
 			return
 		}
 		s.setServerTiming(ctx, &x)
 	default:
 		if err := s.copyBody(ctx, &x); err != nil {
-			if x.watch.left() {
-				s.abandon(ctx, &x)
-				return
-			}
-			cerr := classifyUpstreamError(err)
-			s.metrics.upstreamErrors.WithLabelValues(x.route.name, upstreamErrorKind(cerr)).Inc()
-			s.finish(ctx, &x, writeError(ctx, x.route.provider, cerr))
+			s.replyFailed(ctx, &x, err)
 			return
 		}
 		s.setServerTiming(ctx, &x)
 	}
 	s.finish(ctx, &x, status)
+}
+
+// replyFailed ends a request whose upstream reply could not be read or
+// merged: abandoned when the client left (the watcher cancelled it),
+// otherwise answered with the error in the route's shape and counted.
+func (s *Server) replyFailed(ctx *fasthttp.RequestCtx, x *exchange, err error) {
+	if x.watch.left() {
+		s.abandon(ctx, x)
+		return
+	}
+	cerr := classifyUpstreamError(err)
+	s.metrics.upstreamErrors.WithLabelValues(x.route.name, upstreamErrorKind(cerr)).Inc()
+	s.finish(ctx, x, writeError(ctx, x.route.provider, cerr))
 }
 
 // statusClientClosed is the status the access log and request metrics give
