@@ -63,6 +63,9 @@ func (l *perIPListener) release(ip netip.Addr) {
 // remoteIP is the connection's peer address without the port (IPv4-mapped
 // IPv6 unmapped, so both spellings count as one client).
 func remoteIP(c net.Conn) netip.Addr {
+	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return ta.AddrPort().Addr().Unmap()
+	}
 	if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
 		return ap.Addr().Unmap()
 	}
