@@ -6,7 +6,7 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/shepherd ./cmd/proxy
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/shepherd ./cmd/shepherd
 
 FROM scratch
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/

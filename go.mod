@@ -1,4 +1,4 @@
-module shepherd
+module github.com/shepherd-proxy/shepherd
 
 go 1.26.0
 

@@ -171,7 +171,7 @@ rm -rf "$OUT/raw"
 mkdir -p "$OUT/raw" "$tmp/nginx/logs"
 
 log "building shepherd, mockprovider and benchtool into $tmp"
-(cd "$root" && "$GO" build -o "$tmp/shepherd" ./cmd/proxy &&
+(cd "$root" && "$GO" build -o "$tmp/shepherd" ./cmd/shepherd &&
   "$GO" build -o "$tmp/mockprovider" ./bench/cmd/mockprovider &&
   "$GO" build -o "$tmp/benchtool" ./bench/cmd/benchtool)
 bt=$tmp/benchtool

@@ -33,11 +33,11 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
-	"shepherd/bench/mock"
-	"shepherd/bench/workload"
-	"shepherd/config"
-	"shepherd/proxy"
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/bench/workload"
+	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/proxy"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // env is a mock provider and a shepherd in front of it.

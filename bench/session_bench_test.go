@@ -6,7 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"shepherd/bench/workload"
+	"github.com/shepherd-proxy/shepherd/bench/workload"
 )
 
 // sessionTurns is how many requests one benchmarked session makes.

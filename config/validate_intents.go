@@ -3,7 +3,7 @@ package config
 import (
 	"path/filepath"
 
-	"shepherd/config/policy"
+	"github.com/shepherd-proxy/shepherd/config/policy"
 )
 
 func (in *Intents) validate(p *problems) {

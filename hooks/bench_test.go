@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"shepherd/config/policy"
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/config/policy"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // BenchmarkIntentsOnReply measures the governance checks on a reply of four

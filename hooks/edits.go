@@ -1,6 +1,6 @@
 package hooks
 
-import "shepherd/state"
+import "github.com/shepherd-proxy/shepherd/state"
 
 // ToolSpec is a tool definition a hook asks to add to a request. Codecs render
 // it in their own API's shape (Anthropic input_schema, OpenAI Chat function,

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // Call carries what a hook may know about the request in flight besides the

@@ -8,8 +8,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"shepherd/config/policy"
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/config/policy"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // Intent governance texts (docs/features.md).

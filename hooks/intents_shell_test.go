@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"shepherd/config/policy"
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/config/policy"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // TestIntentsShellCommands checks the files shell commands write against

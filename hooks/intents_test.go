@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"shepherd/config/policy"
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/config/policy"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 const intentsYAML = `version: 1

@@ -7,7 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // Topic defaults: the texts documented in the README.

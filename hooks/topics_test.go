@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 var fixedNow = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)

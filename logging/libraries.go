@@ -8,7 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
-	"shepherd/config"
+	"github.com/shepherd-proxy/shepherd/config"
 )
 
 // libraryLogger adapts a library's Printf-style logger to a redacting zap

@@ -16,7 +16,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 	"github.com/valyala/fasthttp/pprofhandler"
 
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 const (

@@ -3,7 +3,7 @@ package proxy
 import (
 	"time"
 
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // This file holds the sessions API's answer types. They are the API's

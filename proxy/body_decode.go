@@ -13,7 +13,7 @@ import (
 	brotli "github.com/molecule-man/go-brrr"
 	"github.com/valyala/fasthttp"
 
-	"shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite"
 )
 
 // maxContentCodings bounds the codings one request may stack.

@@ -13,7 +13,7 @@ import (
 	brotli "github.com/molecule-man/go-brrr"
 	"github.com/stretchr/testify/require"
 
-	"shepherd/config"
+	"github.com/shepherd-proxy/shepherd/config"
 )
 
 func encode(t *testing.T, coding string, b []byte) []byte {

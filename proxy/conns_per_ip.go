@@ -9,7 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite"
 )
 
 // perIPListener caps the connections open at once from one client address

@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"shepherd/config"
+	"github.com/shepherd-proxy/shepherd/config"
 )
 
 // silentUpstream is a raw TCP upstream that reads one request per

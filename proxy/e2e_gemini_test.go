@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/genai"
 
-	"shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
 )
 
 const e2eGeminiModel = "gemini-e2e"

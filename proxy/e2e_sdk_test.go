@@ -24,7 +24,7 @@ import (
 	aoption "github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/stretchr/testify/require"
 
-	"shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
 )
 
 // Scripted content shared by every API.

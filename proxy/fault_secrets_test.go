@@ -19,9 +19,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"shepherd/config"
-	"shepherd/logging"
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/logging"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // Sentinel credentials: each is sent in one credential position and must

@@ -7,12 +7,12 @@ import (
 
 	"go.uber.org/zap"
 
-	"shepherd/config"
-	"shepherd/config/policy"
-	"shepherd/hooks"
-	"shepherd/logging"
-	"shepherd/rewrite"
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/config/policy"
+	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/logging"
+	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // Features is what the proxy runs between agent and provider: one hook chain

@@ -7,7 +7,7 @@ import (
 	"io"
 	"testing"
 
-	"shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite"
 )
 
 // anthropicStream is an Anthropic SSE stream of n text deltas.

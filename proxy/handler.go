@@ -10,9 +10,9 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
-	"shepherd/hooks"
-	"shepherd/rewrite"
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // Response headers shepherd adds.

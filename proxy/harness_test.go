@@ -13,10 +13,10 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	"shepherd/bench/mock"
-	"shepherd/config"
-	"shepherd/proxy"
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/proxy"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // harness is a real shepherd server on a loopback port in front of a

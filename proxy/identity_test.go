@@ -6,8 +6,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/valyala/fasthttp"
 
-	"shepherd/hooks"
-	"shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite"
 )
 
 func TestResolveSessionOrder(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"shepherd/config"
+	"github.com/shepherd-proxy/shepherd/config"
 )
 
 // The Go runtime profiles (heap, goroutines: what the idle-stream memory is

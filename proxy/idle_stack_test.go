@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/valyala/fasthttp"
 
-	"shepherd/config"
-	"shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/rewrite"
 )
 
 func TestOffStackRunsHandlerOnAHelper(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"shepherd/bench/mock"
-	"shepherd/config"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/config"
 )
 
 // goroutineStacks returns the stack of every goroutine of the process.

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
-	"shepherd/bench/mock"
-	"shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/hooks"
 )
 
 const (

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"shepherd/bench/mock"
-	"shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/hooks"
 )
 
 // TestIntentsGatekeeperThenSelectionStreaming is scenario 1 streamed on

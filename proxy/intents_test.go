@@ -16,10 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
-	"shepherd/bench/mock"
-	"shepherd/config"
-	"shepherd/hooks"
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // Tool-call arguments of the scenarios. Their keys are in sorted order, as

@@ -7,8 +7,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"shepherd/rewrite"
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // Ledger entry kinds. Entries are written by the turn engine and replayed on

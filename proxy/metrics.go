@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite"
 )
 
 // Metrics holds shepherd's Prometheus collectors on a private registry (never

@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // sessionRecorder records that a session made a request (request count, last

@@ -3,9 +3,9 @@ package proxy
 import (
 	"time"
 
-	"shepherd/hooks"
-	"shepherd/rewrite"
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // headerRecoveryAttempts reports, on a non-streaming reply, how many

@@ -20,7 +20,7 @@ import (
 	"github.com/tidwall/gjson"
 	"google.golang.org/genai"
 
-	"shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
 )
 
 // recAPI is one wire API as the recovery tests see it.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"shepherd/bench/mock"
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // recRunKind is how turn k of the hundred-turn session goes upstream.

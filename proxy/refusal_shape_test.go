@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
-	"shepherd/config"
+	"github.com/shepherd-proxy/shepherd/config"
 )
 
 // requireAPIErrorShape checks that body is an error in the named API's own

@@ -5,7 +5,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite"
 )
 
 // route is the classification of one incoming request.

@@ -14,9 +14,9 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
-	"shepherd/config"
-	"shepherd/logging"
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/logging"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // Options are what a Server is built from. Config must already be validated.

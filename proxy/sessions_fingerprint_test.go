@@ -13,9 +13,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"shepherd/bench/mock"
-	"shepherd/hooks"
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // TestFingerprintSessionsKeepRunsApart: two runs of a client without a

@@ -1,8 +1,8 @@
 package proxy
 
 import (
-	"shepherd/config"
-	"shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/rewrite"
 )
 
 // sideRequest returns the kind of side request body is (rewrite.SideRequest)

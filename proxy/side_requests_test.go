@@ -13,9 +13,9 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
-	"shepherd/bench/mock"
-	"shepherd/config"
-	"shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/hooks"
 )
 
 // sideRequestBodies are the side requests of one API: its agent-turn body

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // failingStore is a state store that is down: every call fails. It stands in

@@ -17,9 +17,9 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
 
-	"shepherd/config"
-	"shepherd/hooks"
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // pieces is a writer function that writes and flushes each piece and stops

@@ -17,8 +17,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"shepherd/bench/mock"
-	"shepherd/config"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/config"
 )
 
 // cutUpstream is a raw TCP upstream that answers every request with the

@@ -17,9 +17,9 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/stretchr/testify/require"
 
-	"shepherd/bench/mock"
-	"shepherd/config"
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // topicSendUnary is the non-streaming counterpart of topicStreamSession.send:

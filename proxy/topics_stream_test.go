@@ -23,9 +23,9 @@ import (
 	"github.com/tidwall/gjson"
 	"google.golang.org/genai"
 
-	"shepherd/bench/mock"
-	"shepherd/config"
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // topicStreamReply is what the agent got from one streamed turn, as the SDK

@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest"
 
-	"shepherd/config"
-	"shepherd/proxy"
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/proxy"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // recordingUpstream is a plain HTTP server standing in for all providers: it

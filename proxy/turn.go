@@ -12,10 +12,10 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
-	"shepherd/config"
-	"shepherd/hooks"
-	"shepherd/rewrite"
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // turn is one request's run through the hook chain and the turn engine. It

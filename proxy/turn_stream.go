@@ -11,7 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
-	"shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite"
 )
 
 // streamTurn serves a streamed reply through the turn engine. A splicer

@@ -6,7 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks"
 )
 
 // anthropicCodec speaks the Anthropic Messages API (POST /v1/messages and

@@ -5,7 +5,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks"
 )
 
 // This file holds the Anthropic reply side: the JSON reply view and the SSE

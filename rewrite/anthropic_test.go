@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks"
 )
 
 func TestAnthropicParseRequest(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"shepherd/bench/workload"
-	"shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/bench/workload"
+	"github.com/shepherd-proxy/shepherd/hooks"
 )
 
 func BenchmarkReader(b *testing.B) {

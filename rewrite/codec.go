@@ -16,7 +16,7 @@ import (
 	"errors"
 	"unsafe"
 
-	"shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks"
 )
 
 // API names a wire API shepherd can parse and rewrite.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"shepherd/bench/workload"
+	"github.com/shepherd-proxy/shepherd/bench/workload"
 )
 
 func TestCheckDuplicateKeys(t *testing.T) {

@@ -3,7 +3,7 @@ package rewrite
 import (
 	"github.com/tidwall/gjson"
 
-	"shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks"
 )
 
 // editOps are one API's primitives for the edits of hooks.RequestEdits.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks"
 )
 
 // geminiCodec speaks Gemini generateContent and streamGenerateContent. The

@@ -16,8 +16,8 @@ import (
 	"github.com/tidwall/gjson"
 	"google.golang.org/genai"
 
-	"shepherd/bench/mock"
-	"shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/hooks"
 )
 
 var gemCC = func() ContinueCodec {

@@ -3,7 +3,7 @@ package rewrite
 import (
 	"github.com/tidwall/gjson"
 
-	"shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks"
 )
 
 // AgentCallIDs is implemented by a TurnCodec whose clients give their own

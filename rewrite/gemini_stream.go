@@ -6,7 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks"
 )
 
 // This file holds the Gemini reply side: the GenerateContentResponse view

@@ -6,7 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks"
 )
 
 // chatCodec speaks OpenAI Chat Completions (POST /v1/chat/completions).

@@ -5,7 +5,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks"
 )
 
 // This file holds the OpenAI Chat reply side: the JSON reply view and the

@@ -6,7 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks"
 )
 
 // responsesCodec speaks the OpenAI Responses API (POST /v1/responses).

@@ -13,8 +13,8 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
-	"shepherd/bench/mock"
-	"shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/hooks"
 )
 
 var respCC = func() ContinueCodec {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks"
 )
 
 // This file holds the Responses reply side: the response object view and the

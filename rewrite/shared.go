@@ -8,7 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks"
 )
 
 // This file holds the view and edit helpers several codecs share: tool and

@@ -1,6 +1,6 @@
 package rewrite
 
-import "shepherd/hooks"
+import "github.com/shepherd-proxy/shepherd/hooks"
 
 // EventKind is the normalised meaning of one decoded stream event.
 type EventKind int

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"shepherd/bench/mock"
-	"shepherd/bench/workload"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/bench/workload"
 )
 
 // mockStream fetches one streamed reply of the bench mock with shape's text,

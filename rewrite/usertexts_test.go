@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks"
 )
 
 // userTurns lists the view positions AppendUserTextAt accepts in body;

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks"
 )
 
 // parseUncached parses body with the view cache out of the way.

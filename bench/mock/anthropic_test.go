@@ -8,7 +8,7 @@ import (
 	anthropic "github.com/anthropics/anthropic-sdk-go"
 	"github.com/stretchr/testify/require"
 
-	"shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
 )
 
 func anthropicParams() anthropic.MessageNewParams {

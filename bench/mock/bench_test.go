@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
 )
 
 // Throughput of the mock itself (client included), to know how much of a

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
-	"shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
 )
 
 // The Responder answers by what the request holds, before the FIFO queue;

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/genai"
 
-	"shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
 )
 
 func TestRecording(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
 )
 
 // claudeCode drives `claude -p` (Claude Code) on the Anthropic Messages API.

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
-	"shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
 )
 
 // clineCLI drives the Cline CLI headless (`cline --json <prompt>`, act mode,

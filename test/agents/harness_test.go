@@ -17,10 +17,10 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
-	"shepherd/bench/mock"
-	"shepherd/config"
-	"shepherd/proxy"
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/proxy"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // stack is a mock provider behind a real shepherd server, both on loopback

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"shepherd/bench/workload"
+	"github.com/shepherd-proxy/shepherd/bench/workload"
 )
 
 func TestEventStamp(t *testing.T) {

@@ -31,7 +31,7 @@ import (
 	"syscall"
 	"time"
 
-	"shepherd/bench/workload"
+	"github.com/shepherd-proxy/shepherd/bench/workload"
 )
 
 type idleConfig struct {

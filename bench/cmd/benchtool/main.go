@@ -38,7 +38,7 @@ import (
 	"strings"
 	"time"
 
-	"shepherd/bench/workload"
+	"github.com/shepherd-proxy/shepherd/bench/workload"
 )
 
 func main() {

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"shepherd/bench/mock"
-	"shepherd/bench/workload"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/bench/workload"
 )
 
 // mockFor starts the mock with the options of a shape (the flags

@@ -29,8 +29,8 @@ import (
 	"sync"
 	"time"
 
-	"shepherd/bench/mock"
-	"shepherd/bench/workload"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/bench/workload"
 )
 
 // lateLimit is how late (after its scheduled time) a request may complete

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"shepherd/bench/workload"
+	"github.com/shepherd-proxy/shepherd/bench/workload"
 )
 
 func TestPercentile(t *testing.T) {

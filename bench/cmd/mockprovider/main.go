@@ -13,7 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
 )
 
 func main() {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"shepherd/bench/mock"
-	"shepherd/bench/workload"
+	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/bench/workload"
 )
 
 // Each mock shape of the load script, run with the flags load.sh passes

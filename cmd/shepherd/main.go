@@ -15,10 +15,10 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"shepherd/config"
-	"shepherd/logging"
-	"shepherd/proxy"
-	"shepherd/state"
+	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/logging"
+	"github.com/shepherd-proxy/shepherd/proxy"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 func main() {
