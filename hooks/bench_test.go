@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/shepherd-proxy/shepherd/config/policy"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -22,13 +23,13 @@ func BenchmarkIntentsOnReply(b *testing.B) {
 	h := NewIntents(IntentsConfig{Policy: func() *policy.Policy { return p }, Root: "/work/app",
 		AlwaysAllowed: []string{"Read"}, PathArgs: pa})
 	content := strings.Repeat("func f() { return }\n", 200) // ~4 KB of code per edit
-	reply := &Reply{ToolCalls: []ToolCall{
+	reply := &conv.Reply{ToolCalls: []conv.ToolCall{
 		{Index: 0, ID: "a", Name: "Read", Args: []byte(`{"file_path":"/work/app/src/a.go"}`)},
 		{Index: 1, ID: "b", Name: "Edit", Args: []byte(fmt.Sprintf(`{"file_path":"/work/app/src/a.go","old_string":%q,"new_string":%q}`, content, content))},
 		{Index: 2, ID: "c", Name: "Write", Args: []byte(fmt.Sprintf(`{"file_path":"src/b.go","content":%q}`, content))},
 		{Index: 3, ID: "d", Name: "Write", Args: []byte(`{"file_path":"/etc/passwd","content":"x"}`)},
 	}}
-	call := &Call{Session: &state.Session{Intent: "INT-001", Requests: 3}, Request: &Request{}}
+	call := &Call{Session: &state.Session{Intent: "INT-001", Requests: 3}, Request: &conv.Request{}}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := h.OnReply(context.Background(), call, reply); err != nil {
@@ -41,15 +42,15 @@ func BenchmarkIntentsOnReply(b *testing.B) {
 // assistant turns carry tool calls with ~4 KB arguments.
 func BenchmarkAnchors(b *testing.B) {
 	content := strings.Repeat("func f() { return }\n", 200)
-	var msgs []Message
+	var msgs []conv.Message
 	for i := range 20 {
 		msgs = append(msgs,
-			Message{Role: RoleUser, Blocks: []Block{{Kind: BlockText, Text: fmt.Sprintf("step %d", i)}}},
-			Message{Role: RoleAssistant, Blocks: []Block{{Kind: BlockToolCall, ToolCallID: fmt.Sprint(i), ToolName: "Write",
+			conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{{Kind: conv.BlockText, Text: fmt.Sprintf("step %d", i)}}},
+			conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{{Kind: conv.BlockToolCall, ToolCallID: fmt.Sprint(i), ToolName: "Write",
 				Args: []byte(fmt.Sprintf(`{"file_path":"src/%d.go","content":%q}`, i, content))}}})
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		Anchors(msgs)
+		conv.Anchors(msgs)
 	}
 }

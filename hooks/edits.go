@@ -1,78 +1,15 @@
 package hooks
 
-import "github.com/shepherd-proxy/shepherd/state"
-
-// ToolSpec is a tool definition a hook asks to add to a request. Codecs render
-// it in their own API's shape (Anthropic input_schema, OpenAI Chat function,
-// Responses flat function, Gemini functionDeclarations).
-type ToolSpec struct {
-	Name        string
-	Description string
-	// Parameters is the JSON Schema of the arguments, as raw JSON (an object).
-	Parameters []byte
-}
-
-// RequestEdits are the changes hooks ask for on one request. The zero value
-// changes nothing. Codecs apply them to the original request bytes in a fixed
-// order (tools, system, user text, output limit) so the result is deterministic:
-// the same edits on the same bytes always give the same bytes.
-type RequestEdits struct {
-	// AddTools are appended, in order, after the request's own tools.
-	AddTools []ToolSpec
-	// AppendSystem texts are appended, in order, to the system prompt as new
-	// text (a new system block where the API has blocks).
-	AppendSystem []string
-	// AppendUserText texts are appended, in order, as text at the end of the
-	// newest user turn (after any tool results and cache breakpoints there).
-	AppendUserText []string
-	// SetMaxOutputTokens, when > 0, sets the request's output limit.
-	SetMaxOutputTokens int64
-}
-
-// Empty reports whether the edits change nothing.
-func (e *RequestEdits) Empty() bool {
-	return len(e.AddTools) == 0 && len(e.AppendSystem) == 0 &&
-		len(e.AppendUserText) == 0 && e.SetMaxOutputTokens == 0
-}
-
-// Merge appends o's edits after e's. A later SetMaxOutputTokens wins.
-func (e *RequestEdits) Merge(o RequestEdits) {
-	e.AddTools = append(e.AddTools, o.AddTools...)
-	e.AppendSystem = append(e.AppendSystem, o.AppendSystem...)
-	e.AppendUserText = append(e.AppendUserText, o.AppendUserText...)
-	if o.SetMaxOutputTokens > 0 {
-		e.SetMaxOutputTokens = o.SetMaxOutputTokens
-	}
-}
-
-// Verdict is what a reply hook decides about one tool call.
-type Verdict int
-
-const (
-	// Pass leaves the call to the agent.
-	Pass Verdict = iota
-	// Claim means shepherd answers the call itself with Result; the agent
-	// never sees the call.
-	Claim
-	// Refuse blocks the call: the model receives Result as an error tool
-	// result; the agent never sees the call.
-	Refuse
+import (
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/state"
 )
-
-// CallDecision is a reply hook's decision on one tool call of a reply.
-type CallDecision struct {
-	// CallIndex is ToolCall.Index of the call decided on.
-	CallIndex int
-	Verdict   Verdict
-	// Result is the tool-result text given to the model for Claim and Refuse.
-	Result string
-}
 
 // ReplyDecision is what one reply hook returns. The zero value passes the
 // reply unchanged.
 type ReplyDecision struct {
 	// Calls holds decisions for individual tool calls. Calls not listed pass.
-	Calls []CallDecision
+	Calls []conv.CallDecision
 	// MoveFirst lists tool-call indices to move before all other tool calls,
 	// keeping their relative order.
 	MoveFirst []int
@@ -83,20 +20,5 @@ type ReplyDecision struct {
 	// Continue, when set, asks the turn engine to continue the reply
 	// upstream instead of handing it on (truncation recovery). It
 	// short-circuits the reply chain: no later hook sees the truncated reply.
-	Continue *Continuation
-}
-
-// Continuation says how the turn engine continues a reply cut by the output
-// limit.
-type Continuation struct {
-	// Prefill continues the partial reply as an assistant prefill; otherwise
-	// Instruction is sent as a user message after the partial reply.
-	Prefill     bool
-	Instruction string
-	// DropCalls discards the reply's tool calls (the limit cut one of
-	// them): the agent never gets them and the model makes them again.
-	DropCalls bool
-	// MaxOutputTokens, when > 0, is the output limit of the continuation
-	// request (raised after a cut tool call).
-	MaxOutputTokens int64
+	Continue *conv.Continuation
 }

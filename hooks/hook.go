@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -23,7 +24,7 @@ type Call struct {
 	Tenant    string
 	// Request is the view of the request being served, as the agent sent it
 	// (read-only). Reply hooks use it to know what the agent declared.
-	Request *Request
+	Request *conv.Request
 	// Session is a read-only snapshot of the session state loaded before the
 	// request hooks ran. It is never nil when hooks run. If the state store
 	// cannot be read the proxy normally skips the chain (fail-open
@@ -67,7 +68,7 @@ type Hook interface {
 //   - A hook must not retain req after it returns.
 type RequestHook interface {
 	Hook
-	OnRequest(ctx context.Context, call *Call, req *Request) (RequestEdits, *Response, error)
+	OnRequest(ctx context.Context, call *Call, req *conv.Request) (conv.RequestEdits, *Response, error)
 }
 
 // ReplyHook inspects a complete model reply (a JSON body, or a stream's tool
@@ -85,7 +86,7 @@ type RequestHook interface {
 //     alone (with its effects); no later hook sees the truncated reply.
 type ReplyHook interface {
 	Hook
-	OnReply(ctx context.Context, call *Call, reply *Reply) (ReplyDecision, error)
+	OnReply(ctx context.Context, call *Call, reply *conv.Reply) (ReplyDecision, error)
 }
 
 // Response is a short-circuit answer written to the agent without going
@@ -142,8 +143,8 @@ func (c *Chain) HasReplyHooks() bool { return c != nil && len(c.reply) > 0 }
 // RunRequest runs the request hooks. It returns the merged edits, a
 // short-circuit response if a hook gave one, and the errors of hooks that
 // failed (joined; the chain went on without them).
-func (c *Chain) RunRequest(ctx context.Context, call *Call, req *Request) (RequestEdits, *Response, error) {
-	var edits RequestEdits
+func (c *Chain) RunRequest(ctx context.Context, call *Call, req *conv.Request) (conv.RequestEdits, *Response, error) {
+	var edits conv.RequestEdits
 	var errs []error
 	if c == nil {
 		return edits, nil, nil
@@ -164,7 +165,7 @@ func (c *Chain) RunRequest(ctx context.Context, call *Call, req *Request) (Reque
 
 // RunReply runs the reply hooks and merges their decisions per the ReplyHook
 // contract. The returned decision lists at most one decision per call.
-func (c *Chain) RunReply(ctx context.Context, call *Call, reply *Reply) (ReplyDecision, error) {
+func (c *Chain) RunReply(ctx context.Context, call *Call, reply *conv.Reply) (ReplyDecision, error) {
 	var out ReplyDecision
 	var errs []error
 	if c == nil {
@@ -181,7 +182,7 @@ func (c *Chain) RunReply(ctx context.Context, call *Call, reply *Reply) (ReplyDe
 			return ReplyDecision{Continue: d.Continue, Effects: d.Effects}, errors.Join(errs...)
 		}
 		for _, cd := range d.Calls {
-			if cd.Verdict == Pass || decided[cd.CallIndex] {
+			if cd.Verdict == conv.Pass || decided[cd.CallIndex] {
 				continue
 			}
 			decided[cd.CallIndex] = true

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -12,7 +13,7 @@ import (
 type fakeHook struct {
 	name  string
 	log   *[]string
-	edits RequestEdits
+	edits conv.RequestEdits
 	resp  *Response
 	err   error
 	reply ReplyDecision
@@ -21,12 +22,12 @@ type fakeHook struct {
 
 func (f *fakeHook) Name() string { return f.name }
 
-func (f *fakeHook) OnRequest(_ context.Context, _ *Call, _ *Request) (RequestEdits, *Response, error) {
+func (f *fakeHook) OnRequest(_ context.Context, _ *Call, _ *conv.Request) (conv.RequestEdits, *Response, error) {
 	*f.log = append(*f.log, "req:"+f.name)
 	return f.edits, f.resp, f.err
 }
 
-func (f *fakeHook) OnReply(_ context.Context, _ *Call, _ *Reply) (ReplyDecision, error) {
+func (f *fakeHook) OnReply(_ context.Context, _ *Call, _ *conv.Reply) (ReplyDecision, error) {
 	*f.log = append(*f.log, "reply:"+f.name)
 	return f.reply, f.rerr
 }
@@ -38,10 +39,10 @@ func (r *requestOnly) OnReply() {} // shadows the ReplyHook method with another 
 
 func TestChainRequestOrderAndMerge(t *testing.T) {
 	var log []string
-	a := &fakeHook{name: "a", log: &log, edits: RequestEdits{AppendSystem: []string{"A"}, SetMaxOutputTokens: 100}}
-	b := &fakeHook{name: "b", log: &log, edits: RequestEdits{AppendSystem: []string{"B"}, AddTools: []ToolSpec{{Name: "t"}}, SetMaxOutputTokens: 200}}
+	a := &fakeHook{name: "a", log: &log, edits: conv.RequestEdits{AppendSystem: []string{"A"}, SetMaxOutputTokens: 100}}
+	b := &fakeHook{name: "b", log: &log, edits: conv.RequestEdits{AppendSystem: []string{"B"}, AddTools: []conv.ToolSpec{{Name: "t"}}, SetMaxOutputTokens: 200}}
 	c := NewChain(a, b)
-	edits, resp, err := c.RunRequest(context.Background(), &Call{}, &Request{})
+	edits, resp, err := c.RunRequest(context.Background(), &Call{}, &conv.Request{})
 	require.NoError(t, err)
 	require.Nil(t, resp)
 	require.Equal(t, []string{"req:a", "req:b"}, log)
@@ -52,10 +53,10 @@ func TestChainRequestOrderAndMerge(t *testing.T) {
 
 func TestChainShortCircuitStopsLaterHooks(t *testing.T) {
 	var log []string
-	a := &fakeHook{name: "a", log: &log, edits: RequestEdits{AppendUserText: []string{"x"}}}
+	a := &fakeHook{name: "a", log: &log, edits: conv.RequestEdits{AppendUserText: []string{"x"}}}
 	b := &fakeHook{name: "b", log: &log, resp: &Response{Status: 403, Message: "no"}}
 	c := &fakeHook{name: "c", log: &log}
-	edits, resp, err := NewChain(a, b, c).RunRequest(context.Background(), &Call{}, &Request{})
+	edits, resp, err := NewChain(a, b, c).RunRequest(context.Background(), &Call{}, &conv.Request{})
 	require.NoError(t, err)
 	require.Equal(t, &Response{Status: 403, Message: "no"}, resp)
 	require.Equal(t, []string{"req:a", "req:b"}, log)
@@ -65,9 +66,9 @@ func TestChainShortCircuitStopsLaterHooks(t *testing.T) {
 func TestChainFailingHookIsSkipped(t *testing.T) {
 	var log []string
 	boom := errors.New("boom")
-	a := &fakeHook{name: "a", log: &log, err: boom, edits: RequestEdits{AppendSystem: []string{"dropped"}}}
-	b := &fakeHook{name: "b", log: &log, edits: RequestEdits{AppendSystem: []string{"kept"}}}
-	edits, resp, err := NewChain(a, b).RunRequest(context.Background(), &Call{}, &Request{})
+	a := &fakeHook{name: "a", log: &log, err: boom, edits: conv.RequestEdits{AppendSystem: []string{"dropped"}}}
+	b := &fakeHook{name: "b", log: &log, edits: conv.RequestEdits{AppendSystem: []string{"kept"}}}
+	edits, resp, err := NewChain(a, b).RunRequest(context.Background(), &Call{}, &conv.Request{})
 	require.Nil(t, resp)
 	require.ErrorIs(t, err, boom)
 	var he *HookError
@@ -80,27 +81,27 @@ func TestChainFailingHookIsSkipped(t *testing.T) {
 func TestChainReplyReverseOrderFirstDecisionWins(t *testing.T) {
 	var log []string
 	a := &fakeHook{name: "a", log: &log, reply: ReplyDecision{
-		Calls:     []CallDecision{{CallIndex: 0, Verdict: Refuse, Result: "a refuses"}, {CallIndex: 1, Verdict: Claim, Result: "a claims"}},
+		Calls:     []conv.CallDecision{{CallIndex: 0, Verdict: conv.Refuse, Result: "a refuses"}, {CallIndex: 1, Verdict: conv.Claim, Result: "a claims"}},
 		MoveFirst: []int{1},
 	}}
 	b := &fakeHook{name: "b", log: &log, reply: ReplyDecision{
-		Calls:     []CallDecision{{CallIndex: 0, Verdict: Claim, Result: "b claims"}, {CallIndex: 2, Verdict: Pass}},
+		Calls:     []conv.CallDecision{{CallIndex: 0, Verdict: conv.Claim, Result: "b claims"}, {CallIndex: 2, Verdict: conv.Pass}},
 		MoveFirst: []int{2},
 	}}
-	d, err := NewChain(a, b).RunReply(context.Background(), &Call{}, &Reply{})
+	d, err := NewChain(a, b).RunReply(context.Background(), &Call{}, &conv.Reply{})
 	require.NoError(t, err)
 	require.Equal(t, []string{"reply:b", "reply:a"}, log, "reply hooks run in reverse order")
-	require.Equal(t, []CallDecision{
-		{CallIndex: 0, Verdict: Claim, Result: "b claims"},
-		{CallIndex: 1, Verdict: Claim, Result: "a claims"},
-	}, d.Calls, "b ran first and decided call 0; Pass decides nothing")
+	require.Equal(t, []conv.CallDecision{
+		{CallIndex: 0, Verdict: conv.Claim, Result: "b claims"},
+		{CallIndex: 1, Verdict: conv.Claim, Result: "a claims"},
+	}, d.Calls, "b ran first and decided call 0; conv.Pass decides nothing")
 	require.Equal(t, []int{2, 1}, d.MoveFirst)
 }
 
 func TestChainReplyErrorDropsDecision(t *testing.T) {
 	var log []string
-	a := &fakeHook{name: "a", log: &log, rerr: errors.New("bad"), reply: ReplyDecision{Calls: []CallDecision{{CallIndex: 0, Verdict: Refuse}}}}
-	d, err := NewChain(a).RunReply(context.Background(), &Call{}, &Reply{})
+	a := &fakeHook{name: "a", log: &log, rerr: errors.New("bad"), reply: ReplyDecision{Calls: []conv.CallDecision{{CallIndex: 0, Verdict: conv.Refuse}}}}
+	d, err := NewChain(a).RunReply(context.Background(), &Call{}, &conv.Reply{})
 	require.Error(t, err)
 	require.Empty(t, d.Calls)
 }
@@ -113,18 +114,18 @@ func TestChainPhasesByInterface(t *testing.T) {
 	require.False(t, c.HasReplyHooks(), "a hook without OnReply(ctx, call, reply) is not a reply hook")
 	var nilChain *Chain
 	require.True(t, nilChain.Empty())
-	_, _, err := nilChain.RunRequest(context.Background(), &Call{}, &Request{})
+	_, _, err := nilChain.RunRequest(context.Background(), &Call{}, &conv.Request{})
 	require.NoError(t, err)
 }
 
 func TestRequestEditsEmpty(t *testing.T) {
-	require.True(t, (&RequestEdits{}).Empty())
-	require.False(t, (&RequestEdits{SetMaxOutputTokens: 1}).Empty())
-	require.False(t, (&RequestEdits{AppendUserText: []string{""}}).Empty())
+	require.True(t, (&conv.RequestEdits{}).Empty())
+	require.False(t, (&conv.RequestEdits{SetMaxOutputTokens: 1}).Empty())
+	require.False(t, (&conv.RequestEdits{AppendUserText: []string{""}}).Empty())
 }
 
 func TestRequestHasTool(t *testing.T) {
-	r := &Request{Tools: []ToolDef{{Name: "Read"}, {Name: "create_new_topic"}}}
+	r := &conv.Request{Tools: []conv.ToolDef{{Name: "Read"}, {Name: "create_new_topic"}}}
 	require.True(t, r.HasTool("create_new_topic"))
 	require.False(t, r.HasTool("select_active_intent"))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/config/policy"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -108,7 +109,7 @@ type IntentsConfig struct {
 // concurrent use.
 type Intents struct {
 	cfg     IntentsConfig
-	spec    ToolSpec
+	spec    conv.ToolSpec
 	allowed map[string]bool
 	exempt  map[string]bool
 }
@@ -131,7 +132,7 @@ func NewIntents(cfg IntentsConfig) *Intents {
 		cfg.Policy = func() *policy.Policy { return nil }
 	}
 	h := &Intents{cfg: cfg, allowed: set(cfg.AlwaysAllowed), exempt: set(cfg.Exempt)}
-	h.spec = ToolSpec{
+	h.spec = conv.ToolSpec{
 		Name:        IntentTool,
 		Description: intentToolDescription,
 		Parameters: []byte(`{"type":"object","properties":{"intent_id":{"type":"string",` +
@@ -155,17 +156,17 @@ func (h *Intents) Name() string { return "intents" }
 // the active intent (dynamic, at the end of the newest user turn). When the
 // agent declares select_active_intent itself, nothing is injected: the agent
 // answers it, and Intents tracks valid selections and still checks calls.
-func (h *Intents) OnRequest(_ context.Context, call *Call, req *Request) (RequestEdits, *Response, error) {
+func (h *Intents) OnRequest(_ context.Context, call *Call, req *conv.Request) (conv.RequestEdits, *Response, error) {
 	if call.Side != "" || req.HasTool(IntentTool) {
-		return RequestEdits{}, nil, nil
+		return conv.RequestEdits{}, nil, nil
 	}
 	p := h.cfg.Policy()
 	reminder := "[Active Intent: unknown — shepherd cannot read this session's state]"
 	if !call.StateUnavailable {
 		reminder = h.Reminder(p, activeIntent(call.Session, p))
 	}
-	return RequestEdits{
-		AddTools:       []ToolSpec{h.spec},
+	return conv.RequestEdits{
+		AddTools:       []conv.ToolSpec{h.spec},
 		AppendSystem:   []string{IntentRule},
 		AppendUserText: []string{reminder},
 	}, nil, nil
@@ -205,7 +206,7 @@ func activeIntent(sess *state.Session, p *policy.Policy) string {
 // OnReply answers select_active_intent calls and checks every other call,
 // in reply order: a successful selection governs the calls after it in the
 // same reply.
-func (h *Intents) OnReply(_ context.Context, call *Call, reply *Reply) (ReplyDecision, error) {
+func (h *Intents) OnReply(_ context.Context, call *Call, reply *conv.Reply) (ReplyDecision, error) {
 	p := h.cfg.Policy()
 	agentOwns := call.Request != nil && call.Request.HasTool(IntentTool)
 	now := h.cfg.Now()
@@ -226,7 +227,7 @@ func (h *Intents) OnReply(_ context.Context, call *Call, reply *Reply) (ReplyDec
 			continue
 		}
 		e := state.AuditEntry{At: now, Tool: c.Name, CallID: c.ID, Topic: topic}
-		var verdict Verdict
+		var verdict conv.Verdict
 		var result string
 		if c.Name == IntentTool {
 			var id string
@@ -235,24 +236,24 @@ func (h *Intents) OnReply(_ context.Context, call *Call, reply *Reply) (ReplyDec
 			switch {
 			case id != "":
 				e.Decision, cur, selected = DecisionSelected, id, id
-			case verdict == Claim:
+			case verdict == conv.Claim:
 				e.Decision = DecisionListed
 			default:
 				e.Decision, e.Reason = DecisionRefused, result
 			}
 			if agentOwns {
-				verdict = Pass // the agent answers its own tool
+				verdict = conv.Pass // the agent answers its own tool
 			}
 		} else {
 			verdict, e.Rule, result = h.check(call, p, cur, c)
 			e.Decision = DecisionAllowed
-			if verdict == Refuse {
+			if verdict == conv.Refuse {
 				e.Decision, e.Reason = DecisionRefused, result
 			}
 		}
 		e.Intent = cur
-		if verdict != Pass {
-			d.Calls = append(d.Calls, CallDecision{CallIndex: c.Index, Verdict: verdict, Result: result})
+		if verdict != conv.Pass {
+			d.Calls = append(d.Calls, conv.CallDecision{CallIndex: c.Index, Verdict: verdict, Result: result})
 		}
 		audit = append(audit, e)
 		if h.cfg.OnDecision != nil {
@@ -280,31 +281,31 @@ func (h *Intents) OnReply(_ context.Context, call *Call, reply *Reply) (ReplyDec
 // selectIntent answers one select_active_intent call. It returns Claim with
 // the intent's context (and id set) on success, Claim with the list of
 // intents when no id was given, and Refuse with a reason otherwise.
-func (h *Intents) selectIntent(p *policy.Policy, args []byte) (v Verdict, id, result string) {
+func (h *Intents) selectIntent(p *policy.Policy, args []byte) (v conv.Verdict, id, result string) {
 	if p == nil {
-		return Refuse, "", "No intents policy is loaded" + h.problem() + ", so no intent can be selected."
+		return conv.Refuse, "", "No intents policy is loaded" + h.problem() + ", so no intent can be selected."
 	}
 	raw, ok, err := stringArg(args, "intent_id")
 	if err != "" {
-		return Refuse, "", IntentTool + ` needs "intent_id", a string of the form INT-XXX: ` + err + ". " + available(p)
+		return conv.Refuse, "", IntentTool + ` needs "intent_id", a string of the form INT-XXX: ` + err + ". " + available(p)
 	}
 	raw = strings.TrimSpace(raw)
 	if !ok || raw == "" {
-		return Claim, "", listIntents(p)
+		return conv.Claim, "", listIntents(p)
 	}
 	if !policy.IDPattern.MatchString(raw) {
-		return Refuse, "", quote(raw) + " is not a valid intent ID (format INT-XXX, e.g. INT-001). " + available(p)
+		return conv.Refuse, "", quote(raw) + " is not a valid intent ID (format INT-XXX, e.g. INT-001). " + available(p)
 	}
 	in, found := p.Intent(raw)
 	if !found {
-		return Refuse, "", "Unknown intent ID " + quote(raw) + ". " + available(p)
+		return conv.Refuse, "", "Unknown intent ID " + quote(raw) + ". " + available(p)
 	}
-	return Claim, in.ID, in.ContextXML()
+	return conv.Claim, in.ID, in.ContextXML()
 }
 
 // check decides on one call other than select_active_intent. It returns the
 // verdict (Pass or Refuse), the rule that decided and the refusal text.
-func (h *Intents) check(call *Call, p *policy.Policy, cur string, c ToolCall) (Verdict, string, string) {
+func (h *Intents) check(call *Call, p *policy.Policy, cur string, c conv.ToolCall) (conv.Verdict, string, string) {
 	switch {
 	case call.StateUnavailable:
 		return h.failMode(c.Name, RuleStateUnavailable,
@@ -316,19 +317,19 @@ func (h *Intents) check(call *Call, p *policy.Policy, cur string, c ToolCall) (V
 	in, ok := p.Intent(cur)
 	if !ok {
 		if h.allowed[c.Name] {
-			return Pass, RuleAlwaysAllowed, ""
+			return conv.Pass, RuleAlwaysAllowed, ""
 		}
 		if cur != "" {
-			return Refuse, RuleGatekeeper, "The active intent " + cur + " is no longer defined in the intents policy. " + GatekeeperMessage
+			return conv.Refuse, RuleGatekeeper, "The active intent " + cur + " is no longer defined in the intents policy. " + GatekeeperMessage
 		}
-		return Refuse, RuleGatekeeper, GatekeeperMessage
+		return conv.Refuse, RuleGatekeeper, GatekeeperMessage
 	}
 	if entry, ok := in.DisallowsTool(c.Name); ok {
-		return Refuse, RuleDisallowTools, "Tool call refused: intent " + in.ID + " disallows the tool " + quote(c.Name) +
+		return conv.Refuse, RuleDisallowTools, "Tool call refused: intent " + in.ID + " disallows the tool " + quote(c.Name) +
 			" (disallow_tools entry " + quote(entry) + "). Use another tool, or select an intent that allows it."
 	}
 	if pat, ok := in.MatchPattern(c.Args); ok {
-		return Refuse, RuleDisallowPatterns, "Tool call refused: the arguments of this " + c.Name + " call match " + quote(pat) +
+		return conv.Refuse, RuleDisallowPatterns, "Tool call refused: the arguments of this " + c.Name + " call match " + quote(pat) +
 			", a pattern intent " + in.ID + " disallows (disallow_patterns)."
 	}
 	// A listed tool's paths come from its table entry (an error only then);
@@ -338,30 +339,30 @@ func (h *Intents) check(call *Call, p *policy.Policy, cur string, c ToolCall) (V
 		paths, err = policy.InferPaths(c.Args)
 	}
 	if err != nil {
-		return Refuse, RuleScope, "Tool call refused: shepherd could not tell which files this " + c.Name +
+		return conv.Refuse, RuleScope, "Tool call refused: shepherd could not tell which files this " + c.Name +
 			" call touches (" + err.Error() + "), so it cannot check them against the scope of intent " + in.ID + "."
 	}
 	for _, raw := range paths {
-		if v, rule, msg := h.checkPath(in, c.Name, raw, false); v == Refuse {
+		if v, rule, msg := h.checkPath(in, c.Name, raw, false); v == conv.Refuse {
 			return v, rule, msg
 		}
 	}
-	if v, rule, msg := h.checkShell(in, c); v == Refuse {
+	if v, rule, msg := h.checkShell(in, c); v == conv.Refuse {
 		return v, rule, msg
 	}
-	return Pass, RuleChecksPassed, ""
+	return conv.Pass, RuleChecksPassed, ""
 }
 
 // checkPath checks one raw path a call of tool names against the scope of
 // in; shell says the path is a file a shell command writes.
-func (h *Intents) checkPath(in *policy.Intent, tool, raw string, shell bool) (Verdict, string, string) {
+func (h *Intents) checkPath(in *policy.Intent, tool, raw string, shell bool) (conv.Verdict, string, string) {
 	rel, inside := policy.NormalizePath(h.cfg.Root, raw)
 	if !inside {
 		what := quote(raw) + " is"
 		if shell {
 			what = "this " + tool + " command writes " + quote(raw) + ", which is"
 		}
-		return Refuse, RuleScope, "Tool call refused: " + what + " outside the workspace (" + h.cfg.Root +
+		return conv.Refuse, RuleScope, "Tool call refused: " + what + " outside the workspace (" + h.cfg.Root +
 			"), so it is outside the scope of intent " + in.ID + "."
 	}
 	if ok, reason := in.CheckPath(rel); !ok {
@@ -369,20 +370,20 @@ func (h *Intents) checkPath(in *policy.Intent, tool, raw string, shell bool) (Ve
 		if shell {
 			what = "this " + tool + " command writes " + quote(rel) + ", which is"
 		}
-		return Refuse, RuleScope, "Tool call refused: " + what + " outside the scope of intent " +
+		return conv.Refuse, RuleScope, "Tool call refused: " + what + " outside the scope of intent " +
 			in.ID + ": " + reason + ". Work on files in scope, or select an intent whose scope covers this file."
 	}
-	return Pass, "", ""
+	return conv.Pass, "", ""
 }
 
 // checkShell checks the files the shell commands of call c write against
 // the scope of in. A target out of scope is refused first, naming it; a
 // command whose targets cannot all be known is refused next unless
 // AllowUnparsed.
-func (h *Intents) checkShell(in *policy.Intent, c ToolCall) (Verdict, string, string) {
+func (h *Intents) checkShell(in *policy.Intent, c conv.ToolCall) (conv.Verdict, string, string) {
 	cmds, known, err := h.cfg.ShellArgs.Commands(c.Name, c.Args)
 	if !known {
-		return Pass, "", ""
+		return conv.Pass, "", ""
 	}
 	unparsed := ""
 	if err != nil {
@@ -399,7 +400,7 @@ func (h *Intents) checkShell(in *policy.Intent, c ToolCall) (Verdict, string, st
 			if cmd.Dir != "" && !path.IsAbs(t) {
 				t = path.Join(cmd.Dir, t)
 			}
-			if v, rule, msg := h.checkPath(in, c.Name, t, true); v == Refuse {
+			if v, rule, msg := h.checkPath(in, c.Name, t, true); v == conv.Refuse {
 				return v, rule, msg
 			}
 		}
@@ -408,23 +409,23 @@ func (h *Intents) checkShell(in *policy.Intent, c ToolCall) (Verdict, string, st
 		}
 	}
 	if unparsed != "" && !h.cfg.AllowUnparsed {
-		return Refuse, RuleUnparsedCommand, "Tool call refused: shepherd cannot tell which files this " + c.Name +
+		return conv.Refuse, RuleUnparsedCommand, "Tool call refused: shepherd cannot tell which files this " + c.Name +
 			" command writes (" + unparsed + "), so it cannot check them against the scope of intent " + in.ID +
 			". Write the command with literal file paths, or use the file-editing tools."
 	}
-	return Pass, "", ""
+	return conv.Pass, "", ""
 }
 
 // failMode decides a call when governance cannot: always-allowed tools and
 // fail-open pass, everything else is refused with msg.
-func (h *Intents) failMode(tool, rule, msg string) (Verdict, string, string) {
+func (h *Intents) failMode(tool, rule, msg string) (conv.Verdict, string, string) {
 	if h.allowed[tool] {
-		return Pass, RuleAlwaysAllowed, ""
+		return conv.Pass, RuleAlwaysAllowed, ""
 	}
 	if h.cfg.FailOpen {
-		return Pass, RuleFailOpen, ""
+		return conv.Pass, RuleFailOpen, ""
 	}
-	return Refuse, rule, msg
+	return conv.Refuse, rule, msg
 }
 
 func (h *Intents) problem() string {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherd-proxy/shepherd/config/policy"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -68,10 +69,10 @@ func newIntentsFixture(t *testing.T, p *policy.Policy, mod func(*IntentsConfig))
 }
 
 func callWith(sess *state.Session) *Call {
-	return &Call{Session: sess, Request: &Request{}}
+	return &Call{Session: sess, Request: &conv.Request{}}
 }
 
-func decide(t *testing.T, h *Intents, call *Call, calls ...ToolCall) (ReplyDecision, *state.Session) {
+func decide(t *testing.T, h *Intents, call *Call, calls ...conv.ToolCall) (ReplyDecision, *state.Session) {
 	t.Helper()
 	for i := range calls {
 		calls[i].Index = i
@@ -79,7 +80,7 @@ func decide(t *testing.T, h *Intents, call *Call, calls ...ToolCall) (ReplyDecis
 			calls[i].ID = "call_" + string(rune('a'+i))
 		}
 	}
-	d, err := h.OnReply(context.Background(), call, &Reply{ToolCalls: calls})
+	d, err := h.OnReply(context.Background(), call, &conv.Reply{ToolCalls: calls})
 	require.NoError(t, err)
 	cp := *call.Session
 	cp.Audit = slices.Clone(cp.Audit)
@@ -90,13 +91,13 @@ func decide(t *testing.T, h *Intents, call *Call, calls ...ToolCall) (ReplyDecis
 	return d, s
 }
 
-func verdictOf(d ReplyDecision, index int) (Verdict, string) {
+func verdictOf(d ReplyDecision, index int) (conv.Verdict, string) {
 	for _, cd := range d.Calls {
 		if cd.CallIndex == index {
 			return cd.Verdict, cd.Result
 		}
 	}
-	return Pass, ""
+	return conv.Pass, ""
 }
 
 func TestIntentsCheckOrder(t *testing.T) {
@@ -107,39 +108,39 @@ func TestIntentsCheckOrder(t *testing.T) {
 		state   bool // StateUnavailable
 		tool    string
 		args    string
-		verdict Verdict
+		verdict conv.Verdict
 		rule    string
-		result  string // substring of the result ("" for Pass)
+		result  string // substring of the result ("" for conv.Pass)
 	}{
-		{"gatekeeper refuses a write with no intent", "", false, "Write", `{"file_path":"src/a.go"}`, Refuse, RuleGatekeeper, GatekeeperMessage},
-		{"always-allowed bypasses the gatekeeper", "", false, "Read", `{"file_path":"/etc/passwd"}`, Pass, RuleAlwaysAllowed, ""},
-		{"unknown tool is gated too", "", false, "mcp__db__query", `{}`, Refuse, RuleGatekeeper, GatekeeperMessage},
-		{"disallow_tools before patterns", "INT-001", false, "Bash", `{"command":"rm -rf /"}`, Refuse, RuleDisallowTools, `disallows the tool "Bash"`},
-		{"patterns before scope", "INT-001", false, "Write", `{"file_path":"docs/x.md","content":"rm  -rf build"}`, Refuse, RuleDisallowPatterns, `"rm\s+-rf"`},
-		{"in scope passes", "INT-001", false, "Write", `{"file_path":"src/auth/login.go","content":"x"}`, Pass, RuleChecksPassed, ""},
-		{"absolute path inside the root", "INT-001", false, "Edit", `{"file_path":"/work/app/tests/a_test.go"}`, Pass, RuleChecksPassed, ""},
-		{"out of allow_glob", "INT-001", false, "Write", `{"file_path":"docs/x.md"}`, Refuse, RuleScope, `"docs/x.md" is outside the scope of intent INT-001`},
-		{"deny_glob wins over allow_glob", "INT-001", false, "Write", `{"file_path":"src/secrets/key.pem"}`, Refuse, RuleScope, "deny_glob"},
-		{"deny_glob ignores case", "INT-001", false, "Write", `{"file_path":"src/SECRETS/key.pem"}`, Refuse, RuleScope, "deny_glob"},
-		{"escape with ..", "INT-001", false, "Write", `{"file_path":"src/../../etc/passwd"}`, Refuse, RuleScope, "outside the workspace"},
-		{"absolute path outside the root", "INT-001", false, "Write", `{"file_path":"/work/application/src/a.go"}`, Refuse, RuleScope, "outside the workspace"},
+		{"gatekeeper refuses a write with no intent", "", false, "Write", `{"file_path":"src/a.go"}`, conv.Refuse, RuleGatekeeper, GatekeeperMessage},
+		{"always-allowed bypasses the gatekeeper", "", false, "Read", `{"file_path":"/etc/passwd"}`, conv.Pass, RuleAlwaysAllowed, ""},
+		{"unknown tool is gated too", "", false, "mcp__db__query", `{}`, conv.Refuse, RuleGatekeeper, GatekeeperMessage},
+		{"disallow_tools before patterns", "INT-001", false, "Bash", `{"command":"rm -rf /"}`, conv.Refuse, RuleDisallowTools, `disallows the tool "Bash"`},
+		{"patterns before scope", "INT-001", false, "Write", `{"file_path":"docs/x.md","content":"rm  -rf build"}`, conv.Refuse, RuleDisallowPatterns, `"rm\s+-rf"`},
+		{"in scope passes", "INT-001", false, "Write", `{"file_path":"src/auth/login.go","content":"x"}`, conv.Pass, RuleChecksPassed, ""},
+		{"absolute path inside the root", "INT-001", false, "Edit", `{"file_path":"/work/app/tests/a_test.go"}`, conv.Pass, RuleChecksPassed, ""},
+		{"out of allow_glob", "INT-001", false, "Write", `{"file_path":"docs/x.md"}`, conv.Refuse, RuleScope, `"docs/x.md" is outside the scope of intent INT-001`},
+		{"deny_glob wins over allow_glob", "INT-001", false, "Write", `{"file_path":"src/secrets/key.pem"}`, conv.Refuse, RuleScope, "deny_glob"},
+		{"deny_glob ignores case", "INT-001", false, "Write", `{"file_path":"src/SECRETS/key.pem"}`, conv.Refuse, RuleScope, "deny_glob"},
+		{"escape with ..", "INT-001", false, "Write", `{"file_path":"src/../../etc/passwd"}`, conv.Refuse, RuleScope, "outside the workspace"},
+		{"absolute path outside the root", "INT-001", false, "Write", `{"file_path":"/work/application/src/a.go"}`, conv.Refuse, RuleScope, "outside the workspace"},
 		{"patch touching one file out of scope", "INT-001", false, "apply_patch",
-			`{"input":"*** Begin Patch\n*** Update File: src/a.go\n@@\n-x\n+y\n*** Add File: README.md\n+hi\n*** End Patch"}`, Refuse, RuleScope, `"README.md"`},
-		{"unparsable arguments of a path tool", "INT-001", false, "Write", `{"file_path":`, Refuse, RuleScope, "could not tell which files"},
-		{"tool without path args is not scope-checked", "INT-001", false, "Grep", `{"pattern":"x","path":"/etc"}`, Pass, RuleChecksPassed, ""},
-		{"intent removed from the policy", "INT-009", false, "Write", `{"file_path":"src/a.go"}`, Refuse, RuleGatekeeper, "INT-009 is no longer defined"},
-		{"state unavailable fails closed", "", true, "Write", `{"file_path":"src/a.go"}`, Refuse, RuleStateUnavailable, "cannot read this session's state"},
-		{"state unavailable still allows read-only tools", "", true, "Read", `{"file_path":"src/a.go"}`, Pass, RuleAlwaysAllowed, ""},
+			`{"input":"*** Begin Patch\n*** Update File: src/a.go\n@@\n-x\n+y\n*** Add File: README.md\n+hi\n*** End Patch"}`, conv.Refuse, RuleScope, `"README.md"`},
+		{"unparsable arguments of a path tool", "INT-001", false, "Write", `{"file_path":`, conv.Refuse, RuleScope, "could not tell which files"},
+		{"tool without path args is not scope-checked", "INT-001", false, "Grep", `{"pattern":"x","path":"/etc"}`, conv.Pass, RuleChecksPassed, ""},
+		{"intent removed from the policy", "INT-009", false, "Write", `{"file_path":"src/a.go"}`, conv.Refuse, RuleGatekeeper, "INT-009 is no longer defined"},
+		{"state unavailable fails closed", "", true, "Write", `{"file_path":"src/a.go"}`, conv.Refuse, RuleStateUnavailable, "cannot read this session's state"},
+		{"state unavailable still allows read-only tools", "", true, "Read", `{"file_path":"src/a.go"}`, conv.Pass, RuleAlwaysAllowed, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newIntentsFixture(t, p, nil)
 			call := callWith(&state.Session{Intent: tc.intent, Requests: 3})
 			call.StateUnavailable = tc.state
-			d, s := decide(t, f.h, call, ToolCall{Name: tc.tool, Args: []byte(tc.args)})
+			d, s := decide(t, f.h, call, conv.ToolCall{Name: tc.tool, Args: []byte(tc.args)})
 			v, res := verdictOf(d, 0)
 			require.Equal(t, tc.verdict, v, res)
-			if tc.verdict == Pass {
+			if tc.verdict == conv.Pass {
 				require.Empty(t, res)
 			} else {
 				require.Contains(t, res, tc.result)
@@ -152,7 +153,7 @@ func TestIntentsCheckOrder(t *testing.T) {
 			require.Equal(t, tc.rule, e.Rule)
 			require.Equal(t, tc.tool, e.Tool)
 			require.Equal(t, "call_a", e.CallID)
-			if tc.verdict == Refuse {
+			if tc.verdict == conv.Refuse {
 				require.Equal(t, DecisionRefused, e.Decision)
 				require.Equal(t, res, e.Reason)
 			} else {
@@ -171,22 +172,22 @@ func TestIntentsWithoutPolicy(t *testing.T) {
 		})
 		call := callWith(&state.Session{Requests: 1})
 		d, _ := decide(t, f.h, call,
-			ToolCall{Name: "Write", Args: []byte(`{"file_path":"src/a.go"}`)},
-			ToolCall{Name: "Read", Args: []byte(`{"file_path":"src/a.go"}`)},
-			ToolCall{Name: IntentTool, Args: []byte(`{"intent_id":"INT-001"}`)})
+			conv.ToolCall{Name: "Write", Args: []byte(`{"file_path":"src/a.go"}`)},
+			conv.ToolCall{Name: "Read", Args: []byte(`{"file_path":"src/a.go"}`)},
+			conv.ToolCall{Name: IntentTool, Args: []byte(`{"intent_id":"INT-001"}`)})
 		v, res := verdictOf(d, 0)
 		if open {
-			require.Equal(t, Pass, v)
+			require.Equal(t, conv.Pass, v)
 			require.Equal(t, RuleFailOpen, f.decisions[0].Rule)
 		} else {
-			require.Equal(t, Refuse, v)
+			require.Equal(t, conv.Refuse, v)
 			require.Contains(t, res, "the intents policy is unavailable (active_intents.yaml:3: version must be 1)")
 			require.Equal(t, RulePolicyUnavailable, f.decisions[0].Rule)
 		}
 		v, _ = verdictOf(d, 1)
-		require.Equal(t, Pass, v)
+		require.Equal(t, conv.Pass, v)
 		v, res = verdictOf(d, 2)
-		require.Equal(t, Refuse, v, "no intent can be selected without a policy")
+		require.Equal(t, conv.Refuse, v, "no intent can be selected without a policy")
 		require.Contains(t, res, "No intents policy is loaded")
 	}
 }
@@ -196,24 +197,24 @@ func TestSelectActiveIntent(t *testing.T) {
 	cases := []struct {
 		name     string
 		args     string
-		verdict  Verdict
+		verdict  conv.Verdict
 		decision string
 		result   string
 		intent   string // the session's intent afterwards
 	}{
-		{"valid id", `{"intent_id":"INT-001"}`, Claim, DecisionSelected, `<intent_context intent_id="INT-001">`, "INT-001"},
-		{"blanks trimmed", `{"intent_id":" INT-002 "}`, Claim, DecisionSelected, `<intent_context intent_id="INT-002">`, "INT-002"},
-		{"unknown id names the available ones", `{"intent_id":"INT-404"}`, Refuse, DecisionRefused, `Unknown intent ID "INT-404". Available intents: INT-001, INT-002.`, ""},
-		{"bad format", `{"intent_id":"login"}`, Refuse, DecisionRefused, `"login" is not a valid intent ID (format INT-XXX`, ""},
-		{"wrong type", `{"intent_id":7}`, Refuse, DecisionRefused, "intent_id is number, not a string", ""},
-		{"not an object", `[1]`, Refuse, DecisionRefused, "not a JSON object", ""},
-		{"no id lists the intents", `{}`, Claim, DecisionListed, "- INT-001: Fix the login bug\n- INT-002: Write the docs", ""},
-		{"empty arguments list the intents", ``, Claim, DecisionListed, "- INT-002: Write the docs", ""},
+		{"valid id", `{"intent_id":"INT-001"}`, conv.Claim, DecisionSelected, `<intent_context intent_id="INT-001">`, "INT-001"},
+		{"blanks trimmed", `{"intent_id":" INT-002 "}`, conv.Claim, DecisionSelected, `<intent_context intent_id="INT-002">`, "INT-002"},
+		{"unknown id names the available ones", `{"intent_id":"INT-404"}`, conv.Refuse, DecisionRefused, `Unknown intent ID "INT-404". Available intents: INT-001, INT-002.`, ""},
+		{"bad format", `{"intent_id":"login"}`, conv.Refuse, DecisionRefused, `"login" is not a valid intent ID (format INT-XXX`, ""},
+		{"wrong type", `{"intent_id":7}`, conv.Refuse, DecisionRefused, "intent_id is number, not a string", ""},
+		{"not an object", `[1]`, conv.Refuse, DecisionRefused, "not a JSON object", ""},
+		{"no id lists the intents", `{}`, conv.Claim, DecisionListed, "- INT-001: Fix the login bug\n- INT-002: Write the docs", ""},
+		{"empty arguments list the intents", ``, conv.Claim, DecisionListed, "- INT-002: Write the docs", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newIntentsFixture(t, p, nil)
-			d, s := decide(t, f.h, callWith(&state.Session{Requests: 2}), ToolCall{Name: IntentTool, Args: []byte(tc.args)})
+			d, s := decide(t, f.h, callWith(&state.Session{Requests: 2}), conv.ToolCall{Name: IntentTool, Args: []byte(tc.args)})
 			v, res := verdictOf(d, 0)
 			require.Equal(t, tc.verdict, v)
 			require.Contains(t, res, tc.result)
@@ -224,7 +225,7 @@ func TestSelectActiveIntent(t *testing.T) {
 	}
 	t.Run("context block", func(t *testing.T) {
 		f := newIntentsFixture(t, p, nil)
-		d, _ := decide(t, f.h, callWith(&state.Session{}), ToolCall{Name: IntentTool, Args: []byte(`{"intent_id":"INT-001"}`)})
+		d, _ := decide(t, f.h, callWith(&state.Session{}), conv.ToolCall{Name: IntentTool, Args: []byte(`{"intent_id":"INT-001"}`)})
 		_, res := verdictOf(d, 0)
 		in, _ := p.Intent("INT-001")
 		require.Equal(t, in.ContextXML(), res)
@@ -237,20 +238,20 @@ func TestSelectActiveIntent(t *testing.T) {
 func TestIntentSelectionGovernsLaterCallsOfTheReply(t *testing.T) {
 	f := newIntentsFixture(t, mustPolicy(t, intentsYAML), nil)
 	d, s := decide(t, f.h, callWith(&state.Session{Requests: 1}),
-		ToolCall{Name: "Write", Args: []byte(`{"file_path":"src/a.go"}`)},
-		ToolCall{Name: IntentTool, Args: []byte(`{"intent_id":"INT-001"}`)},
-		ToolCall{Name: "Write", Args: []byte(`{"file_path":"src/a.go"}`)},
-		ToolCall{Name: "Write", Args: []byte(`{"file_path":"docs/a.md"}`)},
+		conv.ToolCall{Name: "Write", Args: []byte(`{"file_path":"src/a.go"}`)},
+		conv.ToolCall{Name: IntentTool, Args: []byte(`{"intent_id":"INT-001"}`)},
+		conv.ToolCall{Name: "Write", Args: []byte(`{"file_path":"src/a.go"}`)},
+		conv.ToolCall{Name: "Write", Args: []byte(`{"file_path":"docs/a.md"}`)},
 	)
 	v0, r0 := verdictOf(d, 0)
-	require.Equal(t, Refuse, v0)
+	require.Equal(t, conv.Refuse, v0)
 	require.Equal(t, GatekeeperMessage, r0)
 	v1, _ := verdictOf(d, 1)
-	require.Equal(t, Claim, v1)
+	require.Equal(t, conv.Claim, v1)
 	v2, _ := verdictOf(d, 2)
-	require.Equal(t, Pass, v2)
+	require.Equal(t, conv.Pass, v2)
 	v3, _ := verdictOf(d, 3)
-	require.Equal(t, Refuse, v3)
+	require.Equal(t, conv.Refuse, v3)
 	require.Equal(t, "INT-001", s.Intent)
 	require.Len(t, s.Audit, 4)
 	require.Equal(t, []string{"", "INT-001", "INT-001", "INT-001"},
@@ -268,9 +269,9 @@ func TestIntentsStartingIntentAndReminder(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, resp)
 	require.Equal(t, []string{"[Active Intent: INT-002 — Write the docs]\nStay within this intent's scope and constraints; call select_active_intent to switch intents."}, e.AppendUserText)
-	d, s := decide(t, f.h, newSess, ToolCall{Name: "Write", Args: []byte(`{"file_path":"docs/guide.md"}`)})
+	d, s := decide(t, f.h, newSess, conv.ToolCall{Name: "Write", Args: []byte(`{"file_path":"docs/guide.md"}`)})
 	v, _ := verdictOf(d, 0)
-	require.Equal(t, Pass, v)
+	require.Equal(t, conv.Pass, v)
 	require.Equal(t, "INT-002", s.Intent, "the starting intent is saved with the first reply")
 
 	// An older session that never selected one has none.
@@ -289,24 +290,24 @@ func TestIntentsStartingIntentAndReminder(t *testing.T) {
 func TestIntentsExemptAndAgentOwned(t *testing.T) {
 	p := mustPolicy(t, intentsYAML)
 	f := newIntentsFixture(t, p, nil)
-	d, s := decide(t, f.h, callWith(&state.Session{Requests: 1}), ToolCall{Name: "create_new_topic", Args: []byte(`{"title":"x"}`)})
+	d, s := decide(t, f.h, callWith(&state.Session{Requests: 1}), conv.ToolCall{Name: "create_new_topic", Args: []byte(`{"title":"x"}`)})
 	require.Empty(t, d.Calls)
 	require.Empty(t, s.Audit)
 	require.Empty(t, f.decisions)
 
 	// An agent that declares select_active_intent answers it itself:
 	// nothing is injected, the call passes, the selection is tracked.
-	call := &Call{Session: &state.Session{Requests: 1}, Request: &Request{Tools: []ToolDef{{Name: IntentTool}}}}
+	call := &Call{Session: &state.Session{Requests: 1}, Request: &conv.Request{Tools: []conv.ToolDef{{Name: IntentTool}}}}
 	e, _, _ := f.h.OnRequest(context.Background(), call, call.Request)
 	require.True(t, e.Empty())
 	d, s = decide(t, f.h, call,
-		ToolCall{Name: IntentTool, Args: []byte(`{"intent_id":"INT-002"}`)},
-		ToolCall{Name: "Write", Args: []byte(`{"file_path":"src/a.go"}`)})
+		conv.ToolCall{Name: IntentTool, Args: []byte(`{"intent_id":"INT-002"}`)},
+		conv.ToolCall{Name: "Write", Args: []byte(`{"file_path":"src/a.go"}`)})
 	v, _ := verdictOf(d, 0)
-	require.Equal(t, Pass, v)
+	require.Equal(t, conv.Pass, v)
 	require.Equal(t, "INT-002", s.Intent)
 	v, res := verdictOf(d, 1)
-	require.Equal(t, Refuse, v, "checks still apply")
+	require.Equal(t, conv.Refuse, v, "checks still apply")
 	require.Contains(t, res, "INT-002")
 }
 
@@ -314,7 +315,7 @@ func TestIntentsAuditIsBounded(t *testing.T) {
 	f := newIntentsFixture(t, mustPolicy(t, intentsYAML), func(c *IntentsConfig) { c.MaxAudit = 3 })
 	sess := &state.Session{Requests: 1, Intent: "INT-001"}
 	for i := range 5 {
-		_, next := decide(t, f.h, callWith(sess), ToolCall{Name: "Grep", ID: "g" + string(rune('0'+i)), Args: []byte(`{}`)})
+		_, next := decide(t, f.h, callWith(sess), conv.ToolCall{Name: "Grep", ID: "g" + string(rune('0'+i)), Args: []byte(`{}`)})
 		sess = next
 	}
 	require.Len(t, sess.Audit, 3)

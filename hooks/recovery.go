@@ -3,6 +3,8 @@ package hooks
 import (
 	"context"
 	"strings"
+
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 // DefaultRecoveryInstruction is the user message of the instruction
@@ -104,22 +106,22 @@ func (r *Recovery) modelMax(model string) int64 {
 // above the model's maximum. A request without a limit is left alone: the
 // provider's default then applies, which for current models is at least
 // the floor, and adding a limit could only lower it.
-func (r *Recovery) OnRequest(_ context.Context, _ *Call, req *Request) (RequestEdits, *Response, error) {
+func (r *Recovery) OnRequest(_ context.Context, _ *Call, req *conv.Request) (conv.RequestEdits, *Response, error) {
 	floor := r.cfg.MinOutputTokens
 	if max := r.modelMax(req.Model); max > 0 && floor > max {
 		floor = max
 	}
 	if !req.HasMaxOutputTokens || floor <= 0 || req.MaxOutputTokens >= floor || req.MaxOutputTokens <= 0 {
 		// A limit of 0 is deliberate (Anthropic cache pre-warming).
-		return RequestEdits{}, nil, nil
+		return conv.RequestEdits{}, nil, nil
 	}
-	return RequestEdits{SetMaxOutputTokens: floor}, nil, nil
+	return conv.RequestEdits{SetMaxOutputTokens: floor}, nil, nil
 }
 
 // OnReply asks for a continuation when the reply stopped on the output
 // limit and attempts remain.
-func (r *Recovery) OnReply(_ context.Context, call *Call, reply *Reply) (ReplyDecision, error) {
-	if reply.Stop != StopMaxTokens || call.Recoveries >= r.cfg.MaxAttempts {
+func (r *Recovery) OnReply(_ context.Context, call *Call, reply *conv.Reply) (ReplyDecision, error) {
+	if reply.Stop != conv.StopMaxTokens || call.Recoveries >= r.cfg.MaxAttempts {
 		return ReplyDecision{}, nil
 	}
 	model := ""
@@ -127,7 +129,7 @@ func (r *Recovery) OnReply(_ context.Context, call *Call, reply *Reply) (ReplyDe
 	if call.Request != nil {
 		model, thinking = call.Request.Model, call.Request.Thinking
 	}
-	c := &Continuation{Instruction: r.cfg.Instruction}
+	c := &conv.Continuation{Instruction: r.cfg.Instruction}
 	if prefill, _ := MatchModel(r.cfg.Prefill, model); prefill && !thinking {
 		c.Prefill, c.Instruction = true, ""
 	}

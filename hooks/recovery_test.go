@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -36,14 +37,14 @@ func TestRecoveryFloor(t *testing.T) {
 	r := newTestRecovery()
 	for _, c := range []struct {
 		name  string
-		req   Request
+		req   conv.Request
 		limit int64
 	}{
-		{"below the floor is raised", Request{Model: "gpt-4o", MaxOutputTokens: 600, HasMaxOutputTokens: true}, 1200},
-		{"at the floor is left", Request{Model: "gpt-4o", MaxOutputTokens: 1200, HasMaxOutputTokens: true}, 0},
-		{"missing is left to the provider's default", Request{Model: "gpt-4o"}, 0},
-		{"zero (cache pre-warm) is left", Request{Model: "claude-x", MaxOutputTokens: 0, HasMaxOutputTokens: true}, 0},
-		{"never above the model's maximum", Request{Model: "tiny-1", MaxOutputTokens: 300, HasMaxOutputTokens: true}, 1000},
+		{"below the floor is raised", conv.Request{Model: "gpt-4o", MaxOutputTokens: 600, HasMaxOutputTokens: true}, 1200},
+		{"at the floor is left", conv.Request{Model: "gpt-4o", MaxOutputTokens: 1200, HasMaxOutputTokens: true}, 0},
+		{"missing is left to the provider's default", conv.Request{Model: "gpt-4o"}, 0},
+		{"zero (cache pre-warm) is left", conv.Request{Model: "claude-x", MaxOutputTokens: 0, HasMaxOutputTokens: true}, 0},
+		{"never above the model's maximum", conv.Request{Model: "tiny-1", MaxOutputTokens: 300, HasMaxOutputTokens: true}, 1000},
 	} {
 		e, resp, err := r.OnRequest(context.Background(), &Call{}, &c.req)
 		require.NoError(t, err)
@@ -54,27 +55,27 @@ func TestRecoveryFloor(t *testing.T) {
 
 func TestRecoveryDecisions(t *testing.T) {
 	r := newTestRecovery()
-	decide := func(model string, thinking bool, limit int64, recoveries int, reply Reply) *Continuation {
-		call := &Call{Request: &Request{Model: model, Thinking: thinking}, OutputLimit: limit, Recoveries: recoveries}
+	decide := func(model string, thinking bool, limit int64, recoveries int, reply conv.Reply) *conv.Continuation {
+		call := &Call{Request: &conv.Request{Model: model, Thinking: thinking}, OutputLimit: limit, Recoveries: recoveries}
 		d, err := r.OnReply(context.Background(), call, &reply)
 		require.NoError(t, err)
 		return d.Continue
 	}
-	cut := Reply{Text: "partial", Stop: StopMaxTokens}
+	cut := conv.Reply{Text: "partial", Stop: conv.StopMaxTokens}
 
-	require.Nil(t, decide("gpt-4o", false, 1200, 0, Reply{Text: "done", Stop: StopEnd}), "a complete reply is not continued")
-	require.Nil(t, decide("gpt-4o", false, 1200, 0, Reply{Text: "x", Stop: StopContextWindow}), "a full context window is reported, not continued")
+	require.Nil(t, decide("gpt-4o", false, 1200, 0, conv.Reply{Text: "done", Stop: conv.StopEnd}), "a complete reply is not continued")
+	require.Nil(t, decide("gpt-4o", false, 1200, 0, conv.Reply{Text: "x", Stop: conv.StopContextWindow}), "a full context window is reported, not continued")
 	require.Nil(t, decide("gpt-4o", false, 1200, 2, cut), "attempts are bounded")
 
 	c := decide("gpt-4o", false, 1200, 0, cut)
-	require.Equal(t, &Continuation{Instruction: DefaultRecoveryInstruction}, c, "text is continued by instruction, limit unchanged")
+	require.Equal(t, &conv.Continuation{Instruction: DefaultRecoveryInstruction}, c, "text is continued by instruction, limit unchanged")
 
 	c = decide("claude-3-5-sonnet", false, 1200, 1, cut)
-	require.Equal(t, &Continuation{Prefill: true}, c, "prefill where the model accepts it")
+	require.Equal(t, &conv.Continuation{Prefill: true}, c, "prefill where the model accepts it")
 	c = decide("claude-3-5-sonnet", true, 1200, 0, cut)
 	require.False(t, c.Prefill, "never prefill with extended thinking")
 
-	withCall := Reply{Text: "let me write", Stop: StopMaxTokens, ToolCalls: []ToolCall{{Name: "Write", Args: []byte(`{"file_path":"a`)}}}
+	withCall := conv.Reply{Text: "let me write", Stop: conv.StopMaxTokens, ToolCalls: []conv.ToolCall{{Name: "Write", Args: []byte(`{"file_path":"a`)}}}
 	c = decide("gpt-4o", false, 4000, 0, withCall)
 	require.True(t, c.DropCalls)
 	require.Equal(t, int64(8000), c.MaxOutputTokens, "a cut call doubles the limit")
@@ -87,20 +88,20 @@ func TestRecoveryDecisions(t *testing.T) {
 
 func TestChainShortCircuitsOnContinue(t *testing.T) {
 	seen := false
-	other := replyFunc(func(*Reply) ReplyDecision { seen = true; return ReplyDecision{} })
+	other := replyFunc(func(*conv.Reply) ReplyDecision { seen = true; return ReplyDecision{} })
 	c := NewChain(other, newTestRecovery()) // reply hooks run in reverse: recovery first
-	d, err := c.RunReply(context.Background(), &Call{Request: &Request{}}, &Reply{Stop: StopMaxTokens})
+	d, err := c.RunReply(context.Background(), &Call{Request: &conv.Request{}}, &conv.Reply{Stop: conv.StopMaxTokens})
 	require.NoError(t, err)
 	require.NotNil(t, d.Continue)
 	require.False(t, seen, "no later hook sees a reply that is being continued")
-	_, err = c.RunReply(context.Background(), &Call{Request: &Request{}}, &Reply{Stop: StopEnd})
+	_, err = c.RunReply(context.Background(), &Call{Request: &conv.Request{}}, &conv.Reply{Stop: conv.StopEnd})
 	require.NoError(t, err)
 	require.True(t, seen)
 }
 
-type replyFunc func(*Reply) ReplyDecision
+type replyFunc func(*conv.Reply) ReplyDecision
 
 func (replyFunc) Name() string { return "func" }
-func (f replyFunc) OnReply(_ context.Context, _ *Call, r *Reply) (ReplyDecision, error) {
+func (f replyFunc) OnReply(_ context.Context, _ *Call, r *conv.Reply) (ReplyDecision, error) {
 	return f(r), nil
 }

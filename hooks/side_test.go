@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -16,7 +17,7 @@ func TestSideRequestsGetNoInjection(t *testing.T) {
 	p := mustPolicy(t, intentsYAML)
 	in := newIntentsFixture(t, p, nil).h
 	topics := NewTopics(TopicsConfig{ToolName: "create_new_topic"})
-	req := &Request{Tools: nil}
+	req := &conv.Request{Tools: nil}
 	for _, h := range []RequestHook{in, topics} {
 		call := &Call{Session: &state.Session{}, Request: req}
 		e, _, err := h.OnRequest(context.Background(), call, req)
@@ -26,17 +27,17 @@ func TestSideRequestsGetNoInjection(t *testing.T) {
 		e, resp, err := h.OnRequest(context.Background(), call, req)
 		require.NoError(t, err)
 		require.Nil(t, resp)
-		require.Equal(t, RequestEdits{}, e, "%s injects nothing into a side request", h.Name())
+		require.Equal(t, conv.RequestEdits{}, e, "%s injects nothing into a side request", h.Name())
 	}
 
 	withCurrent := mustPolicy(t, "version: 1\ncurrent_intent_id: INT-001\n"+intentsYAML[len("version: 1\ncurrent_intent_id: null\n"):])
 	in = newIntentsFixture(t, withCurrent, nil).h
 	call := &Call{Session: &state.Session{}, Request: req, Side: "json_output"}
-	d, err := in.OnReply(context.Background(), call, &Reply{Text: `{"title":"x"}`})
+	d, err := in.OnReply(context.Background(), call, &conv.Reply{Text: `{"title":"x"}`})
 	require.NoError(t, err)
 	require.Empty(t, d.Effects, "a side request does not start the session's intent")
 	call.Side = ""
-	d, err = in.OnReply(context.Background(), call, &Reply{Text: "hi"})
+	d, err = in.OnReply(context.Background(), call, &conv.Reply{Text: "hi"})
 	require.NoError(t, err)
 	require.Len(t, d.Effects, 1, "an agent turn does")
 }

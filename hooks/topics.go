@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -63,7 +64,7 @@ type TopicsConfig struct {
 // changes through ReplyDecision.Effects. It is safe for concurrent use.
 type Topics struct {
 	cfg  TopicsConfig
-	spec ToolSpec
+	spec conv.ToolSpec
 }
 
 var (
@@ -92,7 +93,7 @@ func NewTopics(cfg TopicsConfig) *Topics {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Topics{cfg: cfg, spec: ToolSpec{
+	return &Topics{cfg: cfg, spec: conv.ToolSpec{
 		Name:        cfg.ToolName,
 		Description: topicToolDescription,
 		Parameters: []byte(`{"type":"object","properties":{"title":{"type":"string",` +
@@ -108,15 +109,15 @@ func (t *Topics) Name() string { return "topics" }
 // newest user turn unless Placement is system). When the agent declares a
 // tool of the same name it injects nothing: the agent runs the tool and
 // Topics only tracks its calls.
-func (t *Topics) OnRequest(_ context.Context, call *Call, req *Request) (RequestEdits, *Response, error) {
+func (t *Topics) OnRequest(_ context.Context, call *Call, req *conv.Request) (conv.RequestEdits, *Response, error) {
 	if call.Side != "" || req.HasTool(t.cfg.ToolName) {
-		return RequestEdits{}, nil, nil
+		return conv.RequestEdits{}, nil, nil
 	}
 	var topic string
 	if call.Session != nil {
 		topic = call.Session.Topic
 	}
-	e := RequestEdits{AddTools: []ToolSpec{t.spec}, AppendSystem: []string{t.cfg.Guidance}}
+	e := conv.RequestEdits{AddTools: []conv.ToolSpec{t.spec}, AppendSystem: []string{t.cfg.Guidance}}
 	reminder := t.Reminder(topic)
 	if t.cfg.Placement == PlacementSystem {
 		e.AppendSystem = append(e.AppendSystem, reminder)
@@ -141,7 +142,7 @@ func TopicResult(title string) string { return `Topic changed to: "` + title + `
 // OnReply moves create_new_topic calls first, answers them (when the agent
 // does not know the tool), and records chapters and the calls made under
 // them. A call without a usable title is refused with a reason.
-func (t *Topics) OnReply(_ context.Context, call *Call, reply *Reply) (ReplyDecision, error) {
+func (t *Topics) OnReply(_ context.Context, call *Call, reply *conv.Reply) (ReplyDecision, error) {
 	agentOwns := call.Request != nil && call.Request.HasTool(t.cfg.ToolName)
 	now := t.cfg.Now()
 	var d ReplyDecision
@@ -156,7 +157,7 @@ func (t *Topics) OnReply(_ context.Context, call *Call, reply *Reply) (ReplyDeci
 		title := strings.TrimSpace(gjson.GetBytes(c.Args, "title").String())
 		if title == "" || !gjson.ValidBytes(c.Args) {
 			if !agentOwns {
-				d.Calls = append(d.Calls, CallDecision{CallIndex: c.Index, Verdict: Refuse,
+				d.Calls = append(d.Calls, conv.CallDecision{CallIndex: c.Index, Verdict: conv.Refuse,
 					Result: t.cfg.ToolName + ` needs a non-empty "title" string argument.`})
 			}
 			continue
@@ -166,7 +167,7 @@ func (t *Topics) OnReply(_ context.Context, call *Call, reply *Reply) (ReplyDeci
 			t.cfg.OnTopicChange()
 		}
 		if !agentOwns {
-			d.Calls = append(d.Calls, CallDecision{CallIndex: c.Index, Verdict: Claim, Result: TopicResult(title)})
+			d.Calls = append(d.Calls, conv.CallDecision{CallIndex: c.Index, Verdict: conv.Claim, Result: TopicResult(title)})
 		}
 	}
 	if len(titles) > 0 || len(others) > 0 {

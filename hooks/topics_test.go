@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -19,7 +20,7 @@ func newTestTopics(p Placement) *Topics {
 func TestTopicsRequestInjection(t *testing.T) {
 	h := newTestTopics("")
 	call := &Call{Session: &state.Session{}}
-	e, resp, err := h.OnRequest(context.Background(), call, &Request{})
+	e, resp, err := h.OnRequest(context.Background(), call, &conv.Request{})
 	require.NoError(t, err)
 	require.Nil(t, resp)
 	require.Len(t, e.AddTools, 1)
@@ -29,7 +30,7 @@ func TestTopicsRequestInjection(t *testing.T) {
 	require.Equal(t, []string{DefaultNoTopicReminder}, e.AppendUserText)
 
 	call.Session.Topic = "Implementing Fix"
-	e2, _, _ := h.OnRequest(context.Background(), call, &Request{})
+	e2, _, _ := h.OnRequest(context.Background(), call, &conv.Request{})
 	require.Equal(t, e.AddTools, e2.AddTools, "static injections are identical on every request")
 	require.Equal(t, e.AppendSystem, e2.AppendSystem)
 	require.Equal(t, []string{"[Active Topic: Implementing Fix]\nIf the current active topic no longer describes your current phase of work, use create_new_topic to start a new chapter."}, e2.AppendUserText)
@@ -37,19 +38,19 @@ func TestTopicsRequestInjection(t *testing.T) {
 
 func TestTopicsSystemPlacement(t *testing.T) {
 	h := newTestTopics(PlacementSystem)
-	e, _, _ := h.OnRequest(context.Background(), &Call{Session: &state.Session{Topic: "Research"}}, &Request{})
+	e, _, _ := h.OnRequest(context.Background(), &Call{Session: &state.Session{Topic: "Research"}}, &conv.Request{})
 	require.Empty(t, e.AppendUserText)
 	require.Equal(t, []string{DefaultTopicGuidance, h.Reminder("Research")}, e.AppendSystem)
 }
 
 func TestTopicsAgentDeclaresTool(t *testing.T) {
 	h := newTestTopics("")
-	req := &Request{Tools: []ToolDef{{Name: "Read"}, {Name: "create_new_topic"}}}
+	req := &conv.Request{Tools: []conv.ToolDef{{Name: "Read"}, {Name: "create_new_topic"}}}
 	call := &Call{Session: &state.Session{}, Request: req}
 	e, _, _ := h.OnRequest(context.Background(), call, req)
 	require.True(t, e.Empty(), "an agent that has the tool gets nothing injected")
 
-	reply := &Reply{ToolCalls: []ToolCall{
+	reply := &conv.Reply{ToolCalls: []conv.ToolCall{
 		{Index: 0, ID: "a", Name: "Read", Args: []byte(`{"file_path":"x"}`)},
 		{Index: 1, ID: "b", Name: "create_new_topic", Args: []byte(`{"title":"Research"}`)},
 	}}
@@ -66,8 +67,8 @@ func TestTopicsAgentDeclaresTool(t *testing.T) {
 
 func TestTopicsReplyClaimsAndRecords(t *testing.T) {
 	h := newTestTopics("")
-	call := &Call{Session: &state.Session{}, Request: &Request{}}
-	reply := &Reply{ToolCalls: []ToolCall{
+	call := &Call{Session: &state.Session{}, Request: &conv.Request{}}
+	reply := &conv.Reply{ToolCalls: []conv.ToolCall{
 		{Index: 0, ID: "r1", Name: "Read", Args: []byte(`{"file_path":"a.go"}`)},
 		{Index: 1, ID: "t1", Name: "create_new_topic", Args: []byte(`{"title":"  Implementing Fix "}`)},
 		{Index: 2, ID: "t2", Name: "create_new_topic", Args: []byte(`{"title":""}`)},
@@ -77,10 +78,10 @@ func TestTopicsReplyClaimsAndRecords(t *testing.T) {
 	d, err := h.OnReply(context.Background(), call, reply)
 	require.NoError(t, err)
 	require.Equal(t, []int{1, 2, 3}, d.MoveFirst)
-	require.Equal(t, []CallDecision{
-		{CallIndex: 1, Verdict: Claim, Result: `Topic changed to: "Implementing Fix"`},
-		{CallIndex: 2, Verdict: Refuse, Result: `create_new_topic needs a non-empty "title" string argument.`},
-		{CallIndex: 3, Verdict: Claim, Result: `Topic changed to: "Testing"`},
+	require.Equal(t, []conv.CallDecision{
+		{CallIndex: 1, Verdict: conv.Claim, Result: `Topic changed to: "Implementing Fix"`},
+		{CallIndex: 2, Verdict: conv.Refuse, Result: `create_new_topic needs a non-empty "title" string argument.`},
+		{CallIndex: 3, Verdict: conv.Claim, Result: `Topic changed to: "Testing"`},
 	}, d.Calls)
 
 	s := &state.Session{Topic: "Research", Chapters: []state.Chapter{{Title: "Research", StartedAt: fixedNow.Add(-time.Hour)}}}
@@ -97,7 +98,7 @@ func TestTopicsReplyClaimsAndRecords(t *testing.T) {
 
 func TestTopicsCallsBeforeAnyChapter(t *testing.T) {
 	h := newTestTopics("")
-	d, _ := h.OnReply(context.Background(), &Call{Session: &state.Session{}}, &Reply{ToolCalls: []ToolCall{{Index: 0, ID: "x", Name: "Bash"}}})
+	d, _ := h.OnReply(context.Background(), &Call{Session: &state.Session{}}, &conv.Reply{ToolCalls: []conv.ToolCall{{Index: 0, ID: "x", Name: "Bash"}}})
 	require.Empty(t, d.Calls)
 	require.Empty(t, d.MoveFirst)
 	s := &state.Session{}

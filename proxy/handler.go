@@ -12,6 +12,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -68,7 +69,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 
 	// With hooks, the request is parsed into the full view they read;
 	// without, only validated and peeked for the session hints.
-	var view *hooks.Request
+	var view *conv.Request
 	var hints *rewrite.SessionHints
 	fingerprint := func() (string, bool) { return "", false }
 	if x.route.inspect {
@@ -298,7 +299,7 @@ var altSSE = []byte("sse")
 // passes through: a call shepherd answered would stay unanswered in the
 // upstream chain, which the ledger cannot repair because the history is
 // never resent. Continuing that chain upstream is future work.
-func (s *Server) turnServes(ctx *fasthttp.RequestCtx, x *exchange, view *hooks.Request) bool {
+func (s *Server) turnServes(ctx *fasthttp.RequestCtx, x *exchange, view *conv.Request) bool {
 	if view.PreviousResponseID != "" {
 		return false
 	}

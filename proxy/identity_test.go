@@ -6,8 +6,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/valyala/fasthttp"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 func TestResolveSessionOrder(t *testing.T) {
@@ -16,24 +16,24 @@ func TestResolveSessionOrder(t *testing.T) {
 	tests := []struct {
 		name    string
 		headers map[string]string
-		view    *hooks.Request
+		view    *conv.Request
 		want    string
 		source  sessionSource
 	}{
-		{"configured header wins", map[string]string{"X-Session-Id": "cfg", "X-Claude-Code-Session-Id": "cc"}, &hooks.Request{PromptCacheKey: "pck"}, "cfg", sourceHeader},
+		{"configured header wins", map[string]string{"X-Session-Id": "cfg", "X-Claude-Code-Session-Id": "cc"}, &conv.Request{PromptCacheKey: "pck"}, "cfg", sourceHeader},
 		{"claude code header", map[string]string{"X-Claude-Code-Session-Id": "cc", "session-id": "codex"}, nil, "cc", sourceClaudeCode},
 		{"codex hyphenated", map[string]string{"session-id": "codex-new", "thread-id": "t"}, nil, "codex-new", sourceCodexHeader},
 		{"codex underscore", map[string]string{"session_id": "codex-old"}, nil, "codex-old", sourceCodexHeader},
 		{"codex thread id", map[string]string{"thread-id": "thr"}, nil, "thr", sourceCodexHeader},
-		{"metadata json", nil, &hooks.Request{MetadataUserID: jsonUserID, PromptCacheKey: "pck"}, "0b7f-json", sourceMetadata},
-		{"metadata legacy", nil, &hooks.Request{MetadataUserID: legacyUserID}, "9c2d-legacy", sourceMetadata},
-		{"opaque user id skipped", nil, &hooks.Request{MetadataUserID: "u_4f2a", PromptCacheKey: "pck"}, "pck", sourceCacheKey},
-		{"json user id without session", nil, &hooks.Request{MetadataUserID: `{"device_id":"d"}`, Fingerprint: "ab12"}, "fp-ab12", sourceFingerprint},
-		{"prompt cache key", nil, &hooks.Request{PromptCacheKey: "conv-1", Fingerprint: "ab12"}, "conv-1", sourceCacheKey},
-		{"fingerprint", nil, &hooks.Request{Fingerprint: "ab12"}, "fp-ab12", sourceFingerprint},
+		{"metadata json", nil, &conv.Request{MetadataUserID: jsonUserID, PromptCacheKey: "pck"}, "0b7f-json", sourceMetadata},
+		{"metadata legacy", nil, &conv.Request{MetadataUserID: legacyUserID}, "9c2d-legacy", sourceMetadata},
+		{"opaque user id skipped", nil, &conv.Request{MetadataUserID: "u_4f2a", PromptCacheKey: "pck"}, "pck", sourceCacheKey},
+		{"json user id without session", nil, &conv.Request{MetadataUserID: `{"device_id":"d"}`, Fingerprint: "ab12"}, "fp-ab12", sourceFingerprint},
+		{"prompt cache key", nil, &conv.Request{PromptCacheKey: "conv-1", Fingerprint: "ab12"}, "conv-1", sourceCacheKey},
+		{"fingerprint", nil, &conv.Request{Fingerprint: "ab12"}, "fp-ab12", sourceFingerprint},
 		{"nothing", nil, nil, "", sourceNone},
-		{"opening", nil, &hooks.Request{Messages: []hooks.Message{{Role: hooks.RoleUser}}}, "fp-open-", sourceOpening},
-		{"header beats opening", map[string]string{"X-Session-Id": "cfg"}, &hooks.Request{}, "cfg", sourceHeader},
+		{"opening", nil, &conv.Request{Messages: []conv.Message{{Role: conv.RoleUser}}}, "fp-open-", sourceOpening},
+		{"header beats opening", map[string]string{"X-Session-Id": "cfg"}, &conv.Request{}, "cfg", sourceHeader},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -43,9 +44,9 @@ type turnEntry struct {
 	// Items are JSON texts kept as strings, not json.RawMessage: encoding/json
 	// compacts and HTML-escapes raw messages ("<" becomes \u003c), which
 	// would change the bytes the model saw; a string round-trips exactly.
-	Items   []string             `json:"items"`
-	Tail    int                  `json:"tail"`
-	Results []rewrite.ToolResult `json:"results,omitempty"`
+	Items   []string          `json:"items"`
+	Tail    int               `json:"tail"`
+	Results []conv.ToolResult `json:"results,omitempty"`
 }
 
 // replayStats counts what a replay did, for metrics.

@@ -3,8 +3,8 @@ package proxy
 import (
 	"time"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -25,19 +25,19 @@ type recoveryState struct {
 	continuing bool                  // the next reply continues the last one
 	attempts   int                   // continuations sent
 	truncated  bool                  // some reply of the turn was cut
-	lastStop   hooks.StopReason
+	lastStop   conv.StopReason
 	started    time.Time // when the first cut reply arrived
 	ended      bool
 }
 
 // noteStop counts a reply cut by the output limit or the context window.
-func (l *replyLoop) noteStop(stop hooks.StopReason) {
+func (l *replyLoop) noteStop(stop conv.StopReason) {
 	l.lastStop = stop
 	var kind string
 	switch stop {
-	case hooks.StopMaxTokens:
+	case conv.StopMaxTokens:
 		kind = "max_tokens"
-	case hooks.StopContextWindow:
+	case conv.StopContextWindow:
 		kind = "context_window" // reported, never continued
 	default:
 		return
@@ -54,7 +54,7 @@ func (l *replyLoop) noteStop(stop hooks.StopReason) {
 // request; with a raised limit after a cut tool call. A reply with no text
 // to continue is retried as it was asked. The agent's copy keeps the reply
 // without its calls, and the next reply runs on into its last text block.
-func (l *replyLoop) continueReply(cur []byte, view *hooks.Reply, c *hooks.Continuation) (stepResult, bool) {
+func (l *replyLoop) continueReply(cur []byte, view *conv.Reply, c *conv.Continuation) (stepResult, bool) {
 	t := l.t
 	var remove []int
 	if c.DropCalls {
@@ -95,7 +95,7 @@ func (l *replyLoop) continueReply(cur []byte, view *hooks.Reply, c *hooks.Contin
 		l.continuing = l.agentCopy != nil
 	}
 	if c.MaxOutputTokens > 0 {
-		if follow, err = t.codec.ApplyEdits(follow, hooks.RequestEdits{SetMaxOutputTokens: c.MaxOutputTokens}); err != nil {
+		if follow, err = t.codec.ApplyEdits(follow, conv.RequestEdits{SetMaxOutputTokens: c.MaxOutputTokens}); err != nil {
 			t.warn("raising the output limit failed", err)
 			return stepResult{}, false
 		}
@@ -112,8 +112,8 @@ func (l *replyLoop) continueReply(cur []byte, view *hooks.Reply, c *hooks.Contin
 // after the last attempt that the agent would otherwise get: every call not
 // already removed. Only with recovery on (the API has a continue codec and
 // the chain a recovery hook: call.Recoveries counts its attempts).
-func (l *replyLoop) cutCalls(view *hooks.Reply, removed []int) []int {
-	if l.cc == nil || !l.t.s.recovery || view.Stop != hooks.StopMaxTokens {
+func (l *replyLoop) cutCalls(view *conv.Reply, removed []int) []int {
+	if l.cc == nil || !l.t.s.recovery || view.Stop != conv.StopMaxTokens {
 		return nil
 	}
 	gone := map[int]bool{}
@@ -135,7 +135,7 @@ func (l *replyLoop) withoutCalls(cur []byte) ([][]byte, error) {
 	return items, err
 }
 
-func allCalls(view *hooks.Reply) []int {
+func allCalls(view *conv.Reply) []int {
 	out := make([]int, len(view.ToolCalls))
 	for i, c := range view.ToolCalls {
 		out[i] = c.Index
@@ -167,7 +167,7 @@ func (l *replyLoop) endRecovery(failed bool) {
 	switch {
 	case failed:
 		result = recoveryFailed
-	case l.lastStop == hooks.StopMaxTokens:
+	case l.lastStop == conv.StopMaxTokens:
 		result = recoveryExhausted
 	}
 	m, route := l.t.s.metrics, l.t.x.route.name

@@ -18,7 +18,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttputil"
 
 	"github.com/shepherd-proxy/shepherd/config"
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -325,7 +325,7 @@ func TestStreamReleasesRequestBody(t *testing.T) {
 			resp := fasthttp.AcquireResponse()
 			resp.SetBodyStream(up, -1)
 			x := exchange{route: route{name: "passthrough"}, requestID: "r1", upResp: resp}
-			x.call.Request = &hooks.Request{}
+			x.call.Request = &conv.Request{}
 			start.fn(&ctx, &x)
 			require.Empty(t, ctx.Request.Body(), "the request body is released once the stream starts")
 
@@ -342,7 +342,7 @@ func TestStreamReleasesRequestBody(t *testing.T) {
 
 func TestPassThroughExchangeDropsHookState(t *testing.T) {
 	x := exchange{route: routeMessages, requestID: "r", crlf: true}
-	x.call.Request = &hooks.Request{}
+	x.call.Request = &conv.Request{}
 	x.call.Session = &state.Session{}
 	x.call.SessionID = "s"
 	xs := passThroughExchange(&x)

@@ -15,6 +15,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -45,7 +46,7 @@ type turn struct {
 	codec     rewrite.Codec
 	tc        rewrite.TurnCodec
 	key       state.Key
-	view      *hooks.Request // the agent's request
+	view      *conv.Request // the agent's request
 	agentBody []byte
 	sent      []byte // what went upstream: the model's view
 	entries   []state.LedgerEntry
@@ -70,7 +71,7 @@ var errStoreUnavailable = errors.New("proxy: state store unavailable")
 // When governance fails closed, a session that cannot be loaded does not
 // pass through: the chain runs on an empty session marked unavailable, so
 // intents refuses what it cannot vouch for.
-func (s *Server) prepareTurn(ctx *fasthttp.RequestCtx, x *exchange, view *hooks.Request, body []byte) (t *turn, out []byte, short bool) {
+func (s *Server) prepareTurn(ctx *fasthttp.RequestCtx, x *exchange, view *conv.Request, body []byte) (t *turn, out []byte, short bool) {
 	key := state.Key{Tenant: x.call.Tenant, Session: x.call.SessionID}
 	// An opening request's id is fresh, so the load finds nothing: the
 	// conversation inherits no state. It is still a read, so that a store
@@ -130,8 +131,8 @@ func (s *Server) prepareTurn(ctx *fasthttp.RequestCtx, x *exchange, view *hooks.
 // text at the newest user turn (recorded in the ledger under that turn's
 // anchor), the ledger replay of earlier turns, and the static edits (tools,
 // system, output limit) that may renumber messages.
-func (t *turn) build(sess *state.Session, edits hooks.RequestEdits) ([]byte, error) {
-	anchors := hooks.Anchors(t.view.Messages)
+func (t *turn) build(sess *state.Session, edits conv.RequestEdits) ([]byte, error) {
+	anchors := conv.Anchors(t.view.Messages)
 	texts := edits.AppendUserText
 	edits.AppendUserText = nil
 	var fresh *rewrite.UserTexts
@@ -156,12 +157,12 @@ func (t *turn) build(sess *state.Session, edits hooks.RequestEdits) ([]byte, err
 
 // lastUserTurn is the index of the newest message of the user side (a user
 // message, or a tool-result message on APIs that have them), or -1.
-func lastUserTurn(msgs []hooks.Message) int {
+func lastUserTurn(msgs []conv.Message) int {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		switch msgs[i].Role {
-		case hooks.RoleUser, hooks.RoleTool:
+		case conv.RoleUser, conv.RoleTool:
 			return i
-		case hooks.RoleAssistant:
+		case conv.RoleAssistant:
 			return -1 // a trailing assistant message is a prefill: leave it alone
 		}
 	}
@@ -257,10 +258,10 @@ func (t *turn) runReplies(reply []byte) []byte {
 // answers the agent never sees. The JSON and the streaming paths share it.
 type replyLoop struct {
 	t         *turn
-	agentCopy []byte               // merged reply for the agent
-	items     [][]byte             // the model's real sequence, for the ledger
-	pending   []rewrite.ToolResult // shepherd's answers to calls of the last reply
-	sent      []byte               // the latest request sent upstream
+	agentCopy []byte            // merged reply for the agent
+	items     [][]byte          // the model's real sequence, for the ledger
+	pending   []conv.ToolResult // shepherd's answers to calls of the last reply
+	sent      []byte            // the latest request sent upstream
 	changed   bool
 	followups int // follow-ups sent after shepherd answered every call
 	recoveryState
@@ -414,7 +415,7 @@ func (l *replyLoop) finish(original []byte) []byte {
 
 // recordTurn adds the ledger entry that restores the model's view of this
 // turn when the agent sends its copy back.
-func (t *turn) recordTurn(agentCopy []byte, items [][]byte, pending []rewrite.ToolResult) {
+func (t *turn) recordTurn(agentCopy []byte, items [][]byte, pending []conv.ToolResult) {
 	agentItems, err := t.tc.ReplyAsMessages(agentCopy)
 	if err != nil {
 		t.warn("recording turn failed", err)
@@ -446,7 +447,7 @@ func (t *turn) recordTurn(agentCopy []byte, items [][]byte, pending []rewrite.To
 	}
 	t.entries = append(t.entries, state.LedgerEntry{
 		Kind:   ledgerTurn,
-		Anchor: hooks.Anchors(av.Messages)[len(t.view.Messages)],
+		Anchor: conv.Anchors(av.Messages)[len(t.view.Messages)],
 		Data:   mustJSON(turnEntry{Items: raw, Tail: len(mv.Messages) - len(t.view.Messages), Results: pending}),
 	})
 }
@@ -543,23 +544,23 @@ func (t *turn) warn(msg string, err error) {
 
 // answered lists the calls shepherd answers (claimed or refused) and their
 // results, in reply order.
-func answered(view *hooks.Reply, d hooks.ReplyDecision) ([]int, []rewrite.ToolResult) {
-	byIndex := map[int]hooks.CallDecision{}
+func answered(view *conv.Reply, d hooks.ReplyDecision) ([]int, []conv.ToolResult) {
+	byIndex := map[int]conv.CallDecision{}
 	for _, cd := range d.Calls {
-		if cd.Verdict != hooks.Pass {
+		if cd.Verdict != conv.Pass {
 			byIndex[cd.CallIndex] = cd
 		}
 	}
 	var remove []int
-	var results []rewrite.ToolResult
+	var results []conv.ToolResult
 	for _, c := range view.ToolCalls {
 		cd, ok := byIndex[c.Index]
 		if !ok {
 			continue
 		}
 		remove = append(remove, c.Index)
-		results = append(results, rewrite.ToolResult{
-			CallID: c.ID, Name: c.Name, Content: cd.Result, IsError: cd.Verdict == hooks.Refuse,
+		results = append(results, conv.ToolResult{
+			CallID: c.ID, Name: c.Name, Content: cd.Result, IsError: cd.Verdict == conv.Refuse,
 			Freeform: c.Freeform,
 		})
 	}
@@ -568,7 +569,7 @@ func answered(view *hooks.Reply, d hooks.ReplyDecision) ([]int, []rewrite.ToolRe
 
 // moveFirst keeps the MoveFirst indices that stay in the agent's copy and
 // are not already in front.
-func moveFirst(view *hooks.Reply, first, remove []int) []int {
+func moveFirst(view *conv.Reply, first, remove []int) []int {
 	gone := map[int]bool{}
 	for _, i := range remove {
 		gone[i] = true

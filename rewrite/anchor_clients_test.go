@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 // TestAnchorsSurviveClientRewrites: each pair is one conversation as the
@@ -95,7 +95,7 @@ func TestAnchorsSurviveClientRewrites(t *testing.T) {
 		t.Helper()
 		v, err := For(api).ParseRequest([]byte(body))
 		require.NoError(t, err)
-		return hooks.Anchors(v.Messages)
+		return conv.Anchors(v.Messages)
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

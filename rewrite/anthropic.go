@@ -6,7 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 // anthropicCodec speaks the Anthropic Messages API (POST /v1/messages and
@@ -20,7 +20,7 @@ func (anthropicCodec) API() API { return APIAnthropic }
 // anthropicKeys are the top-level members the request view reads.
 var anthropicKeys = []string{"model", "stream", "max_tokens", "system", "tools", "messages", "metadata", "thinking"}
 
-func (anthropicCodec) ParseRequest(body []byte) (*hooks.Request, error) {
+func (anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	_, idx, err := parseIndexed(body)
 	if err != nil {
 		return nil, err
@@ -39,7 +39,7 @@ func (anthropicCodec) ParseRequest(body []byte) (*hooks.Request, error) {
 			return nil, err
 		}
 	}
-	req := &hooks.Request{Model: str(model), Stream: stream.Bool(), MetadataUserID: str(uid),
+	req := &conv.Request{Model: str(model), Stream: stream.Bool(), MetadataUserID: str(uid),
 		Thinking: thinking == "enabled" || thinking == "adaptive"}
 	if maxTok.Type == gjson.Number {
 		req.MaxOutputTokens, req.HasMaxOutputTokens = maxTok.Int(), true
@@ -89,44 +89,44 @@ func anthropicSystemBlocks(idx *docIndex, sys gjson.Result) (string, error) {
 	return strings.Clone(joinTexts(texts)), err
 }
 
-func anthropicMessage(m gjson.Result, names *toolNames) (hooks.Message, error) {
+func anthropicMessage(m gjson.Result, names *toolNames) (conv.Message, error) {
 	if !m.IsObject() {
-		return hooks.Message{}, typeErr("", "an object")
+		return conv.Message{}, typeErr("", "an object")
 	}
 	role, content := m.Get("role"), m.Get("content")
 	if err := wantString(role, "role"); err != nil {
-		return hooks.Message{}, err
+		return conv.Message{}, err
 	}
 	if err := wantStringOrArray(content, "content"); err != nil {
-		return hooks.Message{}, err
+		return conv.Message{}, err
 	}
-	msg := hooks.Message{Role: anthropicRole(role.Str)}
+	msg := conv.Message{Role: anthropicRole(role.Str)}
 	var err error
 	msg.Blocks, err = anthropicBlocks(content, names)
 	return msg, at(err, "content")
 }
 
-func anthropicRole(r string) hooks.Role {
+func anthropicRole(r string) conv.Role {
 	switch r {
 	case "user":
-		return hooks.RoleUser
+		return conv.RoleUser
 	case "assistant":
-		return hooks.RoleAssistant
+		return conv.RoleAssistant
 	case "system":
-		return hooks.RoleSystem
+		return conv.RoleSystem
 	}
-	return hooks.Role(strings.Clone(r))
+	return conv.Role(strings.Clone(r))
 }
 
 // anthropicBlocks normalises message content: a string or content blocks.
-func anthropicBlocks(content gjson.Result, names *toolNames) ([]hooks.Block, error) {
+func anthropicBlocks(content gjson.Result, names *toolNames) ([]conv.Block, error) {
 	if content.Type == gjson.String {
-		return []hooks.Block{{Kind: hooks.BlockText, Text: str(content)}}, nil
+		return []conv.Block{{Kind: conv.BlockText, Text: str(content)}}, nil
 	}
-	var blocks []hooks.Block
+	var blocks []conv.Block
 	var err error
 	eachElem(content, func(j int, b gjson.Result) bool {
-		var blk hooks.Block
+		var blk conv.Block
 		if blk, err = anthropicBlock(b, names); err != nil {
 			err = atIndex(err, j)
 			return false
@@ -142,9 +142,9 @@ func anthropicBlocks(content gjson.Result, names *toolNames) ([]hooks.Block, err
 // tool_result's content).
 var anthropicBlockKeys = []string{"type", "text", "thinking", "id", "name", "input", "tool_use_id", "content", "is_error"}
 
-func anthropicBlock(b gjson.Result, names *toolNames) (hooks.Block, error) {
+func anthropicBlock(b gjson.Result, names *toolNames) (conv.Block, error) {
 	if !b.IsObject() {
-		return hooks.Block{}, typeErr("", "an object")
+		return conv.Block{}, typeErr("", "an object")
 	}
 	var m [9]gjson.Result
 	members(b, anthropicBlockKeys, m[:])
@@ -157,31 +157,31 @@ func anthropicBlock(b gjson.Result, names *toolNames) (hooks.Block, error) {
 		}
 		return str(v)
 	}
-	var blk hooks.Block
+	var blk conv.Block
 	switch typ.Str {
 	case "text":
-		blk = hooks.Block{Kind: hooks.BlockText, Text: want(text, "text")}
+		blk = conv.Block{Kind: conv.BlockText, Text: want(text, "text")}
 	case "thinking":
-		blk = hooks.Block{Kind: hooks.BlockThinking, Text: want(thinking, "thinking")}
+		blk = conv.Block{Kind: conv.BlockThinking, Text: want(thinking, "thinking")}
 	case "redacted_thinking":
-		blk = hooks.Block{Kind: hooks.BlockThinking}
+		blk = conv.Block{Kind: conv.BlockThinking}
 	case "tool_use":
-		blk = hooks.Block{Kind: hooks.BlockToolCall, ToolCallID: want(id, "id"), ToolName: want(name, "name"), Args: rawBytes(input)}
+		blk = conv.Block{Kind: conv.BlockToolCall, ToolCallID: want(id, "id"), ToolName: want(name, "name"), Args: rawBytes(input)}
 		names.add(blk.ToolCallID, blk.ToolName)
 	case "tool_result":
 		id := want(useID, "tool_use_id")
 		if err == nil {
 			err = wantStringOrArray(content, "content")
 		}
-		blk = hooks.Block{Kind: hooks.BlockToolResult, ToolCallID: id, ToolName: (*names)[id],
+		blk = conv.Block{Kind: conv.BlockToolResult, ToolCallID: id, ToolName: (*names)[id],
 			IsError: isError.Bool(), Text: resultText(content, "text", "text")}
 	default:
-		blk = hooks.Block{Kind: hooks.BlockOther}
+		blk = conv.Block{Kind: conv.BlockOther}
 	}
 	return blk, err
 }
 
-func (anthropicCodec) ApplyEdits(body []byte, e hooks.RequestEdits) ([]byte, error) {
+func (anthropicCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return applyEdits(body, e, editOps{
 		renderTool:   anthropicTool,
 		addTools:     appendTools("tools"),
@@ -192,7 +192,7 @@ func (anthropicCodec) ApplyEdits(body []byte, e hooks.RequestEdits) ([]byte, err
 }
 
 // anthropicTool renders a custom tool definition.
-func anthropicTool(dst []byte, t hooks.ToolSpec, params []byte) []byte {
+func anthropicTool(dst []byte, t conv.ToolSpec, params []byte) []byte {
 	dst = append(dst, `{"name":`...)
 	dst = appendJSONString(dst, t.Name)
 	if t.Description != "" {

@@ -5,25 +5,25 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 // This file holds the Anthropic reply side: the JSON reply view and the SSE
 // stream decoder.
 
-func (anthropicCodec) ParseReply(body []byte) (*hooks.Reply, error) {
+func (anthropicCodec) ParseReply(body []byte) (*conv.Reply, error) {
 	root, err := parseReplyRoot(body)
 	if err != nil {
 		return nil, err
 	}
-	r := &hooks.Reply{Model: str(root.Get("model"))}
+	r := &conv.Reply{Model: str(root.Get("model"))}
 	var text []byte
 	eachElem(root.Get("content"), func(_ int, b gjson.Result) bool {
 		switch b.Get("type").Str {
 		case "text":
 			text = append(text, b.Get("text").Str...)
 		case "tool_use":
-			r.ToolCalls = append(r.ToolCalls, hooks.ToolCall{
+			r.ToolCalls = append(r.ToolCalls, conv.ToolCall{
 				Index: len(r.ToolCalls), ID: str(b.Get("id")), Name: str(b.Get("name")),
 				Args: rawBytes(b.Get("input")),
 			})
@@ -40,35 +40,35 @@ func (anthropicCodec) ParseReply(body []byte) (*hooks.Reply, error) {
 }
 
 // anthropicStop normalises a stop_reason.
-func anthropicStop(s string) hooks.StopReason {
+func anthropicStop(s string) conv.StopReason {
 	switch s {
 	case "":
-		return hooks.StopNone
+		return conv.StopNone
 	case "end_turn":
-		return hooks.StopEnd
+		return conv.StopEnd
 	case "max_tokens":
-		return hooks.StopMaxTokens
+		return conv.StopMaxTokens
 	case "stop_sequence":
-		return hooks.StopSequence
+		return conv.StopSequence
 	case "tool_use":
-		return hooks.StopToolUse
+		return conv.StopToolUse
 	case "pause_turn":
-		return hooks.StopPause
+		return conv.StopPause
 	case "refusal":
-		return hooks.StopRefusal
+		return conv.StopRefusal
 	case "model_context_window_exceeded":
-		return hooks.StopContextWindow
+		return conv.StopContextWindow
 	}
-	return hooks.StopOther
+	return conv.StopOther
 }
 
 // anthropicUsage normalises a usage object: input counts cache creation and
 // cache reads too. nil when u is not an object.
-func anthropicUsage(u gjson.Result) *hooks.Usage {
+func anthropicUsage(u gjson.Result) *conv.Usage {
 	if !u.IsObject() {
 		return nil
 	}
-	return &hooks.Usage{
+	return &conv.Usage{
 		InputTokens: u.Get("input_tokens").Int() + u.Get("cache_creation_input_tokens").Int() +
 			u.Get("cache_read_input_tokens").Int(),
 		OutputTokens: u.Get("output_tokens").Int(),
@@ -87,7 +87,7 @@ type anthropicDecoder struct {
 // block, for its deltas and its stop.
 type anthropicBlockState struct {
 	index      int
-	kind       hooks.BlockKind
+	kind       conv.BlockKind
 	startInput string // tool_use input as given at start ("{}" normally)
 	sawArgs    bool   // a non-empty input_json_delta arrived
 }
@@ -128,16 +128,16 @@ func (d *anthropicDecoder) Decode(ev Event) ([]StreamEvent, error) {
 	case "content_block_start":
 		e.Kind, e.Index = BlockStart, int(root.Get("index").Int())
 		cb := root.Get("content_block")
-		st := anthropicBlockState{index: e.Index, kind: hooks.BlockOther}
+		st := anthropicBlockState{index: e.Index, kind: conv.BlockOther}
 		switch cb.Get("type").Str {
 		case "text":
-			st.kind, e.TextDelta = hooks.BlockText, str(cb.Get("text"))
+			st.kind, e.TextDelta = conv.BlockText, str(cb.Get("text"))
 		case "thinking":
-			st.kind, e.TextDelta = hooks.BlockThinking, str(cb.Get("thinking"))
+			st.kind, e.TextDelta = conv.BlockThinking, str(cb.Get("thinking"))
 		case "redacted_thinking":
-			st.kind = hooks.BlockThinking
+			st.kind = conv.BlockThinking
 		case "tool_use":
-			st.kind = hooks.BlockToolCall
+			st.kind = conv.BlockToolCall
 			e.ToolCallID, e.ToolName = str(cb.Get("id")), str(cb.Get("name"))
 			st.startInput = cb.Get("input").Raw
 		}
@@ -150,13 +150,13 @@ func (d *anthropicDecoder) Decode(ev Event) ([]StreamEvent, error) {
 		delta := root.Get("delta")
 		switch delta.Get("type").Str {
 		case "text_delta":
-			e.BlockKind, e.TextDelta = hooks.BlockText, str(delta.Get("text"))
+			e.BlockKind, e.TextDelta = conv.BlockText, str(delta.Get("text"))
 		case "thinking_delta":
-			e.BlockKind, e.TextDelta = hooks.BlockThinking, str(delta.Get("thinking"))
+			e.BlockKind, e.TextDelta = conv.BlockThinking, str(delta.Get("thinking"))
 		case "signature_delta":
-			e.BlockKind = hooks.BlockThinking
+			e.BlockKind = conv.BlockThinking
 		case "input_json_delta":
-			e.BlockKind, e.ArgsDelta = hooks.BlockToolCall, str(delta.Get("partial_json"))
+			e.BlockKind, e.ArgsDelta = conv.BlockToolCall, str(delta.Get("partial_json"))
 			if st != nil {
 				e.BlockKind = st.kind // server_tool_use input streams too
 				if e.ArgsDelta != "" {
@@ -164,16 +164,16 @@ func (d *anthropicDecoder) Decode(ev Event) ([]StreamEvent, error) {
 				}
 			}
 		default:
-			e.BlockKind = hooks.BlockOther
+			e.BlockKind = conv.BlockOther
 			if st != nil {
 				e.BlockKind = st.kind
 			}
 		}
 	case "content_block_stop":
-		e.Kind, e.Index, e.BlockKind = BlockStop, int(root.Get("index").Int()), hooks.BlockOther
+		e.Kind, e.Index, e.BlockKind = BlockStop, int(root.Get("index").Int()), conv.BlockOther
 		if st := d.block(e.Index); st != nil {
 			e.BlockKind = st.kind
-			if st.kind == hooks.BlockToolCall && !st.sawArgs {
+			if st.kind == conv.BlockToolCall && !st.sawArgs {
 				e.ArgsDelta = st.startInput
 			}
 		}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 func TestAnthropicParseRequest(t *testing.T) {
@@ -16,22 +16,22 @@ func TestAnthropicParseRequest(t *testing.T) {
 	fp := req.Fingerprint
 	req.Fingerprint = ""
 	req.Messages = stripDigests(t, req.Messages)
-	require.Equal(t, &hooks.Request{
+	require.Equal(t, &conv.Request{
 		Model: "claude-sonnet-4-5", Stream: true, MaxOutputTokens: 2048, HasMaxOutputTokens: true,
 		System:         "You are terse.",
-		Tools:          []hooks.ToolDef{{Name: "read_file"}, {Name: "web_search"}},
+		Tools:          []conv.ToolDef{{Name: "read_file"}, {Name: "web_search"}},
 		MetadataUserID: "user_abc_account_def_session_1b2c",
-		Messages: []hooks.Message{
-			{Role: hooks.RoleUser, Blocks: []hooks.Block{{Kind: hooks.BlockText, Text: "Show me main.go"}}},
-			{Role: hooks.RoleAssistant, Blocks: []hooks.Block{
-				{Kind: hooks.BlockThinking, Text: "Need the file."},
-				{Kind: hooks.BlockThinking},
-				{Kind: hooks.BlockText, Text: "Reading it."},
-				{Kind: hooks.BlockToolCall, ToolCallID: "toolu_01X", ToolName: "read_file", Args: []byte(`{"path": "main.go"}`)},
+		Messages: []conv.Message{
+			{Role: conv.RoleUser, Blocks: []conv.Block{{Kind: conv.BlockText, Text: "Show me main.go"}}},
+			{Role: conv.RoleAssistant, Blocks: []conv.Block{
+				{Kind: conv.BlockThinking, Text: "Need the file."},
+				{Kind: conv.BlockThinking},
+				{Kind: conv.BlockText, Text: "Reading it."},
+				{Kind: conv.BlockToolCall, ToolCallID: "toolu_01X", ToolName: "read_file", Args: []byte(`{"path": "main.go"}`)},
 			}},
-			{Role: hooks.RoleUser, Blocks: []hooks.Block{
-				{Kind: hooks.BlockToolResult, ToolCallID: "toolu_01X", ToolName: "read_file", Text: "package main"},
-				{Kind: hooks.BlockOther},
+			{Role: conv.RoleUser, Blocks: []conv.Block{
+				{Kind: conv.BlockToolResult, ToolCallID: "toolu_01X", ToolName: "read_file", Text: "package main"},
+				{Kind: conv.BlockOther},
 			}},
 		},
 	}, req)
@@ -95,63 +95,63 @@ func TestAnthropicMalformed(t *testing.T) {
 }
 
 func TestAnthropicApplyEdits(t *testing.T) {
-	tool := hooks.ToolSpec{Name: "t", Description: "d", Parameters: []byte(`{"type":"object"}`)}
+	tool := conv.ToolSpec{Name: "t", Description: "d", Parameters: []byte(`{"type":"object"}`)}
 	tests := []struct {
 		name  string
 		body  string
-		edits hooks.RequestEdits
+		edits conv.RequestEdits
 		want  string
 	}{
 		{"tools append", `{"model":"m", "tools": [ {"name":"a","input_schema":{}} ], "messages":[]}`,
-			hooks.RequestEdits{AddTools: []hooks.ToolSpec{tool}},
+			conv.RequestEdits{AddTools: []conv.ToolSpec{tool}},
 			`{"model":"m", "tools": [ {"name":"a","input_schema":{}},{"name":"t","description":"d","input_schema":{"type":"object"}} ], "messages":[]}`},
 		{"tools empty", `{"tools":[ ],"messages":[]}`,
-			hooks.RequestEdits{AddTools: []hooks.ToolSpec{{Name: "x"}}},
+			conv.RequestEdits{AddTools: []conv.ToolSpec{{Name: "x"}}},
 			`{"tools":[{"name":"x","input_schema":{"type":"object","properties":{}}} ],"messages":[]}`},
 		{"tools absent", "{\n  \"model\": \"m\",\n  \"messages\": []\n}\n",
-			hooks.RequestEdits{AddTools: []hooks.ToolSpec{tool, {Name: "u", Parameters: []byte(`{}`)}}},
+			conv.RequestEdits{AddTools: []conv.ToolSpec{tool, {Name: "u", Parameters: []byte(`{}`)}}},
 			"{\n  \"model\": \"m\",\n  \"messages\": [],\"tools\":[{\"name\":\"t\",\"description\":\"d\",\"input_schema\":{\"type\":\"object\"}},{\"name\":\"u\",\"input_schema\":{}}]\n}\n"},
 		{"tools null", `{"tools":null}`,
-			hooks.RequestEdits{AddTools: []hooks.ToolSpec{{Name: "x", Parameters: []byte(`{}`)}}},
+			conv.RequestEdits{AddTools: []conv.ToolSpec{{Name: "x", Parameters: []byte(`{}`)}}},
 			`{"tools":[{"name":"x","input_schema":{}}]}`},
 		{"system string", `{"system":"Be terse.","messages":[]}`,
-			hooks.RequestEdits{AppendSystem: []string{"A", "B"}},
+			conv.RequestEdits{AppendSystem: []string{"A", "B"}},
 			`{"system":"Be terse.\n\nA\n\nB","messages":[]}`},
 		{"system string escapes kept", `{"system":"a\u00e9\"b\/"}`,
-			hooks.RequestEdits{AppendSystem: []string{"x\ty"}},
+			conv.RequestEdits{AppendSystem: []string{"x\ty"}},
 			`{"system":"a\u00e9\"b\/\n\nx\ty"}`},
 		{"system empty string", `{"system":""}`,
-			hooks.RequestEdits{AppendSystem: []string{"A"}},
+			conv.RequestEdits{AppendSystem: []string{"A"}},
 			`{"system":"A"}`},
 		{"system blocks", `{"system":[{"type":"text","text":"S","cache_control":{"type":"ephemeral"}}]}`,
-			hooks.RequestEdits{AppendSystem: []string{"A"}},
+			conv.RequestEdits{AppendSystem: []string{"A"}},
 			`{"system":[{"type":"text","text":"S","cache_control":{"type":"ephemeral"}},{"type":"text","text":"A"}]}`},
 		{"system absent", `{"messages":[]}`,
-			hooks.RequestEdits{AppendSystem: []string{"A", "B"}},
+			conv.RequestEdits{AppendSystem: []string{"A", "B"}},
 			`{"messages":[],"system":"A\n\nB"}`},
 		{"user string content", `{"messages":[{"role":"user","content":"hi \"there\""}]}`,
-			hooks.RequestEdits{AppendUserText: []string{"R1", "R2"}},
+			conv.RequestEdits{AppendUserText: []string{"R1", "R2"}},
 			`{"messages":[{"role":"user","content":[{"type":"text","text":"hi \"there\""},{"type":"text","text":"R1"},{"type":"text","text":"R2"}]}]}`},
 		{"user after tool results", `{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"tool_use","id":"1","name":"n","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"1","content":"r","cache_control":{"type":"ephemeral"}}]}]}`,
-			hooks.RequestEdits{AppendUserText: []string{"R"}},
+			conv.RequestEdits{AppendUserText: []string{"R"}},
 			`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"tool_use","id":"1","name":"n","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"1","content":"r","cache_control":{"type":"ephemeral"}},{"type":"text","text":"R"}]}]}`},
 		{"user before prefill", `{"messages":[{"role":"user","content":[]},{"role":"assistant","content":"{"}]}`,
-			hooks.RequestEdits{AppendUserText: []string{"R"}},
+			conv.RequestEdits{AppendUserText: []string{"R"}},
 			`{"messages":[{"role":"user","content":[{"type":"text","text":"R"}]},{"role":"assistant","content":"{"}]}`},
 		{"user content missing", `{"messages":[{"role":"user"}]}`,
-			hooks.RequestEdits{AppendUserText: []string{"R"}},
+			conv.RequestEdits{AppendUserText: []string{"R"}},
 			`{"messages":[{"role":"user","content":[{"type":"text","text":"R"}]}]}`},
 		{"no user message", `{"messages":[{"role":"assistant","content":"x"}]}`,
-			hooks.RequestEdits{AppendUserText: []string{"R"}},
+			conv.RequestEdits{AppendUserText: []string{"R"}},
 			`{"messages":[{"role":"assistant","content":"x"}]}`},
 		{"max tokens replace", `{"max_tokens": 1024, "messages":[]}`,
-			hooks.RequestEdits{SetMaxOutputTokens: 8192},
+			conv.RequestEdits{SetMaxOutputTokens: 8192},
 			`{"max_tokens": 8192, "messages":[]}`},
 		{"max tokens add", `{"messages":[]}`,
-			hooks.RequestEdits{SetMaxOutputTokens: 8192},
+			conv.RequestEdits{SetMaxOutputTokens: 8192},
 			`{"messages":[],"max_tokens":8192}`},
 		{"all in order", `{"max_tokens":1,"system":"S","tools":[],"messages":[{"role":"user","content":"q"}]}`,
-			hooks.RequestEdits{AddTools: []hooks.ToolSpec{{Name: "x", Parameters: []byte(`{}`)}}, AppendSystem: []string{"A"},
+			conv.RequestEdits{AddTools: []conv.ToolSpec{{Name: "x", Parameters: []byte(`{}`)}}, AppendSystem: []string{"A"},
 				AppendUserText: []string{"U"}, SetMaxOutputTokens: 2},
 			`{"max_tokens":2,"system":"S\n\nA","tools":[{"name":"x","input_schema":{}}],"messages":[{"role":"user","content":[{"type":"text","text":"q"},{"type":"text","text":"U"}]}]}`},
 	}
@@ -165,33 +165,33 @@ func TestAnthropicApplyEdits(t *testing.T) {
 
 func TestAnthropicApplyEditsErrors(t *testing.T) {
 	c := For(APIAnthropic)
-	_, err := c.ApplyEdits([]byte(`{}`), hooks.RequestEdits{AddTools: []hooks.ToolSpec{{Name: "x", Parameters: []byte(`[`)}}})
+	_, err := c.ApplyEdits([]byte(`{}`), conv.RequestEdits{AddTools: []conv.ToolSpec{{Name: "x", Parameters: []byte(`[`)}}})
 	require.Error(t, err)
-	_, err = c.ApplyEdits([]byte(`{"tools":{}}`), hooks.RequestEdits{AddTools: []hooks.ToolSpec{{Name: "x"}}})
+	_, err = c.ApplyEdits([]byte(`{"tools":{}}`), conv.RequestEdits{AddTools: []conv.ToolSpec{{Name: "x"}}})
 	require.Error(t, err)
-	_, err = c.ApplyEdits([]byte(`{"system":3}`), hooks.RequestEdits{AppendSystem: []string{"x"}})
+	_, err = c.ApplyEdits([]byte(`{"system":3}`), conv.RequestEdits{AppendSystem: []string{"x"}})
 	require.Error(t, err)
 }
 
 func TestAnthropicParseReply(t *testing.T) {
 	r, err := For(APIAnthropic).ParseReply(fixture(t, APIAnthropic, "reply.json"))
 	require.NoError(t, err)
-	require.Equal(t, &hooks.Reply{
+	require.Equal(t, &conv.Reply{
 		Model: "claude-sonnet-4-5", Text: "Reading it.",
-		ToolCalls: []hooks.ToolCall{
+		ToolCalls: []conv.ToolCall{
 			{Index: 0, ID: "toolu_01X", Name: "read_file", Args: []byte(`{"path": "main.go"}`)},
 			{Index: 1, ID: "toolu_01Y", Name: "list_dir", Args: []byte(`{}`)},
 		},
-		Stop: hooks.StopToolUse, RawStop: "tool_use",
-		Usage: hooks.Usage{InputTokens: 812 + 100 + 2048, OutputTokens: 57},
+		Stop: conv.StopToolUse, RawStop: "tool_use",
+		Usage: conv.Usage{InputTokens: 812 + 100 + 2048, OutputTokens: 57},
 	}, r)
 }
 
 func TestAnthropicStopReasons(t *testing.T) {
-	for raw, want := range map[string]hooks.StopReason{
-		"end_turn": hooks.StopEnd, "max_tokens": hooks.StopMaxTokens, "stop_sequence": hooks.StopSequence,
-		"tool_use": hooks.StopToolUse, "pause_turn": hooks.StopPause, "refusal": hooks.StopRefusal,
-		"model_context_window_exceeded": hooks.StopContextWindow, "new_reason": hooks.StopOther,
+	for raw, want := range map[string]conv.StopReason{
+		"end_turn": conv.StopEnd, "max_tokens": conv.StopMaxTokens, "stop_sequence": conv.StopSequence,
+		"tool_use": conv.StopToolUse, "pause_turn": conv.StopPause, "refusal": conv.StopRefusal,
+		"model_context_window_exceeded": conv.StopContextWindow, "new_reason": conv.StopOther,
 	} {
 		r, err := For(APIAnthropic).ParseReply([]byte(`{"content":[],"stop_reason":"` + raw + `"}`))
 		require.NoError(t, err)
@@ -212,14 +212,14 @@ func TestAnthropicStream(t *testing.T) {
 		BlockStart, BlockStop,
 		Other, Finish, Done,
 	}, kinds(evs))
-	require.Equal(t, StreamEvent{Kind: BlockStart, Index: 2, Seq: -1, BlockKind: hooks.BlockToolCall,
+	require.Equal(t, StreamEvent{Kind: BlockStart, Index: 2, Seq: -1, BlockKind: conv.BlockToolCall,
 		ToolCallID: "toolu_01X", ToolName: "read_file"}, evs[10])
-	require.Equal(t, StreamEvent{Kind: BlockDelta, Index: 2, Seq: -1, BlockKind: hooks.BlockToolCall,
+	require.Equal(t, StreamEvent{Kind: BlockDelta, Index: 2, Seq: -1, BlockKind: conv.BlockToolCall,
 		ArgsDelta: `{"path": "ma`}, evs[12])
-	require.Equal(t, StreamEvent{Kind: BlockDelta, Index: 1, Seq: -1, BlockKind: hooks.BlockText, TextDelta: " it."}, evs[8])
-	require.Equal(t, StreamEvent{Kind: BlockStop, Index: 3, Seq: -1, BlockKind: hooks.BlockToolCall, ArgsDelta: "{}"}, evs[16])
-	require.Equal(t, hooks.StopToolUse, evs[18].Stop)
-	require.Equal(t, &hooks.Usage{OutputTokens: 57}, evs[18].Usage)
+	require.Equal(t, StreamEvent{Kind: BlockDelta, Index: 1, Seq: -1, BlockKind: conv.BlockText, TextDelta: " it."}, evs[8])
+	require.Equal(t, StreamEvent{Kind: BlockStop, Index: 3, Seq: -1, BlockKind: conv.BlockToolCall, ArgsDelta: "{}"}, evs[16])
+	require.Equal(t, conv.StopToolUse, evs[18].Stop)
+	require.Equal(t, &conv.Usage{OutputTokens: 57}, evs[18].Usage)
 
 	want, err := c.ParseReply(fixture(t, APIAnthropic, "reply.json"))
 	require.NoError(t, err)
@@ -237,5 +237,5 @@ func TestAnthropicStreamError(t *testing.T) {
 	// A message_delta without a stop reason is usage only.
 	evs, err = d.Decode(Event{Data: []byte(`{"type":"message_delta","delta":{"stop_reason":null},"usage":{"output_tokens":3}}`), hasData: true})
 	require.NoError(t, err)
-	require.Equal(t, []StreamEvent{{Kind: Usage, Seq: -1, Usage: &hooks.Usage{OutputTokens: 3}}}, evs)
+	require.Equal(t, []StreamEvent{{Kind: Usage, Seq: -1, Usage: &conv.Usage{OutputTokens: 3}}}, evs)
 }

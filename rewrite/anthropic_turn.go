@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/tidwall/gjson"
 )
 
@@ -35,7 +36,7 @@ func (anthropicCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
 
 // ToolResultMessages renders one user message of tool_result blocks, in the
 // order of results. No results give no message.
-func (anthropicCodec) ToolResultMessages(results []ToolResult) ([][]byte, error) {
+func (anthropicCodec) ToolResultMessages(results []conv.ToolResult) ([][]byte, error) {
 	if len(results) == 0 {
 		return nil, nil
 	}
@@ -48,7 +49,7 @@ func (anthropicCodec) ToolResultMessages(results []ToolResult) ([][]byte, error)
 
 // anthropicResultBlocks renders results as tool_result blocks,
 // comma-separated.
-func anthropicResultBlocks(results []ToolResult) ([]byte, error) {
+func anthropicResultBlocks(results []conv.ToolResult) ([]byte, error) {
 	var out []byte
 	for i, r := range results {
 		if r.CallID == "" {
@@ -109,7 +110,7 @@ func anthropicMessageAt(body []byte, pos int, want string) (gjson.Result, []gjso
 // text block is left out when the string is blank, since Anthropic rejects
 // empty text blocks). Without a user message right after pos, a new user
 // message holding only the results is inserted there.
-func (anthropicCodec) PrependToolResults(body []byte, pos int, results []ToolResult) ([]byte, error) {
+func (anthropicCodec) PrependToolResults(body []byte, pos int, results []conv.ToolResult) ([]byte, error) {
 	arr, elems, _, err := anthropicMessageAt(body, pos, "assistant")
 	if err != nil {
 		return nil, err

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 var anthTC = Turn(APIAnthropic)
@@ -28,14 +28,14 @@ func anBody(msgs ...string) string {
 
 // The results shepherd answers with, and their rendered blocks.
 var (
-	agResults = []ToolResult{
+	agResults = []conv.ToolResult{
 		{CallID: "s1", Name: "create_new_topic", Content: "ok"},
 		{CallID: "s2", Name: "rm", Content: "blocked", IsError: true},
 	}
 	anTR = `{"type":"tool_result","tool_use_id":"s1","content":"ok"},{"type":"tool_result","tool_use_id":"s2","content":"blocked","is_error":true}`
 )
 
-func anPrepend(pos int, results []ToolResult) func([]byte) ([]byte, error) {
+func anPrepend(pos int, results []conv.ToolResult) func([]byte) ([]byte, error) {
 	return func(b []byte) ([]byte, error) { return anthTC.PrependToolResults(b, pos, results) }
 }
 
@@ -66,7 +66,7 @@ func TestAnthropicPrependToolResults(t *testing.T) {
 		{name: "past end", body: anBody(anU0, anA1), run: anPrepend(2, agResults), err: "out of range"},
 		{name: "negative", body: anBody(anU0, anA1), run: anPrepend(-1, agResults), err: "out of range"},
 		{name: "bad next content", body: anBody(anA1, `{"role":"user","content":5}`), run: anPrepend(0, agResults), err: "messages[1].content"},
-		{name: "no call id", body: anBody(anA1), run: anPrepend(0, []ToolResult{{Content: "x"}}), err: "no call id"},
+		{name: "no call id", body: anBody(anA1), run: anPrepend(0, []conv.ToolResult{{Content: "x"}}), err: "no call id"},
 		{name: "invalid body", body: `{"messages":[`, run: anPrepend(0, agResults), err: "malformed"},
 		{name: "no messages", body: `{}`, run: anPrepend(0, agResults), err: "messages must be an array"},
 	})
@@ -142,7 +142,7 @@ func TestAnthropicReplyAsMessagesAndToolResults(t *testing.T) {
 		require.ErrorIs(t, err, ErrMalformedReply, bad)
 	}
 
-	items, err = anthTC.ToolResultMessages(append(agResults, ToolResult{CallID: "s\"3", Content: "a\"b\\c\n\t<&>\u2028\x01"}))
+	items, err = anthTC.ToolResultMessages(append(agResults, conv.ToolResult{CallID: "s\"3", Content: "a\"b\\c\n\t<&>\u2028\x01"}))
 	require.NoError(t, err)
 	require.Equal(t, []string{`{"role":"user","content":[` + anTR +
 		`,{"type":"tool_result","tool_use_id":"s\"3","content":"a\"b\\c\n\t<&>\u2028\u0001"}]}`}, agStrings(items))
@@ -161,7 +161,7 @@ func TestAnthropicReplyAsMessagesAndToolResults(t *testing.T) {
 	items, err = anthTC.ToolResultMessages(nil)
 	require.NoError(t, err)
 	require.Empty(t, items)
-	_, err = anthTC.ToolResultMessages([]ToolResult{{Name: "x"}})
+	_, err = anthTC.ToolResultMessages([]conv.ToolResult{{Name: "x"}})
 	require.ErrorContains(t, err, "no call id")
 }
 
@@ -219,7 +219,7 @@ func TestAnthropicEditReply(t *testing.T) {
 	require.NoError(t, err)
 	r, err := For(APIAnthropic).ParseReply(out)
 	require.NoError(t, err)
-	require.Equal(t, []hooks.ToolCall{
+	require.Equal(t, []conv.ToolCall{
 		{Index: 0, ID: "t2", Name: "n2", Args: []byte(`{}`)},
 		{Index: 1, ID: "t1", Name: "n1", Args: []byte(`{"k":1}`)},
 	}, r.ToolCalls)
@@ -235,7 +235,7 @@ func TestAnthropicEditReply(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, r.ToolCalls, 1)
 	require.Equal(t, "toolu_01Y", r.ToolCalls[0].ID)
-	require.Equal(t, hooks.StopToolUse, r.Stop)
+	require.Equal(t, conv.StopToolUse, r.Stop)
 	out, err = anthTC.EditReply(fx, []int{0, 1}, nil)
 	require.NoError(t, err)
 	require.Equal(t, strings.Replace(string(fx), ",\n    {\"type\": \"tool_use\", \"id\": \"toolu_01X\", \"name\": \"read_file\", \"input\": {\"path\": \"main.go\"}},\n"+
@@ -284,10 +284,10 @@ func TestAnthropicMergeReplies(t *testing.T) {
 	r, err := For(APIAnthropic).ParseReply(out)
 	require.NoError(t, err)
 	require.Equal(t, "Hello world", r.Text)
-	require.Equal(t, hooks.Usage{InputTokens: 280, OutputTokens: 16}, r.Usage)
+	require.Equal(t, conv.Usage{InputTokens: 280, OutputTokens: 16}, r.Usage)
 	require.Equal(t, "c", r.Model)
-	require.Equal(t, hooks.StopToolUse, r.Stop)
-	require.Equal(t, []hooks.ToolCall{{ID: "t", Name: "read", Args: []byte(`{"p":1}`)}}, r.ToolCalls)
+	require.Equal(t, conv.StopToolUse, r.Stop)
+	require.Equal(t, []conv.ToolCall{{ID: "t", Name: "read", Args: []byte(`{"p":1}`)}}, r.ToolCalls)
 
 	// Pretty-printed replies merge into valid JSON too.
 	fx := fixture(t, APIAnthropic, "reply.json")
@@ -309,7 +309,7 @@ func TestAnthropicTurnRoundTrip(t *testing.T) {
 	reply := fixture(t, APIAnthropic, "reply.json")
 	asst, err := anthTC.ReplyAsMessages(reply)
 	require.NoError(t, err)
-	results, err := anthTC.ToolResultMessages([]ToolResult{
+	results, err := anthTC.ToolResultMessages([]conv.ToolResult{
 		{CallID: "toolu_01X", Name: "read_file", Content: "package main"},
 		{CallID: "toolu_01Y", Name: "list_dir", Content: "denied", IsError: true},
 	})
@@ -324,15 +324,15 @@ func TestAnthropicTurnRoundTrip(t *testing.T) {
 	req.Messages = stripDigests(t, req.Messages)
 	n := len(req.Messages)
 	require.Equal(t, 5, n)
-	require.Equal(t, hooks.Message{Role: hooks.RoleAssistant, Blocks: []hooks.Block{
-		{Kind: hooks.BlockThinking, Text: "Need the file."},
-		{Kind: hooks.BlockText, Text: "Reading it."},
-		{Kind: hooks.BlockToolCall, ToolCallID: "toolu_01X", ToolName: "read_file", Args: []byte(`{"path": "main.go"}`)},
-		{Kind: hooks.BlockToolCall, ToolCallID: "toolu_01Y", ToolName: "list_dir", Args: []byte(`{}`)},
+	require.Equal(t, conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{
+		{Kind: conv.BlockThinking, Text: "Need the file."},
+		{Kind: conv.BlockText, Text: "Reading it."},
+		{Kind: conv.BlockToolCall, ToolCallID: "toolu_01X", ToolName: "read_file", Args: []byte(`{"path": "main.go"}`)},
+		{Kind: conv.BlockToolCall, ToolCallID: "toolu_01Y", ToolName: "list_dir", Args: []byte(`{}`)},
 	}}, req.Messages[n-2])
-	require.Equal(t, hooks.Message{Role: hooks.RoleUser, Blocks: []hooks.Block{
-		{Kind: hooks.BlockToolResult, ToolCallID: "toolu_01X", ToolName: "read_file", Text: "package main"},
-		{Kind: hooks.BlockToolResult, ToolCallID: "toolu_01Y", ToolName: "list_dir", Text: "denied", IsError: true},
+	require.Equal(t, conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{
+		{Kind: conv.BlockToolResult, ToolCallID: "toolu_01X", ToolName: "read_file", Text: "package main"},
+		{Kind: conv.BlockToolResult, ToolCallID: "toolu_01Y", ToolName: "list_dir", Text: "denied", IsError: true},
 	}}, req.Messages[n-1])
 	// The assistant message holds the reply's content bytes exactly.
 	require.Equal(t, gjson.GetBytes(reply, "content").Raw, gjson.GetBytes(out, "messages.3.content").Raw)
@@ -350,7 +350,7 @@ func TestAnthropicTurnRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	next, err = anthTC.ReplaceMessages(next, 3, asst)
 	require.NoError(t, err)
-	next, err = anthTC.PrependToolResults(next, 3, []ToolResult{{CallID: "toolu_01Y", Content: "denied", IsError: true}})
+	next, err = anthTC.PrependToolResults(next, 3, []conv.ToolResult{{CallID: "toolu_01Y", Content: "denied", IsError: true}})
 	require.NoError(t, err)
 	req, err = For(APIAnthropic).ParseRequest(next)
 	require.NoError(t, err)

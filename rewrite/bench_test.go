@@ -10,7 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/bench/workload"
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 func BenchmarkReader(b *testing.B) {
@@ -85,7 +85,7 @@ func BenchmarkSideRequest(b *testing.B) {
 }
 
 func BenchmarkApplyEdits(b *testing.B) {
-	e := hooks.RequestEdits{AddTools: allEdits.AddTools, AppendUserText: allEdits.AppendUserText}
+	e := conv.RequestEdits{AddTools: allEdits.AddTools, AppendUserText: allEdits.AppendUserText}
 	for _, api := range allAPIs {
 		b.Run(string(api), func(b *testing.B) {
 			body := fixture(b, api, "request.json")

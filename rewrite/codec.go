@@ -16,7 +16,7 @@ import (
 	"errors"
 	"unsafe"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 // API names a wire API shepherd can parse and rewrite.
@@ -53,7 +53,7 @@ type Codec interface {
 	// needs (messages not an array, max_tokens not a number, stream not a
 	// bool, ...) gives an error wrapping ErrMalformed that names the field.
 	// JSON null is treated as absent. The view never aliases body.
-	ParseRequest(body []byte) (*hooks.Request, error)
+	ParseRequest(body []byte) (*conv.Request, error)
 
 	// ApplyEdits returns body with e applied to the original bytes: every byte
 	// outside the edited spots stays identical, nothing is re-marshalled. It
@@ -63,12 +63,12 @@ type Codec interface {
 	// is a pure function of (body, e). body must have passed ParseRequest;
 	// an edit that finds an unexpected shape returns an error rather than
 	// producing invalid JSON.
-	ApplyEdits(body []byte, e hooks.RequestEdits) ([]byte, error)
+	ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error)
 
 	// ParseReply parses a complete non-streaming reply body into a view. A
 	// body that is not a JSON object gives an error wrapping
 	// ErrMalformedReply. The view never aliases body.
-	ParseReply(body []byte) (*hooks.Reply, error)
+	ParseReply(body []byte) (*conv.Reply, error)
 
 	// NewStreamDecoder returns a decoder for one streamed reply. It holds
 	// per-stream state and is not safe for concurrent use.
@@ -101,7 +101,7 @@ func For(api API) Codec {
 
 // fingerprint is the session key of a conversation whose client sends no
 // session id (gemini-cli, Cline, most SDK apps): a hash of the system
-// prompt and of the anchor (hooks.Anchors) of the conversation's first
+// prompt and of the anchor (conv.Anchors) of the conversation's first
 // assistant message, which covers every message up to it. It is "" while
 // the conversation has no assistant message (an opening request): two runs
 // started with the same prompt are told apart only by the model's first
@@ -111,10 +111,10 @@ func For(api API) Codec {
 // add to the history they send back (call ids, cache_control, thinking,
 // argument formatting), so every later request of the conversation finds
 // the same key.
-func fingerprint(system string, msgs []hooks.Message) string {
+func fingerprint(system string, msgs []conv.Message) string {
 	first := -1
 	for i := range msgs {
-		if msgs[i].Role == hooks.RoleAssistant {
+		if msgs[i].Role == conv.RoleAssistant {
 			first = i
 			break
 		}
@@ -128,7 +128,7 @@ func fingerprint(system string, msgs []hooks.Message) string {
 	// copy (it is often kilobytes) for a hash that only reads.
 	h.Write(sbytes(system))
 	h.Write([]byte{0})
-	h.Write([]byte(hooks.Anchors(msgs[:first+1])[first]))
+	h.Write([]byte(conv.Anchors(msgs[:first+1])[first]))
 	var sum [sha256.Size]byte
 	return hex.EncodeToString(h.Sum(sum[:0])[:16])
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 //go:embed testdata/*/*
@@ -28,10 +28,10 @@ func fixture(t testing.TB, api API, name string) []byte {
 // decodeSSE decodes a whole SSE stream with a fresh decoder, reading it in
 // every chunking; it checks that all readings agree and returns the events
 // and the accumulated reply.
-func decodeSSE(t *testing.T, c Codec, stream []byte) ([]StreamEvent, *hooks.Reply) {
+func decodeSSE(t *testing.T, c Codec, stream []byte) ([]StreamEvent, *conv.Reply) {
 	t.Helper()
 	var first []StreamEvent
-	var firstReply *hooks.Reply
+	var firstReply *conv.Reply
 	for how, mk := range readers(string(stream)) {
 		rd := NewReader(mk())
 		dec := c.NewStreamDecoder()
@@ -82,7 +82,7 @@ func isSubsequence(a, b []byte) bool {
 // checkEdit applies e to body and checks the properties every edit has:
 // valid JSON out, deterministic, body untouched, the result parses, and
 // (without an output limit change) the original bytes all kept in order.
-func checkEdit(t testing.TB, c Codec, body []byte, e hooks.RequestEdits) []byte {
+func checkEdit(t testing.TB, c Codec, body []byte, e conv.RequestEdits) []byte {
 	t.Helper()
 	orig := append([]byte(nil), body...)
 	out, err := c.ApplyEdits(body, e)
@@ -103,8 +103,8 @@ func checkEdit(t testing.TB, c Codec, body []byte, e hooks.RequestEdits) []byte 
 }
 
 // allEdits is one edit of every kind.
-var allEdits = hooks.RequestEdits{
-	AddTools: []hooks.ToolSpec{{Name: "create_new_topic", Description: "Start a topic",
+var allEdits = conv.RequestEdits{
+	AddTools: []conv.ToolSpec{{Name: "create_new_topic", Description: "Start a topic",
 		Parameters: []byte(`{"type":"object","properties":{"title":{"type":"string"}}}`)}},
 	AppendSystem:       []string{"Rules: be <careful> & \"exact\"."},
 	AppendUserText:     []string{"<reminder>topic: \u2028x</reminder>"},
@@ -121,7 +121,7 @@ func TestFor(t *testing.T) {
 func TestEmptyEditsReturnBodyItself(t *testing.T) {
 	for _, api := range []API{APIAnthropic, APIOpenAIChat, APIOpenAIResponses, APIGemini} {
 		body := fixture(t, api, "request.json")
-		out, err := For(api).ApplyEdits(body, hooks.RequestEdits{})
+		out, err := For(api).ApplyEdits(body, conv.RequestEdits{})
 		require.NoError(t, err)
 		require.Same(t, &body[0], &out[0])
 	}
@@ -142,7 +142,7 @@ func TestFixtureEdits(t *testing.T) {
 			require.Contains(t, after.System, allEdits.AppendSystem[0])
 			require.Equal(t, int64(8192), after.MaxOutputTokens)
 			// Each edit alone keeps everything else.
-			for _, e := range []hooks.RequestEdits{
+			for _, e := range []conv.RequestEdits{
 				{AddTools: allEdits.AddTools}, {AppendSystem: allEdits.AppendSystem},
 				{AppendUserText: allEdits.AppendUserText}, {SetMaxOutputTokens: 5},
 			} {
@@ -231,13 +231,13 @@ func TestMalformedCommon(t *testing.T) {
 
 func TestStreamAccumulatorCopies(t *testing.T) {
 	var a StreamAccumulator
-	a.Add(StreamEvent{Kind: BlockStart, BlockKind: hooks.BlockToolCall, Index: 3, ToolCallID: "x", ToolName: "n", ArgsDelta: "{"})
+	a.Add(StreamEvent{Kind: BlockStart, BlockKind: conv.BlockToolCall, Index: 3, ToolCallID: "x", ToolName: "n", ArgsDelta: "{"})
 	r1 := a.Reply()
-	a.Add(StreamEvent{Kind: BlockDelta, BlockKind: hooks.BlockToolCall, Index: 3, ArgsDelta: "}"})
+	a.Add(StreamEvent{Kind: BlockDelta, BlockKind: conv.BlockToolCall, Index: 3, ArgsDelta: "}"})
 	r2 := a.Reply()
 	require.Equal(t, "{", string(r1.ToolCalls[0].Args))
 	require.Equal(t, "{}", string(r2.ToolCalls[0].Args))
-	require.Equal(t, hooks.ToolCall{Index: 0, ID: "x", Name: "n", Args: []byte("{}")}, r2.ToolCalls[0])
+	require.Equal(t, conv.ToolCall{Index: 0, ID: "x", Name: "n", Args: []byte("{}")}, r2.ToolCalls[0])
 }
 
 func TestEventKindString(t *testing.T) {

@@ -3,14 +3,14 @@ package rewrite
 import (
 	"github.com/tidwall/gjson"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
-// editOps are one API's primitives for the edits of hooks.RequestEdits.
+// editOps are one API's primitives for the edits of conv.RequestEdits.
 // applyEdits runs them in the order the Codec contract fixes.
 type editOps struct {
 	// renderTool appends one tool definition in the API's shape to dst.
-	renderTool func(dst []byte, t hooks.ToolSpec, params []byte) []byte
+	renderTool func(dst []byte, t conv.ToolSpec, params []byte) []byte
 	// addTools inserts the rendered, comma-separated definitions.
 	addTools     func(body, items []byte) ([]byte, error)
 	appendSystem func(body []byte, texts []string) ([]byte, error)
@@ -20,7 +20,7 @@ type editOps struct {
 
 // applyEdits applies e to body with ops: tools, system, user text, output
 // limit. It returns body itself when e is empty.
-func applyEdits(body []byte, e hooks.RequestEdits, ops editOps) ([]byte, error) {
+func applyEdits(body []byte, e conv.RequestEdits, ops editOps) ([]byte, error) {
 	if e.Empty() {
 		return body, nil
 	}
@@ -68,12 +68,12 @@ func setMaxKey(key string) func(body []byte, n int64) ([]byte, error) {
 // key) with parse, through the view cache (tagged p), sharing one tool-name
 // table across the conversation. Errors name the element, e.g.
 // messages[3].content.
-func parseMessages(idx *docIndex, arr gjson.Result, key string, p viewParser, parse func(gjson.Result, *toolNames) (hooks.Message, error)) ([]hooks.Message, error) {
+func parseMessages(idx *docIndex, arr gjson.Result, key string, p viewParser, parse func(gjson.Result, *toolNames) (conv.Message, error)) ([]conv.Message, error) {
 	r := viewResolver{parser: p, parse: parse}
-	var msgs []hooks.Message
+	var msgs []conv.Message
 	var err error
 	idx.each(arr, func(i int, m gjson.Result) bool {
-		var msg hooks.Message
+		var msg conv.Message
 		if msg, err = r.message(m); err != nil {
 			err = at(atIndex(err, i), key)
 			return false

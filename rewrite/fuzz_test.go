@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 var allAPIs = []API{APIAnthropic, APIOpenAIChat, APIOpenAIResponses, APIGemini}
@@ -50,8 +50,8 @@ func FuzzParseRequestApplyEdits(f *testing.F) {
 	seedRequests(f)
 	f.Fuzz(func(t *testing.T, api uint8, body []byte, text string, limit int64) {
 		c := For(allAPIs[int(api)%len(allAPIs)])
-		e := hooks.RequestEdits{
-			AddTools:       []hooks.ToolSpec{{Name: "tool" + text, Description: text}},
+		e := conv.RequestEdits{
+			AddTools:       []conv.ToolSpec{{Name: "tool" + text, Description: text}},
 			AppendSystem:   []string{text},
 			AppendUserText: []string{text, "second"},
 		}
@@ -91,7 +91,7 @@ func FuzzParseRequestApplyEdits(f *testing.F) {
 		// of one turn at a time.
 		var ops []UserTexts
 		for i, m := range before.Messages {
-			if (m.Role == hooks.RoleUser || m.Role == hooks.RoleTool) && (i+1 == len(before.Messages) || before.Messages[i+1].Role != hooks.RoleTool) {
+			if (m.Role == conv.RoleUser || m.Role == conv.RoleTool) && (i+1 == len(before.Messages) || before.Messages[i+1].Role != conv.RoleTool) {
 				ops = append(ops, UserTexts{Pos: i, Texts: []string{text}})
 			}
 		}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 // geminiCodec speaks Gemini generateContent and streamGenerateContent. The
@@ -34,7 +34,7 @@ var geminiKeys = []string{"model", "contents", "tools", "systemInstruction", "sy
 // ParseRequest builds the view. Stream is always false (streaming is chosen
 // by the URL, which the proxy knows) and Model is "" unless the body names
 // one (the model is in the URL).
-func (geminiCodec) ParseRequest(body []byte) (*hooks.Request, error) {
+func (geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	_, idx, err := parseIndexed(body)
 	if err != nil {
 		return nil, err
@@ -59,7 +59,7 @@ func (geminiCodec) ParseRequest(body []byte) (*hooks.Request, error) {
 			return nil, err
 		}
 	}
-	req := &hooks.Request{Model: str(model)}
+	req := &conv.Request{Model: str(model)}
 	if mot.Type == gjson.Number {
 		req.MaxOutputTokens, req.HasMaxOutputTokens = mot.Int(), true
 	}
@@ -92,7 +92,7 @@ func geminiSystem(sys gjson.Result) (string, error) {
 	}
 	var texts []string
 	for _, b := range blocks {
-		if b.Kind == hooks.BlockText {
+		if b.Kind == conv.BlockText {
 			texts = append(texts, b.Text)
 		}
 	}
@@ -100,40 +100,40 @@ func geminiSystem(sys gjson.Result) (string, error) {
 }
 
 // geminiContent normalises one contents element.
-func geminiContent(c gjson.Result, names *toolNames) (hooks.Message, error) {
+func geminiContent(c gjson.Result, names *toolNames) (conv.Message, error) {
 	if !c.IsObject() {
-		return hooks.Message{}, typeErr("", "an object")
+		return conv.Message{}, typeErr("", "an object")
 	}
 	role, parts := c.Get("role"), c.Get("parts")
 	if err := wantString(role, "role"); err != nil {
-		return hooks.Message{}, err
+		return conv.Message{}, err
 	}
 	if err := wantArray(parts, "parts"); err != nil {
-		return hooks.Message{}, err
+		return conv.Message{}, err
 	}
-	msg := hooks.Message{Role: geminiRole(role.Str)}
+	msg := conv.Message{Role: geminiRole(role.Str)}
 	var err error
 	msg.Blocks, err = geminiParts(parts, names)
 	return msg, at(err, "parts")
 }
 
-func geminiRole(r string) hooks.Role {
+func geminiRole(r string) conv.Role {
 	switch r {
 	case "user", "":
-		return hooks.RoleUser
+		return conv.RoleUser
 	case "model":
-		return hooks.RoleAssistant
+		return conv.RoleAssistant
 	case "function", "tool":
-		return hooks.RoleTool
+		return conv.RoleTool
 	case "system":
-		return hooks.RoleSystem
+		return conv.RoleSystem
 	}
-	return hooks.Role(strings.Clone(r))
+	return conv.Role(strings.Clone(r))
 }
 
 // geminiTools lists the names of all function declarations.
-func geminiTools(tools gjson.Result) ([]hooks.ToolDef, error) {
-	var defs []hooks.ToolDef
+func geminiTools(tools gjson.Result) ([]conv.ToolDef, error) {
+	var defs []conv.ToolDef
 	var err error
 	eachElem(tools, func(i int, t gjson.Result) bool {
 		if !t.IsObject() {
@@ -144,7 +144,7 @@ func geminiTools(tools gjson.Result) ([]hooks.ToolDef, error) {
 		if err = atIndex(wantArray(decls, key), i); err != nil {
 			return false
 		}
-		var more []hooks.ToolDef
+		var more []conv.ToolDef
 		if more, err = namedTools(nil, decls, "name"); err != nil {
 			err = atIndex(at(err, key), i)
 			return false
@@ -156,11 +156,11 @@ func geminiTools(tools gjson.Result) ([]hooks.ToolDef, error) {
 }
 
 // geminiParts normalises a parts array. names is nil for the system prompt.
-func geminiParts(parts gjson.Result, names *toolNames) ([]hooks.Block, error) {
-	var blocks []hooks.Block
+func geminiParts(parts gjson.Result, names *toolNames) ([]conv.Block, error) {
+	var blocks []conv.Block
 	var err error
 	eachElem(parts, func(j int, p gjson.Result) bool {
-		var blk hooks.Block
+		var blk conv.Block
 		if blk, err = geminiPart(p, names); err != nil {
 			err = atIndex(err, j)
 			return false
@@ -171,26 +171,26 @@ func geminiParts(parts gjson.Result, names *toolNames) ([]hooks.Block, error) {
 	return blocks, err
 }
 
-func geminiPart(p gjson.Result, names *toolNames) (hooks.Block, error) {
+func geminiPart(p gjson.Result, names *toolNames) (conv.Block, error) {
 	if !p.IsObject() {
-		return hooks.Block{}, typeErr("", "an object")
+		return conv.Block{}, typeErr("", "an object")
 	}
 	if t := p.Get("text"); t.Exists() {
 		if err := wantString(t, "text"); err != nil {
-			return hooks.Block{}, err
+			return conv.Block{}, err
 		}
-		kind := hooks.BlockText
+		kind := conv.BlockText
 		if p.Get("thought").Bool() {
-			kind = hooks.BlockThinking
+			kind = conv.BlockThinking
 		}
-		return hooks.Block{Kind: kind, Text: str(t)}, nil
+		return conv.Block{Kind: kind, Text: str(t)}, nil
 	}
 	if fc, key := either(p, "functionCall", "function_call"); fc.Exists() {
 		if err := wantObject(fc, key); err != nil {
-			return hooks.Block{}, err
+			return conv.Block{}, err
 		}
 		blk, err := geminiCall(fc)
-		blk.Kind = hooks.BlockToolCall
+		blk.Kind = conv.BlockToolCall
 		blk.Args = rawBytes(fc.Get("args"))
 		if names != nil {
 			names.add(blk.ToolCallID, blk.ToolName)
@@ -199,29 +199,29 @@ func geminiPart(p gjson.Result, names *toolNames) (hooks.Block, error) {
 	}
 	if fr, key := either(p, "functionResponse", "function_response"); fr.Exists() {
 		if err := wantObject(fr, key); err != nil {
-			return hooks.Block{}, err
+			return conv.Block{}, err
 		}
 		blk, err := geminiCall(fr)
-		blk.Kind = hooks.BlockToolResult
+		blk.Kind = conv.BlockToolResult
 		blk.Text = strings.Clone(fr.Get("response").Raw)
 		return blk, at(err, key)
 	}
-	return hooks.Block{Kind: hooks.BlockOther}, nil
+	return conv.Block{Kind: conv.BlockOther}, nil
 }
 
 // geminiCall reads the id and name of a functionCall or functionResponse.
-func geminiCall(fc gjson.Result) (hooks.Block, error) {
+func geminiCall(fc gjson.Result) (conv.Block, error) {
 	id, name := fc.Get("id"), fc.Get("name")
 	if err := wantString(id, "id"); err != nil {
-		return hooks.Block{}, err
+		return conv.Block{}, err
 	}
 	if err := wantString(name, "name"); err != nil {
-		return hooks.Block{}, err
+		return conv.Block{}, err
 	}
-	return hooks.Block{ToolCallID: str(id), ToolName: str(name)}, nil
+	return conv.Block{ToolCallID: str(id), ToolName: str(name)}, nil
 }
 
-func (geminiCodec) ApplyEdits(body []byte, e hooks.RequestEdits) ([]byte, error) {
+func (geminiCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return applyEdits(body, e, editOps{
 		renderTool:   geminiDecl,
 		addTools:     geminiAddTools,
@@ -232,7 +232,7 @@ func (geminiCodec) ApplyEdits(body []byte, e hooks.RequestEdits) ([]byte, error)
 }
 
 // geminiDecl renders a function declaration.
-func geminiDecl(dst []byte, t hooks.ToolSpec, params []byte) []byte {
+func geminiDecl(dst []byte, t conv.ToolSpec, params []byte) []byte {
 	dst = append(dst, `{"name":`...)
 	dst = appendJSONString(dst, t.Name)
 	if t.Description != "" {

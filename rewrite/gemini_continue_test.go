@@ -17,7 +17,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 var gemCC = func() ContinueCodec {
@@ -106,7 +106,7 @@ func TestGeminiContinuationMessages(t *testing.T) {
 			require.NoError(t, err)
 			req, err := For(APIGemini).ParseRequest(body)
 			require.NoError(t, err)
-			require.Equal(t, hooks.RoleAssistant, req.Messages[1].Role)
+			require.Equal(t, conv.RoleAssistant, req.Messages[1].Role)
 		})
 	}
 	for _, none := range []string{`{"candidates":[]}`, `{"candidates":[{"content":{"role":"model"},"finishReason":"MAX_TOKENS"}],` +
@@ -172,7 +172,7 @@ func TestGeminiUserTextMessage(t *testing.T) {
 	require.NoError(t, err)
 	req, err := For(APIGemini).ParseRequest(body)
 	require.NoError(t, err)
-	require.Equal(t, hooks.RoleUser, req.Messages[1].Role)
+	require.Equal(t, conv.RoleUser, req.Messages[1].Role)
 	require.Equal(t, "Continue exactly where you stopped.\n\"go\"", req.Messages[1].Blocks[0].Text)
 }
 
@@ -235,7 +235,7 @@ func TestGeminiContinueReply(t *testing.T) {
 	view, err := For(APIGemini).ParseReply(got)
 	require.NoError(t, err)
 	require.Equal(t, "The quick brown fox jumps over the lazy dog.", view.Text)
-	require.Equal(t, hooks.StopEnd, view.Stop)
+	require.Equal(t, conv.StopEnd, view.Stop)
 	require.EqualValues(t, 170, view.Usage.InputTokens)
 	require.EqualValues(t, 80, view.Usage.OutputTokens)
 
@@ -399,10 +399,10 @@ func TestGeminiSplicerContinue(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, gcCont, view.Text)
 	require.Equal(t, "r2", gjson.GetBytes(replies[1], "responseId").Str)
-	require.Equal(t, hooks.StopMaxTokens, mustParse(t, replies[0]).Stop)
+	require.Equal(t, conv.StopMaxTokens, mustParse(t, replies[0]).Stop)
 }
 
-func mustParse(t testing.TB, reply []byte) *hooks.Reply {
+func mustParse(t testing.TB, reply []byte) *conv.Reply {
 	t.Helper()
 	r, err := For(APIGemini).ParseReply(reply)
 	require.NoError(t, err)

@@ -3,7 +3,7 @@ package rewrite
 import (
 	"github.com/tidwall/gjson"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 // AgentCallIDs is implemented by a TurnCodec whose clients give their own
@@ -58,7 +58,7 @@ func callParts(c gjson.Result) []callPart {
 // yet with the same name and canonically equal args (so calls the agent got
 // reordered, or duplicates, pair up in order). A call the agent never saw
 // (refused or answered by shepherd) matches none and keeps no id, like the
-// functionResponse shepherd writes for it (ToolResult.CallID is "" for an
+// functionResponse shepherd writes for it (conv.ToolResult.CallID is "" for an
 // id-less call). The id goes in the functionCall object; a thoughtSignature
 // beside it is not touched.
 func (geminiCodec) AdoptAgentCallIDs(body []byte, pos int, items [][]byte) ([][]byte, error) {
@@ -95,7 +95,7 @@ func (geminiCodec) AdoptAgentCallIDs(body []byte, pos int, items [][]byte) ([][]
 	var edits []edit
 	for _, mine := range callParts(model) {
 		for j := range theirs {
-			if used[j] || theirs[j].name != mine.name || !hooks.SameArgs(theirs[j].args, mine.args) {
+			if used[j] || theirs[j].name != mine.name || !conv.SameArgs(theirs[j].args, mine.args) {
 				continue
 			}
 			used[j] = true

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/genai"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 func gsFixture(t testing.TB, name string) string {
@@ -343,7 +343,7 @@ func TestGeminiSplicerReply(t *testing.T) {
 	want, err := For(APIGemini).ParseReply([]byte(gsFixture(t, "reply.json")))
 	require.NoError(t, err)
 	require.Equal(t, want, got)
-	require.Equal(t, hooks.StopToolUse, got.Stop)
+	require.Equal(t, conv.StopToolUse, got.Stop)
 
 	msgs, err := gemTC.ReplyAsMessages(reply)
 	require.NoError(t, err)
@@ -441,7 +441,7 @@ func TestGeminiSplicerPromptBlocked(t *testing.T) {
 	require.NoError(t, err)
 	view, err := For(APIGemini).ParseReply(reply)
 	require.NoError(t, err)
-	require.Equal(t, hooks.StopRefusal, view.Stop)
+	require.Equal(t, conv.StopRefusal, view.Stop)
 	rel, err := sp.Release(nil, nil)
 	require.NoError(t, err)
 	fin, err := sp.Finish()

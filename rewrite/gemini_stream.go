@@ -6,19 +6,19 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 // This file holds the Gemini reply side: the GenerateContentResponse view
 // and the chunk decoder (for alt=sse data events and JSON-array elements).
 // Only the first candidate is viewed.
 
-func (geminiCodec) ParseReply(body []byte) (*hooks.Reply, error) {
+func (geminiCodec) ParseReply(body []byte) (*conv.Reply, error) {
 	root, err := parseReplyRoot(body)
 	if err != nil {
 		return nil, err
 	}
-	r := &hooks.Reply{Model: str(root.Get("modelVersion"))}
+	r := &conv.Reply{Model: str(root.Get("modelVersion"))}
 	cand := root.Get("candidates.0")
 	var text []byte
 	eachElem(cand.Get("content.parts"), func(_ int, p gjson.Result) bool {
@@ -26,7 +26,7 @@ func (geminiCodec) ParseReply(body []byte) (*hooks.Reply, error) {
 			text = append(text, t.Str...)
 		}
 		if fc, _ := either(p, "functionCall", "function_call"); fc.IsObject() {
-			r.ToolCalls = append(r.ToolCalls, hooks.ToolCall{Index: len(r.ToolCalls),
+			r.ToolCalls = append(r.ToolCalls, conv.ToolCall{Index: len(r.ToolCalls),
 				ID: str(fc.Get("id")), Name: str(fc.Get("name")), Args: rawBytes(fc.Get("args"))})
 		}
 		return true
@@ -37,7 +37,7 @@ func (geminiCodec) ParseReply(body []byte) (*hooks.Reply, error) {
 	r.Stop = geminiStop(r.RawStop, len(r.ToolCalls) > 0)
 	if !cand.Exists() {
 		if br := root.Get("promptFeedback.blockReason"); br.Type == gjson.String {
-			r.RawStop, r.Stop = str(br), hooks.StopRefusal // the prompt was blocked
+			r.RawStop, r.Stop = str(br), conv.StopRefusal // the prompt was blocked
 		}
 	}
 	if u := geminiUsage(root.Get("usageMetadata")); u != nil {
@@ -48,32 +48,32 @@ func (geminiCodec) ParseReply(body []byte) (*hooks.Reply, error) {
 
 // geminiStop normalises a finishReason; STOP with function calls is a tool
 // use.
-func geminiStop(s string, calls bool) hooks.StopReason {
+func geminiStop(s string, calls bool) conv.StopReason {
 	switch s {
 	case "":
-		return hooks.StopNone
+		return conv.StopNone
 	case "STOP":
 		if calls {
-			return hooks.StopToolUse
+			return conv.StopToolUse
 		}
-		return hooks.StopEnd
+		return conv.StopEnd
 	case "MAX_TOKENS":
-		return hooks.StopMaxTokens
+		return conv.StopMaxTokens
 	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY",
 		"MODEL_ARMOR", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION":
-		return hooks.StopRefusal
+		return conv.StopRefusal
 	}
-	return hooks.StopOther
+	return conv.StopOther
 }
 
 // geminiUsage normalises usageMetadata: input counts the prompt (cached
 // tokens included) and tool-use prompt tokens; output counts candidates and
 // thoughts. nil when u is not an object.
-func geminiUsage(u gjson.Result) *hooks.Usage {
+func geminiUsage(u gjson.Result) *conv.Usage {
 	if !u.IsObject() {
 		return nil
 	}
-	return &hooks.Usage{
+	return &conv.Usage{
 		InputTokens:  u.Get("promptTokenCount").Int() + u.Get("toolUsePromptTokenCount").Int(),
 		OutputTokens: u.Get("candidatesTokenCount").Int() + u.Get("thoughtsTokenCount").Int(),
 	}
@@ -112,9 +112,9 @@ func (d *geminiDecoder) Decode(ev Event) ([]StreamEvent, error) {
 		idx := i
 		i++
 		if t := p.Get("text"); t.Type == gjson.String {
-			kind := hooks.BlockText
+			kind := conv.BlockText
 			if p.Get("thought").Bool() {
-				kind = hooks.BlockThinking
+				kind = conv.BlockThinking
 			}
 			d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, Index: idx, BlockKind: kind, TextDelta: str(t)})
 			return true
@@ -122,10 +122,10 @@ func (d *geminiDecoder) Decode(ev Event) ([]StreamEvent, error) {
 		if fc, _ := either(p, "functionCall", "function_call"); fc.IsObject() {
 			d.calls = true
 			d.out = append(d.out,
-				StreamEvent{Kind: BlockStart, Seq: -1, Index: idx, BlockKind: hooks.BlockToolCall,
+				StreamEvent{Kind: BlockStart, Seq: -1, Index: idx, BlockKind: conv.BlockToolCall,
 					ToolCallID: str(fc.Get("id")), ToolName: str(fc.Get("name")),
 					ArgsDelta: strings.Clone(fc.Get("args").Raw)},
-				StreamEvent{Kind: BlockStop, Seq: -1, Index: idx, BlockKind: hooks.BlockToolCall})
+				StreamEvent{Kind: BlockStop, Seq: -1, Index: idx, BlockKind: conv.BlockToolCall})
 		}
 		return true
 	})

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 func TestGeminiParseRequest(t *testing.T) {
@@ -15,18 +15,18 @@ func TestGeminiParseRequest(t *testing.T) {
 	require.Len(t, req.Fingerprint, 32)
 	req.Fingerprint = ""
 	req.Messages = stripDigests(t, req.Messages)
-	require.Equal(t, &hooks.Request{
+	require.Equal(t, &conv.Request{
 		MaxOutputTokens: 1024, HasMaxOutputTokens: true,
 		System: "Be terse.\n\nUse Go.",
-		Tools:  []hooks.ToolDef{{Name: "get_weather"}},
-		Messages: []hooks.Message{
-			{Role: hooks.RoleUser, Blocks: []hooks.Block{{Kind: hooks.BlockText, Text: "Weather in Paris?"}}},
-			{Role: hooks.RoleAssistant, Blocks: []hooks.Block{
-				{Kind: hooks.BlockThinking, Text: "Let me check."},
-				{Kind: hooks.BlockToolCall, ToolName: "get_weather", Args: []byte(`{"city": "Paris"}`)},
+		Tools:  []conv.ToolDef{{Name: "get_weather"}},
+		Messages: []conv.Message{
+			{Role: conv.RoleUser, Blocks: []conv.Block{{Kind: conv.BlockText, Text: "Weather in Paris?"}}},
+			{Role: conv.RoleAssistant, Blocks: []conv.Block{
+				{Kind: conv.BlockThinking, Text: "Let me check."},
+				{Kind: conv.BlockToolCall, ToolName: "get_weather", Args: []byte(`{"city": "Paris"}`)},
 			}},
-			{Role: hooks.RoleUser, Blocks: []hooks.Block{
-				{Kind: hooks.BlockToolResult, ToolName: "get_weather", Text: `{"temp_c": 18}`},
+			{Role: conv.RoleUser, Blocks: []conv.Block{
+				{Kind: conv.BlockToolResult, ToolName: "get_weather", Text: `{"temp_c": 18}`},
 			}},
 		},
 	}, req)
@@ -42,10 +42,10 @@ func TestGeminiParseRequestSnakeCase(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "S", req.System)
 	require.Equal(t, int64(77), req.MaxOutputTokens)
-	require.Equal(t, []hooks.ToolDef{{Name: "f"}}, req.Tools)
-	require.Equal(t, []hooks.Block{{Kind: hooks.BlockText, Text: "q"}, {Kind: hooks.BlockOther}}, req.Messages[0].Blocks)
-	require.Equal(t, hooks.Block{Kind: hooks.BlockToolCall, ToolCallID: "c1", ToolName: "f", Args: []byte(`{}`)}, req.Messages[1].Blocks[0])
-	require.Equal(t, hooks.Block{Kind: hooks.BlockToolResult, ToolCallID: "c1", ToolName: "f", Text: `{"ok":true}`}, req.Messages[2].Blocks[0])
+	require.Equal(t, []conv.ToolDef{{Name: "f"}}, req.Tools)
+	require.Equal(t, []conv.Block{{Kind: conv.BlockText, Text: "q"}, {Kind: conv.BlockOther}}, req.Messages[0].Blocks)
+	require.Equal(t, conv.Block{Kind: conv.BlockToolCall, ToolCallID: "c1", ToolName: "f", Args: []byte(`{}`)}, req.Messages[1].Blocks[0])
+	require.Equal(t, conv.Block{Kind: conv.BlockToolResult, ToolCallID: "c1", ToolName: "f", Text: `{"ok":true}`}, req.Messages[2].Blocks[0])
 }
 
 func TestGeminiMalformed(t *testing.T) {
@@ -69,61 +69,61 @@ func TestGeminiMalformed(t *testing.T) {
 }
 
 func TestGeminiApplyEdits(t *testing.T) {
-	tool := hooks.ToolSpec{Name: "t", Description: "d", Parameters: []byte(`{"type":"object"}`)}
+	tool := conv.ToolSpec{Name: "t", Description: "d", Parameters: []byte(`{"type":"object"}`)}
 	decl := `{"name":"t","description":"d","parameters":{"type":"object"}}`
 	tests := []struct {
 		name  string
 		body  string
-		edits hooks.RequestEdits
+		edits conv.RequestEdits
 		want  string
 	}{
 		{"tools into declarations", `{"tools":[{"googleSearch":{}},{"functionDeclarations":[{"name":"a"}]}]}`,
-			hooks.RequestEdits{AddTools: []hooks.ToolSpec{tool}},
+			conv.RequestEdits{AddTools: []conv.ToolSpec{tool}},
 			`{"tools":[{"googleSearch":{}},{"functionDeclarations":[{"name":"a"},` + decl + `]}]}`},
 		{"tools snake declarations", `{"tools":[{"function_declarations":[]}]}`,
-			hooks.RequestEdits{AddTools: []hooks.ToolSpec{tool}},
+			conv.RequestEdits{AddTools: []conv.ToolSpec{tool}},
 			`{"tools":[{"function_declarations":[` + decl + `]}]}`},
 		{"tools without declarations", `{"tools":[{"googleSearch":{}}]}`,
-			hooks.RequestEdits{AddTools: []hooks.ToolSpec{tool}},
+			conv.RequestEdits{AddTools: []conv.ToolSpec{tool}},
 			`{"tools":[{"googleSearch":{}},{"functionDeclarations":[` + decl + `]}]}`},
 		{"tools absent", `{"contents":[]}`,
-			hooks.RequestEdits{AddTools: []hooks.ToolSpec{tool}},
+			conv.RequestEdits{AddTools: []conv.ToolSpec{tool}},
 			`{"contents":[],"tools":[{"functionDeclarations":[` + decl + `]}]}`},
 		{"system parts", `{"systemInstruction":{"parts":[{"text":"S"}]}}`,
-			hooks.RequestEdits{AppendSystem: []string{"A"}},
+			conv.RequestEdits{AppendSystem: []string{"A"}},
 			`{"systemInstruction":{"parts":[{"text":"S"},{"text":"A"}]}}`},
 		{"system snake", `{"system_instruction":{"parts":[]}}`,
-			hooks.RequestEdits{AppendSystem: []string{"A"}},
+			conv.RequestEdits{AppendSystem: []string{"A"}},
 			`{"system_instruction":{"parts":[{"text":"A"}]}}`},
 		{"system without parts", `{"systemInstruction":{"role":"system"}}`,
-			hooks.RequestEdits{AppendSystem: []string{"A"}},
+			conv.RequestEdits{AppendSystem: []string{"A"}},
 			`{"systemInstruction":{"role":"system","parts":[{"text":"A"}]}}`},
 		{"system absent", `{"contents":[]}`,
-			hooks.RequestEdits{AppendSystem: []string{"A", "B"}},
+			conv.RequestEdits{AppendSystem: []string{"A", "B"}},
 			`{"contents":[],"systemInstruction":{"parts":[{"text":"A"},{"text":"B"}]}}`},
 		{"system snake null", `{"system_instruction":null}`,
-			hooks.RequestEdits{AppendSystem: []string{"A"}},
+			conv.RequestEdits{AppendSystem: []string{"A"}},
 			`{"system_instruction":{"parts":[{"text":"A"}]}}`},
 		{"user", `{"contents":[{"role":"user","parts":[{"text":"q"}]},{"role":"model","parts":[{"text":"a"}]}]}`,
-			hooks.RequestEdits{AppendUserText: []string{"U"}},
+			conv.RequestEdits{AppendUserText: []string{"U"}},
 			`{"contents":[{"role":"user","parts":[{"text":"q"},{"text":"U"}]},{"role":"model","parts":[{"text":"a"}]}]}`},
 		{"user without role after function response", `{"contents":[{"parts":[{"text":"q"}]},{"role":"model","parts":[]},{"role":"user","parts":[{"functionResponse":{"name":"f","response":{}}}]}]}`,
-			hooks.RequestEdits{AppendUserText: []string{"U"}},
+			conv.RequestEdits{AppendUserText: []string{"U"}},
 			`{"contents":[{"parts":[{"text":"q"}]},{"role":"model","parts":[]},{"role":"user","parts":[{"functionResponse":{"name":"f","response":{}}},{"text":"U"}]}]}`},
 		{"no user", `{"contents":[{"role":"model","parts":[]}]}`,
-			hooks.RequestEdits{AppendUserText: []string{"U"}},
+			conv.RequestEdits{AppendUserText: []string{"U"}},
 			`{"contents":[{"role":"model","parts":[]}]}`},
 		{"max replace", `{"generationConfig":{"temperature":0.2,"maxOutputTokens":1024}}`,
-			hooks.RequestEdits{SetMaxOutputTokens: 9},
+			conv.RequestEdits{SetMaxOutputTokens: 9},
 			`{"generationConfig":{"temperature":0.2,"maxOutputTokens":9}}`},
 		{"max add", `{"generationConfig":{"temperature":0.2}}`,
-			hooks.RequestEdits{SetMaxOutputTokens: 9},
+			conv.RequestEdits{SetMaxOutputTokens: 9},
 			`{"generationConfig":{"temperature":0.2,"maxOutputTokens":9}}`},
 		{"max snake", `{"generation_config":{"max_output_tokens":1}}`,
-			hooks.RequestEdits{SetMaxOutputTokens: 9},
+			conv.RequestEdits{SetMaxOutputTokens: 9},
 			`{"generation_config":{"max_output_tokens":9}}`},
 		{"max no config", `{"contents":[]}`,
-			hooks.RequestEdits{SetMaxOutputTokens: 9},
+			conv.RequestEdits{SetMaxOutputTokens: 9},
 			`{"contents":[],"generationConfig":{"maxOutputTokens":9}}`},
 	}
 	for _, tt := range tests {
@@ -138,14 +138,14 @@ func TestGeminiParseReply(t *testing.T) {
 	c := For(APIGemini)
 	r, err := c.ParseReply(fixture(t, APIGemini, "reply.json"))
 	require.NoError(t, err)
-	require.Equal(t, &hooks.Reply{
+	require.Equal(t, &conv.Reply{
 		Model: "gemini-2.5-pro", Text: "Reading it.",
-		ToolCalls: []hooks.ToolCall{{Index: 0, Name: "read_file", Args: []byte(`{"path": "main.go"}`)}},
-		Stop:      hooks.StopToolUse, RawStop: "STOP", Usage: hooks.Usage{InputTokens: 90, OutputTokens: 42},
+		ToolCalls: []conv.ToolCall{{Index: 0, Name: "read_file", Args: []byte(`{"path": "main.go"}`)}},
+		Stop:      conv.StopToolUse, RawStop: "STOP", Usage: conv.Usage{InputTokens: 90, OutputTokens: 42},
 	}, r)
-	for raw, want := range map[string]hooks.StopReason{
-		"STOP": hooks.StopEnd, "MAX_TOKENS": hooks.StopMaxTokens, "SAFETY": hooks.StopRefusal,
-		"RECITATION": hooks.StopRefusal, "MALFORMED_FUNCTION_CALL": hooks.StopOther, "OTHER": hooks.StopOther,
+	for raw, want := range map[string]conv.StopReason{
+		"STOP": conv.StopEnd, "MAX_TOKENS": conv.StopMaxTokens, "SAFETY": conv.StopRefusal,
+		"RECITATION": conv.StopRefusal, "MALFORMED_FUNCTION_CALL": conv.StopOther, "OTHER": conv.StopOther,
 	} {
 		r, err := c.ParseReply([]byte(`{"candidates":[{"content":{"parts":[{"text":"x"}]},"finishReason":"` + raw + `"}]}`))
 		require.NoError(t, err)
@@ -154,7 +154,7 @@ func TestGeminiParseReply(t *testing.T) {
 	}
 	r, err = c.ParseReply([]byte(`{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT"}}`))
 	require.NoError(t, err)
-	require.Equal(t, hooks.StopRefusal, r.Stop)
+	require.Equal(t, conv.StopRefusal, r.Stop)
 	require.Equal(t, "PROHIBITED_CONTENT", r.RawStop)
 }
 
@@ -167,10 +167,10 @@ func TestGeminiStream(t *testing.T) {
 		BlockDelta, Usage,
 		BlockStart, BlockStop, Finish,
 	}, kinds(evs))
-	require.Equal(t, hooks.BlockThinking, evs[1].BlockKind)
-	require.Equal(t, StreamEvent{Kind: BlockStart, Seq: -1, BlockKind: hooks.BlockToolCall, ToolName: "read_file",
+	require.Equal(t, conv.BlockThinking, evs[1].BlockKind)
+	require.Equal(t, StreamEvent{Kind: BlockStart, Seq: -1, BlockKind: conv.BlockToolCall, ToolName: "read_file",
 		ArgsDelta: `{"path": "main.go"}`}, evs[7])
-	require.Equal(t, hooks.StopToolUse, evs[9].Stop)
+	require.Equal(t, conv.StopToolUse, evs[9].Stop)
 
 	want, err := c.ParseReply(fixture(t, APIGemini, "reply.json"))
 	require.NoError(t, err)

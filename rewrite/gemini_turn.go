@@ -3,6 +3,7 @@ package rewrite
 import (
 	"fmt"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/tidwall/gjson"
 )
 
@@ -38,7 +39,7 @@ func (geminiCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
 // the order of results: {"functionResponse":{"id"?,"name","response":
 // {"content":text}}}, or {"error":text} for a refusal. No results give no
 // content.
-func (geminiCodec) ToolResultMessages(results []ToolResult) ([][]byte, error) {
+func (geminiCodec) ToolResultMessages(results []conv.ToolResult) ([][]byte, error) {
 	if len(results) == 0 {
 		return nil, nil
 	}
@@ -51,7 +52,7 @@ func (geminiCodec) ToolResultMessages(results []ToolResult) ([][]byte, error) {
 
 // geminiResultParts renders results as functionResponse parts,
 // comma-separated.
-func geminiResultParts(results []ToolResult) ([]byte, error) {
+func geminiResultParts(results []conv.ToolResult) ([]byte, error) {
 	var out []byte
 	for i, r := range results {
 		if r.Name == "" {
@@ -123,7 +124,7 @@ func geminiIsModel(c gjson.Result) bool {
 // follows the model content at pos, whatever its role unless it is another
 // model turn (user, missing, or the older "function"). Otherwise a new user
 // content holding only the results is inserted after pos.
-func (geminiCodec) PrependToolResults(body []byte, pos int, results []ToolResult) ([]byte, error) {
+func (geminiCodec) PrependToolResults(body []byte, pos int, results []conv.ToolResult) ([]byte, error) {
 	arr, elems, c, err := geminiContentAt(body, pos)
 	if err != nil {
 		return nil, err

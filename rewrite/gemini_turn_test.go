@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 var gemTC = Turn(APIGemini)
@@ -29,7 +29,7 @@ func gmBody(contents ...string) string {
 }
 
 func TestGeminiPrependToolResults(t *testing.T) {
-	pre := func(pos int, results []ToolResult) func([]byte) ([]byte, error) {
+	pre := func(pos int, results []conv.ToolResult) func([]byte) ([]byte, error) {
 		return func(b []byte) ([]byte, error) { return gemTC.PrependToolResults(b, pos, results) }
 	}
 	agRunCases(t, []agCase{
@@ -43,7 +43,7 @@ func TestGeminiPrependToolResults(t *testing.T) {
 			want: gmBody(gmM1, `{"role":"user","parts":[`+gmTR+`]}`)},
 		{name: "next parts missing", body: gmBody(gmM1, `{"role":"user"}`), run: pre(0, agResults),
 			want: gmBody(gmM1, `{"role":"user","parts":[`+gmTR+`]}`)},
-		{name: "no next content", body: gmBody(gmU0, gmM1), run: pre(1, []ToolResult{{Name: "f", Content: "x \"y\""}}),
+		{name: "no next content", body: gmBody(gmU0, gmM1), run: pre(1, []conv.ToolResult{{Name: "f", Content: "x \"y\""}}),
 			want: gmBody(gmU0, gmM1, `{"role":"user","parts":[{"functionResponse":{"name":"f","response":{"content":"x \"y\""}}}]}`)},
 		{name: "next is model", body: gmBody(gmU0, gmM1, gmM3), run: pre(1, agResults),
 			want: gmBody(gmU0, gmM1, `{"role":"user","parts":[`+gmTR+`]}`, gmM3)},
@@ -51,7 +51,7 @@ func TestGeminiPrependToolResults(t *testing.T) {
 		{name: "not model", body: gmBody(gmU0, gmM1), run: pre(0, agResults), err: `does not have role "model"`},
 		{name: "out of range", body: gmBody(gmU0, gmM1), run: pre(2, agResults), err: "out of range"},
 		{name: "bad parts", body: gmBody(gmM1, `{"role":"user","parts":{}}`), run: pre(0, agResults), err: "contents[1].parts"},
-		{name: "no name", body: gmBody(gmM1), run: pre(0, []ToolResult{{CallID: "x"}}), err: "no tool name"},
+		{name: "no name", body: gmBody(gmM1), run: pre(0, []conv.ToolResult{{CallID: "x"}}), err: "no tool name"},
 		{name: "no contents", body: `{"contents":null}`, run: pre(0, agResults), err: "contents must be an array"},
 	})
 }
@@ -110,7 +110,7 @@ func TestGeminiReplyAsMessagesAndToolResults(t *testing.T) {
 		require.ErrorIs(t, err, ErrMalformedReply, bad)
 	}
 
-	items, err = gemTC.ToolResultMessages(append(agResults, ToolResult{Name: "n\"", Content: "a\\b\n\x02é"}))
+	items, err = gemTC.ToolResultMessages(append(agResults, conv.ToolResult{Name: "n\"", Content: "a\\b\n\x02é"}))
 	require.NoError(t, err)
 	require.Equal(t, []string{`{"role":"user","parts":[` + gmTR + `,{"functionResponse":{"name":"n\"","response":{"content":"a\\b\n\u0002é"}}}]}`}, agStrings(items))
 	var decoded struct {
@@ -168,12 +168,12 @@ func TestGeminiEditReply(t *testing.T) {
 	require.NoError(t, err)
 	r, err := For(APIGemini).ParseReply(out)
 	require.NoError(t, err)
-	require.Equal(t, []hooks.ToolCall{
+	require.Equal(t, []conv.ToolCall{
 		{Index: 0, Name: "c", Args: []byte(`{}`)},
 		{Index: 1, Name: "a", Args: []byte(`{"k":1}`)},
 	}, r.ToolCalls)
 	require.Equal(t, "AB", r.Text)
-	require.Equal(t, hooks.StopToolUse, r.Stop)
+	require.Equal(t, conv.StopToolUse, r.Stop)
 
 	// The fixture's only call goes; its layout stays.
 	fx := fixture(t, APIGemini, "reply.json")
@@ -183,7 +183,7 @@ func TestGeminiEditReply(t *testing.T) {
 	r, err = For(APIGemini).ParseReply(out)
 	require.NoError(t, err)
 	require.Empty(t, r.ToolCalls)
-	require.Equal(t, hooks.StopEnd, r.Stop)
+	require.Equal(t, conv.StopEnd, r.Stop)
 }
 
 func TestGeminiMergeReplies(t *testing.T) {
@@ -224,9 +224,9 @@ func TestGeminiMergeReplies(t *testing.T) {
 	r, err := For(APIGemini).ParseReply(out)
 	require.NoError(t, err)
 	require.Equal(t, "A more", r.Text)
-	require.Equal(t, hooks.Usage{InputTokens: 40, OutputTokens: 17}, r.Usage)
+	require.Equal(t, conv.Usage{InputTokens: 40, OutputTokens: 17}, r.Usage)
 	require.Equal(t, "g", r.Model)
-	require.Equal(t, []hooks.ToolCall{{ID: "c1", Name: "b", Args: []byte(`{}`)}}, r.ToolCalls)
+	require.Equal(t, []conv.ToolCall{{ID: "c1", Name: "b", Args: []byte(`{}`)}}, r.ToolCalls)
 
 	fx := fixture(t, APIGemini, "reply.json")
 	out, err = gemTC.MergeReplies(fx, fx)
@@ -236,7 +236,7 @@ func TestGeminiMergeReplies(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "Reading it.Reading it.", r.Text)
 	require.Len(t, r.ToolCalls, 2)
-	require.Equal(t, hooks.Usage{InputTokens: 90, OutputTokens: 84}, r.Usage)
+	require.Equal(t, conv.Usage{InputTokens: 90, OutputTokens: 84}, r.Usage)
 	require.Equal(t, int64(90+24+60), gjson.GetBytes(out, "usageMetadata.totalTokenCount").Int())
 }
 
@@ -247,7 +247,7 @@ func TestGeminiTurnRoundTrip(t *testing.T) {
 	reply := fixture(t, APIGemini, "reply.json")
 	model, err := gemTC.ReplyAsMessages(reply)
 	require.NoError(t, err)
-	results, err := gemTC.ToolResultMessages([]ToolResult{{Name: "read_file", Content: "package main"}})
+	results, err := gemTC.ToolResultMessages([]conv.ToolResult{{Name: "read_file", Content: "package main"}})
 	require.NoError(t, err)
 	out, err := gemTC.AppendMessages(body, append(model, results...))
 	require.NoError(t, err)
@@ -257,13 +257,13 @@ func TestGeminiTurnRoundTrip(t *testing.T) {
 	req.Messages = stripDigests(t, req.Messages)
 	n := len(req.Messages)
 	require.Equal(t, 5, n)
-	require.Equal(t, hooks.Message{Role: hooks.RoleAssistant, Blocks: []hooks.Block{
-		{Kind: hooks.BlockThinking, Text: "Need the file."},
-		{Kind: hooks.BlockText, Text: "Reading it."},
-		{Kind: hooks.BlockToolCall, ToolName: "read_file", Args: []byte(`{"path": "main.go"}`)},
+	require.Equal(t, conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{
+		{Kind: conv.BlockThinking, Text: "Need the file."},
+		{Kind: conv.BlockText, Text: "Reading it."},
+		{Kind: conv.BlockToolCall, ToolName: "read_file", Args: []byte(`{"path": "main.go"}`)},
 	}}, req.Messages[n-2])
-	require.Equal(t, hooks.Message{Role: hooks.RoleUser, Blocks: []hooks.Block{
-		{Kind: hooks.BlockToolResult, ToolName: "read_file", Text: `{"content":"package main"}`},
+	require.Equal(t, conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{
+		{Kind: conv.BlockToolResult, ToolName: "read_file", Text: `{"content":"package main"}`},
 	}}, req.Messages[n-1])
 	// The model content holds the candidate's parts, signature included.
 	require.Equal(t, gjson.GetBytes(reply, "candidates.0.content.parts").Raw, gjson.GetBytes(out, "contents.3.parts").Raw)

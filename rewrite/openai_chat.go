@@ -6,7 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 // chatCodec speaks OpenAI Chat Completions (POST /v1/chat/completions).
@@ -19,7 +19,7 @@ func (chatCodec) API() API { return APIOpenAIChat }
 // chatKeys are the top-level members the request view reads.
 var chatKeys = []string{"model", "stream", "tools", "messages", "max_completion_tokens", "max_tokens", "prompt_cache_key"}
 
-func (chatCodec) ParseRequest(body []byte) (*hooks.Request, error) {
+func (chatCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	return parseChatRequest(body, false)
 }
 
@@ -35,7 +35,7 @@ func (chatCodec) fingerprintRequest(body []byte) (string, error) {
 // parseChatRequest is ParseRequest; with fpOnly, the messages after the
 // first assistant message are checked but not viewed, and the request has
 // only the messages up to it (all that System and Fingerprint read).
-func parseChatRequest(body []byte, fpOnly bool) (*hooks.Request, error) {
+func parseChatRequest(body []byte, fpOnly bool) (*conv.Request, error) {
 	_, idx, err := parseIndexed(body)
 	if err != nil {
 		return nil, err
@@ -52,7 +52,7 @@ func parseChatRequest(body []byte, fpOnly bool) (*hooks.Request, error) {
 			return nil, err
 		}
 	}
-	req := &hooks.Request{Model: str(model), Stream: stream.Bool(), PromptCacheKey: str(pck)}
+	req := &conv.Request{Model: str(model), Stream: stream.Bool(), PromptCacheKey: str(pck)}
 	switch {
 	case mct.Type == gjson.Number:
 		req.MaxOutputTokens, req.HasMaxOutputTokens = mct.Int(), true
@@ -66,7 +66,7 @@ func parseChatRequest(body []byte, fpOnly bool) (*hooks.Request, error) {
 	if fpOnly {
 		// A few messages get a view: the resolver's default arena (64
 		// blocks) would be most of what the fingerprint allocates.
-		r.arena = make([]hooks.Block, 0, 8)
+		r.arena = make([]conv.Block, 0, 8)
 	}
 	var system []string
 	leading, seenAssistant := true, false
@@ -78,22 +78,22 @@ func parseChatRequest(body []byte, fpOnly bool) (*hooks.Request, error) {
 			}
 			return true
 		}
-		var msg hooks.Message
+		var msg conv.Message
 		msg, err = r.message(m)
 		if err != nil {
 			err = at(atIndex(err, i), "messages")
 			return false
 		}
-		if leading && msg.Role == hooks.RoleSystem {
+		if leading && msg.Role == conv.RoleSystem {
 			for _, b := range msg.Blocks {
-				if b.Kind == hooks.BlockText {
+				if b.Kind == conv.BlockText {
 					system = append(system, b.Text)
 				}
 			}
 		} else {
 			leading = false
 		}
-		seenAssistant = seenAssistant || msg.Role == hooks.RoleAssistant
+		seenAssistant = seenAssistant || msg.Role == conv.RoleAssistant
 		req.Messages = append(req.Messages, msg)
 		return true
 	})
@@ -106,8 +106,8 @@ func parseChatRequest(body []byte, fpOnly bool) (*hooks.Request, error) {
 }
 
 // chatTools lists function (and custom) tool names.
-func chatTools(tools gjson.Result) ([]hooks.ToolDef, error) {
-	var defs []hooks.ToolDef
+func chatTools(tools gjson.Result) ([]conv.ToolDef, error) {
+	var defs []conv.ToolDef
 	var err error
 	eachElem(tools, func(i int, t gjson.Result) bool {
 		if !t.IsObject() {
@@ -122,30 +122,30 @@ func chatTools(tools gjson.Result) ([]hooks.ToolDef, error) {
 			return false
 		}
 		if n.Str != "" {
-			defs = append(defs, hooks.ToolDef{Name: str(n)})
+			defs = append(defs, conv.ToolDef{Name: str(n)})
 		}
 		return true
 	})
 	return defs, err
 }
 
-func chatRole(r string) hooks.Role {
+func chatRole(r string) conv.Role {
 	switch r {
 	case "user":
-		return hooks.RoleUser
+		return conv.RoleUser
 	case "assistant":
-		return hooks.RoleAssistant
+		return conv.RoleAssistant
 	case "system", "developer":
-		return hooks.RoleSystem
+		return conv.RoleSystem
 	case "tool", "function":
-		return hooks.RoleTool
+		return conv.RoleTool
 	}
-	return hooks.Role(strings.Clone(r))
+	return conv.Role(strings.Clone(r))
 }
 
-func chatMessage(m gjson.Result, names *toolNames) (hooks.Message, error) {
+func chatMessage(m gjson.Result, names *toolNames) (conv.Message, error) {
 	if !m.IsObject() {
-		return hooks.Message{}, typeErr("", "an object")
+		return conv.Message{}, typeErr("", "an object")
 	}
 	role, content, calls := m.Get("role"), m.Get("content"), m.Get("tool_calls")
 	id, fc := m.Get("tool_call_id"), m.Get("function_call")
@@ -155,24 +155,24 @@ func chatMessage(m gjson.Result, names *toolNames) (hooks.Message, error) {
 		wantObject(fc, "function_call"),
 	} {
 		if err != nil {
-			return hooks.Message{}, err
+			return conv.Message{}, err
 		}
 	}
-	msg := hooks.Message{Role: chatRole(role.Str)}
-	if msg.Role == hooks.RoleTool {
+	msg := conv.Message{Role: chatRole(role.Str)}
+	if msg.Role == conv.RoleTool {
 		tid := str(id)
 		name := str(m.Get("name"))
 		if name == "" {
 			name = (*names)[tid]
 		}
-		msg.Blocks = []hooks.Block{{Kind: hooks.BlockToolResult, ToolCallID: tid, ToolName: name,
+		msg.Blocks = []conv.Block{{Kind: conv.BlockToolResult, ToolCallID: tid, ToolName: name,
 			Text: resultText(content, "text", "text")}}
 		return msg, nil
 	}
 	var err error
 	if content.Type == gjson.String {
 		if content.Str != "" {
-			msg.Blocks = append(msg.Blocks, hooks.Block{Kind: hooks.BlockText, Text: str(content)})
+			msg.Blocks = append(msg.Blocks, conv.Block{Kind: conv.BlockText, Text: str(content)})
 		}
 	} else {
 		eachElem(content, func(j int, p gjson.Result) bool {
@@ -181,22 +181,22 @@ func chatMessage(m gjson.Result, names *toolNames) (hooks.Message, error) {
 				return false
 			}
 			if p.Get("type").Str != "text" {
-				msg.Blocks = append(msg.Blocks, hooks.Block{Kind: hooks.BlockOther})
+				msg.Blocks = append(msg.Blocks, conv.Block{Kind: conv.BlockOther})
 				return true
 			}
 			t := p.Get("text")
 			if err = at(atIndex(wantString(t, "text"), j), "content"); err != nil {
 				return false
 			}
-			msg.Blocks = append(msg.Blocks, hooks.Block{Kind: hooks.BlockText, Text: str(t)})
+			msg.Blocks = append(msg.Blocks, conv.Block{Kind: conv.BlockText, Text: str(t)})
 			return true
 		})
 		if err != nil {
-			return hooks.Message{}, err
+			return conv.Message{}, err
 		}
 	}
 	eachElem(calls, func(j int, c gjson.Result) bool {
-		var blk hooks.Block
+		var blk conv.Block
 		if blk, err = chatToolCall(c); err != nil {
 			err = at(atIndex(err, j), "tool_calls")
 			return false
@@ -206,7 +206,7 @@ func chatMessage(m gjson.Result, names *toolNames) (hooks.Message, error) {
 		return true
 	})
 	if err == nil && fc.IsObject() {
-		var blk hooks.Block
+		var blk conv.Block
 		if blk, err = chatFunction(fc); err == nil {
 			msg.Blocks = append(msg.Blocks, blk)
 		}
@@ -216,20 +216,20 @@ func chatMessage(m gjson.Result, names *toolNames) (hooks.Message, error) {
 }
 
 // chatToolCall normalises one assistant tool_calls element.
-func chatToolCall(c gjson.Result) (hooks.Block, error) {
+func chatToolCall(c gjson.Result) (conv.Block, error) {
 	if !c.IsObject() {
-		return hooks.Block{}, typeErr("", "an object")
+		return conv.Block{}, typeErr("", "an object")
 	}
 	id := c.Get("id")
 	if err := wantString(id, "id"); err != nil {
-		return hooks.Block{}, err
+		return conv.Block{}, err
 	}
 	fn := c.Get("function")
 	if !fn.IsObject() {
 		if err := wantObject(fn, "function"); err != nil {
-			return hooks.Block{}, err
+			return conv.Block{}, err
 		}
-		return hooks.Block{Kind: hooks.BlockOther, ToolCallID: str(id)}, nil // e.g. a custom tool call
+		return conv.Block{Kind: conv.BlockOther, ToolCallID: str(id)}, nil // e.g. a custom tool call
 	}
 	blk, err := chatFunction(fn)
 	blk.ToolCallID = str(id)
@@ -237,22 +237,22 @@ func chatToolCall(c gjson.Result) (hooks.Block, error) {
 }
 
 // chatFunction normalises a {name, arguments} function object.
-func chatFunction(fn gjson.Result) (hooks.Block, error) {
+func chatFunction(fn gjson.Result) (conv.Block, error) {
 	name, args := fn.Get("name"), fn.Get("arguments")
 	if err := wantString(name, "name"); err != nil {
-		return hooks.Block{}, err
+		return conv.Block{}, err
 	}
 	if err := wantString(args, "arguments"); err != nil {
-		return hooks.Block{}, err
+		return conv.Block{}, err
 	}
-	blk := hooks.Block{Kind: hooks.BlockToolCall, ToolName: str(name)}
+	blk := conv.Block{Kind: conv.BlockToolCall, ToolName: str(name)}
 	if args.Type == gjson.String {
 		blk.Args = []byte(args.Str)
 	}
 	return blk, nil
 }
 
-func (chatCodec) ApplyEdits(body []byte, e hooks.RequestEdits) ([]byte, error) {
+func (chatCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return applyEdits(body, e, editOps{
 		renderTool:   chatTool,
 		addTools:     appendTools("tools"),
@@ -273,7 +273,7 @@ func chatSetMax(body []byte, n int64) ([]byte, error) {
 }
 
 // chatTool renders a function tool definition.
-func chatTool(dst []byte, t hooks.ToolSpec, params []byte) []byte {
+func chatTool(dst []byte, t conv.ToolSpec, params []byte) []byte {
 	dst = append(dst, `{"type":"function","function":{"name":`...)
 	dst = appendJSONString(dst, t.Name)
 	if t.Description != "" {

@@ -14,7 +14,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/stretchr/testify/require"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 func chatSpliceFixture(t testing.TB, name string) string {
@@ -216,14 +216,14 @@ func TestChatSpliceReply(t *testing.T) {
 
 	got, err := For(APIOpenAIChat).ParseReply(reply)
 	require.NoError(t, err)
-	require.Equal(t, &hooks.Reply{
+	require.Equal(t, &conv.Reply{
 		Model: "gpt-4.1-2025-04-14", Text: "Reading it.",
-		ToolCalls: []hooks.ToolCall{
+		ToolCalls: []conv.ToolCall{
 			{Index: 0, ID: "call_a", Name: "read_file", Args: []byte(`{"path":"main.go"}`)},
 			{Index: 1, ID: "call_b", Name: "read_file", Args: []byte(`{"path":"go.mod"}`)},
 		},
-		Stop: hooks.StopToolUse, RawStop: "tool_calls",
-		Usage: hooks.Usage{InputTokens: 50, OutputTokens: 12},
+		Stop: conv.StopToolUse, RawStop: "tool_calls",
+		Usage: conv.Usage{InputTokens: 50, OutputTokens: 12},
 	}, got)
 	ref, err := For(APIOpenAIChat).ParseReply([]byte(chatSpliceFixture(t, "splice_reply.json")))
 	require.NoError(t, err)

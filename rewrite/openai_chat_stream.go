@@ -5,18 +5,18 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 // This file holds the OpenAI Chat reply side: the JSON reply view and the
 // data-only SSE chunk decoder. Only choice 0 is viewed (agents send n=1).
 
-func (chatCodec) ParseReply(body []byte) (*hooks.Reply, error) {
+func (chatCodec) ParseReply(body []byte) (*conv.Reply, error) {
 	root, err := parseReplyRoot(body)
 	if err != nil {
 		return nil, err
 	}
-	r := &hooks.Reply{Model: str(root.Get("model"))}
+	r := &conv.Reply{Model: str(root.Get("model"))}
 	choice := firstChoice(root.Get("choices"))
 	msg := choice.Get("message")
 	if c := msg.Get("content"); c.Type == gjson.String {
@@ -25,7 +25,7 @@ func (chatCodec) ParseReply(body []byte) (*hooks.Reply, error) {
 		r.Text = resultText(c, "text", "text")
 	}
 	eachElem(msg.Get("tool_calls"), func(_ int, c gjson.Result) bool {
-		tc := hooks.ToolCall{Index: len(r.ToolCalls), ID: str(c.Get("id")), Name: str(c.Get("function.name"))}
+		tc := conv.ToolCall{Index: len(r.ToolCalls), ID: str(c.Get("id")), Name: str(c.Get("function.name"))}
 		if a := c.Get("function.arguments"); a.Type == gjson.String && a.Str != "" {
 			tc.Args = []byte(a.Str)
 		}
@@ -53,29 +53,29 @@ func firstChoice(choices gjson.Result) gjson.Result {
 }
 
 // chatStop normalises a finish_reason.
-func chatStop(s string) hooks.StopReason {
+func chatStop(s string) conv.StopReason {
 	switch s {
 	case "":
-		return hooks.StopNone
+		return conv.StopNone
 	case "stop":
-		return hooks.StopEnd
+		return conv.StopEnd
 	case "length":
-		return hooks.StopMaxTokens
+		return conv.StopMaxTokens
 	case "tool_calls", "function_call":
-		return hooks.StopToolUse
+		return conv.StopToolUse
 	case "content_filter":
-		return hooks.StopRefusal
+		return conv.StopRefusal
 	}
-	return hooks.StopOther
+	return conv.StopOther
 }
 
 // chatUsage normalises a usage object (prompt_tokens already counts cached
 // tokens); nil when u is not an object.
-func chatUsage(u gjson.Result) *hooks.Usage {
+func chatUsage(u gjson.Result) *conv.Usage {
 	if !u.IsObject() {
 		return nil
 	}
-	return &hooks.Usage{InputTokens: u.Get("prompt_tokens").Int(), OutputTokens: u.Get("completion_tokens").Int()}
+	return &conv.Usage{InputTokens: u.Get("prompt_tokens").Int(), OutputTokens: u.Get("completion_tokens").Int()}
 }
 
 func (chatCodec) NewStreamDecoder() StreamDecoder { return &chatDecoder{} }
@@ -136,18 +136,18 @@ func (d *chatDecoder) Decode(ev Event) ([]StreamEvent, error) {
 
 // choice decodes the delta and finish_reason of choice 0 and reports
 // whether a Finish (carrying usage) was emitted.
-func (d *chatDecoder) choice(c gjson.Result, usage *hooks.Usage) bool {
+func (d *chatDecoder) choice(c gjson.Result, usage *conv.Usage) bool {
 	delta := c.Get("delta")
 	for _, k := range [...]string{"reasoning_content", "reasoning"} {
 		if t := delta.Get(k); t.Type == gjson.String && t.Str != "" {
-			d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, BlockKind: hooks.BlockThinking, TextDelta: str(t)})
+			d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, BlockKind: conv.BlockThinking, TextDelta: str(t)})
 		}
 	}
 	if t := delta.Get("content"); t.Type == gjson.String && t.Str != "" {
-		d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, BlockKind: hooks.BlockText, TextDelta: str(t)})
+		d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, BlockKind: conv.BlockText, TextDelta: str(t)})
 	}
 	if t := delta.Get("refusal"); t.Type == gjson.String && t.Str != "" {
-		d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, BlockKind: hooks.BlockOther, TextDelta: str(t)})
+		d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, BlockKind: conv.BlockOther, TextDelta: str(t)})
 	}
 	pos := 0
 	eachElem(delta.Get("tool_calls"), func(_ int, tc gjson.Result) bool {
@@ -156,7 +156,7 @@ func (d *chatDecoder) choice(c gjson.Result, usage *hooks.Usage) bool {
 			idx = int(i.Int())
 		}
 		pos++
-		e := StreamEvent{Kind: BlockDelta, Seq: -1, Index: idx, BlockKind: hooks.BlockToolCall,
+		e := StreamEvent{Kind: BlockDelta, Seq: -1, Index: idx, BlockKind: conv.BlockToolCall,
 			ToolCallID: str(tc.Get("id")), ToolName: str(tc.Get("function.name")),
 			ArgsDelta: str(tc.Get("function.arguments"))}
 		if !d.isOpen(idx) {
@@ -171,7 +171,7 @@ func (d *chatDecoder) choice(c gjson.Result, usage *hooks.Usage) bool {
 		return false
 	}
 	for _, idx := range d.open {
-		d.out = append(d.out, StreamEvent{Kind: BlockStop, Seq: -1, Index: idx, BlockKind: hooks.BlockToolCall})
+		d.out = append(d.out, StreamEvent{Kind: BlockStop, Seq: -1, Index: idx, BlockKind: conv.BlockToolCall})
 	}
 	d.open = d.open[:0]
 	raw := str(fr)

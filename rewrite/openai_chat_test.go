@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 func TestChatParseRequest(t *testing.T) {
@@ -14,20 +14,20 @@ func TestChatParseRequest(t *testing.T) {
 	require.Len(t, req.Fingerprint, 32)
 	req.Fingerprint = ""
 	req.Messages = stripDigests(t, req.Messages)
-	require.Equal(t, &hooks.Request{
+	require.Equal(t, &conv.Request{
 		Model: "gpt-4.1", Stream: true, MaxOutputTokens: 1024, HasMaxOutputTokens: true,
 		System:         "You are terse.\n\nPrefer Go.",
-		Tools:          []hooks.ToolDef{{Name: "read_file"}},
+		Tools:          []conv.ToolDef{{Name: "read_file"}},
 		PromptCacheKey: "conv-42",
-		Messages: []hooks.Message{
-			{Role: hooks.RoleSystem, Blocks: []hooks.Block{{Kind: hooks.BlockText, Text: "You are terse."}}},
-			{Role: hooks.RoleSystem, Blocks: []hooks.Block{{Kind: hooks.BlockText, Text: "Prefer Go."}}},
-			{Role: hooks.RoleUser, Blocks: []hooks.Block{{Kind: hooks.BlockText, Text: "Show me main.go"}}},
-			{Role: hooks.RoleAssistant, Blocks: []hooks.Block{
-				{Kind: hooks.BlockToolCall, ToolCallID: "call_a", ToolName: "read_file", Args: []byte(`{"path":"main.go"}`)},
+		Messages: []conv.Message{
+			{Role: conv.RoleSystem, Blocks: []conv.Block{{Kind: conv.BlockText, Text: "You are terse."}}},
+			{Role: conv.RoleSystem, Blocks: []conv.Block{{Kind: conv.BlockText, Text: "Prefer Go."}}},
+			{Role: conv.RoleUser, Blocks: []conv.Block{{Kind: conv.BlockText, Text: "Show me main.go"}}},
+			{Role: conv.RoleAssistant, Blocks: []conv.Block{
+				{Kind: conv.BlockToolCall, ToolCallID: "call_a", ToolName: "read_file", Args: []byte(`{"path":"main.go"}`)},
 			}},
-			{Role: hooks.RoleTool, Blocks: []hooks.Block{
-				{Kind: hooks.BlockToolResult, ToolCallID: "call_a", ToolName: "read_file", Text: "package main\n"},
+			{Role: conv.RoleTool, Blocks: []conv.Block{
+				{Kind: conv.BlockToolResult, ToolCallID: "call_a", ToolName: "read_file", Text: "package main\n"},
 			}},
 		},
 	}, req)
@@ -41,10 +41,10 @@ func TestChatParseRequestDetails(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(77), req.MaxOutputTokens)
 	require.Empty(t, req.System, "only leading system messages form the system prompt")
-	require.Equal(t, []hooks.Block{{Kind: hooks.BlockText, Text: "a"}, {Kind: hooks.BlockOther}}, req.Messages[0].Blocks)
-	require.Equal(t, hooks.RoleSystem, req.Messages[1].Role)
-	require.Equal(t, []hooks.Block{{Kind: hooks.BlockText, Text: "ok"}, {Kind: hooks.BlockToolCall, ToolName: "f", Args: []byte(`{}`)}}, req.Messages[2].Blocks)
-	require.Equal(t, []hooks.Block{{Kind: hooks.BlockToolResult, ToolCallID: "c1", ToolName: "f", Text: "r1\nr2"}}, req.Messages[3].Blocks)
+	require.Equal(t, []conv.Block{{Kind: conv.BlockText, Text: "a"}, {Kind: conv.BlockOther}}, req.Messages[0].Blocks)
+	require.Equal(t, conv.RoleSystem, req.Messages[1].Role)
+	require.Equal(t, []conv.Block{{Kind: conv.BlockText, Text: "ok"}, {Kind: conv.BlockToolCall, ToolName: "f", Args: []byte(`{}`)}}, req.Messages[2].Blocks)
+	require.Equal(t, []conv.Block{{Kind: conv.BlockToolResult, ToolCallID: "c1", ToolName: "f", Text: "r1\nr2"}}, req.Messages[3].Blocks)
 }
 
 func TestChatMalformed(t *testing.T) {
@@ -69,51 +69,51 @@ func TestChatMalformed(t *testing.T) {
 }
 
 func TestChatApplyEdits(t *testing.T) {
-	tool := hooks.ToolSpec{Name: "t", Description: "d", Parameters: []byte(`{"type":"object"}`)}
+	tool := conv.ToolSpec{Name: "t", Description: "d", Parameters: []byte(`{"type":"object"}`)}
 	tests := []struct {
 		name  string
 		body  string
-		edits hooks.RequestEdits
+		edits conv.RequestEdits
 		want  string
 	}{
 		{"tools append", `{"messages":[],"tools":[{"type":"function","function":{"name":"a"}}]}`,
-			hooks.RequestEdits{AddTools: []hooks.ToolSpec{tool}},
+			conv.RequestEdits{AddTools: []conv.ToolSpec{tool}},
 			`{"messages":[],"tools":[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"t","description":"d","parameters":{"type":"object"}}}]}`},
 		{"tools absent", `{"messages":[]}`,
-			hooks.RequestEdits{AddTools: []hooks.ToolSpec{{Name: "x", Parameters: []byte(`{}`)}}},
+			conv.RequestEdits{AddTools: []conv.ToolSpec{{Name: "x", Parameters: []byte(`{}`)}}},
 			`{"messages":[],"tools":[{"type":"function","function":{"name":"x","parameters":{}}}]}`},
 		{"system string", `{"messages":[{"role":"system","content":"S"},{"role":"user","content":"q"}]}`,
-			hooks.RequestEdits{AppendSystem: []string{"A", "B"}},
+			conv.RequestEdits{AppendSystem: []string{"A", "B"}},
 			`{"messages":[{"role":"system","content":"S\n\nA\n\nB"},{"role":"user","content":"q"}]}`},
 		{"developer parts", `{"messages":[{"role":"developer","content":[{"type":"text","text":"S"}]}]}`,
-			hooks.RequestEdits{AppendSystem: []string{"A"}},
+			conv.RequestEdits{AppendSystem: []string{"A"}},
 			`{"messages":[{"role":"developer","content":[{"type":"text","text":"S"},{"type":"text","text":"A"}]}]}`},
 		{"system inserted", `{"messages": [ {"role":"user","content":"q"} ]}`,
-			hooks.RequestEdits{AppendSystem: []string{"A", "B"}},
+			conv.RequestEdits{AppendSystem: []string{"A", "B"}},
 			`{"messages": [{"role":"system","content":"A\n\nB"}, {"role":"user","content":"q"} ]}`},
 		{"system into empty messages", `{"messages":[]}`,
-			hooks.RequestEdits{AppendSystem: []string{"A"}},
+			conv.RequestEdits{AppendSystem: []string{"A"}},
 			`{"messages":[{"role":"system","content":"A"}]}`},
 		{"user last string", `{"messages":[{"role":"user","content":"q"}]}`,
-			hooks.RequestEdits{AppendUserText: []string{"U"}},
+			conv.RequestEdits{AppendUserText: []string{"U"}},
 			`{"messages":[{"role":"user","content":[{"type":"text","text":"q"},{"type":"text","text":"U"}]}]}`},
 		{"user last parts", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`,
-			hooks.RequestEdits{AppendUserText: []string{"U"}},
+			conv.RequestEdits{AppendUserText: []string{"U"}},
 			`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"U"}]}]}`},
 		{"user after tool result", `{"messages":[{"role":"user","content":"q"},{"role":"assistant","tool_calls":[]},{"role":"tool","tool_call_id":"a","content":"r"}]}`,
-			hooks.RequestEdits{AppendUserText: []string{"U"}},
+			conv.RequestEdits{AppendUserText: []string{"U"}},
 			`{"messages":[{"role":"user","content":"q"},{"role":"assistant","tool_calls":[]},{"role":"tool","tool_call_id":"a","content":"r"},{"role":"user","content":"U"}]}`},
 		{"several after tool result", `{"messages":[{"role":"tool","tool_call_id":"a","content":"r"}]}`,
-			hooks.RequestEdits{AppendUserText: []string{"U1", "U2"}},
+			conv.RequestEdits{AppendUserText: []string{"U1", "U2"}},
 			`{"messages":[{"role":"tool","tool_call_id":"a","content":"r"},{"role":"user","content":[{"type":"text","text":"U1"},{"type":"text","text":"U2"}]}]}`},
 		{"max completion tokens", `{"max_completion_tokens":1,"max_tokens":2}`,
-			hooks.RequestEdits{SetMaxOutputTokens: 9},
+			conv.RequestEdits{SetMaxOutputTokens: 9},
 			`{"max_completion_tokens":9,"max_tokens":2}`},
 		{"max tokens legacy", `{"max_tokens":2}`,
-			hooks.RequestEdits{SetMaxOutputTokens: 9},
+			conv.RequestEdits{SetMaxOutputTokens: 9},
 			`{"max_tokens":9}`},
 		{"max tokens absent", `{"model":"m"}`,
-			hooks.RequestEdits{SetMaxOutputTokens: 9},
+			conv.RequestEdits{SetMaxOutputTokens: 9},
 			`{"model":"m","max_completion_tokens":9}`},
 	}
 	for _, tt := range tests {
@@ -127,17 +127,17 @@ func TestChatApplyEdits(t *testing.T) {
 func TestChatParseReply(t *testing.T) {
 	r, err := For(APIOpenAIChat).ParseReply(fixture(t, APIOpenAIChat, "reply.json"))
 	require.NoError(t, err)
-	require.Equal(t, &hooks.Reply{
+	require.Equal(t, &conv.Reply{
 		Model: "gpt-4.1-2025-04-14", Text: "Reading it.",
-		ToolCalls: []hooks.ToolCall{
+		ToolCalls: []conv.ToolCall{
 			{Index: 0, ID: "call_a", Name: "read_file", Args: []byte(`{"path":"main.go"}`)},
 			{Index: 1, ID: "call_b", Name: "read_file", Args: []byte(`{"path":"go.mod"}`)},
 		},
-		Stop: hooks.StopToolUse, RawStop: "tool_calls", Usage: hooks.Usage{InputTokens: 50, OutputTokens: 12},
+		Stop: conv.StopToolUse, RawStop: "tool_calls", Usage: conv.Usage{InputTokens: 50, OutputTokens: 12},
 	}, r)
-	for raw, want := range map[string]hooks.StopReason{
-		"stop": hooks.StopEnd, "length": hooks.StopMaxTokens, "tool_calls": hooks.StopToolUse,
-		"content_filter": hooks.StopRefusal, "function_call": hooks.StopToolUse, "weird": hooks.StopOther,
+	for raw, want := range map[string]conv.StopReason{
+		"stop": conv.StopEnd, "length": conv.StopMaxTokens, "tool_calls": conv.StopToolUse,
+		"content_filter": conv.StopRefusal, "function_call": conv.StopToolUse, "weird": conv.StopOther,
 	} {
 		r, err := For(APIOpenAIChat).ParseReply([]byte(`{"choices":[{"index":0,"message":{"content":null},"finish_reason":"` + raw + `"}]}`))
 		require.NoError(t, err)
@@ -161,9 +161,9 @@ func TestChatStream(t *testing.T) {
 		Done,
 	}, kinds(evs))
 	require.Equal(t, "gpt-4.1-2025-04-14", evs[0].Model)
-	require.Equal(t, StreamEvent{Kind: BlockStart, Seq: -1, Index: 1, BlockKind: hooks.BlockToolCall,
+	require.Equal(t, StreamEvent{Kind: BlockStart, Seq: -1, Index: 1, BlockKind: conv.BlockToolCall,
 		ToolCallID: "call_b", ToolName: "read_file", ArgsDelta: `{"path":`}, evs[6])
-	require.Equal(t, StreamEvent{Kind: Finish, Seq: -1, Stop: hooks.StopToolUse, RawStop: "tool_calls"}, evs[10])
+	require.Equal(t, StreamEvent{Kind: Finish, Seq: -1, Stop: conv.StopToolUse, RawStop: "tool_calls"}, evs[10])
 
 	want, err := c.ParseReply(fixture(t, APIOpenAIChat, "reply.json"))
 	require.NoError(t, err)
@@ -180,7 +180,7 @@ func TestChatStreamVariants(t *testing.T) {
 	require.Equal(t, []EventKind{StreamStart, BlockDelta}, kinds(decode(`{"model":"m","choices":[{"index":0,"delta":{"reasoning_content":"hmm"}}]}`)))
 	// Usage on the finish chunk, and a usage chunk with choices null.
 	evs := decode(`{"choices":[{"index":0,"delta":{},"finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":4}}`)
-	require.Equal(t, []StreamEvent{{Kind: Finish, Seq: -1, Stop: hooks.StopMaxTokens, RawStop: "length", Usage: &hooks.Usage{InputTokens: 3, OutputTokens: 4}}}, evs)
+	require.Equal(t, []StreamEvent{{Kind: Finish, Seq: -1, Stop: conv.StopMaxTokens, RawStop: "length", Usage: &conv.Usage{InputTokens: 3, OutputTokens: 4}}}, evs)
 	require.Equal(t, []EventKind{Usage}, kinds(decode(`{"choices":null,"usage":{"prompt_tokens":3}}`)))
 	require.Equal(t, []EventKind{Usage}, kinds(decode(`{"usage":{"prompt_tokens":3}}`)))
 	require.Equal(t, []EventKind{Other}, kinds(decode(`{"choices":[],"usage":null}`)))

@@ -3,6 +3,7 @@ package rewrite
 import (
 	"fmt"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/tidwall/gjson"
 )
 
@@ -78,7 +79,7 @@ func (chatCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
 
 // ToolResultMessages renders one {"role":"tool","tool_call_id","content"}
 // message per result. Chat has no error flag: a refusal's text says so.
-func (chatCodec) ToolResultMessages(results []ToolResult) ([][]byte, error) {
+func (chatCodec) ToolResultMessages(results []conv.ToolResult) ([][]byte, error) {
 	items := make([][]byte, 0, len(results))
 	for i, r := range results {
 		if r.CallID == "" {
@@ -123,7 +124,7 @@ func (chatCodec) ReplaceMessages(body []byte, pos int, items [][]byte) ([]byte, 
 
 // PrependToolResults inserts one tool message per result right after the
 // assistant message at pos, ahead of the agent's own tool messages.
-func (c chatCodec) PrependToolResults(body []byte, pos int, results []ToolResult) ([]byte, error) {
+func (c chatCodec) PrependToolResults(body []byte, pos int, results []conv.ToolResult) ([]byte, error) {
 	_, msgs, elems, err := chatMessages(body)
 	if err != nil {
 		return nil, err

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 func TestChatReplyAsMessages(t *testing.T) {
@@ -50,7 +50,7 @@ func TestChatReplyAsMessages(t *testing.T) {
 
 func TestChatToolResultMessages(t *testing.T) {
 	c := Turn(APIOpenAIChat)
-	items, err := c.ToolResultMessages([]ToolResult{
+	items, err := c.ToolResultMessages([]conv.ToolResult{
 		{CallID: "call_1", Name: "create_new_topic", Content: "Topic \"auth\" started.\n"},
 		{CallID: "call_\"2", Name: "bash", Content: "Blocked by policy: rm -rf <dir> \u2028", IsError: true},
 	})
@@ -62,7 +62,7 @@ func TestChatToolResultMessages(t *testing.T) {
 	items, err = c.ToolResultMessages(nil)
 	require.NoError(t, err)
 	require.Empty(t, items)
-	_, err = c.ToolResultMessages([]ToolResult{{Content: "x"}})
+	_, err = c.ToolResultMessages([]conv.ToolResult{{Content: "x"}})
 	require.Error(t, err)
 }
 
@@ -79,7 +79,7 @@ const chatConv = `{"model":"m","messages":[` +
 
 func TestChatPositionalEdits(t *testing.T) {
 	c := Turn(APIOpenAIChat)
-	res := []ToolResult{{CallID: "x", Content: "r\"x"}, {CallID: "y", Content: "refused", IsError: true}}
+	res := []conv.ToolResult{{CallID: "x", Content: "r\"x"}, {CallID: "y", Content: "refused", IsError: true}}
 	tests := []struct {
 		name string
 		body string
@@ -187,9 +187,9 @@ func TestChatPositionalErrors(t *testing.T) {
 	for name, f := range map[string]func() ([]byte, error){
 		"replace -1":          func() ([]byte, error) { return c.ReplaceMessages(body, -1, item) },
 		"replace n":           func() ([]byte, error) { return c.ReplaceMessages(body, 6, item) },
-		"prepend n":           func() ([]byte, error) { return c.PrependToolResults(body, 6, []ToolResult{{CallID: "x"}}) },
-		"prepend on user":     func() ([]byte, error) { return c.PrependToolResults(body, 1, []ToolResult{{CallID: "x"}}) },
-		"prepend without id":  func() ([]byte, error) { return c.PrependToolResults(body, 2, []ToolResult{{Content: "x"}}) },
+		"prepend n":           func() ([]byte, error) { return c.PrependToolResults(body, 6, []conv.ToolResult{{CallID: "x"}}) },
+		"prepend on user":     func() ([]byte, error) { return c.PrependToolResults(body, 1, []conv.ToolResult{{CallID: "x"}}) },
+		"prepend without id":  func() ([]byte, error) { return c.PrependToolResults(body, 2, []conv.ToolResult{{Content: "x"}}) },
 		"user text n":         func() ([]byte, error) { return c.AppendUserTextAt(body, 6, []string{"t"}) },
 		"user text system":    func() ([]byte, error) { return c.AppendUserTextAt(body, 0, []string{"t"}) },
 		"user text assistant": func() ([]byte, error) { return c.AppendUserTextAt(body, 2, []string{"t"}) },
@@ -271,7 +271,7 @@ func TestChatEditReply(t *testing.T) {
 			}
 			require.Equal(t, tt.ids, ids)
 			if tt.ids == nil {
-				require.Equal(t, hooks.StopEnd, r.Stop)
+				require.Equal(t, conv.StopEnd, r.Stop)
 			}
 		})
 	}
@@ -337,7 +337,7 @@ func TestChatTurnRoundTrip(t *testing.T) {
 	before.Messages = stripDigests(t, before.Messages)
 	asMsgs, err := c.ReplyAsMessages(reply)
 	require.NoError(t, err)
-	results, err := c.ToolResultMessages([]ToolResult{{CallID: "call_a", Content: "package main"}, {CallID: "call_b", Content: "refused: not in scope", IsError: true}})
+	results, err := c.ToolResultMessages([]conv.ToolResult{{CallID: "call_a", Content: "package main"}, {CallID: "call_b", Content: "refused: not in scope", IsError: true}})
 	require.NoError(t, err)
 	out, err := oaCheckTurn(t, body, func(b []byte) ([]byte, error) { return c.AppendMessages(b, append(asMsgs, results...)) })
 	require.NoError(t, err)
@@ -350,22 +350,22 @@ func TestChatTurnRoundTrip(t *testing.T) {
 	after.Messages = stripDigests(t, after.Messages)
 	require.Equal(t, before.Messages, after.Messages[:len(before.Messages)])
 	tail := after.Messages[len(before.Messages):]
-	require.Equal(t, []hooks.Message{
-		{Role: hooks.RoleAssistant, Blocks: []hooks.Block{
-			{Kind: hooks.BlockText, Text: "Reading it."},
-			{Kind: hooks.BlockToolCall, ToolCallID: "call_a", ToolName: "read_file", Args: []byte(`{"path":"main.go"}`)},
-			{Kind: hooks.BlockToolCall, ToolCallID: "call_b", ToolName: "read_file", Args: []byte(`{"path":"go.mod"}`)},
+	require.Equal(t, []conv.Message{
+		{Role: conv.RoleAssistant, Blocks: []conv.Block{
+			{Kind: conv.BlockText, Text: "Reading it."},
+			{Kind: conv.BlockToolCall, ToolCallID: "call_a", ToolName: "read_file", Args: []byte(`{"path":"main.go"}`)},
+			{Kind: conv.BlockToolCall, ToolCallID: "call_b", ToolName: "read_file", Args: []byte(`{"path":"go.mod"}`)},
 		}},
-		{Role: hooks.RoleTool, Blocks: []hooks.Block{{Kind: hooks.BlockToolResult, ToolCallID: "call_a", ToolName: "read_file", Text: "package main"}}},
-		{Role: hooks.RoleTool, Blocks: []hooks.Block{{Kind: hooks.BlockToolResult, ToolCallID: "call_b", ToolName: "read_file", Text: "refused: not in scope"}}},
+		{Role: conv.RoleTool, Blocks: []conv.Block{{Kind: conv.BlockToolResult, ToolCallID: "call_a", ToolName: "read_file", Text: "package main"}}},
+		{Role: conv.RoleTool, Blocks: []conv.Block{{Kind: conv.BlockToolResult, ToolCallID: "call_b", ToolName: "read_file", Text: "refused: not in scope"}}},
 	}, tail)
 
 	edited, err := oaCheckTurn(t, reply, func(b []byte) ([]byte, error) { return c.EditReply(b, []int{0}, nil) })
 	require.NoError(t, err)
 	r, err := codec.ParseReply(edited)
 	require.NoError(t, err)
-	require.Equal(t, []hooks.ToolCall{{Index: 0, ID: "call_b", Name: "read_file", Args: []byte(`{"path":"go.mod"}`)}}, r.ToolCalls)
-	require.Equal(t, hooks.StopToolUse, r.Stop)
+	require.Equal(t, []conv.ToolCall{{Index: 0, ID: "call_b", Name: "read_file", Args: []byte(`{"path":"go.mod"}`)}}, r.ToolCalls)
+	require.Equal(t, conv.StopToolUse, r.Stop)
 
 	merged, err := oaCheckTurn(t, reply, func(b []byte) ([]byte, error) { return c.MergeReplies(b, reply) })
 	require.NoError(t, err)
@@ -373,7 +373,7 @@ func TestChatTurnRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "Reading it.Reading it.", r.Text)
 	require.Len(t, r.ToolCalls, 4)
-	require.Equal(t, hooks.Usage{InputTokens: 50, OutputTokens: 24}, r.Usage)
+	require.Equal(t, conv.Usage{InputTokens: 50, OutputTokens: 24}, r.Usage)
 	require.Equal(t, int64(74), gjson.GetBytes(merged, "usage.total_tokens").Int())
 }
 
@@ -418,7 +418,7 @@ func oaFuzzTurn(t *testing.T, c TurnCodec, body []byte, pos int, text string) {
 		valid = true
 	}
 	item := []byte(`{"role":"user","content":` + string(jsonString(text)) + `}`)
-	res := []ToolResult{{CallID: "id" + text, Content: text, IsError: true}}
+	res := []conv.ToolResult{{CallID: "id" + text, Content: text, IsError: true}}
 	check := func(out []byte, err error, what string) {
 		if err == nil && valid {
 			require.True(t, gjson.ValidBytes(out), "%s: invalid JSON:\n%s", what, out)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 // responsesCodec speaks the OpenAI Responses API (POST /v1/responses).
@@ -20,7 +20,7 @@ func (responsesCodec) API() API { return APIOpenAIResponses }
 var responsesKeys = []string{"model", "stream", "max_output_tokens", "instructions", "input", "tools",
 	"prompt_cache_key", "previous_response_id"}
 
-func (responsesCodec) ParseRequest(body []byte) (*hooks.Request, error) {
+func (responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	_, idx, err := parseIndexed(body)
 	if err != nil {
 		return nil, err
@@ -37,7 +37,7 @@ func (responsesCodec) ParseRequest(body []byte) (*hooks.Request, error) {
 			return nil, err
 		}
 	}
-	req := &hooks.Request{Model: str(model), Stream: stream.Bool(), PromptCacheKey: str(pck), PreviousResponseID: str(prev)}
+	req := &conv.Request{Model: str(model), Stream: stream.Bool(), PromptCacheKey: str(pck), PreviousResponseID: str(prev)}
 	if mot.Type == gjson.Number {
 		req.MaxOutputTokens, req.HasMaxOutputTokens = mot.Int(), true
 	}
@@ -45,7 +45,7 @@ func (responsesCodec) ParseRequest(body []byte) (*hooks.Request, error) {
 		return nil, at(err, "tools")
 	}
 	if input.Type == gjson.String {
-		req.Messages = []hooks.Message{{Role: hooks.RoleUser, Blocks: []hooks.Block{{Kind: hooks.BlockText, Text: str(input)}}}}
+		req.Messages = []conv.Message{{Role: conv.RoleUser, Blocks: []conv.Block{{Kind: conv.BlockText, Text: str(input)}}}}
 	} else if req.Messages, err = responsesItems(idx, input); err != nil {
 		return nil, err
 	}
@@ -54,11 +54,11 @@ func (responsesCodec) ParseRequest(body []byte) (*hooks.Request, error) {
 		system = append(system, instr.Str)
 	}
 	for _, m := range req.Messages {
-		if m.Role != hooks.RoleSystem {
+		if m.Role != conv.RoleSystem {
 			break
 		}
 		for _, b := range m.Blocks {
-			if b.Kind == hooks.BlockText {
+			if b.Kind == conv.BlockText {
 				system = append(system, b.Text)
 			}
 		}
@@ -72,17 +72,17 @@ func (responsesCodec) ParseRequest(body []byte) (*hooks.Request, error) {
 // items (assistant messages, function and custom tool calls, reasoning) form
 // one assistant message; each function_call_output or custom_tool_call_output
 // is a tool message.
-func responsesItems(idx *docIndex, input gjson.Result) ([]hooks.Message, error) {
-	var msgs []hooks.Message
+func responsesItems(idx *docIndex, input gjson.Result) ([]conv.Message, error) {
+	var msgs []conv.Message
 	r := viewResolver{parser: viewResponses, parse: responsesItem}
 	var err error
 	idx.each(input, func(j int, it gjson.Result) bool {
-		var msg hooks.Message
+		var msg conv.Message
 		if msg, err = r.message(it); err != nil {
 			err = at(atIndex(err, j), "input")
 			return false
 		}
-		if n := len(msgs); n > 0 && msg.Role == hooks.RoleAssistant && msgs[n-1].Role == hooks.RoleAssistant {
+		if n := len(msgs); n > 0 && msg.Role == conv.RoleAssistant && msgs[n-1].Role == conv.RoleAssistant {
 			msgs[n-1].Blocks = append(msgs[n-1].Blocks, msg.Blocks...)
 			msgs[n-1].Digest = nil // the merged message has its own digest
 			return true
@@ -93,13 +93,13 @@ func responsesItems(idx *docIndex, input gjson.Result) ([]hooks.Message, error) 
 	return msgs, err
 }
 
-func responsesItem(it gjson.Result, names *toolNames) (hooks.Message, error) {
+func responsesItem(it gjson.Result, names *toolNames) (conv.Message, error) {
 	if !it.IsObject() {
-		return hooks.Message{}, typeErr("", "an object")
+		return conv.Message{}, typeErr("", "an object")
 	}
 	typ := it.Get("type")
 	if err := wantString(typ, "type"); err != nil {
-		return hooks.Message{}, err
+		return conv.Message{}, err
 	}
 	// want reads a string member, recording the first type error.
 	var err error
@@ -117,48 +117,48 @@ func responsesItem(it gjson.Result, names *toolNames) (hooks.Message, error) {
 			err = wantStringOrArray(content, "content")
 		}
 		if err != nil {
-			return hooks.Message{}, err
+			return conv.Message{}, err
 		}
-		msg := hooks.Message{Role: chatRole(role.Str)}
+		msg := conv.Message{Role: chatRole(role.Str)}
 		msg.Blocks, err = responsesContent(content)
 		return msg, at(err, "content")
 	case "function_call":
-		blk := hooks.Block{Kind: hooks.BlockToolCall, ToolCallID: str(want("call_id")), ToolName: str(want("name"))}
+		blk := conv.Block{Kind: conv.BlockToolCall, ToolCallID: str(want("call_id")), ToolName: str(want("name"))}
 		if a := want("arguments"); a.Type == gjson.String {
 			blk.Args = []byte(a.Str)
 		}
 		names.add(blk.ToolCallID, blk.ToolName)
-		return hooks.Message{Role: hooks.RoleAssistant, Blocks: []hooks.Block{blk}}, err
+		return conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{blk}}, err
 	case "custom_tool_call":
-		blk := hooks.Block{Kind: hooks.BlockToolCall, Freeform: true, ToolCallID: str(want("call_id")), ToolName: str(want("name"))}
+		blk := conv.Block{Kind: conv.BlockToolCall, Freeform: true, ToolCallID: str(want("call_id")), ToolName: str(want("name"))}
 		if in := want("input"); in.Type == gjson.String {
 			blk.Args = freeformArgs(in.Str)
 		}
 		names.add(blk.ToolCallID, blk.ToolName)
-		return hooks.Message{Role: hooks.RoleAssistant, Blocks: []hooks.Block{blk}}, err
+		return conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{blk}}, err
 	case "function_call_output", "custom_tool_call_output":
 		id := str(want("call_id"))
 		out := it.Get("output")
 		if err == nil {
 			err = wantStringOrArray(out, "output")
 		}
-		blk := hooks.Block{Kind: hooks.BlockToolResult, ToolCallID: id, ToolName: (*names)[id], Text: responsesText(out),
+		blk := conv.Block{Kind: conv.BlockToolResult, ToolCallID: id, ToolName: (*names)[id], Text: responsesText(out),
 			Freeform: typ.Str == "custom_tool_call_output"}
-		return hooks.Message{Role: hooks.RoleTool, Blocks: []hooks.Block{blk}}, err
+		return conv.Message{Role: conv.RoleTool, Blocks: []conv.Block{blk}}, err
 	case "reasoning":
 		var parts []string
 		eachElem(it.Get("summary"), func(_ int, s gjson.Result) bool {
 			parts = append(parts, s.Get("text").String())
 			return true
 		})
-		blk := hooks.Block{Kind: hooks.BlockThinking, Text: strings.Clone(strings.Join(parts, "\n"))}
-		return hooks.Message{Role: hooks.RoleAssistant, Blocks: []hooks.Block{blk}}, nil
+		blk := conv.Block{Kind: conv.BlockThinking, Text: strings.Clone(strings.Join(parts, "\n"))}
+		return conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{blk}}, nil
 	}
-	role := hooks.RoleAssistant // *_call items the model made
+	role := conv.RoleAssistant // *_call items the model made
 	if strings.HasSuffix(typ.Str, "_output") {
-		role = hooks.RoleTool // and their results
+		role = conv.RoleTool // and their results
 	}
-	return hooks.Message{Role: role, Blocks: []hooks.Block{{Kind: hooks.BlockOther}}}, nil
+	return conv.Message{Role: role, Blocks: []conv.Block{{Kind: conv.BlockOther}}}, nil
 }
 
 // freeformArgs renders the input text of a custom tool call as the
@@ -180,11 +180,11 @@ func responsesCallType(t string) bool {
 }
 
 // responsesContent normalises message content: a string or content parts.
-func responsesContent(c gjson.Result) ([]hooks.Block, error) {
+func responsesContent(c gjson.Result) ([]conv.Block, error) {
 	if c.Type == gjson.String {
-		return []hooks.Block{{Kind: hooks.BlockText, Text: str(c)}}, nil
+		return []conv.Block{{Kind: conv.BlockText, Text: str(c)}}, nil
 	}
-	var blocks []hooks.Block
+	var blocks []conv.Block
 	var err error
 	eachElem(c, func(j int, p gjson.Result) bool {
 		if !p.IsObject() {
@@ -197,9 +197,9 @@ func responsesContent(c gjson.Result) ([]hooks.Block, error) {
 			if err = atIndex(wantString(t, "text"), j); err != nil {
 				return false
 			}
-			blocks = append(blocks, hooks.Block{Kind: hooks.BlockText, Text: str(t)})
+			blocks = append(blocks, conv.Block{Kind: conv.BlockText, Text: str(t)})
 		default:
-			blocks = append(blocks, hooks.Block{Kind: hooks.BlockOther})
+			blocks = append(blocks, conv.Block{Kind: conv.BlockOther})
 		}
 		return true
 	})
@@ -225,7 +225,7 @@ func responsesText(out gjson.Result) string {
 	return b.String()
 }
 
-func (responsesCodec) ApplyEdits(body []byte, e hooks.RequestEdits) ([]byte, error) {
+func (responsesCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return applyEdits(body, e, editOps{
 		renderTool:   responsesTool,
 		addTools:     appendTools("tools"),
@@ -238,7 +238,7 @@ func (responsesCodec) ApplyEdits(body []byte, e hooks.RequestEdits) ([]byte, err
 // responsesTool renders a flat function tool. strict is set to false
 // explicitly: the Responses API defaults it to true, which rejects schemas
 // that are not written for strict mode.
-func responsesTool(dst []byte, t hooks.ToolSpec, params []byte) []byte {
+func responsesTool(dst []byte, t conv.ToolSpec, params []byte) []byte {
 	dst = append(dst, `{"type":"function","name":`...)
 	dst = appendJSONString(dst, t.Name)
 	if t.Description != "" {

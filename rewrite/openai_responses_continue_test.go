@@ -14,7 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 var respCC = func() ContinueCodec {
@@ -79,7 +79,7 @@ func TestResponsesContinuationMessages(t *testing.T) {
 	req, err := responsesCodec{}.ParseRequest(body)
 	require.NoError(t, err)
 	require.Len(t, req.Messages, 2)
-	require.Equal(t, hooks.RoleAssistant, req.Messages[1].Role)
+	require.Equal(t, conv.RoleAssistant, req.Messages[1].Role)
 	require.Equal(t, "Half of the answer", req.Messages[1].Blocks[1].Text)
 
 	t.Run("escapes kept", func(t *testing.T) {
@@ -178,7 +178,7 @@ func TestResponsesUserTextMessage(t *testing.T) {
 	req, err := responsesCodec{}.ParseRequest(body)
 	require.NoError(t, err)
 	require.Len(t, req.Messages, 2)
-	require.Equal(t, hooks.RoleUser, req.Messages[1].Role)
+	require.Equal(t, conv.RoleUser, req.Messages[1].Role)
 	require.Equal(t, `Continue "exactly".`, req.Messages[1].Blocks[0].Text)
 }
 
@@ -195,7 +195,7 @@ func TestResponsesContinueReply(t *testing.T) {
 	r, err := responsesCodec{}.ParseReply(got)
 	require.NoError(t, err)
 	require.Equal(t, partial+" the lazy dog.", r.Text, "the seam de-duplicated")
-	require.Equal(t, hooks.StopToolUse, r.Stop)
+	require.Equal(t, conv.StopToolUse, r.Stop)
 	require.Len(t, r.ToolCalls, 1)
 	require.Equal(t, "call_w", r.ToolCalls[0].ID)
 	require.EqualValues(t, 120, r.Usage.OutputTokens)
@@ -339,7 +339,7 @@ func rcRun(t testing.TB, steps ...rcStep) (out []byte, parts [][]byte, replies [
 // rcAgent checks that out is one valid Responses stream as the agent reads
 // it and returns its terminal response with the reply its events
 // accumulate to.
-func rcAgent(t *testing.T, out []byte, sp StreamSplicer) (responses.Response, *hooks.Reply) {
+func rcAgent(t *testing.T, out []byte, sp StreamSplicer) (responses.Response, *conv.Reply) {
 	t.Helper()
 	evs := respParseSpliced(t, out)
 	last := respCheckSpliced(t, evs)
@@ -461,7 +461,7 @@ func TestResponsesSpliceContinue(t *testing.T) {
 
 				resp, acc := rcAgent(t, out, sp)
 				require.Equal(t, want, acc.Text)
-				require.Equal(t, hooks.StopEnd, acc.Stop)
+				require.Equal(t, conv.StopEnd, acc.Stop)
 				require.Equal(t, "resp_b", resp.ID)
 				require.Equal(t, "completed", string(resp.Status))
 				require.Empty(t, resp.IncompleteDetails.Reason)
@@ -545,7 +545,7 @@ func TestResponsesSpliceContinueThinkingAndCall(t *testing.T) {
 	require.Len(t, view.ToolCalls, 1)
 	resp, acc := rcAgent(t, out, sp)
 	require.Equal(t, p+" with the handler.", acc.Text)
-	require.Equal(t, hooks.StopToolUse, acc.Stop)
+	require.Equal(t, conv.StopToolUse, acc.Stop)
 	require.Len(t, acc.ToolCalls, 1)
 	require.Equal(t, "call_w", acc.ToolCalls[0].ID)
 	require.Equal(t, `{"path":"main.go"}`, string(acc.ToolCalls[0].Args))

@@ -5,13 +5,13 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 // This file holds the Responses reply side: the response object view and the
 // typed SSE event decoder.
 
-func (responsesCodec) ParseReply(body []byte) (*hooks.Reply, error) {
+func (responsesCodec) ParseReply(body []byte) (*conv.Reply, error) {
 	root, err := parseReplyRoot(body)
 	if err != nil {
 		return nil, err
@@ -21,8 +21,8 @@ func (responsesCodec) ParseReply(body []byte) (*hooks.Reply, error) {
 
 // responsesReply views a response object (a reply body, or the response of a
 // terminal stream event).
-func responsesReply(resp gjson.Result) *hooks.Reply {
-	r := &hooks.Reply{Model: str(resp.Get("model"))}
+func responsesReply(resp gjson.Result) *conv.Reply {
+	r := &conv.Reply{Model: str(resp.Get("model"))}
 	var text []byte
 	eachElem(resp.Get("output"), func(_ int, it gjson.Result) bool {
 		switch it.Get("type").Str {
@@ -34,13 +34,13 @@ func responsesReply(resp gjson.Result) *hooks.Reply {
 				return true
 			})
 		case "function_call":
-			tc := hooks.ToolCall{Index: len(r.ToolCalls), ID: str(it.Get("call_id")), Name: str(it.Get("name"))}
+			tc := conv.ToolCall{Index: len(r.ToolCalls), ID: str(it.Get("call_id")), Name: str(it.Get("name"))}
 			if a := it.Get("arguments"); a.Type == gjson.String && a.Str != "" {
 				tc.Args = []byte(a.Str)
 			}
 			r.ToolCalls = append(r.ToolCalls, tc)
 		case "custom_tool_call":
-			tc := hooks.ToolCall{Index: len(r.ToolCalls), ID: str(it.Get("call_id")), Name: str(it.Get("name")), Freeform: true}
+			tc := conv.ToolCall{Index: len(r.ToolCalls), ID: str(it.Get("call_id")), Name: str(it.Get("name")), Freeform: true}
 			if in := it.Get("input"); in.Type == gjson.String {
 				tc.Args = freeformArgs(in.Str)
 			}
@@ -58,37 +58,37 @@ func responsesReply(resp gjson.Result) *hooks.Reply {
 
 // responsesStop normalises a response's status. RawStop is the status, or
 // for an incomplete response the incomplete_details.reason when given.
-func responsesStop(resp gjson.Result, calls bool) (hooks.StopReason, string) {
+func responsesStop(resp gjson.Result, calls bool) (conv.StopReason, string) {
 	status := str(resp.Get("status"))
 	switch status {
 	case "completed":
 		if calls {
-			return hooks.StopToolUse, status
+			return conv.StopToolUse, status
 		}
-		return hooks.StopEnd, status
+		return conv.StopEnd, status
 	case "incomplete":
 		switch reason := str(resp.Get("incomplete_details.reason")); reason {
 		case "max_output_tokens":
-			return hooks.StopMaxTokens, reason
+			return conv.StopMaxTokens, reason
 		case "content_filter":
-			return hooks.StopRefusal, reason
+			return conv.StopRefusal, reason
 		case "":
-			return hooks.StopOther, status
+			return conv.StopOther, status
 		default:
-			return hooks.StopOther, reason
+			return conv.StopOther, reason
 		}
 	case "", "in_progress", "queued":
-		return hooks.StopNone, status
+		return conv.StopNone, status
 	}
-	return hooks.StopOther, status
+	return conv.StopOther, status
 }
 
 // responsesUsage normalises a usage object; nil when u is not an object.
-func responsesUsage(u gjson.Result) *hooks.Usage {
+func responsesUsage(u gjson.Result) *conv.Usage {
 	if !u.IsObject() {
 		return nil
 	}
-	return &hooks.Usage{InputTokens: u.Get("input_tokens").Int(), OutputTokens: u.Get("output_tokens").Int()}
+	return &conv.Usage{InputTokens: u.Get("input_tokens").Int(), OutputTokens: u.Get("output_tokens").Int()}
 }
 
 func (responsesCodec) NewStreamDecoder() StreamDecoder { return &responsesDecoder{} }
@@ -136,16 +136,16 @@ func (d *responsesDecoder) call(index int) *responsesCallState {
 }
 
 // responsesItemKind maps an output item type to a block kind.
-func responsesItemKind(t string) hooks.BlockKind {
+func responsesItemKind(t string) conv.BlockKind {
 	switch t {
 	case "message":
-		return hooks.BlockText
+		return conv.BlockText
 	case "function_call", "custom_tool_call":
-		return hooks.BlockToolCall
+		return conv.BlockToolCall
 	case "reasoning":
-		return hooks.BlockThinking
+		return conv.BlockThinking
 	}
-	return hooks.BlockOther
+	return conv.BlockOther
 }
 
 func (d *responsesDecoder) Decode(ev Event) ([]StreamEvent, error) {
@@ -178,7 +178,7 @@ func (d *responsesDecoder) Decode(ev Event) ([]StreamEvent, error) {
 		if typ == "response.output_item.done" {
 			e.Kind = BlockStop
 		}
-		if e.BlockKind == hooks.BlockToolCall && item.Get("type").Str == "custom_tool_call" {
+		if e.BlockKind == conv.BlockToolCall && item.Get("type").Str == "custom_tool_call" {
 			e.ToolCallID, e.ToolName = str(item.Get("call_id")), str(item.Get("name"))
 			input := str(item.Get("input"))
 			st := d.call(e.Index)
@@ -196,7 +196,7 @@ func (d *responsesDecoder) Decode(ev Event) ([]StreamEvent, error) {
 			if st != nil && e.Kind == BlockStop {
 				st.custom = false // closed
 			}
-		} else if e.BlockKind == hooks.BlockToolCall {
+		} else if e.BlockKind == conv.BlockToolCall {
 			e.ToolCallID, e.ToolName = str(item.Get("call_id")), str(item.Get("name"))
 			st := d.call(e.Index)
 			if e.Kind == BlockStart {
@@ -210,19 +210,19 @@ func (d *responsesDecoder) Decode(ev Event) ([]StreamEvent, error) {
 			}
 		}
 	case "response.output_text.delta":
-		e.Kind, e.BlockKind, e.TextDelta = BlockDelta, hooks.BlockText, str(root.Get("delta"))
+		e.Kind, e.BlockKind, e.TextDelta = BlockDelta, conv.BlockText, str(root.Get("delta"))
 	case "response.refusal.delta":
-		e.Kind, e.BlockKind, e.TextDelta = BlockDelta, hooks.BlockOther, str(root.Get("delta"))
+		e.Kind, e.BlockKind, e.TextDelta = BlockDelta, conv.BlockOther, str(root.Get("delta"))
 	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
-		e.Kind, e.BlockKind, e.TextDelta = BlockDelta, hooks.BlockThinking, str(root.Get("delta"))
+		e.Kind, e.BlockKind, e.TextDelta = BlockDelta, conv.BlockThinking, str(root.Get("delta"))
 	case "response.function_call_arguments.delta":
-		e.Kind, e.BlockKind, e.ArgsDelta = BlockDelta, hooks.BlockToolCall, str(root.Get("delta"))
+		e.Kind, e.BlockKind, e.ArgsDelta = BlockDelta, conv.BlockToolCall, str(root.Get("delta"))
 		if st := d.call(e.Index); st != nil && e.ArgsDelta != "" {
 			st.sawArgs = true
 		}
 	case "response.custom_tool_call_input.delta":
 		delta := str(root.Get("delta"))
-		e.Kind, e.BlockKind, e.ArgsDelta = BlockDelta, hooks.BlockToolCall, freeformFragment(delta)
+		e.Kind, e.BlockKind, e.ArgsDelta = BlockDelta, conv.BlockToolCall, freeformFragment(delta)
 		st := d.call(e.Index)
 		if st == nil || !st.custom {
 			// A delta of a call that was never opened: open it here.

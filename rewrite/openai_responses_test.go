@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 func TestResponsesParseRequest(t *testing.T) {
@@ -17,21 +17,21 @@ func TestResponsesParseRequest(t *testing.T) {
 	require.Len(t, req.Fingerprint, 32)
 	req.Fingerprint = ""
 	req.Messages = stripDigests(t, req.Messages)
-	require.Equal(t, &hooks.Request{
+	require.Equal(t, &conv.Request{
 		Model: "gpt-5-codex", Stream: true, MaxOutputTokens: 4096, HasMaxOutputTokens: true,
 		System:             "You are Codex.\n\nsandbox: workspace-write",
-		Tools:              []hooks.ToolDef{{Name: "read_file"}},
+		Tools:              []conv.ToolDef{{Name: "read_file"}},
 		PromptCacheKey:     "0199c2a4-thread",
 		PreviousResponseID: "resp_0",
-		Messages: []hooks.Message{
-			{Role: hooks.RoleSystem, Blocks: []hooks.Block{{Kind: hooks.BlockText, Text: "sandbox: workspace-write"}}},
-			{Role: hooks.RoleUser, Blocks: []hooks.Block{{Kind: hooks.BlockText, Text: "Show me main.go"}}},
-			{Role: hooks.RoleAssistant, Blocks: []hooks.Block{
-				{Kind: hooks.BlockThinking, Text: "Need the file."},
-				{Kind: hooks.BlockToolCall, ToolCallID: "call_9", ToolName: "read_file", Args: []byte(`{"path":"main.go"}`)},
+		Messages: []conv.Message{
+			{Role: conv.RoleSystem, Blocks: []conv.Block{{Kind: conv.BlockText, Text: "sandbox: workspace-write"}}},
+			{Role: conv.RoleUser, Blocks: []conv.Block{{Kind: conv.BlockText, Text: "Show me main.go"}}},
+			{Role: conv.RoleAssistant, Blocks: []conv.Block{
+				{Kind: conv.BlockThinking, Text: "Need the file."},
+				{Kind: conv.BlockToolCall, ToolCallID: "call_9", ToolName: "read_file", Args: []byte(`{"path":"main.go"}`)},
 			}},
-			{Role: hooks.RoleTool, Blocks: []hooks.Block{
-				{Kind: hooks.BlockToolResult, ToolCallID: "call_9", ToolName: "read_file", Text: "package main\n"},
+			{Role: conv.RoleTool, Blocks: []conv.Block{
+				{Kind: conv.BlockToolResult, ToolCallID: "call_9", ToolName: "read_file", Text: "package main\n"},
 			}},
 		},
 	}, req)
@@ -41,7 +41,7 @@ func TestResponsesParseRequestStringInput(t *testing.T) {
 	c := For(APIOpenAIResponses)
 	req, err := c.ParseRequest([]byte(`{"model":"m","input":"hi"}`))
 	require.NoError(t, err)
-	require.Equal(t, []hooks.Message{{Role: hooks.RoleUser, Blocks: []hooks.Block{{Kind: hooks.BlockText, Text: "hi"}}}}, req.Messages)
+	require.Equal(t, []conv.Message{{Role: conv.RoleUser, Blocks: []conv.Block{{Kind: conv.BlockText, Text: "hi"}}}}, req.Messages)
 	require.Empty(t, req.Fingerprint, "an opening request")
 	// The same conversation as item lists, with and without item ids and
 	// statuses: same fingerprint.
@@ -54,9 +54,9 @@ func TestResponsesParseRequestStringInput(t *testing.T) {
 	req3, err := c.ParseRequest([]byte(`{"input":[{"type":"web_search_call","id":"x"},{"type":"local_shell_call_output","id":"c"}]}`))
 	require.NoError(t, err)
 	req3.Messages = stripDigests(t, req3.Messages)
-	require.Equal(t, []hooks.Message{
-		{Role: hooks.RoleAssistant, Blocks: []hooks.Block{{Kind: hooks.BlockOther}}},
-		{Role: hooks.RoleTool, Blocks: []hooks.Block{{Kind: hooks.BlockOther}}},
+	require.Equal(t, []conv.Message{
+		{Role: conv.RoleAssistant, Blocks: []conv.Block{{Kind: conv.BlockOther}}},
+		{Role: conv.RoleTool, Blocks: []conv.Block{{Kind: conv.BlockOther}}},
 	}, req3.Messages)
 }
 
@@ -83,34 +83,34 @@ func TestResponsesMalformed(t *testing.T) {
 }
 
 func TestResponsesApplyEdits(t *testing.T) {
-	tool := hooks.ToolSpec{Name: "t", Description: "d", Parameters: []byte(`{"type":"object"}`)}
+	tool := conv.ToolSpec{Name: "t", Description: "d", Parameters: []byte(`{"type":"object"}`)}
 	tests := []struct {
 		name  string
 		body  string
-		edits hooks.RequestEdits
+		edits conv.RequestEdits
 		want  string
 	}{
-		{"tools", `{"tools":[]}`, hooks.RequestEdits{AddTools: []hooks.ToolSpec{tool}},
+		{"tools", `{"tools":[]}`, conv.RequestEdits{AddTools: []conv.ToolSpec{tool}},
 			`{"tools":[{"type":"function","name":"t","description":"d","parameters":{"type":"object"},"strict":false}]}`},
-		{"instructions", `{"instructions":"I"}`, hooks.RequestEdits{AppendSystem: []string{"A"}},
+		{"instructions", `{"instructions":"I"}`, conv.RequestEdits{AppendSystem: []string{"A"}},
 			`{"instructions":"I\n\nA"}`},
-		{"instructions absent", `{"input":"q"}`, hooks.RequestEdits{AppendSystem: []string{"A", "B"}},
+		{"instructions absent", `{"input":"q"}`, conv.RequestEdits{AppendSystem: []string{"A", "B"}},
 			`{"input":"q","instructions":"A\n\nB"}`},
-		{"string input", `{"input":"hi \u00e9"}`, hooks.RequestEdits{AppendUserText: []string{"U"}},
+		{"string input", `{"input":"hi \u00e9"}`, conv.RequestEdits{AppendUserText: []string{"U"}},
 			`{"input":[{"role":"user","content":[{"type":"input_text","text":"hi \u00e9"},{"type":"input_text","text":"U"}]}]}`},
 		{"last user parts", `{"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"q"}]}]}`,
-			hooks.RequestEdits{AppendUserText: []string{"U"}},
+			conv.RequestEdits{AppendUserText: []string{"U"}},
 			`{"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"q"},{"type":"input_text","text":"U"}]}]}`},
 		{"last user string", `{"input":[{"role":"user","content":"q"}]}`,
-			hooks.RequestEdits{AppendUserText: []string{"U"}},
+			conv.RequestEdits{AppendUserText: []string{"U"}},
 			`{"input":[{"role":"user","content":[{"type":"input_text","text":"q"},{"type":"input_text","text":"U"}]}]}`},
 		{"after function output", `{"input":[{"role":"user","content":"q"},{"type":"function_call_output","call_id":"c","output":"r"}]}`,
-			hooks.RequestEdits{AppendUserText: []string{"U1", "U2"}},
+			conv.RequestEdits{AppendUserText: []string{"U1", "U2"}},
 			`{"input":[{"role":"user","content":"q"},{"type":"function_call_output","call_id":"c","output":"r"},{"role":"user","content":[{"type":"input_text","text":"U1"},{"type":"input_text","text":"U2"}]}]}`},
-		{"input absent", `{"previous_response_id":"r"}`, hooks.RequestEdits{AppendUserText: []string{"U"}},
+		{"input absent", `{"previous_response_id":"r"}`, conv.RequestEdits{AppendUserText: []string{"U"}},
 			`{"previous_response_id":"r","input":[{"role":"user","content":[{"type":"input_text","text":"U"}]}]}`},
-		{"max", `{"max_output_tokens":5}`, hooks.RequestEdits{SetMaxOutputTokens: 6}, `{"max_output_tokens":6}`},
-		{"max absent", `{}`, hooks.RequestEdits{SetMaxOutputTokens: 6}, `{"max_output_tokens":6}`},
+		{"max", `{"max_output_tokens":5}`, conv.RequestEdits{SetMaxOutputTokens: 6}, `{"max_output_tokens":6}`},
+		{"max absent", `{}`, conv.RequestEdits{SetMaxOutputTokens: 6}, `{"max_output_tokens":6}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,10 +124,10 @@ func TestResponsesParseReply(t *testing.T) {
 	c := For(APIOpenAIResponses)
 	r, err := c.ParseReply(fixture(t, APIOpenAIResponses, "reply.json"))
 	require.NoError(t, err)
-	require.Equal(t, &hooks.Reply{
+	require.Equal(t, &conv.Reply{
 		Model: "gpt-5-codex", Text: "Reading it.",
-		ToolCalls: []hooks.ToolCall{{Index: 0, ID: "call_9", Name: "read_file", Args: []byte(`{"path":"main.go"}`)}},
-		Stop:      hooks.StopToolUse, RawStop: "completed", Usage: hooks.Usage{InputTokens: 90, OutputTokens: 16},
+		ToolCalls: []conv.ToolCall{{Index: 0, ID: "call_9", Name: "read_file", Args: []byte(`{"path":"main.go"}`)}},
+		Stop:      conv.StopToolUse, RawStop: "completed", Usage: conv.Usage{InputTokens: 90, OutputTokens: 16},
 	}, r)
 
 	r, err = c.ParseReply([]byte(`{"id":"resp_1","object":"response","status":"incomplete",
@@ -135,16 +135,16 @@ func TestResponsesParseReply(t *testing.T) {
 	 "output":[{"type":"function_call","id":"fc_1","call_id":"call_9","name":"read_file","arguments":"{\"pa","status":"incomplete"}],
 	 "usage":{"input_tokens":90,"output_tokens":16,"total_tokens":106}}`))
 	require.NoError(t, err)
-	require.Equal(t, hooks.StopMaxTokens, r.Stop)
+	require.Equal(t, conv.StopMaxTokens, r.Stop)
 	require.Equal(t, "max_output_tokens", r.RawStop)
 	require.Equal(t, `{"pa`, string(r.ToolCalls[0].Args))
 
-	for body, want := range map[string]hooks.StopReason{
-		`{"status":"completed","output":[]}`:                                       hooks.StopEnd,
-		`{"status":"incomplete","incomplete_details":{"reason":"content_filter"}}`: hooks.StopRefusal,
-		`{"status":"failed","error":{"message":"x"}}`:                              hooks.StopOther,
-		`{"status":"in_progress"}`:                                                 hooks.StopNone,
-		`{"status":"incomplete"}`:                                                  hooks.StopOther,
+	for body, want := range map[string]conv.StopReason{
+		`{"status":"completed","output":[]}`:                                       conv.StopEnd,
+		`{"status":"incomplete","incomplete_details":{"reason":"content_filter"}}`: conv.StopRefusal,
+		`{"status":"failed","error":{"message":"x"}}`:                              conv.StopOther,
+		`{"status":"in_progress"}`:                                                 conv.StopNone,
+		`{"status":"incomplete"}`:                                                  conv.StopOther,
 	} {
 		r, err := c.ParseReply([]byte(body))
 		require.NoError(t, err)
@@ -165,11 +165,11 @@ func TestResponsesStream(t *testing.T) {
 	for i, e := range evs {
 		require.Equal(t, int64(i), e.Seq)
 	}
-	require.Equal(t, StreamEvent{Kind: BlockStart, Seq: 12, Index: 2, BlockKind: hooks.BlockToolCall,
+	require.Equal(t, StreamEvent{Kind: BlockStart, Seq: 12, Index: 2, BlockKind: conv.BlockToolCall,
 		ToolCallID: "call_9", ToolName: "read_file"}, evs[12])
-	require.Equal(t, StreamEvent{Kind: BlockStop, Seq: 16, Index: 2, BlockKind: hooks.BlockToolCall,
+	require.Equal(t, StreamEvent{Kind: BlockStop, Seq: 16, Index: 2, BlockKind: conv.BlockToolCall,
 		ToolCallID: "call_9", ToolName: "read_file"}, evs[16], "streamed arguments are not repeated at the stop")
-	require.Equal(t, hooks.BlockThinking, evs[3].BlockKind)
+	require.Equal(t, conv.BlockThinking, evs[3].BlockKind)
 	require.Equal(t, "Look at it.", evs[3].TextDelta)
 
 	want, err := c.ParseReply(fixture(t, APIOpenAIResponses, "reply.json"))
@@ -189,8 +189,8 @@ func TestResponsesStreamVariants(t *testing.T) {
 	evs := decode(`{"type":"response.output_item.done","output_index":0,"item":{"type":"function_call","call_id":"c","name":"n","arguments":"{}"}}`)
 	require.Equal(t, "{}", evs[0].ArgsDelta)
 	evs = decode(`{"type":"response.incomplete","sequence_number":9,"response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[],"usage":{"input_tokens":1,"output_tokens":2}}}`)
-	require.Equal(t, []StreamEvent{{Kind: Finish, Seq: 9, Stop: hooks.StopMaxTokens, RawStop: "max_output_tokens",
-		Usage: &hooks.Usage{InputTokens: 1, OutputTokens: 2}}}, evs)
+	require.Equal(t, []StreamEvent{{Kind: Finish, Seq: 9, Stop: conv.StopMaxTokens, RawStop: "max_output_tokens",
+		Usage: &conv.Usage{InputTokens: 1, OutputTokens: 2}}}, evs)
 	evs = decode(`{"type":"response.failed","response":{"status":"failed","error":{"code":"server_error","message":"bad"}}}`)
 	require.Equal(t, Finish, evs[0].Kind)
 	require.Equal(t, "bad", evs[0].ErrorMessage)
@@ -225,33 +225,33 @@ func TestResponsesParseRequestCustom(t *testing.T) {
 	req, err := c.ParseRequest([]byte(respCustomConv))
 	require.NoError(t, err)
 	req.Messages = stripDigests(t, req.Messages)
-	require.Equal(t, []hooks.ToolDef{{Name: "shell"}, {Name: "apply_patch"}}, req.Tools)
+	require.Equal(t, []conv.ToolDef{{Name: "shell"}, {Name: "apply_patch"}}, req.Tools)
 	require.True(t, req.HasTool("apply_patch"))
-	require.Equal(t, []hooks.Message{
-		{Role: hooks.RoleUser, Blocks: []hooks.Block{{Kind: hooks.BlockText, Text: "fix a.go"}}},
-		{Role: hooks.RoleAssistant, Blocks: []hooks.Block{
-			{Kind: hooks.BlockThinking},
-			{Kind: hooks.BlockToolCall, ToolCallID: "call_p", ToolName: "apply_patch", Args: []byte(respPatchArgs), Freeform: true},
-			{Kind: hooks.BlockToolCall, ToolCallID: "call_s", ToolName: "shell", Args: []byte(`{"cmd":"go test"}`)},
+	require.Equal(t, []conv.Message{
+		{Role: conv.RoleUser, Blocks: []conv.Block{{Kind: conv.BlockText, Text: "fix a.go"}}},
+		{Role: conv.RoleAssistant, Blocks: []conv.Block{
+			{Kind: conv.BlockThinking},
+			{Kind: conv.BlockToolCall, ToolCallID: "call_p", ToolName: "apply_patch", Args: []byte(respPatchArgs), Freeform: true},
+			{Kind: conv.BlockToolCall, ToolCallID: "call_s", ToolName: "shell", Args: []byte(`{"cmd":"go test"}`)},
 		}},
-		{Role: hooks.RoleTool, Blocks: []hooks.Block{{Kind: hooks.BlockToolResult, ToolCallID: "call_p", ToolName: "apply_patch", Text: "Done!", Freeform: true}}},
-		{Role: hooks.RoleTool, Blocks: []hooks.Block{{Kind: hooks.BlockToolResult, ToolCallID: "call_s", ToolName: "shell", Text: "ok"}}},
+		{Role: conv.RoleTool, Blocks: []conv.Block{{Kind: conv.BlockToolResult, ToolCallID: "call_p", ToolName: "apply_patch", Text: "Done!", Freeform: true}}},
+		{Role: conv.RoleTool, Blocks: []conv.Block{{Kind: conv.BlockToolResult, ToolCallID: "call_s", ToolName: "shell", Text: "ok"}}},
 	}, req.Messages)
 	require.Equal(t, respPatch, gjson.GetBytes(req.Messages[1].Blocks[1].Args, "input").Str)
 
 	// The anchors do not depend on how the agent escaped the input or
 	// spaced its items, and do depend on the input text.
-	anchors := hooks.Anchors(req.Messages)
+	anchors := conv.Anchors(req.Messages)
 	resent := strings.NewReplacer(`\"<2>\"`, `\"\u003c2\u003e\"`, `é`, `\u00e9`, `,"call_id":"call_p","name"`, `, "call_id" : "call_p", "name"`).Replace(respCustomConv)
 	require.NotEqual(t, respCustomConv, resent)
 	req2, err := c.ParseRequest([]byte(resent))
 	require.NoError(t, err)
 	require.Equal(t, req.Messages, stripDigests(t, req2.Messages))
-	require.Equal(t, anchors, hooks.Anchors(req2.Messages))
+	require.Equal(t, anchors, conv.Anchors(req2.Messages))
 	req3, err := c.ParseRequest([]byte(strings.Replace(respCustomConv, "x := 1", "x := 3", 1)))
 	require.NoError(t, err)
 	req3.Messages = stripDigests(t, req3.Messages)
-	a3 := hooks.Anchors(req3.Messages)
+	a3 := conv.Anchors(req3.Messages)
 	require.Equal(t, anchors[0], a3[0])
 	require.NotEqual(t, anchors[1], a3[1])
 }
@@ -269,28 +269,28 @@ const respReplyCustom = `{"id":"resp_c","status":"completed","model":"gpt-5-code
 func TestResponsesParseReplyCustom(t *testing.T) {
 	r, err := For(APIOpenAIResponses).ParseReply([]byte(respReplyCustom))
 	require.NoError(t, err)
-	require.Equal(t, &hooks.Reply{
+	require.Equal(t, &conv.Reply{
 		Model: "gpt-5-codex", Text: "Patching.",
-		ToolCalls: []hooks.ToolCall{
+		ToolCalls: []conv.ToolCall{
 			{Index: 0, ID: "t", Name: "create_new_topic", Args: []byte(`{"title":"Fix"}`)},
 			{Index: 1, ID: "p", Name: "apply_patch", Args: []byte(respPatchArgs), Freeform: true},
 			{Index: 2, ID: "s", Name: "shell", Args: []byte(`{}`)},
 			{Index: 3, ID: "q", Name: "note", Args: []byte(`{"input":""}`), Freeform: true},
 		},
-		Stop: hooks.StopToolUse, RawStop: "completed", Usage: hooks.Usage{InputTokens: 10, OutputTokens: 5},
+		Stop: conv.StopToolUse, RawStop: "completed", Usage: conv.Usage{InputTokens: 10, OutputTokens: 5},
 	}, r)
 
 	// A reply whose only call is a custom one is a tool-use turn.
 	r, err = For(APIOpenAIResponses).ParseReply([]byte(`{"status":"completed","output":[{"type":"custom_tool_call","call_id":"p","name":"apply_patch","input":"x"}]}`))
 	require.NoError(t, err)
-	require.Equal(t, hooks.StopToolUse, r.Stop)
-	require.Equal(t, []hooks.ToolCall{{ID: "p", Name: "apply_patch", Args: []byte(`{"input":"x"}`), Freeform: true}}, r.ToolCalls)
+	require.Equal(t, conv.StopToolUse, r.Stop)
+	require.Equal(t, []conv.ToolCall{{ID: "p", Name: "apply_patch", Args: []byte(`{"input":"x"}`), Freeform: true}}, r.ToolCalls)
 }
 
 // respWithoutFreeform returns calls with Freeform cleared: StreamEvent has
 // no field for it, so the accumulator cannot report it.
-func respWithoutFreeform(calls []hooks.ToolCall) []hooks.ToolCall {
-	out := append([]hooks.ToolCall(nil), calls...)
+func respWithoutFreeform(calls []conv.ToolCall) []conv.ToolCall {
+	out := append([]conv.ToolCall(nil), calls...)
 	for i := range out {
 		out[i].Freeform = false
 	}
@@ -315,7 +315,7 @@ func TestResponsesStreamCustom(t *testing.T) {
 	require.Equal(t, want.Text, reply.Text)
 	require.Equal(t, want.Stop, reply.Stop)
 	require.Equal(t, want.Usage, reply.Usage)
-	require.Equal(t, StreamEvent{Kind: BlockStart, Seq: 8, Index: 1, BlockKind: hooks.BlockToolCall,
+	require.Equal(t, StreamEvent{Kind: BlockStart, Seq: 8, Index: 1, BlockKind: conv.BlockToolCall,
 		ToolCallID: "call_p", ToolName: "apply_patch", ArgsDelta: `{"input":"`}, evs[8])
 	require.Equal(t, BlockDelta, evs[9].Kind)
 	require.Equal(t, `*** Begin Patch\n*** Update File: a.go\n@@\n`, evs[9].ArgsDelta)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/tidwall/gjson"
 )
 
@@ -125,7 +126,7 @@ func (responsesCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
 // "output"} item per result, or {"type":"custom_tool_call_output",…} for a
 // Freeform result (the answer to a custom tool call). There is no error
 // flag: a refusal's text says so.
-func (responsesCodec) ToolResultMessages(results []ToolResult) ([][]byte, error) {
+func (responsesCodec) ToolResultMessages(results []conv.ToolResult) ([][]byte, error) {
 	items := make([][]byte, 0, len(results))
 	for i, r := range results {
 		if r.CallID == "" {
@@ -192,7 +193,7 @@ func (responsesCodec) ReplaceMessages(body []byte, pos int, items [][]byte) ([]b
 // PrependToolResults inserts one function_call_output (or, for a Freeform
 // result, custom_tool_call_output) item per result right after the last item
 // of the assistant message at pos.
-func (c responsesCodec) PrependToolResults(body []byte, pos int, results []ToolResult) ([]byte, error) {
+func (c responsesCodec) PrependToolResults(body []byte, pos int, results []conv.ToolResult) ([]byte, error) {
 	in, err := readResponsesInput(body)
 	if err != nil {
 		return nil, err

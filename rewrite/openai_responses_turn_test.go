@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 func TestResponsesRanges(t *testing.T) {
@@ -76,7 +76,7 @@ func TestResponsesReplyAsMessages(t *testing.T) {
 
 func TestResponsesToolResultMessages(t *testing.T) {
 	c := Turn(APIOpenAIResponses)
-	items, err := c.ToolResultMessages([]ToolResult{
+	items, err := c.ToolResultMessages([]conv.ToolResult{
 		{CallID: "call_1", Content: "ok"},
 		{CallID: "call_2", Content: "Refused: \"bash\" is outside intent <fix-bug>\n", IsError: true},
 	})
@@ -85,12 +85,12 @@ func TestResponsesToolResultMessages(t *testing.T) {
 		`{"type":"function_call_output","call_id":"call_1","output":"ok"}`,
 		`{"type":"function_call_output","call_id":"call_2","output":"Refused: \"bash\" is outside intent <fix-bug>\n"}`,
 	}, oaStrs(items))
-	_, err = c.ToolResultMessages([]ToolResult{{Content: "x"}})
+	_, err = c.ToolResultMessages([]conv.ToolResult{{Content: "x"}})
 	require.Error(t, err)
 
 	// Answers to custom calls are custom_tool_call_output items; a refusal
 	// is told by its text, as for function calls.
-	items, err = c.ToolResultMessages([]ToolResult{
+	items, err = c.ToolResultMessages([]conv.ToolResult{
 		{CallID: "call_p", Name: "apply_patch", Content: "Refused: \"apply_patch\" is outside intent <fix-bug>\n", IsError: true, Freeform: true},
 		{CallID: "call_s", Name: "shell", Content: "ok"},
 		{CallID: "call_q", Name: "note", Content: "noted", Freeform: true},
@@ -153,7 +153,7 @@ func respConvWith(s, e int, ins string) string {
 func TestResponsesPositionalEdits(t *testing.T) {
 	c := Turn(APIOpenAIResponses)
 	require.Equal(t, respConv, respConvWith(0, 0, ""))
-	res := []ToolResult{{CallID: "x", Content: "r\"x"}, {CallID: "y", Content: "refused", IsError: true}}
+	res := []conv.ToolResult{{CallID: "x", Content: "r\"x"}, {CallID: "y", Content: "refused", IsError: true}}
 	const resItems = `{"type":"function_call_output","call_id":"x","output":"r\"x"},{"type":"function_call_output","call_id":"y","output":"refused"}`
 	item := func(s string) [][]byte { return [][]byte{[]byte(s)} }
 	tests := []struct {
@@ -242,12 +242,12 @@ func TestResponsesPositionalErrors(t *testing.T) {
 		"replace n":         func() ([]byte, error) { return c.ReplaceMessages(body, 6, item) },
 		"replace string 1":  func() ([]byte, error) { return c.ReplaceMessages([]byte(`{"input":"q"}`), 1, item) },
 		"replace no input":  func() ([]byte, error) { return c.ReplaceMessages([]byte(`{}`), 0, item) },
-		"prepend on user":   func() ([]byte, error) { return c.PrependToolResults(body, 1, []ToolResult{{CallID: "x"}}) },
-		"prepend on result": func() ([]byte, error) { return c.PrependToolResults(body, 3, []ToolResult{{CallID: "x"}}) },
+		"prepend on user":   func() ([]byte, error) { return c.PrependToolResults(body, 1, []conv.ToolResult{{CallID: "x"}}) },
+		"prepend on result": func() ([]byte, error) { return c.PrependToolResults(body, 3, []conv.ToolResult{{CallID: "x"}}) },
 		"prepend on string": func() ([]byte, error) {
-			return c.PrependToolResults([]byte(`{"input":"q"}`), 0, []ToolResult{{CallID: "x"}})
+			return c.PrependToolResults([]byte(`{"input":"q"}`), 0, []conv.ToolResult{{CallID: "x"}})
 		},
-		"prepend n":              func() ([]byte, error) { return c.PrependToolResults(body, 6, []ToolResult{{CallID: "x"}}) },
+		"prepend n":              func() ([]byte, error) { return c.PrependToolResults(body, 6, []conv.ToolResult{{CallID: "x"}}) },
 		"user text on assistant": func() ([]byte, error) { return c.AppendUserTextAt(body, 2, []string{"t"}) },
 		"user text on developer": func() ([]byte, error) { return c.AppendUserTextAt(body, 0, []string{"t"}) },
 		"user text n":            func() ([]byte, error) { return c.AppendUserTextAt(body, 6, []string{"t"}) },
@@ -300,13 +300,13 @@ func TestResponsesEditReply(t *testing.T) {
 		remove, first []int
 		want          string
 		ids           []string
-		stop          hooks.StopReason
+		stop          conv.StopReason
 	}{
-		{"remove one", []int{0}, nil, wrapOut(rs, m1, fb, m2, fc), []string{"b", "c"}, hooks.StopToolUse},
-		{"move last first", nil, []int{2}, wrapOut(rs, m1, fc, fa, fb, m2), []string{"c", "a", "b"}, hooks.StopToolUse},
-		{"remove and move", []int{0}, []int{2, 1}, wrapOut(rs, m1, fc, fb, m2), []string{"c", "b"}, hooks.StopToolUse},
-		{"remove all", []int{0, 1, 2}, nil, wrapOut(rs, m1, m2), nil, hooks.StopEnd},
-		{"nothing", nil, nil, respReplyCalls, []string{"a", "b", "c"}, hooks.StopToolUse},
+		{"remove one", []int{0}, nil, wrapOut(rs, m1, fb, m2, fc), []string{"b", "c"}, conv.StopToolUse},
+		{"move last first", nil, []int{2}, wrapOut(rs, m1, fc, fa, fb, m2), []string{"c", "a", "b"}, conv.StopToolUse},
+		{"remove and move", []int{0}, []int{2, 1}, wrapOut(rs, m1, fc, fb, m2), []string{"c", "b"}, conv.StopToolUse},
+		{"remove all", []int{0, 1, 2}, nil, wrapOut(rs, m1, m2), nil, conv.StopEnd},
+		{"nothing", nil, nil, respReplyCalls, []string{"a", "b", "c"}, conv.StopToolUse},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -377,15 +377,15 @@ func TestResponsesTurnRoundTrip(t *testing.T) {
 	reply := fixture(t, APIOpenAIResponses, "reply.json")
 	asMsgs, err := c.ReplyAsMessages(reply)
 	require.NoError(t, err)
-	results, err := c.ToolResultMessages([]ToolResult{{CallID: "call_9", Content: "refused: outside scope", IsError: true}})
+	results, err := c.ToolResultMessages([]conv.ToolResult{{CallID: "call_9", Content: "refused: outside scope", IsError: true}})
 	require.NoError(t, err)
-	wantTail := []hooks.Message{
-		{Role: hooks.RoleAssistant, Blocks: []hooks.Block{
-			{Kind: hooks.BlockThinking, Text: "Look at it."},
-			{Kind: hooks.BlockText, Text: "Reading it."},
-			{Kind: hooks.BlockToolCall, ToolCallID: "call_9", ToolName: "read_file", Args: []byte(`{"path":"main.go"}`)},
+	wantTail := []conv.Message{
+		{Role: conv.RoleAssistant, Blocks: []conv.Block{
+			{Kind: conv.BlockThinking, Text: "Look at it."},
+			{Kind: conv.BlockText, Text: "Reading it."},
+			{Kind: conv.BlockToolCall, ToolCallID: "call_9", ToolName: "read_file", Args: []byte(`{"path":"main.go"}`)},
 		}},
-		{Role: hooks.RoleTool, Blocks: []hooks.Block{{Kind: hooks.BlockToolResult, ToolCallID: "call_9", ToolName: "read_file", Text: "refused: outside scope"}}},
+		{Role: conv.RoleTool, Blocks: []conv.Block{{Kind: conv.BlockToolResult, ToolCallID: "call_9", ToolName: "read_file", Text: "refused: outside scope"}}},
 	}
 	for _, body := range [][]byte{fixture(t, APIOpenAIResponses, "request.json"), []byte(`{"model":"m","input":"Show me main.go"}`)} {
 		before, err := codec.ParseRequest(body)
@@ -409,7 +409,7 @@ func TestResponsesTurnRoundTrip(t *testing.T) {
 	r, err := codec.ParseReply(edited)
 	require.NoError(t, err)
 	require.Empty(t, r.ToolCalls)
-	require.Equal(t, hooks.StopEnd, r.Stop)
+	require.Equal(t, conv.StopEnd, r.Stop)
 	require.Equal(t, "Reading it.", r.Text)
 
 	merged, err := oaCheckTurn(t, reply, func(b []byte) ([]byte, error) { return c.MergeReplies(b, reply) })
@@ -418,7 +418,7 @@ func TestResponsesTurnRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "Reading it.Reading it.", r.Text)
 	require.Len(t, r.ToolCalls, 2)
-	require.Equal(t, hooks.Usage{InputTokens: 90, OutputTokens: 32}, r.Usage)
+	require.Equal(t, conv.Usage{InputTokens: 90, OutputTokens: 32}, r.Usage)
 	require.Equal(t, int64(122), gjson.GetBytes(merged, "usage.total_tokens").Int())
 	require.Equal(t, int64(16), gjson.GetBytes(merged, "usage.output_tokens_details.reasoning_tokens").Int())
 }
@@ -439,7 +439,7 @@ func FuzzResponsesTurn(f *testing.F) {
 			require.NoError(t, err)
 			require.Equal(t, len(req.Messages), in.views())
 			for v, r := range in.ranges {
-				require.Equal(t, req.Messages[v].Role == hooks.RoleAssistant, responsesAssistantItem(in.elems[r[0]]))
+				require.Equal(t, req.Messages[v].Role == conv.RoleAssistant, responsesAssistantItem(in.elems[r[0]]))
 			}
 		}
 		oaFuzzTurn(t, c, body, pos, text)
@@ -510,7 +510,7 @@ func TestResponsesEditReplyCustom(t *testing.T) {
 func TestResponsesCustomPositional(t *testing.T) {
 	c := Turn(APIOpenAIResponses)
 	body := `{"input":[{"role":"user","content":"q"},{"type":"custom_tool_call","call_id":"p","name":"apply_patch","input":"x"},{"type":"function_call","call_id":"t","name":"create_new_topic","arguments":"{}"},{"type":"custom_tool_call_output","call_id":"p","output":"ok"}]}`
-	res := []ToolResult{{CallID: "t", Name: "create_new_topic", Content: "Topic changed"}, {CallID: "z", Content: "no", IsError: true, Freeform: true}}
+	res := []conv.ToolResult{{CallID: "t", Name: "create_new_topic", Content: "Topic changed"}, {CallID: "z", Content: "no", IsError: true, Freeform: true}}
 	out, err := oaCheckTurn(t, []byte(body), func(b []byte) ([]byte, error) { return c.PrependToolResults(b, 1, res) })
 	require.NoError(t, err)
 	require.Equal(t, `{"input":[{"role":"user","content":"q"},{"type":"custom_tool_call","call_id":"p","name":"apply_patch","input":"x"},{"type":"function_call","call_id":"t","name":"create_new_topic","arguments":"{}"},`+
@@ -535,9 +535,9 @@ func TestResponsesTurnRoundTripCustom(t *testing.T) {
 	asMsgs, err := c.ReplyAsMessages([]byte(respReplyCustom))
 	require.NoError(t, err)
 	require.Len(t, asMsgs, 5)
-	var results []ToolResult
+	var results []conv.ToolResult
 	for _, tc := range view.ToolCalls {
-		results = append(results, ToolResult{CallID: tc.ID, Name: tc.Name, Content: "r-" + tc.ID, IsError: tc.Name == "apply_patch", Freeform: tc.Freeform})
+		results = append(results, conv.ToolResult{CallID: tc.ID, Name: tc.Name, Content: "r-" + tc.ID, IsError: tc.Name == "apply_patch", Freeform: tc.Freeform})
 	}
 	resItems, err := c.ToolResultMessages(results)
 	require.NoError(t, err)
@@ -547,16 +547,16 @@ func TestResponsesTurnRoundTripCustom(t *testing.T) {
 	req, err := codec.ParseRequest(out)
 	require.NoError(t, err)
 	require.Len(t, req.Messages, 6)
-	var calls []hooks.ToolCall
+	var calls []conv.ToolCall
 	for _, b := range req.Messages[1].Blocks {
-		if b.Kind == hooks.BlockToolCall {
-			calls = append(calls, hooks.ToolCall{Index: len(calls), ID: b.ToolCallID, Name: b.ToolName, Args: b.Args, Freeform: b.Freeform})
+		if b.Kind == conv.BlockToolCall {
+			calls = append(calls, conv.ToolCall{Index: len(calls), ID: b.ToolCallID, Name: b.ToolName, Args: b.Args, Freeform: b.Freeform})
 		}
 	}
 	require.Equal(t, view.ToolCalls, calls, "the request view's calls are the reply view's")
 	for i, m := range req.Messages[2:] {
-		require.Equal(t, hooks.RoleTool, m.Role)
-		require.Equal(t, []hooks.Block{{Kind: hooks.BlockToolResult, ToolCallID: calls[i].ID, ToolName: calls[i].Name,
+		require.Equal(t, conv.RoleTool, m.Role)
+		require.Equal(t, []conv.Block{{Kind: conv.BlockToolResult, ToolCallID: calls[i].ID, ToolName: calls[i].Name,
 			Text: "r-" + calls[i].ID, Freeform: calls[i].Freeform}}, m.Blocks)
 	}
 	// The anchors are the same when the agent sends the conversation back
@@ -571,5 +571,5 @@ func TestResponsesTurnRoundTripCustom(t *testing.T) {
 	require.NoError(t, err)
 	req2, err := codec.ParseRequest(out2)
 	require.NoError(t, err)
-	require.Equal(t, hooks.Anchors(req.Messages), hooks.Anchors(req2.Messages))
+	require.Equal(t, conv.Anchors(req.Messages), conv.Anchors(req2.Messages))
 }

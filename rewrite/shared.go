@@ -8,7 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 // This file holds the view and edit helpers several codecs share: tool and
@@ -16,7 +16,7 @@ import (
 // content list, a top-level number).
 
 // renderTools renders tool specs with render, comma-separated.
-func renderTools(tools []hooks.ToolSpec, render func([]byte, hooks.ToolSpec, []byte) []byte) ([]byte, error) {
+func renderTools(tools []conv.ToolSpec, render func([]byte, conv.ToolSpec, []byte) []byte) ([]byte, error) {
 	var out []byte
 	for i, t := range tools {
 		if t.Name == "" {
@@ -125,8 +125,8 @@ func appendContentParts(body []byte, msg gjson.Result, key string, parts []byte,
 // namedTools lists the names of a tools array whose elements carry the
 // member key (elements without one, such as some built-in tools, are
 // skipped). idx, when not nil, indexes the body tools is a root member of.
-func namedTools(idx *docIndex, tools gjson.Result, key string) ([]hooks.ToolDef, error) {
-	var defs []hooks.ToolDef
+func namedTools(idx *docIndex, tools gjson.Result, key string) ([]conv.ToolDef, error) {
+	var defs []conv.ToolDef
 	var err error
 	keys := []string{key}
 	idx.each(tools, func(i int, t gjson.Result) bool {
@@ -141,7 +141,7 @@ func namedTools(idx *docIndex, tools gjson.Result, key string) ([]hooks.ToolDef,
 			return false
 		}
 		if n.Str != "" {
-			defs = append(defs, hooks.ToolDef{Name: str(n)})
+			defs = append(defs, conv.ToolDef{Name: str(n)})
 		}
 		return true
 	})

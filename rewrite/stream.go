@@ -1,6 +1,6 @@
 package rewrite
 
-import "github.com/shepherd-proxy/shepherd/hooks"
+import "github.com/shepherd-proxy/shepherd/rewrite/conv"
 
 // EventKind is the normalised meaning of one decoded stream event.
 type EventKind int
@@ -65,7 +65,7 @@ type StreamEvent struct {
 	// Seq is the Responses sequence_number, -1 where the API has none.
 	Seq int64
 	// BlockKind is the kind of block a Block* event belongs to.
-	BlockKind hooks.BlockKind
+	BlockKind conv.BlockKind
 	// ToolCallID and ToolName identify a tool call on BlockStart (and on
 	// later events where the wire repeats them).
 	ToolCallID, ToolName string
@@ -74,11 +74,11 @@ type StreamEvent struct {
 	// fragment, whole Gemini args).
 	TextDelta, ArgsDelta string
 	// Stop and RawStop are set on Finish.
-	Stop    hooks.StopReason
+	Stop    conv.StopReason
 	RawStop string
 	// Usage is set on StreamStart, Finish and Usage events that report
 	// usage. Zero fields mean "not reported in this event".
-	Usage *hooks.Usage
+	Usage *conv.Usage
 	// Model is set on StreamStart when the wire names the model.
 	Model string
 	// ErrorMessage is set on Error events (and on a failed Responses Finish).
@@ -99,7 +99,7 @@ type StreamDecoder interface {
 // complete stream amounts to. The zero value is ready to use; it is not safe
 // for concurrent use.
 type StreamAccumulator struct {
-	reply hooks.Reply
+	reply conv.Reply
 	text  []byte
 	calls []accCall
 }
@@ -137,9 +137,9 @@ func (a *StreamAccumulator) add(e *StreamEvent) {
 	switch e.Kind {
 	case BlockStart, BlockDelta, BlockStop:
 		switch e.BlockKind {
-		case hooks.BlockText:
+		case conv.BlockText:
 			a.text = append(a.text, e.TextDelta...)
-		case hooks.BlockToolCall:
+		case conv.BlockToolCall:
 			a.addCall(e)
 		}
 	case Finish:
@@ -175,12 +175,12 @@ func (a *StreamAccumulator) addCall(e *StreamEvent) {
 
 // Reply returns the reply accumulated so far. Each call returns a fresh
 // Reply that does not alias the accumulator.
-func (a *StreamAccumulator) Reply() *hooks.Reply {
+func (a *StreamAccumulator) Reply() *conv.Reply {
 	r := a.reply
 	r.Text = string(a.text)
 	r.ToolCalls = nil
 	for i, c := range a.calls {
-		tc := hooks.ToolCall{Index: i, ID: c.id, Name: c.name}
+		tc := conv.ToolCall{Index: i, ID: c.id, Name: c.name}
 		if c.hasArgs {
 			tc.Args = append([]byte(nil), c.args...)
 		}

@@ -1,30 +1,16 @@
 package rewrite
 
-import "fmt"
+import (
+	"fmt"
 
-// ToolResult is shepherd's own answer to one tool call the model made: the
-// result of a call shepherd claimed (create_new_topic, select_active_intent)
-// or the refusal of a call policy blocked.
-type ToolResult struct {
-	// CallID is the call's id ("" for a Gemini functionCall without id).
-	CallID string
-	// Name is the called tool's name (Gemini functionResponse needs it).
-	Name string
-	// Content is the result text the model reads.
-	Content string
-	// IsError marks a refusal (Anthropic is_error; elsewhere the text says so).
-	IsError bool
-	// Freeform marks the answer to a free-form (custom) tool call
-	// (hooks.ToolCall.Freeform); Responses renders it as a
-	// custom_tool_call_output item.
-	Freeform bool
-}
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+)
 
 // TurnCodec is the part of a codec the turn engine and the session ledger
 // use to rebuild the model's view of a conversation: shepherd answers some
 // tool calls itself, continues the turn upstream, and on every later request
 // puts back what it removed from the agent's copy. All positions are indices
-// into hooks.Request.Messages of the body given (the codec maps them to its
+// into conv.Request.Messages of the body given (the codec maps them to its
 // wire array, e.g. Responses items merged into one assistant message).
 //
 // Every method leaves bytes outside the edited spots identical, never
@@ -48,7 +34,7 @@ type TurnCodec interface {
 	// custom_tool_call_output for a Freeform result); Gemini one user
 	// content of functionResponse parts ({"name","response":{"content"|"error"}},
 	// "id" when CallID is set).
-	ToolResultMessages(results []ToolResult) ([][]byte, error)
+	ToolResultMessages(results []conv.ToolResult) ([][]byte, error)
 
 	// AppendMessages appends items at the end of the conversation.
 	AppendMessages(body []byte, items [][]byte) ([]byte, error)
@@ -63,7 +49,7 @@ type TurnCodec interface {
 	// message if there is none); Chat and Responses insert the result items
 	// right after pos; Gemini prepends functionResponse parts to the content
 	// after pos (inserting one if there is none).
-	PrependToolResults(body []byte, pos int, results []ToolResult) ([]byte, error)
+	PrependToolResults(body []byte, pos int, results []conv.ToolResult) ([]byte, error)
 
 	// AppendUserTextAt appends texts to the user turn at index pos exactly as
 	// ApplyEdits' AppendUserText does for the newest one (for Chat, pos may
@@ -77,7 +63,7 @@ type TurnCodec interface {
 	AppendUserTexts(body []byte, ops []UserTexts) ([]byte, error)
 
 	// EditReply returns the agent's copy of a non-streaming reply: the tool
-	// calls at the reply-view indices in remove (hooks.ToolCall.Index) are
+	// calls at the reply-view indices in remove (conv.ToolCall.Index) are
 	// dropped, and those in first are moved, in that order, before the other
 	// tool calls (ahead of the first tool call, after any text or thinking
 	// that precedes it). When every tool call is removed the stop reason

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 // agCase is one table case of a TurnCodec body edit: run gives the output
@@ -157,7 +157,7 @@ func agFuzzTurn(t *testing.T, api API, body, reply []byte, p uint8, text string,
 	c, tc := For(api), Turn(api)
 	origBody, origReply := bytes.Clone(body), bytes.Clone(reply)
 	pos := int(p%8) - 1
-	results := []ToolResult{{CallID: "id" + text, Name: "n" + text, Content: text, IsError: rm&1 == 1}, {CallID: "c", Name: "m", Content: "r"}}
+	results := []conv.ToolResult{{CallID: "id" + text, Name: "n" + text, Content: text, IsError: rm&1 == 1}, {CallID: "c", Name: "m", Content: "r"}}
 	_, perr := c.ParseRequest(body)
 	checkReq := func(what string, out []byte, err error) {
 		t.Helper()
@@ -220,7 +220,7 @@ func agFuzzTurn(t *testing.T, api API, body, reply []byte, p uint8, text string,
 }
 
 // agCallNames lists calls as "name args" strings in order.
-func agCallNames(calls []hooks.ToolCall) []string {
+func agCallNames(calls []conv.ToolCall) []string {
 	out := []string{}
 	for _, c := range calls {
 		out = append(out, c.ID+" "+c.Name+" "+string(c.Args))
@@ -230,12 +230,12 @@ func agCallNames(calls []hooks.ToolCall) []string {
 
 // agExpectCalls is what EditReply should leave of calls: the moved ones
 // first (in order, once, unless removed), then the others not removed.
-func agExpectCalls(calls []hooks.ToolCall, remove, first []int) []string {
+func agExpectCalls(calls []conv.ToolCall, remove, first []int) []string {
 	gone := map[int]bool{}
 	for _, i := range remove {
 		gone[i] = true
 	}
-	var order []hooks.ToolCall
+	var order []conv.ToolCall
 	for _, i := range first {
 		if !gone[i] {
 			order = append(order, calls[i])

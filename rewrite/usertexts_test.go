@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 // userTurns lists the view positions AppendUserTextAt accepts in body;
@@ -20,10 +20,10 @@ func userTurns(t testing.TB, api API, body []byte, last bool) []int {
 	require.NoError(t, err)
 	var out []int
 	for i, m := range req.Messages {
-		if m.Role != hooks.RoleUser && m.Role != hooks.RoleTool {
+		if m.Role != conv.RoleUser && m.Role != conv.RoleTool {
 			continue
 		}
-		if last && i+1 < len(req.Messages) && req.Messages[i+1].Role == hooks.RoleTool {
+		if last && i+1 < len(req.Messages) && req.Messages[i+1].Role == conv.RoleTool {
 			continue
 		}
 		out = append(out, i)

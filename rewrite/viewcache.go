@@ -8,7 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 // The view cache remembers the view of conversation elements (messages,
@@ -16,7 +16,7 @@ import (
 // history on every request, so all but the newest element or two of a
 // request were parsed before: a hit costs a hash of the element's bytes and
 // a map lookup instead of decoding it again, and it brings the message's
-// anchor digest (hooks.MessageDigest) along.
+// anchor digest (conv.MessageDigest) along.
 //
 // Entries are context-free. The one part of an element's view that depends
 // on the elements before it, the tool name of a tool result whose wire form
@@ -57,8 +57,8 @@ type viewKey struct {
 
 // viewEntry is immutable once stored, except for the digest memo.
 type viewEntry struct {
-	msg  hooks.Message // Blocks never modified; tool-result names unresolved
-	text string        // for text entries (cachedText)
+	msg  conv.Message // Blocks never modified; tool-result names unresolved
+	text string       // for text entries (cachedText)
 	size int64
 	// digest is the digest for the names its tool results last resolved to.
 	digest atomic.Pointer[resolvedDigest]
@@ -163,11 +163,11 @@ func (sh *viewShard) insert(k viewKey, e *viewEntry, limit int64) {
 // cache, resolving tool-result names against the calls seen so far.
 type viewResolver struct {
 	parser viewParser
-	parse  func(gjson.Result, *toolNames) (hooks.Message, error)
+	parse  func(gjson.Result, *toolNames) (conv.Message, error)
 	names  toolNames // the calls seen so far, when the cache is off
 	calls  []namedCall
 	byID   toolNames // the calls seen so far, once there are many
-	arena  []hooks.Block
+	arena  []conv.Block
 }
 
 type namedCall struct{ id, name string }
@@ -208,12 +208,12 @@ func (r *viewResolver) callName(id string) string {
 // blocks copies src into the resolver's arena (one allocation for many
 // messages); the copy's capacity is its length, so appending to it (a
 // Responses merge) reallocates instead of overwriting its neighbour.
-func (r *viewResolver) blocks(src []hooks.Block) []hooks.Block {
+func (r *viewResolver) blocks(src []conv.Block) []conv.Block {
 	if len(src) == 0 {
 		return nil
 	}
 	if len(src) > cap(r.arena)-len(r.arena) {
-		r.arena = make([]hooks.Block, 0, max(64, 2*len(src)))
+		r.arena = make([]conv.Block, 0, max(64, 2*len(src)))
 	}
 	n := len(r.arena)
 	r.arena = append(r.arena, src...)
@@ -225,7 +225,7 @@ const entryOverhead = 256
 
 // message returns the view of element el. The returned message owns its
 // Blocks slice (callers may append to it) and carries its digest.
-func (r *viewResolver) message(el gjson.Result) (hooks.Message, error) {
+func (r *viewResolver) message(el gjson.Result) (conv.Message, error) {
 	if views.limit.Load() == 0 {
 		msg, err := r.parse(el, &r.names)
 		return msg, err
@@ -237,10 +237,10 @@ func (r *viewResolver) message(el gjson.Result) (hooks.Message, error) {
 		var private toolNames // the entry must not depend on earlier elements
 		msg, err := r.parse(el, &private)
 		if err != nil {
-			return hooks.Message{}, err
+			return conv.Message{}, err
 		}
 		for i := range msg.Blocks {
-			if b := &msg.Blocks[i]; b.Kind == hooks.BlockToolResult && b.ToolName != "" && private[b.ToolCallID] == b.ToolName {
+			if b := &msg.Blocks[i]; b.Kind == conv.BlockToolResult && b.ToolName != "" && private[b.ToolCallID] == b.ToolName {
 				// Named from this element's own calls (or not at all): leave
 				// it to the resolution below, like every other result.
 				msg.Blocks[i].ToolName = ""
@@ -271,15 +271,15 @@ func (r *viewResolver) check(el gjson.Result) error {
 // resolve copies e's view, names its tool results from the calls seen so
 // far (then records this element's calls), and attaches the digest for that
 // resolution, computing it if the entry has none for these names.
-func (r *viewResolver) resolve(e *viewEntry) hooks.Message {
-	msg := hooks.Message{Role: e.msg.Role, Blocks: r.blocks(e.msg.Blocks)}
+func (r *viewResolver) resolve(e *viewEntry) conv.Message {
+	msg := conv.Message{Role: e.msg.Role, Blocks: r.blocks(e.msg.Blocks)}
 	var resolved []string
 	for i := range msg.Blocks {
 		b := &msg.Blocks[i]
 		switch b.Kind {
-		case hooks.BlockToolCall:
+		case conv.BlockToolCall:
 			r.addCall(b.ToolCallID, b.ToolName)
-		case hooks.BlockToolResult:
+		case conv.BlockToolResult:
 			if b.ToolName == "" {
 				b.ToolName = r.callName(b.ToolCallID)
 			}
@@ -290,7 +290,7 @@ func (r *viewResolver) resolve(e *viewEntry) hooks.Message {
 		msg.Digest = d.digest
 		return msg
 	}
-	d := &resolvedDigest{names: resolved, digest: hooks.MessageDigest(&msg)}
+	d := &resolvedDigest{names: resolved, digest: conv.MessageDigest(&msg)}
 	e.digest.Store(d)
 	msg.Digest = d.digest
 	return msg

@@ -7,11 +7,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 // parseUncached parses body with the view cache out of the way.
-func parseUncached(t testing.TB, c Codec, body []byte) (*hooks.Request, error) {
+func parseUncached(t testing.TB, c Codec, body []byte) (*conv.Request, error) {
 	t.Helper()
 	saved := views
 	views = newViewCache(0)
@@ -31,14 +31,14 @@ func withViewCache(t *testing.T, budget int64, fn func(c *viewCache)) {
 // requireSameView checks that a view served from the cache is the view a
 // fresh parse gives, digests included (they must be the digests of the
 // messages as returned), and that both give the same anchors.
-func requireSameView(t testing.TB, want, got *hooks.Request) {
+func requireSameView(t testing.TB, want, got *conv.Request) {
 	t.Helper()
-	require.Equal(t, hooks.Anchors(stripAll(want.Messages)), hooks.Anchors(got.Messages), "anchors from cached digests")
+	require.Equal(t, conv.Anchors(stripAll(want.Messages)), conv.Anchors(got.Messages), "anchors from cached digests")
 	for i := range got.Messages {
 		if d := got.Messages[i].Digest; d != nil {
 			m := got.Messages[i]
 			m.Digest = nil
-			require.Equal(t, hooks.MessageDigest(&m), d, "digest of message %d", i)
+			require.Equal(t, conv.MessageDigest(&m), d, "digest of message %d", i)
 		}
 	}
 	w, g := *want, *got
@@ -46,8 +46,8 @@ func requireSameView(t testing.TB, want, got *hooks.Request) {
 	require.Equal(t, w, g)
 }
 
-func stripAll(msgs []hooks.Message) []hooks.Message {
-	out := make([]hooks.Message, len(msgs))
+func stripAll(msgs []conv.Message) []conv.Message {
+	out := make([]conv.Message, len(msgs))
 	for i, m := range msgs {
 		m.Digest = nil
 		out[i] = m

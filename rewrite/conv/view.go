@@ -1,8 +1,11 @@
-// Package hooks holds shepherd's features and the provider-neutral contract they
-// are written against. A hook never sees a provider name or raw wire JSON: it
-// reads a Request or a Reply view produced by a codec in package rewrite and
-// returns edits or decisions that the codec applies to the original bytes.
-package hooks
+// Package conv is shepherd's neutral conversation model: the request and
+// reply views codecs build from each wire API's JSON, the edits hooks ask
+// for, the decisions they take on tool calls, the anchors that identify a
+// point in a conversation, and the answers shepherd gives to tool calls
+// itself. It imports no other package of the project: codecs (package
+// rewrite and its API packages) and hooks (package hooks and its features)
+// both depend on it, never the other way round.
+package conv
 
 // Role is a normalised conversation role.
 type Role string

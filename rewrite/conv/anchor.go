@@ -1,4 +1,4 @@
-package hooks
+package conv
 
 import (
 	"crypto/sha256"

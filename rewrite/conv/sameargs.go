@@ -1,4 +1,4 @@
-package hooks
+package conv
 
 import "bytes"
 

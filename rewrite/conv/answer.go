@@ -1,0 +1,19 @@
+package conv
+
+// ToolResult is shepherd's own answer to one tool call the model made: the
+// result of a call shepherd claimed (create_new_topic, select_active_intent)
+// or the refusal of a call policy blocked.
+type ToolResult struct {
+	// CallID is the call's id ("" for a Gemini functionCall without id).
+	CallID string
+	// Name is the called tool's name (Gemini functionResponse needs it).
+	Name string
+	// Content is the result text the model reads.
+	Content string
+	// IsError marks a refusal (Anthropic is_error; elsewhere the text says so).
+	IsError bool
+	// Freeform marks the answer to a free-form (custom) tool call
+	// (conv.ToolCall.Freeform); Responses renders it as a
+	// custom_tool_call_output item.
+	Freeform bool
+}

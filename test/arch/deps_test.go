@@ -1,0 +1,64 @@
+// Package arch holds tests of the project's shape: which package may import
+// which (see docs/architecture.md, "Packages and arrows").
+package arch
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/shepherd-proxy/shepherd"
+
+// deps returns, for every package of the module, the module packages it
+// depends on, directly or not (go list -deps, test files excluded).
+func deps(t *testing.T) map[string][]string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	m := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		pkg := strings.TrimPrefix(f[0], module)
+		m[pkg] = nil
+		for _, d := range f[1:] {
+			if d == module || strings.HasPrefix(d, module+"/") {
+				m[pkg] = append(m[pkg], strings.TrimPrefix(d, module))
+			}
+		}
+	}
+	return m
+}
+
+func under(pkg, dir string) bool { return pkg == dir || strings.HasPrefix(pkg, dir+"/") }
+
+// leafPackages import nothing of the project: the neutral conversation
+// model and the JSON toolkit every layer builds on.
+var leafPackages = []string{"/rewrite/conv", "/rewrite/jsonkit"}
+
+func TestDependencyRules(t *testing.T) {
+	all := deps(t)
+	if len(all) < 10 {
+		t.Fatalf("go list found only %d packages", len(all))
+	}
+	leaf := map[string]bool{}
+	for _, p := range leafPackages {
+		leaf[p] = true
+	}
+	for pkg, ds := range all {
+		for _, d := range ds {
+			switch {
+			case leaf[pkg]:
+				t.Errorf("%s is a leaf package but depends on %s", pkg, d)
+			case under(pkg, "/rewrite") && under(d, "/hooks"):
+				t.Errorf("%s (codecs) depends on %s (features): the arrow points from hooks to rewrite, never back", pkg, d)
+			case under(pkg, "/hooks") && under(d, "/rewrite") && !leaf[d]:
+				t.Errorf("%s (features) depends on codec package %s: hooks see only the neutral model (rewrite/conv)", pkg, d)
+			case under(pkg, "/state") && !under(d, "/state"):
+				t.Errorf("%s (the store) depends on %s: the store knows nothing of what it stores", pkg, d)
+			}
+		}
+	}
+}
