@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 var anthCC = func() ContinueCodec {
@@ -53,7 +54,7 @@ func acStart(i int, block string) string {
 }
 
 func acDelta(i int, typ, field, val string) string {
-	return acEv("content_block_delta", `{"type":"content_block_delta","index":`+strconv.Itoa(i)+`,"delta":{"type":"`+typ+`","`+field+`":`+string(jsonString(val))+`}}`)
+	return acEv("content_block_delta", `{"type":"content_block_delta","index":`+strconv.Itoa(i)+`,"delta":{"type":"`+typ+`","`+field+`":`+string(jsonkit.Quote(val))+`}}`)
 }
 
 func acText(i int, text string) string { return acDelta(i, "text_delta", "text", text) }

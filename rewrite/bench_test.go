@@ -11,6 +11,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/bench/workload"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 func BenchmarkReader(b *testing.B) {
@@ -146,7 +147,7 @@ func BenchmarkIterateAgent(b *testing.B) {
 	body := workload.AnthropicAgent(30, false)
 	msgs := gjson.GetBytes(body, "messages")
 	walks := map[string]func(gjson.Result, func(int, gjson.Result) bool){
-		"eachElem": eachElem,
+		"eachElem": jsonkit.EachElement,
 		"gjson": func(arr gjson.Result, fn func(int, gjson.Result) bool) {
 			i := 0
 			arr.ForEach(func(_, v gjson.Result) bool { fn(i, v); i++; return true })

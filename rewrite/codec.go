@@ -14,9 +14,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"unsafe"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // API names a wire API shepherd can parse and rewrite.
@@ -126,15 +126,12 @@ func fingerprint(system string, msgs []conv.Message) string {
 	h.Write([]byte("shepherd-conversation\x00"))
 	// The system prompt is hashed in place: converting it to []byte would
 	// copy (it is often kilobytes) for a hash that only reads.
-	h.Write(sbytes(system))
+	h.Write(jsonkit.UnsafeBytes(system))
 	h.Write([]byte{0})
 	h.Write([]byte(conv.Anchors(msgs[:first+1])[first]))
 	var sum [sha256.Size]byte
 	return hex.EncodeToString(h.Sum(sum[:0])[:16])
 }
-
-// sbytes views s as a byte slice without copying; it must not be modified.
-func sbytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // fingerprinter is a codec that computes a request's fingerprint without
 // building the view of the whole conversation.

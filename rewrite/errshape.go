@@ -1,6 +1,10 @@
 package rewrite
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
+)
 
 // This file renders shepherd's own errors in each API's error shape.
 
@@ -85,18 +89,18 @@ func geminiStatus(status int) string {
 // anthropicError renders {"type":"error","error":{"type":…,"message":…}}.
 func anthropicError(status int, message string) []byte {
 	b := append([]byte(nil), `{"type":"error","error":{"type":`...)
-	b = appendJSONString(b, anthropicErrorType(status))
+	b = jsonkit.AppendString(b, anthropicErrorType(status))
 	b = append(b, `,"message":`...)
-	b = appendJSONString(b, message)
+	b = jsonkit.AppendString(b, message)
 	return append(b, "}}"...)
 }
 
 // openAIError renders {"error":{"message":…,"type":…,"param":null,"code":null}}.
 func openAIError(status int, message string) []byte {
 	b := append([]byte(nil), `{"error":{"message":`...)
-	b = appendJSONString(b, message)
+	b = jsonkit.AppendString(b, message)
 	b = append(b, `,"type":`...)
-	b = appendJSONString(b, openAIErrorType(status))
+	b = jsonkit.AppendString(b, openAIErrorType(status))
 	return append(b, `,"param":null,"code":null}}`...)
 }
 
@@ -105,8 +109,8 @@ func geminiError(status int, message string) []byte {
 	b := append([]byte(nil), `{"error":{"code":`...)
 	b = strconv.AppendInt(b, int64(status), 10)
 	b = append(b, `,"message":`...)
-	b = appendJSONString(b, message)
+	b = jsonkit.AppendString(b, message)
 	b = append(b, `,"status":`...)
-	b = appendJSONString(b, geminiStatus(status))
+	b = jsonkit.AppendString(b, geminiStatus(status))
 	return append(b, "}}"...)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 var gemCC = func() ContinueCodec {
@@ -149,7 +150,7 @@ func TestGeminiTrimRightRaw(t *testing.T) {
 		}
 		s := sb.String()
 		want := strings.TrimRightFunc(s, unicode.IsSpace)
-		for _, raw := range [][]byte{appendJSONString(nil, s), mustJSON(t, s)} {
+		for _, raw := range [][]byte{jsonkit.AppendString(nil, s), mustJSON(t, s)} {
 			got := geminiTrimRightRaw(string(raw))
 			require.True(t, strings.HasPrefix(string(raw), got[:len(got)-1]), "a prefix of %s", raw)
 			require.Equal(t, want, gjson.Parse(got).Str, "%s", raw)

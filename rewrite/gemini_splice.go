@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
 
@@ -237,19 +238,19 @@ func (s *geminiSplicer) Feed(ev Event) ([]byte, error) {
 // chunk handles one GenerateContentResponse chunk.
 func (s *geminiSplicer) chunk(ev Event, root gjson.Result) ([]byte, error) {
 	cands := root.Get("candidates")
-	if !isNull(cands) && !cands.IsArray() {
+	if !jsonkit.IsNull(cands) && !cands.IsArray() {
 		return nil, fmt.Errorf("%w: candidates must be an array", ErrMalformedReply)
 	}
 	cand := cands.Get("0")
-	if !isNull(cand) && !cand.IsObject() {
+	if !jsonkit.IsNull(cand) && !cand.IsObject() {
 		return nil, fmt.Errorf("%w: candidates[0] must be an object", ErrMalformedReply)
 	}
 	content := cand.Get("content")
-	if !isNull(content) && !content.IsObject() {
+	if !jsonkit.IsNull(content) && !content.IsObject() {
 		return nil, fmt.Errorf("%w: candidates[0].content must be an object", ErrMalformedReply)
 	}
 	partsArr := content.Get("parts")
-	if !isNull(partsArr) && !partsArr.IsArray() {
+	if !jsonkit.IsNull(partsArr) && !partsArr.IsArray() {
 		return nil, fmt.Errorf("%w: candidates[0].content.parts must be an array", ErrMalformedReply)
 	}
 	elems := agElems(partsArr)
@@ -351,11 +352,11 @@ func (s *geminiSplicer) withFirstID(data []byte) []byte {
 	if s.stream == 0 || s.firstID == nil {
 		return data
 	}
-	root, ok := rootObject(bstr(data))
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(data))
 	if !ok || root.Get("responseId").Type != gjson.String {
 		return data
 	}
-	return setMember(data, root, "responseId", s.firstID)
+	return jsonkit.SetMember(data, root, "responseId", s.firstID)
 }
 
 // edit returns a copy of chunk data keeping only the parts at keep (element
@@ -374,7 +375,7 @@ func (s *geminiSplicer) edit(data []byte, elems []gjson.Result, keep []int, stri
 // responseId.
 func (s *geminiSplicer) finishEdit(out []byte, strip bool) ([]byte, error) {
 	if strip {
-		root, ok := rootObject(bstr(out))
+		root, ok := jsonkit.RootObject(jsonkit.UnsafeString(out))
 		if !ok {
 			return nil, errNotObject
 		}
@@ -382,7 +383,7 @@ func (s *geminiSplicer) finishEdit(out []byte, strip bool) ([]byte, error) {
 		if _, key := either(cand, "finishReason", "finish_reason"); cand.Get(key).Exists() {
 			out = removeMember(out, cand, key)
 		}
-		if root, ok = rootObject(bstr(out)); !ok {
+		if root, ok = jsonkit.RootObject(jsonkit.UnsafeString(out)); !ok {
 			return nil, errNotObject
 		}
 		if root.Get("usageMetadata").Exists() {
@@ -412,11 +413,11 @@ func removeMember(body []byte, obj gjson.Result, key string) []byte {
 	case at < 0:
 		return body
 	case at+1 < len(ms):
-		return splice(body, ms[at].k.Index, ms[at+1].k.Index)
+		return jsonkit.Splice(body, ms[at].k.Index, ms[at+1].k.Index)
 	case at > 0:
-		return splice(body, end(ms[at-1].v), end(ms[at].v))
+		return jsonkit.Splice(body, jsonkit.ValueEnd(ms[at-1].v), jsonkit.ValueEnd(ms[at].v))
 	}
-	return splice(body, ms[at].k.Index, end(ms[at].v))
+	return jsonkit.Splice(body, ms[at].k.Index, jsonkit.ValueEnd(ms[at].v))
 }
 
 // sendHeld stops holding the terminal chunk and sends its parts at keep
@@ -645,8 +646,8 @@ func (s *geminiSplicer) Finish() ([]byte, error) {
 		}
 		data := s.withFirstID(s.termData)
 		if usage != nil {
-			if root, ok := rootObject(bstr(data)); ok {
-				data = setMember(data, root, "usageMetadata", usage)
+			if root, ok := jsonkit.RootObject(jsonkit.UnsafeString(data)); ok {
+				data = jsonkit.SetMember(data, root, "usageMetadata", usage)
 			}
 		}
 		return s.frame(out, data), nil
@@ -831,7 +832,7 @@ func (s *geminiSplicer) contChunk(ev Event, arr gjson.Result, elems []gjson.Resu
 		case len(out) == 0:
 			return nil, nil
 		}
-		data, err := s.finishEdit(splice(ev.Data, arr.Index, end(arr), geminiPartsArray(out)), false)
+		data, err := s.finishEdit(jsonkit.Splice(ev.Data, arr.Index, jsonkit.ValueEnd(arr), geminiPartsArray(out)), false)
 		if err != nil {
 			return nil, err
 		}
@@ -849,7 +850,7 @@ func (s *geminiSplicer) contChunk(ev Event, arr gjson.Result, elems []gjson.Resu
 		}
 		out, same = nil, true // the chunk is held as it came
 	case ncall > 0 && len(out) > 0:
-		data, err := s.finishEdit(splice(ev.Data, arr.Index, end(arr), geminiPartsArray(out)), true)
+		data, err := s.finishEdit(jsonkit.Splice(ev.Data, arr.Index, jsonkit.ValueEnd(arr), geminiPartsArray(out)), true)
 		if err != nil {
 			return nil, err
 		}
@@ -863,7 +864,7 @@ func (s *geminiSplicer) contChunk(ev Event, arr gjson.Result, elems []gjson.Resu
 		if len(out) == 0 {
 			out = calls
 		}
-		data = splice(ev.Data, arr.Index, end(arr), geminiPartsArray(out))
+		data = jsonkit.Splice(ev.Data, arr.Index, jsonkit.ValueEnd(arr), geminiPartsArray(out))
 	}
 	s.held = true
 	s.termData = bytes.Clone(data)
@@ -881,9 +882,9 @@ func (s *geminiSplicer) contChunk(ev Event, arr gjson.Result, elems []gjson.Resu
 // geminiWithText returns a copy of part p with its text value set to t.
 func geminiWithText(p gjson.Result, t string) []byte {
 	raw := []byte(p.Raw)
-	obj, ok := rootObject(bstr(raw))
+	obj, ok := jsonkit.RootObject(jsonkit.UnsafeString(raw))
 	if !ok {
 		return geminiTextPart(t)
 	}
-	return setMember(raw, obj, "text", appendJSONString(nil, t))
+	return jsonkit.SetMember(raw, obj, "text", jsonkit.AppendString(nil, t))
 }

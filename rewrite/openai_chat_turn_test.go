@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 func TestChatReplyAsMessages(t *testing.T) {
@@ -342,7 +343,7 @@ func TestChatTurnRoundTrip(t *testing.T) {
 	out, err := oaCheckTurn(t, body, func(b []byte) ([]byte, error) { return c.AppendMessages(b, append(asMsgs, results...)) })
 	require.NoError(t, err)
 	msgs := oaElems(gjson.GetBytes(body, "messages"))
-	last := end(msgs[len(msgs)-1])
+	last := jsonkit.ValueEnd(msgs[len(msgs)-1])
 	require.Equal(t, string(body[:last]), string(out[:last]), "the conversation must stay byte-identical")
 	require.Equal(t, string(body[last:]), string(out[len(out)-(len(body)-last):]))
 	after, err := codec.ParseRequest(out)
@@ -417,7 +418,7 @@ func oaFuzzTurn(t *testing.T, c TurnCodec, body []byte, pos int, text string) {
 	if _, err := c.(Codec).ParseRequest(body); err == nil {
 		valid = true
 	}
-	item := []byte(`{"role":"user","content":` + string(jsonString(text)) + `}`)
+	item := []byte(`{"role":"user","content":` + string(jsonkit.Quote(text)) + `}`)
 	res := []conv.ToolResult{{CallID: "id" + text, Content: text, IsError: true}}
 	check := func(out []byte, err error, what string) {
 		if err == nil && valid {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
 
@@ -274,7 +275,7 @@ func (s *responsesSplicer) feed(ev Event) ([]byte, error) {
 	case respEvCreated, respEvInProgress, respEvQueued:
 		if len(s.streams) > 1 {
 			if id := f.response.Get("id"); id.Type == gjson.String {
-				s.followID = str(id)
+				s.followID = jsonkit.OwnedString(id)
 			}
 			return nil, nil
 		}
@@ -435,11 +436,11 @@ func (st *respStream) buildReply(resp gjson.Result) []byte {
 	if len(items) == 0 {
 		return body
 	}
-	root, ok := rootObject(bstr(body))
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
 		return body
 	}
-	return setMember(body, root, "output", wrap('[', oaJoin(items), ']'))
+	return jsonkit.SetMember(body, root, "output", wrap('[', oaJoin(items), ']'))
 }
 
 // emit returns one event renumbered for the agent: sequence_number set to
@@ -508,12 +509,12 @@ func applyRespEdits(data []byte, edits []respEdit) []byte {
 	out := make([]byte, 0, len(data)+16)
 	pos := 0
 	for _, e := range edits {
-		if e.at.Index < pos || end(e.at) > len(data) {
+		if e.at.Index < pos || jsonkit.ValueEnd(e.at) > len(data) {
 			continue // cannot happen for distinct top-level members
 		}
 		out = append(out, data[pos:e.at.Index]...)
 		out = append(out, e.val...)
-		pos = end(e.at)
+		pos = jsonkit.ValueEnd(e.at)
 	}
 	return append(out, data[pos:]...)
 }
@@ -529,7 +530,7 @@ func (s *responsesSplicer) reframe(raw, name, oldData, newData []byte) []byte {
 		}
 		if bytes.IndexAny(newData, "\r\n") < 0 {
 			if a, b, ok := respSingleDataLine(raw); ok && bytes.Equal(raw[a:b], oldData) {
-				return respCompleteEvent(splice(raw, a, b, newData))
+				return respCompleteEvent(jsonkit.Splice(raw, a, b, newData))
 			}
 		}
 	}
@@ -863,13 +864,13 @@ func (s *responsesSplicer) mergedResponse() ([]byte, error) {
 		same = elems[i].Raw == string(shown[i])
 	}
 	if !same {
-		merged = setMember(merged, root, "output", wrap('[', oaJoin(shown), ']'))
+		merged = jsonkit.SetMember(merged, root, "output", wrap('[', oaJoin(shown), ']'))
 	}
 	if len(s.streams) > 1 && s.followID != "" {
 		// A follow-up whose terminal response lacks an id: the agent must
 		// still continue from the follow-up.
-		if root, ok := rootObject(bstr(merged)); ok && root.Get("id").Type != gjson.String {
-			merged = setMember(merged, root, "id", jsonString(s.followID))
+		if root, ok := jsonkit.RootObject(jsonkit.UnsafeString(merged)); ok && root.Get("id").Type != gjson.String {
+			merged = jsonkit.SetMember(merged, root, "id", jsonkit.Quote(s.followID))
 		}
 	}
 	return merged, nil
@@ -1029,14 +1030,14 @@ func (o *respOpen) closeRewrite(h respHeld) *respRewrite {
 	switch h.typ {
 	case respEvTextDone:
 		if added != "" && f.text.Type == gjson.String {
-			rw.text = appendToString([]byte(f.text.Raw), gjson.Result{Type: gjson.String, Raw: f.text.Raw}, added)
+			rw.text = jsonkit.AppendToString([]byte(f.text.Raw), gjson.Result{Type: gjson.String, Raw: f.text.Raw}, added)
 		}
 	case respEvPartDone:
 		if added != "" && f.part.IsObject() {
 			part := []byte(f.part.Raw)
-			if root, ok := rootObject(bstr(part)); ok {
+			if root, ok := jsonkit.RootObject(jsonkit.UnsafeString(part)); ok {
 				if t := root.Get("text"); t.Type == gjson.String {
-					rw.part = appendToString(part, t, added)
+					rw.part = jsonkit.AppendToString(part, t, added)
 				}
 			}
 		}
@@ -1084,7 +1085,7 @@ func (s *responsesSplicer) flushSeam() {
 // open text carrying delta.
 func (s *responsesSplicer) emitMerged(o *respOpen, raw, name, data []byte, delta string) ([]byte, error) {
 	b, err := s.emitRewrite(raw, name, data, o.agent, &respRewrite{
-		itemID: o.itemID, content: strconv.AppendInt(nil, o.content, 10), delta: jsonString(delta)})
+		itemID: o.itemID, content: strconv.AppendInt(nil, o.content, 10), delta: jsonkit.Quote(delta)})
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 func TestResponsesParseRequest(t *testing.T) {
@@ -325,7 +326,7 @@ func TestResponsesStreamCustom(t *testing.T) {
 	// Variants: input only in the done item, in the added item, or deltas
 	// without an added item; each gives ParseReply's arguments.
 	item := func(input string) string {
-		return `{"type":"custom_tool_call","id":"ctc","call_id":"c","name":"n","input":` + string(jsonString(input)) + `}`
+		return `{"type":"custom_tool_call","id":"ctc","call_id":"c","name":"n","input":` + string(jsonkit.Quote(input)) + `}`
 	}
 	for name, events := range map[string][]string{
 		"done only": {

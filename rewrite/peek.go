@@ -1,6 +1,9 @@
 package rewrite
 
-import "github.com/tidwall/gjson"
+import (
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
+	"github.com/tidwall/gjson"
+)
 
 // SessionHints are the few request fields the pass-through path reads:
 // whether the agent asked for a stream, and the session hints of the body.
@@ -66,12 +69,12 @@ func PeekRequest(api API, body []byte) (SessionHints, error) {
 			if err = wantObject(v, "metadata"); err == nil {
 				uid := v.Get("user_id")
 				if err = wantString(uid, "metadata.user_id"); err == nil {
-					h.MetadataUserID = str(uid)
+					h.MetadataUserID = jsonkit.OwnedString(uid)
 				}
 			}
 		case "prompt_cache_key":
 			if err = wantString(v, "prompt_cache_key"); err == nil {
-				h.PromptCacheKey = str(v)
+				h.PromptCacheKey = jsonkit.OwnedString(v)
 			}
 		}
 		return err == nil

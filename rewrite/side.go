@@ -3,6 +3,7 @@ package rewrite
 import (
 	"strings"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
 
@@ -60,7 +61,7 @@ func when(cond bool, kind string) string {
 // nonEmptyArray reports an array with at least one element.
 func nonEmptyArray(r gjson.Result) bool {
 	found := false
-	eachElem(r, func(int, gjson.Result) bool {
+	jsonkit.EachElement(r, func(int, gjson.Result) bool {
 		found = true
 		return false
 	})
@@ -81,7 +82,7 @@ func jsonFormat(typ gjson.Result) bool {
 func topMembers(body []byte, keys ...string) []gjson.Result {
 	out := make([]gjson.Result, len(keys))
 	if root, err := parseTrustedRoot(body); err == nil {
-		members(root, keys, out)
+		jsonkit.Members(root, keys, out)
 	}
 	return out
 }
@@ -121,7 +122,7 @@ func (geminiCodec) sideRequest(body []byte) string {
 		present(camel.Get("responseSchema")) || present(camel.Get("responseJsonSchema")) ||
 		present(snake.Get("response_schema")) || present(snake.Get("response_json_schema"))
 	functions := false
-	eachElem(r[0], func(_ int, t gjson.Result) bool {
+	jsonkit.EachElement(r[0], func(_ int, t gjson.Result) bool {
 		functions = nonEmptyArray(t.Get("functionDeclarations")) || nonEmptyArray(t.Get("function_declarations"))
 		return !functions
 	})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 )
@@ -193,7 +194,7 @@ func aspReplyReference(s *anthropicSplicer) ([]byte, error) {
 		out := b.start
 		str := func(key string, add []byte) {
 			prev := gjson.GetBytes(out, key).Str
-			out = setTop(out, key, appendJSONString(nil, prev+string(add)))
+			out = setTop(out, key, jsonkit.AppendString(nil, prev+string(add)))
 		}
 		if b.hasText {
 			str("text", b.text)
