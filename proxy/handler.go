@@ -73,7 +73,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	var hints *rewrite.SessionHints
 	fingerprint := func() (string, bool) { return "", false }
 	if x.route.inspect {
-		x.codec = rewrite.For(x.route.api)
+		x.codec = x.route.api.NewCodec(s.views)
 		if s.features.chain(x.route.api).Empty() || x.route.name == "count_tokens" {
 			hs, err := rewrite.PeekRequest(x.route.api, body)
 			if err != nil {
@@ -309,5 +309,5 @@ func (s *Server) turnServes(ctx *fasthttp.RequestCtx, x *exchange, view *conv.Re
 	if x.route.streamByPath && !bytes.Equal(ctx.QueryArgs().Peek("alt"), altSSE) {
 		return false
 	}
-	return rewrite.HasStreamSplicer(x.route.api)
+	return x.route.api.NewSplicer != nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/logging"
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -40,6 +41,7 @@ type Server struct {
 	features  *Features
 	recovery  bool // truncation recovery runs (some chain has the hook)
 	metrics   *Metrics
+	views     *rewrite.ViewCache // the codecs' view cache (cfg.Limits.ViewCacheBytes)
 	upstreams map[Provider]*upstream
 	recorder  *sessionRecorder
 	metricsH  fasthttp.RequestHandler
@@ -81,12 +83,14 @@ func New(o Options) (*Server, error) {
 		features:  o.Features,
 		recovery:  o.Features.recovers(),
 		metrics:   o.Metrics,
+		views:     rewrite.NewViewCache(cfg.Limits.ViewCacheBytes),
 		upstreams: map[Provider]*upstream{},
 		ridPrefix: newRequestIDPrefix(),
 		metricsH:  newMetricsHandler(o.Metrics),
 
 		maxFollowups: cfg.Topics.MaxFollowups,
 	}
+	o.Metrics.views.Store(s.views)
 	uo := upstreamOptions{
 		DialTimeout: 10 * time.Second,
 		MaxConns:    cfg.Limits.MaxConnsPerUpstream,

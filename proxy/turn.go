@@ -91,7 +91,7 @@ func (s *Server) prepareTurn(ctx *fasthttp.RequestCtx, x *exchange, view *conv.R
 		sess = &state.Session{ID: key.Session, Tenant: key.Tenant}
 		x.call.StateUnavailable = true
 	}
-	t = &turn{s: s, x: x, ctx: ctx, hctx: ctx, tmpl: &ctx.Request, chain: s.features.chain(x.route.api), codec: x.codec, tc: rewrite.Turn(x.route.api), key: key, view: view, agentBody: body, opening: opening}
+	t = &turn{s: s, x: x, ctx: ctx, hctx: ctx, tmpl: &ctx.Request, chain: s.features.chain(x.route.api), codec: x.codec, tc: x.codec, key: key, view: view, agentBody: body, opening: opening}
 	x.call.Session = sess
 	x.call.Request = view
 	if sess.Version > 0 && !x.call.StateUnavailable {
@@ -282,7 +282,7 @@ type stepResult struct {
 
 func (t *turn) newLoop() *replyLoop {
 	l := &replyLoop{t: t, sent: t.sent}
-	l.cc, _ = rewrite.Continuer(t.x.route.api)
+	l.cc, _ = rewrite.Continuer(t.codec)
 	return l
 }
 

@@ -51,7 +51,7 @@ func (s *Server) pipeTurn(w io.Writer, t *turn, head requestHead) {
 
 	defer x.watch.stop()
 
-	sp := rewrite.NewStreamSplicer(x.route.api)
+	sp := x.route.api.NewSplicer()
 	l := t.newLoop()
 	upResp := x.upResp
 	for {

@@ -12,16 +12,16 @@ import (
 
 // anthropicCodec speaks the Anthropic Messages API (POST /v1/messages and
 // /v1/messages/count_tokens).
-type anthropicCodec struct{}
+type anthropicCodec struct {
+	views *ViewCache // nil: no view cache
+}
 
 var _ Codec = anthropicCodec{}
-
-func (anthropicCodec) API() API { return APIAnthropic }
 
 // anthropicKeys are the top-level members the request view reads.
 var anthropicKeys = []string{"model", "stream", "max_tokens", "system", "tools", "messages", "metadata", "thinking"}
 
-func (anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
+func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	_, idx, err := parseIndexed(body)
 	if err != nil {
 		return nil, err
@@ -45,13 +45,13 @@ func (anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	if maxTok.Type == gjson.Number {
 		req.MaxOutputTokens, req.HasMaxOutputTokens = maxTok.Int(), true
 	}
-	if req.System, err = anthropicSystem(idx, system); err != nil {
+	if req.System, err = anthropicSystem(c.views, idx, system); err != nil {
 		return nil, at(err, "system")
 	}
 	if req.Tools, err = namedTools(idx, tools, "name"); err != nil {
 		return nil, at(err, "tools")
 	}
-	if req.Messages, err = parseMessages(idx, msgs, "messages", viewAnthropic, anthropicMessage); err != nil {
+	if req.Messages, err = parseMessages(c.views, idx, msgs, "messages", viewParser(Anthropic.Name), anthropicMessage); err != nil {
 		return nil, err
 	}
 	req.Fingerprint = fingerprint(req.System, req.Messages)
@@ -60,11 +60,11 @@ func (anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
 
 // anthropicSystem returns the text of a string or text-block system prompt,
 // blocks joined by a blank line.
-func anthropicSystem(idx *jsonkit.Index, sys gjson.Result) (string, error) {
+func anthropicSystem(views *ViewCache, idx *jsonkit.Index, sys gjson.Result) (string, error) {
 	if sys.Type == gjson.String {
 		return jsonkit.OwnedString(sys), nil
 	}
-	return cachedText(viewAnthropicSystem, sys.Raw, func() (string, error) { return anthropicSystemBlocks(idx, sys) })
+	return cachedText(views, "anthropic_system", sys.Raw, func() (string, error) { return anthropicSystemBlocks(idx, sys) })
 }
 
 func anthropicSystemBlocks(idx *jsonkit.Index, sys gjson.Result) (string, error) {

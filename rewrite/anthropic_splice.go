@@ -38,10 +38,6 @@ import (
 // of the open block, through a SeamFilter, its thinking blocks are dropped
 // and its other blocks follow, renumbered like a follow-up's.
 
-func init() {
-	splicerFactories[APIAnthropic] = func() StreamSplicer { return newAnthropicSplicer() }
-}
-
 // Block states.
 const (
 	asForward  uint8 = iota // non-tool block: events go out at once

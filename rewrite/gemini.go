@@ -14,11 +14,11 @@ import (
 // geminiCodec speaks Gemini generateContent and streamGenerateContent. The
 // REST API accepts camelCase and snake_case field names; the codec reads
 // both and edits whichever the request uses (camelCase for new fields).
-type geminiCodec struct{}
+type geminiCodec struct {
+	views *ViewCache // nil: no view cache
+}
 
 var _ Codec = geminiCodec{}
-
-func (geminiCodec) API() API { return APIGemini }
 
 // either returns obj's member named camel, or else snake, with the name found.
 func either(obj gjson.Result, camel, snake string) (gjson.Result, string) {
@@ -35,7 +35,7 @@ var geminiKeys = []string{"model", "contents", "tools", "systemInstruction", "sy
 // ParseRequest builds the view. Stream is always false (streaming is chosen
 // by the URL, which the proxy knows) and Model is "" unless the body names
 // one (the model is in the URL).
-func (geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
+func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	_, idx, err := parseIndexed(body)
 	if err != nil {
 		return nil, err
@@ -70,7 +70,7 @@ func (geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	if req.Tools, err = geminiTools(tools); err != nil {
 		return nil, at(err, "tools")
 	}
-	if req.Messages, err = parseMessages(idx, contents, "contents", viewGemini, geminiContent); err != nil {
+	if req.Messages, err = parseMessages(c.views, idx, contents, "contents", viewParser(Gemini.Name), geminiContent); err != nil {
 		return nil, err
 	}
 	req.Fingerprint = fingerprint(req.System, req.Messages)

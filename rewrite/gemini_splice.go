@@ -59,10 +59,6 @@ import (
 // Events are framed with the upstream's line ending (CRLF for Google).
 // Whitespace-only data events are dropped (no client can parse them).
 
-func init() {
-	splicerFactories[APIGemini] = func() StreamSplicer { return newGeminiSplicer() }
-}
-
 var (
 	errGeminiFinished = errors.New("rewrite: gemini splicer: event after Finish")
 	errGeminiReleased = errors.New("rewrite: gemini splicer: event after Release")

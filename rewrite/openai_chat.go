@@ -11,22 +11,22 @@ import (
 )
 
 // chatCodec speaks OpenAI Chat Completions (POST /v1/chat/completions).
-type chatCodec struct{}
+type chatCodec struct {
+	views *ViewCache // nil: no view cache
+}
 
 var _ Codec = chatCodec{}
-
-func (chatCodec) API() API { return APIOpenAIChat }
 
 // chatKeys are the top-level members the request view reads.
 var chatKeys = []string{"model", "stream", "tools", "messages", "max_completion_tokens", "max_tokens", "prompt_cache_key"}
 
-func (chatCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	return parseChatRequest(body, false)
+func (c chatCodec) ParseRequest(body []byte) (*conv.Request, error) {
+	return parseChatRequest(c.views, body, false)
 }
 
 // fingerprintRequest returns ParseRequest's Fingerprint (fingerprinter).
-func (chatCodec) fingerprintRequest(body []byte) (string, error) {
-	req, err := parseChatRequest(body, true)
+func (c chatCodec) fingerprintRequest(body []byte) (string, error) {
+	req, err := parseChatRequest(c.views, body, true)
 	if err != nil {
 		return "", err
 	}
@@ -36,7 +36,7 @@ func (chatCodec) fingerprintRequest(body []byte) (string, error) {
 // parseChatRequest is ParseRequest; with fpOnly, the messages after the
 // first assistant message are checked but not viewed, and the request has
 // only the messages up to it (all that System and Fingerprint read).
-func parseChatRequest(body []byte, fpOnly bool) (*conv.Request, error) {
+func parseChatRequest(views *ViewCache, body []byte, fpOnly bool) (*conv.Request, error) {
 	_, idx, err := parseIndexed(body)
 	if err != nil {
 		return nil, err
@@ -63,7 +63,7 @@ func parseChatRequest(body []byte, fpOnly bool) (*conv.Request, error) {
 	if req.Tools, err = chatTools(tools); err != nil {
 		return nil, at(err, "tools")
 	}
-	r := viewResolver{parser: viewChat, parse: chatMessage}
+	r := viewResolver{cache: views, parser: viewParser(OpenAIChat.Name), parse: chatMessage}
 	if fpOnly {
 		// A few messages get a view: the resolver's default arena (64
 		// blocks) would be most of what the fingerprint allocates.

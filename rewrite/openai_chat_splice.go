@@ -58,10 +58,6 @@ import (
 // reasoning deltas are dropped (Reply still has them); its tool calls are
 // held and numbered on like a follow-up's.
 
-func init() {
-	splicerFactories[APIOpenAIChat] = func() StreamSplicer { return newChatSplicer() }
-}
-
 // chatSpliceCall is one tool call of the current stream, assembled from its
 // fragments.
 type chatSpliceCall struct {

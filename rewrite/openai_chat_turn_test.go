@@ -13,7 +13,7 @@ import (
 )
 
 func TestChatReplyAsMessages(t *testing.T) {
-	c := Turn(APIOpenAIChat)
+	c := codecFor(OpenAIChat)
 	tests := []struct {
 		name, reply string
 		want        []string
@@ -50,7 +50,7 @@ func TestChatReplyAsMessages(t *testing.T) {
 }
 
 func TestChatToolResultMessages(t *testing.T) {
-	c := Turn(APIOpenAIChat)
+	c := codecFor(OpenAIChat)
 	items, err := c.ToolResultMessages([]conv.ToolResult{
 		{CallID: "call_1", Name: "create_new_topic", Content: "Topic \"auth\" started.\n"},
 		{CallID: "call_\"2", Name: "bash", Content: "Blocked by policy: rm -rf <dir> \u2028", IsError: true},
@@ -79,7 +79,7 @@ const chatConv = `{"model":"m","messages":[` +
 	`],"stream":true}`
 
 func TestChatPositionalEdits(t *testing.T) {
-	c := Turn(APIOpenAIChat)
+	c := codecFor(OpenAIChat)
 	res := []conv.ToolResult{{CallID: "x", Content: "r\"x"}, {CallID: "y", Content: "refused", IsError: true}}
 	tests := []struct {
 		name string
@@ -182,7 +182,7 @@ func TestChatPositionalEdits(t *testing.T) {
 }
 
 func TestChatPositionalErrors(t *testing.T) {
-	c := Turn(APIOpenAIChat)
+	c := codecFor(OpenAIChat)
 	body := []byte(chatConv)
 	item := [][]byte{[]byte(`{"role":"user","content":"x"}`)}
 	for name, f := range map[string]func() ([]byte, error){
@@ -217,7 +217,7 @@ const chatReplyCalls = `{"id":"r1","choices":[{"index":0,"message":{"role":"assi
  "usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`
 
 func TestChatEditReply(t *testing.T) {
-	c := Turn(APIOpenAIChat)
+	c := codecFor(OpenAIChat)
 	tests := []struct {
 		name          string
 		reply         string
@@ -287,7 +287,7 @@ func TestChatEditReply(t *testing.T) {
 }
 
 func TestChatMergeReplies(t *testing.T) {
-	c := Turn(APIOpenAIChat)
+	c := codecFor(OpenAIChat)
 	tests := []struct {
 		name, first, next, want string
 	}{
@@ -330,9 +330,9 @@ func TestChatMergeReplies(t *testing.T) {
 // as the assistant turn and its tool messages; EditReply and MergeReplies
 // read back as expected.
 func TestChatTurnRoundTrip(t *testing.T) {
-	c := Turn(APIOpenAIChat)
+	c := codecFor(OpenAIChat)
 	codec := c.(Codec)
-	body, reply := fixture(t, APIOpenAIChat, "request.json"), fixture(t, APIOpenAIChat, "reply.json")
+	body, reply := fixture(t, OpenAIChat, "request.json"), fixture(t, OpenAIChat, "reply.json")
 	before, err := codec.ParseRequest(body)
 	require.NoError(t, err)
 	before.Messages = stripDigests(t, before.Messages)
@@ -382,16 +382,16 @@ func TestChatTurnRoundTrip(t *testing.T) {
 // never panic, and on a body ParseRequest (or, for replies, gjson) accepts a
 // successful edit gives valid JSON.
 func FuzzChatTurn(f *testing.F) {
-	oaSeedTurnFuzz(f, APIOpenAIChat, chatConv, chatReplyCalls)
-	c := Turn(APIOpenAIChat)
+	oaSeedTurnFuzz(f, OpenAIChat, chatConv, chatReplyCalls)
+	c := codecFor(OpenAIChat)
 	f.Fuzz(func(t *testing.T, body []byte, pos int, text string) {
 		oaFuzzTurn(t, c, body, pos, text)
 	})
 }
 
 // oaSeedTurnFuzz seeds a turn fuzzer with the API's fixtures and extra bodies.
-func oaSeedTurnFuzz(f *testing.F, api API, extra ...string) {
-	dir := filepath.Join("testdata", string(api))
+func oaSeedTurnFuzz(f *testing.F, api *Descriptor, extra ...string) {
+	dir := filepath.Join("testdata", api.Name)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		f.Fatal(err)

@@ -11,17 +11,17 @@ import (
 )
 
 // responsesCodec speaks the OpenAI Responses API (POST /v1/responses).
-type responsesCodec struct{}
+type responsesCodec struct {
+	views *ViewCache // nil: no view cache
+}
 
 var _ Codec = responsesCodec{}
-
-func (responsesCodec) API() API { return APIOpenAIResponses }
 
 // responsesKeys are the top-level members the request view reads.
 var responsesKeys = []string{"model", "stream", "max_output_tokens", "instructions", "input", "tools",
 	"prompt_cache_key", "previous_response_id"}
 
-func (responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
+func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	_, idx, err := parseIndexed(body)
 	if err != nil {
 		return nil, err
@@ -47,7 +47,7 @@ func (responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	}
 	if input.Type == gjson.String {
 		req.Messages = []conv.Message{{Role: conv.RoleUser, Blocks: []conv.Block{{Kind: conv.BlockText, Text: jsonkit.OwnedString(input)}}}}
-	} else if req.Messages, err = responsesItems(idx, input); err != nil {
+	} else if req.Messages, err = responsesItems(c.views, idx, input); err != nil {
 		return nil, err
 	}
 	var system []string
@@ -73,9 +73,9 @@ func (responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 // items (assistant messages, function and custom tool calls, reasoning) form
 // one assistant message; each function_call_output or custom_tool_call_output
 // is a tool message.
-func responsesItems(idx *jsonkit.Index, input gjson.Result) ([]conv.Message, error) {
+func responsesItems(views *ViewCache, idx *jsonkit.Index, input gjson.Result) ([]conv.Message, error) {
 	var msgs []conv.Message
-	r := viewResolver{parser: viewResponses, parse: responsesItem}
+	r := viewResolver{cache: views, parser: viewParser(OpenAIResponses.Name), parse: responsesItem}
 	var err error
 	idx.Each(input, func(j int, it gjson.Result) bool {
 		var msg conv.Message

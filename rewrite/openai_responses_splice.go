@@ -28,10 +28,6 @@ import (
 // text's item (item_id, output_index, content_index), through a SeamFilter,
 // and the held events are rewritten to repeat the merged text.
 
-func init() {
-	splicerFactories[APIOpenAIResponses] = func() StreamSplicer { return newResponsesSplicer() }
-}
-
 // Event types the splicer treats specially.
 const (
 	respEvCreated    = "response.created"
