@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -370,4 +371,11 @@ func FuzzAnthropicTurn(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body, reply []byte, pos uint8, text string, rm, mv uint8) {
 		agFuzzTurn(t, Anthropic, body, reply, pos, text, rm, mv)
 	})
+}
+
+// round is one round of longConversation (conversationRounds).
+func (anthropicCodec) round(i int, id string) []string {
+	return []string{fmt.Sprintf(`{"role":"user","content":"step %d"}`, i),
+		fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_use","id":%q,"name":"Read","input":{"n":%d}}]}`, id, i),
+		fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":%q,"content":"r%d"}]}`, id, i)}
 }

@@ -124,13 +124,10 @@ func seedStreams(f *testing.F) {
 			f.Add(uint8(i), append([]byte(nil), ev.Raw...))
 		}
 	}
-	// A Responses stream with a custom (free-form) tool call.
-	b, err := fixtures.ReadFile("testdata/openai_responses/splice_custom.sse")
-	if err != nil {
-		f.Fatal(err)
-	}
+	// Streams with a custom (free-form) tool call, for the APIs that have
+	// them (Responses).
 	for i, api := range allAPIs {
-		if api == OpenAIResponses {
+		if b, err := fixtures.ReadFile("testdata/" + api.Name + "/splice_custom.sse"); err == nil {
 			f.Add(uint8(i), b)
 		}
 	}

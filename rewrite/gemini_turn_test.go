@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -282,4 +283,11 @@ func FuzzGeminiTurn(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body, reply []byte, pos uint8, text string, rm, mv uint8) {
 		agFuzzTurn(t, Gemini, body, reply, pos, text, rm, mv)
 	})
+}
+
+// round is one round of longConversation (conversationRounds).
+func (geminiCodec) round(i int, id string) []string {
+	return []string{fmt.Sprintf(`{"role":"user","parts":[{"text":"step %d"}]}`, i),
+		fmt.Sprintf(`{"role":"model","parts":[{"functionCall":{"name":"Read","args":{"n":%d}}}]}`, i),
+		fmt.Sprintf(`{"role":"user","parts":[{"functionResponse":{"name":"Read","response":{"content":"r%d"}}}]}`, i)}
 }

@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -457,4 +458,12 @@ func oaFuzzTurn(t *testing.T, c TurnCodec, body []byte, pos int, text string) {
 		}
 	}
 	require.Equal(t, orig, body)
+}
+
+// round is one round of longConversation (conversationRounds).
+func (chatCodec) round(i int, id string) []string {
+	return []string{fmt.Sprintf(`{"role":"user","content":"step %d"}`, i),
+		fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"id":%q,"type":"function","function":{"name":"Read","arguments":"{}"}},{"id":"%s-b","type":"function","function":{"name":"Read","arguments":"{}"}}]}`, id, id),
+		fmt.Sprintf(`{"role":"tool","tool_call_id":%q,"content":"r%d"}`, id, i),
+		fmt.Sprintf(`{"role":"tool","tool_call_id":"%s-b","content":"s%d"}`, id, i)}
 }

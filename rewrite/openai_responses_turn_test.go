@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -572,4 +573,13 @@ func TestResponsesTurnRoundTripCustom(t *testing.T) {
 	req2, err := codec.ParseRequest(out2)
 	require.NoError(t, err)
 	require.Equal(t, conv.Anchors(req.Messages), conv.Anchors(req2.Messages))
+}
+
+// round is one round of longConversation (conversationRounds).
+func (responsesCodec) round(i int, id string) []string {
+	return []string{fmt.Sprintf(`{"role":"user","content":"step %d"}`, i),
+		fmt.Sprintf(`{"type":"function_call","call_id":%q,"name":"Read","arguments":"{}"}`, id),
+		fmt.Sprintf(`{"type":"function_call","call_id":"%s-b","name":"Read","arguments":"{}"}`, id),
+		fmt.Sprintf(`{"type":"function_call_output","call_id":%q,"output":"r%d"}`, id, i),
+		fmt.Sprintf(`{"type":"function_call_output","call_id":"%s-b","output":"s%d"}`, id, i)}
 }

@@ -31,6 +31,13 @@ func userTurns(t testing.TB, api *Descriptor, body []byte, last bool) []int {
 	return out
 }
 
+// conversationRounds is implemented by every codec in its test file: the
+// elements of round i of a long conversation (user text, assistant call(s)
+// with id, tool result(s)).
+type conversationRounds interface {
+	round(i int, id string) []string
+}
+
 // longConversation builds a body of api with n rounds: user text, assistant
 // call, tool result(s); spacing varies so separators are exercised.
 func longConversation(api *Descriptor, n int) []byte {
@@ -38,27 +45,7 @@ func longConversation(api *Descriptor, n int) []byte {
 	sep := []string{",", ", ", ",\n  "}
 	for i := range n {
 		id := fmt.Sprintf("c%d", i)
-		switch api {
-		case Anthropic:
-			els = append(els, fmt.Sprintf(`{"role":"user","content":"step %d"}`, i),
-				fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_use","id":%q,"name":"Read","input":{"n":%d}}]}`, id, i),
-				fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":%q,"content":"r%d"}]}`, id, i))
-		case OpenAIChat:
-			els = append(els, fmt.Sprintf(`{"role":"user","content":"step %d"}`, i),
-				fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"id":%q,"type":"function","function":{"name":"Read","arguments":"{}"}},{"id":"%s-b","type":"function","function":{"name":"Read","arguments":"{}"}}]}`, id, id),
-				fmt.Sprintf(`{"role":"tool","tool_call_id":%q,"content":"r%d"}`, id, i),
-				fmt.Sprintf(`{"role":"tool","tool_call_id":"%s-b","content":"s%d"}`, id, i))
-		case OpenAIResponses:
-			els = append(els, fmt.Sprintf(`{"role":"user","content":"step %d"}`, i),
-				fmt.Sprintf(`{"type":"function_call","call_id":%q,"name":"Read","arguments":"{}"}`, id),
-				fmt.Sprintf(`{"type":"function_call","call_id":"%s-b","name":"Read","arguments":"{}"}`, id),
-				fmt.Sprintf(`{"type":"function_call_output","call_id":%q,"output":"r%d"}`, id, i),
-				fmt.Sprintf(`{"type":"function_call_output","call_id":"%s-b","output":"s%d"}`, id, i))
-		case Gemini:
-			els = append(els, fmt.Sprintf(`{"role":"user","parts":[{"text":"step %d"}]}`, i),
-				fmt.Sprintf(`{"role":"model","parts":[{"functionCall":{"name":"Read","args":{"n":%d}}}]}`, i),
-				fmt.Sprintf(`{"role":"user","parts":[{"functionResponse":{"name":"Read","response":{"content":"r%d"}}}]}`, i))
-		}
+		els = append(els, codecFor(api).(conversationRounds).round(i, id)...)
 	}
 	var b strings.Builder
 	for i, e := range els {
