@@ -226,6 +226,9 @@ func (s *responsesSplicer) out(b []byte) []byte {
 	return append(p, b...)
 }
 
+// feed handles one upstream event: data-less events and [DONE]
+// (feedDataless), response-level events (feedResponseEvent), then item
+// events routed to their item's state (itemFor, feedItem).
 func (s *responsesSplicer) feed(ev Event) ([]byte, error) {
 	if !s.framed && len(ev.Raw) > 0 {
 		s.framed, s.crlf = true, bytes.Contains(ev.Raw, []byte("\r\n"))
@@ -234,23 +237,8 @@ func (s *responsesSplicer) feed(ev Event) ([]byte, error) {
 		ev.Raw = bytes.TrimPrefix(ev.Raw, bom) // a follow-up's BOM is not the agent stream's start
 	}
 	data := bytes.TrimSpace(ev.Data)
-	if len(data) == 0 {
-		// Comments, pings without data: pass (on the stream that holds
-		// close events, behind them, keeping the order of its events).
-		h := respHeld{raw: bytes.Clone(ev.Raw), bare: true, counted: !ev.IsComment()}
-		if o := s.open; o != nil && len(o.held) > 0 && o.st == s.cur() {
-			o.held = append(o.held, h)
-			return nil, nil
-		}
-		return s.writeBare(h), nil
-	}
-	if bytes.Equal(data, dataDone) {
-		if s.failed {
-			s.events++
-			return respCompleteEvent(bytes.Clone(ev.Raw)), nil
-		}
-		s.doneRaw = respCompleteEvent(bytes.Clone(ev.Raw)) // sent after the terminal event
-		return nil, nil
+	if len(data) == 0 || bytes.Equal(data, dataDone) {
+		return s.feedDataless(&ev, len(data) == 0), nil
 	}
 	f, err := parseRespFields(ev.Data)
 	if err != nil {
@@ -267,38 +255,8 @@ func (s *responsesSplicer) feed(ev Event) ([]byte, error) {
 	if f.typ.Type != gjson.String {
 		typ = string(ev.Name)
 	}
-	switch typ {
-	case respEvCreated, respEvInProgress, respEvQueued:
-		if len(s.streams) > 1 {
-			if id := f.response.Get("id"); id.Type == gjson.String {
-				s.followID = jsonkit.OwnedString(id)
-			}
-			return nil, nil
-		}
-		s.breakOpen()
-		return s.emit(ev.Raw, ev.Name, ev.Data, -1)
-	case respEvCompleted, respEvIncomplete:
-		if st.done {
-			return nil, fmt.Errorf("%w: second terminal event %q", ErrMalformedReply, typ)
-		}
-		if !f.response.IsObject() {
-			return nil, fmt.Errorf("%w: %s without a response object", ErrMalformedReply, typ)
-		}
-		st.reply = st.buildReply(f.response)
-		st.term = respHoldEvent(&ev)
-		st.done = true
-		s.flushSeam() // the continuation's text ended with its stream
-		return nil, nil
-	case respEvFailed, respEvError:
-		if st.done {
-			return nil, fmt.Errorf("%w: %q after the terminal event", ErrMalformedReply, typ)
-		}
-		if typ == respEvFailed && f.response.IsObject() {
-			st.reply = []byte(f.response.Raw)
-		}
-		st.done, s.failed = true, true
-		s.closeOpen()
-		return s.emit(ev.Raw, ev.Name, ev.Data, -1)
+	if b, handled, err := s.feedResponseEvent(st, typ, &f, &ev); handled {
+		return b, err
 	}
 
 	// Item events are routed by output_index (or, lacking it, item_id).
@@ -321,6 +279,77 @@ func (s *responsesSplicer) feed(ev Event) ([]byte, error) {
 		s.breakOpen()
 		return s.emit(ev.Raw, ev.Name, ev.Data, -1) // unknown or item-less event
 	}
+	return s.feedItem(st, s.itemFor(st, idx, typ, &f), idx, typ, &f, &ev)
+}
+
+// feedDataless handles an event without data (bare: comments, pings) or
+// data [DONE].
+func (s *responsesSplicer) feedDataless(ev *Event, bare bool) []byte {
+	if bare {
+		// Comments, pings without data: pass (on the stream that holds
+		// close events, behind them, keeping the order of its events).
+		h := respHeld{raw: bytes.Clone(ev.Raw), bare: true, counted: !ev.IsComment()}
+		if o := s.open; o != nil && len(o.held) > 0 && o.st == s.cur() {
+			o.held = append(o.held, h)
+			return nil
+		}
+		return s.writeBare(h)
+	}
+	if s.failed {
+		s.events++
+		return respCompleteEvent(bytes.Clone(ev.Raw))
+	}
+	s.doneRaw = respCompleteEvent(bytes.Clone(ev.Raw)) // sent after the terminal event
+	return nil
+}
+
+// feedResponseEvent handles the response-level events of stream st
+// (created, in progress, queued, completed, incomplete, failed, error);
+// handled is false for any other event.
+func (s *responsesSplicer) feedResponseEvent(st *respStream, typ string, f *respFields, ev *Event) (b []byte, handled bool, err error) {
+	switch typ {
+	case respEvCreated, respEvInProgress, respEvQueued:
+		if len(s.streams) > 1 {
+			if id := f.response.Get("id"); id.Type == gjson.String {
+				s.followID = jsonkit.OwnedString(id)
+			}
+			return nil, true, nil
+		}
+		s.breakOpen()
+		b, err = s.emit(ev.Raw, ev.Name, ev.Data, -1)
+		return b, true, err
+	case respEvCompleted, respEvIncomplete:
+		if st.done {
+			return nil, true, fmt.Errorf("%w: second terminal event %q", ErrMalformedReply, typ)
+		}
+		if !f.response.IsObject() {
+			return nil, true, fmt.Errorf("%w: %s without a response object", ErrMalformedReply, typ)
+		}
+		st.reply = st.buildReply(f.response)
+		st.term = respHoldEvent(ev)
+		st.done = true
+		s.flushSeam() // the continuation's text ended with its stream
+		return nil, true, nil
+	case respEvFailed, respEvError:
+		if st.done {
+			return nil, true, fmt.Errorf("%w: %q after the terminal event", ErrMalformedReply, typ)
+		}
+		if typ == respEvFailed && f.response.IsObject() {
+			st.reply = []byte(f.response.Raw)
+		}
+		st.done, s.failed = true, true
+		s.closeOpen()
+		b, err = s.emit(ev.Raw, ev.Name, ev.Data, -1)
+		return b, true, err
+	}
+	return nil, false, nil
+}
+
+// itemFor returns the state of output item idx of stream st, creating it
+// on the item's first event (a call, a dropped reasoning item of a
+// continuation, or a message merged into the open text), and records the
+// item's body and id from output_item events.
+func (s *responsesSplicer) itemFor(st *respStream, idx int64, typ string, f *respFields) *respItemState {
 	it := st.items[idx]
 	if it == nil {
 		call := strings.HasPrefix(typ, respEvArgsPrefix) || strings.HasPrefix(typ, respEvInputPrefix) ||
@@ -342,11 +371,18 @@ func (s *responsesSplicer) feed(ev Event) ([]byte, error) {
 			st.ids[id.Str] = idx
 		}
 	}
+	return it
+}
+
+// feedItem handles an event of output item it (index idx of stream st):
+// dropped, merged into the open text, held (a call until the engine
+// decides), or emitted at the item's index in the agent's stream.
+func (s *responsesSplicer) feedItem(st *respStream, it *respItemState, idx int64, typ string, f *respFields, ev *Event) ([]byte, error) {
 	switch {
 	case it.drop:
 		return nil, nil
 	case it.merge:
-		return s.feedMerge(it, typ, &f, &ev)
+		return s.feedMerge(it, typ, f, ev)
 	case it.call:
 		if it.agent >= 0 {
 			return s.emit(ev.Raw, ev.Name, ev.Data, it.agent) // a late event of a released call
@@ -354,16 +390,16 @@ func (s *responsesSplicer) feed(ev Event) ([]byte, error) {
 		if st.released {
 			return nil, nil // a late event of a removed call
 		}
-		it.held = append(it.held, respHoldEvent(&ev))
+		it.held = append(it.held, respHoldEvent(ev))
 		return nil, nil
 	}
 	if o := s.open; o != nil {
 		if o.st != st || o.key != idx {
 			s.closeOpen() // another block follows the text
 		} else {
-			switch o.feed(typ, &f) {
+			switch o.feed(typ, f) {
 			case respHold:
-				h := respHoldEvent(&ev)
+				h := respHoldEvent(ev)
 				h.typ = strings.Clone(typ) // typ aliases the event's bytes
 				o.held = append(o.held, h)
 				return nil, nil
@@ -382,7 +418,7 @@ func (s *responsesSplicer) feed(ev Event) ([]byte, error) {
 		return nil, err
 	}
 	if s.open == nil {
-		s.open = newRespOpen(st, idx, it, typ, &f)
+		s.open = newRespOpen(st, idx, it, typ, f)
 	}
 	return b, nil
 }
