@@ -248,112 +248,141 @@ func (s *chatSplicer) feed(ev Event) ([]byte, error) {
 	return s.choice(ev, c, usage)
 }
 
-// choice handles a chunk whose choice 0 is c.
+// chatChunkDelta is what choice reads from a chunk's choice 0.
+type chatChunkDelta struct {
+	members   [6]gjson.Result // delta's members (chatDeltaKeys)
+	isObject  bool            // delta is an object
+	content   string          // the content delta
+	hasText   bool            // some text delta (content, refusal, reasoning) is non-empty
+	hasCalls  bool            // tool call deltas
+	hasFinish bool            // a finish_reason
+	hasRole   bool            // a role
+}
+
+// choice handles a chunk whose choice 0 is c: readChoice records its
+// deltas, then a continuation's chunk goes to contChoice and any other to
+// passChoice.
 func (s *chatSplicer) choice(ev Event, c, usage gjson.Result) ([]byte, error) {
+	d, err := s.readChoice(c, usage)
+	if err != nil {
+		return nil, err
+	}
+	if s.cur.cont {
+		return s.contChoice(ev, d.isObject, d.members[:], usage, d.content, d.hasCalls, d.hasFinish, d.hasText)
+	}
+	s.noteText(d.content)
+	return s.passChoice(ev, &d, usage), nil
+}
+
+// readChoice checks choice 0 (c) and the chunk's usage, and records their
+// text, tool call, finish and usage deltas in the current stream.
+func (s *chatSplicer) readChoice(c, usage gjson.Result) (d chatChunkDelta, err error) {
 	var cm [3]gjson.Result
 	if err := chatMembers(c, chatChoiceKeys, cm[:]); err != nil {
-		return nil, err
+		return d, err
 	}
 	delta, fr := cm[1], cm[2]
 	if !jsonkit.IsNull(delta) && !delta.IsObject() {
-		return nil, fmt.Errorf("%w: delta is not an object", ErrMalformedReply)
+		return d, fmt.Errorf("%w: delta is not an object", ErrMalformedReply)
 	}
 	if !jsonkit.IsNull(fr) && fr.Type != gjson.String {
-		return nil, fmt.Errorf("%w: finish_reason is not a string", ErrMalformedReply)
+		return d, fmt.Errorf("%w: finish_reason is not a string", ErrMalformedReply)
 	}
-	var dm [6]gjson.Result
+	dm := &d.members
 	if err := chatMembers(delta, chatDeltaKeys, dm[:]); err != nil {
-		return nil, err
+		return d, err
 	}
 	role, calls := dm[0], dm[5]
 	if !jsonkit.IsNull(role) && role.Type != gjson.String {
-		return nil, fmt.Errorf("%w: delta.role is not a string", ErrMalformedReply)
+		return d, fmt.Errorf("%w: delta.role is not a string", ErrMalformedReply)
 	}
-	hasText := false
-	var content string // choice 0's content delta
 	for i, dst := range [...]*[]byte{&s.cur.content, &s.cur.refusal, &s.cur.reasoningContent, &s.cur.reasoning} {
 		t := dm[1+i]
 		if jsonkit.IsNull(t) {
 			continue
 		}
 		if t.Type != gjson.String {
-			return nil, fmt.Errorf("%w: delta.%s is not a string", ErrMalformedReply, chatDeltaKeys[1+i])
+			return d, fmt.Errorf("%w: delta.%s is not a string", ErrMalformedReply, chatDeltaKeys[1+i])
 		}
 		if i == 0 {
 			s.cur.sawContent = true
-			content = t.Str
+			d.content = t.Str
 		}
 		if t.Str != "" {
-			hasText = true
+			d.hasText = true
 			*dst = append(*dst, t.Str...)
 		}
 	}
 	if err := wantArray(calls, ""); err != nil {
-		return nil, fmt.Errorf("%w: delta.tool_calls is not an array", ErrMalformedReply)
+		return d, fmt.Errorf("%w: delta.tool_calls is not an array", ErrMalformedReply)
 	}
-	hasCalls := jsonkit.LastValueEnd(calls) >= 0
-	if hasCalls {
+	d.hasCalls = jsonkit.LastValueEnd(calls) >= 0
+	if d.hasCalls {
 		if err := s.addCalls(calls); err != nil {
-			return nil, err
+			return d, err
 		}
 	}
-	hasFinish := fr.Type == gjson.String && fr.Str != ""
-	if hasFinish {
+	d.hasFinish = fr.Type == gjson.String && fr.Str != ""
+	if d.hasFinish {
 		s.cur.finish = jsonkit.OwnedString(fr)
 	}
 	if usage.IsObject() {
 		s.cur.usage = []byte(usage.Raw)
 	}
-	hasRole := role.Type == gjson.String
-	if s.cur.cont {
-		return s.contChoice(ev, delta.IsObject(), dm[:], usage, content, hasCalls, hasFinish, hasText)
-	}
-	s.noteText(content)
+	d.hasRole = role.Type == gjson.String
+	d.isObject = delta.IsObject()
+	return d, nil
+}
 
-	if !hasCalls && !hasFinish {
+// passChoice renders a chunk of the first stream or a follow-up (not a
+// continuation) for the agent: text passes (a follow-up's without its
+// role), tool call deltas are held back, and a finish is held until the
+// engine decides the turn.
+func (s *chatSplicer) passChoice(ev Event, d *chatChunkDelta, usage gjson.Result) []byte {
+	if !d.hasCalls && !d.hasFinish {
 		if s.stream == 0 {
-			s.roleSent = s.roleSent || hasRole
-			return s.pass(ev.Raw), nil
+			s.roleSent = s.roleSent || d.hasRole
+			return s.pass(ev.Raw)
 		}
-		if !hasText {
-			return nil, nil // a follow-up's preamble or an empty delta
+		if !d.hasText {
+			return nil // a follow-up's preamble or an empty delta
 		}
 		cp := bytes.Clone(ev.Data)
-		if hasRole {
+		if d.hasRole {
 			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return oaDeleteMember(b, d, "role") })
 		}
-		return s.frame(nil, s.rewriteIDs(cp)), nil
+		return s.frame(nil, s.rewriteIDs(cp))
 	}
 
 	var out []byte
-	forward := hasText || (s.stream == 0 && hasRole && !s.roleSent)
+	forward := d.hasText || (s.stream == 0 && d.hasRole && !s.roleSent)
 	if forward {
 		cp := bytes.Clone(ev.Data)
-		if hasCalls {
+		if d.hasCalls {
 			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return oaDeleteMember(b, d, "tool_calls") })
 		}
-		if hasRole && s.stream > 0 {
+		if d.hasRole && s.stream > 0 {
 			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return oaDeleteMember(b, d, "role") })
 		}
-		if hasFinish {
+		if d.hasFinish {
 			cp = chatEditChoice(cp, "finish_reason", []byte("null"))
 		}
 		if usage.IsObject() {
 			cp = chatEditRoot(cp, "usage", []byte("null"))
 		}
 		out = s.frame(nil, s.rewriteIDs(cp))
-		s.roleSent = s.roleSent || hasRole
+		s.roleSent = s.roleSent || d.hasRole
 	}
-	if hasFinish {
+	if d.hasFinish {
 		h := chatHeld{data: bytes.Clone(ev.Data), finish: true, usage: usage.IsObject()}
-		if hasCalls || forward {
+		if d.hasCalls || forward {
 			h.data = chatEditChoice(h.data, "delta", []byte("{}"))
 		} else {
 			h.raw = s.complete(ev.Raw)
 		}
 		s.cur.held = append(s.cur.held, h)
 	}
-	return out, nil
+	return out
 }
 
 // contChoice handles a chunk of a continuation stream whose choice 0 was
