@@ -231,41 +231,71 @@ func (s *geminiSplicer) Feed(ev Event) ([]byte, error) {
 	return s.out(append(out, b...)), nil
 }
 
-// chunk handles one GenerateContentResponse chunk.
+// geminiChunkParts is what readParts finds in a chunk's candidate 0.
+type geminiChunkParts struct {
+	cand, partsArr gjson.Result
+	elems          []gjson.Result // the parts
+	text           []int          // indices of the parts that are not calls
+	firstCall      int            // index in s.calls of the chunk's first call
+	ncall          int            // the chunk's calls
+}
+
+// chunk handles one GenerateContentResponse chunk: readParts and
+// readMetadata record it, then a continuation's chunk goes to contChunk and
+// any other to passChunk.
 func (s *geminiSplicer) chunk(ev Event, root gjson.Result) ([]byte, error) {
+	c, err := s.readParts(root)
+	if err != nil {
+		return nil, err
+	}
+	terminal := s.readMetadata(root, c.cand)
+	if s.cont {
+		return s.contChunk(ev, c.partsArr, c.elems, c.ncall, terminal)
+	}
+	return s.passChunk(ev, &c, terminal)
+}
+
+// readParts checks the shape of candidate 0 and records its parts (calls
+// among them) in the splicer.
+func (s *geminiSplicer) readParts(root gjson.Result) (c geminiChunkParts, err error) {
 	cands := root.Get("candidates")
 	if !jsonkit.IsNull(cands) && !cands.IsArray() {
-		return nil, fmt.Errorf("%w: candidates must be an array", ErrMalformedReply)
+		return c, fmt.Errorf("%w: candidates must be an array", ErrMalformedReply)
 	}
-	cand := cands.Get("0")
-	if !jsonkit.IsNull(cand) && !cand.IsObject() {
-		return nil, fmt.Errorf("%w: candidates[0] must be an object", ErrMalformedReply)
+	c.cand = cands.Get("0")
+	if !jsonkit.IsNull(c.cand) && !c.cand.IsObject() {
+		return c, fmt.Errorf("%w: candidates[0] must be an object", ErrMalformedReply)
 	}
-	content := cand.Get("content")
+	content := c.cand.Get("content")
 	if !jsonkit.IsNull(content) && !content.IsObject() {
-		return nil, fmt.Errorf("%w: candidates[0].content must be an object", ErrMalformedReply)
+		return c, fmt.Errorf("%w: candidates[0].content must be an object", ErrMalformedReply)
 	}
-	partsArr := content.Get("parts")
-	if !jsonkit.IsNull(partsArr) && !partsArr.IsArray() {
-		return nil, fmt.Errorf("%w: candidates[0].content.parts must be an array", ErrMalformedReply)
+	c.partsArr = content.Get("parts")
+	if !jsonkit.IsNull(c.partsArr) && !c.partsArr.IsArray() {
+		return c, fmt.Errorf("%w: candidates[0].content.parts must be an array", ErrMalformedReply)
 	}
-	elems := agElems(partsArr)
-	var text []int
-	firstCall := len(s.calls)
-	for i, p := range elems {
+	c.elems = agElems(c.partsArr)
+	c.firstCall = len(s.calls)
+	for i, p := range c.elems {
 		if !p.IsObject() {
-			return nil, fmt.Errorf("%w: candidates[0].content.parts[%d] must be an object", ErrMalformedReply, i)
+			return c, fmt.Errorf("%w: candidates[0].content.parts[%d] must be an object", ErrMalformedReply, i)
 		}
 		raw := []byte(p.Raw)
 		s.parts = append(s.parts, raw)
 		if fc, _ := either(p, "functionCall", "function_call"); fc.IsObject() {
 			s.calls = append(s.calls, raw)
 		} else {
-			text = append(text, i)
+			c.text = append(c.text, i)
 		}
 	}
-	ncall := len(s.calls) - firstCall
+	c.ncall = len(s.calls) - c.firstCall
+	return c, nil
+}
 
+// readMetadata records the chunk's ids, model, usage, prompt feedback and
+// finish reason, and reports whether the chunk ends its stream (a finish
+// reason, or a blocked prompt without a candidate).
+func (s *geminiSplicer) readMetadata(root, cand gjson.Result) (terminal bool) {
 	if s.stream == 0 {
 		if s.firstID == nil {
 			s.firstID = rawString(root.Get("responseId"))
@@ -287,17 +317,21 @@ func (s *geminiSplicer) chunk(ev Event, root gjson.Result) ([]byte, error) {
 		s.feedback = []byte(pf.Raw)
 	}
 	fr, _ := either(cand, "finishReason", "finish_reason")
-	terminal := fr.Type == gjson.String && fr.Str != ""
+	terminal = fr.Type == gjson.String && fr.Str != ""
 	if terminal {
 		s.finish = []byte(fr.Raw)
 	} else if !cand.Exists() && root.Get("promptFeedback.blockReason").Type == gjson.String {
 		terminal = true // the prompt was blocked: no candidate comes
 	}
+	return terminal
+}
 
-	if s.cont {
-		return s.contChunk(ev, partsArr, elems, ncall, terminal)
-	}
-
+// passChunk renders a chunk of the first stream or a follow-up for the
+// agent: its text parts pass, its calls are held back, and its terminal
+// chunk is held (or, with text beside calls, sent without the calls) until
+// the engine decides the turn.
+func (s *geminiSplicer) passChunk(ev Event, c *geminiChunkParts, terminal bool) ([]byte, error) {
+	elems, text, ncall := c.elems, c.text, c.ncall
 	if !terminal {
 		switch {
 		case ncall == 0:
@@ -330,7 +364,7 @@ func (s *geminiSplicer) chunk(ev Event, root gjson.Result) ([]byte, error) {
 	s.termData = bytes.Clone(ev.Data)
 	s.termRaw = bytes.Clone(ev.Raw)
 	s.termText = text
-	s.termCalls, s.termNCall = firstCall, ncall
+	s.termCalls, s.termNCall = c.firstCall, ncall
 	return nil, nil
 }
 
