@@ -807,12 +807,12 @@ func (s *geminiSplicer) flushRun() {
 	}
 }
 
-// contChunk handles a chunk of a continuation stream (see above); its parts
-// are already recorded.
-func (s *geminiSplicer) contChunk(ev Event, arr gjson.Result, elems []gjson.Result, ncall int, terminal bool) ([]byte, error) {
-	out := make([][]byte, 0, len(elems)+1) // the non-call parts the agent gets
-	same := true                           // out is elems without the calls
-	var calls [][]byte
+// contParts returns the parts of a continuation chunk the agent gets (out:
+// its text through the seam filter, a run's flushed text, other parts;
+// never the calls), the calls, and whether out is elems without the calls.
+func (s *geminiSplicer) contParts(elems []gjson.Result, terminal bool) (out, calls [][]byte, same bool) {
+	out = make([][]byte, 0, len(elems)+1)
+	same = true
 	for _, p := range elems {
 		switch geminiKindOf(p) {
 		case gpCall:
@@ -854,6 +854,13 @@ func (s *geminiSplicer) contChunk(ev Event, arr gjson.Result, elems []gjson.Resu
 		}
 	}
 
+	return out, calls, same
+}
+
+// contChunk handles a chunk of a continuation stream (see above); its parts
+// are already recorded.
+func (s *geminiSplicer) contChunk(ev Event, arr gjson.Result, elems []gjson.Result, ncall int, terminal bool) ([]byte, error) {
+	out, calls, same := s.contParts(elems, terminal)
 	if !terminal {
 		switch {
 		case len(elems) == 0 || same && ncall == 0:
