@@ -37,7 +37,7 @@ var ErrMalformedReply = errors.New("rewrite: malformed upstream reply")
 // Codec knows one wire API. Implementations are stateless and safe for
 // concurrent use; per-stream state lives in the StreamDecoder they create.
 type Codec interface {
-	// ParseRequest validates body (once, with validJSON) and builds the
+	// ParseRequest validates body (once, with jsonkit.Valid) and builds the
 	// read-only view hooks see. Invalid JSON, a top level that is not an
 	// object, or a field of the wrong type for what the view or ApplyEdits
 	// needs (messages not an array, max_tokens not a number, stream not a
