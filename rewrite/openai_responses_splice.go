@@ -1145,39 +1145,11 @@ func (s *responsesSplicer) feedMerge(m *respItemState, typ string, f *respFields
 	case respEvItemAdded:
 		return nil, nil
 	case respEvItemDone:
-		s.flushSeam()
-		if st := f.item.Get("status"); st.Type == gjson.String {
-			o.edit.status = []byte(st.Raw)
-		}
-		parts := oaElems(f.item.Get("content"))
-		for mi, x := range o.extra {
-			if mi < int64(len(parts)) && parts[mi].IsObject() {
-				o.edit.extra[x.pos] = []byte(parts[mi].Raw)
-			}
-		}
-		if o.textClosed {
-			s.closeOpen() // the message ends with another part
-		}
+		s.mergeItemDone(o, f)
 		return nil, nil
 	case respEvPartAdded:
-		if !hasCI {
+		if s.mergePartAdded(o, f, ci, hasCI) {
 			return nil, nil
-		}
-		if o.mText < 0 && !o.textClosed && f.part.Get("type").Str == "output_text" {
-			o.mText = ci
-			return nil, nil
-		}
-		if _, ok := o.extra[ci]; !ok && ci != o.mText {
-			s.flushSeam()
-			s.flushPartCloses(o)
-			o.textClosed = true
-			o.extra[ci] = respExtraPart{agent: o.nextPart, pos: len(o.edit.extra)}
-			o.nextPart++
-			part := []byte("{}")
-			if f.part.IsObject() {
-				part = []byte(f.part.Raw)
-			}
-			o.edit.extra = append(o.edit.extra, part)
 		}
 	case respEvPartDone:
 		if hasCI && ci == o.mText {
@@ -1221,6 +1193,51 @@ func (s *responsesSplicer) feedMerge(m *respItemState, typ string, f *respFields
 	}
 	return s.emitRewrite(ev.Raw, ev.Name, ev.Data, o.agent, &respRewrite{
 		itemID: o.itemID, content: strconv.AppendInt(nil, x.agent, 10)})
+}
+
+// mergeItemDone takes the merged message's output_item.done: its status
+// and its extra parts as they finally are go to the open text's message.
+func (s *responsesSplicer) mergeItemDone(o *respOpen, f *respFields) {
+	s.flushSeam()
+	if st := f.item.Get("status"); st.Type == gjson.String {
+		o.edit.status = []byte(st.Raw)
+	}
+	parts := oaElems(f.item.Get("content"))
+	for mi, x := range o.extra {
+		if mi < int64(len(parts)) && parts[mi].IsObject() {
+			o.edit.extra[x.pos] = []byte(parts[mi].Raw)
+		}
+	}
+	if o.textClosed {
+		s.closeOpen() // the message ends with another part
+	}
+}
+
+// mergePartAdded takes a content_part.added of the merged message (content
+// index ci): its first output_text part becomes the merged text, and any
+// other new part an extra part of the open text's message, closing the
+// text. It reports whether the event is consumed (nothing to emit).
+func (s *responsesSplicer) mergePartAdded(o *respOpen, f *respFields, ci int64, hasCI bool) (consumed bool) {
+	if !hasCI {
+		return true
+	}
+	if o.mText < 0 && !o.textClosed && f.part.Get("type").Str == "output_text" {
+		o.mText = ci
+		return true
+	}
+	if _, ok := o.extra[ci]; !ok && ci != o.mText {
+		s.flushSeam()
+		s.flushPartCloses(o)
+		o.textClosed = true
+		o.extra[ci] = respExtraPart{agent: o.nextPart, pos: len(o.edit.extra)}
+		o.nextPart++
+		part := []byte("{}")
+		if f.part.IsObject() {
+			part = []byte(f.part.Raw)
+		}
+		o.edit.extra = append(o.edit.extra, part)
+	}
+	return false
 }
 
 // Continue starts a continuation stream: its first message continues the
