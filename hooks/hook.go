@@ -193,3 +193,38 @@ func (c *Chain) RunReply(ctx context.Context, call *Call, reply *conv.Reply) (Re
 	}
 	return out, errors.Join(errs...)
 }
+
+// OutcomeHook sees what finally happened in a turn: every tool call's fate
+// (delivered, claimed, refused, dropped, undelivered) after all reply hooks
+// decided and the turn engine acted, with the turn's usage and rounds.
+//
+// Contract:
+//   - OnOutcome runs once per turn that ran the reply chain, after the
+//     agent got its reply (or the turn failed), in chain order.
+//   - It observes only: it cannot change the reply or the session (state
+//     changes belong in ReplyDecision.Effects, applied atomically).
+//   - It must not block: it runs on the request's goroutine after the
+//     reply was written. An error is logged and counted, nothing else.
+type OutcomeHook interface {
+	Hook
+	OnOutcome(ctx context.Context, call *Call, out *conv.TurnOutcome) error
+}
+
+// RunOutcome gives out to every hook that implements OutcomeHook, in chain
+// order, and returns the errors of those that failed (joined).
+func (c *Chain) RunOutcome(ctx context.Context, call *Call, out *conv.TurnOutcome) error {
+	if c == nil {
+		return nil
+	}
+	var errs []error
+	for _, h := range c.hooks {
+		oh, ok := h.(OutcomeHook)
+		if !ok {
+			continue
+		}
+		if err := oh.OnOutcome(ctx, call, out); err != nil {
+			errs = append(errs, &HookError{Hook: h.Name(), Err: err})
+		}
+	}
+	return errors.Join(errs...)
+}
