@@ -245,3 +245,12 @@ func (anthropicCodec) ErrorBody(status int, message string) []byte {
 func (anthropicCodec) StreamErrorEvent(status int, message string) []byte {
 	return AppendEvent(nil, []byte("error"), anthropicError(status, message))
 }
+
+func (anthropicCodec) sideRequest(body []byte) string {
+	r := topMembers(body, "tools", "tool_choice", "output_format", "output_config")
+	return firstSide(
+		when(r[2].Get("type").Str == "json_schema" || r[3].Get("format.type").Str == "json_schema", SideJSONOutput),
+		when(r[1].Get("type").Str == "none", SideToolChoiceNone),
+		when(!nonEmptyArray(r[0]), SideNoTools),
+	)
+}

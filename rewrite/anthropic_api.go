@@ -1,6 +1,10 @@
 package rewrite
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
+)
 
 // Anthropic is the Anthropic Messages API: POST /v1/messages (JSON or SSE)
 // and /v1/messages/count_tokens.
@@ -27,4 +31,41 @@ var Anthropic = &Descriptor{
 func anthropicTerminal(name, data []byte) bool {
 	return bytes.Equal(name, nameMessageStop) || bytes.Equal(name, nameError) ||
 		(name == nil && bytes.Contains(data, keyTypeError))
+}
+
+// anthropicErrorType maps an HTTP status to Anthropic's error.type.
+func anthropicErrorType(status int) string {
+	switch status {
+	case 400:
+		return "invalid_request_error"
+	case 401:
+		return "authentication_error"
+	case 402:
+		return "billing_error"
+	case 403:
+		return "permission_error"
+	case 404:
+		return "not_found_error"
+	case 413:
+		return "request_too_large"
+	case 429:
+		return "rate_limit_error"
+	case 504:
+		return "timeout_error"
+	case 529:
+		return "overloaded_error"
+	}
+	if status >= 400 && status < 500 {
+		return "invalid_request_error"
+	}
+	return "api_error" // 500, 502, 503 and anything else
+}
+
+// anthropicError renders {"type":"error","error":{"type":…,"message":…}}.
+func anthropicError(status int, message string) []byte {
+	b := append([]byte(nil), `{"type":"error","error":{"type":`...)
+	b = jsonkit.AppendString(b, anthropicErrorType(status))
+	b = append(b, `,"message":`...)
+	b = jsonkit.AppendString(b, message)
+	return append(b, "}}"...)
 }

@@ -252,3 +252,16 @@ func anthropicTakeStopAndUsage(out []byte, r1, r2 gjson.Result) ([]byte, error) 
 	}
 	return out, nil
 }
+
+func (anthropicCodec) conversationKey() string { return "messages" }
+
+func (anthropicCodec) fillerElem() string { return `{"role":"user","content":""}` }
+
+func (anthropicCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
+	return singleElemTurns(body, "messages")
+}
+
+// AppendUserTexts is AppendUserTextAt for several turns, batched.
+func (c anthropicCodec) AppendUserTexts(body []byte, ops []UserTexts) ([]byte, error) {
+	return appendUserTexts(c, c, body, ops)
+}

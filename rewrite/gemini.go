@@ -365,3 +365,23 @@ func (geminiCodec) ErrorBody(status int, message string) []byte { return geminiE
 func (geminiCodec) StreamErrorEvent(status int, message string) []byte {
 	return AppendData(nil, geminiError(status, message))
 }
+
+func (geminiCodec) sideRequest(body []byte) string {
+	r := topMembers(body, "tools", "generationConfig", "generation_config", "toolConfig", "tool_config")
+	camel, snake := r[1], r[2]
+	jsonMode := strings.EqualFold(camel.Get("responseMimeType").Str, "application/json") ||
+		strings.EqualFold(snake.Get("response_mime_type").Str, "application/json") ||
+		present(camel.Get("responseSchema")) || present(camel.Get("responseJsonSchema")) ||
+		present(snake.Get("response_schema")) || present(snake.Get("response_json_schema"))
+	functions := false
+	jsonkit.EachElement(r[0], func(_ int, t gjson.Result) bool {
+		functions = nonEmptyArray(t.Get("functionDeclarations")) || nonEmptyArray(t.Get("function_declarations"))
+		return !functions
+	})
+	return firstSide(
+		when(jsonMode, SideJSONOutput),
+		when(strings.EqualFold(r[3].Get("functionCallingConfig.mode").Str, "NONE") ||
+			strings.EqualFold(r[4].Get("function_calling_config.mode").Str, "NONE"), SideToolChoiceNone),
+		when(!functions, SideNoTools),
+	)
+}

@@ -274,3 +274,16 @@ func geminiReplyPair(first, next []byte) (r1, r2, p1, p2 gjson.Result, err error
 	}
 	return r1, r2, p1, p2, nil
 }
+
+func (geminiCodec) conversationKey() string { return "contents" }
+
+func (geminiCodec) fillerElem() string { return `{"role":"user","parts":[]}` }
+
+func (geminiCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
+	return singleElemTurns(body, "contents")
+}
+
+// AppendUserTexts is AppendUserTextAt for several turns, batched.
+func (c geminiCodec) AppendUserTexts(body []byte, ops []UserTexts) ([]byte, error) {
+	return appendUserTexts(c, c, body, ops)
+}

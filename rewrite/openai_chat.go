@@ -367,3 +367,12 @@ func (chatCodec) ErrorBody(status int, message string) []byte { return openAIErr
 func (chatCodec) StreamErrorEvent(status int, message string) []byte {
 	return AppendData(nil, openAIError(status, message))
 }
+
+func (chatCodec) sideRequest(body []byte) string {
+	r := topMembers(body, "tools", "functions", "tool_choice", "function_call", "response_format")
+	return firstSide(
+		when(jsonFormat(r[4].Get("type")), SideJSONOutput),
+		when(r[2].Str == "none" || (r[3].Str == "none" && !present(r[2])), SideToolChoiceNone),
+		when(!nonEmptyArray(r[0]) && !nonEmptyArray(r[1]), SideNoTools),
+	)
+}

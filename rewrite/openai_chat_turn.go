@@ -319,3 +319,31 @@ func chatAppendToolCalls(out []byte, nmsg gjson.Result, msg func() gjson.Result)
 	}
 	return nil, fmt.Errorf("%w: choices[0].message.tool_calls is not an array", ErrMalformedReply)
 }
+
+func (chatCodec) conversationKey() string { return "messages" }
+
+func (chatCodec) fillerElem() string { return `{"role":"user","content":""}` }
+
+// userTurnElems: a user message is its own element; text for a tool
+// message goes in a new user message after the run of tool messages that
+// follows it, so its edit spans that run.
+func (chatCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
+	_, _, elems, err := chatMessages(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	return elems, func(pos int) (int, int, error) {
+		if pos < 0 || pos >= len(elems) {
+			return 0, 0, errNoBatch
+		}
+		if chatIsTool(elems[pos]) {
+			return pos, chatToolRunEnd(elems, pos), nil
+		}
+		return pos, pos + 1, nil
+	}, nil
+}
+
+// AppendUserTexts is AppendUserTextAt for several turns, batched.
+func (c chatCodec) AppendUserTexts(body []byte, ops []UserTexts) ([]byte, error) {
+	return appendUserTexts(c, c, body, ops)
+}

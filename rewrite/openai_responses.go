@@ -319,3 +319,12 @@ func (responsesCodec) StreamErrorEvent(status int, message string) []byte {
 	b = append(b, `,"param":null}`...)
 	return AppendEvent(nil, []byte("error"), b)
 }
+
+func (responsesCodec) sideRequest(body []byte) string {
+	r := topMembers(body, "tools", "tool_choice", "text")
+	return firstSide(
+		when(jsonFormat(r[2].Get("format.type")), SideJSONOutput),
+		when(r[1].Str == "none", SideToolChoiceNone),
+		when(!nonEmptyArray(r[0]), SideNoTools),
+	)
+}

@@ -371,3 +371,31 @@ func (in *responsesInput) resultRunEnd(pos int) int {
 	}
 	return v
 }
+
+func (responsesCodec) conversationKey() string { return "input" }
+
+func (responsesCodec) fillerElem() string { return `{"role":"user","content":""}` }
+
+// userTurnElems maps view positions to input items: a user message is one
+// item; text for a tool output goes in a new user message after the run of
+// outputs that follows it, so its edit spans that run.
+func (responsesCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
+	in, err := readResponsesInput(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	if in.str {
+		return nil, nil, errNoBatch
+	}
+	return in.elems, func(pos int) (int, int, error) {
+		if pos < 0 || pos >= len(in.ranges) {
+			return 0, 0, errNoBatch
+		}
+		return in.ranges[pos][0], in.ranges[in.resultRunEnd(pos)-1][1], nil
+	}, nil
+}
+
+// AppendUserTexts is AppendUserTextAt for several turns, batched.
+func (c responsesCodec) AppendUserTexts(body []byte, ops []UserTexts) ([]byte, error) {
+	return appendUserTexts(c, c, body, ops)
+}
