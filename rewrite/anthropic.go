@@ -51,7 +51,7 @@ func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	if req.Tools, err = namedTools(idx, tools, "name"); err != nil {
 		return nil, at(err, "tools")
 	}
-	if req.Messages, err = parseMessages(c.views, idx, msgs, "messages", viewParser(Anthropic.Name), anthropicMessage); err != nil {
+	if req.Messages, err = parseMessages(c.views, idx, msgs, "messages", anthropicViews, anthropicMessage); err != nil {
 		return nil, err
 	}
 	req.Fingerprint = fingerprint(req.System, req.Messages)
@@ -64,7 +64,7 @@ func anthropicSystem(views *ViewCache, idx *jsonkit.Index, sys gjson.Result) (st
 	if sys.Type == gjson.String {
 		return jsonkit.OwnedString(sys), nil
 	}
-	return cachedText(views, "anthropic_system", sys.Raw, func() (string, error) { return anthropicSystemBlocks(idx, sys) })
+	return cachedText(views, anthropicSystemViews, sys.Raw, func() (string, error) { return anthropicSystemBlocks(idx, sys) })
 }
 
 func anthropicSystemBlocks(idx *jsonkit.Index, sys gjson.Result) (string, error) {

@@ -69,3 +69,9 @@ func anthropicError(status int, message string) []byte {
 	b = jsonkit.AppendString(b, message)
 	return append(b, "}}"...)
 }
+
+// The view-cache tags of the Anthropic parsers: messages and system blocks.
+var (
+	anthropicViews       = newViewParser("anthropic")
+	anthropicSystemViews = newViewParser("anthropic_system")
+)

@@ -70,7 +70,7 @@ func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	if req.Tools, err = geminiTools(tools); err != nil {
 		return nil, at(err, "tools")
 	}
-	if req.Messages, err = parseMessages(c.views, idx, contents, "contents", viewParser(Gemini.Name), geminiContent); err != nil {
+	if req.Messages, err = parseMessages(c.views, idx, contents, "contents", geminiViews, geminiContent); err != nil {
 		return nil, err
 	}
 	req.Fingerprint = fingerprint(req.System, req.Messages)

@@ -76,3 +76,6 @@ func geminiError(status int, message string) []byte {
 	b = jsonkit.AppendString(b, geminiStatus(status))
 	return append(b, "}}"...)
 }
+
+// geminiViews tags Gemini contents in the view cache.
+var geminiViews = newViewParser("gemini")

@@ -63,7 +63,7 @@ func parseChatRequest(views *ViewCache, body []byte, fpOnly bool) (*conv.Request
 	if req.Tools, err = chatTools(tools); err != nil {
 		return nil, at(err, "tools")
 	}
-	r := viewResolver{cache: views, parser: viewParser(OpenAIChat.Name), parse: chatMessage}
+	r := viewResolver{cache: views, parser: chatViews, parse: chatMessage}
 	if fpOnly {
 		// A few messages get a view: the resolver's default arena (64
 		// blocks) would be most of what the fingerprint allocates.

@@ -23,3 +23,6 @@ var OpenAIChat = &Descriptor{
 func chatTerminal(name, data []byte) bool {
 	return bytes.Equal(data, dataDone) || isErrorObject(data)
 }
+
+// chatViews tags Chat messages in the view cache.
+var chatViews = newViewParser("openai_chat")

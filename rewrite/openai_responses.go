@@ -75,7 +75,7 @@ func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 // is a tool message.
 func responsesItems(views *ViewCache, idx *jsonkit.Index, input gjson.Result) ([]conv.Message, error) {
 	var msgs []conv.Message
-	r := viewResolver{cache: views, parser: viewParser(OpenAIResponses.Name), parse: responsesItem}
+	r := viewResolver{cache: views, parser: responsesViews, parse: responsesItem}
 	var err error
 	idx.Each(input, func(j int, it gjson.Result) bool {
 		var msg conv.Message

@@ -32,3 +32,6 @@ func responsesTerminal(name, data []byte) bool {
 	}
 	return false
 }
+
+// responsesViews tags Responses input items in the view cache.
+var responsesViews = newViewParser("openai_responses")

@@ -40,9 +40,15 @@ const viewCacheShards = 16
 const DefaultViewCacheBytes = 64 << 20
 
 // viewParser tags the element parser an entry came from, so that the same
-// bytes parsed by two codecs are two entries: the API's name, or a name of
-// its own for a parser of something other than conversation elements.
-type viewParser string
+// bytes parsed by two codecs are two entries. Each parser declares its own
+// tag (newViewParser) next to its code: a pointer, so that keys compare
+// and hash as cheaply as a small integer and no list of parsers exists.
+type viewParser *viewParserTag
+
+// viewParserTag names a parser (for debugging; identity is the pointer).
+type viewParserTag struct{ name string }
+
+func newViewParser(name string) viewParser { return &viewParserTag{name: name} }
 
 type viewKey struct {
 	parser viewParser
