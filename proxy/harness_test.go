@@ -2,8 +2,6 @@ package proxy_test
 
 import (
 	"context"
-	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,6 +15,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/proxy"
 	"github.com/shepherd-proxy/shepherd/state"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // harness is a real shepherd server on a loopback port in front of a
@@ -44,9 +43,7 @@ type harnessOptions struct {
 // newHarness starts a mock and shepherd; both stop when the test ends.
 func newHarness(t *testing.T, o harnessOptions) *harness {
 	t.Helper()
-	m := mock.New(o.Mock)
-	require.NoError(t, m.Start())
-	t.Cleanup(m.Close)
+	m := kit.StartMock(t, o.Mock)
 
 	cfg := config.Defaults()
 	cfg.Upstreams.Anthropic = m.URL()
@@ -78,8 +75,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	t.Cleanup(func() { _ = features.Close() })
 	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics, Features: features})
 	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	ln := kit.Listen(t)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -98,31 +94,12 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 
 // rawClient is an HTTP client that shows bytes as they are on the wire: no
 // transparent decompression, no connection reuse surprises between tests.
-var rawClient = &http.Client{
-	Timeout: 30 * time.Second,
-	Transport: &http.Transport{
-		DisableCompression:  true,
-		MaxIdleConnsPerHost: 16,
-	},
-}
+var rawClient = kit.Client
 
 // do sends a request and returns the response with its body read.
 func do(t *testing.T, method, url, body string, headers map[string]string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	require.NoError(t, err)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range headers {
-		req.Header[k] = []string{v} // exact spelling, e.g. session_id
-	}
-	resp, err := rawClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp, b
+	return kit.Do(t, method, url, body, headers)
 }
 
 // apiCase is one model route with a minimal valid request body.
@@ -135,17 +112,20 @@ type apiCase struct {
 	errorCheck func(t *testing.T, status int, body []byte)
 }
 
-func anthropicHeaders() map[string]string {
-	return map[string]string{"X-Api-Key": "sk-ant-test", "Anthropic-Version": "2023-06-01"}
+// driverHeaders are the test credentials of the kit driver of api.
+func driverHeaders(api string) map[string]string {
+	d, ok := kit.Lookup(api)
+	if !ok {
+		panic("no kit driver " + api)
+	}
+	return d.Headers()
 }
 
-func openaiHeaders() map[string]string {
-	return map[string]string{"Authorization": "Bearer sk-test"}
-}
+func anthropicHeaders() map[string]string { return driverHeaders("anthropic") }
 
-func geminiHeaders() map[string]string {
-	return map[string]string{"X-Goog-Api-Key": "g-test"}
-}
+func openaiHeaders() map[string]string { return driverHeaders("openai_chat") }
+
+func geminiHeaders() map[string]string { return driverHeaders("gemini") }
 
 // modelCases returns one non-streaming and one streaming case per API (and
 // both Gemini stream framings).

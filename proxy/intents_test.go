@@ -20,6 +20,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/state"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // Tool-call arguments of the scenarios. Their keys are in sorted order, as
@@ -458,7 +459,7 @@ func TestIntentsTwoReplicasShareRedis(t *testing.T) {
 	require.Empty(t, reply.calls)
 
 	// Turn 2 through B, same conversation: the Write is allowed.
-	agentB := &rawIntentAgent{api: api, url: b.URL, hdr: agentA.hdr, history: agentA.history}
+	agentB := &rawIntentAgent{a: &kit.Agent{D: api.d, URL: b.URL, Header: agentA.a.Header, Request: agentA.a.Request, History: agentA.a.History}}
 	agentB.user("write it")
 	reply = agentB.send(t)
 	requireCalls(t, []mock.ToolCall{{ID: "w1", Name: "Write", Args: writeSrcArgs}}, reply.calls)

@@ -12,6 +12,10 @@ import (
 // anthropicDriver speaks the Anthropic Messages API.
 type anthropicDriver struct{}
 
+// anthropicDefaultLimit is max_tokens of a Request with Limit 0: the API
+// requires one.
+const anthropicDefaultLimit = 512
+
 func (anthropicDriver) Name() string         { return "anthropic" }
 func (anthropicDriver) MockAPI() string      { return "anthropic" }
 func (anthropicDriver) DefaultModel() string { return "claude-test" }
@@ -35,7 +39,11 @@ func (anthropicDriver) Headers() map[string]string {
 func (d anthropicDriver) Request(r Request) string {
 	var b strings.Builder
 	b.WriteString(`{"model":` + Quote(orDefault(r.Model, d.DefaultModel())) + `,`)
-	b.WriteString(limitMember("max_tokens", r.Limit))
+	limit := r.Limit
+	if limit == 0 {
+		limit = anthropicDefaultLimit
+	}
+	b.WriteString(limitMember("max_tokens", limit))
 	if r.Stream {
 		b.WriteString(`"stream":true,`)
 	}

@@ -14,15 +14,21 @@ type Tool struct {
 // ReadTool is the one tool the test agents declare unless told otherwise.
 var ReadTool = Tool{Name: "Read", Description: "Read a file", Schema: `{"type":"object"}`}
 
-// NoLimit as Request.Limit leaves the output limit out of a request.
-const NoLimit = -1
+// Request.Limit values with a meaning of their own: NoLimit leaves the
+// output limit out; ZeroLimit sends an explicit 0 (Anthropic's cache
+// pre-warm).
+const (
+	NoLimit   = -1
+	ZeroLimit = -2
+)
 
 // Request is what an agent sends on one turn, in no API's terms.
 type Request struct {
 	// Model is the model name; "" for the driver's DefaultModel.
 	Model string
-	// Limit is the output limit (max_tokens and its kin); 0 or NoLimit
-	// leave it out.
+	// Limit is the output limit (max_tokens and its kin); 0 is the test
+	// agents' default (none, except where the API requires one), NoLimit
+	// none, ZeroLimit an explicit 0.
 	Limit int
 	// System is the system prompt; "" leaves it out.
 	System string

@@ -66,8 +66,8 @@ func (geminiDriver) Request(r Request) string {
 		}
 		b.WriteString(`"tools":[{"functionDeclarations":[` + strings.Join(ts, ",") + `]}],`)
 	}
-	if r.Limit != 0 && r.Limit != NoLimit {
-		fmt.Fprintf(&b, `"generationConfig":{"maxOutputTokens":%d},`, r.Limit)
+	if n, ok := limitValue(r.Limit); ok {
+		fmt.Fprintf(&b, `"generationConfig":{"maxOutputTokens":%d},`, n)
 	}
 	b.WriteString(`"contents":[` + strings.Join(r.History, ",") + `]}`)
 	return b.String()

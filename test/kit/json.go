@@ -67,12 +67,25 @@ func contentText(c gjson.Result) string {
 	return b.String()
 }
 
+// limitValue is the output limit a Request asks for, and whether it
+// asks for one at all.
+func limitValue(limit int) (int, bool) {
+	switch limit {
+	case 0, NoLimit:
+		return 0, false
+	case ZeroLimit:
+		return 0, true
+	}
+	return limit, true
+}
+
 // limitMember is `"field":n,` or "" without a limit.
 func limitMember(field string, limit int) string {
-	if limit == 0 || limit == NoLimit {
+	n, ok := limitValue(limit)
+	if !ok {
 		return ""
 	}
-	return fmt.Sprintf(`"%s":%d,`, field, limit)
+	return fmt.Sprintf(`"%s":%d,`, field, n)
 }
 
 // requireJSON fails unless body is valid JSON.
