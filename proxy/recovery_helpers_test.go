@@ -54,6 +54,18 @@ func recAPIs() []recAPI {
 	return out
 }
 
+// recAPINamed is the recAPIs() entry of the API named name.
+func recAPINamed(t *testing.T, name string) recAPI {
+	t.Helper()
+	for _, a := range recAPIs() {
+		if a.api.name == name {
+			return a
+		}
+	}
+	t.Fatalf("no recAPI %q", name)
+	return recAPI{}
+}
+
 // defaultModel is the model a test agent of api uses unless told otherwise
 // (all of them use the instruction strategy).
 func (a recAPI) defaultModel() string { return a.api.d.DefaultModel() }

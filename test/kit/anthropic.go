@@ -241,3 +241,8 @@ func orDefault(s, def string) string {
 	}
 	return s
 }
+
+func (anthropicDriver) RequiresLimit() bool   { return true }
+func (anthropicDriver) Prefill() bool         { return true }
+func (anthropicDriver) SignsThinking() bool   { return true }
+func (anthropicDriver) SystemInHistory() bool { return false }

@@ -200,3 +200,8 @@ func (d chatDriver) Thinkings(items []string) ([]Thinking, error) {
 	}
 	return out, nil
 }
+
+func (chatDriver) RequiresLimit() bool   { return false }
+func (chatDriver) Prefill() bool         { return false }
+func (chatDriver) SignsThinking() bool   { return false }
+func (chatDriver) SystemInHistory() bool { return true }

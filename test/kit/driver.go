@@ -76,8 +76,10 @@ type HistItem struct {
 }
 
 // Stops are the stop values an agent reads for a finished text reply, a
-// reply ending in tool calls, and a reply cut by the output limit.
-type Stops struct{ End, ToolUse, Cut string }
+// reply ending in tool calls, and a reply cut by the output limit, and the
+// detail a cut reply carries besides ("" when none: Responses'
+// incomplete_details.reason).
+type Stops struct{ End, ToolUse, Cut, CutDetail string }
 
 // Driver is one wire API as a test agent speaks it: how to build a
 // request, where to send it, how to read the reply and a request's
@@ -128,6 +130,18 @@ type Driver interface {
 	// MarksErrorResults reports whether the API marks a tool result as an
 	// error (Anthropic is_error, Gemini response.error).
 	MarksErrorResults() bool
+	// RequiresLimit reports whether every request must carry an output
+	// limit (Anthropic's max_tokens, where 0 is a cache pre-warm).
+	RequiresLimit() bool
+	// Prefill reports whether the API continues a final assistant message
+	// (prefill).
+	Prefill() bool
+	// SignsThinking reports whether the API's thinking carries a signature
+	// (Chat's reasoning_content has none).
+	SignsThinking() bool
+	// SystemInHistory reports whether the system prompt is the first item
+	// of the conversation array (Chat).
+	SystemInHistory() bool
 	// OptionalCallIDs reports whether the model's tool calls may come
 	// without ids (Gemini).
 	OptionalCallIDs() bool

@@ -267,3 +267,8 @@ func (geminiDriver) ErrorShape(status int, body []byte) error {
 	}
 	return nil
 }
+
+func (geminiDriver) RequiresLimit() bool   { return false }
+func (geminiDriver) Prefill() bool         { return false }
+func (geminiDriver) SignsThinking() bool   { return true }
+func (geminiDriver) SystemInHistory() bool { return false }

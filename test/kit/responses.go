@@ -23,7 +23,7 @@ func (responsesDriver) StaticPaths() []string { return []string{"tools", "instru
 // Stops: Responses has no stop reason; a turn ending in function calls is
 // a completed response like any other.
 func (responsesDriver) Stops() Stops {
-	return Stops{End: "completed", ToolUse: "completed", Cut: "incomplete"}
+	return Stops{End: "completed", ToolUse: "completed", Cut: "incomplete", CutDetail: "max_output_tokens"}
 }
 func (responsesDriver) Route(bool) string                   { return "responses" }
 func (responsesDriver) MarksErrorResults() bool             { return false }
@@ -175,3 +175,8 @@ func (d responsesDriver) Thinkings(items []string) ([]Thinking, error) {
 	}
 	return out, nil
 }
+
+func (responsesDriver) RequiresLimit() bool   { return false }
+func (responsesDriver) Prefill() bool         { return false }
+func (responsesDriver) SignsThinking() bool   { return true }
+func (responsesDriver) SystemInHistory() bool { return false }
