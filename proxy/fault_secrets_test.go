@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +21,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/logging"
 	"github.com/shepherd-proxy/shepherd/state"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // Sentinel credentials: each is sent in one credential position and must
@@ -148,11 +148,7 @@ func faultUpstream(t *testing.T, mode string) string {
 // closedPort returns an address nothing listens on.
 func closedPort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
+	return "http://" + kit.FreeAddr(t)
 }
 
 // driveEveryPath sends, with every sentinel credential, a valid request per
@@ -274,10 +270,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 // TestSecretsNeverReachRedis drives the same paths against a live Redis
 // store and scans every key and value shepherd wrote.
 func TestSecretsNeverReachRedis(t *testing.T) {
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		t.Skip("REDIS_URL not set")
-	}
+	url := kit.RedisURL(t)
 	const maxBody = 64 << 10
 	prefix := fmt.Sprintf("shepherd-secrets-%d", time.Now().UnixNano())
 	store, err := state.NewRedis(state.RedisOptions{URL: url, Timeout: time.Second, KeyPrefix: prefix, TTL: time.Hour})

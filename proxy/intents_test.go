@@ -8,7 +8,6 @@ package proxy_test
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -427,10 +426,7 @@ func TestIntentsStoreDown(t *testing.T) {
 // and one workspace. The intent selected through replica A governs the
 // session on replica B, and the audit trail is visible from either.
 func TestIntentsTwoReplicasShareRedis(t *testing.T) {
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		t.Skip("REDIS_URL not set; make test provides a private redis-server")
-	}
+	url := kit.RedisURL(t)
 	t.Parallel()
 	prefix := fmt.Sprintf("shepherd-intents-%d", time.Now().UnixNano())
 	t.Cleanup(func() { cleanupRedisPrefix(t, url, prefix) })

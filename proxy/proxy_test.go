@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/state"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // scripted is a reply rich enough to exercise every block kind; its ID is
@@ -455,9 +455,11 @@ func TestSessionsAndAdmin(t *testing.T) {
 	require.Equal(t, 200, resp.StatusCode)
 	resp, b = do(t, "GET", h.URL+"/metrics", "", nil)
 	require.Equal(t, 200, resp.StatusCode)
-	require.Contains(t, string(b), `shepherd_requests_total{route="messages",status="200"} 3`)
-	require.Contains(t, string(b), "shepherd_upstream_duration_seconds_bucket")
-	require.Contains(t, string(b), "shepherd_overhead_seconds_bucket")
+	m, err := kit.ParseMetrics(bytes.NewReader(b))
+	require.NoError(t, err)
+	require.Equal(t, 3.0, m.Value("shepherd_requests_total", `route="messages",status="200"`))
+	require.True(t, m.IsHistogram("shepherd_upstream_duration_seconds"))
+	require.True(t, m.IsHistogram("shepherd_overhead_seconds"))
 }
 
 // TestReadyzReportsStoreDown: /readyz is 503 while the store cannot answer,
@@ -473,8 +475,7 @@ func TestReadyzReportsStoreDown(t *testing.T) {
 	resp, _ = do(t, "POST", h.URL+"/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"},{"role":"user","content":"more"}]}`, anthropicHeaders())
 	require.Equal(t, 200, resp.StatusCode)
 	require.Eventually(t, func() bool { return st.updates.Load() > 0 }, 2*time.Second, 10*time.Millisecond)
-	_, b = do(t, "GET", h.URL+"/metrics", "", nil)
-	require.Contains(t, string(b), `shepherd_store_errors_total{op="update"} 1`)
+	require.Equal(t, 1.0, kit.Metrics(t, h.URL+"/metrics").Value("shepherd_store_errors_total", `op="update"`))
 }
 
 // TestUpstreamPathPrefix: a base URL with a path prefix is honoured.
@@ -522,10 +523,7 @@ func TestStreamIdleTimeout(t *testing.T) {
 // shepherd are visible through another shepherd's sessions API (the
 // replicas share state). Needs REDIS_URL (make test starts a private server).
 func TestSessionsInRedis(t *testing.T) {
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		t.Skip("REDIS_URL not set; make test provides a private redis-server")
-	}
+	url := kit.RedisURL(t)
 	prefix := fmt.Sprintf("shepherd-proxytest-%d", time.Now().UnixNano())
 	open := func() state.Store {
 		st, err := state.NewRedis(state.RedisOptions{URL: url, KeyPrefix: prefix, TTL: time.Minute, Timeout: time.Second})

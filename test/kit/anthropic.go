@@ -246,3 +246,14 @@ func (anthropicDriver) RequiresLimit() bool   { return true }
 func (anthropicDriver) Prefill() bool         { return true }
 func (anthropicDriver) SignsThinking() bool   { return true }
 func (anthropicDriver) SystemInHistory() bool { return false }
+
+func (anthropicDriver) Serves(path string) bool { return strings.HasSuffix(path, "/v1/messages") }
+
+func (anthropicDriver) MinimalReply() string {
+	return `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],` +
+		`"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`
+}
+
+func (anthropicDriver) DeclaredTools(body []byte) []string {
+	return Strings(gjson.GetBytes(body, "tools.#.name"))
+}

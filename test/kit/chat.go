@@ -205,3 +205,14 @@ func (chatDriver) RequiresLimit() bool   { return false }
 func (chatDriver) Prefill() bool         { return false }
 func (chatDriver) SignsThinking() bool   { return false }
 func (chatDriver) SystemInHistory() bool { return true }
+
+func (chatDriver) Serves(path string) bool { return strings.HasSuffix(path, "/v1/chat/completions") }
+
+func (chatDriver) MinimalReply() string {
+	return `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,` +
+		`"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
+}
+
+func (chatDriver) DeclaredTools(body []byte) []string {
+	return Strings(gjson.GetBytes(body, "tools.#.function.name"))
+}

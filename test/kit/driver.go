@@ -98,6 +98,11 @@ type Driver interface {
 	// Path is the path (and query) of a generate request of model
 	// ("" for DefaultModel), streamed or not.
 	Path(model string, stream bool) string
+	// Serves reports whether path (without query) is the API's
+	// non-streaming generate route, whatever its prefix and model.
+	Serves(path string) bool
+	// MinimalReply is a minimal valid non-streaming reply with text "ok".
+	MinimalReply() string
 	// Route is shepherd's metric route label of Path(_, stream).
 	Route(stream bool) string
 	// Request renders r as a request body.
@@ -115,6 +120,8 @@ type Driver interface {
 	// ParseStream reads a streamed reply body (SSE, or Gemini's JSON
 	// array), accumulated the way an SDK accumulates it.
 	ParseStream(body []byte) (Reply, error)
+	// DeclaredTools lists the names of the tools a request body declares.
+	DeclaredTools(body []byte) []string
 	// HistoryPath is the JSON path of a request's conversation array.
 	HistoryPath() string
 	// StaticPaths are the JSON paths that stay byte-identical on every

@@ -272,3 +272,14 @@ func (geminiDriver) RequiresLimit() bool   { return false }
 func (geminiDriver) Prefill() bool         { return false }
 func (geminiDriver) SignsThinking() bool   { return true }
 func (geminiDriver) SystemInHistory() bool { return false }
+
+func (geminiDriver) Serves(path string) bool { return strings.Contains(path, ":generateContent") }
+
+func (geminiDriver) MinimalReply() string {
+	return `{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]},"finishReason":"STOP","index":0}],` +
+		`"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1,"totalTokenCount":2}}`
+}
+
+func (geminiDriver) DeclaredTools(body []byte) []string {
+	return Strings(gjson.GetBytes(body, "tools.#.functionDeclarations.#.name|@flatten"))
+}

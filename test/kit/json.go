@@ -95,3 +95,19 @@ func requireJSON(body []byte) error {
 	}
 	return nil
 }
+
+// AnyDeclaredTools lists the tool names body declares in any API's shape,
+// each once: for requests whose API is not known.
+func AnyDeclaredTools(body []byte) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, d := range drivers {
+		for _, n := range d.DeclaredTools(body) {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}

@@ -84,6 +84,12 @@ func (m *MetricSet) Has(name string) bool {
 	return ok
 }
 
+// IsHistogram reports whether name is exposed as a histogram.
+func (m *MetricSet) IsHistogram(name string) bool {
+	f, ok := m.Families[name]
+	return ok && f.GetType() == dto.MetricType_HISTOGRAM
+}
+
 type sample struct {
 	labels map[string]string
 	value  float64

@@ -180,3 +180,15 @@ func (responsesDriver) RequiresLimit() bool   { return false }
 func (responsesDriver) Prefill() bool         { return false }
 func (responsesDriver) SignsThinking() bool   { return true }
 func (responsesDriver) SystemInHistory() bool { return false }
+
+func (responsesDriver) Serves(path string) bool { return strings.HasSuffix(path, "/v1/responses") }
+
+func (responsesDriver) MinimalReply() string {
+	return `{"id":"r1","object":"response","status":"completed","model":"m","output":[{"type":"message","id":"m1",` +
+		`"role":"assistant","status":"completed","content":[{"type":"output_text","text":"ok","annotations":[]}]}],` +
+		`"usage":{"input_tokens":1,"output_tokens":1,"total_tokens":2}}`
+}
+
+func (responsesDriver) DeclaredTools(body []byte) []string {
+	return Strings(gjson.GetBytes(body, "tools.#.name"))
+}
