@@ -178,30 +178,66 @@ func (c recCase) agent(t *testing.T, h *harness, session string, o recAgentOpts)
 		}
 	})
 	s := c.api.sa.session(t, h.URL, map[string]string{"X-Session-Id": session}, &http.Client{Transport: wire})
-	limit := int64(o.limit)
-	switch s := s.(type) {
-	case *anthTopicSession:
-		s.p.Model = anthropic.Model(o.model)
-		if o.limit == noLimit {
-			limit = 1024 // required by the API
-		}
-		s.p.MaxTokens = limit
-	case *chatTopicSession:
-		s.p.Model = o.model
-		if o.limit != noLimit {
-			s.p.MaxCompletionTokens = openai.Int(limit)
-		}
-	case *respTopicSession:
-		s.p.Model = o.model
-		if o.limit != noLimit {
-			s.p.MaxOutputTokens = openai.Int(limit)
-		}
-	case *geminiTopicSession:
-		if o.limit != noLimit {
-			s.cfg.MaxOutputTokens = int32(limit)
-		}
+	rs, ok := s.(recSDKSession)
+	require.True(t, ok, "no recovery SDK agent for %T", s)
+	rs.setModelLimit(o.model, o.limit)
+	return &sdkRecAgent{s: rs, stream: c.mode == "stream", ctx: e2eCtx(t), model: o.model}
+}
+
+// recSDKSession is an SDK session the recovery tests drive: they set its
+// model and output limit and read the whole reply, thinking included.
+type recSDKSession interface {
+	topicStreamSession
+	// setModelLimit sets the model and the output limit (noLimit: none,
+	// or 1024 where the API requires one).
+	setModelLimit(model string, limit int)
+	// recSend sends the history, streamed or not, and appends the reply.
+	recSend(t *testing.T, ctx context.Context, model string, stream bool) recReply
+}
+
+func (s *anthTopicSession) setModelLimit(model string, limit int) {
+	s.p.Model = anthropic.Model(model)
+	if limit == noLimit {
+		limit = 1024 // required by the API
 	}
-	return &sdkRecAgent{s: s, stream: c.mode == "stream", ctx: e2eCtx(t), model: o.model}
+	s.p.MaxTokens = int64(limit)
+}
+
+func (s *chatTopicSession) setModelLimit(model string, limit int) {
+	s.p.Model = model
+	if limit != noLimit {
+		s.p.MaxCompletionTokens = openai.Int(int64(limit))
+	}
+}
+
+func (s *respTopicSession) setModelLimit(model string, limit int) {
+	s.p.Model = model
+	if limit != noLimit {
+		s.p.MaxOutputTokens = openai.Int(int64(limit))
+	}
+}
+
+// setModelLimit: the model goes in the path, per request.
+func (s *geminiTopicSession) setModelLimit(_ string, limit int) {
+	if limit != noLimit {
+		s.cfg.MaxOutputTokens = int32(limit)
+	}
+}
+
+func (s *anthTopicSession) recSend(t *testing.T, ctx context.Context, _ string, stream bool) recReply {
+	return recSendAnthropic(t, ctx, s, stream)
+}
+
+func (s *chatTopicSession) recSend(t *testing.T, ctx context.Context, _ string, stream bool) recReply {
+	return recSendChat(t, ctx, s, stream)
+}
+
+func (s *respTopicSession) recSend(t *testing.T, ctx context.Context, _ string, stream bool) recReply {
+	return recSendResponses(t, ctx, s, stream)
+}
+
+func (s *geminiTopicSession) recSend(t *testing.T, ctx context.Context, model string, stream bool) recReply {
+	return recSendGemini(t, ctx, s, model, stream)
 }
 
 // ---- raw HTTP ----
@@ -245,7 +281,7 @@ func recThinkings(ts []kit.Thinking) []recThinking {
 // ---- official SDKs ----
 
 type sdkRecAgent struct {
-	s      topicStreamSession
+	s      recSDKSession
 	stream bool
 	ctx    context.Context
 	model  string
@@ -256,18 +292,7 @@ func (a *sdkRecAgent) toolResult(id, name string) { a.s.toolResult(id, name) }
 
 func (a *sdkRecAgent) send(t *testing.T) recReply {
 	t.Helper()
-	switch s := a.s.(type) {
-	case *anthTopicSession:
-		return recSendAnthropic(t, a.ctx, s, a.stream)
-	case *chatTopicSession:
-		return recSendChat(t, a.ctx, s, a.stream)
-	case *respTopicSession:
-		return recSendResponses(t, a.ctx, s, a.stream)
-	case *geminiTopicSession:
-		return recSendGemini(t, a.ctx, s, a.model, a.stream)
-	}
-	t.Fatalf("no SDK send for %T", a.s)
-	return recReply{}
+	return a.s.recSend(t, a.ctx, a.model, a.stream)
 }
 
 func recSendAnthropic(t *testing.T, ctx context.Context, s *anthTopicSession, stream bool) recReply {
