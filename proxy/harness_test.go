@@ -104,7 +104,9 @@ func do(t *testing.T, method, url, body string, headers map[string]string) (*htt
 
 // apiCase is one model route with a minimal valid request body.
 type apiCase struct {
-	name       string
+	name string
+	// api is the kit driver of the route's API.
+	api        string
 	path       string // path and query
 	body       string
 	stream     bool
@@ -136,14 +138,14 @@ func modelCases() []apiCase {
 	gem := `{"contents":[{"role":"user","parts":[{"text":"Hello"}]}]}`
 	f := func(tmpl, extra string) string { return strings.Replace(tmpl, "%s", extra, 1) }
 	return []apiCase{
-		{name: "anthropic", path: "/v1/messages?beta=true", body: f(anth, ""), headers: anthropicHeaders()},
-		{name: "anthropic_stream", path: "/v1/messages?beta=true", body: f(anth, `,"stream":true`), stream: true, headers: anthropicHeaders()},
-		{name: "chat", path: "/v1/chat/completions", body: f(chat, ""), headers: openaiHeaders()},
-		{name: "chat_stream", path: "/v1/chat/completions", body: f(chat, `,"stream":true,"stream_options":{"include_usage":true}`), stream: true, headers: openaiHeaders()},
-		{name: "responses", path: "/v1/responses", body: f(resp, ""), headers: openaiHeaders()},
-		{name: "responses_stream", path: "/v1/responses", body: f(resp, `,"stream":true`), stream: true, headers: openaiHeaders()},
-		{name: "gemini", path: "/v1beta/models/gemini-test:generateContent", body: gem, headers: geminiHeaders()},
-		{name: "gemini_sse", path: "/v1beta/models/gemini-test:streamGenerateContent?alt=sse", body: gem, stream: true, headers: geminiHeaders()},
-		{name: "gemini_array", path: "/v1beta/models/gemini-test:streamGenerateContent", body: gem, stream: true, headers: geminiHeaders()},
+		{name: "anthropic", api: "anthropic", path: "/v1/messages?beta=true", body: f(anth, ""), headers: anthropicHeaders()},
+		{name: "anthropic_stream", api: "anthropic", path: "/v1/messages?beta=true", body: f(anth, `,"stream":true`), stream: true, headers: anthropicHeaders()},
+		{name: "chat", api: "openai_chat", path: "/v1/chat/completions", body: f(chat, ""), headers: openaiHeaders()},
+		{name: "chat_stream", api: "openai_chat", path: "/v1/chat/completions", body: f(chat, `,"stream":true,"stream_options":{"include_usage":true}`), stream: true, headers: openaiHeaders()},
+		{name: "responses", api: "openai_responses", path: "/v1/responses", body: f(resp, ""), headers: openaiHeaders()},
+		{name: "responses_stream", api: "openai_responses", path: "/v1/responses", body: f(resp, `,"stream":true`), stream: true, headers: openaiHeaders()},
+		{name: "gemini", api: "gemini", path: "/v1beta/models/gemini-test:generateContent", body: gem, headers: geminiHeaders()},
+		{name: "gemini_sse", api: "gemini", path: "/v1beta/models/gemini-test:streamGenerateContent?alt=sse", body: gem, stream: true, headers: geminiHeaders()},
+		{name: "gemini_array", api: "gemini", path: "/v1beta/models/gemini-test:streamGenerateContent", body: gem, stream: true, headers: geminiHeaders()},
 	}
 }

@@ -192,16 +192,19 @@ func TestPassThroughOtherPaths(t *testing.T) {
 // API's error JSON.
 func TestErrorsInProviderShape(t *testing.T) {
 	h := newHarness(t, harnessOptions{Config: func(c *config.Config) { c.Limits.MaxBodyBytes = 4096 }})
+	openaiShape := func(t *testing.T, status int, b []byte) {
+		require.NotEmpty(t, gjson.GetBytes(b, "error.message").String(), string(b))
+		require.NotEmpty(t, gjson.GetBytes(b, "error.type").String())
+	}
+	// shapes are the error shapes by the kit driver name of the route's API.
 	shapes := map[string]func(t *testing.T, status int, b []byte){
 		"anthropic": func(t *testing.T, status int, b []byte) {
 			require.Equal(t, "error", gjson.GetBytes(b, "type").String(), string(b))
 			require.NotEmpty(t, gjson.GetBytes(b, "error.type").String())
 			require.NotEmpty(t, gjson.GetBytes(b, "error.message").String())
 		},
-		"openai": func(t *testing.T, status int, b []byte) {
-			require.NotEmpty(t, gjson.GetBytes(b, "error.message").String(), string(b))
-			require.NotEmpty(t, gjson.GetBytes(b, "error.type").String())
-		},
+		"openai_chat":      openaiShape,
+		"openai_responses": openaiShape,
 		"gemini": func(t *testing.T, status int, b []byte) {
 			require.Equal(t, int64(status), gjson.GetBytes(b, "error.code").Int(), string(b))
 			require.NotEmpty(t, gjson.GetBytes(b, "error.status").String())
@@ -217,14 +220,14 @@ func TestErrorsInProviderShape(t *testing.T) {
 	}{
 		{"anthropic malformed", "POST", "/v1/messages", `{"model":`, "anthropic", anthropicHeaders(), 400, "invalid_request_error"},
 		{"anthropic wrong type", "POST", "/v1/messages", `{"model":"m","max_tokens":"lots","messages":[]}`, "anthropic", anthropicHeaders(), 400, "invalid_request_error"},
-		{"chat malformed", "POST", "/v1/chat/completions", `not json`, "openai", openaiHeaders(), 400, "invalid_request_error"},
-		{"chat messages not array", "POST", "/v1/chat/completions", `{"model":"m","messages":"hi"}`, "openai", openaiHeaders(), 400, "invalid_request_error"},
-		{"responses malformed", "POST", "/v1/responses", `{"input": [}`, "openai", openaiHeaders(), 400, "invalid_request_error"},
+		{"chat malformed", "POST", "/v1/chat/completions", `not json`, "openai_chat", openaiHeaders(), 400, "invalid_request_error"},
+		{"chat messages not array", "POST", "/v1/chat/completions", `{"model":"m","messages":"hi"}`, "openai_chat", openaiHeaders(), 400, "invalid_request_error"},
+		{"responses malformed", "POST", "/v1/responses", `{"input": [}`, "openai_responses", openaiHeaders(), 400, "invalid_request_error"},
 		{"gemini malformed", "POST", "/v1beta/models/g:generateContent", `{"contents":`, "gemini", geminiHeaders(), 400, "INVALID_ARGUMENT"},
 		{"anthropic too large", "POST", "/v1/messages", big, "anthropic", anthropicHeaders(), 413, "request_too_large"},
-		{"chat too large", "POST", "/v1/chat/completions", big, "openai", openaiHeaders(), 413, ""},
+		{"chat too large", "POST", "/v1/chat/completions", big, "openai_chat", openaiHeaders(), 413, ""},
 		{"gemini too large", "POST", "/v1beta/models/g:generateContent", big, "gemini", geminiHeaders(), 413, ""},
-		{"unknown route openai", "GET", "/nope", "", "openai", nil, 404, ""},
+		{"unknown route openai", "GET", "/nope", "", "openai_chat", nil, 404, ""},
 		{"unknown route anthropic", "POST", "/v2/messages", `{}`, "anthropic", anthropicHeaders(), 404, "not_found_error"},
 	}
 	for _, tt := range tests {
@@ -235,11 +238,7 @@ func TestErrorsInProviderShape(t *testing.T) {
 			require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
 			shapes[tt.shape](t, tt.status, b)
 			if tt.errType != "" {
-				typ := gjson.GetBytes(b, "error.type").String()
-				if tt.shape == "gemini" {
-					typ = gjson.GetBytes(b, "error.status").String()
-				}
-				require.Equal(t, tt.errType, typ)
+				require.Equal(t, tt.errType, kit.Get(t, tt.shape).ErrorType(b))
 			}
 			require.Equal(t, before, len(h.mock.Requests()), "a rejected request must not reach the upstream")
 		})

@@ -50,6 +50,8 @@ type topicStreamSession interface {
 	// send streams the history, checks the stream is well formed, and
 	// appends the accumulated reply to the history.
 	send(t *testing.T, ctx context.Context) topicStreamReply
+	// sendUnary is send with the SDK's non-streaming call.
+	sendUnary(t *testing.T, ctx context.Context) topicStreamReply
 }
 
 // topicStreamAPI is one streaming API: its name in topicAPIs(), how it

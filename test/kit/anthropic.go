@@ -257,3 +257,14 @@ func (anthropicDriver) MinimalReply() string {
 func (anthropicDriver) DeclaredTools(body []byte) []string {
 	return Strings(gjson.GetBytes(body, "tools.#.name"))
 }
+
+func (anthropicDriver) ErrorType(body []byte) string {
+	return gjson.GetBytes(body, "error.type").String()
+}
+
+func (anthropicDriver) StreamErrorShape(_ int, ev Event) error {
+	if ev.Name != "error" || gjson.Get(ev.Data, "type").String() != "error" || !gjson.Get(ev.Data, "error").Exists() {
+		return fmt.Errorf("anthropic stream: not an error event: %s %s", ev.Name, ev.Data)
+	}
+	return nil
+}

@@ -216,3 +216,12 @@ func (chatDriver) MinimalReply() string {
 func (chatDriver) DeclaredTools(body []byte) []string {
 	return Strings(gjson.GetBytes(body, "tools.#.function.name"))
 }
+
+func (chatDriver) ErrorType(body []byte) string { return gjson.GetBytes(body, "error.type").String() }
+
+func (chatDriver) StreamErrorShape(_ int, ev Event) error {
+	if !gjson.Get(ev.Data, "error").Exists() {
+		return fmt.Errorf("chat stream: not an error chunk: %s", ev.Data)
+	}
+	return nil
+}

@@ -166,6 +166,12 @@ type Driver interface {
 	// ErrorShape checks that body is an error in the API's own shape for
 	// status.
 	ErrorShape(status int, body []byte) error
+	// ErrorType is an error body's type in the API's terms (error.type;
+	// Gemini's error.status).
+	ErrorType(body []byte) string
+	// StreamErrorShape checks that ev, the last event of a stream cut
+	// short, is the API's in-stream error for status.
+	StreamErrorShape(status int, ev Event) error
 	// SideRequest is how a tool-bearing request of the API becomes a side
 	// request: shepherd's kind label for it, and the member (JSON path and
 	// raw value) that makes it one.

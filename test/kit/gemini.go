@@ -283,3 +283,14 @@ func (geminiDriver) MinimalReply() string {
 func (geminiDriver) DeclaredTools(body []byte) []string {
 	return Strings(gjson.GetBytes(body, "tools.#.functionDeclarations.#.name|@flatten"))
 }
+
+func (geminiDriver) ErrorType(body []byte) string {
+	return gjson.GetBytes(body, "error.status").String()
+}
+
+func (geminiDriver) StreamErrorShape(status int, ev Event) error {
+	if gjson.Get(ev.Data, "error.code").Int() != int64(status) {
+		return fmt.Errorf("gemini stream: not an error chunk with code %d: %s", status, ev.Data)
+	}
+	return nil
+}

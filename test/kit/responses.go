@@ -192,3 +192,14 @@ func (responsesDriver) MinimalReply() string {
 func (responsesDriver) DeclaredTools(body []byte) []string {
 	return Strings(gjson.GetBytes(body, "tools.#.name"))
 }
+
+func (responsesDriver) ErrorType(body []byte) string {
+	return gjson.GetBytes(body, "error.type").String()
+}
+
+func (responsesDriver) StreamErrorShape(_ int, ev Event) error {
+	if ev.Name != "error" || gjson.Get(ev.Data, "type").String() != "error" || !gjson.Get(ev.Data, "message").Exists() {
+		return fmt.Errorf("responses stream: not an error event: %s %s", ev.Name, ev.Data)
+	}
+	return nil
+}
