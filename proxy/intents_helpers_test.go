@@ -193,14 +193,21 @@ func (c intentCase) name() string { return c.api.name + "/" + c.mode }
 func intentCases(modes ...string) []intentCase {
 	var out []intentCase
 	for _, sa := range topicStreamAPIs() {
-		var api topicAPI
-		for _, a := range topicAPIs() {
-			if a.name == sa.name {
-				api = a
-			}
+		out = append(out, intentCasesOf(sa.name, modes...)...)
+	}
+	return out
+}
+
+// intentCasesOf lists the API named api in each of modes.
+func intentCasesOf(api string, modes ...string) []intentCase {
+	var out []intentCase
+	for _, sa := range topicStreamAPIs() {
+		if sa.name != api {
+			continue
 		}
+		d, _ := kit.Lookup(api)
 		for _, m := range modes {
-			out = append(out, intentCase{api: api, sa: sa, mode: m})
+			out = append(out, intentCase{api: newTopicAPI(d), sa: sa, mode: m})
 		}
 	}
 	return out

@@ -111,6 +111,18 @@ func ledgerClients() []ledgerClient {
 	}
 }
 
+// ledgerClientOf is the ledgerClients() entry of api.
+func ledgerClientOf(t *testing.T, api string) ledgerClient {
+	t.Helper()
+	for _, c := range ledgerClients() {
+		if c.api == api {
+			return c
+		}
+	}
+	t.Fatalf("no ledger client of %s", api)
+	return ledgerClient{}
+}
+
 // callID is the id the client gave to its call named name in echo.
 func callID(t *testing.T, api string, echo []string, name string) string {
 	t.Helper()
