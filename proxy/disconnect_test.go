@@ -32,10 +32,8 @@ type silentUpstream struct {
 
 func newSilentUpstream(t *testing.T, head string) *silentUpstream {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	ln := kit.Listen(t)
 	u := &silentUpstream{ln: ln, head: head, got: make(chan struct{}, 8), closed: make(chan time.Time, 8)}
-	t.Cleanup(func() { _ = ln.Close() })
 	go func() {
 		for {
 			c, err := ln.Accept()

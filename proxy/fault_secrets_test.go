@@ -115,8 +115,7 @@ func refusalRequests(path string, maxBody int) map[string]string {
 // (credentials included), "hang" accepts and never answers.
 func faultUpstream(t *testing.T, mode string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	ln := kit.Listen(t)
 	var wg sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 	wg.Add(1)

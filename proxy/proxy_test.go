@@ -249,10 +249,7 @@ func TestErrorsInProviderShape(t *testing.T) {
 // through with body and retry-after.
 func TestUpstreamFailures(t *testing.T) {
 	t.Run("unreachable", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		dead := "http://" + ln.Addr().String()
-		require.NoError(t, ln.Close())
+		dead := "http://" + kit.FreeAddr(t)
 		h := newHarness(t, harnessOptions{Config: func(c *config.Config) {
 			c.Upstreams.Anthropic, c.Upstreams.OpenAI, c.Upstreams.Gemini = dead, dead, dead
 		}})
@@ -261,7 +258,7 @@ func TestUpstreamFailures(t *testing.T) {
 			require.Equal(t, 502, resp.StatusCode, tc.name)
 			require.True(t, gjson.ValidBytes(b), tc.name)
 			require.Contains(t, string(b), "upstream unreachable", tc.name)
-			require.NotContains(t, string(b), ln.Addr().String(), "no internal address leaks")
+			require.NotContains(t, string(b), strings.TrimPrefix(dead, "http://"), "no internal address leaks")
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {
@@ -307,8 +304,7 @@ func TestUpstreamFailures(t *testing.T) {
 // shepherd closes the upstream connection. A raw TCP upstream observes the
 // close directly.
 func TestClientDisconnectCancelsUpstream(t *testing.T) {
-	up, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	up := kit.Listen(t)
 	defer up.Close()
 	closed := make(chan struct{})
 	go func() {
@@ -489,8 +485,7 @@ func TestUpstreamPathPrefix(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"ok":true}`)
 	})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	ln := kit.Listen(t)
 	go func() { _ = up.Serve(ln) }()
 	defer up.Close()
 	h := newHarness(t, harnessOptions{Config: func(c *config.Config) {

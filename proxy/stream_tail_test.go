@@ -36,10 +36,8 @@ type cutUpstream struct {
 
 func newCutUpstream(t *testing.T, contentType string, body []byte, hold bool) *cutUpstream {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	ln := kit.Listen(t)
 	u := &cutUpstream{ln: ln, contentType: contentType, body: body, hold: hold}
-	t.Cleanup(func() { _ = ln.Close() })
 	go func() {
 		for {
 			c, err := ln.Accept()
