@@ -29,5 +29,6 @@ func (s *Session) clone() *Session {
 		}
 	}
 	c.Audit = slices.Clone(s.Audit)
+	c.Slots = s.Slots.clone()
 	return &c
 }

@@ -30,7 +30,16 @@ func TestCloneSharesNothing(t *testing.T) {
 				}
 			}
 		case reflect.Map:
-			t.Errorf("%s: maps are not handled by clone", path)
+			if a.Len() > 0 {
+				assert.NotEqual(t, a.Pointer(), b.Pointer(), "%s shared", path)
+				for _, k := range a.MapKeys() {
+					walk(path+"["+k.String()+"]", a.MapIndex(k), b.MapIndex(k))
+				}
+			}
+		case reflect.Interface:
+			if !a.IsNil() {
+				walk(path, a.Elem(), b.Elem())
+			}
 		case reflect.Struct:
 			for i := range a.NumField() {
 				if a.Type().Field(i).IsExported() {
@@ -44,7 +53,7 @@ func TestCloneSharesNothing(t *testing.T) {
 	// Every slice field of fullSession is non-empty, so the walk saw them.
 	v := reflect.ValueOf(*orig)
 	for i := range v.NumField() {
-		if f := v.Field(i); f.Kind() == reflect.Slice {
+		if f := v.Field(i); f.Kind() == reflect.Slice || f.Kind() == reflect.Map {
 			assert.NotZero(t, f.Len(), "fullSession must populate %s", v.Type().Field(i).Name)
 		}
 	}

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -524,6 +525,7 @@ func fullSession() *Session {
 			At: at, Tool: "edit", CallID: "call_1", Decision: "allow",
 			Reason: "on topic", Intent: "clean up", Topic: "refactor",
 		}},
+		Slots: Slots{"example": &RawSlot{V: 2, Data: json.RawMessage(`{"n":1}`)}},
 	}
 }
 

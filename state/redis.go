@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -202,7 +201,10 @@ func (r *Redis) Get(ctx context.Context, key Key) (*Session, error) {
 		return nil, r.fail(ctx, "get", err)
 	}
 	s := new(Session)
-	if err := json.Unmarshal(raw, s); err != nil {
+	if err := decodeRecord(raw, s); err != nil {
+		if errors.Is(err, ErrRecordVersion) {
+			return nil, fmt.Errorf("state: redis get: %w", err)
+		}
 		return nil, r.fail(ctx, "get", fmt.Errorf("decode session: %w", err))
 	}
 	return s, nil

@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -85,7 +86,10 @@ func (r *Redis) tryUpdate(ctx context.Context, key Key, fn func(*Session) error)
 	now := time.Now().UTC().Round(0)
 	s = &Session{ID: key.Session, Tenant: key.Tenant, CreatedAt: now}
 	if data, _ := vals[1].(string); data != "" {
-		if err := json.Unmarshal([]byte(data), s); err != nil {
+		if err := decodeRecord([]byte(data), s); err != nil {
+			if errors.Is(err, ErrRecordVersion) {
+				return nil, false, fmt.Errorf("state: redis update: %w", err)
+			}
 			return nil, false, r.fail(ctx, "update", fmt.Errorf("decode session: %w", err))
 		}
 	}
@@ -107,7 +111,7 @@ func (r *Redis) commit(ctx context.Context, key Key, expected string, version in
 	s.ID, s.Tenant, s.CreatedAt = key.Session, key.Tenant, created
 	s.Version = version + 1
 	s.UpdatedAt = time.Now().UTC().Round(0)
-	data, err := json.Marshal(s)
+	data, err := encodeRecord(s)
 	if err != nil {
 		return nil, false, r.fail(ctx, "update", fmt.Errorf("encode session: %w", err))
 	}

@@ -84,6 +84,8 @@ type Session struct {
 	Audit     []AuditEntry  `json:"audit,omitempty"`
 	// Recovery counts the session's turns cut by the output limit.
 	Recovery RecoveryStats `json:"recovery,omitzero"`
+	// Slots holds each hook's own state under the hook's name (see Slot).
+	Slots Slots `json:"slots,omitempty"`
 	// Version increases by one on every successful Update.
 	Version int64 `json:"version"`
 }

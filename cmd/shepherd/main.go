@@ -1,4 +1,4 @@
-// Command proxy runs shepherd: it loads and validates the configuration,
+// Command shepherd runs the proxy: it loads and validates the configuration,
 // builds the logger, the state store and the hook chain, serves until SIGINT
 // or SIGTERM, and shuts down gracefully.
 package main

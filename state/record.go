@@ -1,0 +1,104 @@
+package state
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/tidwall/gjson"
+)
+
+// RecordVersion is the schema version of the session record a serialising
+// store (Redis) writes: {"v":1, …the Session's fields…, "slots":{…}}.
+//
+// Version history:
+//   - 0 (no "v" key): written before hooks owned their state. Topic,
+//     chapters, intent, audit and recovery counters were top-level fields;
+//     decodeRecord moves them into version-0 slots named after their hooks
+//     ("topics": {"topic","chapters"}, "intents": {"intent","audit"},
+//     "recovery": the counters object), in those exact JSON shapes, for the
+//     hooks to decode.
+//   - 1: the current form.
+const RecordVersion = 1
+
+// ErrRecordVersion is returned (wrapped) for a stored record written by a
+// newer shepherd than this one. Get reports it; Update refuses to overwrite
+// such a record, so a rolling upgrade never loses what the newer version
+// wrote.
+var ErrRecordVersion = errors.New("state: session record has an unsupported schema version")
+
+// record is the serialised form of a Session.
+type record struct {
+	V int `json:"v"`
+	*Session
+}
+
+// encodeRecord serialises s at RecordVersion.
+func encodeRecord(s *Session) ([]byte, error) {
+	return json.Marshal(record{V: RecordVersion, Session: s})
+}
+
+// decodeRecord reads a serialised record of any supported version into s.
+func decodeRecord(raw []byte, s *Session) error {
+	v := gjson.GetBytes(raw, "v")
+	switch {
+	case !v.Exists():
+		return decodeLegacyRecord(raw, s)
+	case v.Type != gjson.Number || float64(v.Int()) != v.Num || v.Int() < 1 || v.Int() > RecordVersion:
+		return fmt.Errorf("%w: %s (this build reads up to %d)", ErrRecordVersion, v.Raw, RecordVersion)
+	}
+	return json.Unmarshal(raw, &record{Session: s})
+}
+
+// legacyRecord is a version-0 record: the fields that moved into slots are
+// caught here (fields at depth 0 win over the embedded Session's).
+type legacyRecord struct {
+	*Session
+	Topic    json.RawMessage `json:"topic"`
+	Chapters json.RawMessage `json:"chapters"`
+	Intent   json.RawMessage `json:"intent"`
+	Audit    json.RawMessage `json:"audit"`
+	Recovery json.RawMessage `json:"recovery"`
+}
+
+// legacySlots names the version-0 slot each legacy field goes to.
+var legacySlots = []struct {
+	slot   string
+	fields []string
+	// whole: the slot is the field's value itself, not an object of fields.
+	whole bool
+}{
+	{slot: "topics", fields: []string{"topic", "chapters"}},
+	{slot: "intents", fields: []string{"intent", "audit"}},
+	{slot: "recovery", fields: []string{"recovery"}, whole: true},
+}
+
+func decodeLegacyRecord(raw []byte, s *Session) error {
+	l := legacyRecord{Session: s}
+	if err := json.Unmarshal(raw, &l); err != nil {
+		return err
+	}
+	values := map[string]json.RawMessage{
+		"topic": l.Topic, "chapters": l.Chapters, "intent": l.Intent, "audit": l.Audit, "recovery": l.Recovery,
+	}
+	for _, ls := range legacySlots {
+		obj := map[string]json.RawMessage{}
+		for _, f := range ls.fields {
+			if v := values[f]; len(v) > 0 && string(v) != "null" {
+				obj[f] = v
+			}
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		data := values[ls.fields[0]]
+		if !ls.whole {
+			var err error
+			if data, err = json.Marshal(obj); err != nil {
+				return err
+			}
+		}
+		s.SetSlot(ls.slot, &RawSlot{V: 0, Data: data})
+	}
+	return nil
+}

@@ -1,0 +1,135 @@
+package state
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// Slot is the part of a session record that one hook owns: its own state
+// (topics' chapters, intents' selection and audit, …), stored under the
+// hook's name. The store treats it as opaque: it clones it, and encodes it
+// as {"v": SlotVersion(), "data": <the slot as JSON>} where the store
+// serialises sessions (Redis).
+type Slot interface {
+	// SlotVersion is the schema version of the slot's JSON encoding. A hook
+	// raises it when it changes the encoding, and keeps decoding the older
+	// versions (or refuses them with an error).
+	SlotVersion() int
+	// CloneSlot returns a deep copy that shares no memory with the receiver.
+	CloneSlot() Slot
+}
+
+// RawSlot is a slot as read from a serialised record: its version and its
+// JSON, not yet decoded. Decoding belongs to the hook that owns the slot (see
+// SlotAs); a slot nobody decodes (its hook is off) is written back unchanged,
+// so turning a hook off and on again loses nothing.
+type RawSlot struct {
+	V    int             `json:"v"`
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// SlotVersion implements Slot.
+func (r *RawSlot) SlotVersion() int { return r.V }
+
+// CloneSlot implements Slot.
+func (r *RawSlot) CloneSlot() Slot { return &RawSlot{V: r.V, Data: slices.Clone(r.Data)} }
+
+// Slots maps a hook's name to its slot.
+type Slots map[string]Slot
+
+// MarshalJSON encodes every slot as {"v":…,"data":…}.
+func (s Slots) MarshalJSON() ([]byte, error) {
+	out := make(map[string]RawSlot, len(s))
+	for name, sl := range s {
+		if sl == nil {
+			continue
+		}
+		if r, ok := sl.(*RawSlot); ok {
+			out[name] = *r
+			continue
+		}
+		data, err := json.Marshal(sl)
+		if err != nil {
+			return nil, fmt.Errorf("state: encoding slot %q: %w", name, err)
+		}
+		out[name] = RawSlot{V: sl.SlotVersion(), Data: data}
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads every slot as a *RawSlot, for its hook to decode.
+func (s *Slots) UnmarshalJSON(b []byte) error {
+	var raw map[string]*RawSlot
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	if len(raw) == 0 {
+		*s = nil
+		return nil
+	}
+	out := make(Slots, len(raw))
+	for name, r := range raw {
+		if r != nil {
+			out[name] = r
+		}
+	}
+	*s = out
+	return nil
+}
+
+// clone returns a deep copy of s (nil for nil).
+func (s Slots) clone() Slots {
+	if s == nil {
+		return nil
+	}
+	out := make(Slots, len(s))
+	for name, sl := range s {
+		if sl != nil {
+			out[name] = sl.CloneSlot()
+		}
+	}
+	return out
+}
+
+// SetSlot stores v as the slot called name (nil removes it).
+func (s *Session) SetSlot(name string, v Slot) {
+	if v == nil {
+		delete(s.Slots, name)
+		return
+	}
+	if s.Slots == nil {
+		s.Slots = Slots{}
+	}
+	s.Slots[name] = v
+}
+
+// SlotAs returns the slot called name as a *T, decoding a RawSlot with
+// decode (which receives the stored version and JSON) and caching the
+// result in s. It returns (nil, nil) when s has no such slot; decode's error
+// when the stored form cannot be read (an unknown version, bad JSON): the
+// hook then decides whether to start afresh or refuse. A slot of another Go
+// type under name is an error.
+func SlotAs[T any, PT interface {
+	*T
+	Slot
+}](s *Session, name string, decode func(version int, data []byte) (PT, error)) (PT, error) {
+	if s == nil || s.Slots == nil {
+		return nil, nil
+	}
+	switch v := s.Slots[name].(type) {
+	case nil:
+		return nil, nil
+	case PT:
+		return v, nil
+	case *RawSlot:
+		d, err := decode(v.V, v.Data)
+		if err != nil {
+			return nil, fmt.Errorf("state: slot %q (version %d): %w", name, v.V, err)
+		}
+		s.Slots[name] = d
+		return d, nil
+	default:
+		return nil, fmt.Errorf("state: slot %q holds a %T", name, v)
+	}
+}

@@ -1,0 +1,73 @@
+package state
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type counterSlot struct {
+	N     int      `json:"n"`
+	Names []string `json:"names,omitempty"`
+}
+
+func (c *counterSlot) SlotVersion() int { return 2 }
+func (c *counterSlot) CloneSlot() Slot {
+	d := *c
+	d.Names = append([]string(nil), c.Names...)
+	return &d
+}
+
+var errOldVersion = errors.New("version too old")
+
+func decodeCounter(v int, data []byte) (*counterSlot, error) {
+	if v != 2 {
+		return nil, errOldVersion
+	}
+	var c counterSlot
+	return &c, json.Unmarshal(data, &c)
+}
+
+func TestSlotsRoundTripThroughJSON(t *testing.T) {
+	s := &Session{}
+	s.SetSlot("counter", &counterSlot{N: 3, Names: []string{"a"}})
+	b, err := json.Marshal(s)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"slots":{"counter":{"v":2,"data":{"n":3,"names":["a"]}}}`)
+
+	var back Session
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.IsType(t, &RawSlot{}, back.Slots["counter"], "decoding is the owner's job")
+	c, err := SlotAs(&back, "counter", decodeCounter)
+	require.NoError(t, err)
+	assert.Equal(t, &counterSlot{N: 3, Names: []string{"a"}}, c)
+	assert.Same(t, c, back.Slots["counter"], "the decoded slot is cached")
+
+	again, err := json.Marshal(&back)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(b), string(again))
+}
+
+func TestSlotAsErrors(t *testing.T) {
+	s := &Session{}
+	c, err := SlotAs(s, "counter", decodeCounter)
+	require.NoError(t, err)
+	assert.Nil(t, c, "no slot, no error")
+
+	s.SetSlot("counter", &RawSlot{V: 1, Data: json.RawMessage(`{"n":1}`)})
+	_, err = SlotAs(s, "counter", decodeCounter)
+	require.ErrorIs(t, err, errOldVersion)
+	assert.IsType(t, &RawSlot{}, s.Slots["counter"], "an unreadable slot stays as stored")
+
+	s.SetSlot("counter", &RawSlot{V: 2, Data: json.RawMessage(`{"n":1}`)})
+	s.SetSlot("other", &RawSlot{V: 7, Data: json.RawMessage(`[1]`)})
+	b, err := json.Marshal(s)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"other":{"v":7,"data":[1]}`, "a slot nobody decodes is written back unchanged")
+
+	s.SetSlot("other", nil)
+	assert.NotContains(t, s.Slots, "other")
+}
