@@ -268,3 +268,5 @@ func (anthropicDriver) StreamErrorShape(_ int, ev Event) error {
 	}
 	return nil
 }
+
+func (anthropicDriver) InvalidRequestType() string { return "invalid_request_error" }

@@ -225,3 +225,5 @@ func (chatDriver) StreamErrorShape(_ int, ev Event) error {
 	}
 	return nil
 }
+
+func (chatDriver) InvalidRequestType() string { return "invalid_request_error" }

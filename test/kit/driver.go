@@ -169,6 +169,9 @@ type Driver interface {
 	// ErrorType is an error body's type in the API's terms (error.type;
 	// Gemini's error.status).
 	ErrorType(body []byte) string
+	// InvalidRequestType is ErrorType of the API's error for a malformed
+	// request.
+	InvalidRequestType() string
 	// StreamErrorShape checks that ev, the last event of a stream cut
 	// short, is the API's in-stream error for status.
 	StreamErrorShape(status int, ev Event) error

@@ -294,3 +294,5 @@ func (geminiDriver) StreamErrorShape(status int, ev Event) error {
 	}
 	return nil
 }
+
+func (geminiDriver) InvalidRequestType() string { return "INVALID_ARGUMENT" }

@@ -203,3 +203,5 @@ func (responsesDriver) StreamErrorShape(_ int, ev Event) error {
 	}
 	return nil
 }
+
+func (responsesDriver) InvalidRequestType() string { return "invalid_request_error" }
