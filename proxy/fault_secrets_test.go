@@ -164,8 +164,8 @@ func driveEveryPath(t *testing.T, h *harness, maxBody int) {
 		_ = resp
 	}
 	addr := strings.TrimPrefix(h.URL, "http://")
-	for _, path := range []string{"/v1/messages", "/v1/chat/completions", "/v1beta/models/g:generateContent"} {
-		for _, req := range refusalRequests(path+"?key="+secretQueryKey, maxBody) {
+	for _, d := range kit.Drivers() {
+		for _, req := range refusalRequests(d.Path("g", false)+"?key="+secretQueryKey, maxBody) {
 			rawRoundTrip(t, addr, req)
 		}
 	}
