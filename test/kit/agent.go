@@ -56,8 +56,9 @@ func (a *Agent) Body() string {
 	return a.D.Request(r)
 }
 
-// Post sends the next turn (non-streaming) and returns the response with
-// its body read; a 200 reply is echoed into the history.
+// Post sends the next turn and returns the response with its body read. A
+// 200 non-streaming reply is echoed into the history; a streamed one is
+// left to the caller.
 func (a *Agent) Post(t testing.TB) (*http.Response, []byte) {
 	t.Helper()
 	resp, body := Do(t, "POST", a.URL+a.D.Path(a.Request.Model, a.Request.Stream), a.Body(), a.headers())

@@ -1,9 +1,6 @@
 package kit
 
-import (
-	"fmt"
-	"testing"
-)
+import "testing"
 
 // drivers is the one table of wire API drivers, in a stable order.
 var drivers = []Driver{anthropicDriver{}, chatDriver{}, responsesDriver{}, geminiDriver{}}
@@ -37,7 +34,7 @@ func Get(t testing.TB, name string) Driver {
 	t.Helper()
 	d, ok := Lookup(name)
 	if !ok {
-		t.Fatalf("%v", fmt.Errorf("kit: no driver for API %q", name))
+		t.Fatalf("kit: no driver for API %q", name)
 	}
 	return d
 }
