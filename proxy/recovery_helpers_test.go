@@ -549,7 +549,7 @@ func recSendGemini(t *testing.T, ctx context.Context, s *geminiTopicSession, mod
 
 // history is the raw history items of an upstream request body.
 func (a recAPI) history(body []byte) []string {
-	return rawList(gjson.GetBytes(body, a.api.history))
+	return kit.History(a.api.d, body)
 }
 
 // itemRole is the role of a history item ("" for Responses items without
