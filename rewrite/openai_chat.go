@@ -2,7 +2,6 @@ package rewrite
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -128,20 +127,6 @@ func chatTools(tools gjson.Result) ([]conv.ToolDef, error) {
 		return true
 	})
 	return defs, err
-}
-
-func chatRole(r string) conv.Role {
-	switch r {
-	case "user":
-		return conv.RoleUser
-	case "assistant":
-		return conv.RoleAssistant
-	case "system", "developer":
-		return conv.RoleSystem
-	case "tool", "function":
-		return conv.RoleTool
-	}
-	return conv.Role(strings.Clone(r))
 }
 
 func chatMessage(m gjson.Result, names *toolNames) (conv.Message, error) {

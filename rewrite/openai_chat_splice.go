@@ -198,7 +198,7 @@ func (s *chatSplicer) feed(ev Event) ([]byte, error) {
 	if ev.IsComment() || len(data) == 0 {
 		return s.pass(ev.Raw), nil
 	}
-	if bytes.Equal(data, doneMarker) {
+	if bytes.Equal(data, dataDone) {
 		s.cur.held = append(s.cur.held, chatHeld{raw: s.complete(ev.Raw), done: true})
 		s.cur.done = true
 		return s.flushSeam(nil), nil

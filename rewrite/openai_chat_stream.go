@@ -91,14 +91,12 @@ type chatDecoder struct {
 	open    []int // tool-call indices started and not yet stopped
 }
 
-var doneMarker = []byte("[DONE]")
-
 func (d *chatDecoder) Decode(ev Event) ([]StreamEvent, error) {
 	d.out = d.out[:0]
 	if ev.IsComment() || len(bytes.TrimSpace(ev.Data)) == 0 {
 		return d.out, nil
 	}
-	if bytes.Equal(bytes.TrimSpace(ev.Data), doneMarker) {
+	if bytes.Equal(bytes.TrimSpace(ev.Data), dataDone) {
 		return append(d.out, StreamEvent{Kind: Done, Seq: -1}), nil
 	}
 	root, err := parseReplyRoot(ev.Data)

@@ -154,7 +154,7 @@ func (d *responsesDecoder) Decode(ev Event) ([]StreamEvent, error) {
 	if ev.IsComment() || len(bytes.TrimSpace(ev.Data)) == 0 {
 		return d.out, nil
 	}
-	if bytes.Equal(bytes.TrimSpace(ev.Data), doneMarker) {
+	if bytes.Equal(bytes.TrimSpace(ev.Data), dataDone) {
 		return append(d.out, StreamEvent{Kind: Done, Seq: -1}), nil
 	}
 	root, err := parseReplyRoot(ev.Data)

@@ -1,10 +1,14 @@
 package rewrite
 
 import (
+	"strings"
+
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
-// This file renders shepherd's own errors in OpenAI's error shape, shared by
+// This file holds what Chat Completions and Responses share besides the
+// turn edits (turnedit_openai.go): shepherd's own errors in OpenAI's error shape, shared by
 // Chat Completions and Responses; each other API renders its own in its
 // *_api.go file.
 
@@ -33,4 +37,21 @@ func openAIError(status int, message string) []byte {
 	b = append(b, `,"type":`...)
 	b = jsonkit.AppendString(b, openAIErrorType(status))
 	return append(b, `,"param":null,"code":null}}`...)
+}
+
+// chatRole maps an OpenAI message role to the neutral role: user,
+// assistant, system and developer (system), tool and function (tool); any
+// other role is kept as it is.
+func chatRole(r string) conv.Role {
+	switch r {
+	case "user":
+		return conv.RoleUser
+	case "assistant":
+		return conv.RoleAssistant
+	case "system", "developer":
+		return conv.RoleSystem
+	case "tool", "function":
+		return conv.RoleTool
+	}
+	return conv.Role(strings.Clone(r))
 }
