@@ -22,7 +22,7 @@ var _ Codec = anthropicCodec{}
 var anthropicKeys = []string{"model", "stream", "max_tokens", "system", "tools", "messages", "metadata", "thinking"}
 
 func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	_, idx, err := parseIndexed(body)
+	_, idx, err := ParseIndexed(body)
 	if err != nil {
 		return nil, err
 	}
@@ -32,9 +32,9 @@ func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	thinking := m[7].Get("type").Str
 	uid := meta.Get("user_id")
 	for _, err := range []error{
-		wantString(model, "model"), wantBool(stream, "stream"), wantNumber(maxTok, "max_tokens"),
-		wantStringOrArray(system, "system"), wantArray(tools, "tools"), wantArray(msgs, "messages"),
-		wantObject(meta, "metadata"), wantString(uid, "metadata.user_id"),
+		WantString(model, "model"), WantBool(stream, "stream"), WantNumber(maxTok, "max_tokens"),
+		WantStringOrArray(system, "system"), WantArray(tools, "tools"), WantArray(msgs, "messages"),
+		WantObject(meta, "metadata"), WantString(uid, "metadata.user_id"),
 	} {
 		if err != nil {
 			return nil, err
@@ -46,15 +46,15 @@ func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
 		req.MaxOutputTokens, req.HasMaxOutputTokens = maxTok.Int(), true
 	}
 	if req.System, err = anthropicSystem(c.views, idx, system); err != nil {
-		return nil, at(err, "system")
+		return nil, AtField(err, "system")
 	}
-	if req.Tools, err = namedTools(idx, tools, "name"); err != nil {
-		return nil, at(err, "tools")
+	if req.Tools, err = NamedTools(idx, tools, "name"); err != nil {
+		return nil, AtField(err, "tools")
 	}
-	if req.Messages, err = parseMessages(c.views, idx, msgs, "messages", anthropicViews, anthropicMessage); err != nil {
+	if req.Messages, err = ParseMessages(c.views, idx, msgs, "messages", anthropicViews, anthropicMessage); err != nil {
 		return nil, err
 	}
-	req.Fingerprint = fingerprint(req.System, req.Messages)
+	req.Fingerprint = Fingerprint(req.System, req.Messages)
 	return req, nil
 }
 
@@ -64,7 +64,7 @@ func anthropicSystem(views *ViewCache, idx *jsonkit.Index, sys gjson.Result) (st
 	if sys.Type == gjson.String {
 		return jsonkit.OwnedString(sys), nil
 	}
-	return cachedText(views, anthropicSystemViews, sys.Raw, func() (string, error) { return anthropicSystemBlocks(idx, sys) })
+	return CachedText(views, anthropicSystemViews, sys.Raw, func() (string, error) { return anthropicSystemBlocks(idx, sys) })
 }
 
 func anthropicSystemBlocks(idx *jsonkit.Index, sys gjson.Result) (string, error) {
@@ -72,7 +72,7 @@ func anthropicSystemBlocks(idx *jsonkit.Index, sys gjson.Result) (string, error)
 	var err error
 	idx.Each(sys, func(i int, b gjson.Result) bool {
 		if !b.IsObject() {
-			err = atIndex(typeErr("", "an object"), i)
+			err = AtIndex(TypeError("", "an object"), i)
 			return false
 		}
 		var m [2]gjson.Result
@@ -80,31 +80,31 @@ func anthropicSystemBlocks(idx *jsonkit.Index, sys gjson.Result) (string, error)
 		if m[0].Str == "text" {
 			t := m[1]
 			if t.Type != gjson.String {
-				err = atIndex(typeErr("text", "a string"), i)
+				err = AtIndex(TypeError("text", "a string"), i)
 				return false
 			}
 			texts = append(texts, t.Str)
 		}
 		return true
 	})
-	return strings.Clone(joinTexts(texts)), err
+	return strings.Clone(JoinTexts(texts)), err
 }
 
-func anthropicMessage(m gjson.Result, names *toolNames) (conv.Message, error) {
+func anthropicMessage(m gjson.Result, names *ToolNames) (conv.Message, error) {
 	if !m.IsObject() {
-		return conv.Message{}, typeErr("", "an object")
+		return conv.Message{}, TypeError("", "an object")
 	}
 	role, content := m.Get("role"), m.Get("content")
-	if err := wantString(role, "role"); err != nil {
+	if err := WantString(role, "role"); err != nil {
 		return conv.Message{}, err
 	}
-	if err := wantStringOrArray(content, "content"); err != nil {
+	if err := WantStringOrArray(content, "content"); err != nil {
 		return conv.Message{}, err
 	}
 	msg := conv.Message{Role: anthropicRole(role.Str)}
 	var err error
 	msg.Blocks, err = anthropicBlocks(content, names)
-	return msg, at(err, "content")
+	return msg, AtField(err, "content")
 }
 
 func anthropicRole(r string) conv.Role {
@@ -120,7 +120,7 @@ func anthropicRole(r string) conv.Role {
 }
 
 // anthropicBlocks normalises message content: a string or content blocks.
-func anthropicBlocks(content gjson.Result, names *toolNames) ([]conv.Block, error) {
+func anthropicBlocks(content gjson.Result, names *ToolNames) ([]conv.Block, error) {
 	if content.Type == gjson.String {
 		return []conv.Block{{Kind: conv.BlockText, Text: jsonkit.OwnedString(content)}}, nil
 	}
@@ -129,7 +129,7 @@ func anthropicBlocks(content gjson.Result, names *toolNames) ([]conv.Block, erro
 	jsonkit.EachElement(content, func(j int, b gjson.Result) bool {
 		var blk conv.Block
 		if blk, err = anthropicBlock(b, names); err != nil {
-			err = atIndex(err, j)
+			err = AtIndex(err, j)
 			return false
 		}
 		blocks = append(blocks, blk)
@@ -143,9 +143,9 @@ func anthropicBlocks(content gjson.Result, names *toolNames) ([]conv.Block, erro
 // tool_result's content).
 var anthropicBlockKeys = []string{"type", "text", "thinking", "id", "name", "input", "tool_use_id", "content", "is_error"}
 
-func anthropicBlock(b gjson.Result, names *toolNames) (conv.Block, error) {
+func anthropicBlock(b gjson.Result, names *ToolNames) (conv.Block, error) {
 	if !b.IsObject() {
-		return conv.Block{}, typeErr("", "an object")
+		return conv.Block{}, TypeError("", "an object")
 	}
 	var m [9]gjson.Result
 	jsonkit.Members(b, anthropicBlockKeys, m[:])
@@ -154,7 +154,7 @@ func anthropicBlock(b gjson.Result, names *toolNames) (conv.Block, error) {
 	var err error
 	want := func(v gjson.Result, key string) string {
 		if err == nil {
-			err = wantString(v, key)
+			err = WantString(v, key)
 		}
 		return jsonkit.OwnedString(v)
 	}
@@ -172,10 +172,10 @@ func anthropicBlock(b gjson.Result, names *toolNames) (conv.Block, error) {
 	case "tool_result":
 		id := want(useID, "tool_use_id")
 		if err == nil {
-			err = wantStringOrArray(content, "content")
+			err = WantStringOrArray(content, "content")
 		}
 		blk = conv.Block{Kind: conv.BlockToolResult, ToolCallID: id, ToolName: (*names)[id],
-			IsError: isError.Bool(), Text: resultText(content, "text", "text")}
+			IsError: isError.Bool(), Text: ResultText(content, "text", "text")}
 	default:
 		blk = conv.Block{Kind: conv.BlockOther}
 	}
@@ -183,12 +183,12 @@ func anthropicBlock(b gjson.Result, names *toolNames) (conv.Block, error) {
 }
 
 func (anthropicCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
-	return applyEdits(body, e, editOps{
+	return ApplyEdits(body, e, EditOps{
 		renderTool:   anthropicTool,
-		addTools:     appendTools("tools"),
+		addTools:     AppendTools("tools"),
 		appendSystem: anthropicAppendSystem,
 		appendUser:   anthropicAppendUser,
-		setMax:       setMaxKey("max_tokens"),
+		setMax:       SetMaxKey("max_tokens"),
 	})
 }
 
@@ -208,16 +208,16 @@ func anthropicTool(dst []byte, t conv.ToolSpec, params []byte) []byte {
 func anthropicAppendSystem(body []byte, texts []string) ([]byte, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
-		return nil, errNotObject
+		return nil, ErrNotObject
 	}
 	sys := jsonkit.Member(root, "system")
 	switch {
 	case sys.Type == gjson.String:
-		return jsonkit.AppendToString(body, sys, suffixText(sys.Str, texts)), nil
+		return jsonkit.AppendToString(body, sys, SuffixText(sys.Str, texts)), nil
 	case sys.IsArray():
-		return jsonkit.AppendElements(body, sys, textItems("text", texts)), nil
+		return jsonkit.AppendElements(body, sys, TextItems("text", texts)), nil
 	case jsonkit.IsNull(sys):
-		return jsonkit.SetMember(body, root, "system", jsonkit.Quote(joinTexts(texts))), nil
+		return jsonkit.SetMember(body, root, "system", jsonkit.Quote(JoinTexts(texts))), nil
 	}
 	return nil, fmt.Errorf("rewrite: cannot edit system: unexpected type")
 }
@@ -229,13 +229,13 @@ func anthropicAppendSystem(body []byte, texts []string) ([]byte, error) {
 func anthropicAppendUser(body []byte, texts []string) ([]byte, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
-		return nil, errNotObject
+		return nil, ErrNotObject
 	}
-	msg, ok := lastWithRole(jsonkit.Member(root, "messages"), "role", "user", false)
+	msg, ok := LastWithRole(jsonkit.Member(root, "messages"), "role", "user", false)
 	if !ok {
 		return body, nil
 	}
-	return appendContentParts(body, msg, "content", textItems("text", texts), `{"type":"text","text":`)
+	return AppendContentParts(body, msg, "content", TextItems("text", texts), `{"type":"text","text":`)
 }
 
 func (anthropicCodec) ErrorBody(status int, message string) []byte {
@@ -247,10 +247,10 @@ func (anthropicCodec) StreamErrorEvent(status int, message string) []byte {
 }
 
 func (anthropicCodec) sideRequest(body []byte) string {
-	r := topMembers(body, "tools", "tool_choice", "output_format", "output_config")
-	return firstSide(
-		when(r[2].Get("type").Str == "json_schema" || r[3].Get("format.type").Str == "json_schema", SideJSONOutput),
-		when(r[1].Get("type").Str == "none", SideToolChoiceNone),
-		when(!nonEmptyArray(r[0]), SideNoTools),
+	r := TopMembers(body, "tools", "tool_choice", "output_format", "output_config")
+	return FirstSide(
+		SideIf(r[2].Get("type").Str == "json_schema" || r[3].Get("format.type").Str == "json_schema", SideJSONOutput),
+		SideIf(r[1].Get("type").Str == "none", SideToolChoiceNone),
+		SideIf(!NonEmptyArray(r[0]), SideNoTools),
 	)
 }

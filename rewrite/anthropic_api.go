@@ -29,8 +29,8 @@ var Anthropic = &Descriptor{
 // anthropicTerminal: message_stop or error (by event name, or an unnamed
 // event whose data is an error object).
 func anthropicTerminal(name, data []byte) bool {
-	return bytes.Equal(name, nameMessageStop) || bytes.Equal(name, nameError) ||
-		(name == nil && bytes.Contains(data, keyTypeError))
+	return bytes.Equal(name, EventNameMessageStop) || bytes.Equal(name, EventNameError) ||
+		(name == nil && bytes.Contains(data, KeyTypeError))
 }
 
 // anthropicErrorType maps an HTTP status to Anthropic's error.type.
@@ -72,6 +72,6 @@ func anthropicError(status int, message string) []byte {
 
 // The view-cache tags of the Anthropic parsers: messages and system blocks.
 var (
-	anthropicViews       = newViewParser("anthropic")
-	anthropicSystemViews = newViewParser("anthropic_system")
+	anthropicViews       = NewViewParser("anthropic")
+	anthropicSystemViews = NewViewParser("anthropic_system")
 )

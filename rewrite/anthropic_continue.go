@@ -27,7 +27,7 @@ var _ ContinueCodec = anthropicCodec{}
 // block of a prefill. Without any non-blank text, hasText is false and
 // items is nil.
 func (anthropicCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte, bool, error) {
-	root, err := parseReplyRoot(reply)
+	root, err := ParseReplyRoot(reply)
 	if err != nil {
 		return nil, false, err
 	}
@@ -35,7 +35,7 @@ func (anthropicCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte
 	if !content.IsArray() {
 		return nil, false, fmt.Errorf("%w: content must be an array", ErrMalformedReply)
 	}
-	elems := agElems(content)
+	elems := BlocksElems(content)
 	keep := make([]int, 0, len(elems))
 	last := -1 // position in keep of the last non-blank text block
 	for i, b := range elems {
@@ -60,10 +60,10 @@ func (anthropicCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte
 	if prefill {
 		keep = keep[:last+1]
 	}
-	out := agReorder(reply, elems, keep)
+	out := BlocksReorder(reply, elems, keep)
 	if prefill {
 		root, _ := jsonkit.RootObject(jsonkit.UnsafeString(out))
-		kept := agElems(root.Get("content"))
+		kept := BlocksElems(root.Get("content"))
 		t := kept[last].Get("text")
 		if trimmed := strings.TrimRightFunc(t.Str, unicode.IsSpace); len(trimmed) < len(t.Str) {
 			out = jsonkit.Splice(out, t.Index, jsonkit.ValueEnd(t), jsonkit.Quote(trimmed))
@@ -81,7 +81,7 @@ func (anthropicCodec) UserTextMessage(text string) ([]byte, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, errors.New("rewrite: the continue instruction is blank")
 	}
-	return anthropicUserMessage(textItems("text", []string{text})), nil
+	return anthropicUserMessage(TextItems("text", []string{text})), nil
 }
 
 // ContinueReply runs next on in acc. When next's first block (after the
@@ -92,11 +92,11 @@ func (anthropicCodec) UserTextMessage(text string) ([]byte, error) {
 // order. id and everything else come from acc; stop_reason and
 // stop_sequence from next; usage as MergeReplies sums it.
 func (anthropicCodec) ContinueReply(acc, next []byte) ([]byte, error) {
-	r1, err := parseReplyRoot(acc)
+	r1, err := ParseReplyRoot(acc)
 	if err != nil {
 		return nil, fmt.Errorf("accumulated reply: %w", err)
 	}
-	r2, err := parseReplyRoot(next)
+	r2, err := ParseReplyRoot(next)
 	if err != nil {
 		return nil, fmt.Errorf("next reply: %w", err)
 	}
@@ -110,7 +110,7 @@ func (anthropicCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 
 	// The text acc ends with, if its last block is text.
 	var accText gjson.Result
-	if e1 := agElems(c1); len(e1) > 0 && e1[len(e1)-1].Get("type").Str == "text" {
+	if e1 := BlocksElems(c1); len(e1) > 0 && e1[len(e1)-1].Get("type").Str == "text" {
 		if t := e1[len(e1)-1].Get("text"); t.Type == gjson.String {
 			accText = t
 		}
@@ -118,7 +118,7 @@ func (anthropicCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 	var add []string // raw blocks appended after acc's content
 	var seam string  // text appended to accText
 	first := true    // no block of next kept yet
-	for i, b := range agElems(c2) {
+	for i, b := range BlocksElems(c2) {
 		typ := b.Get("type").Str
 		if typ == "thinking" || typ == "redacted_thinking" {
 			continue

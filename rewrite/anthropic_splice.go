@@ -272,7 +272,7 @@ type anthropicEventFields struct {
 
 func readAnthropicEvent(ev *Event) (anthropicEventFields, string, error) {
 	var f anthropicEventFields
-	root, err := parseReplyRoot(ev.Data)
+	root, err := ParseReplyRoot(ev.Data)
 	if err != nil {
 		return f, "", err
 	}
@@ -759,7 +759,7 @@ func usageOutput(u []byte) int64 {
 	if !ok {
 		return 0
 	}
-	return agCount(obj, "output_tokens")
+	return BlocksCount(obj, "output_tokens")
 }
 
 // Reply rebuilds the non-streaming Message of the current stream.
@@ -879,7 +879,7 @@ func (b *asBlock) json(cut bool) ([]byte, error) {
 		prev := gjson.GetBytes(out, "citations")
 		arr := []byte{'['}
 		if prev.IsArray() {
-			if inner := agInner(prev); inner != "" {
+			if inner := BlocksInner(prev); inner != "" {
 				arr = append(arr, inner...)
 				arr = append(arr, ',')
 			}
@@ -901,7 +901,7 @@ func (s *anthropicSplicer) Release(remove, first []int) ([]byte, error) {
 			calls = append(calls, i)
 		}
 	}
-	order, left, err := agCallOrder(len(s.blocks), calls, remove, first)
+	order, left, err := BlocksCallOrder(len(s.blocks), calls, remove, first)
 	if err != nil {
 		return nil, err
 	}
@@ -1023,7 +1023,7 @@ func (s *anthropicSplicer) Finish() ([]byte, error) {
 			u = []byte("{}")
 		}
 		total := s.prevOut + usageOutput(s.usage)
-		data = setTop(data, "usage", agSetCounts(u, []string{"output_tokens"}, []int64{total}))
+		data = setTop(data, "usage", BlocksSetCounts(u, []string{"output_tokens"}, []int64{total}))
 	}
 	out = s.emit(out, reframe(tmpl.raw, tmpl.data, data, tmpl.name))
 	if s.stopEvent >= 0 {

@@ -13,7 +13,7 @@ import (
 // stream decoder.
 
 func (anthropicCodec) ParseReply(body []byte) (*conv.Reply, error) {
-	root, err := parseReplyRoot(body)
+	root, err := ParseReplyRoot(body)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func (d *anthropicDecoder) Decode(ev Event) ([]StreamEvent, error) {
 		}
 		return append(d.out, StreamEvent{Kind: Other, Seq: -1}), nil
 	}
-	root, err := parseReplyRoot(ev.Data)
+	root, err := ParseReplyRoot(ev.Data)
 	if err != nil {
 		return d.out, err
 	}

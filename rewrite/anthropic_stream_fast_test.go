@@ -221,7 +221,7 @@ func aspReplyReference(s *anthropicSplicer) ([]byte, error) {
 			prev := gjson.GetBytes(out, "citations")
 			arr := []byte{'['}
 			if prev.IsArray() {
-				if inner := agInner(prev); inner != "" {
+				if inner := BlocksInner(prev); inner != "" {
 					arr = append(arr, inner...)
 					arr = append(arr, ',')
 				}

@@ -21,7 +21,7 @@ import (
 var _ TurnCodec = anthropicCodec{}
 
 func (anthropicCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
-	root, err := parseReplyRoot(reply)
+	root, err := ParseReplyRoot(reply)
 	if err != nil {
 		return nil, err
 	}
@@ -80,22 +80,22 @@ func anthropicUserMessage(blocks []byte) []byte {
 }
 
 func (anthropicCodec) AppendMessages(body []byte, items [][]byte) ([]byte, error) {
-	return agAppendToMember(body, "messages", items)
+	return BlocksAppendToMember(body, "messages", items)
 }
 
 func (anthropicCodec) ReplaceMessages(body []byte, pos int, items [][]byte) ([]byte, error) {
-	return agReplaceAt(body, "messages", pos, items)
+	return BlocksReplaceAt(body, "messages", pos, items)
 }
 
 // anthropicMessageAt returns the messages array, its elements and the
 // message at pos, which must have role want.
 func anthropicMessageAt(body []byte, pos int, want string) (gjson.Result, []gjson.Result, gjson.Result, error) {
-	_, arr, err := agConversation(body, "messages")
+	_, arr, err := BlocksConversation(body, "messages")
 	if err != nil {
 		return arr, nil, gjson.Result{}, err
 	}
-	elems := agElems(arr)
-	msg, err := agAt(elems, pos, "messages")
+	elems := BlocksElems(arr)
+	msg, err := BlocksAt(elems, pos, "messages")
 	if err != nil {
 		return arr, nil, gjson.Result{}, err
 	}
@@ -136,12 +136,12 @@ func (anthropicCodec) PrependToolResults(body []byte, pos int, results []conv.To
 			case c.IsArray():
 				return jsonkit.PrependElement(body, c, blocks), nil
 			case jsonkit.IsNull(c):
-				return jsonkit.SetMember(body, next, "content", wrap('[', blocks, ']')), nil
+				return jsonkit.SetMember(body, next, "content", Enclose('[', blocks, ']')), nil
 			}
 			return nil, fmt.Errorf("%w: messages[%d].content must be a string or an array", ErrMalformed, pos+1)
 		}
 	}
-	return agInsertBefore(body, arr, elems, pos+1, anthropicUserMessage(blocks)), nil
+	return BlocksInsertBefore(body, arr, elems, pos+1, anthropicUserMessage(blocks)), nil
 }
 
 // AppendUserTextAt appends text blocks to the user message at pos, as
@@ -154,7 +154,7 @@ func (anthropicCodec) AppendUserTextAt(body []byte, pos int, texts []string) ([]
 	if len(texts) == 0 {
 		return body, nil
 	}
-	return appendContentParts(body, msg, "content", textItems("text", texts), `{"type":"text","text":`)
+	return AppendContentParts(body, msg, "content", TextItems("text", texts), `{"type":"text","text":`)
 }
 
 // EditReply drops and reorders tool_use blocks of the reply's content (other
@@ -166,7 +166,7 @@ func (anthropicCodec) EditReply(reply []byte, remove, first []int) ([]byte, erro
 	if len(remove) == 0 && len(first) == 0 {
 		return reply, nil
 	}
-	root, err := parseReplyRoot(reply)
+	root, err := ParseReplyRoot(reply)
 	if err != nil {
 		return nil, err
 	}
@@ -174,23 +174,23 @@ func (anthropicCodec) EditReply(reply []byte, remove, first []int) ([]byte, erro
 	if !content.IsArray() {
 		return nil, fmt.Errorf("%w: content must be an array", ErrMalformedReply)
 	}
-	elems := agElems(content)
+	elems := BlocksElems(content)
 	var calls []int
 	for i, b := range elems {
 		if b.Get("type").Str == "tool_use" {
 			calls = append(calls, i)
 		}
 	}
-	order, left, err := agCallOrder(len(elems), calls, remove, first)
+	order, left, err := BlocksCallOrder(len(elems), calls, remove, first)
 	if err != nil {
 		return nil, err
 	}
-	out := agReorder(reply, elems, order)
+	out := BlocksReorder(reply, elems, order)
 	if left > 0 {
 		return out, nil
 	}
 	if sr := root.Get("stop_reason"); jsonkit.IsNull(sr) || sr.Str == "tool_use" {
-		return agSetTopMember(out, "stop_reason", []byte(`"end_turn"`))
+		return BlocksSetTopMember(out, "stop_reason", []byte(`"end_turn"`))
 	}
 	return out, nil
 }
@@ -207,11 +207,11 @@ func (anthropicCodec) EditReply(reply []byte, remove, first []int) ([]byte, erro
 // agent). Input is not summed: the two prompts overlap almost entirely.
 // Without a usage object in next, first's is kept unchanged.
 func (anthropicCodec) MergeReplies(first, next []byte) ([]byte, error) {
-	r1, err := parseReplyRoot(first)
+	r1, err := ParseReplyRoot(first)
 	if err != nil {
 		return nil, fmt.Errorf("first reply: %w", err)
 	}
-	r2, err := parseReplyRoot(next)
+	r2, err := ParseReplyRoot(next)
 	if err != nil {
 		return nil, fmt.Errorf("next reply: %w", err)
 	}
@@ -223,7 +223,7 @@ func (anthropicCodec) MergeReplies(first, next []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: next reply: content must be an array", ErrMalformedReply)
 	}
 	var out []byte
-	if inner := agInner(c2); inner != "" {
+	if inner := BlocksInner(c2); inner != "" {
 		out = jsonkit.AppendElements(first, c1, []byte(inner))
 	} else {
 		out = append([]byte(nil), first...)
@@ -238,15 +238,15 @@ func anthropicTakeStopAndUsage(out []byte, r1, r2 gjson.Result) ([]byte, error) 
 	var err error
 	for _, key := range []string{"stop_reason", "stop_sequence"} {
 		if v := r2.Get(key); v.Exists() {
-			if out, err = agSetTopMember(out, key, []byte(v.Raw)); err != nil {
+			if out, err = BlocksSetTopMember(out, key, []byte(v.Raw)); err != nil {
 				return nil, err
 			}
 		}
 	}
 	if u2 := r2.Get("usage"); u2.IsObject() {
-		sum := agCount(r1.Get("usage"), "output_tokens") + agCount(u2, "output_tokens")
-		usage := agSetCounts([]byte(u2.Raw), []string{"output_tokens"}, []int64{sum})
-		if out, err = agSetTopMember(out, "usage", usage); err != nil {
+		sum := BlocksCount(r1.Get("usage"), "output_tokens") + BlocksCount(u2, "output_tokens")
+		usage := BlocksSetCounts([]byte(u2.Raw), []string{"output_tokens"}, []int64{sum})
+		if out, err = BlocksSetTopMember(out, "usage", usage); err != nil {
 			return nil, err
 		}
 	}
@@ -258,10 +258,10 @@ func (anthropicCodec) conversationKey() string { return "messages" }
 func (anthropicCodec) fillerElem() string { return `{"role":"user","content":""}` }
 
 func (anthropicCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
-	return singleElemTurns(body, "messages")
+	return SingleElemTurns(body, "messages")
 }
 
 // AppendUserTexts is AppendUserTextAt for several turns, batched.
 func (c anthropicCodec) AppendUserTexts(body []byte, ops []UserTexts) ([]byte, error) {
-	return appendUserTexts(c, c, body, ops)
+	return AppendUserTextsBatched(c, c, body, ops)
 }

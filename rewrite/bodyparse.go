@@ -17,8 +17,8 @@ import (
 // wrapping ErrMalformed or ErrMalformedReply, field type checks that name
 // the offending field, and small text helpers shared by the codecs.
 
-// parseIndexed validates body like parseRoot and indexes its top level.
-func parseIndexed(body []byte) (gjson.Result, *jsonkit.Index, error) {
+// ParseIndexed validates body like parseRoot and indexes its top level.
+func ParseIndexed(body []byte) (gjson.Result, *jsonkit.Index, error) {
 	idx, ok := jsonkit.ValidIndexed(body)
 	if !ok {
 		return gjson.Result{}, nil, fmt.Errorf("%w: body is not valid JSON", ErrMalformed)
@@ -42,12 +42,12 @@ func parseRoot(body []byte) (gjson.Result, error) {
 	return root, nil
 }
 
-// parseTrustedRoot returns the top-level object of a request body that is
+// ParseTrustedRoot returns the top-level object of a request body that is
 // known to be valid JSON (ParseRequest accepted it, or a codec built it from
 // one), without validating it again: the turn engine edits the same 50 KB
 // body several times per request, and validation was a third of that work.
 // Invalid input never panics; it gives an error or a garbled result.
-func parseTrustedRoot(body []byte) (gjson.Result, error) {
+func ParseTrustedRoot(body []byte) (gjson.Result, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
 		return gjson.Result{}, fmt.Errorf("%w: body must be a JSON object", ErrMalformed)
@@ -55,9 +55,9 @@ func parseTrustedRoot(body []byte) (gjson.Result, error) {
 	return root, nil
 }
 
-// parseReplyRoot validates a reply body or event payload and returns its
+// ParseReplyRoot validates a reply body or event payload and returns its
 // top-level object.
-func parseReplyRoot(body []byte) (gjson.Result, error) {
+func ParseReplyRoot(body []byte) (gjson.Result, error) {
 	if !jsonkit.Valid(body) {
 		return gjson.Result{}, fmt.Errorf("%w: not valid JSON", ErrMalformedReply)
 	}
@@ -71,47 +71,47 @@ func parseReplyRoot(body []byte) (gjson.Result, error) {
 // Field type checks. Each returns nil when r is absent or null, and an error
 // wrapping ErrMalformed naming field when r has another type.
 
-func wantString(r gjson.Result, field string) error {
+func WantString(r gjson.Result, field string) error {
 	if jsonkit.IsNull(r) || r.Type == gjson.String {
 		return nil
 	}
-	return typeErr(field, "a string")
+	return TypeError(field, "a string")
 }
 
-func wantBool(r gjson.Result, field string) error {
+func WantBool(r gjson.Result, field string) error {
 	if jsonkit.IsNull(r) || r.Type == gjson.True || r.Type == gjson.False {
 		return nil
 	}
-	return typeErr(field, "a boolean")
+	return TypeError(field, "a boolean")
 }
 
-func wantNumber(r gjson.Result, field string) error {
+func WantNumber(r gjson.Result, field string) error {
 	if jsonkit.IsNull(r) || r.Type == gjson.Number {
 		return nil
 	}
-	return typeErr(field, "a number")
+	return TypeError(field, "a number")
 }
 
-func wantArray(r gjson.Result, field string) error {
+func WantArray(r gjson.Result, field string) error {
 	if jsonkit.IsNull(r) || r.IsArray() {
 		return nil
 	}
-	return typeErr(field, "an array")
+	return TypeError(field, "an array")
 }
 
-func wantObject(r gjson.Result, field string) error {
+func WantObject(r gjson.Result, field string) error {
 	if jsonkit.IsNull(r) || r.IsObject() {
 		return nil
 	}
-	return typeErr(field, "an object")
+	return TypeError(field, "an object")
 }
 
-// wantStringOrArray accepts the string-or-blocks shape of message content.
-func wantStringOrArray(r gjson.Result, field string) error {
+// WantStringOrArray accepts the string-or-blocks shape of message content.
+func WantStringOrArray(r gjson.Result, field string) error {
 	if jsonkit.IsNull(r) || r.Type == gjson.String || r.IsArray() {
 		return nil
 	}
-	return typeErr(field, "a string or an array")
+	return TypeError(field, "a string or an array")
 }
 
 // fieldError is a malformed-body error naming the offending field. Parsers
@@ -126,21 +126,21 @@ func (e *fieldError) Error() string {
 
 func (e *fieldError) Unwrap() error { return ErrMalformed }
 
-// typeErr reports that field must be want ("a string", "an object", ...).
+// TypeError reports that field must be want ("a string", "an object", ...).
 // field is "" for the value being parsed itself.
-func typeErr(field, want string) error { return &fieldError{field: field, want: want} }
+func TypeError(field, want string) error { return &fieldError{field: field, want: want} }
 
-// at prefixes a field error with the member name it was found under; other
+// AtField prefixes a field error with the member name it was found under; other
 // errors, and nil, pass through.
-func at(err error, name string) error {
+func AtField(err error, name string) error {
 	if fe, ok := err.(*fieldError); ok {
 		fe.field = joinField(name, fe.field)
 	}
 	return err
 }
 
-// atIndex prefixes a field error with the array index it was found at.
-func atIndex(err error, i int) error {
+// AtIndex prefixes a field error with the array index it was found at.
+func AtIndex(err error, i int) error {
 	if fe, ok := err.(*fieldError); ok {
 		fe.field = joinField("["+strconv.Itoa(i)+"]", fe.field)
 	}
@@ -157,13 +157,13 @@ func joinField(prefix, field string) string {
 	return prefix + "." + field
 }
 
-// joinTexts joins texts with a blank line, the separator every codec uses
+// JoinTexts joins texts with a blank line, the separator every codec uses
 // when it appends to existing prose.
-func joinTexts(texts []string) string { return strings.Join(texts, "\n\n") }
+func JoinTexts(texts []string) string { return strings.Join(texts, "\n\n") }
 
-// suffixText returns what to append to existing prose orig: each text with a
+// SuffixText returns what to append to existing prose orig: each text with a
 // blank line before it (none before the first when orig is empty).
-func suffixText(orig string, texts []string) string {
+func SuffixText(orig string, texts []string) string {
 	var b strings.Builder
 	for i, t := range texts {
 		if i > 0 || orig != "" {

@@ -76,7 +76,7 @@ type Codec interface {
 	TurnCodec
 }
 
-// fingerprint is the session key of a conversation whose client sends no
+// Fingerprint is the session key of a conversation whose client sends no
 // session id (gemini-cli, Cline, most SDK apps): a hash of the system
 // prompt and of the anchor (conv.Anchors) of the conversation's first
 // assistant message, which covers every message up to it. It is "" while
@@ -88,7 +88,7 @@ type Codec interface {
 // add to the history they send back (call ids, cache_control, thinking,
 // argument formatting), so every later request of the conversation finds
 // the same key.
-func fingerprint(system string, msgs []conv.Message) string {
+func Fingerprint(system string, msgs []conv.Message) string {
 	first := -1
 	for i := range msgs {
 		if msgs[i].Role == conv.RoleAssistant {
@@ -110,9 +110,9 @@ func fingerprint(system string, msgs []conv.Message) string {
 	return hex.EncodeToString(h.Sum(sum[:0])[:16])
 }
 
-// fingerprinter is a codec that computes a request's fingerprint without
+// Fingerprinter is a codec that computes a request's fingerprint without
 // building the view of the whole conversation.
-type fingerprinter interface {
+type Fingerprinter interface {
 	fingerprintRequest(body []byte) (string, error)
 }
 
@@ -121,7 +121,7 @@ type fingerprinter interface {
 // pass-through path. It checks every message as ParseRequest does, but
 // builds the view only of the messages the fingerprint reads.
 func RequestFingerprint(c Codec, body []byte) string {
-	if f, ok := c.(fingerprinter); ok {
+	if f, ok := c.(Fingerprinter); ok {
 		fp, err := f.fingerprintRequest(body)
 		if err != nil {
 			return ""
@@ -135,16 +135,16 @@ func RequestFingerprint(c Codec, body []byte) string {
 	return v.Fingerprint
 }
 
-// toolNames records the tool name of each call id seen so far in a
+// ToolNames records the tool name of each call id seen so far in a
 // conversation, so tool results can carry the name where the API omits it.
-type toolNames map[string]string
+type ToolNames map[string]string
 
-func (t *toolNames) add(id, name string) {
+func (t *ToolNames) add(id, name string) {
 	if id == "" || name == "" {
 		return
 	}
 	if *t == nil {
-		*t = make(toolNames)
+		*t = make(ToolNames)
 	}
 	(*t)[id] = name
 }

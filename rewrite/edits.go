@@ -7,9 +7,9 @@ import (
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
-// editOps are one API's primitives for the edits of conv.RequestEdits.
+// EditOps are one API's primitives for the edits of conv.RequestEdits.
 // applyEdits runs them in the order the Codec contract fixes.
-type editOps struct {
+type EditOps struct {
 	// renderTool appends one tool definition in the API's shape to dst.
 	renderTool func(dst []byte, t conv.ToolSpec, params []byte) []byte
 	// addTools inserts the rendered, comma-separated definitions.
@@ -19,9 +19,9 @@ type editOps struct {
 	setMax       func(body []byte, n int64) ([]byte, error)
 }
 
-// applyEdits applies e to body with ops: tools, system, user text, output
+// ApplyEdits applies e to body with ops: tools, system, user text, output
 // limit. It returns body itself when e is empty.
-func applyEdits(body []byte, e conv.RequestEdits, ops editOps) ([]byte, error) {
+func ApplyEdits(body []byte, e conv.RequestEdits, ops EditOps) ([]byte, error) {
 	if e.Empty() {
 		return body, nil
 	}
@@ -54,29 +54,29 @@ func applyEdits(body []byte, e conv.RequestEdits, ops editOps) ([]byte, error) {
 	return out, nil
 }
 
-// appendTools returns an addTools that appends to the top-level array key,
+// AppendTools returns an addTools that appends to the top-level array key,
 // creating it when absent.
-func appendTools(key string) func(body, items []byte) ([]byte, error) {
-	return func(body, items []byte) ([]byte, error) { return appendToArrayMember(body, key, items) }
+func AppendTools(key string) func(body, items []byte) ([]byte, error) {
+	return func(body, items []byte) ([]byte, error) { return AppendToArrayMember(body, key, items) }
 }
 
-// setMaxKey returns a setMax that sets the top-level integer key.
-func setMaxKey(key string) func(body []byte, n int64) ([]byte, error) {
-	return func(body []byte, n int64) ([]byte, error) { return setTopLevelInt(body, key, n) }
+// SetMaxKey returns a setMax that sets the top-level integer key.
+func SetMaxKey(key string) func(body []byte, n int64) ([]byte, error) {
+	return func(body []byte, n int64) ([]byte, error) { return SetTopLevelInt(body, key, n) }
 }
 
-// parseMessages builds the view of every element of arr (the array member
+// ParseMessages builds the view of every element of arr (the array member
 // key) with parse, through the view cache views (tagged p; nil: no cache), sharing one tool-name
 // table across the conversation. Errors name the element, e.g.
 // messages[3].content.
-func parseMessages(views *ViewCache, idx *jsonkit.Index, arr gjson.Result, key string, p viewParser, parse func(gjson.Result, *toolNames) (conv.Message, error)) ([]conv.Message, error) {
-	r := viewResolver{cache: views, parser: p, parse: parse}
+func ParseMessages(views *ViewCache, idx *jsonkit.Index, arr gjson.Result, key string, p ViewParser, parse func(gjson.Result, *ToolNames) (conv.Message, error)) ([]conv.Message, error) {
+	r := ViewResolver{cache: views, parser: p, parse: parse}
 	var msgs []conv.Message
 	var err error
 	idx.Each(arr, func(i int, m gjson.Result) bool {
 		var msg conv.Message
 		if msg, err = r.message(m); err != nil {
-			err = at(atIndex(err, i), key)
+			err = AtField(AtIndex(err, i), key)
 			return false
 		}
 		msgs = append(msgs, msg)

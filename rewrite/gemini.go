@@ -36,7 +36,7 @@ var geminiKeys = []string{"model", "contents", "tools", "systemInstruction", "sy
 // by the URL, which the proxy knows) and Model is "" unless the body names
 // one (the model is in the URL).
 func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	_, idx, err := parseIndexed(body)
+	_, idx, err := ParseIndexed(body)
 	if err != nil {
 		return nil, err
 	}
@@ -53,8 +53,8 @@ func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	}
 	mot, motKey := either(gc, "maxOutputTokens", "max_output_tokens")
 	for _, err := range []error{
-		wantString(model, "model"), wantArray(contents, "contents"), wantArray(tools, "tools"),
-		wantObject(sys, sysKey), wantObject(gc, gcKey), at(wantNumber(mot, motKey), gcKey),
+		WantString(model, "model"), WantArray(contents, "contents"), WantArray(tools, "tools"),
+		WantObject(sys, sysKey), WantObject(gc, gcKey), AtField(WantNumber(mot, motKey), gcKey),
 	} {
 		if err != nil {
 			return nil, err
@@ -65,15 +65,15 @@ func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
 		req.MaxOutputTokens, req.HasMaxOutputTokens = mot.Int(), true
 	}
 	if req.System, err = geminiSystem(sys); err != nil {
-		return nil, at(err, sysKey)
+		return nil, AtField(err, sysKey)
 	}
 	if req.Tools, err = geminiTools(tools); err != nil {
-		return nil, at(err, "tools")
+		return nil, AtField(err, "tools")
 	}
-	if req.Messages, err = parseMessages(c.views, idx, contents, "contents", geminiViews, geminiContent); err != nil {
+	if req.Messages, err = ParseMessages(c.views, idx, contents, "contents", geminiViews, geminiContent); err != nil {
 		return nil, err
 	}
-	req.Fingerprint = fingerprint(req.System, req.Messages)
+	req.Fingerprint = Fingerprint(req.System, req.Messages)
 	return req, nil
 }
 
@@ -84,12 +84,12 @@ func geminiSystem(sys gjson.Result) (string, error) {
 		return "", nil
 	}
 	parts := sys.Get("parts")
-	if err := wantArray(parts, "parts"); err != nil {
+	if err := WantArray(parts, "parts"); err != nil {
 		return "", err
 	}
 	blocks, err := geminiParts(parts, nil)
 	if err != nil {
-		return "", at(err, "parts")
+		return "", AtField(err, "parts")
 	}
 	var texts []string
 	for _, b := range blocks {
@@ -97,25 +97,25 @@ func geminiSystem(sys gjson.Result) (string, error) {
 			texts = append(texts, b.Text)
 		}
 	}
-	return joinTexts(texts), nil
+	return JoinTexts(texts), nil
 }
 
 // geminiContent normalises one contents element.
-func geminiContent(c gjson.Result, names *toolNames) (conv.Message, error) {
+func geminiContent(c gjson.Result, names *ToolNames) (conv.Message, error) {
 	if !c.IsObject() {
-		return conv.Message{}, typeErr("", "an object")
+		return conv.Message{}, TypeError("", "an object")
 	}
 	role, parts := c.Get("role"), c.Get("parts")
-	if err := wantString(role, "role"); err != nil {
+	if err := WantString(role, "role"); err != nil {
 		return conv.Message{}, err
 	}
-	if err := wantArray(parts, "parts"); err != nil {
+	if err := WantArray(parts, "parts"); err != nil {
 		return conv.Message{}, err
 	}
 	msg := conv.Message{Role: geminiRole(role.Str)}
 	var err error
 	msg.Blocks, err = geminiParts(parts, names)
-	return msg, at(err, "parts")
+	return msg, AtField(err, "parts")
 }
 
 func geminiRole(r string) conv.Role {
@@ -138,16 +138,16 @@ func geminiTools(tools gjson.Result) ([]conv.ToolDef, error) {
 	var err error
 	jsonkit.EachElement(tools, func(i int, t gjson.Result) bool {
 		if !t.IsObject() {
-			err = atIndex(typeErr("", "an object"), i)
+			err = AtIndex(TypeError("", "an object"), i)
 			return false
 		}
 		decls, key := either(t, "functionDeclarations", "function_declarations")
-		if err = atIndex(wantArray(decls, key), i); err != nil {
+		if err = AtIndex(WantArray(decls, key), i); err != nil {
 			return false
 		}
 		var more []conv.ToolDef
-		if more, err = namedTools(nil, decls, "name"); err != nil {
-			err = atIndex(at(err, key), i)
+		if more, err = NamedTools(nil, decls, "name"); err != nil {
+			err = AtIndex(AtField(err, key), i)
 			return false
 		}
 		defs = append(defs, more...)
@@ -157,13 +157,13 @@ func geminiTools(tools gjson.Result) ([]conv.ToolDef, error) {
 }
 
 // geminiParts normalises a parts array. names is nil for the system prompt.
-func geminiParts(parts gjson.Result, names *toolNames) ([]conv.Block, error) {
+func geminiParts(parts gjson.Result, names *ToolNames) ([]conv.Block, error) {
 	var blocks []conv.Block
 	var err error
 	jsonkit.EachElement(parts, func(j int, p gjson.Result) bool {
 		var blk conv.Block
 		if blk, err = geminiPart(p, names); err != nil {
-			err = atIndex(err, j)
+			err = AtIndex(err, j)
 			return false
 		}
 		blocks = append(blocks, blk)
@@ -172,12 +172,12 @@ func geminiParts(parts gjson.Result, names *toolNames) ([]conv.Block, error) {
 	return blocks, err
 }
 
-func geminiPart(p gjson.Result, names *toolNames) (conv.Block, error) {
+func geminiPart(p gjson.Result, names *ToolNames) (conv.Block, error) {
 	if !p.IsObject() {
-		return conv.Block{}, typeErr("", "an object")
+		return conv.Block{}, TypeError("", "an object")
 	}
 	if t := p.Get("text"); t.Exists() {
-		if err := wantString(t, "text"); err != nil {
+		if err := WantString(t, "text"); err != nil {
 			return conv.Block{}, err
 		}
 		kind := conv.BlockText
@@ -187,7 +187,7 @@ func geminiPart(p gjson.Result, names *toolNames) (conv.Block, error) {
 		return conv.Block{Kind: kind, Text: jsonkit.OwnedString(t)}, nil
 	}
 	if fc, key := either(p, "functionCall", "function_call"); fc.Exists() {
-		if err := wantObject(fc, key); err != nil {
+		if err := WantObject(fc, key); err != nil {
 			return conv.Block{}, err
 		}
 		blk, err := geminiCall(fc)
@@ -196,16 +196,16 @@ func geminiPart(p gjson.Result, names *toolNames) (conv.Block, error) {
 		if names != nil {
 			names.add(blk.ToolCallID, blk.ToolName)
 		}
-		return blk, at(err, key)
+		return blk, AtField(err, key)
 	}
 	if fr, key := either(p, "functionResponse", "function_response"); fr.Exists() {
-		if err := wantObject(fr, key); err != nil {
+		if err := WantObject(fr, key); err != nil {
 			return conv.Block{}, err
 		}
 		blk, err := geminiCall(fr)
 		blk.Kind = conv.BlockToolResult
 		blk.Text = strings.Clone(fr.Get("response").Raw)
-		return blk, at(err, key)
+		return blk, AtField(err, key)
 	}
 	return conv.Block{Kind: conv.BlockOther}, nil
 }
@@ -213,17 +213,17 @@ func geminiPart(p gjson.Result, names *toolNames) (conv.Block, error) {
 // geminiCall reads the id and name of a functionCall or functionResponse.
 func geminiCall(fc gjson.Result) (conv.Block, error) {
 	id, name := fc.Get("id"), fc.Get("name")
-	if err := wantString(id, "id"); err != nil {
+	if err := WantString(id, "id"); err != nil {
 		return conv.Block{}, err
 	}
-	if err := wantString(name, "name"); err != nil {
+	if err := WantString(name, "name"); err != nil {
 		return conv.Block{}, err
 	}
 	return conv.Block{ToolCallID: jsonkit.OwnedString(id), ToolName: jsonkit.OwnedString(name)}, nil
 }
 
 func (geminiCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
-	return applyEdits(body, e, editOps{
+	return ApplyEdits(body, e, EditOps{
 		renderTool:   geminiDecl,
 		addTools:     geminiAddTools,
 		appendSystem: geminiAppendSystem,
@@ -250,11 +250,11 @@ func geminiDecl(dst []byte, t conv.ToolSpec, params []byte) []byte {
 func geminiAddTools(body, decls []byte) ([]byte, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
-		return nil, errNotObject
+		return nil, ErrNotObject
 	}
 	tools := jsonkit.Member(root, "tools")
 	if !tools.IsArray() {
-		return appendToArrayMember(body, "tools", geminiToolElem(decls))
+		return AppendToArrayMember(body, "tools", geminiToolElem(decls))
 	}
 	var list gjson.Result
 	jsonkit.EachElement(tools, func(_ int, t gjson.Result) bool {
@@ -297,7 +297,7 @@ func geminiAppendParts(body []byte, content gjson.Result, parts []byte) ([]byte,
 	case p.IsArray():
 		return jsonkit.AppendElements(body, p, parts), nil
 	case jsonkit.IsNull(p):
-		return jsonkit.SetMember(body, content, "parts", wrap('[', parts, ']')), nil
+		return jsonkit.SetMember(body, content, "parts", Enclose('[', parts, ']')), nil
 	}
 	return nil, fmt.Errorf("rewrite: cannot edit parts: not an array")
 }
@@ -305,7 +305,7 @@ func geminiAppendParts(body []byte, content gjson.Result, parts []byte) ([]byte,
 func geminiAppendSystem(body []byte, texts []string) ([]byte, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
-		return nil, errNotObject
+		return nil, ErrNotObject
 	}
 	parts := geminiTextParts(texts)
 	sys, key := either(root, "systemInstruction", "system_instruction")
@@ -327,9 +327,9 @@ func geminiAppendSystem(body []byte, texts []string) ([]byte, error) {
 func geminiAppendUser(body []byte, texts []string) ([]byte, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
-		return nil, errNotObject
+		return nil, ErrNotObject
 	}
-	c, ok := lastWithRole(jsonkit.Member(root, "contents"), "role", "user", true)
+	c, ok := LastWithRole(jsonkit.Member(root, "contents"), "role", "user", true)
 	if !ok {
 		return body, nil
 	}
@@ -339,7 +339,7 @@ func geminiAppendUser(body []byte, texts []string) ([]byte, error) {
 func geminiSetMax(body []byte, n int64) ([]byte, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
-		return nil, errNotObject
+		return nil, ErrNotObject
 	}
 	num := strconv.AppendInt(nil, n, 10)
 	gc, gcKey := either(root, "generationConfig", "generation_config")
@@ -367,21 +367,21 @@ func (geminiCodec) StreamErrorEvent(status int, message string) []byte {
 }
 
 func (geminiCodec) sideRequest(body []byte) string {
-	r := topMembers(body, "tools", "generationConfig", "generation_config", "toolConfig", "tool_config")
+	r := TopMembers(body, "tools", "generationConfig", "generation_config", "toolConfig", "tool_config")
 	camel, snake := r[1], r[2]
 	jsonMode := strings.EqualFold(camel.Get("responseMimeType").Str, "application/json") ||
 		strings.EqualFold(snake.Get("response_mime_type").Str, "application/json") ||
-		present(camel.Get("responseSchema")) || present(camel.Get("responseJsonSchema")) ||
-		present(snake.Get("response_schema")) || present(snake.Get("response_json_schema"))
+		IsPresent(camel.Get("responseSchema")) || IsPresent(camel.Get("responseJsonSchema")) ||
+		IsPresent(snake.Get("response_schema")) || IsPresent(snake.Get("response_json_schema"))
 	functions := false
 	jsonkit.EachElement(r[0], func(_ int, t gjson.Result) bool {
-		functions = nonEmptyArray(t.Get("functionDeclarations")) || nonEmptyArray(t.Get("function_declarations"))
+		functions = NonEmptyArray(t.Get("functionDeclarations")) || NonEmptyArray(t.Get("function_declarations"))
 		return !functions
 	})
-	return firstSide(
-		when(jsonMode, SideJSONOutput),
-		when(strings.EqualFold(r[3].Get("functionCallingConfig.mode").Str, "NONE") ||
+	return FirstSide(
+		SideIf(jsonMode, SideJSONOutput),
+		SideIf(strings.EqualFold(r[3].Get("functionCallingConfig.mode").Str, "NONE") ||
 			strings.EqualFold(r[4].Get("function_calling_config.mode").Str, "NONE"), SideToolChoiceNone),
-		when(!functions, SideNoTools),
+		SideIf(!functions, SideNoTools),
 	)
 }

@@ -30,8 +30,8 @@ var Gemini = &Descriptor{
 
 // geminiTerminal: a chunk carrying a finishReason, or an error chunk.
 func geminiTerminal(name, data []byte) bool {
-	return bytes.Contains(data, keyFinishReason) || bytes.Contains(data, keyFinishReasonSnake) ||
-		isErrorObject(data)
+	return bytes.Contains(data, KeyFinishReason) || bytes.Contains(data, KeyFinishReasonSnake) ||
+		IsErrorObject(data)
 }
 
 // geminiStatus maps an HTTP status to the Google RPC status name.
@@ -78,4 +78,4 @@ func geminiError(status int, message string) []byte {
 }
 
 // geminiViews tags Gemini contents in the view cache.
-var geminiViews = newViewParser("gemini")
+var geminiViews = NewViewParser("gemini")

@@ -62,7 +62,7 @@ func geminiKindOf(p gjson.Result) geminiPartKind {
 // without one items is nil (also for a reply without parts, as Gemini sends
 // when thinking used up the output limit).
 func (geminiCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte, bool, error) {
-	root, err := parseReplyRoot(reply)
+	root, err := ParseReplyRoot(reply)
 	if err != nil {
 		return nil, false, err
 	}
@@ -73,7 +73,7 @@ func (geminiCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte, b
 	if !parts.IsArray() {
 		return nil, false, fmt.Errorf("%w: candidates[0].content.parts must be an array", ErrMalformedReply)
 	}
-	elems := agElems(parts)
+	elems := BlocksElems(parts)
 	keep := make([]int, 0, len(elems))
 	hasText := false
 	for i, p := range elems {
@@ -110,17 +110,17 @@ func (geminiCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte, b
 	}
 	out := reply
 	if len(keep) != len(elems) {
-		out = agReorder(reply, elems, keep)
+		out = BlocksReorder(reply, elems, keep)
 	}
-	if root, err = parseReplyRoot(out); err != nil {
+	if root, err = ParseReplyRoot(out); err != nil {
 		return nil, false, err
 	}
 	parts = geminiReplyParts(root)
 	if trimmed != nil {
-		kept := agElems(parts)
+		kept := BlocksElems(parts)
 		t := kept[len(kept)-1].Get("text")
 		out = jsonkit.Splice(out, t.Index, jsonkit.ValueEnd(t), trimmed)
-		if root, err = parseReplyRoot(out); err != nil {
+		if root, err = ParseReplyRoot(out); err != nil {
 			return nil, false, err
 		}
 		parts = geminiReplyParts(root)
@@ -149,7 +149,7 @@ func (geminiCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 	}
 
 	// acc's trailing text run.
-	e1 := agElems(p1)
+	e1 := BlocksElems(p1)
 	open := len(e1) > 0 && geminiKindOf(e1[len(e1)-1]) == gpText
 	var prev []byte
 	if open {
@@ -168,7 +168,7 @@ func (geminiCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 	var text []byte
 	const before, in, after = 0, 1, 2
 	run := before
-	for _, p := range agElems(p2) {
+	for _, p := range BlocksElems(p2) {
 		k := geminiKindOf(p)
 		switch {
 		case k == gpThought:

@@ -37,7 +37,7 @@ type callPart struct {
 // geminiCalls returns the functionCall parts of content c, in order.
 func callParts(c gjson.Result) []callPart {
 	var out []callPart
-	for _, p := range agElems(c.Get("parts")) {
+	for _, p := range BlocksElems(c.Get("parts")) {
 		fc, _ := either(p, "functionCall", "function_call")
 		if !fc.IsObject() {
 			continue

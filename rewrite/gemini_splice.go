@@ -202,7 +202,7 @@ func (s *geminiSplicer) Feed(ev Event) ([]byte, error) {
 	if s.failed {
 		return nil, nil // nothing follows an error
 	}
-	root, err := parseReplyRoot(ev.Data)
+	root, err := ParseReplyRoot(ev.Data)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +274,7 @@ func (s *geminiSplicer) readParts(root gjson.Result) (c geminiChunkParts, err er
 	if !jsonkit.IsNull(c.partsArr) && !c.partsArr.IsArray() {
 		return c, fmt.Errorf("%w: candidates[0].content.parts must be an array", ErrMalformedReply)
 	}
-	c.elems = agElems(c.partsArr)
+	c.elems = BlocksElems(c.partsArr)
 	c.firstCall = len(s.calls)
 	for i, p := range c.elems {
 		if !p.IsObject() {
@@ -395,7 +395,7 @@ func (s *geminiSplicer) withFirstID(data []byte) []byte {
 func (s *geminiSplicer) edit(data []byte, elems []gjson.Result, keep []int, strip bool) ([]byte, error) {
 	out := data
 	if len(keep) != len(elems) {
-		out = agReorder(data, elems, keep)
+		out = BlocksReorder(data, elems, keep)
 	}
 	return s.finishEdit(out, strip)
 }
@@ -407,14 +407,14 @@ func (s *geminiSplicer) finishEdit(out []byte, strip bool) ([]byte, error) {
 	if strip {
 		root, ok := jsonkit.RootObject(jsonkit.UnsafeString(out))
 		if !ok {
-			return nil, errNotObject
+			return nil, ErrNotObject
 		}
 		cand := root.Get("candidates.0")
 		if _, key := either(cand, "finishReason", "finish_reason"); cand.Get(key).Exists() {
 			out = removeMember(out, cand, key)
 		}
 		if root, ok = jsonkit.RootObject(jsonkit.UnsafeString(out)); !ok {
-			return nil, errNotObject
+			return nil, ErrNotObject
 		}
 		if root.Get("usageMetadata").Exists() {
 			out = removeMember(out, root, "usageMetadata")
@@ -460,11 +460,11 @@ func (s *geminiSplicer) sendHeld(dst []byte, keep []int) ([]byte, error) {
 	if len(keep) == 0 {
 		return dst, nil
 	}
-	root, err := parseReplyRoot(s.termData)
+	root, err := ParseReplyRoot(s.termData)
 	if err != nil {
 		return nil, err
 	}
-	elems := agElems(root.Get("candidates.0.content.parts"))
+	elems := BlocksElems(root.Get("candidates.0.content.parts"))
 	data, err := s.edit(s.termData, elems, keep, true)
 	if err != nil {
 		return nil, err
@@ -576,7 +576,7 @@ func (s *geminiSplicer) Release(remove, first []int) ([]byte, error) {
 	for i := range idx {
 		idx[i] = i
 	}
-	order, _, err := agCallOrder(len(s.calls), idx, remove, first)
+	order, _, err := BlocksCallOrder(len(s.calls), idx, remove, first)
 	if err != nil {
 		return nil, err
 	}
@@ -595,11 +595,11 @@ func (s *geminiSplicer) Release(remove, first []int) ([]byte, error) {
 	}
 	if s.held {
 		s.held = false
-		root, err := parseReplyRoot(s.termData)
+		root, err := ParseReplyRoot(s.termData)
 		if err != nil {
 			return nil, err
 		}
-		elems := agElems(root.Get("candidates.0.content.parts"))
+		elems := BlocksElems(root.Get("candidates.0.content.parts"))
 		for _, i := range s.termText {
 			parts = append(parts, []byte(elems[i].Raw))
 		}
@@ -698,16 +698,16 @@ func mergeGeminiUsage(acc, u []byte) []byte {
 		return u
 	}
 	u1, u2 := gjson.ParseBytes(acc), gjson.ParseBytes(u)
-	cands := agCount(u1, "candidatesTokenCount") + agCount(u2, "candidatesTokenCount")
-	thoughts := agCount(u1, "thoughtsTokenCount") + agCount(u2, "thoughtsTokenCount")
-	total := agCount(u2, "promptTokenCount") + agCount(u2, "toolUsePromptTokenCount") + cands + thoughts
+	cands := BlocksCount(u1, "candidatesTokenCount") + BlocksCount(u2, "candidatesTokenCount")
+	thoughts := BlocksCount(u1, "thoughtsTokenCount") + BlocksCount(u2, "thoughtsTokenCount")
+	total := BlocksCount(u2, "promptTokenCount") + BlocksCount(u2, "toolUsePromptTokenCount") + cands + thoughts
 	keys := []string{"candidatesTokenCount"}
 	vals := []int64{cands}
 	if u1.Get("thoughtsTokenCount").Exists() || u2.Get("thoughtsTokenCount").Exists() {
 		keys, vals = append(keys, "thoughtsTokenCount"), append(vals, thoughts)
 	}
 	keys, vals = append(keys, "totalTokenCount"), append(vals, total)
-	return agSetCounts(bytes.Clone(u), keys, vals)
+	return BlocksSetCounts(bytes.Clone(u), keys, vals)
 }
 
 // Truncation recovery.

@@ -15,7 +15,7 @@ import (
 // Only the first candidate is viewed.
 
 func (geminiCodec) ParseReply(body []byte) (*conv.Reply, error) {
-	root, err := parseReplyRoot(body)
+	root, err := ParseReplyRoot(body)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func (d *geminiDecoder) Decode(ev Event) ([]StreamEvent, error) {
 	if len(bytes.TrimSpace(ev.Data)) == 0 {
 		return d.out, nil
 	}
-	root, err := parseReplyRoot(ev.Data)
+	root, err := ParseReplyRoot(ev.Data)
 	if err != nil {
 		return d.out, err
 	}

@@ -22,7 +22,7 @@ func geminiReplyParts(root gjson.Result) gjson.Result {
 }
 
 func (geminiCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
-	root, err := parseReplyRoot(reply)
+	root, err := ParseReplyRoot(reply)
 	if err != nil {
 		return nil, err
 	}
@@ -90,22 +90,22 @@ func geminiUserContent(parts []byte) []byte {
 }
 
 func (geminiCodec) AppendMessages(body []byte, items [][]byte) ([]byte, error) {
-	return agAppendToMember(body, "contents", items)
+	return BlocksAppendToMember(body, "contents", items)
 }
 
 func (geminiCodec) ReplaceMessages(body []byte, pos int, items [][]byte) ([]byte, error) {
-	return agReplaceAt(body, "contents", pos, items)
+	return BlocksReplaceAt(body, "contents", pos, items)
 }
 
 // geminiContentAt returns the contents array, its elements and the content
 // at pos.
 func geminiContentAt(body []byte, pos int) (gjson.Result, []gjson.Result, gjson.Result, error) {
-	_, arr, err := agConversation(body, "contents")
+	_, arr, err := BlocksConversation(body, "contents")
 	if err != nil {
 		return arr, nil, gjson.Result{}, err
 	}
-	elems := agElems(arr)
-	c, err := agAt(elems, pos, "contents")
+	elems := BlocksElems(arr)
+	c, err := BlocksAt(elems, pos, "contents")
 	if err != nil {
 		return arr, nil, gjson.Result{}, err
 	}
@@ -147,12 +147,12 @@ func (geminiCodec) PrependToolResults(body []byte, pos int, results []conv.ToolR
 			case p.IsArray():
 				return jsonkit.PrependElement(body, p, parts), nil
 			case jsonkit.IsNull(p):
-				return jsonkit.SetMember(body, next, "parts", wrap('[', parts, ']')), nil
+				return jsonkit.SetMember(body, next, "parts", Enclose('[', parts, ']')), nil
 			}
 			return nil, fmt.Errorf("%w: contents[%d].parts must be an array", ErrMalformed, pos+1)
 		}
 	}
-	return agInsertBefore(body, arr, elems, pos+1, geminiUserContent(parts)), nil
+	return BlocksInsertBefore(body, arr, elems, pos+1, geminiUserContent(parts)), nil
 }
 
 // AppendUserTextAt appends text parts to the content at pos, as
@@ -180,7 +180,7 @@ func (geminiCodec) EditReply(reply []byte, remove, first []int) ([]byte, error) 
 	if len(remove) == 0 && len(first) == 0 {
 		return reply, nil
 	}
-	root, err := parseReplyRoot(reply)
+	root, err := ParseReplyRoot(reply)
 	if err != nil {
 		return nil, err
 	}
@@ -188,18 +188,18 @@ func (geminiCodec) EditReply(reply []byte, remove, first []int) ([]byte, error) 
 	if !parts.IsArray() {
 		return nil, fmt.Errorf("%w: candidates[0].content.parts must be an array", ErrMalformedReply)
 	}
-	elems := agElems(parts)
+	elems := BlocksElems(parts)
 	var calls []int
 	for i, p := range elems {
 		if fc, _ := either(p, "functionCall", "function_call"); fc.IsObject() {
 			calls = append(calls, i)
 		}
 	}
-	order, _, err := agCallOrder(len(elems), calls, remove, first)
+	order, _, err := BlocksCallOrder(len(elems), calls, remove, first)
 	if err != nil {
 		return nil, err
 	}
-	return agReorder(reply, elems, order), nil
+	return BlocksReorder(reply, elems, order), nil
 }
 
 // MergeReplies appends next's candidates[0] parts to first's. Everything
@@ -219,7 +219,7 @@ func (geminiCodec) MergeReplies(first, next []byte) ([]byte, error) {
 		return nil, err
 	}
 	var out []byte
-	if inner := agInner(p2); inner != "" {
+	if inner := BlocksInner(p2); inner != "" {
 		out = jsonkit.AppendElements(first, p1, []byte(inner))
 	} else {
 		out = append([]byte(nil), first...)
@@ -227,7 +227,7 @@ func (geminiCodec) MergeReplies(first, next []byte) ([]byte, error) {
 	if fr, _ := either(r2.Get("candidates.0"), "finishReason", "finish_reason"); fr.Exists() {
 		root, ok := jsonkit.RootObject(jsonkit.UnsafeString(out))
 		if !ok {
-			return nil, errNotObject
+			return nil, ErrNotObject
 		}
 		cand := root.Get("candidates.0")
 		old, key := either(cand, "finishReason", "finish_reason")
@@ -238,17 +238,17 @@ func (geminiCodec) MergeReplies(first, next []byte) ([]byte, error) {
 	}
 	if u2 := r2.Get("usageMetadata"); u2.IsObject() {
 		u1 := r1.Get("usageMetadata")
-		cands := agCount(u1, "candidatesTokenCount") + agCount(u2, "candidatesTokenCount")
-		thoughts := agCount(u1, "thoughtsTokenCount") + agCount(u2, "thoughtsTokenCount")
-		total := agCount(u2, "promptTokenCount") + agCount(u2, "toolUsePromptTokenCount") + cands + thoughts
+		cands := BlocksCount(u1, "candidatesTokenCount") + BlocksCount(u2, "candidatesTokenCount")
+		thoughts := BlocksCount(u1, "thoughtsTokenCount") + BlocksCount(u2, "thoughtsTokenCount")
+		total := BlocksCount(u2, "promptTokenCount") + BlocksCount(u2, "toolUsePromptTokenCount") + cands + thoughts
 		keys := []string{"candidatesTokenCount"}
 		vals := []int64{cands}
 		if u1.Get("thoughtsTokenCount").Exists() || u2.Get("thoughtsTokenCount").Exists() {
 			keys, vals = append(keys, "thoughtsTokenCount"), append(vals, thoughts)
 		}
 		keys, vals = append(keys, "totalTokenCount"), append(vals, total)
-		usage := agSetCounts([]byte(u2.Raw), keys, vals)
-		if out, err = agSetTopMember(out, "usageMetadata", usage); err != nil {
+		usage := BlocksSetCounts([]byte(u2.Raw), keys, vals)
+		if out, err = BlocksSetTopMember(out, "usageMetadata", usage); err != nil {
 			return nil, err
 		}
 	}
@@ -259,10 +259,10 @@ func (geminiCodec) MergeReplies(first, next []byte) ([]byte, error) {
 // ContinueReply: both roots and both candidates' parts (first's an array,
 // next's an array or absent).
 func geminiReplyPair(first, next []byte) (r1, r2, p1, p2 gjson.Result, err error) {
-	if r1, err = parseReplyRoot(first); err != nil {
+	if r1, err = ParseReplyRoot(first); err != nil {
 		return r1, r2, p1, p2, fmt.Errorf("first reply: %w", err)
 	}
-	if r2, err = parseReplyRoot(next); err != nil {
+	if r2, err = ParseReplyRoot(next); err != nil {
 		return r1, r2, p1, p2, fmt.Errorf("next reply: %w", err)
 	}
 	p1, p2 = geminiReplyParts(r1), geminiReplyParts(r2)
@@ -280,10 +280,10 @@ func (geminiCodec) conversationKey() string { return "contents" }
 func (geminiCodec) fillerElem() string { return `{"role":"user","parts":[]}` }
 
 func (geminiCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
-	return singleElemTurns(body, "contents")
+	return SingleElemTurns(body, "contents")
 }
 
 // AppendUserTexts is AppendUserTextAt for several turns, batched.
 func (c geminiCodec) AppendUserTexts(body []byte, ops []UserTexts) ([]byte, error) {
-	return appendUserTexts(c, c, body, ops)
+	return AppendUserTextsBatched(c, c, body, ops)
 }

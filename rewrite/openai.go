@@ -12,8 +12,8 @@ import (
 // Chat Completions and Responses; each other API renders its own in its
 // *_api.go file.
 
-// openAIErrorType maps an HTTP status to the OpenAI error.type.
-func openAIErrorType(status int) string {
+// OpenAIErrorType maps an HTTP status to the OpenAI error.type.
+func OpenAIErrorType(status int) string {
 	switch status {
 	case 401:
 		return "authentication_error"
@@ -30,19 +30,19 @@ func openAIErrorType(status int) string {
 	return "server_error"
 }
 
-// openAIError renders {"error":{"message":…,"type":…,"param":null,"code":null}}.
-func openAIError(status int, message string) []byte {
+// OpenAIError renders {"error":{"message":…,"type":…,"param":null,"code":null}}.
+func OpenAIError(status int, message string) []byte {
 	b := append([]byte(nil), `{"error":{"message":`...)
 	b = jsonkit.AppendString(b, message)
 	b = append(b, `,"type":`...)
-	b = jsonkit.AppendString(b, openAIErrorType(status))
+	b = jsonkit.AppendString(b, OpenAIErrorType(status))
 	return append(b, `,"param":null,"code":null}}`...)
 }
 
-// chatRole maps an OpenAI message role to the neutral role: user,
+// ChatRole maps an OpenAI message role to the neutral role: user,
 // assistant, system and developer (system), tool and function (tool); any
 // other role is kept as it is.
-func chatRole(r string) conv.Role {
+func ChatRole(r string) conv.Role {
 	switch r {
 	case "user":
 		return conv.RoleUser

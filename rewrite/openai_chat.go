@@ -36,7 +36,7 @@ func (c chatCodec) fingerprintRequest(body []byte) (string, error) {
 // first assistant message are checked but not viewed, and the request has
 // only the messages up to it (all that System and Fingerprint read).
 func parseChatRequest(views *ViewCache, body []byte, fpOnly bool) (*conv.Request, error) {
-	_, idx, err := parseIndexed(body)
+	_, idx, err := ParseIndexed(body)
 	if err != nil {
 		return nil, err
 	}
@@ -44,9 +44,9 @@ func parseChatRequest(views *ViewCache, body []byte, fpOnly bool) (*conv.Request
 	idx.Lookup(chatKeys, m[:])
 	model, stream, tools, msgs, mct, mt, pck := m[0], m[1], m[2], m[3], m[4], m[5], m[6]
 	for _, err := range []error{
-		wantString(model, "model"), wantBool(stream, "stream"), wantArray(tools, "tools"),
-		wantArray(msgs, "messages"), wantNumber(mct, "max_completion_tokens"),
-		wantNumber(mt, "max_tokens"), wantString(pck, "prompt_cache_key"),
+		WantString(model, "model"), WantBool(stream, "stream"), WantArray(tools, "tools"),
+		WantArray(msgs, "messages"), WantNumber(mct, "max_completion_tokens"),
+		WantNumber(mt, "max_tokens"), WantString(pck, "prompt_cache_key"),
 	} {
 		if err != nil {
 			return nil, err
@@ -60,9 +60,9 @@ func parseChatRequest(views *ViewCache, body []byte, fpOnly bool) (*conv.Request
 		req.MaxOutputTokens, req.HasMaxOutputTokens = mt.Int(), true
 	}
 	if req.Tools, err = chatTools(tools); err != nil {
-		return nil, at(err, "tools")
+		return nil, AtField(err, "tools")
 	}
-	r := viewResolver{cache: views, parser: chatViews, parse: chatMessage}
+	r := ViewResolver{cache: views, parser: chatViews, parse: chatMessage}
 	if fpOnly {
 		// A few messages get a view: the resolver's default arena (64
 		// blocks) would be most of what the fingerprint allocates.
@@ -73,7 +73,7 @@ func parseChatRequest(views *ViewCache, body []byte, fpOnly bool) (*conv.Request
 	idx.Each(msgs, func(i int, m gjson.Result) bool {
 		if fpOnly && seenAssistant {
 			if err = r.check(m); err != nil {
-				err = at(atIndex(err, i), "messages")
+				err = AtField(AtIndex(err, i), "messages")
 				return false
 			}
 			return true
@@ -81,7 +81,7 @@ func parseChatRequest(views *ViewCache, body []byte, fpOnly bool) (*conv.Request
 		var msg conv.Message
 		msg, err = r.message(m)
 		if err != nil {
-			err = at(atIndex(err, i), "messages")
+			err = AtField(AtIndex(err, i), "messages")
 			return false
 		}
 		if leading && msg.Role == conv.RoleSystem {
@@ -100,8 +100,8 @@ func parseChatRequest(views *ViewCache, body []byte, fpOnly bool) (*conv.Request
 	if err != nil {
 		return nil, err
 	}
-	req.System = joinTexts(system)
-	req.Fingerprint = fingerprint(req.System, req.Messages)
+	req.System = JoinTexts(system)
+	req.Fingerprint = Fingerprint(req.System, req.Messages)
 	return req, nil
 }
 
@@ -111,14 +111,14 @@ func chatTools(tools gjson.Result) ([]conv.ToolDef, error) {
 	var err error
 	jsonkit.EachElement(tools, func(i int, t gjson.Result) bool {
 		if !t.IsObject() {
-			err = atIndex(typeErr("", "an object"), i)
+			err = AtIndex(TypeError("", "an object"), i)
 			return false
 		}
 		n := t.Get("function.name")
 		if !n.Exists() {
 			n = t.Get("custom.name")
 		}
-		if err = atIndex(wantString(n, "function.name"), i); err != nil {
+		if err = AtIndex(WantString(n, "function.name"), i); err != nil {
 			return false
 		}
 		if n.Str != "" {
@@ -129,22 +129,22 @@ func chatTools(tools gjson.Result) ([]conv.ToolDef, error) {
 	return defs, err
 }
 
-func chatMessage(m gjson.Result, names *toolNames) (conv.Message, error) {
+func chatMessage(m gjson.Result, names *ToolNames) (conv.Message, error) {
 	if !m.IsObject() {
-		return conv.Message{}, typeErr("", "an object")
+		return conv.Message{}, TypeError("", "an object")
 	}
 	role, content, calls := m.Get("role"), m.Get("content"), m.Get("tool_calls")
 	id, fc := m.Get("tool_call_id"), m.Get("function_call")
 	for _, err := range []error{
-		wantString(role, "role"), wantStringOrArray(content, "content"),
-		wantArray(calls, "tool_calls"), wantString(id, "tool_call_id"),
-		wantObject(fc, "function_call"),
+		WantString(role, "role"), WantStringOrArray(content, "content"),
+		WantArray(calls, "tool_calls"), WantString(id, "tool_call_id"),
+		WantObject(fc, "function_call"),
 	} {
 		if err != nil {
 			return conv.Message{}, err
 		}
 	}
-	msg := conv.Message{Role: chatRole(role.Str)}
+	msg := conv.Message{Role: ChatRole(role.Str)}
 	if msg.Role == conv.RoleTool {
 		tid := jsonkit.OwnedString(id)
 		name := jsonkit.OwnedString(m.Get("name"))
@@ -152,7 +152,7 @@ func chatMessage(m gjson.Result, names *toolNames) (conv.Message, error) {
 			name = (*names)[tid]
 		}
 		msg.Blocks = []conv.Block{{Kind: conv.BlockToolResult, ToolCallID: tid, ToolName: name,
-			Text: resultText(content, "text", "text")}}
+			Text: ResultText(content, "text", "text")}}
 		return msg, nil
 	}
 	var err error
@@ -163,7 +163,7 @@ func chatMessage(m gjson.Result, names *toolNames) (conv.Message, error) {
 	} else {
 		jsonkit.EachElement(content, func(j int, p gjson.Result) bool {
 			if !p.IsObject() {
-				err = at(atIndex(typeErr("", "an object"), j), "content")
+				err = AtField(AtIndex(TypeError("", "an object"), j), "content")
 				return false
 			}
 			if p.Get("type").Str != "text" {
@@ -171,7 +171,7 @@ func chatMessage(m gjson.Result, names *toolNames) (conv.Message, error) {
 				return true
 			}
 			t := p.Get("text")
-			if err = at(atIndex(wantString(t, "text"), j), "content"); err != nil {
+			if err = AtField(AtIndex(WantString(t, "text"), j), "content"); err != nil {
 				return false
 			}
 			msg.Blocks = append(msg.Blocks, conv.Block{Kind: conv.BlockText, Text: jsonkit.OwnedString(t)})
@@ -184,7 +184,7 @@ func chatMessage(m gjson.Result, names *toolNames) (conv.Message, error) {
 	jsonkit.EachElement(calls, func(j int, c gjson.Result) bool {
 		var blk conv.Block
 		if blk, err = chatToolCall(c); err != nil {
-			err = at(atIndex(err, j), "tool_calls")
+			err = AtField(AtIndex(err, j), "tool_calls")
 			return false
 		}
 		names.add(blk.ToolCallID, blk.ToolName)
@@ -196,7 +196,7 @@ func chatMessage(m gjson.Result, names *toolNames) (conv.Message, error) {
 		if blk, err = chatFunction(fc); err == nil {
 			msg.Blocks = append(msg.Blocks, blk)
 		}
-		err = at(err, "function_call")
+		err = AtField(err, "function_call")
 	}
 	return msg, err
 }
@@ -204,31 +204,31 @@ func chatMessage(m gjson.Result, names *toolNames) (conv.Message, error) {
 // chatToolCall normalises one assistant tool_calls element.
 func chatToolCall(c gjson.Result) (conv.Block, error) {
 	if !c.IsObject() {
-		return conv.Block{}, typeErr("", "an object")
+		return conv.Block{}, TypeError("", "an object")
 	}
 	id := c.Get("id")
-	if err := wantString(id, "id"); err != nil {
+	if err := WantString(id, "id"); err != nil {
 		return conv.Block{}, err
 	}
 	fn := c.Get("function")
 	if !fn.IsObject() {
-		if err := wantObject(fn, "function"); err != nil {
+		if err := WantObject(fn, "function"); err != nil {
 			return conv.Block{}, err
 		}
 		return conv.Block{Kind: conv.BlockOther, ToolCallID: jsonkit.OwnedString(id)}, nil // e.g. a custom tool call
 	}
 	blk, err := chatFunction(fn)
 	blk.ToolCallID = jsonkit.OwnedString(id)
-	return blk, at(err, "function")
+	return blk, AtField(err, "function")
 }
 
 // chatFunction normalises a {name, arguments} function object.
 func chatFunction(fn gjson.Result) (conv.Block, error) {
 	name, args := fn.Get("name"), fn.Get("arguments")
-	if err := wantString(name, "name"); err != nil {
+	if err := WantString(name, "name"); err != nil {
 		return conv.Block{}, err
 	}
-	if err := wantString(args, "arguments"); err != nil {
+	if err := WantString(args, "arguments"); err != nil {
 		return conv.Block{}, err
 	}
 	blk := conv.Block{Kind: conv.BlockToolCall, ToolName: jsonkit.OwnedString(name)}
@@ -239,9 +239,9 @@ func chatFunction(fn gjson.Result) (conv.Block, error) {
 }
 
 func (chatCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
-	return applyEdits(body, e, editOps{
+	return ApplyEdits(body, e, EditOps{
 		renderTool:   chatTool,
-		addTools:     appendTools("tools"),
+		addTools:     AppendTools("tools"),
 		appendSystem: chatAppendSystem,
 		appendUser:   chatAppendUser,
 		setMax:       chatSetMax,
@@ -255,7 +255,7 @@ func chatSetMax(body []byte, n int64) ([]byte, error) {
 	if root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body)); ok && !jsonkit.Member(root, key).Exists() && jsonkit.Member(root, "max_tokens").Exists() {
 		key = "max_tokens"
 	}
-	return setTopLevelInt(body, key, n)
+	return SetTopLevelInt(body, key, n)
 }
 
 // chatTool renders a function tool definition.
@@ -277,14 +277,14 @@ func chatTool(dst []byte, t conv.ToolSpec, params []byte) []byte {
 func chatAppendSystem(body []byte, texts []string) ([]byte, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
-		return nil, errNotObject
+		return nil, ErrNotObject
 	}
 	msgs := jsonkit.Member(root, "messages")
 	if !msgs.IsArray() {
 		if !jsonkit.IsNull(msgs) {
 			return nil, fmt.Errorf("rewrite: cannot edit messages: not an array")
 		}
-		return jsonkit.SetMember(body, root, "messages", wrap('[', chatTextMessage("system", []string{joinTexts(texts)}), ']')), nil
+		return jsonkit.SetMember(body, root, "messages", Enclose('[', chatTextMessage("system", []string{JoinTexts(texts)}), ']')), nil
 	}
 	var first gjson.Result
 	jsonkit.EachElement(msgs, func(_ int, m gjson.Result) bool {
@@ -294,16 +294,16 @@ func chatAppendSystem(body []byte, texts []string) ([]byte, error) {
 		return false // only the first message can start the leading run
 	})
 	if !first.Exists() {
-		return jsonkit.PrependElement(body, msgs, chatTextMessage("system", []string{joinTexts(texts)})), nil
+		return jsonkit.PrependElement(body, msgs, chatTextMessage("system", []string{JoinTexts(texts)})), nil
 	}
 	c := first.Get("content")
 	switch {
 	case c.Type == gjson.String:
-		return jsonkit.AppendToString(body, c, suffixText(c.Str, texts)), nil
+		return jsonkit.AppendToString(body, c, SuffixText(c.Str, texts)), nil
 	case c.IsArray():
-		return jsonkit.AppendElements(body, c, textItems("text", texts)), nil
+		return jsonkit.AppendElements(body, c, TextItems("text", texts)), nil
 	case jsonkit.IsNull(c):
-		return jsonkit.SetMember(body, first, "content", jsonkit.Quote(joinTexts(texts))), nil
+		return jsonkit.SetMember(body, first, "content", jsonkit.Quote(JoinTexts(texts))), nil
 	}
 	return nil, fmt.Errorf("rewrite: cannot edit system message content: unexpected type")
 }
@@ -317,7 +317,7 @@ func chatTextMessage(role string, texts []string) []byte {
 	if len(texts) == 1 {
 		b = jsonkit.AppendString(b, texts[0])
 	} else {
-		b = append(b, wrap('[', textItems("text", texts), ']')...)
+		b = append(b, Enclose('[', TextItems("text", texts), ']')...)
 	}
 	return append(b, '}')
 }
@@ -330,7 +330,7 @@ func chatTextMessage(role string, texts []string) []byte {
 func chatAppendUser(body []byte, texts []string) ([]byte, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
-		return nil, errNotObject
+		return nil, ErrNotObject
 	}
 	msgs := jsonkit.Member(root, "messages")
 	if !msgs.IsArray() {
@@ -342,22 +342,22 @@ func chatAppendUser(body []byte, texts []string) ([]byte, error) {
 		return true
 	})
 	if last.IsObject() && last.Get("role").Str == "user" {
-		return appendContentParts(body, last, "content", textItems("text", texts), `{"type":"text","text":`)
+		return AppendContentParts(body, last, "content", TextItems("text", texts), `{"type":"text","text":`)
 	}
 	return jsonkit.AppendElements(body, msgs, chatTextMessage("user", texts)), nil
 }
 
-func (chatCodec) ErrorBody(status int, message string) []byte { return openAIError(status, message) }
+func (chatCodec) ErrorBody(status int, message string) []byte { return OpenAIError(status, message) }
 
 func (chatCodec) StreamErrorEvent(status int, message string) []byte {
-	return AppendData(nil, openAIError(status, message))
+	return AppendData(nil, OpenAIError(status, message))
 }
 
 func (chatCodec) sideRequest(body []byte) string {
-	r := topMembers(body, "tools", "functions", "tool_choice", "function_call", "response_format")
-	return firstSide(
-		when(jsonFormat(r[4].Get("type")), SideJSONOutput),
-		when(r[2].Str == "none" || (r[3].Str == "none" && !present(r[2])), SideToolChoiceNone),
-		when(!nonEmptyArray(r[0]) && !nonEmptyArray(r[1]), SideNoTools),
+	r := TopMembers(body, "tools", "functions", "tool_choice", "function_call", "response_format")
+	return FirstSide(
+		SideIf(IsJSONFormat(r[4].Get("type")), SideJSONOutput),
+		SideIf(r[2].Str == "none" || (r[3].Str == "none" && !IsPresent(r[2])), SideToolChoiceNone),
+		SideIf(!NonEmptyArray(r[0]) && !NonEmptyArray(r[1]), SideNoTools),
 	)
 }

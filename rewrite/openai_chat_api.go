@@ -21,8 +21,8 @@ var OpenAIChat = &Descriptor{
 
 // chatTerminal: data [DONE] or an error chunk.
 func chatTerminal(name, data []byte) bool {
-	return bytes.Equal(data, dataDone) || isErrorObject(data)
+	return bytes.Equal(data, DoneData) || IsErrorObject(data)
 }
 
 // chatViews tags Chat messages in the view cache.
-var chatViews = newViewParser("openai_chat")
+var chatViews = NewViewParser("openai_chat")

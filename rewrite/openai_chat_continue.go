@@ -36,7 +36,7 @@ func (c chatCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte, b
 	item := items[0]
 	for _, key := range [...]string{"tool_calls", "function_call"} {
 		root, _ := jsonkit.RootObject(jsonkit.UnsafeString(item))
-		item = oaDeleteMember(item, root, key)
+		item = OpenAIDeleteMember(item, root, key)
 	}
 	if prefill {
 		item = chatTrimLastText(item)
@@ -60,7 +60,7 @@ func chatTrimLastText(msg []byte) []byte {
 			}
 			return msg
 		}
-		elems := oaElems(content)
+		elems := OpenAIElems(content)
 		i := len(elems) - 1
 		for i >= 0 && !chatIsTextPart(elems[i]) {
 			i--
@@ -76,7 +76,7 @@ func chatTrimLastText(msg []byte) []byte {
 			}
 			return msg
 		}
-		msg = oaSpliceElems(msg, content, elems, i, i+1, nil)
+		msg = OpenAISpliceElems(msg, content, elems, i, i+1, nil)
 	}
 }
 
@@ -177,7 +177,7 @@ func (chatCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 		out = jsonkit.SetMember(out, msg, "content", content)
 	}
 	_, _, msg = cur()
-	refusal, err := oaMergeText(msg.Get("refusal"), nmsg.Get("refusal"), "refusal")
+	refusal, err := OpenAIMergeText(msg.Get("refusal"), nmsg.Get("refusal"), "refusal")
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +199,7 @@ func (chatCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 		out = jsonkit.SetMember(out, choice, "finish_reason", []byte(fr.Raw))
 	}
 	root, _, _ := cur()
-	if u := oaMergeUsage(root.Get("usage"), nroot.Get("usage"), chatUsageKeys); u != nil {
+	if u := OpenAIMergeUsage(root.Get("usage"), nroot.Get("usage"), chatUsageKeys); u != nil {
 		out = jsonkit.SetMember(out, root, "usage", u)
 	}
 	return out, nil
@@ -221,7 +221,7 @@ func chatContinueText(a, b gjson.Result) ([]byte, error) {
 	case a.Type == gjson.String:
 		last = a
 	case a.IsArray():
-		if elems := oaElems(a); len(elems) > 0 && chatIsTextPart(elems[len(elems)-1]) {
+		if elems := OpenAIElems(a); len(elems) > 0 && chatIsTextPart(elems[len(elems)-1]) {
 			last = elems[len(elems)-1].Get("text")
 		}
 	default:
@@ -233,14 +233,14 @@ func chatContinueText(a, b gjson.Result) ([]byte, error) {
 	case b.Type == gjson.String:
 		first, rest = b, gjson.Result{}
 	case b.IsArray():
-		if elems := oaElems(b); len(elems) > 0 && chatIsTextPart(elems[0]) {
+		if elems := OpenAIElems(b); len(elems) > 0 && chatIsTextPart(elems[0]) {
 			first = elems[0].Get("text")
 			rb := []byte(b.Raw)
 			if len(elems) == 1 {
 				rest = gjson.Result{}
 			} else {
 				// b without its first element, parsed on its own.
-				rb = oaSpliceElems(rb, gjson.Result{Type: b.Type, Raw: b.Raw}, chatRebase(elems, b.Index), 0, 1, nil)
+				rb = OpenAISpliceElems(rb, gjson.Result{Type: b.Type, Raw: b.Raw}, chatRebase(elems, b.Index), 0, 1, nil)
 				rest = gjson.ParseBytes(rb)
 			}
 		}
@@ -248,7 +248,7 @@ func chatContinueText(a, b gjson.Result) ([]byte, error) {
 		return nil, fmt.Errorf("%w: message content is neither a string nor an array", ErrMalformedReply)
 	}
 	if !last.Exists() || !first.Exists() {
-		return oaMergeText(a, b, "text")
+		return OpenAIMergeText(a, b, "text")
 	}
 	// a with the trimmed text appended inside its last literal.
 	ab := []byte(a.Raw)
@@ -265,7 +265,7 @@ func chatContinueText(a, b gjson.Result) ([]byte, error) {
 	if jsonkit.IsNull(rest) {
 		return ab, nil
 	}
-	return oaMergeText(gjson.ParseBytes(ab), rest, "text")
+	return OpenAIMergeText(gjson.ParseBytes(ab), rest, "text")
 }
 
 // chatRebase returns elems with Index made relative to an array at base.

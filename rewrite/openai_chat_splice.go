@@ -198,12 +198,12 @@ func (s *chatSplicer) feed(ev Event) ([]byte, error) {
 	if ev.IsComment() || len(data) == 0 {
 		return s.pass(ev.Raw), nil
 	}
-	if bytes.Equal(data, dataDone) {
+	if bytes.Equal(data, DoneData) {
 		s.cur.held = append(s.cur.held, chatHeld{raw: s.complete(ev.Raw), done: true})
 		s.cur.done = true
 		return s.flushSeam(nil), nil
 	}
-	root, err := parseReplyRoot(ev.Data)
+	root, err := ParseReplyRoot(ev.Data)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +212,7 @@ func (s *chatSplicer) feed(ev Event) ([]byte, error) {
 		return nil, err
 	}
 	id, created, model, choices, usage, errv, fp := m[0], m[1], m[2], m[3], m[4], m[5], m[6]
-	if err := wantArray(choices, "choices"); err != nil {
+	if err := WantArray(choices, "choices"); err != nil {
 		return nil, fmt.Errorf("%w: choices is not an array", ErrMalformedReply)
 	}
 	if !jsonkit.IsNull(errv) && jsonkit.LastValueEnd(choices) < 0 {
@@ -313,7 +313,7 @@ func (s *chatSplicer) readChoice(c, usage gjson.Result) (d chatChunkDelta, err e
 			*dst = append(*dst, t.Str...)
 		}
 	}
-	if err := wantArray(calls, ""); err != nil {
+	if err := WantArray(calls, ""); err != nil {
 		return d, fmt.Errorf("%w: delta.tool_calls is not an array", ErrMalformedReply)
 	}
 	d.hasCalls = jsonkit.LastValueEnd(calls) >= 0
@@ -349,7 +349,7 @@ func (s *chatSplicer) passChoice(ev Event, d *chatChunkDelta, usage gjson.Result
 		}
 		cp := bytes.Clone(ev.Data)
 		if d.hasRole {
-			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return oaDeleteMember(b, d, "role") })
+			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return OpenAIDeleteMember(b, d, "role") })
 		}
 		return s.frame(nil, s.rewriteIDs(cp))
 	}
@@ -359,10 +359,10 @@ func (s *chatSplicer) passChoice(ev Event, d *chatChunkDelta, usage gjson.Result
 	if forward {
 		cp := bytes.Clone(ev.Data)
 		if d.hasCalls {
-			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return oaDeleteMember(b, d, "tool_calls") })
+			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return OpenAIDeleteMember(b, d, "tool_calls") })
 		}
 		if d.hasRole && s.stream > 0 {
-			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return oaDeleteMember(b, d, "role") })
+			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return OpenAIDeleteMember(b, d, "role") })
 		}
 		if d.hasFinish {
 			cp = chatEditChoice(cp, "finish_reason", []byte("null"))
@@ -408,7 +408,7 @@ func (s *chatSplicer) contChoice(ev Event, hasDelta bool, dm []gjson.Result, usa
 		cp := bytes.Clone(ev.Data)
 		for i, key := range chatDeltaKeys {
 			if (key == "role" || key == "reasoning_content" || key == "reasoning" || key == "tool_calls") && dm[i].Exists() {
-				cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return oaDeleteMember(b, d, key) })
+				cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return OpenAIDeleteMember(b, d, key) })
 			}
 		}
 		if emit != content {
@@ -652,7 +652,7 @@ func (s *chatSplicer) noteEOL(raw []byte) {
 func (s *chatSplicer) complete(raw []byte) []byte {
 	out := bytes.Clone(raw)
 	if s.stream > 0 {
-		out = bytes.TrimPrefix(out, bom)
+		out = bytes.TrimPrefix(out, BOM)
 	}
 	trimEOL := func(b []byte) ([]byte, bool) {
 		switch {
@@ -683,7 +683,7 @@ func (s *chatSplicer) pass(raw []byte) []byte {
 		return nil
 	}
 	s.events++
-	if s.stream > 0 && bytes.HasPrefix(raw, bom) || !chatComplete(raw) {
+	if s.stream > 0 && bytes.HasPrefix(raw, BOM) || !chatComplete(raw) {
 		return s.complete(raw)
 	}
 	return raw
@@ -844,7 +844,7 @@ func (s *chatSplicer) Release(remove, first []int) ([]byte, error) {
 	if s.cur.released {
 		return nil, fmt.Errorf("%w: Release called twice for one stream", errChatSplice)
 	}
-	order, err := oaCallOrder(len(s.cur.calls), remove, first)
+	order, err := OpenAICallOrder(len(s.cur.calls), remove, first)
 	if err != nil {
 		return nil, err
 	}
@@ -900,7 +900,7 @@ func chatMergeUsage(acc, next []byte) []byte {
 	case acc == nil:
 		return next
 	}
-	return oaMergeUsage(gjson.ParseBytes(acc), gjson.ParseBytes(next), chatUsageKeys)
+	return OpenAIMergeUsage(gjson.ParseBytes(acc), gjson.ParseBytes(next), chatUsageKeys)
 }
 
 // Finish sends the last stream's held terminal events: the finish chunk

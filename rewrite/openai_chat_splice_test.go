@@ -530,7 +530,7 @@ func FuzzChatSplicer(f *testing.F) {
 			}
 			require.NoError(t, err)
 			d := bytes.TrimSpace(ev.Data)
-			if len(d) == 0 || bytes.Equal(d, dataDone) {
+			if len(d) == 0 || bytes.Equal(d, DoneData) {
 				continue
 			}
 			require.True(t, json.Valid(d), "%q", d)

@@ -13,7 +13,7 @@ import (
 // data-only SSE chunk decoder. Only choice 0 is viewed (agents send n=1).
 
 func (chatCodec) ParseReply(body []byte) (*conv.Reply, error) {
-	root, err := parseReplyRoot(body)
+	root, err := ParseReplyRoot(body)
 	if err != nil {
 		return nil, err
 	}
@@ -23,7 +23,7 @@ func (chatCodec) ParseReply(body []byte) (*conv.Reply, error) {
 	if c := msg.Get("content"); c.Type == gjson.String {
 		r.Text = jsonkit.OwnedString(c)
 	} else {
-		r.Text = resultText(c, "text", "text")
+		r.Text = ResultText(c, "text", "text")
 	}
 	jsonkit.EachElement(msg.Get("tool_calls"), func(_ int, c gjson.Result) bool {
 		tc := conv.ToolCall{Index: len(r.ToolCalls), ID: jsonkit.OwnedString(c.Get("id")), Name: jsonkit.OwnedString(c.Get("function.name"))}
@@ -96,10 +96,10 @@ func (d *chatDecoder) Decode(ev Event) ([]StreamEvent, error) {
 	if ev.IsComment() || len(bytes.TrimSpace(ev.Data)) == 0 {
 		return d.out, nil
 	}
-	if bytes.Equal(bytes.TrimSpace(ev.Data), dataDone) {
+	if bytes.Equal(bytes.TrimSpace(ev.Data), DoneData) {
 		return append(d.out, StreamEvent{Kind: Done, Seq: -1}), nil
 	}
-	root, err := parseReplyRoot(ev.Data)
+	root, err := ParseReplyRoot(ev.Data)
 	if err != nil {
 		return d.out, err
 	}

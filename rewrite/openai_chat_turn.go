@@ -19,14 +19,14 @@ var _ TurnCodec = chatCodec{}
 // chatMessages reads the messages array of a request body for a positional
 // edit; it is empty when messages is absent or null.
 func chatMessages(body []byte) (root, msgs gjson.Result, elems []gjson.Result, err error) {
-	if root, err = parseTrustedRoot(body); err != nil {
+	if root, err = ParseTrustedRoot(body); err != nil {
 		return
 	}
 	msgs = jsonkit.Member(root, "messages")
-	if err = wantArray(msgs, "messages"); err != nil {
+	if err = WantArray(msgs, "messages"); err != nil {
 		return
 	}
-	return root, msgs, oaElems(msgs), nil
+	return root, msgs, OpenAIElems(msgs), nil
 }
 
 // ReplyAsMessages returns choice 0's message as one assistant message:
@@ -39,7 +39,7 @@ func chatMessages(body []byte) (root, msgs gjson.Result, elems []gjson.Result, e
 // "refusal": null, annotations (reply-only), audio (its input form is
 // {"id"} alone) and any unknown member.
 func (chatCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
-	root, err := parseReplyRoot(reply)
+	root, err := ParseReplyRoot(reply)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func (chatCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
 	calls := msg.Get("tool_calls")
 	switch {
 	case calls.IsArray():
-		if len(oaElems(calls)) > 0 {
+		if len(OpenAIElems(calls)) > 0 {
 			out = append(out, `,"tool_calls":`...)
 			out = append(out, calls.Raw...)
 		}
@@ -100,13 +100,13 @@ func (chatCodec) AppendMessages(body []byte, items [][]byte) ([]byte, error) {
 	if _, _, _, err := chatMessages(body); err != nil {
 		return nil, err
 	}
-	if err := oaCheckItems(items); err != nil {
+	if err := OpenAICheckItems(items); err != nil {
 		return nil, err
 	}
 	if len(items) == 0 {
 		return body, nil
 	}
-	return appendToArrayMember(body, "messages", oaJoin(items))
+	return AppendToArrayMember(body, "messages", OpenAIJoin(items))
 }
 
 func (chatCodec) ReplaceMessages(body []byte, pos int, items [][]byte) ([]byte, error) {
@@ -115,12 +115,12 @@ func (chatCodec) ReplaceMessages(body []byte, pos int, items [][]byte) ([]byte, 
 		return nil, err
 	}
 	if pos < 0 || pos >= len(elems) {
-		return nil, oaPosErr(pos, len(elems))
+		return nil, OpenAIPosErr(pos, len(elems))
 	}
-	if err := oaCheckItems(items); err != nil {
+	if err := OpenAICheckItems(items); err != nil {
 		return nil, err
 	}
-	return oaSpliceElems(body, msgs, elems, pos, pos+1, items), nil
+	return OpenAISpliceElems(body, msgs, elems, pos, pos+1, items), nil
 }
 
 // PrependToolResults inserts one tool message per result right after the
@@ -131,7 +131,7 @@ func (c chatCodec) PrependToolResults(body []byte, pos int, results []conv.ToolR
 		return nil, err
 	}
 	if pos < 0 || pos >= len(elems) {
-		return nil, oaPosErr(pos, len(elems))
+		return nil, OpenAIPosErr(pos, len(elems))
 	}
 	if r := elems[pos].Get("role").Str; r != "assistant" {
 		return nil, fmt.Errorf("rewrite: message %d is not an assistant message", pos)
@@ -143,7 +143,7 @@ func (c chatCodec) PrependToolResults(body []byte, pos int, results []conv.ToolR
 	if len(items) == 0 {
 		return body, nil
 	}
-	return oaSpliceElems(body, msgs, elems, pos+1, pos+1, items), nil
+	return OpenAISpliceElems(body, msgs, elems, pos+1, pos+1, items), nil
 }
 
 // AppendUserTextAt appends text parts to the user message at pos (string
@@ -157,7 +157,7 @@ func (chatCodec) AppendUserTextAt(body []byte, pos int, texts []string) ([]byte,
 		return nil, err
 	}
 	if pos < 0 || pos >= len(elems) {
-		return nil, oaPosErr(pos, len(elems))
+		return nil, OpenAIPosErr(pos, len(elems))
 	}
 	if len(texts) == 0 {
 		return body, nil
@@ -165,10 +165,10 @@ func (chatCodec) AppendUserTextAt(body []byte, pos int, texts []string) ([]byte,
 	m := elems[pos]
 	switch {
 	case m.IsObject() && m.Get("role").Str == "user":
-		return appendContentParts(body, m, "content", textItems("text", texts), `{"type":"text","text":`)
+		return AppendContentParts(body, m, "content", TextItems("text", texts), `{"type":"text","text":`)
 	case chatIsTool(m):
 		j := chatToolRunEnd(elems, pos)
-		return oaSpliceElems(body, msgs, elems, j, j, [][]byte{chatTextMessage("user", texts)}), nil
+		return OpenAISpliceElems(body, msgs, elems, j, j, [][]byte{chatTextMessage("user", texts)}), nil
 	}
 	return nil, fmt.Errorf("rewrite: message %d is neither a user nor a tool message", pos)
 }
@@ -182,19 +182,19 @@ func (chatCodec) EditReply(reply []byte, remove, first []int) ([]byte, error) {
 	if len(remove) == 0 && len(first) == 0 {
 		return reply, nil
 	}
-	root, err := parseReplyRoot(reply)
+	root, err := ParseReplyRoot(reply)
 	if err != nil {
 		return nil, err
 	}
 	choice := firstChoice(root.Get("choices"))
 	msg := choice.Get("message")
-	calls := oaElems(msg.Get("tool_calls"))
-	order, err := oaCallOrder(len(calls), remove, first)
+	calls := OpenAIElems(msg.Get("tool_calls"))
+	order, err := OpenAICallOrder(len(calls), remove, first)
 	if err != nil {
 		return nil, err
 	}
 	if len(order) > 0 {
-		return oaReorderElems(reply, calls, order), nil
+		return OpenAIReorderElems(reply, calls, order), nil
 	}
 	// Every call removed. finish_reason comes after message in every reply
 	// seen, but edit the later spot first so earlier offsets stay valid. A
@@ -202,19 +202,19 @@ func (chatCodec) EditReply(reply []byte, remove, first []int) ([]byte, error) {
 	// of the edited reply too and stays.
 	fr := choice.Get("finish_reason")
 	if !jsonkit.IsNull(fr) && fr.Str != "tool_calls" && fr.Str != "function_call" {
-		return oaDeleteMember(reply, msg, "tool_calls"), nil
+		return OpenAIDeleteMember(reply, msg, "tool_calls"), nil
 	}
 	if fr.Index > msg.Index {
 		out := jsonkit.SetMember(reply, choice, "finish_reason", []byte(`"stop"`))
-		return oaDeleteMember(out, msg, "tool_calls"), nil
+		return OpenAIDeleteMember(out, msg, "tool_calls"), nil
 	}
-	out := oaDeleteMember(reply, msg, "tool_calls")
+	out := OpenAIDeleteMember(reply, msg, "tool_calls")
 	root, _ = jsonkit.RootObject(jsonkit.UnsafeString(out))
 	return jsonkit.SetMember(out, firstChoice(root.Get("choices")), "finish_reason", []byte(`"stop"`)), nil
 }
 
 // chatUsageKeys names Chat's usage members.
-var chatUsageKeys = oaUsageKeys{in: "prompt_tokens", out: "completion_tokens", total: "total_tokens",
+var chatUsageKeys = OpenAIUsageKeys{in: "prompt_tokens", out: "completion_tokens", total: "total_tokens",
 	details: "completion_tokens_details", reasoning: "reasoning_tokens"}
 
 // MergeReplies returns first with next's turn appended to choice 0: content,
@@ -239,7 +239,7 @@ func (chatCodec) MergeReplies(first, next []byte) ([]byte, error) {
 	}
 	for _, key := range []string{"content", "refusal", "reasoning_content"} {
 		_, _, msg := cur()
-		merged, err := oaMergeText(msg.Get(key), nmsg.Get(key), "text")
+		merged, err := OpenAIMergeText(msg.Get(key), nmsg.Get(key), "text")
 		if err != nil {
 			return nil, err
 		}
@@ -256,7 +256,7 @@ func (chatCodec) MergeReplies(first, next []byte) ([]byte, error) {
 		out = jsonkit.SetMember(out, choice, "finish_reason", []byte(fr.Raw))
 	}
 	root, _, _ := cur()
-	if u := oaMergeUsage(root.Get("usage"), nroot.Get("usage"), chatUsageKeys); u != nil {
+	if u := OpenAIMergeUsage(root.Get("usage"), nroot.Get("usage"), chatUsageKeys); u != nil {
 		out = jsonkit.SetMember(out, root, "usage", u)
 	}
 	return out, nil
@@ -266,10 +266,10 @@ func (chatCodec) MergeReplies(first, next []byte) ([]byte, error) {
 // ContinueReply: both roots, and next's choice 0 and its message. Both
 // replies must have a choices[0].message object.
 func chatReplyPair(first, next []byte) (froot, nroot, nchoice, nmsg gjson.Result, err error) {
-	if froot, err = parseReplyRoot(first); err != nil {
+	if froot, err = ParseReplyRoot(first); err != nil {
 		return
 	}
-	if nroot, err = parseReplyRoot(next); err != nil {
+	if nroot, err = ParseReplyRoot(next); err != nil {
 		return
 	}
 	nchoice = firstChoice(nroot.Get("choices"))
@@ -303,10 +303,10 @@ func chatToolRunEnd(elems []gjson.Result, pos int) int {
 // ContinueReply both end a merge with it.
 func chatAppendToolCalls(out []byte, nmsg gjson.Result, msg func() gjson.Result) ([]byte, error) {
 	nc := nmsg.Get("tool_calls")
-	if err := wantArray(nc, ""); err != nil {
+	if err := WantArray(nc, ""); err != nil {
 		return nil, fmt.Errorf("%w: choices[0].message.tool_calls is not an array", ErrMalformedReply)
 	}
-	inner := oaInnerString(nc)
+	inner := OpenAIInnerString(nc)
 	if inner == "" {
 		return out, nil
 	}
@@ -334,7 +334,7 @@ func (chatCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int
 	}
 	return elems, func(pos int) (int, int, error) {
 		if pos < 0 || pos >= len(elems) {
-			return 0, 0, errNoBatch
+			return 0, 0, ErrNoBatch
 		}
 		if chatIsTool(elems[pos]) {
 			return pos, chatToolRunEnd(elems, pos), nil
@@ -345,5 +345,5 @@ func (chatCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int
 
 // AppendUserTexts is AppendUserTextAt for several turns, batched.
 func (c chatCodec) AppendUserTexts(body []byte, ops []UserTexts) ([]byte, error) {
-	return appendUserTexts(c, c, body, ops)
+	return AppendUserTextsBatched(c, c, body, ops)
 }

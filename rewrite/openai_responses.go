@@ -22,7 +22,7 @@ var responsesKeys = []string{"model", "stream", "max_output_tokens", "instructio
 	"prompt_cache_key", "previous_response_id"}
 
 func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	_, idx, err := parseIndexed(body)
+	_, idx, err := ParseIndexed(body)
 	if err != nil {
 		return nil, err
 	}
@@ -30,9 +30,9 @@ func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	idx.Lookup(responsesKeys, m[:])
 	model, stream, mot, instr, input, tools, pck, prev := m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]
 	for _, err := range []error{
-		wantString(model, "model"), wantBool(stream, "stream"), wantNumber(mot, "max_output_tokens"),
-		wantString(instr, "instructions"), wantStringOrArray(input, "input"), wantArray(tools, "tools"),
-		wantString(pck, "prompt_cache_key"), wantString(prev, "previous_response_id"),
+		WantString(model, "model"), WantBool(stream, "stream"), WantNumber(mot, "max_output_tokens"),
+		WantString(instr, "instructions"), WantStringOrArray(input, "input"), WantArray(tools, "tools"),
+		WantString(pck, "prompt_cache_key"), WantString(prev, "previous_response_id"),
 	} {
 		if err != nil {
 			return nil, err
@@ -42,8 +42,8 @@ func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	if mot.Type == gjson.Number {
 		req.MaxOutputTokens, req.HasMaxOutputTokens = mot.Int(), true
 	}
-	if req.Tools, err = namedTools(idx, tools, "name"); err != nil {
-		return nil, at(err, "tools")
+	if req.Tools, err = NamedTools(idx, tools, "name"); err != nil {
+		return nil, AtField(err, "tools")
 	}
 	if input.Type == gjson.String {
 		req.Messages = []conv.Message{{Role: conv.RoleUser, Blocks: []conv.Block{{Kind: conv.BlockText, Text: jsonkit.OwnedString(input)}}}}
@@ -64,8 +64,8 @@ func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 			}
 		}
 	}
-	req.System = strings.Clone(joinTexts(system))
-	req.Fingerprint = fingerprint(req.System, req.Messages)
+	req.System = strings.Clone(JoinTexts(system))
+	req.Fingerprint = Fingerprint(req.System, req.Messages)
 	return req, nil
 }
 
@@ -75,12 +75,12 @@ func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 // is a tool message.
 func responsesItems(views *ViewCache, idx *jsonkit.Index, input gjson.Result) ([]conv.Message, error) {
 	var msgs []conv.Message
-	r := viewResolver{cache: views, parser: responsesViews, parse: responsesItem}
+	r := ViewResolver{cache: views, parser: responsesViews, parse: responsesItem}
 	var err error
 	idx.Each(input, func(j int, it gjson.Result) bool {
 		var msg conv.Message
 		if msg, err = r.message(it); err != nil {
-			err = at(atIndex(err, j), "input")
+			err = AtField(AtIndex(err, j), "input")
 			return false
 		}
 		if n := len(msgs); n > 0 && msg.Role == conv.RoleAssistant && msgs[n-1].Role == conv.RoleAssistant {
@@ -94,12 +94,12 @@ func responsesItems(views *ViewCache, idx *jsonkit.Index, input gjson.Result) ([
 	return msgs, err
 }
 
-func responsesItem(it gjson.Result, names *toolNames) (conv.Message, error) {
+func responsesItem(it gjson.Result, names *ToolNames) (conv.Message, error) {
 	if !it.IsObject() {
-		return conv.Message{}, typeErr("", "an object")
+		return conv.Message{}, TypeError("", "an object")
 	}
 	typ := it.Get("type")
-	if err := wantString(typ, "type"); err != nil {
+	if err := WantString(typ, "type"); err != nil {
 		return conv.Message{}, err
 	}
 	// want reads a string member, recording the first type error.
@@ -107,7 +107,7 @@ func responsesItem(it gjson.Result, names *toolNames) (conv.Message, error) {
 	want := func(key string) gjson.Result {
 		v := it.Get(key)
 		if err == nil {
-			err = wantString(v, key)
+			err = WantString(v, key)
 		}
 		return v
 	}
@@ -115,14 +115,14 @@ func responsesItem(it gjson.Result, names *toolNames) (conv.Message, error) {
 	case "", "message":
 		role, content := want("role"), it.Get("content")
 		if err == nil {
-			err = wantStringOrArray(content, "content")
+			err = WantStringOrArray(content, "content")
 		}
 		if err != nil {
 			return conv.Message{}, err
 		}
-		msg := conv.Message{Role: chatRole(role.Str)}
+		msg := conv.Message{Role: ChatRole(role.Str)}
 		msg.Blocks, err = responsesContent(content)
-		return msg, at(err, "content")
+		return msg, AtField(err, "content")
 	case "function_call":
 		blk := conv.Block{Kind: conv.BlockToolCall, ToolCallID: jsonkit.OwnedString(want("call_id")), ToolName: jsonkit.OwnedString(want("name"))}
 		if a := want("arguments"); a.Type == gjson.String {
@@ -141,7 +141,7 @@ func responsesItem(it gjson.Result, names *toolNames) (conv.Message, error) {
 		id := jsonkit.OwnedString(want("call_id"))
 		out := it.Get("output")
 		if err == nil {
-			err = wantStringOrArray(out, "output")
+			err = WantStringOrArray(out, "output")
 		}
 		blk := conv.Block{Kind: conv.BlockToolResult, ToolCallID: id, ToolName: (*names)[id], Text: responsesText(out),
 			Freeform: typ.Str == "custom_tool_call_output"}
@@ -189,13 +189,13 @@ func responsesContent(c gjson.Result) ([]conv.Block, error) {
 	var err error
 	jsonkit.EachElement(c, func(j int, p gjson.Result) bool {
 		if !p.IsObject() {
-			err = atIndex(typeErr("", "an object"), j)
+			err = AtIndex(TypeError("", "an object"), j)
 			return false
 		}
 		switch p.Get("type").Str {
 		case "input_text", "output_text", "text":
 			t := p.Get("text")
-			if err = atIndex(wantString(t, "text"), j); err != nil {
+			if err = AtIndex(WantString(t, "text"), j); err != nil {
 				return false
 			}
 			blocks = append(blocks, conv.Block{Kind: conv.BlockText, Text: jsonkit.OwnedString(t)})
@@ -227,12 +227,12 @@ func responsesText(out gjson.Result) string {
 }
 
 func (responsesCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
-	return applyEdits(body, e, editOps{
+	return ApplyEdits(body, e, EditOps{
 		renderTool:   responsesTool,
-		addTools:     appendTools("tools"),
+		addTools:     AppendTools("tools"),
 		appendSystem: responsesAppendSystem,
 		appendUser:   responsesAppendUser,
-		setMax:       setMaxKey("max_output_tokens"),
+		setMax:       SetMaxKey("max_output_tokens"),
 	})
 }
 
@@ -254,14 +254,14 @@ func responsesTool(dst []byte, t conv.ToolSpec, params []byte) []byte {
 func responsesAppendSystem(body []byte, texts []string) ([]byte, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
-		return nil, errNotObject
+		return nil, ErrNotObject
 	}
 	instr := jsonkit.Member(root, "instructions")
 	switch {
 	case instr.Type == gjson.String:
-		return jsonkit.AppendToString(body, instr, suffixText(instr.Str, texts)), nil
+		return jsonkit.AppendToString(body, instr, SuffixText(instr.Str, texts)), nil
 	case jsonkit.IsNull(instr):
-		return jsonkit.SetMember(body, root, "instructions", jsonkit.Quote(joinTexts(texts))), nil
+		return jsonkit.SetMember(body, root, "instructions", jsonkit.Quote(JoinTexts(texts))), nil
 	}
 	return nil, fmt.Errorf("rewrite: cannot edit instructions: not a string")
 }
@@ -273,9 +273,9 @@ func responsesAppendSystem(body []byte, texts []string) ([]byte, error) {
 func responsesAppendUser(body []byte, texts []string) ([]byte, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
-		return nil, errNotObject
+		return nil, ErrNotObject
 	}
-	parts := textItems("input_text", texts)
+	parts := TextItems("input_text", texts)
 	const strPart = `{"type":"input_text","text":`
 	input := jsonkit.Member(root, "input")
 	switch {
@@ -289,11 +289,11 @@ func responsesAppendUser(body []byte, texts []string) ([]byte, error) {
 			return true
 		})
 		if t := last.Get("type").Str; last.IsObject() && (t == "" || t == "message") && last.Get("role").Str == "user" {
-			return appendContentParts(body, last, "content", parts, strPart)
+			return AppendContentParts(body, last, "content", parts, strPart)
 		}
 		return jsonkit.AppendElements(body, input, responsesUserItem(parts)), nil
 	case jsonkit.IsNull(input):
-		return jsonkit.SetMember(body, root, "input", wrap('[', responsesUserItem(parts), ']')), nil
+		return jsonkit.SetMember(body, root, "input", Enclose('[', responsesUserItem(parts), ']')), nil
 	}
 	return nil, fmt.Errorf("rewrite: cannot edit input: unexpected type")
 }
@@ -306,14 +306,14 @@ func responsesUserItem(parts []byte) []byte {
 }
 
 func (responsesCodec) ErrorBody(status int, message string) []byte {
-	return openAIError(status, message)
+	return OpenAIError(status, message)
 }
 
 // StreamErrorEvent renders an "error" event. It carries no sequence_number:
 // the codec cannot know the stream's; a caller that tracks it may add one.
 func (responsesCodec) StreamErrorEvent(status int, message string) []byte {
 	b := append([]byte(nil), `{"type":"error","code":`...)
-	b = jsonkit.AppendString(b, openAIErrorType(status))
+	b = jsonkit.AppendString(b, OpenAIErrorType(status))
 	b = append(b, `,"message":`...)
 	b = jsonkit.AppendString(b, message)
 	b = append(b, `,"param":null}`...)
@@ -321,10 +321,10 @@ func (responsesCodec) StreamErrorEvent(status int, message string) []byte {
 }
 
 func (responsesCodec) sideRequest(body []byte) string {
-	r := topMembers(body, "tools", "tool_choice", "text")
-	return firstSide(
-		when(jsonFormat(r[2].Get("format.type")), SideJSONOutput),
-		when(r[1].Str == "none", SideToolChoiceNone),
-		when(!nonEmptyArray(r[0]), SideNoTools),
+	r := TopMembers(body, "tools", "tool_choice", "text")
+	return FirstSide(
+		SideIf(IsJSONFormat(r[2].Get("format.type")), SideJSONOutput),
+		SideIf(r[1].Str == "none", SideToolChoiceNone),
+		SideIf(!NonEmptyArray(r[0]), SideNoTools),
 	)
 }

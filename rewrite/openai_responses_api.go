@@ -22,10 +22,10 @@ var OpenAIResponses = &Descriptor{
 // response.failed or error (by event name, or in an unnamed event's data),
 // or data [DONE].
 func responsesTerminal(name, data []byte) bool {
-	if bytes.Equal(name, nameError) || bytes.Equal(data, dataDone) {
+	if bytes.Equal(name, EventNameError) || bytes.Equal(data, DoneData) {
 		return true
 	}
-	for _, p := range prefixResponseTerminal {
+	for _, p := range ResponseTerminalPrefixes {
 		if bytes.Equal(name, p) || (name == nil && bytes.Contains(data, p)) {
 			return true
 		}
@@ -34,4 +34,4 @@ func responsesTerminal(name, data []byte) bool {
 }
 
 // responsesViews tags Responses input items in the view cache.
-var responsesViews = newViewParser("openai_responses")
+var responsesViews = NewViewParser("openai_responses")

@@ -30,7 +30,7 @@ var _ ContinueCodec = responsesCodec{}
 // without parts goes too. hasText reports whether a message item keeps an
 // output_text part with non-empty text.
 func (responsesCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte, bool, error) {
-	root, err := parseReplyRoot(reply)
+	root, err := ParseReplyRoot(reply)
 	if err != nil {
 		return nil, false, err
 	}
@@ -39,7 +39,7 @@ func (responsesCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte
 		return nil, false, fmt.Errorf("%w: no output array", ErrMalformedReply)
 	}
 	var items [][]byte
-	elems := oaElems(output)
+	elems := OpenAIElems(output)
 	for i, it := range elems {
 		if !it.IsObject() {
 			return nil, false, fmt.Errorf("%w: output[%d] is not an object", ErrMalformedReply, i)
@@ -112,7 +112,7 @@ func respPrefillItems(items [][]byte) [][]byte {
 			continue
 		}
 		content := root.Get("content")
-		parts := oaElems(content)
+		parts := OpenAIElems(content)
 		last := -1
 		for j, p := range parts {
 			if p.Get("type").Str == "output_text" && p.Get("text").Type == gjson.String {
@@ -133,15 +133,15 @@ func respPrefillItems(items [][]byte) [][]byte {
 			}
 			// Drop the emptied part and what follows; the part before it
 			// now ends the message and is trimmed in the next round.
-			items = append(items[:n:n], oaSpliceElems(msg, content, parts, last, len(parts), nil))
+			items = append(items[:n:n], OpenAISpliceElems(msg, content, parts, last, len(parts), nil))
 			continue
 		}
 		if last+1 < len(parts) {
-			msg = oaSpliceElems(msg, content, parts, last+1, len(parts), nil)
+			msg = OpenAISpliceElems(msg, content, parts, last+1, len(parts), nil)
 		}
 		if trimmed != text.Str {
 			root, _ = jsonkit.RootObject(jsonkit.UnsafeString(msg))
-			text = oaElems(root.Get("content"))[last].Get("text")
+			text = OpenAIElems(root.Get("content"))[last].Get("text")
 			msg = jsonkit.Splice(msg, text.Index, jsonkit.ValueEnd(text), respTrimmedLiteral(text, trimmed))
 		}
 		return append(items[:n:n], msg)
@@ -226,7 +226,7 @@ func respHex4(s string, i int) (rune, bool) {
 // UserTextMessage returns {"role":"user","content":[{"type":"input_text",
 // "text":…}]}.
 func (responsesCodec) UserTextMessage(text string) ([]byte, error) {
-	return responsesUserItem(textItems("input_text", []string{text})), nil
+	return responsesUserItem(TextItems("input_text", []string{text})), nil
 }
 
 // respOpenText finds the text a continuation extends: the last output item
@@ -240,7 +240,7 @@ func respOpenText(elems []gjson.Result) (msg, text gjson.Result, ok bool) {
 	if !msg.IsObject() || msg.Get("type").Str != "message" {
 		return msg, text, false
 	}
-	parts := oaElems(msg.Get("content"))
+	parts := OpenAIElems(msg.Get("content"))
 	if len(parts) == 0 {
 		return msg, text, false
 	}
@@ -276,7 +276,7 @@ func (e *respTextEdit) apply(item []byte) []byte {
 	}
 	out := item
 	if e.added.Len() > 0 {
-		parts := oaElems(root.Get("content"))
+		parts := OpenAIElems(root.Get("content"))
 		if e.content >= 0 && e.content < len(parts) {
 			if t := parts[e.content].Get("text"); t.Type == gjson.String {
 				out = jsonkit.AppendToString(out, t, e.added.String())
@@ -286,7 +286,7 @@ func (e *respTextEdit) apply(item []byte) []byte {
 	if len(e.extra) > 0 {
 		root, _ = jsonkit.RootObject(jsonkit.UnsafeString(out))
 		if c := root.Get("content"); c.IsArray() {
-			out = jsonkit.AppendElements(out, c, oaJoin(e.extra))
+			out = jsonkit.AppendElements(out, c, OpenAIJoin(e.extra))
 		}
 	}
 	if e.status != nil {
@@ -307,22 +307,22 @@ func (e *respTextEdit) apply(item []byte) []byte {
 // MergeReplies, incomplete_details too (removed when next has none, null
 // when next completed), and usage is summed as MergeReplies sums it.
 func (responsesCodec) ContinueReply(acc, next []byte) ([]byte, error) {
-	aroot, err := parseReplyRoot(acc)
+	aroot, err := ParseReplyRoot(acc)
 	if err != nil {
 		return nil, err
 	}
-	nroot, err := parseReplyRoot(next)
+	nroot, err := ParseReplyRoot(next)
 	if err != nil {
 		return nil, err
 	}
 	aout, nout := aroot.Get("output"), nroot.Get("output")
-	if wantArray(aout, "") != nil || wantArray(nout, "") != nil {
+	if WantArray(aout, "") != nil || WantArray(nout, "") != nil {
 		return nil, fmt.Errorf("%w: output is not an array", ErrMalformedReply)
 	}
-	msg, text, open := respOpenText(oaElems(aout))
+	msg, text, open := respOpenText(OpenAIElems(aout))
 	var tail [][]byte // next's items that follow acc's output
 	var edit *respTextEdit
-	for i, it := range oaElems(nout) {
+	for i, it := range OpenAIElems(nout) {
 		if !it.IsObject() {
 			return nil, fmt.Errorf("%w: output[%d] is not an object", ErrMalformedReply, i)
 		}
@@ -339,16 +339,16 @@ func (responsesCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 	}
 	out := append([]byte(nil), acc...)
 	if edit != nil {
-		msgParts := oaElems(msg.Get("content"))
+		msgParts := OpenAIElems(msg.Get("content"))
 		edit.content = len(msgParts) - 1
 		out = jsonkit.Splice(out, msg.Index, jsonkit.ValueEnd(msg), edit.apply([]byte(msg.Raw)))
 	}
 	if len(tail) > 0 {
 		root, _ := jsonkit.RootObject(jsonkit.UnsafeString(out))
 		if o := root.Get("output"); o.IsArray() {
-			out = jsonkit.AppendElements(out, o, oaJoin(tail))
+			out = jsonkit.AppendElements(out, o, OpenAIJoin(tail))
 		} else {
-			out = jsonkit.SetMember(out, root, "output", wrap('[', oaJoin(tail), ']'))
+			out = jsonkit.SetMember(out, root, "output", Enclose('[', OpenAIJoin(tail), ']'))
 		}
 	}
 	completed := nroot.Get("status").Str == "completed"
@@ -361,13 +361,13 @@ func (responsesCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 		case v.Exists():
 			out = jsonkit.SetMember(out, root, key, []byte(v.Raw))
 		case key == "incomplete_details":
-			out = oaDeleteMember(out, root, key)
+			out = OpenAIDeleteMember(out, root, key)
 		case root.Get(key).Exists():
 			out = jsonkit.SetMember(out, root, key, []byte("null"))
 		}
 	}
 	root, _ := jsonkit.RootObject(jsonkit.UnsafeString(out))
-	if u := oaMergeUsage(root.Get("usage"), nroot.Get("usage"), responsesUsageKeys); u != nil {
+	if u := OpenAIMergeUsage(root.Get("usage"), nroot.Get("usage"), responsesUsageKeys); u != nil {
 		out = jsonkit.SetMember(out, root, "usage", u)
 	}
 	return out, nil
@@ -377,7 +377,7 @@ func (responsesCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 // into a message whose text so far is prev.
 func respMergeMessage(prev string, m gjson.Result) *respTextEdit {
 	e := &respTextEdit{}
-	for j, p := range oaElems(m.Get("content")) {
+	for j, p := range OpenAIElems(m.Get("content")) {
 		if t := p.Get("text"); j == 0 && p.Get("type").Str == "output_text" && t.Type == gjson.String {
 			e.added.WriteString(TrimSeam(prev, t.Str))
 			continue

@@ -56,7 +56,7 @@ func TestResponsesContinuationMessages(t *testing.T) {
 		ToolCalls: []mock.ToolCall{{ID: "c1", Name: "write_file", Args: `{"path":"a.go"}`},
 			{ID: "c2", Name: "apply_patch", Args: "*** Begin", Custom: true}}}
 	reply := rcJSON(t, r)
-	out := oaElems(gjson.GetBytes(reply, "output"))
+	out := OpenAIElems(gjson.GetBytes(reply, "output"))
 	require.Len(t, out, 4)
 
 	items, hasText, err := respCC.ContinuationMessages(reply, false)

@@ -135,7 +135,7 @@ type respFields struct {
 // error (decoders disagree on which duplicate wins).
 func parseRespFields(data []byte) (respFields, error) {
 	var f respFields
-	root, err := parseReplyRoot(data)
+	root, err := ParseReplyRoot(data)
 	if err != nil {
 		return f, err
 	}
@@ -234,10 +234,10 @@ func (s *responsesSplicer) feed(ev Event) ([]byte, error) {
 		s.framed, s.crlf = true, bytes.Contains(ev.Raw, []byte("\r\n"))
 	}
 	if s.events > 0 || len(s.streams) > 1 {
-		ev.Raw = bytes.TrimPrefix(ev.Raw, bom) // a follow-up's BOM is not the agent stream's start
+		ev.Raw = bytes.TrimPrefix(ev.Raw, BOM) // a follow-up's BOM is not the agent stream's start
 	}
 	data := bytes.TrimSpace(ev.Data)
-	if len(data) == 0 || bytes.Equal(data, dataDone) {
+	if len(data) == 0 || bytes.Equal(data, DoneData) {
 		return s.feedDataless(&ev, len(data) == 0), nil
 	}
 	f, err := parseRespFields(ev.Data)
@@ -454,7 +454,7 @@ func respMessageEvent(typ string, item gjson.Result) bool {
 // were streamed, the response with the streamed items as output.
 func (st *respStream) buildReply(resp gjson.Result) []byte {
 	body := []byte(resp.Raw)
-	if out := resp.Get("output"); (out.IsArray() && oaInnerString(out) != "") || len(st.order) == 0 {
+	if out := resp.Get("output"); (out.IsArray() && OpenAIInnerString(out) != "") || len(st.order) == 0 {
 		return body
 	}
 	order := slices.Clone(st.order)
@@ -472,7 +472,7 @@ func (st *respStream) buildReply(resp gjson.Result) []byte {
 	if !ok {
 		return body
 	}
-	return jsonkit.SetMember(body, root, "output", wrap('[', oaJoin(items), ']'))
+	return jsonkit.SetMember(body, root, "output", Enclose('[', OpenAIJoin(items), ']'))
 }
 
 // emit returns one event renumbered for the agent: sequence_number set to
@@ -681,18 +681,18 @@ func (s *responsesSplicer) Release(remove, first []int) ([]byte, error) {
 		st.released = true
 		return s.out(out), nil
 	}
-	root, err := parseReplyRoot(st.reply)
+	root, err := ParseReplyRoot(st.reply)
 	if err != nil {
 		return nil, err
 	}
-	elems := oaElems(root.Get("output"))
+	elems := OpenAIElems(root.Get("output"))
 	var calls []int // output positions of the call items, as ParseReply numbers them
 	for i, it := range elems {
 		if responsesCallType(it.Get("type").Str) {
 			calls = append(calls, i)
 		}
 	}
-	plan, err := oaCallOrder(len(calls), remove, first)
+	plan, err := OpenAICallOrder(len(calls), remove, first)
 	if err != nil {
 		return nil, err
 	}
@@ -874,29 +874,29 @@ func (s *responsesSplicer) mergedResponse() ([]byte, error) {
 				return nil, err
 			}
 		}
-		root, err := parseReplyRoot(st.reply)
+		root, err := ParseReplyRoot(st.reply)
 		if err != nil {
 			return nil, err
 		}
-		elems := oaElems(root.Get("output"))
+		elems := OpenAIElems(root.Get("output"))
 		for _, key := range st.seen {
 			if b := st.shownItem(key, elems); b != nil {
 				shown = append(shown, b)
 			}
 		}
 	}
-	root, err := parseReplyRoot(merged)
+	root, err := ParseReplyRoot(merged)
 	if err != nil {
 		return nil, err
 	}
 	out := root.Get("output")
-	elems := oaElems(out)
+	elems := OpenAIElems(out)
 	same := out.IsArray() && len(elems) == len(shown)
 	for i := 0; same && i < len(elems); i++ {
 		same = elems[i].Raw == string(shown[i])
 	}
 	if !same {
-		merged = jsonkit.SetMember(merged, root, "output", wrap('[', oaJoin(shown), ']'))
+		merged = jsonkit.SetMember(merged, root, "output", Enclose('[', OpenAIJoin(shown), ']'))
 	}
 	if len(s.streams) > 1 && s.followID != "" {
 		// A follow-up whose terminal response lacks an id: the agent must
@@ -1202,7 +1202,7 @@ func (s *responsesSplicer) mergeItemDone(o *respOpen, f *respFields) {
 	if st := f.item.Get("status"); st.Type == gjson.String {
 		o.edit.status = []byte(st.Raw)
 	}
-	parts := oaElems(f.item.Get("content"))
+	parts := OpenAIElems(f.item.Get("content"))
 	for mi, x := range o.extra {
 		if mi < int64(len(parts)) && parts[mi].IsObject() {
 			o.edit.extra[x.pos] = []byte(parts[mi].Raw)

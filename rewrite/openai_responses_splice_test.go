@@ -50,7 +50,7 @@ func respParseSpliced(t *testing.T, out []byte) []respSplicedEvent {
 		}
 		require.NoError(t, err)
 		d := bytes.TrimSpace(ev.Data)
-		if len(d) == 0 || bytes.Equal(d, dataDone) {
+		if len(d) == 0 || bytes.Equal(d, DoneData) {
 			continue
 		}
 		se := respSplicedEvent{name: string(ev.Name), data: string(ev.Data)}
@@ -562,7 +562,7 @@ func FuzzResponsesSplicer(f *testing.F) {
 			}
 			require.NoError(t, err)
 			d := bytes.TrimSpace(ev.Data)
-			if len(d) == 0 || bytes.Equal(d, dataDone) {
+			if len(d) == 0 || bytes.Equal(d, DoneData) {
 				continue
 			}
 			require.True(t, json.Valid(ev.Data), "%q", ev.Data)

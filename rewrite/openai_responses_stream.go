@@ -13,7 +13,7 @@ import (
 // typed SSE event decoder.
 
 func (responsesCodec) ParseReply(body []byte) (*conv.Reply, error) {
-	root, err := parseReplyRoot(body)
+	root, err := ParseReplyRoot(body)
 	if err != nil {
 		return nil, err
 	}
@@ -154,10 +154,10 @@ func (d *responsesDecoder) Decode(ev Event) ([]StreamEvent, error) {
 	if ev.IsComment() || len(bytes.TrimSpace(ev.Data)) == 0 {
 		return d.out, nil
 	}
-	if bytes.Equal(bytes.TrimSpace(ev.Data), dataDone) {
+	if bytes.Equal(bytes.TrimSpace(ev.Data), DoneData) {
 		return append(d.out, StreamEvent{Kind: Done, Seq: -1}), nil
 	}
-	root, err := parseReplyRoot(ev.Data)
+	root, err := ParseReplyRoot(ev.Data)
 	if err != nil {
 		return d.out, err
 	}

@@ -40,7 +40,7 @@ func responsesRanges(elems []gjson.Result) ([][2]int, error) {
 	prevAssistant := false
 	for i, it := range elems {
 		if !it.IsObject() {
-			return nil, at(atIndex(typeErr("", "an object"), i), "input")
+			return nil, AtField(AtIndex(TypeError("", "an object"), i), "input")
 		}
 		a := responsesAssistantItem(it)
 		if a && prevAssistant {
@@ -70,19 +70,19 @@ func (in *responsesInput) views() int {
 }
 
 func readResponsesInput(body []byte) (*responsesInput, error) {
-	root, err := parseTrustedRoot(body)
+	root, err := ParseTrustedRoot(body)
 	if err != nil {
 		return nil, err
 	}
 	in := &responsesInput{root: root, input: jsonkit.Member(root, "input")}
-	if err := wantStringOrArray(in.input, "input"); err != nil {
+	if err := WantStringOrArray(in.input, "input"); err != nil {
 		return nil, err
 	}
 	if in.input.Type == gjson.String {
 		in.str = true
 		return in, nil
 	}
-	in.elems = oaElems(in.input)
+	in.elems = OpenAIElems(in.input)
 	if in.ranges, err = responsesRanges(in.elems); err != nil {
 		return nil, err
 	}
@@ -97,14 +97,14 @@ func (in *responsesInput) stringAsItem() []byte {
 
 // setInput replaces the whole input member with an array of items.
 func (in *responsesInput) setInput(body []byte, items [][]byte) []byte {
-	return jsonkit.SetMember(body, in.root, "input", wrap('[', oaJoin(items), ']'))
+	return jsonkit.SetMember(body, in.root, "input", Enclose('[', OpenAIJoin(items), ']'))
 }
 
 // ReplyAsMessages returns the reply's output items as input items, byte for
 // byte: message items with output_text parts are accepted as input, and
 // reasoning items keep their encrypted_content.
 func (responsesCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
-	root, err := parseReplyRoot(reply)
+	root, err := ParseReplyRoot(reply)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func (responsesCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
 	if !output.IsArray() {
 		return nil, fmt.Errorf("%w: no output array", ErrMalformedReply)
 	}
-	elems := oaElems(output)
+	elems := OpenAIElems(output)
 	items := make([][]byte, 0, len(elems))
 	for i, it := range elems {
 		if !it.IsObject() {
@@ -156,7 +156,7 @@ func (responsesCodec) AppendMessages(body []byte, items [][]byte) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	if err := oaCheckItems(items); err != nil {
+	if err := OpenAICheckItems(items); err != nil {
 		return nil, err
 	}
 	switch {
@@ -167,7 +167,7 @@ func (responsesCodec) AppendMessages(body []byte, items [][]byte) ([]byte, error
 	case jsonkit.IsNull(in.input):
 		return in.setInput(body, items), nil
 	}
-	return oaSpliceElems(body, in.input, in.elems, len(in.elems), len(in.elems), items), nil
+	return OpenAISpliceElems(body, in.input, in.elems, len(in.elems), len(in.elems), items), nil
 }
 
 // ReplaceMessages replaces every input item of the view message at pos (a
@@ -179,16 +179,16 @@ func (responsesCodec) ReplaceMessages(body []byte, pos int, items [][]byte) ([]b
 		return nil, err
 	}
 	if pos < 0 || pos >= in.views() {
-		return nil, oaPosErr(pos, in.views())
+		return nil, OpenAIPosErr(pos, in.views())
 	}
-	if err := oaCheckItems(items); err != nil {
+	if err := OpenAICheckItems(items); err != nil {
 		return nil, err
 	}
 	if in.str {
 		return in.setInput(body, items), nil
 	}
 	r := in.ranges[pos]
-	return oaSpliceElems(body, in.input, in.elems, r[0], r[1], items), nil
+	return OpenAISpliceElems(body, in.input, in.elems, r[0], r[1], items), nil
 }
 
 // PrependToolResults inserts one function_call_output (or, for a Freeform
@@ -200,7 +200,7 @@ func (c responsesCodec) PrependToolResults(body []byte, pos int, results []conv.
 		return nil, err
 	}
 	if pos < 0 || pos >= in.views() {
-		return nil, oaPosErr(pos, in.views())
+		return nil, OpenAIPosErr(pos, in.views())
 	}
 	if in.str || !responsesAssistantItem(in.elems[in.ranges[pos][0]]) {
 		return nil, fmt.Errorf("rewrite: message %d is not an assistant message", pos)
@@ -213,7 +213,7 @@ func (c responsesCodec) PrependToolResults(body []byte, pos int, results []conv.
 		return body, nil
 	}
 	at := in.ranges[pos][1]
-	return oaSpliceElems(body, in.input, in.elems, at, at, items), nil
+	return OpenAISpliceElems(body, in.input, in.elems, at, at, items), nil
 }
 
 // AppendUserTextAt appends input_text parts to the user message at pos as
@@ -227,12 +227,12 @@ func (responsesCodec) AppendUserTextAt(body []byte, pos int, texts []string) ([]
 		return nil, err
 	}
 	if pos < 0 || pos >= in.views() {
-		return nil, oaPosErr(pos, in.views())
+		return nil, OpenAIPosErr(pos, in.views())
 	}
 	if len(texts) == 0 {
 		return body, nil
 	}
-	parts := textItems("input_text", texts)
+	parts := TextItems("input_text", texts)
 	const strPart = `{"type":"input_text","text":`
 	if in.str {
 		return jsonkit.Splice(body, in.input.Index, jsonkit.ValueEnd(in.input), []byte(`[{"role":"user","content":[`+strPart),
@@ -241,10 +241,10 @@ func (responsesCodec) AppendUserTextAt(body []byte, pos int, texts []string) ([]
 	it := in.elems[in.ranges[pos][0]]
 	switch t := it.Get("type").Str; {
 	case (t == "" || t == "message") && it.Get("role").Str == "user":
-		return appendContentParts(body, it, "content", parts, strPart)
+		return AppendContentParts(body, it, "content", parts, strPart)
 	case in.isResult(pos):
 		at := in.ranges[in.resultRunEnd(pos)-1][1]
-		return oaSpliceElems(body, in.input, in.elems, at, at, [][]byte{responsesUserItem(parts)}), nil
+		return OpenAISpliceElems(body, in.input, in.elems, at, at, [][]byte{responsesUserItem(parts)}), nil
 	}
 	return nil, fmt.Errorf("rewrite: message %d is neither a user message nor a tool result", pos)
 }
@@ -261,18 +261,18 @@ func (responsesCodec) EditReply(reply []byte, remove, first []int) ([]byte, erro
 	if len(remove) == 0 && len(first) == 0 {
 		return reply, nil
 	}
-	root, err := parseReplyRoot(reply)
+	root, err := ParseReplyRoot(reply)
 	if err != nil {
 		return nil, err
 	}
-	elems := oaElems(root.Get("output"))
+	elems := OpenAIElems(root.Get("output"))
 	var calls []int // output index of each call item
 	for i, it := range elems {
 		if responsesCallType(it.Get("type").Str) {
 			calls = append(calls, i)
 		}
 	}
-	plan, err := oaCallOrder(len(calls), remove, first)
+	plan, err := OpenAICallOrder(len(calls), remove, first)
 	if err != nil {
 		return nil, err
 	}
@@ -297,11 +297,11 @@ func (responsesCodec) EditReply(reply []byte, remove, first []int) ([]byte, erro
 		}
 		k++
 	}
-	return oaReorderElems(reply, elems, order), nil
+	return OpenAIReorderElems(reply, elems, order), nil
 }
 
 // responsesUsageKeys names the Responses usage members.
-var responsesUsageKeys = oaUsageKeys{in: "input_tokens", out: "output_tokens", total: "total_tokens",
+var responsesUsageKeys = OpenAIUsageKeys{in: "input_tokens", out: "output_tokens", total: "total_tokens",
 	details: "output_tokens_details", reasoning: "reasoning_tokens"}
 
 // responsesOutcome are the response members MergeReplies takes from next.
@@ -316,20 +316,20 @@ var responsesOutcome = []string{"id", "status", "incomplete_details", "error", "
 // whole conversation. Everything else (model, created_at, the echoed
 // request fields such as previous_response_id) is first's.
 func (responsesCodec) MergeReplies(first, next []byte) ([]byte, error) {
-	froot, err := parseReplyRoot(first)
+	froot, err := ParseReplyRoot(first)
 	if err != nil {
 		return nil, err
 	}
-	nroot, err := parseReplyRoot(next)
+	nroot, err := ParseReplyRoot(next)
 	if err != nil {
 		return nil, err
 	}
 	fout, nout := froot.Get("output"), nroot.Get("output")
-	if wantArray(fout, "") != nil || wantArray(nout, "") != nil {
+	if WantArray(fout, "") != nil || WantArray(nout, "") != nil {
 		return nil, fmt.Errorf("%w: output is not an array", ErrMalformedReply)
 	}
 	out := append([]byte(nil), first...)
-	if inner := oaInnerString(nout); inner != "" {
+	if inner := OpenAIInnerString(nout); inner != "" {
 		if fout.IsArray() {
 			out = jsonkit.AppendElements(out, fout, []byte(inner))
 		} else {
@@ -346,7 +346,7 @@ func (responsesCodec) MergeReplies(first, next []byte) ([]byte, error) {
 		}
 	}
 	root, _ := jsonkit.RootObject(jsonkit.UnsafeString(out))
-	if u := oaMergeUsage(root.Get("usage"), nroot.Get("usage"), responsesUsageKeys); u != nil {
+	if u := OpenAIMergeUsage(root.Get("usage"), nroot.Get("usage"), responsesUsageKeys); u != nil {
 		out = jsonkit.SetMember(out, root, "usage", u)
 	}
 	return out, nil
@@ -385,11 +385,11 @@ func (responsesCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int
 		return nil, nil, err
 	}
 	if in.str {
-		return nil, nil, errNoBatch
+		return nil, nil, ErrNoBatch
 	}
 	return in.elems, func(pos int) (int, int, error) {
 		if pos < 0 || pos >= len(in.ranges) {
-			return 0, 0, errNoBatch
+			return 0, 0, ErrNoBatch
 		}
 		return in.ranges[pos][0], in.ranges[in.resultRunEnd(pos)-1][1], nil
 	}, nil
@@ -397,5 +397,5 @@ func (responsesCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int
 
 // AppendUserTexts is AppendUserTextAt for several turns, batched.
 func (c responsesCodec) AppendUserTexts(body []byte, ops []UserTexts) ([]byte, error) {
-	return appendUserTexts(c, c, body, ops)
+	return AppendUserTextsBatched(c, c, body, ops)
 }

@@ -17,17 +17,17 @@ type SessionHints struct {
 func checkKind(k JSONKind, v gjson.Result, field string) error {
 	switch k {
 	case KindString:
-		return wantString(v, field)
+		return WantString(v, field)
 	case KindNumber:
-		return wantNumber(v, field)
+		return WantNumber(v, field)
 	case KindBool:
-		return wantBool(v, field)
+		return WantBool(v, field)
 	case KindArray:
-		return wantArray(v, field)
+		return WantArray(v, field)
 	case KindObject:
-		return wantObject(v, field)
+		return WantObject(v, field)
 	case KindStringOrArray:
-		return wantStringOrArray(v, field)
+		return WantStringOrArray(v, field)
 	}
 	return nil
 }
@@ -53,18 +53,18 @@ func PeekRequest(api *Descriptor, body []byte) (SessionHints, error) {
 		}
 		switch k.Str {
 		case "stream":
-			if err = wantBool(v, "stream"); err == nil {
+			if err = WantBool(v, "stream"); err == nil {
 				h.Stream = v.Type == gjson.True
 			}
 		case "metadata":
-			if err = wantObject(v, "metadata"); err == nil {
+			if err = WantObject(v, "metadata"); err == nil {
 				uid := v.Get("user_id")
-				if err = wantString(uid, "metadata.user_id"); err == nil {
+				if err = WantString(uid, "metadata.user_id"); err == nil {
 					h.MetadataUserID = jsonkit.OwnedString(uid)
 				}
 			}
 		case "prompt_cache_key":
-			if err = wantString(v, "prompt_cache_key"); err == nil {
+			if err = WantString(v, "prompt_cache_key"); err == nil {
 				h.PromptCacheKey = jsonkit.OwnedString(v)
 			}
 		}

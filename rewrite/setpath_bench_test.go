@@ -16,7 +16,7 @@ import (
 func handSetTopLevelInt(body []byte, key string, n int64) ([]byte, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
-		return nil, errNotObject
+		return nil, ErrNotObject
 	}
 	return jsonkit.SetMember(body, root, key, strconv.AppendInt(nil, n, 10)), nil
 }

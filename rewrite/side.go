@@ -20,9 +20,9 @@ const (
 	SideNoTools = "no_tools"
 )
 
-// sideClassifier is implemented by every codec: it reports the kind of
+// SideClassifier is implemented by every codec: it reports the kind of
 // side request body is, or "" for an agent turn.
-type sideClassifier interface {
+type SideClassifier interface {
 	sideRequest(body []byte) string
 }
 
@@ -33,14 +33,14 @@ type sideClassifier interface {
 // together with JSON mode). It reads only the few fields it needs and never
 // fails: a body that is not a JSON object has no tools.
 func SideRequest(c Codec, body []byte) string {
-	if s, ok := c.(sideClassifier); ok {
+	if s, ok := c.(SideClassifier); ok {
 		return s.sideRequest(body)
 	}
 	return ""
 }
 
-// firstSide returns the first kind that is not "".
-func firstSide(kinds ...string) string {
+// FirstSide returns the first kind that is not "".
+func FirstSide(kinds ...string) string {
 	for _, k := range kinds {
 		if k != "" {
 			return k
@@ -49,15 +49,15 @@ func firstSide(kinds ...string) string {
 	return ""
 }
 
-func when(cond bool, kind string) string {
+func SideIf(cond bool, kind string) string {
 	if cond {
 		return kind
 	}
 	return ""
 }
 
-// nonEmptyArray reports an array with at least one element.
-func nonEmptyArray(r gjson.Result) bool {
+// NonEmptyArray reports an array with at least one element.
+func NonEmptyArray(r gjson.Result) bool {
 	found := false
 	jsonkit.EachElement(r, func(int, gjson.Result) bool {
 		found = true
@@ -66,20 +66,20 @@ func nonEmptyArray(r gjson.Result) bool {
 	return found
 }
 
-// present reports a value that exists and is not null.
-func present(r gjson.Result) bool { return r.Exists() && r.Type != gjson.Null }
+// IsPresent reports a value that exists and is not null.
+func IsPresent(r gjson.Result) bool { return r.Exists() && r.Type != gjson.Null }
 
-// jsonFormat reports a format object of type json_object or json_schema.
-func jsonFormat(typ gjson.Result) bool {
+// IsJSONFormat reports a format object of type json_object or json_schema.
+func IsJSONFormat(typ gjson.Result) bool {
 	return typ.Str == "json_object" || typ.Str == "json_schema"
 }
 
-// topMembers returns the top-level members of body named keys, in one pass
+// TopMembers returns the top-level members of body named keys, in one pass
 // over the body (members); the few nested fields the classifiers read are
 // then taken from those small values. body was validated by ParseRequest.
-func topMembers(body []byte, keys ...string) []gjson.Result {
+func TopMembers(body []byte, keys ...string) []gjson.Result {
 	out := make([]gjson.Result, len(keys))
-	if root, err := parseTrustedRoot(body); err == nil {
+	if root, err := ParseTrustedRoot(body); err == nil {
 		jsonkit.Members(root, keys, out)
 	}
 	return out

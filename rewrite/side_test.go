@@ -59,7 +59,7 @@ func TestSideRequest(t *testing.T) {
 
 func TestSideRequestEveryCodec(t *testing.T) {
 	for _, api := range []*Descriptor{Anthropic, OpenAIChat, OpenAIResponses, Gemini} {
-		_, ok := codecFor(api).(sideClassifier)
+		_, ok := codecFor(api).(SideClassifier)
 		require.True(t, ok, "%s codec classifies side requests", api)
 		require.Equal(t, SideNoTools, SideRequest(codecFor(api), []byte(`not json`)))
 	}

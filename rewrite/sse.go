@@ -208,8 +208,8 @@ func (r *Reader) line(s, e int) {
 	b := r.buf.buf
 	if r.atStart {
 		r.atStart = false
-		if bytes.HasPrefix(b[s:e], bom) {
-			s += len(bom)
+		if bytes.HasPrefix(b[s:e], BOM) {
+			s += len(BOM)
 		}
 	}
 	if s == e || b[s] == ':' {
@@ -249,7 +249,7 @@ func (r *Reader) line(s, e int) {
 	// retry and unknown fields only live in Raw.
 }
 
-var bom = []byte("\xef\xbb\xbf")
+var BOM = []byte("\xef\xbb\xbf")
 
 // event builds the Event for buf[start:pos].
 func (r *Reader) event() Event {

@@ -3,13 +3,13 @@ package rewrite
 import "bytes"
 
 var (
-	nameMessageStop        = []byte("message_stop")
-	nameError              = []byte("error")
-	dataDone               = []byte("[DONE]")
-	prefixResponseTerminal = [][]byte{[]byte("response.completed"), []byte("response.incomplete"), []byte("response.failed")}
-	keyFinishReason        = []byte(`"finishReason"`)
-	keyFinishReasonSnake   = []byte(`"finish_reason"`)
-	keyTypeError           = []byte(`"type":"error"`)
+	EventNameMessageStop        = []byte("message_stop")
+	EventNameError              = []byte("error")
+	DoneData               = []byte("[DONE]")
+	ResponseTerminalPrefixes = [][]byte{[]byte("response.completed"), []byte("response.incomplete"), []byte("response.failed")}
+	KeyFinishReason        = []byte(`"finishReason"`)
+	KeyFinishReasonSnake   = []byte(`"finish_reason"`)
+	KeyTypeError           = []byte(`"type":"error"`)
 	keyError               = []byte(`"error"`)
 )
 
@@ -25,9 +25,9 @@ func IsTerminalEvent(api *Descriptor, ev *Event) bool {
 	return api == nil || api.IsTerminal(ev.Name, ev.Data)
 }
 
-// isErrorObject reports whether data is a JSON object whose first key is
+// IsErrorObject reports whether data is a JSON object whose first key is
 // "error" (the mid-stream error chunk of OpenAI and Gemini).
-func isErrorObject(data []byte) bool {
+func IsErrorObject(data []byte) bool {
 	d := bytes.TrimLeft(data, " \t\r\n")
 	if len(d) == 0 || d[0] != '{' {
 		return false

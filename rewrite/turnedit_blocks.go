@@ -13,11 +13,11 @@ import (
 // implementations share: positional edits of a conversation array, the
 // reordering of a reply's content list, and token-count arithmetic.
 
-// agConversation returns, for a valid request body (parseTrustedRoot), its top-level object
+// BlocksConversation returns, for a valid request body (parseTrustedRoot), its top-level object
 // and the conversation array member key (messages, contents). The array
 // must exist: positional edits need it.
-func agConversation(body []byte, key string) (root, arr gjson.Result, err error) {
-	if root, err = parseTrustedRoot(body); err != nil {
+func BlocksConversation(body []byte, key string) (root, arr gjson.Result, err error) {
+	if root, err = ParseTrustedRoot(body); err != nil {
 		return root, arr, err
 	}
 	arr = jsonkit.Member(root, key)
@@ -27,8 +27,8 @@ func agConversation(body []byte, key string) (root, arr gjson.Result, err error)
 	return root, arr, nil
 }
 
-// agElems returns the elements of arr.
-func agElems(arr gjson.Result) []gjson.Result {
+// BlocksElems returns the elements of arr.
+func BlocksElems(arr gjson.Result) []gjson.Result {
 	var elems []gjson.Result
 	jsonkit.EachElement(arr, func(_ int, v gjson.Result) bool {
 		elems = append(elems, v)
@@ -37,9 +37,9 @@ func agElems(arr gjson.Result) []gjson.Result {
 	return elems
 }
 
-// agAt returns the element at pos, or an error naming key when pos is out of
+// BlocksAt returns the element at pos, or an error naming key when pos is out of
 // range.
-func agAt(elems []gjson.Result, pos int, key string) (gjson.Result, error) {
+func BlocksAt(elems []gjson.Result, pos int, key string) (gjson.Result, error) {
 	if pos < 0 || pos >= len(elems) {
 		return gjson.Result{}, fmt.Errorf("rewrite: %s position %d out of range (%d elements)", key, pos, len(elems))
 	}
@@ -69,9 +69,9 @@ func agJoinItems(items [][]byte) ([]byte, error) {
 	return out, nil
 }
 
-// agAppendToMember appends the joined items to the top-level array member
+// BlocksAppendToMember appends the joined items to the top-level array member
 // key, creating the member when it is absent or null.
-func agAppendToMember(body []byte, key string, items [][]byte) ([]byte, error) {
+func BlocksAppendToMember(body []byte, key string, items [][]byte) ([]byte, error) {
 	if len(items) == 0 {
 		return body, nil
 	}
@@ -79,7 +79,7 @@ func agAppendToMember(body []byte, key string, items [][]byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := parseTrustedRoot(body)
+	root, err := ParseTrustedRoot(body)
 	if err != nil {
 		return nil, err
 	}
@@ -88,20 +88,20 @@ func agAppendToMember(body []byte, key string, items [][]byte) ([]byte, error) {
 	case arr.IsArray():
 		return jsonkit.AppendElements(body, arr, joined), nil
 	case jsonkit.IsNull(arr):
-		return jsonkit.SetMember(body, root, key, wrap('[', joined, ']')), nil
+		return jsonkit.SetMember(body, root, key, Enclose('[', joined, ']')), nil
 	}
 	return nil, fmt.Errorf("%w: %s must be an array", ErrMalformed, key)
 }
 
-// agReplaceAt replaces the element at pos of the top-level array key with
+// BlocksReplaceAt replaces the element at pos of the top-level array key with
 // items; with no items the element and one separator next to it go.
-func agReplaceAt(body []byte, key string, pos int, items [][]byte) ([]byte, error) {
-	_, arr, err := agConversation(body, key)
+func BlocksReplaceAt(body []byte, key string, pos int, items [][]byte) ([]byte, error) {
+	_, arr, err := BlocksConversation(body, key)
 	if err != nil {
 		return nil, err
 	}
-	elems := agElems(arr)
-	el, err := agAt(elems, pos, key)
+	elems := BlocksElems(arr)
+	el, err := BlocksAt(elems, pos, key)
 	if err != nil {
 		return nil, err
 	}
@@ -127,22 +127,22 @@ func agRemoveElem(body []byte, elems []gjson.Result, i int) []byte {
 	return jsonkit.Splice(body, elems[i].Index, jsonkit.ValueEnd(elems[i]))
 }
 
-// agInsertBefore inserts joined (comma-separated raw values) as elements
+// BlocksInsertBefore inserts joined (comma-separated raw values) as elements
 // before elems[i] of arr, or at the end of arr when i == len(elems).
-func agInsertBefore(body []byte, arr gjson.Result, elems []gjson.Result, i int, joined []byte) []byte {
+func BlocksInsertBefore(body []byte, arr gjson.Result, elems []gjson.Result, i int, joined []byte) []byte {
 	if i < len(elems) {
 		return jsonkit.Splice(body, elems[i].Index, elems[i].Index, joined, []byte{','})
 	}
 	return jsonkit.AppendElements(body, arr, joined)
 }
 
-// agReorder returns body with the elements of an array (elems, in order)
+// BlocksReorder returns body with the elements of an array (elems, in order)
 // rearranged to order, a list of element indices (a subset, each at most
 // once). Element k of the result is written in slot k: it keeps the
 // separator (comma and whitespace) the original array had before slot k, so
 // elements that do not move keep their exact bytes and position, and a
 // pretty-printed array stays pretty.
-func agReorder(body []byte, elems []gjson.Result, order []int) []byte {
+func BlocksReorder(body []byte, elems []gjson.Result, order []int) []byte {
 	if len(elems) == 0 {
 		return body
 	}
@@ -157,11 +157,11 @@ func agReorder(body []byte, elems []gjson.Result, order []int) []byte {
 	return jsonkit.Splice(body, start, stop, inner)
 }
 
-// agInner returns the bytes of arr between its first element's start and its
+// BlocksInner returns the bytes of arr between its first element's start and its
 // last element's end (the elements with their separators), or "" when arr is
 // empty or not an array.
-func agInner(arr gjson.Result) string {
-	elems := agElems(arr)
+func BlocksInner(arr gjson.Result) string {
+	elems := BlocksElems(arr)
 	if len(elems) == 0 {
 		return ""
 	}
@@ -169,14 +169,14 @@ func agInner(arr gjson.Result) string {
 	return arr.Raw[elems[0].Index-base : jsonkit.ValueEnd(elems[len(elems)-1])-base]
 }
 
-// agCallOrder computes the element order of a reply content list after
+// BlocksCallOrder computes the element order of a reply content list after
 // EditReply: calls holds the element indices of the tool calls (in reply
 // order, so call i is element calls[i]). The calls listed in remove are
 // dropped; those in first move, in that order, to where the first tool call
 // was, ahead of every other call. Duplicates are ignored and a call both
 // removed and moved is removed. It returns the order and the number of calls
 // left, or an error for an index outside the calls.
-func agCallOrder(n int, calls []int, remove, first []int) ([]int, int, error) {
+func BlocksCallOrder(n int, calls []int, remove, first []int) ([]int, int, error) {
 	const (
 		keep = iota
 		drop
@@ -225,18 +225,18 @@ func agCallOrder(n int, calls []int, remove, first []int) ([]int, int, error) {
 	return order, left, nil
 }
 
-// agSetTopMember sets the top-level member key of body to raw (the root is
+// BlocksSetTopMember sets the top-level member key of body to raw (the root is
 // re-read from body, so earlier splices are accounted for).
-func agSetTopMember(body []byte, key string, raw []byte) ([]byte, error) {
+func BlocksSetTopMember(body []byte, key string, raw []byte) ([]byte, error) {
 	if _, ok := jsonkit.RootObject(jsonkit.UnsafeString(body)); !ok {
-		return nil, errNotObject
+		return nil, ErrNotObject
 	}
 	return sjson.SetRawBytes(body, key, raw)
 }
 
-// agCount reads a token count: an integer member, 0 when absent or not a
+// BlocksCount reads a token count: an integer member, 0 when absent or not a
 // number.
-func agCount(obj gjson.Result, key string) int64 {
+func BlocksCount(obj gjson.Result, key string) int64 {
 	v := obj.Get(key)
 	if v.Type != gjson.Number {
 		return 0
@@ -244,9 +244,9 @@ func agCount(obj gjson.Result, key string) int64 {
 	return v.Int()
 }
 
-// agSetCounts returns the object raw (a standalone JSON object) with each
+// BlocksSetCounts returns the object raw (a standalone JSON object) with each
 // key of keys set to the matching integer of vals.
-func agSetCounts(raw []byte, keys []string, vals []int64) []byte {
+func BlocksSetCounts(raw []byte, keys []string, vals []int64) []byte {
 	out := raw
 	for i, k := range keys {
 		obj, ok := jsonkit.RootObject(jsonkit.UnsafeString(out))

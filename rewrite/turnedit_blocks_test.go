@@ -62,7 +62,7 @@ func agScribbleItems(items [][]byte) {
 func TestAgReorder(t *testing.T) {
 	body := []byte("[ 1,\n  2 , 3,4 ]")
 	arr, _ := agRootArray(body)
-	elems := agElems(arr)
+	elems := BlocksElems(arr)
 	for _, tt := range []struct {
 		order []int
 		want  string
@@ -73,7 +73,7 @@ func TestAgReorder(t *testing.T) {
 		{[]int{1}, "[ 2 ]"},
 		{nil, "[  ]"},
 	} {
-		out := agReorder(body, elems, tt.order)
+		out := BlocksReorder(body, elems, tt.order)
 		require.Equal(t, tt.want, string(out), tt.order)
 	}
 	require.Equal(t, "[ 1,\n  2 , 3,4 ]", string(body))
@@ -105,7 +105,7 @@ func TestAgCallOrder(t *testing.T) {
 		{[]int{3}, nil, nil, 0, "out of range"},
 		{nil, []int{-1}, nil, 0, "out of range"},
 	} {
-		order, left, err := agCallOrder(5, calls, tt.remove, tt.first)
+		order, left, err := BlocksCallOrder(5, calls, tt.remove, tt.first)
 		if tt.err != "" {
 			require.ErrorContains(t, err, tt.err)
 			continue
@@ -126,8 +126,8 @@ func TestAgJoinItems(t *testing.T) {
 	require.ErrorContains(t, err, "not a JSON object")
 	_, err = agJoinItems([][]byte{nil})
 	require.Error(t, err)
-	require.True(t, strings.HasPrefix(agInner(gjson.Parse(`[ 1 , 2 ]`)), "1 , 2"))
-	require.Equal(t, "", agInner(gjson.Parse(`[ ]`)))
+	require.True(t, strings.HasPrefix(BlocksInner(gjson.Parse(`[ 1 , 2 ]`)), "1 , 2"))
+	require.Equal(t, "", BlocksInner(gjson.Parse(`[ ]`)))
 }
 
 // agSeedTurn seeds a TurnCodec fuzz test with api's fixtures and the given

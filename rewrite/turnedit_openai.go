@@ -14,9 +14,9 @@ import (
 // MergeReplies. Every helper returns a new slice and never modifies its
 // input.
 
-// oaElems returns the elements of arr in order (nil unless arr is an array).
+// OpenAIElems returns the elements of arr in order (nil unless arr is an array).
 // Their Index is an offset into the body arr was read from.
-func oaElems(arr gjson.Result) []gjson.Result {
+func OpenAIElems(arr gjson.Result) []gjson.Result {
 	var elems []gjson.Result
 	jsonkit.EachElement(arr, func(_ int, v gjson.Result) bool {
 		elems = append(elems, v)
@@ -25,8 +25,8 @@ func oaElems(arr gjson.Result) []gjson.Result {
 	return elems
 }
 
-// oaJoin joins raw items with commas.
-func oaJoin(items [][]byte) []byte {
+// OpenAIJoin joins raw items with commas.
+func OpenAIJoin(items [][]byte) []byte {
 	n := len(items)
 	for _, it := range items {
 		n += len(it)
@@ -41,9 +41,9 @@ func oaJoin(items [][]byte) []byte {
 	return out
 }
 
-// oaCheckItems reports an error unless every item is one valid JSON object,
+// OpenAICheckItems reports an error unless every item is one valid JSON object,
 // so that splicing the items keeps the body valid.
-func oaCheckItems(items [][]byte) error {
+func OpenAICheckItems(items [][]byte) error {
 	for i, it := range items {
 		if !jsonkit.Valid(it) {
 			return fmt.Errorf("rewrite: item %d to insert is not valid JSON", i)
@@ -55,14 +55,14 @@ func oaCheckItems(items [][]byte) error {
 	return nil
 }
 
-// oaSpliceElems returns body with the elements [s, e) of arr replaced by
+// OpenAISpliceElems returns body with the elements [s, e) of arr replaced by
 // items (s == e inserts before element s; e == len(elems) may append). elems
 // must be oaElems(arr), and 0 <= s <= e <= len(elems). Whitespace around
 // untouched elements is kept; removing every element leaves the array's
 // inner whitespace.
-func oaSpliceElems(body []byte, arr gjson.Result, elems []gjson.Result, s, e int, items [][]byte) []byte {
+func OpenAISpliceElems(body []byte, arr gjson.Result, elems []gjson.Result, s, e int, items [][]byte) []byte {
 	n := len(elems)
-	ins := oaJoin(items)
+	ins := OpenAIJoin(items)
 	switch {
 	case len(items) == 0 && s == e:
 		return append([]byte(nil), body...)
@@ -87,11 +87,11 @@ func oaSpliceElems(body []byte, arr gjson.Result, elems []gjson.Result, s, e int
 	return jsonkit.Splice(body, pos, pos, ins, []byte{','})
 }
 
-// oaReorderElems returns body with the elements of an array rewritten as
+// OpenAIReorderElems returns body with the elements of an array rewritten as
 // elems[order[0]], elems[order[1]], … (a subset, in any order). The
 // separators between the original slots are reused in slot order, so a
 // pretty-printed array keeps its layout. elems must be non-empty.
-func oaReorderElems(body []byte, elems []gjson.Result, order []int) []byte {
+func OpenAIReorderElems(body []byte, elems []gjson.Result, order []int) []byte {
 	var ins []byte
 	for k, i := range order {
 		if k > 0 {
@@ -102,9 +102,9 @@ func oaReorderElems(body []byte, elems []gjson.Result, order []int) []byte {
 	return jsonkit.Splice(body, elems[0].Index, jsonkit.ValueEnd(elems[len(elems)-1]), ins)
 }
 
-// oaDeleteMember returns body without the first member key of obj (a no-op
+// OpenAIDeleteMember returns body without the first member key of obj (a no-op
 // copy when there is none), taking one separating comma with it.
-func oaDeleteMember(body []byte, obj gjson.Result, key string) []byte {
+func OpenAIDeleteMember(body []byte, obj gjson.Result, key string) []byte {
 	var keys, vals []gjson.Result
 	obj.ForEach(func(k, v gjson.Result) bool {
 		keys, vals = append(keys, k), append(vals, v)
@@ -125,10 +125,10 @@ func oaDeleteMember(body []byte, obj gjson.Result, key string) []byte {
 	return append([]byte(nil), body...)
 }
 
-// oaCallOrder plans EditReply over n tool calls: the calls in first, in that
+// OpenAICallOrder plans EditReply over n tool calls: the calls in first, in that
 // order, then every other call not in remove, in reply order. An index out of
 // range, listed in both remove and first, or twice in first is an error.
-func oaCallOrder(n int, remove, first []int) ([]int, error) {
+func OpenAICallOrder(n int, remove, first []int) ([]int, error) {
 	state := make([]byte, n) // 0 keep, 1 removed, 2 moved first
 	for _, i := range remove {
 		if i < 0 || i >= n {
@@ -157,14 +157,14 @@ func oaCallOrder(n int, remove, first []int) ([]int, error) {
 	return order, nil
 }
 
-// oaUsageKeys names the usage members of one OpenAI API.
-type oaUsageKeys struct {
+// OpenAIUsageKeys names the usage members of one OpenAI API.
+type OpenAIUsageKeys struct {
 	in, out, total string
 	details        string // the object holding reasoning (under out)
 	reasoning      string
 }
 
-// oaMergeUsage returns the usage of a merged reply: next's usage object byte
+// OpenAIMergeUsage returns the usage of a merged reply: next's usage object byte
 // for byte except that out (and details.reasoning, when next has the
 // details object) is the sum of both replies', and total, when next has it,
 // is next's in plus the summed out. next's input count is kept, not summed:
@@ -172,7 +172,7 @@ type oaUsageKeys struct {
 // read the input count as the context size. It returns nil when next has no
 // usage object (the caller keeps first's), and next's raw when first has
 // none.
-func oaMergeUsage(fu, nu gjson.Result, k oaUsageKeys) []byte {
+func OpenAIMergeUsage(fu, nu gjson.Result, k OpenAIUsageKeys) []byte {
 	if !nu.IsObject() {
 		return nil
 	}
@@ -208,12 +208,12 @@ func oaMergeUsage(fu, nu gjson.Result, k oaUsageKeys) []byte {
 	return buf
 }
 
-// oaMergeText merges two text-like message members (content, refusal,
+// OpenAIMergeText merges two text-like message members (content, refusal,
 // reasoning_content) of consecutive replies: strings are concatenated byte
 // for byte inside one literal, part arrays are concatenated, and a string
 // meeting an array becomes a text part. It returns nil when b adds nothing
 // (absent or null), and b's raw when a is absent or null.
-func oaMergeText(a, b gjson.Result, part string) ([]byte, error) {
+func OpenAIMergeText(a, b gjson.Result, part string) ([]byte, error) {
 	if jsonkit.IsNull(b) {
 		return nil, nil
 	}
@@ -228,7 +228,7 @@ func oaMergeText(a, b gjson.Result, part string) ([]byte, error) {
 			p = append(p, r.Raw...)
 			return append(p, '}'), true
 		case r.IsArray():
-			return []byte(oaInnerString(r)), true
+			return []byte(OpenAIInnerString(r)), true
 		}
 		return nil, false
 	}
@@ -250,18 +250,18 @@ func oaMergeText(a, b gjson.Result, part string) ([]byte, error) {
 	return append(out, ']'), nil
 }
 
-// oaInnerString returns the bytes of an array result from its first
+// OpenAIInnerString returns the bytes of an array result from its first
 // element's first byte to its last element's last byte (separators and
 // whitespace between elements kept); "" for an empty or non-array result.
-func oaInnerString(arr gjson.Result) string {
-	elems := oaElems(arr)
+func OpenAIInnerString(arr gjson.Result) string {
+	elems := OpenAIElems(arr)
 	if len(elems) == 0 {
 		return ""
 	}
 	return arr.Raw[elems[0].Index-arr.Index : jsonkit.ValueEnd(elems[len(elems)-1])-arr.Index]
 }
 
-// oaPosErr reports a message position outside the view.
-func oaPosErr(pos, n int) error {
+// OpenAIPosErr reports a message position outside the view.
+func OpenAIPosErr(pos, n int) error {
 	return fmt.Errorf("rewrite: message %d is out of range (%d messages)", pos, n)
 }

@@ -95,7 +95,7 @@ func TestOASpliceElems(t *testing.T) {
 		for _, s := range tt.items {
 			items = append(items, []byte(s))
 		}
-		got := oaSpliceElems(body, arr, oaElems(arr), tt.s, tt.e, items)
+		got := OpenAISpliceElems(body, arr, OpenAIElems(arr), tt.s, tt.e, items)
 		require.Equal(t, `{"a":`+tt.want+`}`, string(got), "%s [%d,%d)", tt.arr, tt.s, tt.e)
 	}
 }
@@ -103,33 +103,33 @@ func TestOASpliceElems(t *testing.T) {
 func TestOAReorderAndDelete(t *testing.T) {
 	body := []byte("{\"a\": [\n  1,\n  2,\n  3\n], \"b\": 1, \"c\": 2}")
 	root, _ := jsonkit.RootObject(jsonkit.UnsafeString(body))
-	elems := oaElems(root.Get("a"))
-	require.Equal(t, "{\"a\": [\n  3,\n  1\n], \"b\": 1, \"c\": 2}", string(oaReorderElems(body, elems, []int{2, 0})))
-	require.Equal(t, "{\"a\": [\n  \n], \"b\": 1, \"c\": 2}", string(oaReorderElems(body, elems, nil)))
+	elems := OpenAIElems(root.Get("a"))
+	require.Equal(t, "{\"a\": [\n  3,\n  1\n], \"b\": 1, \"c\": 2}", string(OpenAIReorderElems(body, elems, []int{2, 0})))
+	require.Equal(t, "{\"a\": [\n  \n], \"b\": 1, \"c\": 2}", string(OpenAIReorderElems(body, elems, nil)))
 	for key, want := range map[string]string{
 		"a": `{"b": 1, "c": 2}`,
 		"b": "{\"a\": [\n  1,\n  2,\n  3\n], \"c\": 2}",
 		"c": "{\"a\": [\n  1,\n  2,\n  3\n], \"b\": 1}",
 		"x": string(body),
 	} {
-		require.Equal(t, want, string(oaDeleteMember(body, root, key)), key)
+		require.Equal(t, want, string(OpenAIDeleteMember(body, root, key)), key)
 	}
 	one := []byte(`{ "a" : 1 }`)
 	r1, _ := jsonkit.RootObject(jsonkit.UnsafeString(one))
-	require.Equal(t, `{  }`, string(oaDeleteMember(one, r1, "a")))
+	require.Equal(t, `{  }`, string(OpenAIDeleteMember(one, r1, "a")))
 }
 
 func TestOACallOrder(t *testing.T) {
-	order, err := oaCallOrder(4, []int{1, 1}, []int{3, 2})
+	order, err := OpenAICallOrder(4, []int{1, 1}, []int{3, 2})
 	require.NoError(t, err)
 	require.Equal(t, []int{3, 2, 0}, order)
-	order, err = oaCallOrder(2, []int{0, 1}, nil)
+	order, err = OpenAICallOrder(2, []int{0, 1}, nil)
 	require.NoError(t, err)
 	require.Empty(t, order)
 	for _, c := range []struct{ remove, first []int }{
 		{[]int{2}, nil}, {nil, []int{-1}}, {[]int{0}, []int{0}}, {nil, []int{1, 1}},
 	} {
-		_, err := oaCallOrder(2, c.remove, c.first)
+		_, err := OpenAICallOrder(2, c.remove, c.first)
 		require.Error(t, err, "%v %v", c.remove, c.first)
 	}
 }
@@ -146,10 +146,10 @@ func TestOAMergeText(t *testing.T) {
 	for _, tt := range tests {
 		a := gjson.Parse(tt.a)
 		b := gjson.Parse(tt.b)
-		got, err := oaMergeText(a, b, "text")
+		got, err := OpenAIMergeText(a, b, "text")
 		require.NoError(t, err)
 		require.Equal(t, tt.want, string(got), "%s + %s", tt.a, tt.b)
 	}
-	_, err := oaMergeText(gjson.Parse(`1`), gjson.Parse(`"b"`), "text")
+	_, err := OpenAIMergeText(gjson.Parse(`1`), gjson.Parse(`"b"`), "text")
 	require.ErrorIs(t, err, ErrMalformedReply)
 }

@@ -16,23 +16,23 @@ type UserTexts struct {
 	Texts []string
 }
 
-// userTurnLocator is the part of a codec the batched append needs: the
+// UserTurnLocator is the part of a codec the batched append needs: the
 // elements of body's conversation array and, for a view position, the
 // elements [first, end) that AppendUserTextAt at that position reads and
 // edits, the first of which is the turn itself.
-type userTurnLocator interface {
+type UserTurnLocator interface {
 	conversationKey() string
 	// fillerElem is a valid conversation element that no edit touches.
 	fillerElem() string
 	userTurnElems(body []byte) (elems []gjson.Result, run func(pos int) (first, end int, err error), err error)
 }
 
-// errNoBatch tells appendUserTexts to apply the batch one by one (a body
+// ErrNoBatch tells appendUserTexts to apply the batch one by one (a body
 // whose conversation has no separate elements, e.g. a Responses string
 // input).
-var errNoBatch = errors.New("rewrite: no batched edit for this body")
+var ErrNoBatch = errors.New("rewrite: no batched edit for this body")
 
-// appendUserTexts applies ops as AppendUserTextAt would one after the other
+// AppendUserTextsBatched applies ops as AppendUserTextAt would one after the other
 // in descending position order, with one walk over the conversation and one
 // copy of the body instead of one of each per op: the session ledger
 // replays a reminder into every earlier user turn of a conversation, and
@@ -44,7 +44,7 @@ var errNoBatch = errors.New("rewrite: no batched edit for this body")
 // put in place in a single pass. When the ops' elements overlap, or
 // anything else is out of the ordinary (an error, which then names the
 // right position), the batch falls back to one by one.
-func appendUserTexts(tc TurnCodec, loc userTurnLocator, body []byte, ops []UserTexts) ([]byte, error) {
+func AppendUserTextsBatched(tc TurnCodec, loc UserTurnLocator, body []byte, ops []UserTexts) ([]byte, error) {
 	if len(ops) < 2 {
 		return appendUserTextsOneByOne(tc, body, ops)
 	}
@@ -125,17 +125,17 @@ func appendUserTextsOneByOne(tc TurnCodec, body []byte, ops []UserTexts) ([]byte
 	return out, nil
 }
 
-// singleElemTurns locates the user turns of APIs whose turns are one
+// SingleElemTurns locates the user turns of APIs whose turns are one
 // element each at their view position (Anthropic messages, Gemini contents).
-func singleElemTurns(body []byte, key string) ([]gjson.Result, func(int) (int, int, error), error) {
-	_, arr, err := agConversation(body, key)
+func SingleElemTurns(body []byte, key string) ([]gjson.Result, func(int) (int, int, error), error) {
+	_, arr, err := BlocksConversation(body, key)
 	if err != nil {
 		return nil, nil, err
 	}
-	elems := agElems(arr)
+	elems := BlocksElems(arr)
 	return elems, func(pos int) (int, int, error) {
 		if pos < 0 || pos >= len(elems) {
-			return 0, 0, errNoBatch // out of range: the one-by-one path names it
+			return 0, 0, ErrNoBatch // out of range: the one-by-one path names it
 		}
 		return pos, pos + 1, nil
 	}, nil

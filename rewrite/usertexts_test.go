@@ -54,7 +54,7 @@ func longConversation(api *Descriptor, n int) []byte {
 		}
 		b.WriteString(e)
 	}
-	key := codecFor(api).(userTurnLocator).conversationKey()
+	key := codecFor(api).(UserTurnLocator).conversationKey()
 	return []byte(`{"model":"m","` + key + `":[` + b.String() + `]}`)
 }
 

@@ -39,19 +39,19 @@ const viewCacheShards = 16
 // DefaultViewCacheBytes is the view cache's default budget.
 const DefaultViewCacheBytes = 64 << 20
 
-// viewParser tags the element parser an entry came from, so that the same
+// ViewParser tags the element parser an entry came from, so that the same
 // bytes parsed by two codecs are two entries. Each parser declares its own
 // tag (newViewParser) next to its code: a pointer, so that keys compare
 // and hash as cheaply as a small integer and no list of parsers exists.
-type viewParser *viewParserTag
+type ViewParser *viewParserTag
 
 // viewParserTag names a parser (for debugging; identity is the pointer).
 type viewParserTag struct{ name string }
 
-func newViewParser(name string) viewParser { return &viewParserTag{name: name} }
+func NewViewParser(name string) ViewParser { return &viewParserTag{name: name} }
 
 type viewKey struct {
-	parser viewParser
+	parser ViewParser
 	n      int
 	h1, h2 uint64
 }
@@ -119,7 +119,7 @@ func (c *ViewCache) setBudget(budget int64) {
 	}
 }
 
-func (c *ViewCache) key(p viewParser, raw string) viewKey {
+func (c *ViewCache) key(p ViewParser, raw string) viewKey {
 	return viewKey{parser: p, n: len(raw), h1: maphash.String(c.seeds[0], raw), h2: maphash.String(c.seeds[1], raw)}
 }
 
@@ -165,15 +165,15 @@ func (sh *viewShard) insert(k viewKey, e *viewEntry, limit int64) {
 	sh.curBytes += e.size
 }
 
-// viewResolver parses the elements of one conversation in order through the
+// ViewResolver parses the elements of one conversation in order through the
 // cache, resolving tool-result names against the calls seen so far.
-type viewResolver struct {
+type ViewResolver struct {
 	cache  *ViewCache // nil: no caching
-	parser viewParser
-	parse  func(gjson.Result, *toolNames) (conv.Message, error)
-	names  toolNames // the calls seen so far, when the cache is off
+	parser ViewParser
+	parse  func(gjson.Result, *ToolNames) (conv.Message, error)
+	names  ToolNames // the calls seen so far, when the cache is off
 	calls  []namedCall
-	byID   toolNames // the calls seen so far, once there are many
+	byID   ToolNames // the calls seen so far, once there are many
 	arena  []conv.Block
 }
 
@@ -184,7 +184,7 @@ type namedCall struct{ id, name string }
 // must not grow with the conversation).
 const recentCalls = 32
 
-func (r *viewResolver) addCall(id, name string) {
+func (r *ViewResolver) addCall(id, name string) {
 	if id == "" || name == "" {
 		return
 	}
@@ -200,7 +200,7 @@ func (r *viewResolver) addCall(id, name string) {
 	}
 }
 
-func (r *viewResolver) callName(id string) string {
+func (r *ViewResolver) callName(id string) string {
 	if r.byID != nil {
 		return r.byID[id]
 	}
@@ -215,7 +215,7 @@ func (r *viewResolver) callName(id string) string {
 // blocks copies src into the resolver's arena (one allocation for many
 // messages); the copy's capacity is its length, so appending to it (a
 // Responses merge) reallocates instead of overwriting its neighbour.
-func (r *viewResolver) blocks(src []conv.Block) []conv.Block {
+func (r *ViewResolver) blocks(src []conv.Block) []conv.Block {
 	if len(src) == 0 {
 		return nil
 	}
@@ -232,7 +232,7 @@ const entryOverhead = 256
 
 // message returns the view of element el. The returned message owns its
 // Blocks slice (callers may append to it) and carries its digest.
-func (r *viewResolver) message(el gjson.Result) (conv.Message, error) {
+func (r *ViewResolver) message(el gjson.Result) (conv.Message, error) {
 	views := r.cache
 	if !views.enabled() {
 		msg, err := r.parse(el, &r.names)
@@ -242,7 +242,7 @@ func (r *viewResolver) message(el gjson.Result) (conv.Message, error) {
 	e := views.get(k)
 	if e == nil {
 		views.misses.Add(1)
-		var private toolNames // the entry must not depend on earlier elements
+		var private ToolNames // the entry must not depend on earlier elements
 		msg, err := r.parse(el, &private)
 		if err != nil {
 			return conv.Message{}, err
@@ -267,7 +267,7 @@ func (r *viewResolver) message(el gjson.Result) (conv.Message, error) {
 // element that parsed, and parsing does not depend on the elements before
 // it). The calls of a checked element are not recorded: check is for the
 // elements after the last one whose view is needed.
-func (r *viewResolver) check(el gjson.Result) error {
+func (r *ViewResolver) check(el gjson.Result) error {
 	if views := r.cache; views.enabled() && views.get(views.key(r.parser, el.Raw)) != nil {
 		views.hits.Add(1)
 		return nil
@@ -279,7 +279,7 @@ func (r *viewResolver) check(el gjson.Result) error {
 // resolve copies e's view, names its tool results from the calls seen so
 // far (then records this element's calls), and attaches the digest for that
 // resolution, computing it if the entry has none for these names.
-func (r *viewResolver) resolve(e *viewEntry) conv.Message {
+func (r *ViewResolver) resolve(e *viewEntry) conv.Message {
 	msg := conv.Message{Role: e.msg.Role, Blocks: r.blocks(e.msg.Blocks)}
 	var resolved []string
 	for i := range msg.Blocks {
@@ -304,11 +304,11 @@ func (r *viewResolver) resolve(e *viewEntry) conv.Message {
 	return msg
 }
 
-// cachedText returns what compute returns for the member raw (a system
+// CachedText returns what compute returns for the member raw (a system
 // prompt: 8 KB of an agent's request, the same on every request), from the
 // cache views when these bytes were seen before under tag p. Errors are not
 // cached.
-func cachedText(views *ViewCache, p viewParser, raw string, compute func() (string, error)) (string, error) {
+func CachedText(views *ViewCache, p ViewParser, raw string, compute func() (string, error)) (string, error) {
 	if !views.enabled() || raw == "" {
 		return compute()
 	}
