@@ -246,7 +246,7 @@ func (anthropicCodec) StreamErrorEvent(status int, message string) []byte {
 	return AppendEvent(nil, []byte("error"), anthropicError(status, message))
 }
 
-func (anthropicCodec) sideRequest(body []byte) string {
+func (anthropicCodec) SideRequest(body []byte) string {
 	r := TopMembers(body, "tools", "tool_choice", "output_format", "output_config")
 	return FirstSide(
 		SideIf(r[2].Get("type").Str == "json_schema" || r[3].Get("format.type").Str == "json_schema", SideJSONOutput),

@@ -253,11 +253,11 @@ func anthropicTakeStopAndUsage(out []byte, r1, r2 gjson.Result) ([]byte, error) 
 	return out, nil
 }
 
-func (anthropicCodec) conversationKey() string { return "messages" }
+func (anthropicCodec) ConversationKey() string { return "messages" }
 
-func (anthropicCodec) fillerElem() string { return `{"role":"user","content":""}` }
+func (anthropicCodec) FillerElem() string { return `{"role":"user","content":""}` }
 
-func (anthropicCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
+func (anthropicCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
 	return SingleElemTurns(body, "messages")
 }
 

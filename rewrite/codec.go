@@ -113,7 +113,7 @@ func Fingerprint(system string, msgs []conv.Message) string {
 // Fingerprinter is a codec that computes a request's fingerprint without
 // building the view of the whole conversation.
 type Fingerprinter interface {
-	fingerprintRequest(body []byte) (string, error)
+	FingerprintRequest(body []byte) (string, error)
 }
 
 // RequestFingerprint returns ParseRequest(body).Fingerprint, or "" when
@@ -122,7 +122,7 @@ type Fingerprinter interface {
 // builds the view only of the messages the fingerprint reads.
 func RequestFingerprint(c Codec, body []byte) string {
 	if f, ok := c.(Fingerprinter); ok {
-		fp, err := f.fingerprintRequest(body)
+		fp, err := f.FingerprintRequest(body)
 		if err != nil {
 			return ""
 		}

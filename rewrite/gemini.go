@@ -366,7 +366,7 @@ func (geminiCodec) StreamErrorEvent(status int, message string) []byte {
 	return AppendData(nil, geminiError(status, message))
 }
 
-func (geminiCodec) sideRequest(body []byte) string {
+func (geminiCodec) SideRequest(body []byte) string {
 	r := TopMembers(body, "tools", "generationConfig", "generation_config", "toolConfig", "tool_config")
 	camel, snake := r[1], r[2]
 	jsonMode := strings.EqualFold(camel.Get("responseMimeType").Str, "application/json") ||

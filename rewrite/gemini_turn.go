@@ -275,11 +275,11 @@ func geminiReplyPair(first, next []byte) (r1, r2, p1, p2 gjson.Result, err error
 	return r1, r2, p1, p2, nil
 }
 
-func (geminiCodec) conversationKey() string { return "contents" }
+func (geminiCodec) ConversationKey() string { return "contents" }
 
-func (geminiCodec) fillerElem() string { return `{"role":"user","parts":[]}` }
+func (geminiCodec) FillerElem() string { return `{"role":"user","parts":[]}` }
 
-func (geminiCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
+func (geminiCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
 	return SingleElemTurns(body, "contents")
 }
 

@@ -23,8 +23,8 @@ func (c chatCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	return parseChatRequest(c.views, body, false)
 }
 
-// fingerprintRequest returns ParseRequest's Fingerprint (fingerprinter).
-func (c chatCodec) fingerprintRequest(body []byte) (string, error) {
+// FingerprintRequest returns ParseRequest's Fingerprint (fingerprinter).
+func (c chatCodec) FingerprintRequest(body []byte) (string, error) {
 	req, err := parseChatRequest(c.views, body, true)
 	if err != nil {
 		return "", err
@@ -353,7 +353,7 @@ func (chatCodec) StreamErrorEvent(status int, message string) []byte {
 	return AppendData(nil, OpenAIError(status, message))
 }
 
-func (chatCodec) sideRequest(body []byte) string {
+func (chatCodec) SideRequest(body []byte) string {
 	r := TopMembers(body, "tools", "functions", "tool_choice", "function_call", "response_format")
 	return FirstSide(
 		SideIf(IsJSONFormat(r[4].Get("type")), SideJSONOutput),

@@ -320,14 +320,14 @@ func chatAppendToolCalls(out []byte, nmsg gjson.Result, msg func() gjson.Result)
 	return nil, fmt.Errorf("%w: choices[0].message.tool_calls is not an array", ErrMalformedReply)
 }
 
-func (chatCodec) conversationKey() string { return "messages" }
+func (chatCodec) ConversationKey() string { return "messages" }
 
-func (chatCodec) fillerElem() string { return `{"role":"user","content":""}` }
+func (chatCodec) FillerElem() string { return `{"role":"user","content":""}` }
 
-// userTurnElems: a user message is its own element; text for a tool
+// UserTurnElems: a user message is its own element; text for a tool
 // message goes in a new user message after the run of tool messages that
 // follows it, so its edit spans that run.
-func (chatCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
+func (chatCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
 	_, _, elems, err := chatMessages(body)
 	if err != nil {
 		return nil, nil, err

@@ -320,7 +320,7 @@ func (responsesCodec) StreamErrorEvent(status int, message string) []byte {
 	return AppendEvent(nil, []byte("error"), b)
 }
 
-func (responsesCodec) sideRequest(body []byte) string {
+func (responsesCodec) SideRequest(body []byte) string {
 	r := TopMembers(body, "tools", "tool_choice", "text")
 	return FirstSide(
 		SideIf(IsJSONFormat(r[2].Get("format.type")), SideJSONOutput),

@@ -372,14 +372,14 @@ func (in *responsesInput) resultRunEnd(pos int) int {
 	return v
 }
 
-func (responsesCodec) conversationKey() string { return "input" }
+func (responsesCodec) ConversationKey() string { return "input" }
 
-func (responsesCodec) fillerElem() string { return `{"role":"user","content":""}` }
+func (responsesCodec) FillerElem() string { return `{"role":"user","content":""}` }
 
-// userTurnElems maps view positions to input items: a user message is one
+// UserTurnElems maps view positions to input items: a user message is one
 // item; text for a tool output goes in a new user message after the run of
 // outputs that follows it, so its edit spans that run.
-func (responsesCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
+func (responsesCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
 	in, err := readResponsesInput(body)
 	if err != nil {
 		return nil, nil, err

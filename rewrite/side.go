@@ -23,7 +23,7 @@ const (
 // SideClassifier is implemented by every codec: it reports the kind of
 // side request body is, or "" for an agent turn.
 type SideClassifier interface {
-	sideRequest(body []byte) string
+	SideRequest(body []byte) string
 }
 
 // SideRequest reports whether body, a request of c's API, is a side request
@@ -34,7 +34,7 @@ type SideClassifier interface {
 // fails: a body that is not a JSON object has no tools.
 func SideRequest(c Codec, body []byte) string {
 	if s, ok := c.(SideClassifier); ok {
-		return s.sideRequest(body)
+		return s.SideRequest(body)
 	}
 	return ""
 }

@@ -3,14 +3,14 @@ package rewrite
 import "bytes"
 
 var (
-	EventNameMessageStop        = []byte("message_stop")
-	EventNameError              = []byte("error")
-	DoneData               = []byte("[DONE]")
+	EventNameMessageStop     = []byte("message_stop")
+	EventNameError           = []byte("error")
+	DoneData                 = []byte("[DONE]")
 	ResponseTerminalPrefixes = [][]byte{[]byte("response.completed"), []byte("response.incomplete"), []byte("response.failed")}
-	KeyFinishReason        = []byte(`"finishReason"`)
-	KeyFinishReasonSnake   = []byte(`"finish_reason"`)
-	KeyTypeError           = []byte(`"type":"error"`)
-	keyError               = []byte(`"error"`)
+	KeyFinishReason          = []byte(`"finishReason"`)
+	KeyFinishReasonSnake     = []byte(`"finish_reason"`)
+	KeyTypeError             = []byte(`"type":"error"`)
+	keyError                 = []byte(`"error"`)
 )
 
 // IsTerminalEvent reports whether ev is an event after which api's stream

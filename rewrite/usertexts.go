@@ -21,10 +21,10 @@ type UserTexts struct {
 // elements [first, end) that AppendUserTextAt at that position reads and
 // edits, the first of which is the turn itself.
 type UserTurnLocator interface {
-	conversationKey() string
-	// fillerElem is a valid conversation element that no edit touches.
-	fillerElem() string
-	userTurnElems(body []byte) (elems []gjson.Result, run func(pos int) (first, end int, err error), err error)
+	ConversationKey() string
+	// FillerElem is a valid conversation element that no edit touches.
+	FillerElem() string
+	UserTurnElems(body []byte) (elems []gjson.Result, run func(pos int) (first, end int, err error), err error)
 }
 
 // ErrNoBatch tells appendUserTexts to apply the batch one by one (a body
@@ -48,11 +48,11 @@ func AppendUserTextsBatched(tc TurnCodec, loc UserTurnLocator, body []byte, ops 
 	if len(ops) < 2 {
 		return appendUserTextsOneByOne(tc, body, ops)
 	}
-	elems, run, err := loc.userTurnElems(body)
+	elems, run, err := loc.UserTurnElems(body)
 	if err != nil {
 		return appendUserTextsFallback(tc, body, ops)
 	}
-	prefix := `{"` + loc.conversationKey() + `":[`
+	prefix := `{"` + loc.ConversationKey() + `":[`
 	type edit struct {
 		start, end int
 		repl       []byte
@@ -74,7 +74,7 @@ func AppendUserTextsBatched(tc TurnCodec, loc UserTurnLocator, body []byte, ops 
 		suffix := "]}"
 		if end < len(elems) {
 			e = elems[end].Index
-			suffix = loc.fillerElem() + "]}"
+			suffix = loc.FillerElem() + "]}"
 		}
 		mini := make([]byte, 0, len(prefix)+e-s+len(suffix))
 		mini = append(append(append(mini, prefix...), body[s:e]...), suffix...)

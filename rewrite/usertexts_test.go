@@ -54,7 +54,7 @@ func longConversation(api *Descriptor, n int) []byte {
 		}
 		b.WriteString(e)
 	}
-	key := codecFor(api).(UserTurnLocator).conversationKey()
+	key := codecFor(api).(UserTurnLocator).ConversationKey()
 	return []byte(`{"model":"m","` + key + `":[` + b.String() + `]}`)
 }
 
