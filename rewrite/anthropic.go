@@ -168,7 +168,7 @@ func anthropicBlock(b gjson.Result, names *ToolNames) (conv.Block, error) {
 		blk = conv.Block{Kind: conv.BlockThinking}
 	case "tool_use":
 		blk = conv.Block{Kind: conv.BlockToolCall, ToolCallID: want(id, "id"), ToolName: want(name, "name"), Args: jsonkit.OwnedRaw(input)}
-		names.add(blk.ToolCallID, blk.ToolName)
+		names.Add(blk.ToolCallID, blk.ToolName)
 	case "tool_result":
 		id := want(useID, "tool_use_id")
 		if err == nil {
@@ -184,11 +184,11 @@ func anthropicBlock(b gjson.Result, names *ToolNames) (conv.Block, error) {
 
 func (anthropicCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return ApplyEdits(body, e, EditOps{
-		renderTool:   anthropicTool,
-		addTools:     AppendTools("tools"),
-		appendSystem: anthropicAppendSystem,
-		appendUser:   anthropicAppendUser,
-		setMax:       SetMaxKey("max_tokens"),
+		RenderTool:   anthropicTool,
+		AddTools:     AppendTools("tools"),
+		AppendSystem: anthropicAppendSystem,
+		AppendUser:   anthropicAppendUser,
+		SetMax:       SetMaxKey("max_tokens"),
 	})
 }
 

@@ -139,7 +139,7 @@ func RequestFingerprint(c Codec, body []byte) string {
 // conversation, so tool results can carry the name where the API omits it.
 type ToolNames map[string]string
 
-func (t *ToolNames) add(id, name string) {
+func (t *ToolNames) Add(id, name string) {
 	if id == "" || name == "" {
 		return
 	}

@@ -209,12 +209,6 @@ func TestErrorStatusMaps(t *testing.T) {
 	require.Equal(t, "invalid_request_error", OpenAIErrorType(413))
 	require.Equal(t, "authentication_error", OpenAIErrorType(401))
 	require.Equal(t, "server_error", OpenAIErrorType(500))
-	require.Equal(t, "PERMISSION_DENIED", geminiStatus(403))
-	require.Equal(t, "NOT_FOUND", geminiStatus(404))
-	require.Equal(t, "RESOURCE_EXHAUSTED", geminiStatus(429))
-	require.Equal(t, "INTERNAL", geminiStatus(500))
-	require.Equal(t, "DEADLINE_EXCEEDED", geminiStatus(504))
-	require.Equal(t, "UNAUTHENTICATED", geminiStatus(401))
 }
 
 func TestMalformedCommon(t *testing.T) {

@@ -10,13 +10,13 @@ import (
 // EditOps are one API's primitives for the edits of conv.RequestEdits.
 // applyEdits runs them in the order the Codec contract fixes.
 type EditOps struct {
-	// renderTool appends one tool definition in the API's shape to dst.
-	renderTool func(dst []byte, t conv.ToolSpec, params []byte) []byte
-	// addTools inserts the rendered, comma-separated definitions.
-	addTools     func(body, items []byte) ([]byte, error)
-	appendSystem func(body []byte, texts []string) ([]byte, error)
-	appendUser   func(body []byte, texts []string) ([]byte, error)
-	setMax       func(body []byte, n int64) ([]byte, error)
+	// RenderTool appends one tool definition in the API's shape to dst.
+	RenderTool func(dst []byte, t conv.ToolSpec, params []byte) []byte
+	// AddTools inserts the rendered, comma-separated definitions.
+	AddTools     func(body, items []byte) ([]byte, error)
+	AppendSystem func(body []byte, texts []string) ([]byte, error)
+	AppendUser   func(body []byte, texts []string) ([]byte, error)
+	SetMax       func(body []byte, n int64) ([]byte, error)
 }
 
 // ApplyEdits applies e to body with ops: tools, system, user text, output
@@ -28,39 +28,39 @@ func ApplyEdits(body []byte, e conv.RequestEdits, ops EditOps) ([]byte, error) {
 	out := body
 	var err error
 	if len(e.AddTools) > 0 {
-		items, err := renderTools(e.AddTools, ops.renderTool)
+		items, err := renderTools(e.AddTools, ops.RenderTool)
 		if err != nil {
 			return nil, err
 		}
-		if out, err = ops.addTools(out, items); err != nil {
+		if out, err = ops.AddTools(out, items); err != nil {
 			return nil, err
 		}
 	}
 	if len(e.AppendSystem) > 0 {
-		if out, err = ops.appendSystem(out, e.AppendSystem); err != nil {
+		if out, err = ops.AppendSystem(out, e.AppendSystem); err != nil {
 			return nil, err
 		}
 	}
 	if len(e.AppendUserText) > 0 {
-		if out, err = ops.appendUser(out, e.AppendUserText); err != nil {
+		if out, err = ops.AppendUser(out, e.AppendUserText); err != nil {
 			return nil, err
 		}
 	}
 	if e.SetMaxOutputTokens > 0 {
-		if out, err = ops.setMax(out, e.SetMaxOutputTokens); err != nil {
+		if out, err = ops.SetMax(out, e.SetMaxOutputTokens); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// AppendTools returns an addTools that appends to the top-level array key,
+// AppendTools returns an AddTools that appends to the top-level array key,
 // creating it when absent.
 func AppendTools(key string) func(body, items []byte) ([]byte, error) {
 	return func(body, items []byte) ([]byte, error) { return AppendToArrayMember(body, key, items) }
 }
 
-// SetMaxKey returns a setMax that sets the top-level integer key.
+// SetMaxKey returns a SetMax that sets the top-level integer key.
 func SetMaxKey(key string) func(body []byte, n int64) ([]byte, error) {
 	return func(body []byte, n int64) ([]byte, error) { return SetTopLevelInt(body, key, n) }
 }
@@ -70,12 +70,12 @@ func SetMaxKey(key string) func(body []byte, n int64) ([]byte, error) {
 // table across the conversation. Errors name the element, e.g.
 // messages[3].content.
 func ParseMessages(views *ViewCache, idx *jsonkit.Index, arr gjson.Result, key string, p ViewParser, parse func(gjson.Result, *ToolNames) (conv.Message, error)) ([]conv.Message, error) {
-	r := ViewResolver{cache: views, parser: p, parse: parse}
+	r := ViewResolver{Cache: views, Parser: p, Parse: parse}
 	var msgs []conv.Message
 	var err error
 	idx.Each(arr, func(i int, m gjson.Result) bool {
 		var msg conv.Message
-		if msg, err = r.message(m); err != nil {
+		if msg, err = r.Message(m); err != nil {
 			err = AtField(AtIndex(err, i), key)
 			return false
 		}

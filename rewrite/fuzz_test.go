@@ -12,8 +12,6 @@ import (
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
-var allAPIs = []*Descriptor{Anthropic, OpenAIChat, OpenAIResponses, Gemini}
-
 // seedRequests adds every request fixture and a few small bodies.
 func seedRequests(f *testing.F) {
 	for i, api := range allAPIs {

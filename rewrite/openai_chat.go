@@ -62,7 +62,7 @@ func parseChatRequest(views *ViewCache, body []byte, fpOnly bool) (*conv.Request
 	if req.Tools, err = chatTools(tools); err != nil {
 		return nil, AtField(err, "tools")
 	}
-	r := ViewResolver{cache: views, parser: chatViews, parse: chatMessage}
+	r := ViewResolver{Cache: views, Parser: chatViews, Parse: chatMessage}
 	if fpOnly {
 		// A few messages get a view: the resolver's default arena (64
 		// blocks) would be most of what the fingerprint allocates.
@@ -72,14 +72,14 @@ func parseChatRequest(views *ViewCache, body []byte, fpOnly bool) (*conv.Request
 	leading, seenAssistant := true, false
 	idx.Each(msgs, func(i int, m gjson.Result) bool {
 		if fpOnly && seenAssistant {
-			if err = r.check(m); err != nil {
+			if err = r.Check(m); err != nil {
 				err = AtField(AtIndex(err, i), "messages")
 				return false
 			}
 			return true
 		}
 		var msg conv.Message
-		msg, err = r.message(m)
+		msg, err = r.Message(m)
 		if err != nil {
 			err = AtField(AtIndex(err, i), "messages")
 			return false
@@ -187,7 +187,7 @@ func chatMessage(m gjson.Result, names *ToolNames) (conv.Message, error) {
 			err = AtField(AtIndex(err, j), "tool_calls")
 			return false
 		}
-		names.add(blk.ToolCallID, blk.ToolName)
+		names.Add(blk.ToolCallID, blk.ToolName)
 		msg.Blocks = append(msg.Blocks, blk)
 		return true
 	})
@@ -240,11 +240,11 @@ func chatFunction(fn gjson.Result) (conv.Block, error) {
 
 func (chatCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return ApplyEdits(body, e, EditOps{
-		renderTool:   chatTool,
-		addTools:     AppendTools("tools"),
-		appendSystem: chatAppendSystem,
-		appendUser:   chatAppendUser,
-		setMax:       chatSetMax,
+		RenderTool:   chatTool,
+		AddTools:     AppendTools("tools"),
+		AppendSystem: chatAppendSystem,
+		AppendUser:   chatAppendUser,
+		SetMax:       chatSetMax,
 	})
 }
 

@@ -214,8 +214,8 @@ func (chatCodec) EditReply(reply []byte, remove, first []int) ([]byte, error) {
 }
 
 // chatUsageKeys names Chat's usage members.
-var chatUsageKeys = OpenAIUsageKeys{in: "prompt_tokens", out: "completion_tokens", total: "total_tokens",
-	details: "completion_tokens_details", reasoning: "reasoning_tokens"}
+var chatUsageKeys = OpenAIUsageKeys{In: "prompt_tokens", Out: "completion_tokens", Total: "total_tokens",
+	Details: "completion_tokens_details", Reasoning: "reasoning_tokens"}
 
 // MergeReplies returns first with next's turn appended to choice 0: content,
 // refusal and reasoning_content concatenated (strings inside one literal,

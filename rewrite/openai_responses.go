@@ -75,11 +75,11 @@ func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 // is a tool message.
 func responsesItems(views *ViewCache, idx *jsonkit.Index, input gjson.Result) ([]conv.Message, error) {
 	var msgs []conv.Message
-	r := ViewResolver{cache: views, parser: responsesViews, parse: responsesItem}
+	r := ViewResolver{Cache: views, Parser: responsesViews, Parse: responsesItem}
 	var err error
 	idx.Each(input, func(j int, it gjson.Result) bool {
 		var msg conv.Message
-		if msg, err = r.message(it); err != nil {
+		if msg, err = r.Message(it); err != nil {
 			err = AtField(AtIndex(err, j), "input")
 			return false
 		}
@@ -128,14 +128,14 @@ func responsesItem(it gjson.Result, names *ToolNames) (conv.Message, error) {
 		if a := want("arguments"); a.Type == gjson.String {
 			blk.Args = []byte(a.Str)
 		}
-		names.add(blk.ToolCallID, blk.ToolName)
+		names.Add(blk.ToolCallID, blk.ToolName)
 		return conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{blk}}, err
 	case "custom_tool_call":
 		blk := conv.Block{Kind: conv.BlockToolCall, Freeform: true, ToolCallID: jsonkit.OwnedString(want("call_id")), ToolName: jsonkit.OwnedString(want("name"))}
 		if in := want("input"); in.Type == gjson.String {
 			blk.Args = freeformArgs(in.Str)
 		}
-		names.add(blk.ToolCallID, blk.ToolName)
+		names.Add(blk.ToolCallID, blk.ToolName)
 		return conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{blk}}, err
 	case "function_call_output", "custom_tool_call_output":
 		id := jsonkit.OwnedString(want("call_id"))
@@ -228,11 +228,11 @@ func responsesText(out gjson.Result) string {
 
 func (responsesCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return ApplyEdits(body, e, EditOps{
-		renderTool:   responsesTool,
-		addTools:     AppendTools("tools"),
-		appendSystem: responsesAppendSystem,
-		appendUser:   responsesAppendUser,
-		setMax:       SetMaxKey("max_output_tokens"),
+		RenderTool:   responsesTool,
+		AddTools:     AppendTools("tools"),
+		AppendSystem: responsesAppendSystem,
+		AppendUser:   responsesAppendUser,
+		SetMax:       SetMaxKey("max_output_tokens"),
 	})
 }
 

@@ -301,8 +301,8 @@ func (responsesCodec) EditReply(reply []byte, remove, first []int) ([]byte, erro
 }
 
 // responsesUsageKeys names the Responses usage members.
-var responsesUsageKeys = OpenAIUsageKeys{in: "input_tokens", out: "output_tokens", total: "total_tokens",
-	details: "output_tokens_details", reasoning: "reasoning_tokens"}
+var responsesUsageKeys = OpenAIUsageKeys{In: "input_tokens", Out: "output_tokens", Total: "total_tokens",
+	Details: "output_tokens_details", Reasoning: "reasoning_tokens"}
 
 // responsesOutcome are the response members MergeReplies takes from next.
 var responsesOutcome = []string{"id", "status", "incomplete_details", "error", "completed_at"}

@@ -159,9 +159,9 @@ func OpenAICallOrder(n int, remove, first []int) ([]int, error) {
 
 // OpenAIUsageKeys names the usage members of one OpenAI API.
 type OpenAIUsageKeys struct {
-	in, out, total string
-	details        string // the object holding reasoning (under out)
-	reasoning      string
+	In, Out, Total string
+	Details        string // the object holding reasoning (under out)
+	Reasoning      string
 }
 
 // OpenAIMergeUsage returns the usage of a merged reply: next's usage object byte
@@ -184,25 +184,25 @@ func OpenAIMergeUsage(fu, nu gjson.Result, k OpenAIUsageKeys) []byte {
 		v := r.Get(key)
 		return v.Int(), v.Type == gjson.Number
 	}
-	fo, fok := get(fu, k.out)
-	no, nok := get(nu, k.out)
+	fo, fok := get(fu, k.Out)
+	no, nok := get(nu, k.Out)
 	if !fok && !nok {
 		return buf
 	}
 	out := fo + no
 	root, _ := jsonkit.RootObject(jsonkit.UnsafeString(buf))
-	buf = jsonkit.SetMember(buf, root, k.out, strconv.AppendInt(nil, out, 10))
-	if _, ok := get(nu, k.total); ok {
-		in, _ := get(nu, k.in)
+	buf = jsonkit.SetMember(buf, root, k.Out, strconv.AppendInt(nil, out, 10))
+	if _, ok := get(nu, k.Total); ok {
+		in, _ := get(nu, k.In)
 		root, _ = jsonkit.RootObject(jsonkit.UnsafeString(buf))
-		buf = jsonkit.SetMember(buf, root, k.total, strconv.AppendInt(nil, in+out, 10))
+		buf = jsonkit.SetMember(buf, root, k.Total, strconv.AppendInt(nil, in+out, 10))
 	}
-	fr, frok := get(fu.Get(k.details), k.reasoning)
-	nr, nrok := get(nu.Get(k.details), k.reasoning)
+	fr, frok := get(fu.Get(k.Details), k.Reasoning)
+	nr, nrok := get(nu.Get(k.Details), k.Reasoning)
 	if frok || nrok {
 		root, _ = jsonkit.RootObject(jsonkit.UnsafeString(buf))
-		if d := root.Get(k.details); d.IsObject() {
-			buf = jsonkit.SetMember(buf, d, k.reasoning, strconv.AppendInt(nil, fr+nr, 10))
+		if d := root.Get(k.Details); d.IsObject() {
+			buf = jsonkit.SetMember(buf, d, k.Reasoning, strconv.AppendInt(nil, fr+nr, 10))
 		}
 	}
 	return buf

@@ -38,6 +38,23 @@ type conversationRounds interface {
 	round(i int, id string) []string
 }
 
+// roundsOf returns round of api's codec, or for a codec in a package of
+// its own (whose test methods this package cannot see) its entry in
+// movedRounds.
+func roundsOf(api *Descriptor) func(i int, id string) []string {
+	if r, ok := codecFor(api).(conversationRounds); ok {
+		return r.round
+	}
+	return movedRounds[api]
+}
+
+// geminiRound is one round of a Gemini longConversation.
+func geminiRound(i int, id string) []string {
+	return []string{fmt.Sprintf(`{"role":"user","parts":[{"text":"step %d"}]}`, i),
+		fmt.Sprintf(`{"role":"model","parts":[{"functionCall":{"name":"Read","args":{"n":%d}}}]}`, i),
+		fmt.Sprintf(`{"role":"user","parts":[{"functionResponse":{"name":"Read","response":{"content":"r%d"}}}]}`, i)}
+}
+
 // longConversation builds a body of api with n rounds: user text, assistant
 // call, tool result(s); spacing varies so separators are exercised.
 func longConversation(api *Descriptor, n int) []byte {
@@ -45,7 +62,7 @@ func longConversation(api *Descriptor, n int) []byte {
 	sep := []string{",", ", ", ",\n  "}
 	for i := range n {
 		id := fmt.Sprintf("c%d", i)
-		els = append(els, codecFor(api).(conversationRounds).round(i, id)...)
+		els = append(els, roundsOf(api)(i, id)...)
 	}
 	var b strings.Builder
 	for i, e := range els {

@@ -168,9 +168,9 @@ func (sh *viewShard) insert(k viewKey, e *viewEntry, limit int64) {
 // ViewResolver parses the elements of one conversation in order through the
 // cache, resolving tool-result names against the calls seen so far.
 type ViewResolver struct {
-	cache  *ViewCache // nil: no caching
-	parser ViewParser
-	parse  func(gjson.Result, *ToolNames) (conv.Message, error)
+	Cache  *ViewCache // nil: no caching
+	Parser ViewParser
+	Parse  func(gjson.Result, *ToolNames) (conv.Message, error)
 	names  ToolNames // the calls seen so far, when the cache is off
 	calls  []namedCall
 	byID   ToolNames // the calls seen so far, once there are many
@@ -184,23 +184,23 @@ type namedCall struct{ id, name string }
 // must not grow with the conversation).
 const recentCalls = 32
 
-func (r *ViewResolver) addCall(id, name string) {
+func (r *ViewResolver) AddCall(id, name string) {
 	if id == "" || name == "" {
 		return
 	}
 	if r.byID != nil {
-		r.byID.add(id, name)
+		r.byID.Add(id, name)
 		return
 	}
 	r.calls = append(r.calls, namedCall{id, name})
 	if len(r.calls) > recentCalls {
 		for _, c := range r.calls {
-			r.byID.add(c.id, c.name)
+			r.byID.Add(c.id, c.name)
 		}
 	}
 }
 
-func (r *ViewResolver) callName(id string) string {
+func (r *ViewResolver) CallName(id string) string {
 	if r.byID != nil {
 		return r.byID[id]
 	}
@@ -232,18 +232,18 @@ const entryOverhead = 256
 
 // message returns the view of element el. The returned message owns its
 // Blocks slice (callers may append to it) and carries its digest.
-func (r *ViewResolver) message(el gjson.Result) (conv.Message, error) {
-	views := r.cache
+func (r *ViewResolver) Message(el gjson.Result) (conv.Message, error) {
+	views := r.Cache
 	if !views.enabled() {
-		msg, err := r.parse(el, &r.names)
+		msg, err := r.Parse(el, &r.names)
 		return msg, err
 	}
-	k := views.key(r.parser, el.Raw)
+	k := views.key(r.Parser, el.Raw)
 	e := views.get(k)
 	if e == nil {
 		views.misses.Add(1)
 		var private ToolNames // the entry must not depend on earlier elements
-		msg, err := r.parse(el, &private)
+		msg, err := r.Parse(el, &private)
 		if err != nil {
 			return conv.Message{}, err
 		}
@@ -267,12 +267,12 @@ func (r *ViewResolver) message(el gjson.Result) (conv.Message, error) {
 // element that parsed, and parsing does not depend on the elements before
 // it). The calls of a checked element are not recorded: check is for the
 // elements after the last one whose view is needed.
-func (r *ViewResolver) check(el gjson.Result) error {
-	if views := r.cache; views.enabled() && views.get(views.key(r.parser, el.Raw)) != nil {
+func (r *ViewResolver) Check(el gjson.Result) error {
+	if views := r.Cache; views.enabled() && views.get(views.key(r.Parser, el.Raw)) != nil {
 		views.hits.Add(1)
 		return nil
 	}
-	_, err := r.message(el)
+	_, err := r.Message(el)
 	return err
 }
 
@@ -286,10 +286,10 @@ func (r *ViewResolver) resolve(e *viewEntry) conv.Message {
 		b := &msg.Blocks[i]
 		switch b.Kind {
 		case conv.BlockToolCall:
-			r.addCall(b.ToolCallID, b.ToolName)
+			r.AddCall(b.ToolCallID, b.ToolName)
 		case conv.BlockToolResult:
 			if b.ToolName == "" {
-				b.ToolName = r.callName(b.ToolCallID)
+				b.ToolName = r.CallName(b.ToolCallID)
 			}
 			resolved = append(resolved, b.ToolName)
 		}

@@ -1,6 +1,8 @@
 package rewrite
 
 import (
+	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -31,13 +33,13 @@ var testViews = NewViewCache(DefaultViewCacheBytes)
 // codecFor returns api's codec parsing through testViews.
 func codecFor(api *Descriptor) Codec { return api.NewCodec(testViews) }
 
-// viewBinder is a codec that can be rebound to another view cache.
-type viewBinder interface{ withViews(*ViewCache) Codec }
-
-func (c anthropicCodec) withViews(v *ViewCache) Codec { c.views = v; return c }
-func (c chatCodec) withViews(v *ViewCache) Codec      { c.views = v; return c }
-func (c responsesCodec) withViews(v *ViewCache) Codec { c.views = v; return c }
-func (c geminiCodec) withViews(v *ViewCache) Codec    { c.views = v; return c }
-
-// rebind returns c parsing through v instead (nil: no cache).
-func rebind(c Codec, v *ViewCache) Codec { return c.(viewBinder).withViews(v) }
+// rebind returns c parsing through v instead (nil: no cache): the codec
+// of the API c belongs to, made afresh with v.
+func rebind(c Codec, v *ViewCache) Codec {
+	for _, api := range allAPIs {
+		if reflect.TypeOf(api.NewCodec(nil)) == reflect.TypeOf(c) {
+			return api.NewCodec(v)
+		}
+	}
+	panic(fmt.Sprintf("rebind: no API has codec type %T", c))
+}

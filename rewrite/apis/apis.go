@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/gemini"
 )
 
 // all lists the APIs in a fixed order (route classification tries their
@@ -17,7 +18,7 @@ var all = []*rewrite.Descriptor{
 	rewrite.Anthropic,
 	rewrite.OpenAIChat,
 	rewrite.OpenAIResponses,
-	rewrite.Gemini,
+	gemini.Descriptor,
 }
 
 // All returns every API's descriptor, in the table's fixed order. The slice

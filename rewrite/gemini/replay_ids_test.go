@@ -1,8 +1,9 @@
-package rewrite
+package gemini
 
 import (
 	"testing"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 )
@@ -30,7 +31,7 @@ func TestGeminiAdoptAgentCallIDs(t *testing.T) {
 		`{"functionCall":{"id":"create_new_topic_1_3","name":"create_new_topic","args":{"t":"x"}}}]}`
 	body := []byte(gmBody(gmU0, agent))
 	items := [][]byte{[]byte(m1), []byte(u1), []byte(m2)}
-	out, err := gemTC.(AgentCallIDs).AdoptAgentCallIDs(body, 1, items)
+	out, err := gemTC.(rewrite.AgentCallIDs).AdoptAgentCallIDs(body, 1, items)
 	require.NoError(t, err)
 	require.Equal(t, m2, string(items[2]), "the input is not modified")
 	require.Equal(t, m1, string(out[0]), "an earlier reply's calls were shepherd's: no id")
@@ -44,15 +45,15 @@ func TestGeminiAdoptAgentCallIDs(t *testing.T) {
 
 	t.Run("nothing to adopt", func(t *testing.T) {
 		noIDs := []byte(gmBody(gmU0, gmM1))
-		got, err := gemTC.(AgentCallIDs).AdoptAgentCallIDs(noIDs, 1, items)
+		got, err := gemTC.(rewrite.AgentCallIDs).AdoptAgentCallIDs(noIDs, 1, items)
 		require.NoError(t, err)
 		require.Equal(t, items, got)
-		got, err = gemTC.(AgentCallIDs).AdoptAgentCallIDs(body, 0, items)
+		got, err = gemTC.(rewrite.AgentCallIDs).AdoptAgentCallIDs(body, 0, items)
 		require.NoError(t, err, "a user content at pos holds no calls")
 		require.Equal(t, items, got)
 	})
 	t.Run("position out of range", func(t *testing.T) {
-		_, err := gemTC.(AgentCallIDs).AdoptAgentCallIDs(body, 2, items)
+		_, err := gemTC.(rewrite.AgentCallIDs).AdoptAgentCallIDs(body, 2, items)
 		require.Error(t, err)
 	})
 }
@@ -69,7 +70,7 @@ func FuzzGeminiAdoptAgentCallIDs(f *testing.F) {
 		if !gjson.ValidBytes(body) {
 			return
 		}
-		out, err := gemTC.(AgentCallIDs).AdoptAgentCallIDs(body, 0, [][]byte{[]byte(item)})
+		out, err := gemTC.(rewrite.AgentCallIDs).AdoptAgentCallIDs(body, 0, [][]byte{[]byte(item)})
 		if err != nil {
 			return
 		}

@@ -1,4 +1,4 @@
-package rewrite
+package gemini
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
@@ -15,7 +16,7 @@ import (
 // Only the first candidate is viewed.
 
 func (geminiCodec) ParseReply(body []byte) (*conv.Reply, error) {
-	root, err := ParseReplyRoot(body)
+	root, err := rewrite.ParseReplyRoot(body)
 	if err != nil {
 		return nil, err
 	}
@@ -80,32 +81,32 @@ func geminiUsage(u gjson.Result) *conv.Usage {
 	}
 }
 
-func (geminiCodec) NewStreamDecoder() StreamDecoder { return &geminiDecoder{} }
+func (geminiCodec) NewStreamDecoder() rewrite.StreamDecoder { return &geminiDecoder{} }
 
 // geminiDecoder decodes streamed GenerateContentResponse chunks. Text parts
 // are BlockDelta events; each functionCall part (always whole) is a
 // BlockStart carrying its args followed by a BlockStop.
 type geminiDecoder struct {
-	out     []StreamEvent
+	out     []rewrite.StreamEvent
 	started bool
 	calls   bool // a functionCall part has been seen
 }
 
-func (d *geminiDecoder) Decode(ev Event) ([]StreamEvent, error) {
+func (d *geminiDecoder) Decode(ev rewrite.Event) ([]rewrite.StreamEvent, error) {
 	d.out = d.out[:0]
 	if len(bytes.TrimSpace(ev.Data)) == 0 {
 		return d.out, nil
 	}
-	root, err := ParseReplyRoot(ev.Data)
+	root, err := rewrite.ParseReplyRoot(ev.Data)
 	if err != nil {
 		return d.out, err
 	}
 	if e := root.Get("error"); e.IsObject() {
-		return append(d.out, StreamEvent{Kind: Error, Seq: -1, ErrorMessage: jsonkit.OwnedString(e.Get("message"))}), nil
+		return append(d.out, rewrite.StreamEvent{Kind: rewrite.Error, Seq: -1, ErrorMessage: jsonkit.OwnedString(e.Get("message"))}), nil
 	}
 	if !d.started {
 		d.started = true
-		d.out = append(d.out, StreamEvent{Kind: StreamStart, Seq: -1, Model: jsonkit.OwnedString(root.Get("modelVersion"))})
+		d.out = append(d.out, rewrite.StreamEvent{Kind: rewrite.StreamStart, Seq: -1, Model: jsonkit.OwnedString(root.Get("modelVersion"))})
 	}
 	cand := root.Get("candidates.0")
 	i := 0
@@ -117,28 +118,28 @@ func (d *geminiDecoder) Decode(ev Event) ([]StreamEvent, error) {
 			if p.Get("thought").Bool() {
 				kind = conv.BlockThinking
 			}
-			d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, Index: idx, BlockKind: kind, TextDelta: jsonkit.OwnedString(t)})
+			d.out = append(d.out, rewrite.StreamEvent{Kind: rewrite.BlockDelta, Seq: -1, Index: idx, BlockKind: kind, TextDelta: jsonkit.OwnedString(t)})
 			return true
 		}
 		if fc, _ := either(p, "functionCall", "function_call"); fc.IsObject() {
 			d.calls = true
 			d.out = append(d.out,
-				StreamEvent{Kind: BlockStart, Seq: -1, Index: idx, BlockKind: conv.BlockToolCall,
+				rewrite.StreamEvent{Kind: rewrite.BlockStart, Seq: -1, Index: idx, BlockKind: conv.BlockToolCall,
 					ToolCallID: jsonkit.OwnedString(fc.Get("id")), ToolName: jsonkit.OwnedString(fc.Get("name")),
 					ArgsDelta: strings.Clone(fc.Get("args").Raw)},
-				StreamEvent{Kind: BlockStop, Seq: -1, Index: idx, BlockKind: conv.BlockToolCall})
+				rewrite.StreamEvent{Kind: rewrite.BlockStop, Seq: -1, Index: idx, BlockKind: conv.BlockToolCall})
 		}
 		return true
 	})
 	usage := geminiUsage(root.Get("usageMetadata"))
 	if fr, _ := either(cand, "finishReason", "finish_reason"); fr.Type == gjson.String && fr.Str != "" {
 		raw := jsonkit.OwnedString(fr)
-		d.out = append(d.out, StreamEvent{Kind: Finish, Seq: -1, Stop: geminiStop(raw, d.calls), RawStop: raw, Usage: usage})
+		d.out = append(d.out, rewrite.StreamEvent{Kind: rewrite.Finish, Seq: -1, Stop: geminiStop(raw, d.calls), RawStop: raw, Usage: usage})
 	} else if usage != nil {
-		d.out = append(d.out, StreamEvent{Kind: Usage, Seq: -1, Usage: usage})
+		d.out = append(d.out, rewrite.StreamEvent{Kind: rewrite.Usage, Seq: -1, Usage: usage})
 	}
 	if len(d.out) == 0 {
-		d.out = append(d.out, StreamEvent{Kind: Other, Seq: -1})
+		d.out = append(d.out, rewrite.StreamEvent{Kind: rewrite.Other, Seq: -1})
 	}
 	return d.out, nil
 }

@@ -1,4 +1,4 @@
-package rewrite
+package gemini
 
 import (
 	"bytes"
@@ -17,12 +17,14 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
-var gemCC = func() ContinueCodec {
-	cc, ok := Continuer(codecFor(Gemini))
+var gemCC = func() rewrite.ContinueCodec {
+	cc, ok := rewrite.Continuer(apitest.CodecFor(Descriptor))
 	if !ok {
 		panic("gemini has no ContinueCodec")
 	}
@@ -44,8 +46,8 @@ const (
 )
 
 func TestGeminiContinuer(t *testing.T) {
-	require.IsType(t, geminiCodec{views: testViews}, gemCC)
-	_, ok := Gemini.NewSplicer().(ContinueSplicer)
+	require.IsType(t, geminiCodec{views: apitest.Views}, gemCC)
+	_, ok := Descriptor.NewSplicer().(rewrite.ContinueSplicer)
 	require.True(t, ok)
 }
 
@@ -105,7 +107,7 @@ func TestGeminiContinuationMessages(t *testing.T) {
 			// The item is a valid request content.
 			body, err := gemTC.AppendMessages([]byte(gmBody(gmU0)), items)
 			require.NoError(t, err)
-			req, err := codecFor(Gemini).ParseRequest(body)
+			req, err := apitest.CodecFor(Descriptor).ParseRequest(body)
 			require.NoError(t, err)
 			require.Equal(t, conv.RoleAssistant, req.Messages[1].Role)
 		})
@@ -171,7 +173,7 @@ func TestGeminiUserTextMessage(t *testing.T) {
 	require.Equal(t, `{"role":"user","parts":[{"text":"Continue exactly where you stopped.\n\"go\""}]}`, string(item))
 	body, err := gemTC.AppendMessages([]byte(gmBody(gmU0)), [][]byte{item})
 	require.NoError(t, err)
-	req, err := codecFor(Gemini).ParseRequest(body)
+	req, err := apitest.CodecFor(Descriptor).ParseRequest(body)
 	require.NoError(t, err)
 	require.Equal(t, conv.RoleUser, req.Messages[1].Role)
 	require.Equal(t, "Continue exactly where you stopped.\n\"go\"", req.Messages[1].Blocks[0].Text)
@@ -233,7 +235,7 @@ func TestGeminiContinueReply(t *testing.T) {
 	acc := gcReply("MAX_TOKENS", gcUsage1, accText...)
 	got, err := gemCC.ContinueReply(acc, gcReply("STOP", gcUsage2, `{"text":"fox jumps over the lazy dog."}`))
 	require.NoError(t, err)
-	view, err := codecFor(Gemini).ParseReply(got)
+	view, err := apitest.CodecFor(Descriptor).ParseReply(got)
 	require.NoError(t, err)
 	require.Equal(t, "The quick brown fox jumps over the lazy dog.", view.Text)
 	require.Equal(t, conv.StopEnd, view.Stop)
@@ -278,7 +280,7 @@ type gcStep struct {
 // returns the agent's output, what each call returned, and the replies.
 func gcRun(t testing.TB, steps []gcStep) (out []byte, parts [][]byte, replies [][]byte) {
 	t.Helper()
-	sp := Gemini.NewSplicer().(ContinueSplicer)
+	sp := Descriptor.NewSplicer().(rewrite.ContinueSplicer)
 	for i, st := range steps {
 		if i > 0 {
 			sp.Continue()
@@ -316,7 +318,7 @@ func gcExpect(t testing.TB, steps []gcStep, out []byte, replies [][]byte) *gsAge
 	}
 	var want genai.GenerateContentResponse
 	require.NoError(t, json.Unmarshal(acc, &want))
-	view, err := codecFor(Gemini).ParseReply(acc)
+	view, err := apitest.CodecFor(Descriptor).ParseReply(acc)
 	require.NoError(t, err)
 	require.Equal(t, view.Text, a.text)
 	require.Equal(t, want.UsageMetadata, a.usage)
@@ -367,7 +369,7 @@ func TestGeminiSplicerContinue(t *testing.T) {
 	steps := []gcStep{{sse: sse[0]}, {sse: sse[1]}}
 	out, parts, replies := gcRun(t, steps)
 	a := gcExpect(t, steps, out, replies)
-	require.Equal(t, gcPartial+TrimSeam(gcPartial, gcCont), a.text)
+	require.Equal(t, gcPartial+rewrite.TrimSeam(gcPartial, gcCont), a.text)
 	require.Equal(t, gcPartial+"exes and checks the row counts.", a.text)
 	require.Equal(t, "Plan.", a.thought)
 	require.Equal(t, genai.FinishReasonStop, a.finish)
@@ -396,7 +398,7 @@ func TestGeminiSplicerContinue(t *testing.T) {
 		string(parts[4]))
 
 	// Reply is the continuation's own reply.
-	view, err := codecFor(Gemini).ParseReply(replies[1])
+	view, err := apitest.CodecFor(Descriptor).ParseReply(replies[1])
 	require.NoError(t, err)
 	require.Equal(t, gcCont, view.Text)
 	require.Equal(t, "r2", gjson.GetBytes(replies[1], "responseId").Str)
@@ -405,7 +407,7 @@ func TestGeminiSplicerContinue(t *testing.T) {
 
 func mustParse(t testing.TB, reply []byte) *conv.Reply {
 	t.Helper()
-	r, err := codecFor(Gemini).ParseReply(reply)
+	r, err := apitest.CodecFor(Descriptor).ParseReply(reply)
 	require.NoError(t, err)
 	return r
 }
@@ -425,7 +427,7 @@ func TestGeminiSplicerContinueLong(t *testing.T) {
 
 	in2 := gcData(t, sse[1])
 	evs := gcData(t, string(parts[2]))
-	decide := (SeamWindow + 15) / 16 // chunks the filter needs
+	decide := (rewrite.SeamWindow + 15) / 16 // chunks the filter needs
 	require.Len(t, evs, 1+1+len(in2)-1-decide)
 	require.Contains(t, evs[1], `{"text":"exes and checks every row`)
 	for i, d := range in2[decide : len(in2)-1] {
@@ -560,7 +562,7 @@ func TestGeminiSplicerContinueCut(t *testing.T) {
 		mock.Reply{ID: "r2", Text: gcCont, Usage: gcUsage(140, 12)})
 	evs := strings.SplitAfter(sse[1], "\r\n\r\n")
 	cut := strings.Join(evs[:3], "")
-	sp := Gemini.NewSplicer().(ContinueSplicer)
+	sp := Descriptor.NewSplicer().(rewrite.ContinueSplicer)
 	out := gsFeed(t, sp, sse[0])
 	_, err := sp.Release(nil, nil)
 	require.NoError(t, err)
@@ -583,7 +585,7 @@ func TestGeminiSplicerContinueCut(t *testing.T) {
 func TestGeminiSplicerTruncatedPassThrough(t *testing.T) {
 	sse := gcStreams(t, mock.Options{ChunkSize: 8},
 		mock.Reply{ID: "r1", Text: gcPartial, Stop: "max_tokens", Thinking: &mock.Thinking{Text: "x", Signature: "s"}})
-	sp := Gemini.NewSplicer().(ContinueSplicer)
+	sp := Descriptor.NewSplicer().(rewrite.ContinueSplicer)
 	out := gsFeed(t, sp, sse[0])
 	rel, err := sp.Release(nil, nil)
 	require.NoError(t, err)

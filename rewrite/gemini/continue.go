@@ -1,4 +1,4 @@
-package rewrite
+package gemini
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
@@ -29,7 +30,7 @@ import (
 // text part only has its "text" value changed (a thoughtSignature on it
 // stays).
 
-var _ ContinueCodec = geminiCodec{}
+var _ rewrite.ContinueCodec = geminiCodec{}
 
 // geminiPartKind classifies a part for truncation recovery.
 type geminiPartKind uint8
@@ -62,7 +63,7 @@ func geminiKindOf(p gjson.Result) geminiPartKind {
 // without one items is nil (also for a reply without parts, as Gemini sends
 // when thinking used up the output limit).
 func (geminiCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte, bool, error) {
-	root, err := ParseReplyRoot(reply)
+	root, err := rewrite.ParseReplyRoot(reply)
 	if err != nil {
 		return nil, false, err
 	}
@@ -71,9 +72,9 @@ func (geminiCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte, b
 		return nil, false, nil // e.g. the thinking budget took every token
 	}
 	if !parts.IsArray() {
-		return nil, false, fmt.Errorf("%w: candidates[0].content.parts must be an array", ErrMalformedReply)
+		return nil, false, fmt.Errorf("%w: candidates[0].content.parts must be an array", rewrite.ErrMalformedReply)
 	}
-	elems := BlocksElems(parts)
+	elems := rewrite.BlocksElems(parts)
 	keep := make([]int, 0, len(elems))
 	hasText := false
 	for i, p := range elems {
@@ -110,17 +111,17 @@ func (geminiCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte, b
 	}
 	out := reply
 	if len(keep) != len(elems) {
-		out = BlocksReorder(reply, elems, keep)
+		out = rewrite.BlocksReorder(reply, elems, keep)
 	}
-	if root, err = ParseReplyRoot(out); err != nil {
+	if root, err = rewrite.ParseReplyRoot(out); err != nil {
 		return nil, false, err
 	}
 	parts = geminiReplyParts(root)
 	if trimmed != nil {
-		kept := BlocksElems(parts)
+		kept := rewrite.BlocksElems(parts)
 		t := kept[len(kept)-1].Get("text")
 		out = jsonkit.Splice(out, t.Index, jsonkit.ValueEnd(t), trimmed)
-		if root, err = ParseReplyRoot(out); err != nil {
+		if root, err = rewrite.ParseReplyRoot(out); err != nil {
 			return nil, false, err
 		}
 		parts = geminiReplyParts(root)
@@ -149,12 +150,12 @@ func (geminiCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 	}
 
 	// acc's trailing text run.
-	e1 := BlocksElems(p1)
+	e1 := rewrite.BlocksElems(p1)
 	open := len(e1) > 0 && geminiKindOf(e1[len(e1)-1]) == gpText
 	var prev []byte
 	if open {
 		j, n := len(e1), 0
-		for j > 0 && geminiKindOf(e1[j-1]) == gpText && n < SeamWindow {
+		for j > 0 && geminiKindOf(e1[j-1]) == gpText && n < rewrite.SeamWindow {
 			j--
 			n += len(e1[j].Get("text").Str)
 		}
@@ -168,7 +169,7 @@ func (geminiCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 	var text []byte
 	const before, in, after = 0, 1, 2
 	run := before
-	for _, p := range BlocksElems(p2) {
+	for _, p := range rewrite.BlocksElems(p2) {
 		k := geminiKindOf(p)
 		switch {
 		case k == gpThought:
@@ -187,7 +188,7 @@ func (geminiCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 
 	out := acc
 	if open {
-		if add := TrimSeam(string(prev), string(text)); add != "" {
+		if add := rewrite.TrimSeam(string(prev), string(text)); add != "" {
 			out = jsonkit.AppendToString(acc, e1[len(e1)-1].Get("text"), add)
 		}
 	}

@@ -1,4 +1,4 @@
-package rewrite
+package gemini
 
 import (
 	"io"
@@ -6,15 +6,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
 )
 
 func TestGeminiParseRequest(t *testing.T) {
-	req, err := codecFor(Gemini).ParseRequest(fixture(t, Gemini, "request.json"))
+	req, err := apitest.CodecFor(Descriptor).ParseRequest(apitest.Fixture(t, Descriptor, "request.json"))
 	require.NoError(t, err)
 	require.Len(t, req.Fingerprint, 32)
 	req.Fingerprint = ""
-	req.Messages = stripDigests(t, req.Messages)
+	req.Messages = apitest.StripDigests(t, req.Messages)
 	require.Equal(t, &conv.Request{
 		MaxOutputTokens: 1024, HasMaxOutputTokens: true,
 		System: "Be terse.\n\nUse Go.",
@@ -33,7 +35,7 @@ func TestGeminiParseRequest(t *testing.T) {
 }
 
 func TestGeminiParseRequestSnakeCase(t *testing.T) {
-	req, err := codecFor(Gemini).ParseRequest([]byte(`{"system_instruction":{"parts":[{"text":"S"}]},
+	req, err := apitest.CodecFor(Descriptor).ParseRequest([]byte(`{"system_instruction":{"parts":[{"text":"S"}]},
 	  "contents":[{"parts":[{"text":"q"},{"inline_data":{"mime_type":"image/png","data":"AA=="}}]},
 	    {"role":"model","parts":[{"function_call":{"id":"c1","name":"f","args":{}}}]},
 	    {"role":"user","parts":[{"function_response":{"id":"c1","name":"f","response":{"ok":true}}}]}],
@@ -62,8 +64,8 @@ func TestGeminiMalformed(t *testing.T) {
 		{`{"tools":[{"functionDeclarations":{}}]}`, "tools[0].functionDeclarations must be an array"},
 	}
 	for _, tt := range tests {
-		_, err := codecFor(Gemini).ParseRequest([]byte(tt.body))
-		require.ErrorIs(t, err, ErrMalformed, tt.body)
+		_, err := apitest.CodecFor(Descriptor).ParseRequest([]byte(tt.body))
+		require.ErrorIs(t, err, rewrite.ErrMalformed, tt.body)
 		require.EqualError(t, err, "rewrite: malformed request body: "+tt.field)
 	}
 }
@@ -128,15 +130,15 @@ func TestGeminiApplyEdits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out := checkEdit(t, codecFor(Gemini), []byte(tt.body), tt.edits)
+			out := apitest.CheckEdit(t, apitest.CodecFor(Descriptor), []byte(tt.body), tt.edits)
 			require.Equal(t, tt.want, string(out))
 		})
 	}
 }
 
 func TestGeminiParseReply(t *testing.T) {
-	c := codecFor(Gemini)
-	r, err := c.ParseReply(fixture(t, Gemini, "reply.json"))
+	c := apitest.CodecFor(Descriptor)
+	r, err := c.ParseReply(apitest.Fixture(t, Descriptor, "reply.json"))
 	require.NoError(t, err)
 	require.Equal(t, &conv.Reply{
 		Model: "gemini-2.5-pro", Text: "Reading it.",
@@ -159,29 +161,29 @@ func TestGeminiParseReply(t *testing.T) {
 }
 
 func TestGeminiStream(t *testing.T) {
-	c := codecFor(Gemini)
-	evs, reply := decodeSSE(t, c, fixture(t, Gemini, "stream.sse"))
-	require.Equal(t, []EventKind{
-		StreamStart, BlockDelta, Usage,
-		BlockDelta, Usage,
-		BlockDelta, Usage,
-		BlockStart, BlockStop, Finish,
-	}, kinds(evs))
+	c := apitest.CodecFor(Descriptor)
+	evs, reply := apitest.DecodeSSE(t, c, apitest.Fixture(t, Descriptor, "stream.sse"))
+	require.Equal(t, []rewrite.EventKind{
+		rewrite.StreamStart, rewrite.BlockDelta, rewrite.Usage,
+		rewrite.BlockDelta, rewrite.Usage,
+		rewrite.BlockDelta, rewrite.Usage,
+		rewrite.BlockStart, rewrite.BlockStop, rewrite.Finish,
+	}, apitest.Kinds(evs))
 	require.Equal(t, conv.BlockThinking, evs[1].BlockKind)
-	require.Equal(t, StreamEvent{Kind: BlockStart, Seq: -1, BlockKind: conv.BlockToolCall, ToolName: "read_file",
+	require.Equal(t, rewrite.StreamEvent{Kind: rewrite.BlockStart, Seq: -1, BlockKind: conv.BlockToolCall, ToolName: "read_file",
 		ArgsDelta: `{"path": "main.go"}`}, evs[7])
 	require.Equal(t, conv.StopToolUse, evs[9].Stop)
 
-	want, err := c.ParseReply(fixture(t, Gemini, "reply.json"))
+	want, err := c.ParseReply(apitest.Fixture(t, Descriptor, "reply.json"))
 	require.NoError(t, err)
 	require.Equal(t, want, reply)
 
 	// The JSON-array framing decodes to the same events.
-	for how, mk := range readers(string(fixture(t, Gemini, "stream.json"))) {
-		ar := NewJSONArrayReader(mk())
+	for how, mk := range apitest.Readers(string(apitest.Fixture(t, Descriptor, "stream.json"))) {
+		ar := rewrite.NewJSONArrayReader(mk())
 		dec := c.NewStreamDecoder()
-		var acc StreamAccumulator
-		var all []StreamEvent
+		var acc rewrite.StreamAccumulator
+		var all []rewrite.StreamEvent
 		for {
 			elem, _, err := ar.Next()
 			if err == io.EOF {
@@ -191,7 +193,7 @@ func TestGeminiStream(t *testing.T) {
 			if elem == nil {
 				continue
 			}
-			out, err := dec.Decode(Event{Data: elem})
+			out, err := dec.Decode(rewrite.Event{Data: elem})
 			require.NoError(t, err, how)
 			acc.Add(out...)
 			all = append(all, out...)
@@ -202,7 +204,7 @@ func TestGeminiStream(t *testing.T) {
 }
 
 func TestGeminiStreamError(t *testing.T) {
-	evs, err := codecFor(Gemini).NewStreamDecoder().Decode(Event{Data: []byte(`{"error":{"code":429,"message":"quota","status":"RESOURCE_EXHAUSTED"}}`)})
+	evs, err := apitest.CodecFor(Descriptor).NewStreamDecoder().Decode(rewrite.Event{Data: []byte(`{"error":{"code":429,"message":"quota","status":"RESOURCE_EXHAUSTED"}}`)})
 	require.NoError(t, err)
-	require.Equal(t, []StreamEvent{{Kind: Error, Seq: -1, ErrorMessage: "quota"}}, evs)
+	require.Equal(t, []rewrite.StreamEvent{{Kind: rewrite.Error, Seq: -1, ErrorMessage: "quota"}}, evs)
 }

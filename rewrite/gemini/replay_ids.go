@@ -1,30 +1,14 @@
-package rewrite
+package gemini
 
 import (
 	"github.com/tidwall/gjson"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
-// AgentCallIDs is implemented by a TurnCodec whose clients give their own
-// ids to tool calls the API sent without one, and send the history back with
-// them: gemini-cli names id-less functionCall parts "<name>_<epoch ms>_<n>"
-// and answers them with functionResponse parts carrying the same ids. The
-// ledger replays the model's turn as the API sent it (no ids), so without
-// the agent's ids the replayed calls and the agent's responses would not
-// pair up. Anthropic tool_use ids and Chat/Responses call ids are given by
-// the provider and echoed unchanged, so those codecs do not implement it.
-type AgentCallIDs interface {
-	// AdoptAgentCallIDs returns items (the model's turn replayed in place of
-	// the agent's copy at index pos of body) with the agent's call ids
-	// copied onto the replayed calls the agent's copy also holds.
-	// Everything else stays byte for byte (signatures stay where they are);
-	// items is not modified.
-	AdoptAgentCallIDs(body []byte, pos int, items [][]byte) ([][]byte, error)
-}
-
-var _ AgentCallIDs = geminiCodec{}
+var _ rewrite.AgentCallIDs = geminiCodec{}
 
 // callPart is one functionCall part: its call object, name, args and id.
 type callPart struct {
@@ -37,7 +21,7 @@ type callPart struct {
 // geminiCalls returns the functionCall parts of content c, in order.
 func callParts(c gjson.Result) []callPart {
 	var out []callPart
-	for _, p := range BlocksElems(c.Get("parts")) {
+	for _, p := range rewrite.BlocksElems(c.Get("parts")) {
 		fc, _ := either(p, "functionCall", "function_call")
 		if !fc.IsObject() {
 			continue

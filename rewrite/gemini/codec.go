@@ -1,4 +1,4 @@
-package rewrite
+package gemini
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
@@ -15,10 +16,10 @@ import (
 // REST API accepts camelCase and snake_case field names; the codec reads
 // both and edits whichever the request uses (camelCase for new fields).
 type geminiCodec struct {
-	views *ViewCache // nil: no view cache
+	views *rewrite.ViewCache // nil: no view cache
 }
 
-var _ Codec = geminiCodec{}
+var _ rewrite.Codec = geminiCodec{}
 
 // either returns obj's member named camel, or else snake, with the name found.
 func either(obj gjson.Result, camel, snake string) (gjson.Result, string) {
@@ -36,7 +37,7 @@ var geminiKeys = []string{"model", "contents", "tools", "systemInstruction", "sy
 // by the URL, which the proxy knows) and Model is "" unless the body names
 // one (the model is in the URL).
 func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	_, idx, err := ParseIndexed(body)
+	_, idx, err := rewrite.ParseIndexed(body)
 	if err != nil {
 		return nil, err
 	}
@@ -53,8 +54,8 @@ func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	}
 	mot, motKey := either(gc, "maxOutputTokens", "max_output_tokens")
 	for _, err := range []error{
-		WantString(model, "model"), WantArray(contents, "contents"), WantArray(tools, "tools"),
-		WantObject(sys, sysKey), WantObject(gc, gcKey), AtField(WantNumber(mot, motKey), gcKey),
+		rewrite.WantString(model, "model"), rewrite.WantArray(contents, "contents"), rewrite.WantArray(tools, "tools"),
+		rewrite.WantObject(sys, sysKey), rewrite.WantObject(gc, gcKey), rewrite.AtField(rewrite.WantNumber(mot, motKey), gcKey),
 	} {
 		if err != nil {
 			return nil, err
@@ -65,15 +66,15 @@ func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
 		req.MaxOutputTokens, req.HasMaxOutputTokens = mot.Int(), true
 	}
 	if req.System, err = geminiSystem(sys); err != nil {
-		return nil, AtField(err, sysKey)
+		return nil, rewrite.AtField(err, sysKey)
 	}
 	if req.Tools, err = geminiTools(tools); err != nil {
-		return nil, AtField(err, "tools")
+		return nil, rewrite.AtField(err, "tools")
 	}
-	if req.Messages, err = ParseMessages(c.views, idx, contents, "contents", geminiViews, geminiContent); err != nil {
+	if req.Messages, err = rewrite.ParseMessages(c.views, idx, contents, "contents", geminiViews, geminiContent); err != nil {
 		return nil, err
 	}
-	req.Fingerprint = Fingerprint(req.System, req.Messages)
+	req.Fingerprint = rewrite.Fingerprint(req.System, req.Messages)
 	return req, nil
 }
 
@@ -84,12 +85,12 @@ func geminiSystem(sys gjson.Result) (string, error) {
 		return "", nil
 	}
 	parts := sys.Get("parts")
-	if err := WantArray(parts, "parts"); err != nil {
+	if err := rewrite.WantArray(parts, "parts"); err != nil {
 		return "", err
 	}
 	blocks, err := geminiParts(parts, nil)
 	if err != nil {
-		return "", AtField(err, "parts")
+		return "", rewrite.AtField(err, "parts")
 	}
 	var texts []string
 	for _, b := range blocks {
@@ -97,25 +98,25 @@ func geminiSystem(sys gjson.Result) (string, error) {
 			texts = append(texts, b.Text)
 		}
 	}
-	return JoinTexts(texts), nil
+	return rewrite.JoinTexts(texts), nil
 }
 
 // geminiContent normalises one contents element.
-func geminiContent(c gjson.Result, names *ToolNames) (conv.Message, error) {
+func geminiContent(c gjson.Result, names *rewrite.ToolNames) (conv.Message, error) {
 	if !c.IsObject() {
-		return conv.Message{}, TypeError("", "an object")
+		return conv.Message{}, rewrite.TypeError("", "an object")
 	}
 	role, parts := c.Get("role"), c.Get("parts")
-	if err := WantString(role, "role"); err != nil {
+	if err := rewrite.WantString(role, "role"); err != nil {
 		return conv.Message{}, err
 	}
-	if err := WantArray(parts, "parts"); err != nil {
+	if err := rewrite.WantArray(parts, "parts"); err != nil {
 		return conv.Message{}, err
 	}
 	msg := conv.Message{Role: geminiRole(role.Str)}
 	var err error
 	msg.Blocks, err = geminiParts(parts, names)
-	return msg, AtField(err, "parts")
+	return msg, rewrite.AtField(err, "parts")
 }
 
 func geminiRole(r string) conv.Role {
@@ -138,16 +139,16 @@ func geminiTools(tools gjson.Result) ([]conv.ToolDef, error) {
 	var err error
 	jsonkit.EachElement(tools, func(i int, t gjson.Result) bool {
 		if !t.IsObject() {
-			err = AtIndex(TypeError("", "an object"), i)
+			err = rewrite.AtIndex(rewrite.TypeError("", "an object"), i)
 			return false
 		}
 		decls, key := either(t, "functionDeclarations", "function_declarations")
-		if err = AtIndex(WantArray(decls, key), i); err != nil {
+		if err = rewrite.AtIndex(rewrite.WantArray(decls, key), i); err != nil {
 			return false
 		}
 		var more []conv.ToolDef
-		if more, err = NamedTools(nil, decls, "name"); err != nil {
-			err = AtIndex(AtField(err, key), i)
+		if more, err = rewrite.NamedTools(nil, decls, "name"); err != nil {
+			err = rewrite.AtIndex(rewrite.AtField(err, key), i)
 			return false
 		}
 		defs = append(defs, more...)
@@ -157,13 +158,13 @@ func geminiTools(tools gjson.Result) ([]conv.ToolDef, error) {
 }
 
 // geminiParts normalises a parts array. names is nil for the system prompt.
-func geminiParts(parts gjson.Result, names *ToolNames) ([]conv.Block, error) {
+func geminiParts(parts gjson.Result, names *rewrite.ToolNames) ([]conv.Block, error) {
 	var blocks []conv.Block
 	var err error
 	jsonkit.EachElement(parts, func(j int, p gjson.Result) bool {
 		var blk conv.Block
 		if blk, err = geminiPart(p, names); err != nil {
-			err = AtIndex(err, j)
+			err = rewrite.AtIndex(err, j)
 			return false
 		}
 		blocks = append(blocks, blk)
@@ -172,12 +173,12 @@ func geminiParts(parts gjson.Result, names *ToolNames) ([]conv.Block, error) {
 	return blocks, err
 }
 
-func geminiPart(p gjson.Result, names *ToolNames) (conv.Block, error) {
+func geminiPart(p gjson.Result, names *rewrite.ToolNames) (conv.Block, error) {
 	if !p.IsObject() {
-		return conv.Block{}, TypeError("", "an object")
+		return conv.Block{}, rewrite.TypeError("", "an object")
 	}
 	if t := p.Get("text"); t.Exists() {
-		if err := WantString(t, "text"); err != nil {
+		if err := rewrite.WantString(t, "text"); err != nil {
 			return conv.Block{}, err
 		}
 		kind := conv.BlockText
@@ -187,25 +188,25 @@ func geminiPart(p gjson.Result, names *ToolNames) (conv.Block, error) {
 		return conv.Block{Kind: kind, Text: jsonkit.OwnedString(t)}, nil
 	}
 	if fc, key := either(p, "functionCall", "function_call"); fc.Exists() {
-		if err := WantObject(fc, key); err != nil {
+		if err := rewrite.WantObject(fc, key); err != nil {
 			return conv.Block{}, err
 		}
 		blk, err := geminiCall(fc)
 		blk.Kind = conv.BlockToolCall
 		blk.Args = jsonkit.OwnedRaw(fc.Get("args"))
 		if names != nil {
-			names.add(blk.ToolCallID, blk.ToolName)
+			names.Add(blk.ToolCallID, blk.ToolName)
 		}
-		return blk, AtField(err, key)
+		return blk, rewrite.AtField(err, key)
 	}
 	if fr, key := either(p, "functionResponse", "function_response"); fr.Exists() {
-		if err := WantObject(fr, key); err != nil {
+		if err := rewrite.WantObject(fr, key); err != nil {
 			return conv.Block{}, err
 		}
 		blk, err := geminiCall(fr)
 		blk.Kind = conv.BlockToolResult
 		blk.Text = strings.Clone(fr.Get("response").Raw)
-		return blk, AtField(err, key)
+		return blk, rewrite.AtField(err, key)
 	}
 	return conv.Block{Kind: conv.BlockOther}, nil
 }
@@ -213,22 +214,22 @@ func geminiPart(p gjson.Result, names *ToolNames) (conv.Block, error) {
 // geminiCall reads the id and name of a functionCall or functionResponse.
 func geminiCall(fc gjson.Result) (conv.Block, error) {
 	id, name := fc.Get("id"), fc.Get("name")
-	if err := WantString(id, "id"); err != nil {
+	if err := rewrite.WantString(id, "id"); err != nil {
 		return conv.Block{}, err
 	}
-	if err := WantString(name, "name"); err != nil {
+	if err := rewrite.WantString(name, "name"); err != nil {
 		return conv.Block{}, err
 	}
 	return conv.Block{ToolCallID: jsonkit.OwnedString(id), ToolName: jsonkit.OwnedString(name)}, nil
 }
 
 func (geminiCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
-	return ApplyEdits(body, e, EditOps{
-		renderTool:   geminiDecl,
-		addTools:     geminiAddTools,
-		appendSystem: geminiAppendSystem,
-		appendUser:   geminiAppendUser,
-		setMax:       geminiSetMax,
+	return rewrite.ApplyEdits(body, e, rewrite.EditOps{
+		RenderTool:   geminiDecl,
+		AddTools:     geminiAddTools,
+		AppendSystem: geminiAppendSystem,
+		AppendUser:   geminiAppendUser,
+		SetMax:       geminiSetMax,
 	})
 }
 
@@ -250,11 +251,11 @@ func geminiDecl(dst []byte, t conv.ToolSpec, params []byte) []byte {
 func geminiAddTools(body, decls []byte) ([]byte, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
-		return nil, ErrNotObject
+		return nil, rewrite.ErrNotObject
 	}
 	tools := jsonkit.Member(root, "tools")
 	if !tools.IsArray() {
-		return AppendToArrayMember(body, "tools", geminiToolElem(decls))
+		return rewrite.AppendToArrayMember(body, "tools", geminiToolElem(decls))
 	}
 	var list gjson.Result
 	jsonkit.EachElement(tools, func(_ int, t gjson.Result) bool {
@@ -297,7 +298,7 @@ func geminiAppendParts(body []byte, content gjson.Result, parts []byte) ([]byte,
 	case p.IsArray():
 		return jsonkit.AppendElements(body, p, parts), nil
 	case jsonkit.IsNull(p):
-		return jsonkit.SetMember(body, content, "parts", Enclose('[', parts, ']')), nil
+		return jsonkit.SetMember(body, content, "parts", rewrite.Enclose('[', parts, ']')), nil
 	}
 	return nil, fmt.Errorf("rewrite: cannot edit parts: not an array")
 }
@@ -305,7 +306,7 @@ func geminiAppendParts(body []byte, content gjson.Result, parts []byte) ([]byte,
 func geminiAppendSystem(body []byte, texts []string) ([]byte, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
-		return nil, ErrNotObject
+		return nil, rewrite.ErrNotObject
 	}
 	parts := geminiTextParts(texts)
 	sys, key := either(root, "systemInstruction", "system_instruction")
@@ -327,9 +328,9 @@ func geminiAppendSystem(body []byte, texts []string) ([]byte, error) {
 func geminiAppendUser(body []byte, texts []string) ([]byte, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
-		return nil, ErrNotObject
+		return nil, rewrite.ErrNotObject
 	}
-	c, ok := LastWithRole(jsonkit.Member(root, "contents"), "role", "user", true)
+	c, ok := rewrite.LastWithRole(jsonkit.Member(root, "contents"), "role", "user", true)
 	if !ok {
 		return body, nil
 	}
@@ -339,7 +340,7 @@ func geminiAppendUser(body []byte, texts []string) ([]byte, error) {
 func geminiSetMax(body []byte, n int64) ([]byte, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
-		return nil, ErrNotObject
+		return nil, rewrite.ErrNotObject
 	}
 	num := strconv.AppendInt(nil, n, 10)
 	gc, gcKey := either(root, "generationConfig", "generation_config")
@@ -363,25 +364,25 @@ func geminiSetMax(body []byte, n int64) ([]byte, error) {
 func (geminiCodec) ErrorBody(status int, message string) []byte { return geminiError(status, message) }
 
 func (geminiCodec) StreamErrorEvent(status int, message string) []byte {
-	return AppendData(nil, geminiError(status, message))
+	return rewrite.AppendData(nil, geminiError(status, message))
 }
 
 func (geminiCodec) SideRequest(body []byte) string {
-	r := TopMembers(body, "tools", "generationConfig", "generation_config", "toolConfig", "tool_config")
+	r := rewrite.TopMembers(body, "tools", "generationConfig", "generation_config", "toolConfig", "tool_config")
 	camel, snake := r[1], r[2]
 	jsonMode := strings.EqualFold(camel.Get("responseMimeType").Str, "application/json") ||
 		strings.EqualFold(snake.Get("response_mime_type").Str, "application/json") ||
-		IsPresent(camel.Get("responseSchema")) || IsPresent(camel.Get("responseJsonSchema")) ||
-		IsPresent(snake.Get("response_schema")) || IsPresent(snake.Get("response_json_schema"))
+		rewrite.IsPresent(camel.Get("responseSchema")) || rewrite.IsPresent(camel.Get("responseJsonSchema")) ||
+		rewrite.IsPresent(snake.Get("response_schema")) || rewrite.IsPresent(snake.Get("response_json_schema"))
 	functions := false
 	jsonkit.EachElement(r[0], func(_ int, t gjson.Result) bool {
-		functions = NonEmptyArray(t.Get("functionDeclarations")) || NonEmptyArray(t.Get("function_declarations"))
+		functions = rewrite.NonEmptyArray(t.Get("functionDeclarations")) || rewrite.NonEmptyArray(t.Get("function_declarations"))
 		return !functions
 	})
-	return FirstSide(
-		SideIf(jsonMode, SideJSONOutput),
-		SideIf(strings.EqualFold(r[3].Get("functionCallingConfig.mode").Str, "NONE") ||
-			strings.EqualFold(r[4].Get("function_calling_config.mode").Str, "NONE"), SideToolChoiceNone),
-		SideIf(!functions, SideNoTools),
+	return rewrite.FirstSide(
+		rewrite.SideIf(jsonMode, rewrite.SideJSONOutput),
+		rewrite.SideIf(strings.EqualFold(r[3].Get("functionCallingConfig.mode").Str, "NONE") ||
+			strings.EqualFold(r[4].Get("function_calling_config.mode").Str, "NONE"), rewrite.SideToolChoiceNone),
+		rewrite.SideIf(!functions, rewrite.SideNoTools),
 	)
 }

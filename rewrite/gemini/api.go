@@ -1,37 +1,38 @@
-package rewrite
+package gemini
 
 import (
 	"bytes"
 	"strconv"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
-// Gemini is the Gemini generateContent API: POST …/models/…:generateContent
+// Descriptor is the Gemini generateContent API: POST …/models/…:generateContent
 // and …:streamGenerateContent (a JSON array, or SSE with alt=sse) under
 // /v1beta/ or /v1/.
-var Gemini = &Descriptor{
+var Descriptor = &rewrite.Descriptor{
 	Name:           "gemini",
 	Provider:       "gemini",
 	ProviderErrors: true,
-	Routes: []Route{
+	Routes: []rewrite.Route{
 		{Name: "generate_content", ModelMethod: ":generateContent"},
 		{Name: "stream_generate_content", ModelMethod: ":streamGenerateContent", StreamByPath: true},
 	},
-	NewCodec:   func(views *ViewCache) Codec { return geminiCodec{views: views} },
-	NewSplicer: func() StreamSplicer { return newGeminiSplicer() },
+	NewCodec:   func(views *rewrite.ViewCache) rewrite.Codec { return geminiCodec{views: views} },
+	NewSplicer: func() rewrite.StreamSplicer { return newGeminiSplicer() },
 	IsTerminal: geminiTerminal,
-	TopLevel: map[string]JSONKind{
-		"contents": KindArray, "systemInstruction": KindObject, "system_instruction": KindObject,
-		"tools": KindArray, "generationConfig": KindObject, "generation_config": KindObject,
-		"toolConfig": KindObject, "tool_config": KindObject,
+	TopLevel: map[string]rewrite.JSONKind{
+		"contents": rewrite.KindArray, "systemInstruction": rewrite.KindObject, "system_instruction": rewrite.KindObject,
+		"tools": rewrite.KindArray, "generationConfig": rewrite.KindObject, "generation_config": rewrite.KindObject,
+		"toolConfig": rewrite.KindObject, "tool_config": rewrite.KindObject,
 	},
 }
 
 // geminiTerminal: a chunk carrying a finishReason, or an error chunk.
 func geminiTerminal(name, data []byte) bool {
-	return bytes.Contains(data, KeyFinishReason) || bytes.Contains(data, KeyFinishReasonSnake) ||
-		IsErrorObject(data)
+	return bytes.Contains(data, rewrite.KeyFinishReason) || bytes.Contains(data, rewrite.KeyFinishReasonSnake) ||
+		rewrite.IsErrorObject(data)
 }
 
 // geminiStatus maps an HTTP status to the Google RPC status name.
@@ -78,4 +79,4 @@ func geminiError(status int, message string) []byte {
 }
 
 // geminiViews tags Gemini contents in the view cache.
-var geminiViews = NewViewParser("gemini")
+var geminiViews = rewrite.NewViewParser("gemini")

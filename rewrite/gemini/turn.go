@@ -1,8 +1,9 @@
-package rewrite
+package gemini
 
 import (
 	"fmt"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
@@ -14,7 +15,7 @@ import (
 // ParseReply views). See anthropic_turn.go for the conventions on no-op
 // calls and errors.
 
-var _ TurnCodec = geminiCodec{}
+var _ rewrite.TurnCodec = geminiCodec{}
 
 // geminiReplyParts returns candidates[0].content.parts of a reply.
 func geminiReplyParts(root gjson.Result) gjson.Result {
@@ -22,13 +23,13 @@ func geminiReplyParts(root gjson.Result) gjson.Result {
 }
 
 func (geminiCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
-	root, err := ParseReplyRoot(reply)
+	root, err := rewrite.ParseReplyRoot(reply)
 	if err != nil {
 		return nil, err
 	}
 	parts := geminiReplyParts(root)
 	if !parts.IsArray() {
-		return nil, fmt.Errorf("%w: candidates[0].content.parts must be an array", ErrMalformedReply)
+		return nil, fmt.Errorf("%w: candidates[0].content.parts must be an array", rewrite.ErrMalformedReply)
 	}
 	msg := make([]byte, 0, len(parts.Raw)+28)
 	msg = append(msg, `{"role":"model","parts":`...)
@@ -90,27 +91,27 @@ func geminiUserContent(parts []byte) []byte {
 }
 
 func (geminiCodec) AppendMessages(body []byte, items [][]byte) ([]byte, error) {
-	return BlocksAppendToMember(body, "contents", items)
+	return rewrite.BlocksAppendToMember(body, "contents", items)
 }
 
 func (geminiCodec) ReplaceMessages(body []byte, pos int, items [][]byte) ([]byte, error) {
-	return BlocksReplaceAt(body, "contents", pos, items)
+	return rewrite.BlocksReplaceAt(body, "contents", pos, items)
 }
 
 // geminiContentAt returns the contents array, its elements and the content
 // at pos.
 func geminiContentAt(body []byte, pos int) (gjson.Result, []gjson.Result, gjson.Result, error) {
-	_, arr, err := BlocksConversation(body, "contents")
+	_, arr, err := rewrite.BlocksConversation(body, "contents")
 	if err != nil {
 		return arr, nil, gjson.Result{}, err
 	}
-	elems := BlocksElems(arr)
-	c, err := BlocksAt(elems, pos, "contents")
+	elems := rewrite.BlocksElems(arr)
+	c, err := rewrite.BlocksAt(elems, pos, "contents")
 	if err != nil {
 		return arr, nil, gjson.Result{}, err
 	}
 	if !c.IsObject() {
-		return arr, nil, gjson.Result{}, fmt.Errorf("%w: contents[%d] must be an object", ErrMalformed, pos)
+		return arr, nil, gjson.Result{}, fmt.Errorf("%w: contents[%d] must be an object", rewrite.ErrMalformed, pos)
 	}
 	return arr, elems, c, nil
 }
@@ -147,12 +148,12 @@ func (geminiCodec) PrependToolResults(body []byte, pos int, results []conv.ToolR
 			case p.IsArray():
 				return jsonkit.PrependElement(body, p, parts), nil
 			case jsonkit.IsNull(p):
-				return jsonkit.SetMember(body, next, "parts", Enclose('[', parts, ']')), nil
+				return jsonkit.SetMember(body, next, "parts", rewrite.Enclose('[', parts, ']')), nil
 			}
-			return nil, fmt.Errorf("%w: contents[%d].parts must be an array", ErrMalformed, pos+1)
+			return nil, fmt.Errorf("%w: contents[%d].parts must be an array", rewrite.ErrMalformed, pos+1)
 		}
 	}
-	return BlocksInsertBefore(body, arr, elems, pos+1, geminiUserContent(parts)), nil
+	return rewrite.BlocksInsertBefore(body, arr, elems, pos+1, geminiUserContent(parts)), nil
 }
 
 // AppendUserTextAt appends text parts to the content at pos, as
@@ -180,26 +181,26 @@ func (geminiCodec) EditReply(reply []byte, remove, first []int) ([]byte, error) 
 	if len(remove) == 0 && len(first) == 0 {
 		return reply, nil
 	}
-	root, err := ParseReplyRoot(reply)
+	root, err := rewrite.ParseReplyRoot(reply)
 	if err != nil {
 		return nil, err
 	}
 	parts := geminiReplyParts(root)
 	if !parts.IsArray() {
-		return nil, fmt.Errorf("%w: candidates[0].content.parts must be an array", ErrMalformedReply)
+		return nil, fmt.Errorf("%w: candidates[0].content.parts must be an array", rewrite.ErrMalformedReply)
 	}
-	elems := BlocksElems(parts)
+	elems := rewrite.BlocksElems(parts)
 	var calls []int
 	for i, p := range elems {
 		if fc, _ := either(p, "functionCall", "function_call"); fc.IsObject() {
 			calls = append(calls, i)
 		}
 	}
-	order, _, err := BlocksCallOrder(len(elems), calls, remove, first)
+	order, _, err := rewrite.BlocksCallOrder(len(elems), calls, remove, first)
 	if err != nil {
 		return nil, err
 	}
-	return BlocksReorder(reply, elems, order), nil
+	return rewrite.BlocksReorder(reply, elems, order), nil
 }
 
 // MergeReplies appends next's candidates[0] parts to first's. Everything
@@ -219,7 +220,7 @@ func (geminiCodec) MergeReplies(first, next []byte) ([]byte, error) {
 		return nil, err
 	}
 	var out []byte
-	if inner := BlocksInner(p2); inner != "" {
+	if inner := rewrite.BlocksInner(p2); inner != "" {
 		out = jsonkit.AppendElements(first, p1, []byte(inner))
 	} else {
 		out = append([]byte(nil), first...)
@@ -227,7 +228,7 @@ func (geminiCodec) MergeReplies(first, next []byte) ([]byte, error) {
 	if fr, _ := either(r2.Get("candidates.0"), "finishReason", "finish_reason"); fr.Exists() {
 		root, ok := jsonkit.RootObject(jsonkit.UnsafeString(out))
 		if !ok {
-			return nil, ErrNotObject
+			return nil, rewrite.ErrNotObject
 		}
 		cand := root.Get("candidates.0")
 		old, key := either(cand, "finishReason", "finish_reason")
@@ -238,17 +239,17 @@ func (geminiCodec) MergeReplies(first, next []byte) ([]byte, error) {
 	}
 	if u2 := r2.Get("usageMetadata"); u2.IsObject() {
 		u1 := r1.Get("usageMetadata")
-		cands := BlocksCount(u1, "candidatesTokenCount") + BlocksCount(u2, "candidatesTokenCount")
-		thoughts := BlocksCount(u1, "thoughtsTokenCount") + BlocksCount(u2, "thoughtsTokenCount")
-		total := BlocksCount(u2, "promptTokenCount") + BlocksCount(u2, "toolUsePromptTokenCount") + cands + thoughts
+		cands := rewrite.BlocksCount(u1, "candidatesTokenCount") + rewrite.BlocksCount(u2, "candidatesTokenCount")
+		thoughts := rewrite.BlocksCount(u1, "thoughtsTokenCount") + rewrite.BlocksCount(u2, "thoughtsTokenCount")
+		total := rewrite.BlocksCount(u2, "promptTokenCount") + rewrite.BlocksCount(u2, "toolUsePromptTokenCount") + cands + thoughts
 		keys := []string{"candidatesTokenCount"}
 		vals := []int64{cands}
 		if u1.Get("thoughtsTokenCount").Exists() || u2.Get("thoughtsTokenCount").Exists() {
 			keys, vals = append(keys, "thoughtsTokenCount"), append(vals, thoughts)
 		}
 		keys, vals = append(keys, "totalTokenCount"), append(vals, total)
-		usage := BlocksSetCounts([]byte(u2.Raw), keys, vals)
-		if out, err = BlocksSetTopMember(out, "usageMetadata", usage); err != nil {
+		usage := rewrite.BlocksSetCounts([]byte(u2.Raw), keys, vals)
+		if out, err = rewrite.BlocksSetTopMember(out, "usageMetadata", usage); err != nil {
 			return nil, err
 		}
 	}
@@ -259,18 +260,18 @@ func (geminiCodec) MergeReplies(first, next []byte) ([]byte, error) {
 // ContinueReply: both roots and both candidates' parts (first's an array,
 // next's an array or absent).
 func geminiReplyPair(first, next []byte) (r1, r2, p1, p2 gjson.Result, err error) {
-	if r1, err = ParseReplyRoot(first); err != nil {
+	if r1, err = rewrite.ParseReplyRoot(first); err != nil {
 		return r1, r2, p1, p2, fmt.Errorf("first reply: %w", err)
 	}
-	if r2, err = ParseReplyRoot(next); err != nil {
+	if r2, err = rewrite.ParseReplyRoot(next); err != nil {
 		return r1, r2, p1, p2, fmt.Errorf("next reply: %w", err)
 	}
 	p1, p2 = geminiReplyParts(r1), geminiReplyParts(r2)
 	if !p1.IsArray() {
-		return r1, r2, p1, p2, fmt.Errorf("%w: first reply: candidates[0].content.parts must be an array", ErrMalformedReply)
+		return r1, r2, p1, p2, fmt.Errorf("%w: first reply: candidates[0].content.parts must be an array", rewrite.ErrMalformedReply)
 	}
 	if !p2.IsArray() && !jsonkit.IsNull(p2) {
-		return r1, r2, p1, p2, fmt.Errorf("%w: next reply: candidates[0].content.parts must be an array", ErrMalformedReply)
+		return r1, r2, p1, p2, fmt.Errorf("%w: next reply: candidates[0].content.parts must be an array", rewrite.ErrMalformedReply)
 	}
 	return r1, r2, p1, p2, nil
 }
@@ -280,10 +281,10 @@ func (geminiCodec) ConversationKey() string { return "contents" }
 func (geminiCodec) FillerElem() string { return `{"role":"user","parts":[]}` }
 
 func (geminiCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
-	return SingleElemTurns(body, "contents")
+	return rewrite.SingleElemTurns(body, "contents")
 }
 
 // AppendUserTexts is AppendUserTextAt for several turns, batched.
-func (c geminiCodec) AppendUserTexts(body []byte, ops []UserTexts) ([]byte, error) {
-	return AppendUserTextsBatched(c, c, body, ops)
+func (c geminiCodec) AppendUserTexts(body []byte, ops []rewrite.UserTexts) ([]byte, error) {
+	return rewrite.AppendUserTextsBatched(c, c, body, ops)
 }

@@ -1,4 +1,4 @@
-package rewrite
+package gemini
 
 import (
 	"bytes"
@@ -17,27 +17,29 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/genai"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
 )
 
 func gsFixture(t testing.TB, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "gemini", name))
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "gemini", name))
 	require.NoError(t, err)
 	return string(b)
 }
 
 // gsFeed feeds an SSE text to sp one byte at a time and returns what sp
 // emitted.
-func gsFeed(t testing.TB, sp StreamSplicer, sse string) []byte {
+func gsFeed(t testing.TB, sp rewrite.StreamSplicer, sse string) []byte {
 	t.Helper()
 	out, err := gsFeedErr(sp, sse)
 	require.NoError(t, err)
 	return out
 }
 
-func gsFeedErr(sp StreamSplicer, sse string) ([]byte, error) {
-	r := NewReader(iotest.OneByteReader(strings.NewReader(sse)))
+func gsFeedErr(sp rewrite.StreamSplicer, sse string) ([]byte, error) {
+	r := rewrite.NewReader(iotest.OneByteReader(strings.NewReader(sse)))
 	var out []byte
 	for {
 		ev, err := r.Next()
@@ -58,7 +60,7 @@ func gsFeedErr(sp StreamSplicer, sse string) ([]byte, error) {
 // gsEvents splits an emitted stream into the data of its events.
 func gsEvents(t testing.TB, out []byte) [][]byte {
 	t.Helper()
-	r := NewReader(bytes.NewReader(out))
+	r := rewrite.NewReader(bytes.NewReader(out))
 	var data [][]byte
 	for {
 		ev, err := r.Next()
@@ -121,8 +123,8 @@ func gsParse(t testing.TB, out []byte) *gsAgent {
 }
 
 func TestGeminiSplicerRegistered(t *testing.T) {
-	require.True(t, (Gemini.NewSplicer != nil))
-	require.IsType(t, &geminiSplicer{}, Gemini.NewSplicer())
+	require.True(t, (Descriptor.NewSplicer != nil))
+	require.IsType(t, &geminiSplicer{}, Descriptor.NewSplicer())
 }
 
 // An untouched turn reaches the agent byte for byte.
@@ -130,7 +132,7 @@ func TestGeminiSplicerPassThrough(t *testing.T) {
 	for _, name := range []string{"splice_text.sse", "stream.sse", "splice_calls.sse"} {
 		t.Run(name, func(t *testing.T) {
 			in := gsFixture(t, name)
-			sp := Gemini.NewSplicer()
+			sp := Descriptor.NewSplicer()
 			out := gsFeed(t, sp, in)
 			require.True(t, sp.Done())
 			rel, err := sp.Release(nil, nil)
@@ -152,8 +154,8 @@ func TestGeminiSplicerPassThrough(t *testing.T) {
 func TestGeminiSplicerTextStreamsAtOnce(t *testing.T) {
 	in := gsFixture(t, "splice_text.sse")
 	events := gsEvents(t, []byte(in))
-	sp := Gemini.NewSplicer()
-	r := NewReader(strings.NewReader(in))
+	sp := Descriptor.NewSplicer()
+	r := rewrite.NewReader(strings.NewReader(in))
 	for i := range events {
 		ev, err := r.Next()
 		require.NoError(t, err)
@@ -174,14 +176,14 @@ func TestGeminiSplicerRemoveFirstCall(t *testing.T) {
 	for _, name := range []string{"splice_calls.sse", "splice_mixed.sse"} {
 		t.Run(name, func(t *testing.T) {
 			in := gsFixture(t, name)
-			sp := Gemini.NewSplicer()
+			sp := Descriptor.NewSplicer()
 			out := gsFeed(t, sp, in)
 			require.True(t, sp.Done())
 			// No call reached the agent yet.
 			require.Empty(t, gsParse(t, out).calls)
 			reply, err := sp.Reply()
 			require.NoError(t, err)
-			view, err := codecFor(Gemini).ParseReply(reply)
+			view, err := apitest.CodecFor(Descriptor).ParseReply(reply)
 			require.NoError(t, err)
 			require.Len(t, view.ToolCalls, 2)
 			require.Equal(t, "create_new_topic", view.ToolCalls[0].Name)
@@ -206,7 +208,7 @@ func TestGeminiSplicerRemoveFirstCall(t *testing.T) {
 			// The agent's stream says what EditReply says of the reply.
 			edited, err := gemTC.EditReply(reply, []int{0}, nil)
 			require.NoError(t, err)
-			want, err := codecFor(Gemini).ParseReply(edited)
+			want, err := apitest.CodecFor(Descriptor).ParseReply(edited)
 			require.NoError(t, err)
 			require.Equal(t, want.Text, a.text)
 			require.Equal(t, want.Usage.OutputTokens, int64(a.usage.CandidatesTokenCount+a.usage.ThoughtsTokenCount))
@@ -223,8 +225,8 @@ func reqGeminiID(t testing.TB, sse string) string {
 
 func TestGeminiSplicerMixedTextForwardedAtOnce(t *testing.T) {
 	in := gsFixture(t, "splice_mixed.sse")
-	sp := Gemini.NewSplicer()
-	r := NewReader(strings.NewReader(in))
+	sp := Descriptor.NewSplicer()
+	r := rewrite.NewReader(strings.NewReader(in))
 	ev, err := r.Next()
 	require.NoError(t, err)
 	b, err := sp.Feed(ev)
@@ -236,7 +238,7 @@ func TestGeminiSplicerMixedTextForwardedAtOnce(t *testing.T) {
 
 func TestGeminiSplicerMoveFirst(t *testing.T) {
 	in := gsFixture(t, "splice_calls.sse")
-	sp := Gemini.NewSplicer()
+	sp := Descriptor.NewSplicer()
 	out := gsFeed(t, sp, in)
 	rel, err := sp.Release(nil, []int{1})
 	require.NoError(t, err)
@@ -254,13 +256,13 @@ func TestGeminiSplicerMoveFirst(t *testing.T) {
 	require.Len(t, last.Candidates[0].Content.Parts, 1)
 	require.Equal(t, "", last.Candidates[0].Content.Parts[0].Text)
 
-	_, err = Gemini.NewSplicer().Release([]int{0}, nil)
+	_, err = Descriptor.NewSplicer().Release([]int{0}, nil)
 	require.Error(t, err, "no calls to remove")
 }
 
 func TestGeminiSplicerFollowUp(t *testing.T) {
 	in1, in2 := gsFixture(t, "splice_follow1.sse"), gsFixture(t, "splice_follow2.sse")
-	sp := Gemini.NewSplicer()
+	sp := Descriptor.NewSplicer()
 	out := gsFeed(t, sp, in1)
 	require.Empty(t, out)
 	require.True(t, sp.Done())
@@ -308,7 +310,7 @@ func TestGeminiSplicerFollowUp(t *testing.T) {
 // Release) sends them before the follow-up's text.
 func TestGeminiSplicerFollowUpKeepsCalls(t *testing.T) {
 	in1, in2 := gsFixture(t, "splice_calls.sse"), gsFixture(t, "splice_follow2.sse")
-	sp := Gemini.NewSplicer()
+	sp := Descriptor.NewSplicer()
 	out := gsFeed(t, sp, in1)
 	rel, err := sp.Release(nil, nil)
 	require.NoError(t, err)
@@ -331,16 +333,16 @@ func TestGeminiSplicerFollowUpKeepsCalls(t *testing.T) {
 }
 
 func TestGeminiSplicerReply(t *testing.T) {
-	sp := Gemini.NewSplicer()
+	sp := Descriptor.NewSplicer()
 	gsFeed(t, sp, gsFixture(t, "stream.sse"))
 	require.True(t, sp.Done())
 	reply, err := sp.Reply()
 	require.NoError(t, err)
 	require.JSONEq(t, gsFixture(t, "splice_reply.json"), string(reply))
 
-	got, err := codecFor(Gemini).ParseReply(reply)
+	got, err := apitest.CodecFor(Descriptor).ParseReply(reply)
 	require.NoError(t, err)
-	want, err := codecFor(Gemini).ParseReply([]byte(gsFixture(t, "reply.json")))
+	want, err := apitest.CodecFor(Descriptor).ParseReply([]byte(gsFixture(t, "reply.json")))
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 	require.Equal(t, conv.StopToolUse, got.Stop)
@@ -358,7 +360,7 @@ func TestGeminiSplicerReply(t *testing.T) {
 func TestGeminiSplicerErrorChunk(t *testing.T) {
 	errEv := `data: {"error": {"code": 503,"message": "overloaded","status": "UNAVAILABLE"}}` + "\r\n\r\n"
 	in := strings.Join(strings.SplitAfter(gsFixture(t, "splice_text.sse"), "\r\n\r\n")[:2], "") + errEv
-	sp := Gemini.NewSplicer()
+	sp := Descriptor.NewSplicer()
 	out := gsFeed(t, sp, in)
 	require.Equal(t, in, string(out))
 	require.True(t, sp.Done())
@@ -372,7 +374,7 @@ func TestGeminiSplicerErrorChunk(t *testing.T) {
 	require.Empty(t, fin)
 
 	// On a follow-up the held text of the first stream still goes first.
-	sp = Gemini.NewSplicer()
+	sp = Descriptor.NewSplicer()
 	gsFeed(t, sp, gsFixture(t, "splice_text.sse"))
 	_, err = sp.Release(nil, nil)
 	require.NoError(t, err)
@@ -393,17 +395,17 @@ func TestGeminiSplicerMalformed(t *testing.T) {
 		`[DONE]`, `{"candidates":{}}`, `{"candidates":[1]}`, `{"candidates":[{"content":[]}]}`,
 		`{"candidates":[{"content":{"parts":{}}}]}`, `{"candidates":[{"content":{"parts":["x"]}}]}`, `{`,
 	} {
-		sp := Gemini.NewSplicer()
-		_, err := sp.Feed(Event{Data: []byte(data), Raw: []byte("data: " + data + "\n\n")})
+		sp := Descriptor.NewSplicer()
+		_, err := sp.Feed(rewrite.Event{Data: []byte(data), Raw: []byte("data: " + data + "\n\n")})
 		require.Error(t, err, data)
 	}
-	sp := Gemini.NewSplicer()
-	b, err := sp.Feed(Event{Raw: []byte(": ping\n\n")})
+	sp := Descriptor.NewSplicer()
+	b, err := sp.Feed(rewrite.Event{Raw: []byte(": ping\n\n")})
 	require.NoError(t, err)
 	require.Equal(t, ": ping\n\n", string(b))
 	_, err = sp.Finish()
 	require.NoError(t, err)
-	_, err = sp.Feed(Event{Raw: []byte(": ping\n\n")})
+	_, err = sp.Feed(rewrite.Event{Raw: []byte(": ping\n\n")})
 	require.Error(t, err)
 }
 
@@ -411,7 +413,7 @@ func TestGeminiSplicerMalformed(t *testing.T) {
 // at Release, finishReason and usage at Finish.
 func TestGeminiSplicerMixedTerminal(t *testing.T) {
 	data := `{"candidates":[{"content":{"parts":[{"text":"ok"},{"functionCall":{"name":"f","args":{}},"thoughtSignature":"U0lH"}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":4,"totalTokenCount":7},"modelVersion":"m","responseId":"r"}`
-	sp := Gemini.NewSplicer()
+	sp := Descriptor.NewSplicer()
 	out := gsFeed(t, sp, "data: "+data+"\n\n")
 	require.Equal(t, `data: {"candidates":[{"content":{"parts":[{"text":"ok"}],"role":"model"},"index":0}],"modelVersion":"m","responseId":"r"}`+"\n\n", string(out))
 	require.True(t, sp.Done())
@@ -423,7 +425,7 @@ func TestGeminiSplicerMixedTerminal(t *testing.T) {
 	require.Equal(t, `data: {"candidates":[{"content":{"role":"model","parts":[{"text":""}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":4,"totalTokenCount":7},"modelVersion":"m","responseId":"r"}`+"\n\n", string(fin))
 	reply, err := sp.Reply()
 	require.NoError(t, err)
-	view, err := codecFor(Gemini).ParseReply(reply)
+	view, err := apitest.CodecFor(Descriptor).ParseReply(reply)
 	require.NoError(t, err)
 	require.Equal(t, "ok", view.Text)
 	require.Len(t, view.ToolCalls, 1)
@@ -433,13 +435,13 @@ func TestGeminiSplicerMixedTerminal(t *testing.T) {
 // A blocked prompt (no candidate) is terminal and re-sent as it came.
 func TestGeminiSplicerPromptBlocked(t *testing.T) {
 	in := `data: {"promptFeedback":{"blockReason":"SAFETY"},"usageMetadata":{"promptTokenCount":9,"totalTokenCount":9},"modelVersion":"m","responseId":"r"}` + "\r\n\r\n"
-	sp := Gemini.NewSplicer()
+	sp := Descriptor.NewSplicer()
 	out := gsFeed(t, sp, in)
 	require.Empty(t, out)
 	require.True(t, sp.Done())
 	reply, err := sp.Reply()
 	require.NoError(t, err)
-	view, err := codecFor(Gemini).ParseReply(reply)
+	view, err := apitest.CodecFor(Descriptor).ParseReply(reply)
 	require.NoError(t, err)
 	require.Equal(t, conv.StopRefusal, view.Stop)
 	rel, err := sp.Release(nil, nil)
@@ -452,7 +454,7 @@ func TestGeminiSplicerPromptBlocked(t *testing.T) {
 // LF framing is kept for the events the splicer writes.
 func TestGeminiSplicerLF(t *testing.T) {
 	in := strings.ReplaceAll(gsFixture(t, "splice_calls.sse"), "\r\n", "\n")
-	sp := Gemini.NewSplicer()
+	sp := Descriptor.NewSplicer()
 	out := gsFeed(t, sp, in)
 	rel, err := sp.Release([]int{0}, nil)
 	require.NoError(t, err)
@@ -466,7 +468,7 @@ func TestGeminiSplicerLF(t *testing.T) {
 // The genai SDK's Chat takes a spliced stream as a valid turn: the final
 // chunk with only {"text":""} does not void its history.
 func TestGeminiSplicerGenaiChat(t *testing.T) {
-	sp := Gemini.NewSplicer()
+	sp := Descriptor.NewSplicer()
 	out := gsFeed(t, sp, gsFixture(t, "splice_calls.sse"))
 	rel, err := sp.Release([]int{0}, nil)
 	require.NoError(t, err)
@@ -501,9 +503,9 @@ func TestGeminiSplicerGenaiChat(t *testing.T) {
 
 func FuzzGeminiSplicer(f *testing.F) {
 	for _, n := range []string{"splice_text.sse", "splice_calls.sse", "splice_mixed.sse", "splice_follow1.sse", "stream.sse"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "gemini", n))
+		b, err := os.ReadFile(filepath.Join("..", "testdata", "gemini", n))
 		require.NoError(f, err)
-		f2, err := os.ReadFile(filepath.Join("testdata", "gemini", "splice_follow2.sse"))
+		f2, err := os.ReadFile(filepath.Join("..", "testdata", "gemini", "splice_follow2.sse"))
 		require.NoError(f, err)
 		f.Add(string(b), string(f2), []byte{0, 1, 0xff})
 		f.Add(string(b), "", []byte{0x80, 0})
@@ -518,7 +520,7 @@ func FuzzGeminiSplicer(f *testing.F) {
 	f.Add(trunc, cont[:len(cont)/2], []byte{7})
 	f.Add(`data: {"candidates":[{"content":{"parts":[{"text":"a"},{"functionCall":{"name":"f","args":{}}}]},"finishReason":"MAX_TOKENS"}]}`+"\n\n", cont, []byte{3, 0})
 	f.Fuzz(func(t *testing.T, s1, s2 string, ctl []byte) {
-		sp := Gemini.NewSplicer()
+		sp := Descriptor.NewSplicer()
 		var out []byte
 		ok := true
 		step := func(b []byte, err error) {
@@ -543,7 +545,7 @@ func FuzzGeminiSplicer(f *testing.F) {
 		}
 		if ok && len(ctl) > 0 && ctl[0]&1 == 1 {
 			if ctl[0]&2 == 2 {
-				sp.(ContinueSplicer).Continue()
+				sp.(rewrite.ContinueSplicer).Continue()
 			} else {
 				sp.Next()
 			}
@@ -559,7 +561,7 @@ func FuzzGeminiSplicer(f *testing.F) {
 		if !ok {
 			return
 		}
-		r := NewReader(bytes.NewReader(out))
+		r := rewrite.NewReader(bytes.NewReader(out))
 		for {
 			ev, err := r.Next()
 			if err != nil {

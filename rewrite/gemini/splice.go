@@ -1,10 +1,11 @@
-package rewrite
+package gemini
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
@@ -98,11 +99,11 @@ type geminiSplicer struct {
 	termNCall int
 
 	// Truncation recovery (see Continue).
-	open  bool        // the last part the agent got is a text part
-	tail  []byte      // the end of the agent's trailing run of text parts
-	cont  bool        // the current stream continues the reply
-	seam  *SeamFilter // set until the continuation's first text run is decided
-	inRun bool        // the continuation's first text run has started
+	open  bool                // the last part the agent got is a text part
+	tail  []byte              // the end of the agent's trailing run of text parts
+	cont  bool                // the current stream continues the reply
+	seam  *rewrite.SeamFilter // set until the continuation's first text run is decided
+	inRun bool                // the continuation's first text run has started
 }
 
 func newGeminiSplicer() *geminiSplicer {
@@ -188,7 +189,7 @@ func (s *geminiSplicer) out(b []byte) []byte {
 	return o
 }
 
-func (s *geminiSplicer) Feed(ev Event) ([]byte, error) {
+func (s *geminiSplicer) Feed(ev rewrite.Event) ([]byte, error) {
 	if s.finished {
 		return nil, errGeminiFinished
 	}
@@ -202,7 +203,7 @@ func (s *geminiSplicer) Feed(ev Event) ([]byte, error) {
 	if s.failed {
 		return nil, nil // nothing follows an error
 	}
-	root, err := ParseReplyRoot(ev.Data)
+	root, err := rewrite.ParseReplyRoot(ev.Data)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +244,7 @@ type geminiChunkParts struct {
 // chunk handles one GenerateContentResponse chunk: readParts and
 // readMetadata record it, then a continuation's chunk goes to contChunk and
 // any other to passChunk.
-func (s *geminiSplicer) chunk(ev Event, root gjson.Result) ([]byte, error) {
+func (s *geminiSplicer) chunk(ev rewrite.Event, root gjson.Result) ([]byte, error) {
 	c, err := s.readParts(root)
 	if err != nil {
 		return nil, err
@@ -260,25 +261,25 @@ func (s *geminiSplicer) chunk(ev Event, root gjson.Result) ([]byte, error) {
 func (s *geminiSplicer) readParts(root gjson.Result) (c geminiChunkParts, err error) {
 	cands := root.Get("candidates")
 	if !jsonkit.IsNull(cands) && !cands.IsArray() {
-		return c, fmt.Errorf("%w: candidates must be an array", ErrMalformedReply)
+		return c, fmt.Errorf("%w: candidates must be an array", rewrite.ErrMalformedReply)
 	}
 	c.cand = cands.Get("0")
 	if !jsonkit.IsNull(c.cand) && !c.cand.IsObject() {
-		return c, fmt.Errorf("%w: candidates[0] must be an object", ErrMalformedReply)
+		return c, fmt.Errorf("%w: candidates[0] must be an object", rewrite.ErrMalformedReply)
 	}
 	content := c.cand.Get("content")
 	if !jsonkit.IsNull(content) && !content.IsObject() {
-		return c, fmt.Errorf("%w: candidates[0].content must be an object", ErrMalformedReply)
+		return c, fmt.Errorf("%w: candidates[0].content must be an object", rewrite.ErrMalformedReply)
 	}
 	c.partsArr = content.Get("parts")
 	if !jsonkit.IsNull(c.partsArr) && !c.partsArr.IsArray() {
-		return c, fmt.Errorf("%w: candidates[0].content.parts must be an array", ErrMalformedReply)
+		return c, fmt.Errorf("%w: candidates[0].content.parts must be an array", rewrite.ErrMalformedReply)
 	}
-	c.elems = BlocksElems(c.partsArr)
+	c.elems = rewrite.BlocksElems(c.partsArr)
 	c.firstCall = len(s.calls)
 	for i, p := range c.elems {
 		if !p.IsObject() {
-			return c, fmt.Errorf("%w: candidates[0].content.parts[%d] must be an object", ErrMalformedReply, i)
+			return c, fmt.Errorf("%w: candidates[0].content.parts[%d] must be an object", rewrite.ErrMalformedReply, i)
 		}
 		raw := []byte(p.Raw)
 		s.parts = append(s.parts, raw)
@@ -330,7 +331,7 @@ func (s *geminiSplicer) readMetadata(root, cand gjson.Result) (terminal bool) {
 // agent: its text parts pass, its calls are held back, and its terminal
 // chunk is held (or, with text beside calls, sent without the calls) until
 // the engine decides the turn.
-func (s *geminiSplicer) passChunk(ev Event, c *geminiChunkParts, terminal bool) ([]byte, error) {
+func (s *geminiSplicer) passChunk(ev rewrite.Event, c *geminiChunkParts, terminal bool) ([]byte, error) {
 	elems, text, ncall := c.elems, c.text, c.ncall
 	if !terminal {
 		switch {
@@ -395,7 +396,7 @@ func (s *geminiSplicer) withFirstID(data []byte) []byte {
 func (s *geminiSplicer) edit(data []byte, elems []gjson.Result, keep []int, strip bool) ([]byte, error) {
 	out := data
 	if len(keep) != len(elems) {
-		out = BlocksReorder(data, elems, keep)
+		out = rewrite.BlocksReorder(data, elems, keep)
 	}
 	return s.finishEdit(out, strip)
 }
@@ -407,21 +408,21 @@ func (s *geminiSplicer) finishEdit(out []byte, strip bool) ([]byte, error) {
 	if strip {
 		root, ok := jsonkit.RootObject(jsonkit.UnsafeString(out))
 		if !ok {
-			return nil, ErrNotObject
+			return nil, rewrite.ErrNotObject
 		}
 		cand := root.Get("candidates.0")
 		if _, key := either(cand, "finishReason", "finish_reason"); cand.Get(key).Exists() {
 			out = removeMember(out, cand, key)
 		}
 		if root, ok = jsonkit.RootObject(jsonkit.UnsafeString(out)); !ok {
-			return nil, ErrNotObject
+			return nil, rewrite.ErrNotObject
 		}
 		if root.Get("usageMetadata").Exists() {
 			out = removeMember(out, root, "usageMetadata")
 		}
 	}
 	if !gjson.ValidBytes(out) {
-		return nil, fmt.Errorf("%w: cannot edit chunk", ErrMalformedReply)
+		return nil, fmt.Errorf("%w: cannot edit chunk", rewrite.ErrMalformedReply)
 	}
 	return s.withFirstID(out), nil
 }
@@ -460,11 +461,11 @@ func (s *geminiSplicer) sendHeld(dst []byte, keep []int) ([]byte, error) {
 	if len(keep) == 0 {
 		return dst, nil
 	}
-	root, err := ParseReplyRoot(s.termData)
+	root, err := rewrite.ParseReplyRoot(s.termData)
 	if err != nil {
 		return nil, err
 	}
-	elems := BlocksElems(root.Get("candidates.0.content.parts"))
+	elems := rewrite.BlocksElems(root.Get("candidates.0.content.parts"))
 	data, err := s.edit(s.termData, elems, keep, true)
 	if err != nil {
 		return nil, err
@@ -576,7 +577,7 @@ func (s *geminiSplicer) Release(remove, first []int) ([]byte, error) {
 	for i := range idx {
 		idx[i] = i
 	}
-	order, _, err := BlocksCallOrder(len(s.calls), idx, remove, first)
+	order, _, err := rewrite.BlocksCallOrder(len(s.calls), idx, remove, first)
 	if err != nil {
 		return nil, err
 	}
@@ -595,11 +596,11 @@ func (s *geminiSplicer) Release(remove, first []int) ([]byte, error) {
 	}
 	if s.held {
 		s.held = false
-		root, err := ParseReplyRoot(s.termData)
+		root, err := rewrite.ParseReplyRoot(s.termData)
 		if err != nil {
 			return nil, err
 		}
-		elems := BlocksElems(root.Get("candidates.0.content.parts"))
+		elems := rewrite.BlocksElems(root.Get("candidates.0.content.parts"))
 		for _, i := range s.termText {
 			parts = append(parts, []byte(elems[i].Raw))
 		}
@@ -698,16 +699,16 @@ func mergeGeminiUsage(acc, u []byte) []byte {
 		return u
 	}
 	u1, u2 := gjson.ParseBytes(acc), gjson.ParseBytes(u)
-	cands := BlocksCount(u1, "candidatesTokenCount") + BlocksCount(u2, "candidatesTokenCount")
-	thoughts := BlocksCount(u1, "thoughtsTokenCount") + BlocksCount(u2, "thoughtsTokenCount")
-	total := BlocksCount(u2, "promptTokenCount") + BlocksCount(u2, "toolUsePromptTokenCount") + cands + thoughts
+	cands := rewrite.BlocksCount(u1, "candidatesTokenCount") + rewrite.BlocksCount(u2, "candidatesTokenCount")
+	thoughts := rewrite.BlocksCount(u1, "thoughtsTokenCount") + rewrite.BlocksCount(u2, "thoughtsTokenCount")
+	total := rewrite.BlocksCount(u2, "promptTokenCount") + rewrite.BlocksCount(u2, "toolUsePromptTokenCount") + cands + thoughts
 	keys := []string{"candidatesTokenCount"}
 	vals := []int64{cands}
 	if u1.Get("thoughtsTokenCount").Exists() || u2.Get("thoughtsTokenCount").Exists() {
 		keys, vals = append(keys, "thoughtsTokenCount"), append(vals, thoughts)
 	}
 	keys, vals = append(keys, "totalTokenCount"), append(vals, total)
-	return BlocksSetCounts(bytes.Clone(u), keys, vals)
+	return rewrite.BlocksSetCounts(bytes.Clone(u), keys, vals)
 }
 
 // Truncation recovery.
@@ -737,7 +738,7 @@ func mergeGeminiUsage(acc, u []byte) []byte {
 //
 // Reply still returns the continuation's own parts, byte for byte.
 
-var _ ContinueSplicer = (*geminiSplicer)(nil)
+var _ rewrite.ContinueSplicer = (*geminiSplicer)(nil)
 
 // Continue starts a continuation stream (see above).
 func (s *geminiSplicer) Continue() {
@@ -747,7 +748,7 @@ func (s *geminiSplicer) Continue() {
 	s.Next()
 	s.cont = true
 	if s.open && len(s.tail) > 0 {
-		s.seam = NewSeamFilter(string(s.tail))
+		s.seam = rewrite.NewSeamFilter(string(s.tail))
 	}
 }
 
@@ -759,8 +760,8 @@ func (s *geminiSplicer) see(p gjson.Result) {
 	}
 	s.open = true
 	s.tail = append(s.tail, p.Get("text").Str...)
-	if len(s.tail) > 2*SeamWindow {
-		s.tail = s.tail[:copy(s.tail, s.tail[len(s.tail)-SeamWindow:])]
+	if len(s.tail) > 2*rewrite.SeamWindow {
+		s.tail = s.tail[:copy(s.tail, s.tail[len(s.tail)-rewrite.SeamWindow:])]
 	}
 }
 
@@ -859,7 +860,7 @@ func (s *geminiSplicer) contParts(elems []gjson.Result, terminal bool) (out, cal
 
 // contChunk handles a chunk of a continuation stream (see above); its parts
 // are already recorded.
-func (s *geminiSplicer) contChunk(ev Event, arr gjson.Result, elems []gjson.Result, ncall int, terminal bool) ([]byte, error) {
+func (s *geminiSplicer) contChunk(ev rewrite.Event, arr gjson.Result, elems []gjson.Result, ncall int, terminal bool) ([]byte, error) {
 	out, calls, same := s.contParts(elems, terminal)
 	if !terminal {
 		switch {

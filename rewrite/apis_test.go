@@ -1,0 +1,11 @@
+package rewrite_test
+
+import (
+	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/apis"
+	"github.com/shepherd-proxy/shepherd/rewrite/gemini"
+)
+
+// init hands the API packages' descriptors to package rewrite's own tests
+// (see export_test.go).
+func init() { rewrite.SetTestAPIs(apis.All(), gemini.Descriptor) }
