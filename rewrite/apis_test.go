@@ -4,8 +4,12 @@ import (
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/apis"
 	"github.com/shepherd-proxy/shepherd/rewrite/gemini"
+	"github.com/shepherd-proxy/shepherd/rewrite/openaichat"
+	"github.com/shepherd-proxy/shepherd/rewrite/responses"
 )
 
 // init hands the API packages' descriptors to package rewrite's own tests
 // (see export_test.go).
-func init() { rewrite.SetTestAPIs(apis.All(), gemini.Descriptor) }
+func init() {
+	rewrite.SetTestAPIs(apis.All(), responses.Descriptor, openaichat.Descriptor, gemini.Descriptor)
+}

@@ -8,6 +8,10 @@ var (
 	allAPIs []*Descriptor
 	// Gemini is the descriptor of package rewrite/gemini.
 	Gemini *Descriptor
+	// OpenAIChat is the descriptor of package rewrite/openaichat.
+	OpenAIChat *Descriptor
+	// OpenAIResponses is the descriptor of package rewrite/responses.
+	OpenAIResponses *Descriptor
 	// movedRounds are the longConversation rounds of the APIs whose codecs
 	// live in packages of their own.
 	movedRounds = map[*Descriptor]func(i int, id string) []string{}
@@ -15,7 +19,11 @@ var (
 
 // SetTestAPIs sets the descriptors this package's tests run on: all, the
 // table of rewrite/apis, and the APIs those tests name.
-func SetTestAPIs(all []*Descriptor, gemini *Descriptor) {
+func SetTestAPIs(all []*Descriptor, responses *Descriptor, openaichat *Descriptor, gemini *Descriptor) {
+	OpenAIChat = openaichat
+	movedRounds[openaichat] = chatRound
+	OpenAIResponses = responses
+	movedRounds[responses] = responsesRound
 	allAPIs, Gemini = all, gemini
 	movedRounds[gemini] = geminiRound
 }

@@ -173,8 +173,8 @@ type ViewResolver struct {
 	Parse  func(gjson.Result, *ToolNames) (conv.Message, error)
 	names  ToolNames // the calls seen so far, when the cache is off
 	calls  []namedCall
-	byID   ToolNames // the calls seen so far, once there are many
-	arena  []conv.Block
+	byID   ToolNames    // the calls seen so far, once there are many
+	Arena  []conv.Block // where messages' blocks are copied; nil: allocated 64 at a time
 }
 
 type namedCall struct{ id, name string }
@@ -212,19 +212,19 @@ func (r *ViewResolver) CallName(id string) string {
 	return ""
 }
 
-// blocks copies src into the resolver's arena (one allocation for many
+// blocks copies src into the resolver's Arena (one allocation for many
 // messages); the copy's capacity is its length, so appending to it (a
 // Responses merge) reallocates instead of overwriting its neighbour.
 func (r *ViewResolver) blocks(src []conv.Block) []conv.Block {
 	if len(src) == 0 {
 		return nil
 	}
-	if len(src) > cap(r.arena)-len(r.arena) {
-		r.arena = make([]conv.Block, 0, max(64, 2*len(src)))
+	if len(src) > cap(r.Arena)-len(r.Arena) {
+		r.Arena = make([]conv.Block, 0, max(64, 2*len(src)))
 	}
-	n := len(r.arena)
-	r.arena = append(r.arena, src...)
-	return r.arena[n:len(r.arena):len(r.arena)]
+	n := len(r.Arena)
+	r.Arena = append(r.Arena, src...)
+	return r.Arena[n:len(r.Arena):len(r.Arena)]
 }
 
 // entryOverhead approximates what an entry costs beyond its element's bytes.

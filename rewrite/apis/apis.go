@@ -10,14 +10,16 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/gemini"
+	"github.com/shepherd-proxy/shepherd/rewrite/openaichat"
+	"github.com/shepherd-proxy/shepherd/rewrite/responses"
 )
 
 // all lists the APIs in a fixed order (route classification tries their
 // routes in this order).
 var all = []*rewrite.Descriptor{
 	rewrite.Anthropic,
-	rewrite.OpenAIChat,
-	rewrite.OpenAIResponses,
+	openaichat.Descriptor,
+	responses.Descriptor,
 	gemini.Descriptor,
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 )
@@ -370,4 +371,126 @@ func ExpectCalls(calls []conv.ToolCall, remove, first []int) []string {
 var Results = []conv.ToolResult{
 	{CallID: "s1", Name: "create_new_topic", Content: "ok"},
 	{CallID: "s2", Name: "rm", Content: "blocked", IsError: true},
+}
+
+// CheckTurn runs a TurnCodec edit of in and checks the contract every one
+// shares: the input is not modified, the output is valid JSON, the edit is
+// deterministic, and the output does not alias the input. It returns the
+// output, or the error (with a nil output).
+func CheckTurn(t *testing.T, in []byte, edit func([]byte) ([]byte, error)) ([]byte, error) {
+	t.Helper()
+	orig := append([]byte(nil), in...)
+	out, err := edit(in)
+	require.Equal(t, orig, in, "the input must not be modified")
+	if err != nil {
+		return nil, err
+	}
+	require.True(t, gjson.ValidBytes(out), "invalid JSON:\n%s", out)
+	again, err := edit(append([]byte(nil), orig...))
+	require.NoError(t, err)
+	require.Equal(t, out, again, "edits must be deterministic")
+	if len(out) > 0 && len(in) > 0 && &out[0] == &in[0] {
+		// A no-op edit may return its input itself, as ApplyEdits does.
+		require.Equal(t, len(in), len(out))
+		return out, nil
+	}
+	keep := append([]byte(nil), out...)
+	for i := range in {
+		in[i] = 'X'
+	}
+	require.Equal(t, keep, out, "the output must not alias the input")
+	copy(in, orig)
+	return out, nil
+}
+
+// CheckItemsOut checks items the same way: not aliasing the input.
+func CheckItemsOut(t *testing.T, in []byte, convert func([]byte) ([][]byte, error)) ([][]byte, error) {
+	t.Helper()
+	orig := append([]byte(nil), in...)
+	items, err := convert(in)
+	require.Equal(t, orig, in, "the input must not be modified")
+	if err != nil {
+		return nil, err
+	}
+	keep := make([][]byte, len(items))
+	for i, it := range items {
+		require.True(t, gjson.ValidBytes(it), "invalid JSON item:\n%s", it)
+		keep[i] = append([]byte(nil), it...)
+	}
+	for i := range in {
+		in[i] = 'X'
+	}
+	require.Equal(t, keep, items, "items must not alias the input")
+	copy(in, orig)
+	return items, nil
+}
+
+// SeedOpenAITurn seeds a turn fuzzer with the API's fixtures and extra bodies.
+func SeedOpenAITurn(f *testing.F, api *rewrite.Descriptor, extra ...string) {
+	dir := filepath.Join(testdataDir, api.Name)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			f.Fatal(err)
+		}
+		for pos := range 6 {
+			f.Add(b, pos, "t\"\n")
+		}
+	}
+	for _, s := range extra {
+		for pos := range 6 {
+			f.Add([]byte(s), pos, "x")
+		}
+	}
+}
+
+// FuzzOpenAITurn exercises every body and reply edit of c on body.
+func FuzzOpenAITurn(t *testing.T, c rewrite.TurnCodec, body []byte, pos int, text string) {
+	valid := false
+	if _, err := c.(rewrite.Codec).ParseRequest(body); err == nil {
+		valid = true
+	}
+	item := []byte(`{"role":"user","content":` + string(jsonkit.Quote(text)) + `}`)
+	res := []conv.ToolResult{{CallID: "id" + text, Content: text, IsError: true}}
+	check := func(out []byte, err error, what string) {
+		if err == nil && valid {
+			require.True(t, gjson.ValidBytes(out), "%s: invalid JSON:\n%s", what, out)
+			_, err := c.(rewrite.Codec).ParseRequest(out)
+			require.NoError(t, err, "%s: edited body must parse:\n%s", what, out)
+		}
+	}
+	orig := append([]byte(nil), body...)
+	out, err := c.ReplaceMessages(body, pos, [][]byte{item, item})
+	check(out, err, "replace")
+	out, err = c.ReplaceMessages(body, pos, nil)
+	check(out, err, "remove")
+	out, err = c.PrependToolResults(body, pos, res)
+	check(out, err, "prepend")
+	out, err = c.AppendUserTextAt(body, pos, []string{text, "second"})
+	check(out, err, "user text")
+	out, err = c.AppendMessages(body, [][]byte{item})
+	check(out, err, "append")
+	require.Equal(t, orig, body)
+
+	replyValid := gjson.ValidBytes(body)
+	for _, e := range [][2][]int{{{pos}, nil}, {nil, {pos}}, {{0, 1, 2, 3}, nil}, {{pos & 1}, {1 - pos&1}}} {
+		out, err := c.EditReply(body, e[0], e[1])
+		if err == nil && replyValid {
+			require.True(t, gjson.ValidBytes(out), "edit reply %v: invalid JSON:\n%s", e, out)
+		}
+	}
+	out, err = c.MergeReplies(body, body)
+	if err == nil && replyValid {
+		require.True(t, gjson.ValidBytes(out), "merge: invalid JSON:\n%s", out)
+	}
+	if items, err := c.ReplyAsMessages(body); err == nil {
+		for _, it := range items {
+			require.True(t, gjson.ValidBytes(it), "reply item: invalid JSON:\n%s", it)
+		}
+	}
+	require.Equal(t, orig, body)
 }

@@ -1,19 +1,21 @@
-package rewrite
+package openaichat
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
 )
 
 func TestChatParseRequest(t *testing.T) {
-	req, err := codecFor(OpenAIChat).ParseRequest(fixture(t, OpenAIChat, "request.json"))
+	req, err := apitest.CodecFor(Descriptor).ParseRequest(apitest.Fixture(t, Descriptor, "request.json"))
 	require.NoError(t, err)
 	require.Len(t, req.Fingerprint, 32)
 	req.Fingerprint = ""
-	req.Messages = stripDigests(t, req.Messages)
+	req.Messages = apitest.StripDigests(t, req.Messages)
 	require.Equal(t, &conv.Request{
 		Model: "gpt-4.1", Stream: true, MaxOutputTokens: 1024, HasMaxOutputTokens: true,
 		System:         "You are terse.\n\nPrefer Go.",
@@ -34,7 +36,7 @@ func TestChatParseRequest(t *testing.T) {
 }
 
 func TestChatParseRequestDetails(t *testing.T) {
-	c := codecFor(OpenAIChat)
+	c := apitest.CodecFor(Descriptor)
 	req, err := c.ParseRequest([]byte(`{"max_tokens":77,"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}}]},
 	  {"role":"system","content":"late system"},{"role":"assistant","content":"ok","function_call":{"name":"f","arguments":"{}"}},
 	  {"role":"tool","tool_call_id":"c1","name":"f","content":[{"type":"text","text":"r1"},{"type":"text","text":"r2"}]}]}`))
@@ -62,8 +64,8 @@ func TestChatMalformed(t *testing.T) {
 		{`{"messages":[{"role":"tool","tool_call_id":3,"content":"x"}]}`, "messages[0].tool_call_id must be a string"},
 	}
 	for _, tt := range tests {
-		_, err := codecFor(OpenAIChat).ParseRequest([]byte(tt.body))
-		require.ErrorIs(t, err, ErrMalformed, tt.body)
+		_, err := apitest.CodecFor(Descriptor).ParseRequest([]byte(tt.body))
+		require.ErrorIs(t, err, rewrite.ErrMalformed, tt.body)
 		require.EqualError(t, err, "rewrite: malformed request body: "+tt.field)
 	}
 }
@@ -118,14 +120,14 @@ func TestChatApplyEdits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out := checkEdit(t, codecFor(OpenAIChat), []byte(tt.body), tt.edits)
+			out := apitest.CheckEdit(t, apitest.CodecFor(Descriptor), []byte(tt.body), tt.edits)
 			require.Equal(t, tt.want, string(out))
 		})
 	}
 }
 
 func TestChatParseReply(t *testing.T) {
-	r, err := codecFor(OpenAIChat).ParseReply(fixture(t, OpenAIChat, "reply.json"))
+	r, err := apitest.CodecFor(Descriptor).ParseReply(apitest.Fixture(t, Descriptor, "reply.json"))
 	require.NoError(t, err)
 	require.Equal(t, &conv.Reply{
 		Model: "gpt-4.1-2025-04-14", Text: "Reading it.",
@@ -139,7 +141,7 @@ func TestChatParseReply(t *testing.T) {
 		"stop": conv.StopEnd, "length": conv.StopMaxTokens, "tool_calls": conv.StopToolUse,
 		"content_filter": conv.StopRefusal, "function_call": conv.StopToolUse, "weird": conv.StopOther,
 	} {
-		r, err := codecFor(OpenAIChat).ParseReply([]byte(`{"choices":[{"index":0,"message":{"content":null},"finish_reason":"` + raw + `"}]}`))
+		r, err := apitest.CodecFor(Descriptor).ParseReply([]byte(`{"choices":[{"index":0,"message":{"content":null},"finish_reason":"` + raw + `"}]}`))
 		require.NoError(t, err)
 		require.Equal(t, want, r.Stop)
 		require.Equal(t, raw, r.RawStop)
@@ -147,43 +149,43 @@ func TestChatParseReply(t *testing.T) {
 }
 
 func TestChatStream(t *testing.T) {
-	c := codecFor(OpenAIChat)
-	evs, reply := decodeSSE(t, c, fixture(t, OpenAIChat, "stream.sse"))
-	require.Equal(t, []EventKind{
-		StreamStart, BlockDelta,
-		BlockDelta,
-		BlockStart,
-		BlockDelta,
-		BlockDelta, BlockStart,
-		BlockDelta,
-		BlockStop, BlockStop, Finish,
-		Usage,
-		Done,
-	}, kinds(evs))
+	c := apitest.CodecFor(Descriptor)
+	evs, reply := apitest.DecodeSSE(t, c, apitest.Fixture(t, Descriptor, "stream.sse"))
+	require.Equal(t, []rewrite.EventKind{
+		rewrite.StreamStart, rewrite.BlockDelta,
+		rewrite.BlockDelta,
+		rewrite.BlockStart,
+		rewrite.BlockDelta,
+		rewrite.BlockDelta, rewrite.BlockStart,
+		rewrite.BlockDelta,
+		rewrite.BlockStop, rewrite.BlockStop, rewrite.Finish,
+		rewrite.Usage,
+		rewrite.Done,
+	}, apitest.Kinds(evs))
 	require.Equal(t, "gpt-4.1-2025-04-14", evs[0].Model)
-	require.Equal(t, StreamEvent{Kind: BlockStart, Seq: -1, Index: 1, BlockKind: conv.BlockToolCall,
+	require.Equal(t, rewrite.StreamEvent{Kind: rewrite.BlockStart, Seq: -1, Index: 1, BlockKind: conv.BlockToolCall,
 		ToolCallID: "call_b", ToolName: "read_file", ArgsDelta: `{"path":`}, evs[6])
-	require.Equal(t, StreamEvent{Kind: Finish, Seq: -1, Stop: conv.StopToolUse, RawStop: "tool_calls"}, evs[10])
+	require.Equal(t, rewrite.StreamEvent{Kind: rewrite.Finish, Seq: -1, Stop: conv.StopToolUse, RawStop: "tool_calls"}, evs[10])
 
-	want, err := c.ParseReply(fixture(t, OpenAIChat, "reply.json"))
+	want, err := c.ParseReply(apitest.Fixture(t, Descriptor, "reply.json"))
 	require.NoError(t, err)
 	require.Equal(t, want, reply)
 }
 
 func TestChatStreamVariants(t *testing.T) {
-	d := codecFor(OpenAIChat).NewStreamDecoder()
-	decode := func(data string) []StreamEvent {
-		evs, err := d.Decode(Event{Data: []byte(data), hasData: true})
+	d := apitest.CodecFor(Descriptor).NewStreamDecoder()
+	decode := func(data string) []rewrite.StreamEvent {
+		evs, err := d.Decode(rewrite.Event{Data: []byte(data)})
 		require.NoError(t, err)
-		return append([]StreamEvent(nil), evs...)
+		return append([]rewrite.StreamEvent(nil), evs...)
 	}
-	require.Equal(t, []EventKind{StreamStart, BlockDelta}, kinds(decode(`{"model":"m","choices":[{"index":0,"delta":{"reasoning_content":"hmm"}}]}`)))
+	require.Equal(t, []rewrite.EventKind{rewrite.StreamStart, rewrite.BlockDelta}, apitest.Kinds(decode(`{"model":"m","choices":[{"index":0,"delta":{"reasoning_content":"hmm"}}]}`)))
 	// Usage on the finish chunk, and a usage chunk with choices null.
 	evs := decode(`{"choices":[{"index":0,"delta":{},"finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":4}}`)
-	require.Equal(t, []StreamEvent{{Kind: Finish, Seq: -1, Stop: conv.StopMaxTokens, RawStop: "length", Usage: &conv.Usage{InputTokens: 3, OutputTokens: 4}}}, evs)
-	require.Equal(t, []EventKind{Usage}, kinds(decode(`{"choices":null,"usage":{"prompt_tokens":3}}`)))
-	require.Equal(t, []EventKind{Usage}, kinds(decode(`{"usage":{"prompt_tokens":3}}`)))
-	require.Equal(t, []EventKind{Other}, kinds(decode(`{"choices":[],"usage":null}`)))
-	require.Equal(t, []StreamEvent{{Kind: Error, Seq: -1, ErrorMessage: "boom"}}, decode(`{"error":{"message":"boom","type":"server_error"}}`))
-	require.Equal(t, []EventKind{Done}, kinds(decode(` [DONE] `)))
+	require.Equal(t, []rewrite.StreamEvent{{Kind: rewrite.Finish, Seq: -1, Stop: conv.StopMaxTokens, RawStop: "length", Usage: &conv.Usage{InputTokens: 3, OutputTokens: 4}}}, evs)
+	require.Equal(t, []rewrite.EventKind{rewrite.Usage}, apitest.Kinds(decode(`{"choices":null,"usage":{"prompt_tokens":3}}`)))
+	require.Equal(t, []rewrite.EventKind{rewrite.Usage}, apitest.Kinds(decode(`{"usage":{"prompt_tokens":3}}`)))
+	require.Equal(t, []rewrite.EventKind{rewrite.Other}, apitest.Kinds(decode(`{"choices":[],"usage":null}`)))
+	require.Equal(t, []rewrite.StreamEvent{{Kind: rewrite.Error, Seq: -1, ErrorMessage: "boom"}}, decode(`{"error":{"message":"boom","type":"server_error"}}`))
+	require.Equal(t, []rewrite.EventKind{rewrite.Done}, apitest.Kinds(decode(` [DONE] `)))
 }

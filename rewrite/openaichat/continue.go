@@ -1,4 +1,4 @@
-package rewrite
+package openaichat
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
@@ -16,7 +17,7 @@ import (
 // the message also carries. Reasoning (reasoning_content, reasoning) is the
 // thinking here; refusal and tool calls are the other blocks.
 
-var _ ContinueCodec = chatCodec{}
+var _ rewrite.ContinueCodec = chatCodec{}
 
 // ContinuationMessages returns ReplyAsMessages' assistant message without
 // tool_calls and the deprecated function_call; content, refusal and
@@ -36,7 +37,7 @@ func (c chatCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte, b
 	item := items[0]
 	for _, key := range [...]string{"tool_calls", "function_call"} {
 		root, _ := jsonkit.RootObject(jsonkit.UnsafeString(item))
-		item = OpenAIDeleteMember(item, root, key)
+		item = rewrite.OpenAIDeleteMember(item, root, key)
 	}
 	if prefill {
 		item = chatTrimLastText(item)
@@ -60,7 +61,7 @@ func chatTrimLastText(msg []byte) []byte {
 			}
 			return msg
 		}
-		elems := OpenAIElems(content)
+		elems := rewrite.OpenAIElems(content)
 		i := len(elems) - 1
 		for i >= 0 && !chatIsTextPart(elems[i]) {
 			i--
@@ -76,7 +77,7 @@ func chatTrimLastText(msg []byte) []byte {
 			}
 			return msg
 		}
-		msg = OpenAISpliceElems(msg, content, elems, i, i+1, nil)
+		msg = rewrite.OpenAISpliceElems(msg, content, elems, i, i+1, nil)
 	}
 }
 
@@ -177,7 +178,7 @@ func (chatCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 		out = jsonkit.SetMember(out, msg, "content", content)
 	}
 	_, _, msg = cur()
-	refusal, err := OpenAIMergeText(msg.Get("refusal"), nmsg.Get("refusal"), "refusal")
+	refusal, err := rewrite.OpenAIMergeText(msg.Get("refusal"), nmsg.Get("refusal"), "refusal")
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +200,7 @@ func (chatCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 		out = jsonkit.SetMember(out, choice, "finish_reason", []byte(fr.Raw))
 	}
 	root, _, _ := cur()
-	if u := OpenAIMergeUsage(root.Get("usage"), nroot.Get("usage"), chatUsageKeys); u != nil {
+	if u := rewrite.OpenAIMergeUsage(root.Get("usage"), nroot.Get("usage"), chatUsageKeys); u != nil {
 		out = jsonkit.SetMember(out, root, "usage", u)
 	}
 	return out, nil
@@ -221,11 +222,11 @@ func chatContinueText(a, b gjson.Result) ([]byte, error) {
 	case a.Type == gjson.String:
 		last = a
 	case a.IsArray():
-		if elems := OpenAIElems(a); len(elems) > 0 && chatIsTextPart(elems[len(elems)-1]) {
+		if elems := rewrite.OpenAIElems(a); len(elems) > 0 && chatIsTextPart(elems[len(elems)-1]) {
 			last = elems[len(elems)-1].Get("text")
 		}
 	default:
-		return nil, fmt.Errorf("%w: message content is neither a string nor an array", ErrMalformedReply)
+		return nil, fmt.Errorf("%w: message content is neither a string nor an array", rewrite.ErrMalformedReply)
 	}
 	var first gjson.Result
 	rest := b
@@ -233,26 +234,26 @@ func chatContinueText(a, b gjson.Result) ([]byte, error) {
 	case b.Type == gjson.String:
 		first, rest = b, gjson.Result{}
 	case b.IsArray():
-		if elems := OpenAIElems(b); len(elems) > 0 && chatIsTextPart(elems[0]) {
+		if elems := rewrite.OpenAIElems(b); len(elems) > 0 && chatIsTextPart(elems[0]) {
 			first = elems[0].Get("text")
 			rb := []byte(b.Raw)
 			if len(elems) == 1 {
 				rest = gjson.Result{}
 			} else {
 				// b without its first element, parsed on its own.
-				rb = OpenAISpliceElems(rb, gjson.Result{Type: b.Type, Raw: b.Raw}, chatRebase(elems, b.Index), 0, 1, nil)
+				rb = rewrite.OpenAISpliceElems(rb, gjson.Result{Type: b.Type, Raw: b.Raw}, chatRebase(elems, b.Index), 0, 1, nil)
 				rest = gjson.ParseBytes(rb)
 			}
 		}
 	default:
-		return nil, fmt.Errorf("%w: message content is neither a string nor an array", ErrMalformedReply)
+		return nil, fmt.Errorf("%w: message content is neither a string nor an array", rewrite.ErrMalformedReply)
 	}
 	if !last.Exists() || !first.Exists() {
-		return OpenAIMergeText(a, b, "text")
+		return rewrite.OpenAIMergeText(a, b, "text")
 	}
 	// a with the trimmed text appended inside its last literal.
 	ab := []byte(a.Raw)
-	seam := TrimSeam(last.Str, first.Str)
+	seam := rewrite.TrimSeam(last.Str, first.Str)
 	pos := jsonkit.ValueEnd(last) - a.Index - 1 // last's closing quote, in ab
 	var add []byte
 	if seam == first.Str {
@@ -265,7 +266,7 @@ func chatContinueText(a, b gjson.Result) ([]byte, error) {
 	if jsonkit.IsNull(rest) {
 		return ab, nil
 	}
-	return OpenAIMergeText(gjson.ParseBytes(ab), rest, "text")
+	return rewrite.OpenAIMergeText(gjson.ParseBytes(ab), rest, "text")
 }
 
 // chatRebase returns elems with Index made relative to an array at base.

@@ -1,8 +1,7 @@
-package rewrite
+package responses
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -10,7 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
 )
 
 func TestResponsesRanges(t *testing.T) {
@@ -37,7 +38,7 @@ func TestResponsesRanges(t *testing.T) {
 		in, err := readResponsesInput(body)
 		require.NoError(t, err)
 		require.Equal(t, tt.want, in.ranges, tt.input)
-		req, err := codecFor(OpenAIResponses).ParseRequest(body)
+		req, err := apitest.CodecFor(Descriptor).ParseRequest(body)
 		require.NoError(t, err)
 		require.Len(t, req.Messages, len(tt.want), "ranges must match the view")
 	}
@@ -49,34 +50,34 @@ func TestResponsesRanges(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 0, in.views())
 	_, err = readResponsesInput([]byte(`{"input":[1]}`))
-	require.ErrorIs(t, err, ErrMalformed)
+	require.ErrorIs(t, err, rewrite.ErrMalformed)
 	_, err = readResponsesInput([]byte(`{"input":{}}`))
-	require.ErrorIs(t, err, ErrMalformed)
+	require.ErrorIs(t, err, rewrite.ErrMalformed)
 }
 
 func TestResponsesReplyAsMessages(t *testing.T) {
-	c := codecFor(OpenAIResponses)
-	items, err := oaCheckItemsOut(t, fixture(t, OpenAIResponses, "reply.json"), c.ReplyAsMessages)
+	c := apitest.CodecFor(Descriptor)
+	items, err := apitest.CheckItemsOut(t, apitest.Fixture(t, Descriptor, "reply.json"), c.ReplyAsMessages)
 	require.NoError(t, err)
 	require.Equal(t, []string{
 		`{"type":"reasoning","id":"rs_2","summary":[{"type":"summary_text","text":"Look at it."}]}`,
 		`{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Reading it.","annotations":[]}]}`,
 		`{"type":"function_call","id":"fc_1","call_id":"call_9","name":"read_file","arguments":"{\"path\":\"main.go\"}","status":"completed"}`,
-	}, oaStrs(items))
+	}, apitest.Strings(items))
 	items, err = c.ReplyAsMessages([]byte(`{"output":[ {"type":"reasoning","encrypted_content":"gAAA"} ]}`))
 	require.NoError(t, err)
-	require.Equal(t, []string{`{"type":"reasoning","encrypted_content":"gAAA"}`}, oaStrs(items))
+	require.Equal(t, []string{`{"type":"reasoning","encrypted_content":"gAAA"}`}, apitest.Strings(items))
 	items, err = c.ReplyAsMessages([]byte(`{"status":"failed","output":[]}`))
 	require.NoError(t, err)
 	require.Empty(t, items)
 	for _, bad := range []string{`x`, `[]`, `{}`, `{"output":{}}`, `{"output":[1]}`} {
 		_, err := c.ReplyAsMessages([]byte(bad))
-		require.ErrorIs(t, err, ErrMalformedReply, bad)
+		require.ErrorIs(t, err, rewrite.ErrMalformedReply, bad)
 	}
 }
 
 func TestResponsesToolResultMessages(t *testing.T) {
-	c := codecFor(OpenAIResponses)
+	c := apitest.CodecFor(Descriptor)
 	items, err := c.ToolResultMessages([]conv.ToolResult{
 		{CallID: "call_1", Content: "ok"},
 		{CallID: "call_2", Content: "Refused: \"bash\" is outside intent <fix-bug>\n", IsError: true},
@@ -85,7 +86,7 @@ func TestResponsesToolResultMessages(t *testing.T) {
 	require.Equal(t, []string{
 		`{"type":"function_call_output","call_id":"call_1","output":"ok"}`,
 		`{"type":"function_call_output","call_id":"call_2","output":"Refused: \"bash\" is outside intent <fix-bug>\n"}`,
-	}, oaStrs(items))
+	}, apitest.Strings(items))
 	_, err = c.ToolResultMessages([]conv.ToolResult{{Content: "x"}})
 	require.Error(t, err)
 
@@ -101,7 +102,7 @@ func TestResponsesToolResultMessages(t *testing.T) {
 		`{"type":"custom_tool_call_output","call_id":"call_p","output":"Refused: \"apply_patch\" is outside intent <fix-bug>\n"}`,
 		`{"type":"function_call_output","call_id":"call_s","output":"ok"}`,
 		`{"type":"custom_tool_call_output","call_id":"call_q","output":"noted"}`,
-	}, oaStrs(items))
+	}, apitest.Strings(items))
 	var sdk responses.ResponseInputItemUnion
 	require.NoError(t, json.Unmarshal(items[0], &sdk))
 	require.Equal(t, "custom_tool_call_output", sdk.Type)
@@ -152,7 +153,7 @@ func respConvWith(s, e int, ins string) string {
 }
 
 func TestResponsesPositionalEdits(t *testing.T) {
-	c := codecFor(OpenAIResponses)
+	c := apitest.CodecFor(Descriptor)
 	require.Equal(t, respConv, respConvWith(0, 0, ""))
 	res := []conv.ToolResult{{CallID: "x", Content: "r\"x"}, {CallID: "y", Content: "refused", IsError: true}}
 	const resItems = `{"type":"function_call_output","call_id":"x","output":"r\"x"},{"type":"function_call_output","call_id":"y","output":"refused"}`
@@ -225,17 +226,17 @@ func TestResponsesPositionalEdits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := oaCheckTurn(t, []byte(tt.body), tt.edit)
+			out, err := apitest.CheckTurn(t, []byte(tt.body), tt.edit)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, string(out))
-			_, err = c.(Codec).ParseRequest(out)
+			_, err = c.(rewrite.Codec).ParseRequest(out)
 			require.NoError(t, err)
 		})
 	}
 }
 
 func TestResponsesPositionalErrors(t *testing.T) {
-	c := codecFor(OpenAIResponses)
+	c := apitest.CodecFor(Descriptor)
 	body := []byte(respConv)
 	item := [][]byte{[]byte(`{"role":"user","content":"x"}`)}
 	for name, f := range map[string]func() ([]byte, error){
@@ -275,7 +276,7 @@ const respReplyCalls = `{"id":"resp_1","status":"completed","output":[
  ],"usage":{"input_tokens":10,"output_tokens":5,"total_tokens":15}}`
 
 func TestResponsesEditReply(t *testing.T) {
-	c := codecFor(OpenAIResponses)
+	c := apitest.CodecFor(Descriptor)
 	const (
 		rs  = `{"type":"reasoning","id":"rs_1","summary":[]}`
 		m1  = `{"type":"message","role":"assistant","content":[{"type":"output_text","text":"On it."}]}`
@@ -311,10 +312,10 @@ func TestResponsesEditReply(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := oaCheckTurn(t, []byte(respReplyCalls), func(b []byte) ([]byte, error) { return c.EditReply(b, tt.remove, tt.first) })
+			out, err := apitest.CheckTurn(t, []byte(respReplyCalls), func(b []byte) ([]byte, error) { return c.EditReply(b, tt.remove, tt.first) })
 			require.NoError(t, err)
 			require.Equal(t, tt.want, string(out))
-			r, err := c.(Codec).ParseReply(out)
+			r, err := c.(rewrite.Codec).ParseReply(out)
 			require.NoError(t, err)
 			var ids []string
 			for i, tc := range r.ToolCalls {
@@ -334,11 +335,11 @@ func TestResponsesEditReply(t *testing.T) {
 		require.Error(t, err)
 	}
 	_, err = c.EditReply([]byte(`[`), []int{0}, nil)
-	require.ErrorIs(t, err, ErrMalformedReply)
+	require.ErrorIs(t, err, rewrite.ErrMalformedReply)
 }
 
 func TestResponsesMergeReplies(t *testing.T) {
-	c := codecFor(OpenAIResponses)
+	c := apitest.CodecFor(Descriptor)
 	tests := []struct {
 		name, first, next, want string
 	}{
@@ -358,7 +359,7 @@ func TestResponsesMergeReplies(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			next := []byte(tt.next)
-			out, err := oaCheckTurn(t, []byte(tt.first), func(b []byte) ([]byte, error) { return c.MergeReplies(b, next) })
+			out, err := apitest.CheckTurn(t, []byte(tt.first), func(b []byte) ([]byte, error) { return c.MergeReplies(b, next) })
 			require.NoError(t, err)
 			require.Equal(t, tt.want, string(out))
 			require.Equal(t, tt.next, string(next))
@@ -366,16 +367,16 @@ func TestResponsesMergeReplies(t *testing.T) {
 	}
 	for _, bad := range [][2]string{{`{`, `{}`}, {`{}`, `1`}, {`{"output":{}}`, `{}`}, {`{}`, `{"output":"x"}`}} {
 		_, err := c.MergeReplies([]byte(bad[0]), []byte(bad[1]))
-		require.ErrorIs(t, err, ErrMalformedReply, bad)
+		require.ErrorIs(t, err, rewrite.ErrMalformedReply, bad)
 	}
 }
 
 // TestResponsesTurnRoundTrip runs the turn engine's sequence on the
 // fixtures, for an array input and a string input.
 func TestResponsesTurnRoundTrip(t *testing.T) {
-	c := codecFor(OpenAIResponses)
-	codec := c.(Codec)
-	reply := fixture(t, OpenAIResponses, "reply.json")
+	c := apitest.CodecFor(Descriptor)
+	codec := c.(rewrite.Codec)
+	reply := apitest.Fixture(t, Descriptor, "reply.json")
 	asMsgs, err := c.ReplyAsMessages(reply)
 	require.NoError(t, err)
 	results, err := c.ToolResultMessages([]conv.ToolResult{{CallID: "call_9", Content: "refused: outside scope", IsError: true}})
@@ -388,15 +389,15 @@ func TestResponsesTurnRoundTrip(t *testing.T) {
 		}},
 		{Role: conv.RoleTool, Blocks: []conv.Block{{Kind: conv.BlockToolResult, ToolCallID: "call_9", ToolName: "read_file", Text: "refused: outside scope"}}},
 	}
-	for _, body := range [][]byte{fixture(t, OpenAIResponses, "request.json"), []byte(`{"model":"m","input":"Show me main.go"}`)} {
+	for _, body := range [][]byte{apitest.Fixture(t, Descriptor, "request.json"), []byte(`{"model":"m","input":"Show me main.go"}`)} {
 		before, err := codec.ParseRequest(body)
 		require.NoError(t, err)
-		before.Messages = stripDigests(t, before.Messages)
-		out, err := oaCheckTurn(t, body, func(b []byte) ([]byte, error) { return c.AppendMessages(b, append(asMsgs, results...)) })
+		before.Messages = apitest.StripDigests(t, before.Messages)
+		out, err := apitest.CheckTurn(t, body, func(b []byte) ([]byte, error) { return c.AppendMessages(b, append(asMsgs, results...)) })
 		require.NoError(t, err)
 		after, err := codec.ParseRequest(out)
 		require.NoError(t, err)
-		after.Messages = stripDigests(t, after.Messages)
+		after.Messages = apitest.StripDigests(t, after.Messages)
 		require.Len(t, after.Messages, len(before.Messages)+2)
 		require.Equal(t, before.Messages, after.Messages[:len(before.Messages)])
 		require.Equal(t, wantTail, after.Messages[len(before.Messages):])
@@ -405,7 +406,7 @@ func TestResponsesTurnRoundTrip(t *testing.T) {
 		}
 	}
 
-	edited, err := oaCheckTurn(t, reply, func(b []byte) ([]byte, error) { return c.EditReply(b, []int{0}, nil) })
+	edited, err := apitest.CheckTurn(t, reply, func(b []byte) ([]byte, error) { return c.EditReply(b, []int{0}, nil) })
 	require.NoError(t, err)
 	r, err := codec.ParseReply(edited)
 	require.NoError(t, err)
@@ -413,7 +414,7 @@ func TestResponsesTurnRoundTrip(t *testing.T) {
 	require.Equal(t, conv.StopEnd, r.Stop)
 	require.Equal(t, "Reading it.", r.Text)
 
-	merged, err := oaCheckTurn(t, reply, func(b []byte) ([]byte, error) { return c.MergeReplies(b, reply) })
+	merged, err := apitest.CheckTurn(t, reply, func(b []byte) ([]byte, error) { return c.MergeReplies(b, reply) })
 	require.NoError(t, err)
 	r, err = codec.ParseReply(merged)
 	require.NoError(t, err)
@@ -427,15 +428,15 @@ func TestResponsesTurnRoundTrip(t *testing.T) {
 // FuzzResponsesTurn is FuzzChatTurn for Responses; it also checks that the
 // view ranges match the view ParseRequest builds.
 func FuzzResponsesTurn(f *testing.F) {
-	oaSeedTurnFuzz(f, OpenAIResponses, respConv, respReplyCalls, `{"input":"hi"}`,
+	apitest.SeedOpenAITurn(f, Descriptor, respConv, respReplyCalls, `{"input":"hi"}`,
 		`{"input":[{"type":"function_call","call_id":"x"},{"type":"function_call_output","call_id":"x","output":"o"}]}`,
 		respCustomConv, respReplyCustom,
 		`{"input":[{"type":"custom_tool_call","call_id":"x","name":"apply_patch","input":"a\n\"b"},{"type":"custom_tool_call_output","call_id":"x","output":"o"}]}`,
 		`{"input":[{"role":"user","content":"q"},{"type":"custom_tool_call","call_id":"x","input":""},{"type":"function_call","call_id":"y"}]}`,
 		`{"status":"completed","output":[{"type":"custom_tool_call","call_id":"x","input":"p"},{"type":"function_call","call_id":"y"}]}`)
-	c := codecFor(OpenAIResponses)
+	c := apitest.CodecFor(Descriptor)
 	f.Fuzz(func(t *testing.T, body []byte, pos int, text string) {
-		if req, err := c.(Codec).ParseRequest(body); err == nil {
+		if req, err := c.(rewrite.Codec).ParseRequest(body); err == nil {
 			in, err := readResponsesInput(body)
 			require.NoError(t, err)
 			require.Equal(t, len(req.Messages), in.views())
@@ -443,12 +444,12 @@ func FuzzResponsesTurn(f *testing.F) {
 				require.Equal(t, req.Messages[v].Role == conv.RoleAssistant, responsesAssistantItem(in.elems[r[0]]))
 			}
 		}
-		oaFuzzTurn(t, c, body, pos, text)
+		apitest.FuzzOpenAITurn(t, c, body, pos, text)
 	})
 }
 
 func TestResponsesEditReplyCustom(t *testing.T) {
-	c := codecFor(OpenAIResponses)
+	c := apitest.CodecFor(Descriptor)
 	const (
 		m   = `{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Patching."}]}`
 		ft  = `{"type":"function_call","call_id":"t","name":"create_new_topic","arguments":"{\"title\":\"Fix\"}"}`
@@ -483,10 +484,10 @@ func TestResponsesEditReplyCustom(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := oaCheckTurn(t, []byte(respReplyCustom), func(b []byte) ([]byte, error) { return c.EditReply(b, tt.remove, tt.first) })
+			out, err := apitest.CheckTurn(t, []byte(respReplyCustom), func(b []byte) ([]byte, error) { return c.EditReply(b, tt.remove, tt.first) })
 			require.NoError(t, err)
 			require.Equal(t, tt.want, string(out))
-			r, err := c.(Codec).ParseReply(out)
+			r, err := c.(rewrite.Codec).ParseReply(out)
 			require.NoError(t, err)
 			var ids []string
 			for i, tc := range r.ToolCalls {
@@ -509,18 +510,18 @@ func TestResponsesEditReplyCustom(t *testing.T) {
 }
 
 func TestResponsesCustomPositional(t *testing.T) {
-	c := codecFor(OpenAIResponses)
+	c := apitest.CodecFor(Descriptor)
 	body := `{"input":[{"role":"user","content":"q"},{"type":"custom_tool_call","call_id":"p","name":"apply_patch","input":"x"},{"type":"function_call","call_id":"t","name":"create_new_topic","arguments":"{}"},{"type":"custom_tool_call_output","call_id":"p","output":"ok"}]}`
 	res := []conv.ToolResult{{CallID: "t", Name: "create_new_topic", Content: "Topic changed"}, {CallID: "z", Content: "no", IsError: true, Freeform: true}}
-	out, err := oaCheckTurn(t, []byte(body), func(b []byte) ([]byte, error) { return c.PrependToolResults(b, 1, res) })
+	out, err := apitest.CheckTurn(t, []byte(body), func(b []byte) ([]byte, error) { return c.PrependToolResults(b, 1, res) })
 	require.NoError(t, err)
 	require.Equal(t, `{"input":[{"role":"user","content":"q"},{"type":"custom_tool_call","call_id":"p","name":"apply_patch","input":"x"},{"type":"function_call","call_id":"t","name":"create_new_topic","arguments":"{}"},`+
 		`{"type":"function_call_output","call_id":"t","output":"Topic changed"},{"type":"custom_tool_call_output","call_id":"z","output":"no"},`+
 		`{"type":"custom_tool_call_output","call_id":"p","output":"ok"}]}`, string(out))
-	out, err = oaCheckTurn(t, []byte(body), func(b []byte) ([]byte, error) { return c.AppendUserTextAt(b, 2, []string{"T"}) })
+	out, err = apitest.CheckTurn(t, []byte(body), func(b []byte) ([]byte, error) { return c.AppendUserTextAt(b, 2, []string{"T"}) })
 	require.NoError(t, err)
 	require.Equal(t, strings.TrimSuffix(body, "]}")+`,{"role":"user","content":[{"type":"input_text","text":"T"}]}]}`, string(out))
-	out, err = oaCheckTurn(t, []byte(body), func(b []byte) ([]byte, error) { return c.ReplaceMessages(b, 1, nil) })
+	out, err = apitest.CheckTurn(t, []byte(body), func(b []byte) ([]byte, error) { return c.ReplaceMessages(b, 1, nil) })
 	require.NoError(t, err)
 	require.Equal(t, `{"input":[{"role":"user","content":"q"},{"type":"custom_tool_call_output","call_id":"p","output":"ok"}]}`, string(out))
 }
@@ -529,8 +530,8 @@ func TestResponsesCustomPositional(t *testing.T) {
 // reply with a custom call and a claimed function call: the model's items
 // and shepherd's results append to the request as the view expects.
 func TestResponsesTurnRoundTripCustom(t *testing.T) {
-	c := codecFor(OpenAIResponses)
-	codec := c.(Codec)
+	c := apitest.CodecFor(Descriptor)
+	codec := c.(rewrite.Codec)
 	view, err := codec.ParseReply([]byte(respReplyCustom))
 	require.NoError(t, err)
 	asMsgs, err := c.ReplyAsMessages([]byte(respReplyCustom))
@@ -543,7 +544,7 @@ func TestResponsesTurnRoundTripCustom(t *testing.T) {
 	resItems, err := c.ToolResultMessages(results)
 	require.NoError(t, err)
 	body := []byte(`{"model":"m","input":"fix it"}`)
-	out, err := oaCheckTurn(t, body, func(b []byte) ([]byte, error) { return c.AppendMessages(b, append(asMsgs, resItems...)) })
+	out, err := apitest.CheckTurn(t, body, func(b []byte) ([]byte, error) { return c.AppendMessages(b, append(asMsgs, resItems...)) })
 	require.NoError(t, err)
 	req, err := codec.ParseRequest(out)
 	require.NoError(t, err)
@@ -573,13 +574,4 @@ func TestResponsesTurnRoundTripCustom(t *testing.T) {
 	req2, err := codec.ParseRequest(out2)
 	require.NoError(t, err)
 	require.Equal(t, conv.Anchors(req.Messages), conv.Anchors(req2.Messages))
-}
-
-// round is one round of longConversation (conversationRounds).
-func (responsesCodec) round(i int, id string) []string {
-	return []string{fmt.Sprintf(`{"role":"user","content":"step %d"}`, i),
-		fmt.Sprintf(`{"type":"function_call","call_id":%q,"name":"Read","arguments":"{}"}`, id),
-		fmt.Sprintf(`{"type":"function_call","call_id":"%s-b","name":"Read","arguments":"{}"}`, id),
-		fmt.Sprintf(`{"type":"function_call_output","call_id":%q,"output":"r%d"}`, id, i),
-		fmt.Sprintf(`{"type":"function_call_output","call_id":"%s-b","output":"s%d"}`, id, i)}
 }

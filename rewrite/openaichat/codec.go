@@ -1,20 +1,21 @@
-package rewrite
+package openaichat
 
 import (
 	"fmt"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // chatCodec speaks OpenAI Chat Completions (POST /v1/chat/completions).
 type chatCodec struct {
-	views *ViewCache // nil: no view cache
+	views *rewrite.ViewCache // nil: no view cache
 }
 
-var _ Codec = chatCodec{}
+var _ rewrite.Codec = chatCodec{}
 
 // chatKeys are the top-level members the request view reads.
 var chatKeys = []string{"model", "stream", "tools", "messages", "max_completion_tokens", "max_tokens", "prompt_cache_key"}
@@ -35,8 +36,8 @@ func (c chatCodec) FingerprintRequest(body []byte) (string, error) {
 // parseChatRequest is ParseRequest; with fpOnly, the messages after the
 // first assistant message are checked but not viewed, and the request has
 // only the messages up to it (all that System and Fingerprint read).
-func parseChatRequest(views *ViewCache, body []byte, fpOnly bool) (*conv.Request, error) {
-	_, idx, err := ParseIndexed(body)
+func parseChatRequest(views *rewrite.ViewCache, body []byte, fpOnly bool) (*conv.Request, error) {
+	_, idx, err := rewrite.ParseIndexed(body)
 	if err != nil {
 		return nil, err
 	}
@@ -44,9 +45,9 @@ func parseChatRequest(views *ViewCache, body []byte, fpOnly bool) (*conv.Request
 	idx.Lookup(chatKeys, m[:])
 	model, stream, tools, msgs, mct, mt, pck := m[0], m[1], m[2], m[3], m[4], m[5], m[6]
 	for _, err := range []error{
-		WantString(model, "model"), WantBool(stream, "stream"), WantArray(tools, "tools"),
-		WantArray(msgs, "messages"), WantNumber(mct, "max_completion_tokens"),
-		WantNumber(mt, "max_tokens"), WantString(pck, "prompt_cache_key"),
+		rewrite.WantString(model, "model"), rewrite.WantBool(stream, "stream"), rewrite.WantArray(tools, "tools"),
+		rewrite.WantArray(msgs, "messages"), rewrite.WantNumber(mct, "max_completion_tokens"),
+		rewrite.WantNumber(mt, "max_tokens"), rewrite.WantString(pck, "prompt_cache_key"),
 	} {
 		if err != nil {
 			return nil, err
@@ -60,20 +61,20 @@ func parseChatRequest(views *ViewCache, body []byte, fpOnly bool) (*conv.Request
 		req.MaxOutputTokens, req.HasMaxOutputTokens = mt.Int(), true
 	}
 	if req.Tools, err = chatTools(tools); err != nil {
-		return nil, AtField(err, "tools")
+		return nil, rewrite.AtField(err, "tools")
 	}
-	r := ViewResolver{Cache: views, Parser: chatViews, Parse: chatMessage}
+	r := rewrite.ViewResolver{Cache: views, Parser: chatViews, Parse: chatMessage}
 	if fpOnly {
-		// A few messages get a view: the resolver's default arena (64
+		// A few messages get a view: the resolver's default Arena (64
 		// blocks) would be most of what the fingerprint allocates.
-		r.arena = make([]conv.Block, 0, 8)
+		r.Arena = make([]conv.Block, 0, 8)
 	}
 	var system []string
 	leading, seenAssistant := true, false
 	idx.Each(msgs, func(i int, m gjson.Result) bool {
 		if fpOnly && seenAssistant {
 			if err = r.Check(m); err != nil {
-				err = AtField(AtIndex(err, i), "messages")
+				err = rewrite.AtField(rewrite.AtIndex(err, i), "messages")
 				return false
 			}
 			return true
@@ -81,7 +82,7 @@ func parseChatRequest(views *ViewCache, body []byte, fpOnly bool) (*conv.Request
 		var msg conv.Message
 		msg, err = r.Message(m)
 		if err != nil {
-			err = AtField(AtIndex(err, i), "messages")
+			err = rewrite.AtField(rewrite.AtIndex(err, i), "messages")
 			return false
 		}
 		if leading && msg.Role == conv.RoleSystem {
@@ -100,8 +101,8 @@ func parseChatRequest(views *ViewCache, body []byte, fpOnly bool) (*conv.Request
 	if err != nil {
 		return nil, err
 	}
-	req.System = JoinTexts(system)
-	req.Fingerprint = Fingerprint(req.System, req.Messages)
+	req.System = rewrite.JoinTexts(system)
+	req.Fingerprint = rewrite.Fingerprint(req.System, req.Messages)
 	return req, nil
 }
 
@@ -111,14 +112,14 @@ func chatTools(tools gjson.Result) ([]conv.ToolDef, error) {
 	var err error
 	jsonkit.EachElement(tools, func(i int, t gjson.Result) bool {
 		if !t.IsObject() {
-			err = AtIndex(TypeError("", "an object"), i)
+			err = rewrite.AtIndex(rewrite.TypeError("", "an object"), i)
 			return false
 		}
 		n := t.Get("function.name")
 		if !n.Exists() {
 			n = t.Get("custom.name")
 		}
-		if err = AtIndex(WantString(n, "function.name"), i); err != nil {
+		if err = rewrite.AtIndex(rewrite.WantString(n, "function.name"), i); err != nil {
 			return false
 		}
 		if n.Str != "" {
@@ -129,22 +130,22 @@ func chatTools(tools gjson.Result) ([]conv.ToolDef, error) {
 	return defs, err
 }
 
-func chatMessage(m gjson.Result, names *ToolNames) (conv.Message, error) {
+func chatMessage(m gjson.Result, names *rewrite.ToolNames) (conv.Message, error) {
 	if !m.IsObject() {
-		return conv.Message{}, TypeError("", "an object")
+		return conv.Message{}, rewrite.TypeError("", "an object")
 	}
 	role, content, calls := m.Get("role"), m.Get("content"), m.Get("tool_calls")
 	id, fc := m.Get("tool_call_id"), m.Get("function_call")
 	for _, err := range []error{
-		WantString(role, "role"), WantStringOrArray(content, "content"),
-		WantArray(calls, "tool_calls"), WantString(id, "tool_call_id"),
-		WantObject(fc, "function_call"),
+		rewrite.WantString(role, "role"), rewrite.WantStringOrArray(content, "content"),
+		rewrite.WantArray(calls, "tool_calls"), rewrite.WantString(id, "tool_call_id"),
+		rewrite.WantObject(fc, "function_call"),
 	} {
 		if err != nil {
 			return conv.Message{}, err
 		}
 	}
-	msg := conv.Message{Role: ChatRole(role.Str)}
+	msg := conv.Message{Role: rewrite.ChatRole(role.Str)}
 	if msg.Role == conv.RoleTool {
 		tid := jsonkit.OwnedString(id)
 		name := jsonkit.OwnedString(m.Get("name"))
@@ -152,7 +153,7 @@ func chatMessage(m gjson.Result, names *ToolNames) (conv.Message, error) {
 			name = (*names)[tid]
 		}
 		msg.Blocks = []conv.Block{{Kind: conv.BlockToolResult, ToolCallID: tid, ToolName: name,
-			Text: ResultText(content, "text", "text")}}
+			Text: rewrite.ResultText(content, "text", "text")}}
 		return msg, nil
 	}
 	var err error
@@ -163,7 +164,7 @@ func chatMessage(m gjson.Result, names *ToolNames) (conv.Message, error) {
 	} else {
 		jsonkit.EachElement(content, func(j int, p gjson.Result) bool {
 			if !p.IsObject() {
-				err = AtField(AtIndex(TypeError("", "an object"), j), "content")
+				err = rewrite.AtField(rewrite.AtIndex(rewrite.TypeError("", "an object"), j), "content")
 				return false
 			}
 			if p.Get("type").Str != "text" {
@@ -171,7 +172,7 @@ func chatMessage(m gjson.Result, names *ToolNames) (conv.Message, error) {
 				return true
 			}
 			t := p.Get("text")
-			if err = AtField(AtIndex(WantString(t, "text"), j), "content"); err != nil {
+			if err = rewrite.AtField(rewrite.AtIndex(rewrite.WantString(t, "text"), j), "content"); err != nil {
 				return false
 			}
 			msg.Blocks = append(msg.Blocks, conv.Block{Kind: conv.BlockText, Text: jsonkit.OwnedString(t)})
@@ -184,7 +185,7 @@ func chatMessage(m gjson.Result, names *ToolNames) (conv.Message, error) {
 	jsonkit.EachElement(calls, func(j int, c gjson.Result) bool {
 		var blk conv.Block
 		if blk, err = chatToolCall(c); err != nil {
-			err = AtField(AtIndex(err, j), "tool_calls")
+			err = rewrite.AtField(rewrite.AtIndex(err, j), "tool_calls")
 			return false
 		}
 		names.Add(blk.ToolCallID, blk.ToolName)
@@ -196,7 +197,7 @@ func chatMessage(m gjson.Result, names *ToolNames) (conv.Message, error) {
 		if blk, err = chatFunction(fc); err == nil {
 			msg.Blocks = append(msg.Blocks, blk)
 		}
-		err = AtField(err, "function_call")
+		err = rewrite.AtField(err, "function_call")
 	}
 	return msg, err
 }
@@ -204,31 +205,31 @@ func chatMessage(m gjson.Result, names *ToolNames) (conv.Message, error) {
 // chatToolCall normalises one assistant tool_calls element.
 func chatToolCall(c gjson.Result) (conv.Block, error) {
 	if !c.IsObject() {
-		return conv.Block{}, TypeError("", "an object")
+		return conv.Block{}, rewrite.TypeError("", "an object")
 	}
 	id := c.Get("id")
-	if err := WantString(id, "id"); err != nil {
+	if err := rewrite.WantString(id, "id"); err != nil {
 		return conv.Block{}, err
 	}
 	fn := c.Get("function")
 	if !fn.IsObject() {
-		if err := WantObject(fn, "function"); err != nil {
+		if err := rewrite.WantObject(fn, "function"); err != nil {
 			return conv.Block{}, err
 		}
 		return conv.Block{Kind: conv.BlockOther, ToolCallID: jsonkit.OwnedString(id)}, nil // e.g. a custom tool call
 	}
 	blk, err := chatFunction(fn)
 	blk.ToolCallID = jsonkit.OwnedString(id)
-	return blk, AtField(err, "function")
+	return blk, rewrite.AtField(err, "function")
 }
 
 // chatFunction normalises a {name, arguments} function object.
 func chatFunction(fn gjson.Result) (conv.Block, error) {
 	name, args := fn.Get("name"), fn.Get("arguments")
-	if err := WantString(name, "name"); err != nil {
+	if err := rewrite.WantString(name, "name"); err != nil {
 		return conv.Block{}, err
 	}
-	if err := WantString(args, "arguments"); err != nil {
+	if err := rewrite.WantString(args, "arguments"); err != nil {
 		return conv.Block{}, err
 	}
 	blk := conv.Block{Kind: conv.BlockToolCall, ToolName: jsonkit.OwnedString(name)}
@@ -239,9 +240,9 @@ func chatFunction(fn gjson.Result) (conv.Block, error) {
 }
 
 func (chatCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
-	return ApplyEdits(body, e, EditOps{
+	return rewrite.ApplyEdits(body, e, rewrite.EditOps{
 		RenderTool:   chatTool,
-		AddTools:     AppendTools("tools"),
+		AddTools:     rewrite.AppendTools("tools"),
 		AppendSystem: chatAppendSystem,
 		AppendUser:   chatAppendUser,
 		SetMax:       chatSetMax,
@@ -255,7 +256,7 @@ func chatSetMax(body []byte, n int64) ([]byte, error) {
 	if root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body)); ok && !jsonkit.Member(root, key).Exists() && jsonkit.Member(root, "max_tokens").Exists() {
 		key = "max_tokens"
 	}
-	return SetTopLevelInt(body, key, n)
+	return rewrite.SetTopLevelInt(body, key, n)
 }
 
 // chatTool renders a function tool definition.
@@ -277,14 +278,14 @@ func chatTool(dst []byte, t conv.ToolSpec, params []byte) []byte {
 func chatAppendSystem(body []byte, texts []string) ([]byte, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
-		return nil, ErrNotObject
+		return nil, rewrite.ErrNotObject
 	}
 	msgs := jsonkit.Member(root, "messages")
 	if !msgs.IsArray() {
 		if !jsonkit.IsNull(msgs) {
 			return nil, fmt.Errorf("rewrite: cannot edit messages: not an array")
 		}
-		return jsonkit.SetMember(body, root, "messages", Enclose('[', chatTextMessage("system", []string{JoinTexts(texts)}), ']')), nil
+		return jsonkit.SetMember(body, root, "messages", rewrite.Enclose('[', chatTextMessage("system", []string{rewrite.JoinTexts(texts)}), ']')), nil
 	}
 	var first gjson.Result
 	jsonkit.EachElement(msgs, func(_ int, m gjson.Result) bool {
@@ -294,16 +295,16 @@ func chatAppendSystem(body []byte, texts []string) ([]byte, error) {
 		return false // only the first message can start the leading run
 	})
 	if !first.Exists() {
-		return jsonkit.PrependElement(body, msgs, chatTextMessage("system", []string{JoinTexts(texts)})), nil
+		return jsonkit.PrependElement(body, msgs, chatTextMessage("system", []string{rewrite.JoinTexts(texts)})), nil
 	}
 	c := first.Get("content")
 	switch {
 	case c.Type == gjson.String:
-		return jsonkit.AppendToString(body, c, SuffixText(c.Str, texts)), nil
+		return jsonkit.AppendToString(body, c, rewrite.SuffixText(c.Str, texts)), nil
 	case c.IsArray():
-		return jsonkit.AppendElements(body, c, TextItems("text", texts)), nil
+		return jsonkit.AppendElements(body, c, rewrite.TextItems("text", texts)), nil
 	case jsonkit.IsNull(c):
-		return jsonkit.SetMember(body, first, "content", jsonkit.Quote(JoinTexts(texts))), nil
+		return jsonkit.SetMember(body, first, "content", jsonkit.Quote(rewrite.JoinTexts(texts))), nil
 	}
 	return nil, fmt.Errorf("rewrite: cannot edit system message content: unexpected type")
 }
@@ -317,7 +318,7 @@ func chatTextMessage(role string, texts []string) []byte {
 	if len(texts) == 1 {
 		b = jsonkit.AppendString(b, texts[0])
 	} else {
-		b = append(b, Enclose('[', TextItems("text", texts), ']')...)
+		b = append(b, rewrite.Enclose('[', rewrite.TextItems("text", texts), ']')...)
 	}
 	return append(b, '}')
 }
@@ -330,7 +331,7 @@ func chatTextMessage(role string, texts []string) []byte {
 func chatAppendUser(body []byte, texts []string) ([]byte, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
-		return nil, ErrNotObject
+		return nil, rewrite.ErrNotObject
 	}
 	msgs := jsonkit.Member(root, "messages")
 	if !msgs.IsArray() {
@@ -342,22 +343,24 @@ func chatAppendUser(body []byte, texts []string) ([]byte, error) {
 		return true
 	})
 	if last.IsObject() && last.Get("role").Str == "user" {
-		return AppendContentParts(body, last, "content", TextItems("text", texts), `{"type":"text","text":`)
+		return rewrite.AppendContentParts(body, last, "content", rewrite.TextItems("text", texts), `{"type":"text","text":`)
 	}
 	return jsonkit.AppendElements(body, msgs, chatTextMessage("user", texts)), nil
 }
 
-func (chatCodec) ErrorBody(status int, message string) []byte { return OpenAIError(status, message) }
+func (chatCodec) ErrorBody(status int, message string) []byte {
+	return rewrite.OpenAIError(status, message)
+}
 
 func (chatCodec) StreamErrorEvent(status int, message string) []byte {
-	return AppendData(nil, OpenAIError(status, message))
+	return rewrite.AppendData(nil, rewrite.OpenAIError(status, message))
 }
 
 func (chatCodec) SideRequest(body []byte) string {
-	r := TopMembers(body, "tools", "functions", "tool_choice", "function_call", "response_format")
-	return FirstSide(
-		SideIf(IsJSONFormat(r[4].Get("type")), SideJSONOutput),
-		SideIf(r[2].Str == "none" || (r[3].Str == "none" && !IsPresent(r[2])), SideToolChoiceNone),
-		SideIf(!NonEmptyArray(r[0]) && !NonEmptyArray(r[1]), SideNoTools),
+	r := rewrite.TopMembers(body, "tools", "functions", "tool_choice", "function_call", "response_format")
+	return rewrite.FirstSide(
+		rewrite.SideIf(rewrite.IsJSONFormat(r[4].Get("type")), rewrite.SideJSONOutput),
+		rewrite.SideIf(r[2].Str == "none" || (r[3].Str == "none" && !rewrite.IsPresent(r[2])), rewrite.SideToolChoiceNone),
+		rewrite.SideIf(!rewrite.NonEmptyArray(r[0]) && !rewrite.NonEmptyArray(r[1]), rewrite.SideNoTools),
 	)
 }

@@ -1,4 +1,4 @@
-package rewrite
+package openaichat
 
 import (
 	"bytes"
@@ -14,23 +14,25 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
 )
 
 func chatSpliceFixture(t testing.TB, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "openai_chat", name))
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "openai_chat", name))
 	require.NoError(t, err)
 	return string(b)
 }
 
 // chatSpliceFeed feeds sse to s one byte at a time and returns what s emitted.
-func chatSpliceFeed(s StreamSplicer, sse string) ([]byte, error) {
+func chatSpliceFeed(s rewrite.StreamSplicer, sse string) ([]byte, error) {
 	return chatSpliceFeedFrom(s, iotest.OneByteReader(strings.NewReader(sse)))
 }
 
-func chatSpliceFeedFrom(s StreamSplicer, src io.Reader) ([]byte, error) {
-	r := NewReader(src)
+func chatSpliceFeedFrom(s rewrite.StreamSplicer, src io.Reader) ([]byte, error) {
+	r := rewrite.NewReader(src)
 	var out []byte
 	for {
 		ev, err := r.Next()
@@ -48,7 +50,7 @@ func chatSpliceFeedFrom(s StreamSplicer, src io.Reader) ([]byte, error) {
 	}
 }
 
-func chatMustSpliceFeed(t *testing.T, s StreamSplicer, sse string) []byte {
+func chatMustSpliceFeed(t *testing.T, s rewrite.StreamSplicer, sse string) []byte {
 	t.Helper()
 	out, err := chatSpliceFeed(s, sse)
 	require.NoError(t, err)
@@ -59,7 +61,7 @@ func chatMustSpliceFeed(t *testing.T, s StreamSplicer, sse string) []byte {
 // chatSSEData returns the data of every event of an SSE stream.
 func chatSSEData(t testing.TB, b []byte) []string {
 	t.Helper()
-	r := NewReader(bytes.NewReader(b))
+	r := rewrite.NewReader(bytes.NewReader(b))
 	var out []string
 	for {
 		ev, err := r.Next()
@@ -121,8 +123,8 @@ func chatToolIndices(t testing.TB, out []byte) []int {
 }
 
 func TestChatSplicerRegistered(t *testing.T) {
-	require.True(t, (OpenAIChat.NewSplicer != nil))
-	_, ok := OpenAIChat.NewSplicer().(*chatSplicer)
+	require.True(t, (Descriptor.NewSplicer != nil))
+	_, ok := Descriptor.NewSplicer().(*chatSplicer)
 	require.True(t, ok)
 }
 
@@ -134,7 +136,7 @@ func TestChatSplicePassThrough(t *testing.T) {
 		{"CR", strings.ReplaceAll(in, "\n", "\r")},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s := OpenAIChat.NewSplicer()
+			s := Descriptor.NewSplicer()
 			out := chatMustSpliceFeed(t, s, tt.in)
 			rel, err := s.Release(nil, nil)
 			require.NoError(t, err)
@@ -149,7 +151,7 @@ func TestChatSplicePassThrough(t *testing.T) {
 }
 
 func TestChatSpliceRemoveFirstCall(t *testing.T) {
-	s := OpenAIChat.NewSplicer()
+	s := Descriptor.NewSplicer()
 	out := chatMustSpliceFeed(t, s, chatSpliceFixture(t, "stream.sse"))
 	// The text passes through as it arrives, byte for byte.
 	require.Equal(t, 2, strings.Count(string(out), "data: "))
@@ -180,7 +182,7 @@ func TestChatSpliceRemoveFirstCall(t *testing.T) {
 }
 
 func TestChatSpliceReorder(t *testing.T) {
-	s := OpenAIChat.NewSplicer()
+	s := Descriptor.NewSplicer()
 	out := chatMustSpliceFeed(t, s, chatSpliceFixture(t, "stream.sse"))
 	reply, err := s.Reply()
 	require.NoError(t, err)
@@ -199,22 +201,22 @@ func TestChatSpliceReorder(t *testing.T) {
 	require.Equal(t, `{"path":"main.go"}`, calls[1].Function.Arguments)
 
 	// The agent gets what EditReply makes of the reply.
-	edited, err := codecFor(OpenAIChat).EditReply(reply, nil, []int{1})
+	edited, err := apitest.CodecFor(Descriptor).EditReply(reply, nil, []int{1})
 	require.NoError(t, err)
-	want, err := codecFor(OpenAIChat).ParseReply(edited)
+	want, err := apitest.CodecFor(Descriptor).ParseReply(edited)
 	require.NoError(t, err)
 	require.Equal(t, want.ToolCalls[0].ID, calls[0].ID)
 	require.Equal(t, string(want.ToolCalls[1].Args), calls[1].Function.Arguments)
 }
 
 func TestChatSpliceReply(t *testing.T) {
-	s := OpenAIChat.NewSplicer()
+	s := Descriptor.NewSplicer()
 	chatMustSpliceFeed(t, s, chatSpliceFixture(t, "stream.sse"))
 	reply, err := s.Reply()
 	require.NoError(t, err)
 	require.JSONEq(t, chatSpliceFixture(t, "splice_reply.json"), string(reply))
 
-	got, err := codecFor(OpenAIChat).ParseReply(reply)
+	got, err := apitest.CodecFor(Descriptor).ParseReply(reply)
 	require.NoError(t, err)
 	require.Equal(t, &conv.Reply{
 		Model: "gpt-4.1-2025-04-14", Text: "Reading it.",
@@ -225,11 +227,11 @@ func TestChatSpliceReply(t *testing.T) {
 		Stop: conv.StopToolUse, RawStop: "tool_calls",
 		Usage: conv.Usage{InputTokens: 50, OutputTokens: 12},
 	}, got)
-	ref, err := codecFor(OpenAIChat).ParseReply([]byte(chatSpliceFixture(t, "splice_reply.json")))
+	ref, err := apitest.CodecFor(Descriptor).ParseReply([]byte(chatSpliceFixture(t, "splice_reply.json")))
 	require.NoError(t, err)
 	require.Equal(t, ref, got)
 
-	msgs, err := codecFor(OpenAIChat).ReplyAsMessages(reply)
+	msgs, err := apitest.CodecFor(Descriptor).ReplyAsMessages(reply)
 	require.NoError(t, err)
 	require.Len(t, msgs, 1)
 	require.JSONEq(t, `{"role":"assistant","content":"Reading it.","tool_calls":[
@@ -238,7 +240,7 @@ func TestChatSpliceReply(t *testing.T) {
 }
 
 func TestChatSpliceFollowUp(t *testing.T) {
-	s := OpenAIChat.NewSplicer()
+	s := Descriptor.NewSplicer()
 	out := chatMustSpliceFeed(t, s, chatSpliceFixture(t, "splice_topic.sse"))
 	// Only the role, split off the first tool-call chunk, reaches the agent.
 	require.Equal(t, []string{`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1","choices":[{"index":0,"delta":{"role":"assistant","content":null,"refusal":null},"finish_reason":null}],"usage":null}`},
@@ -275,12 +277,12 @@ func TestChatSpliceFollowUp(t *testing.T) {
 	require.EqualValues(t, 160, cc.Usage.TotalTokens)
 
 	// The same as the non-streaming path: EditReply then MergeReplies.
-	tc := codecFor(OpenAIChat)
+	tc := apitest.CodecFor(Descriptor)
 	e1, err := tc.EditReply(reply1, []int{0}, nil)
 	require.NoError(t, err)
 	merged, err := tc.MergeReplies(e1, reply2)
 	require.NoError(t, err)
-	want, err := codecFor(OpenAIChat).ParseReply(merged)
+	want, err := apitest.CodecFor(Descriptor).ParseReply(merged)
 	require.NoError(t, err)
 	require.Equal(t, want.Text, cc.Choices[0].Message.Content)
 	require.Equal(t, want.RawStop, cc.Choices[0].FinishReason)
@@ -289,7 +291,7 @@ func TestChatSpliceFollowUp(t *testing.T) {
 
 // Calls kept over two streams are numbered on across them.
 func TestChatSpliceFollowUpCalls(t *testing.T) {
-	s := OpenAIChat.NewSplicer()
+	s := Descriptor.NewSplicer()
 	crlf := strings.ReplaceAll(chatSpliceFixture(t, "stream.sse"), "\n", "\r\n")
 	out := chatMustSpliceFeed(t, s, crlf)
 	rel, err := s.Release([]int{0}, nil)
@@ -322,7 +324,7 @@ func TestChatSpliceFollowUpCalls(t *testing.T) {
 }
 
 func TestChatSpliceStopWhenAllRemoved(t *testing.T) {
-	s := OpenAIChat.NewSplicer()
+	s := Descriptor.NewSplicer()
 	out := chatMustSpliceFeed(t, s, chatSpliceFixture(t, "stream.sse"))
 	rel, err := s.Release([]int{1, 0}, nil)
 	require.NoError(t, err)
@@ -334,7 +336,7 @@ func TestChatSpliceStopWhenAllRemoved(t *testing.T) {
 	require.Empty(t, cc.Choices[0].Message.ToolCalls)
 
 	// length is kept: the agent must learn the reply was cut.
-	s = OpenAIChat.NewSplicer()
+	s = Descriptor.NewSplicer()
 	out = chatMustSpliceFeed(t, s, strings.ReplaceAll(chatSpliceFixture(t, "stream.sse"), `"tool_calls"}`, `"length"}`))
 	_, err = s.Release([]int{0, 1}, nil)
 	require.NoError(t, err)
@@ -353,7 +355,7 @@ data: {"id":"x","created":3,"model":"m","choices":[{"index":1,"delta":{"content"
 data: {"id":"x","created":3,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}
 
 `
-	s := OpenAIChat.NewSplicer()
+	s := Descriptor.NewSplicer()
 	out, err := chatSpliceFeed(s, in)
 	require.NoError(t, err)
 	require.False(t, s.Done())
@@ -394,12 +396,12 @@ func TestChatSpliceErrors(t *testing.T) {
 		`{"choices":[{"index":0,"finish_reason":1}]}`,
 		`{"choices":[],"usage":1}`,
 	} {
-		s := OpenAIChat.NewSplicer()
+		s := Descriptor.NewSplicer()
 		_, err := chatSpliceFeed(s, "data: "+bad+"\n\n")
-		require.ErrorIs(t, err, ErrMalformedReply, bad)
+		require.ErrorIs(t, err, rewrite.ErrMalformedReply, bad)
 	}
 
-	s := OpenAIChat.NewSplicer()
+	s := Descriptor.NewSplicer()
 	chatMustSpliceFeed(t, s, chatSpliceFixture(t, "stream.sse"))
 	_, err := s.Release([]int{2}, nil)
 	require.Error(t, err)
@@ -413,7 +415,7 @@ func TestChatSpliceErrors(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Finish()
 	require.Error(t, err)
-	_, err = s.Feed(Event{Data: []byte("[DONE]")})
+	_, err = s.Feed(rewrite.Event{Data: []byte("[DONE]")})
 	require.Error(t, err)
 }
 
@@ -421,7 +423,7 @@ func TestChatSpliceErrors(t *testing.T) {
 func TestChatSpliceErrorChunk(t *testing.T) {
 	const in = "data: {\"id\":\"e\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n" +
 		"data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}\n\n"
-	s := OpenAIChat.NewSplicer()
+	s := Descriptor.NewSplicer()
 	out, err := chatSpliceFeed(s, in)
 	require.NoError(t, err)
 	require.Equal(t, in, string(out))
@@ -433,7 +435,7 @@ func TestChatSpliceErrorChunk(t *testing.T) {
 
 // A stream cut inside its last event: what follows stays a separate event.
 func TestChatSpliceCutEvent(t *testing.T) {
-	s := OpenAIChat.NewSplicer()
+	s := Descriptor.NewSplicer()
 	out, err := chatSpliceFeed(s, "data: {\"id\":\"a\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]}\n\ndata: [DONE]")
 	require.NoError(t, err)
 	fin, err := s.Finish()
@@ -462,7 +464,7 @@ func FuzzChatSplicer(f *testing.F) {
 	f.Add(cut, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"it.\"}}]}\n\ndata: {\"error\":{}}\n\n", []byte{1, 1, 0xc0})
 	f.Add(text, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\""+strings.Repeat("x", 300)+"\"},\"finish_reason\":\"stop\"}]}\n\n", []byte{0xc0})
 	f.Fuzz(func(t *testing.T, s1, s2 string, ctrl []byte) {
-		s := OpenAIChat.NewSplicer()
+		s := Descriptor.NewSplicer()
 		var out []byte
 		kept := 0
 		next := func() byte {
@@ -483,9 +485,9 @@ func FuzzChatSplicer(f *testing.F) {
 			}
 			reply, err := s.Reply()
 			require.NoError(t, err)
-			r, err := codecFor(OpenAIChat).ParseReply(reply)
+			r, err := apitest.CodecFor(Descriptor).ParseReply(reply)
 			require.NoError(t, err, string(reply))
-			_, err = codecFor(OpenAIChat).ReplyAsMessages(reply)
+			_, err = apitest.CodecFor(Descriptor).ReplyAsMessages(reply)
 			require.NoError(t, err)
 			var remove, first []int
 			for i := range r.ToolCalls {
@@ -507,7 +509,7 @@ func FuzzChatSplicer(f *testing.F) {
 		}
 		if b := next(); b&0x80 != 0 {
 			if b&0x40 != 0 {
-				s.(ContinueSplicer).Continue()
+				s.(rewrite.ContinueSplicer).Continue()
 			} else {
 				s.Next()
 			}
@@ -521,7 +523,7 @@ func FuzzChatSplicer(f *testing.F) {
 
 		// Every emitted event is a JSON chunk or [DONE]; the choice-0 tool
 		// calls are numbered 0, 1, 2, … in order of first appearance.
-		r := NewReader(bytes.NewReader(out))
+		r := rewrite.NewReader(bytes.NewReader(out))
 		seen := map[float64]bool{}
 		for {
 			ev, err := r.Next()
@@ -530,7 +532,7 @@ func FuzzChatSplicer(f *testing.F) {
 			}
 			require.NoError(t, err)
 			d := bytes.TrimSpace(ev.Data)
-			if len(d) == 0 || bytes.Equal(d, DoneData) {
+			if len(d) == 0 || bytes.Equal(d, rewrite.DoneData) {
 				continue
 			}
 			require.True(t, json.Valid(d), "%q", d)

@@ -1,10 +1,11 @@
-package rewrite
+package responses
 
 import (
 	"bytes"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
@@ -13,7 +14,7 @@ import (
 // typed SSE event decoder.
 
 func (responsesCodec) ParseReply(body []byte) (*conv.Reply, error) {
-	root, err := ParseReplyRoot(body)
+	root, err := rewrite.ParseReplyRoot(body)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +93,7 @@ func responsesUsage(u gjson.Result) *conv.Usage {
 	return &conv.Usage{InputTokens: u.Get("input_tokens").Int(), OutputTokens: u.Get("output_tokens").Int()}
 }
 
-func (responsesCodec) NewStreamDecoder() StreamDecoder { return &responsesDecoder{} }
+func (responsesCodec) NewStreamDecoder() rewrite.StreamDecoder { return &responsesDecoder{} }
 
 // responsesDecoder decodes Responses stream events. Index is output_index.
 //
@@ -102,7 +103,7 @@ func (responsesCodec) NewStreamDecoder() StreamDecoder { return &responsesDecode
 // closes the object, so the accumulated arguments equal ParseReply's.
 // (StreamEvent has no field for ToolCall.Freeform.)
 type responsesDecoder struct {
-	out   []StreamEvent
+	out   []rewrite.StreamEvent
 	calls []responsesCallState
 }
 
@@ -149,15 +150,15 @@ func responsesItemKind(t string) conv.BlockKind {
 	return conv.BlockOther
 }
 
-func (d *responsesDecoder) Decode(ev Event) ([]StreamEvent, error) {
+func (d *responsesDecoder) Decode(ev rewrite.Event) ([]rewrite.StreamEvent, error) {
 	d.out = d.out[:0]
 	if ev.IsComment() || len(bytes.TrimSpace(ev.Data)) == 0 {
 		return d.out, nil
 	}
-	if bytes.Equal(bytes.TrimSpace(ev.Data), DoneData) {
-		return append(d.out, StreamEvent{Kind: Done, Seq: -1}), nil
+	if bytes.Equal(bytes.TrimSpace(ev.Data), rewrite.DoneData) {
+		return append(d.out, rewrite.StreamEvent{Kind: rewrite.Done, Seq: -1}), nil
 	}
-	root, err := ParseReplyRoot(ev.Data)
+	root, err := rewrite.ParseReplyRoot(ev.Data)
 	if err != nil {
 		return d.out, err
 	}
@@ -165,26 +166,26 @@ func (d *responsesDecoder) Decode(ev Event) ([]StreamEvent, error) {
 	if typ == "" {
 		typ = jsonkit.UnsafeString(ev.Name)
 	}
-	e := StreamEvent{Seq: -1, Index: int(root.Get("output_index").Int())}
+	e := rewrite.StreamEvent{Seq: -1, Index: int(root.Get("output_index").Int())}
 	if s := root.Get("sequence_number"); s.Type == gjson.Number {
 		e.Seq = s.Int()
 	}
 	switch typ {
 	case "response.created":
 		resp := root.Get("response")
-		e.Kind, e.Model, e.Usage = StreamStart, jsonkit.OwnedString(resp.Get("model")), responsesUsage(resp.Get("usage"))
+		e.Kind, e.Model, e.Usage = rewrite.StreamStart, jsonkit.OwnedString(resp.Get("model")), responsesUsage(resp.Get("usage"))
 	case "response.output_item.added", "response.output_item.done":
 		item := root.Get("item")
-		e.Kind, e.BlockKind = BlockStart, responsesItemKind(item.Get("type").Str)
+		e.Kind, e.BlockKind = rewrite.BlockStart, responsesItemKind(item.Get("type").Str)
 		if typ == "response.output_item.done" {
-			e.Kind = BlockStop
+			e.Kind = rewrite.BlockStop
 		}
 		if e.BlockKind == conv.BlockToolCall && item.Get("type").Str == "custom_tool_call" {
 			e.ToolCallID, e.ToolName = jsonkit.OwnedString(item.Get("call_id")), jsonkit.OwnedString(item.Get("name"))
 			input := jsonkit.OwnedString(item.Get("input"))
 			st := d.call(e.Index)
 			switch {
-			case e.Kind == BlockStart:
+			case e.Kind == rewrite.BlockStart:
 				d.calls = append(d.calls, responsesCallState{index: e.Index, custom: true, sawArgs: input != ""})
 				e.ArgsDelta = freeformOpen + freeformFragment(input)
 			case st == nil || !st.custom:
@@ -194,13 +195,13 @@ func (d *responsesDecoder) Decode(ev Event) ([]StreamEvent, error) {
 			default:
 				e.ArgsDelta = `"}`
 			}
-			if st != nil && e.Kind == BlockStop {
+			if st != nil && e.Kind == rewrite.BlockStop {
 				st.custom = false // closed
 			}
 		} else if e.BlockKind == conv.BlockToolCall {
 			e.ToolCallID, e.ToolName = jsonkit.OwnedString(item.Get("call_id")), jsonkit.OwnedString(item.Get("name"))
 			st := d.call(e.Index)
-			if e.Kind == BlockStart {
+			if e.Kind == rewrite.BlockStart {
 				d.calls = append(d.calls, responsesCallState{index: e.Index})
 				e.ArgsDelta = jsonkit.OwnedString(item.Get("arguments"))
 				if e.ArgsDelta != "" {
@@ -211,19 +212,19 @@ func (d *responsesDecoder) Decode(ev Event) ([]StreamEvent, error) {
 			}
 		}
 	case "response.output_text.delta":
-		e.Kind, e.BlockKind, e.TextDelta = BlockDelta, conv.BlockText, jsonkit.OwnedString(root.Get("delta"))
+		e.Kind, e.BlockKind, e.TextDelta = rewrite.BlockDelta, conv.BlockText, jsonkit.OwnedString(root.Get("delta"))
 	case "response.refusal.delta":
-		e.Kind, e.BlockKind, e.TextDelta = BlockDelta, conv.BlockOther, jsonkit.OwnedString(root.Get("delta"))
+		e.Kind, e.BlockKind, e.TextDelta = rewrite.BlockDelta, conv.BlockOther, jsonkit.OwnedString(root.Get("delta"))
 	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
-		e.Kind, e.BlockKind, e.TextDelta = BlockDelta, conv.BlockThinking, jsonkit.OwnedString(root.Get("delta"))
+		e.Kind, e.BlockKind, e.TextDelta = rewrite.BlockDelta, conv.BlockThinking, jsonkit.OwnedString(root.Get("delta"))
 	case "response.function_call_arguments.delta":
-		e.Kind, e.BlockKind, e.ArgsDelta = BlockDelta, conv.BlockToolCall, jsonkit.OwnedString(root.Get("delta"))
+		e.Kind, e.BlockKind, e.ArgsDelta = rewrite.BlockDelta, conv.BlockToolCall, jsonkit.OwnedString(root.Get("delta"))
 		if st := d.call(e.Index); st != nil && e.ArgsDelta != "" {
 			st.sawArgs = true
 		}
 	case "response.custom_tool_call_input.delta":
 		delta := jsonkit.OwnedString(root.Get("delta"))
-		e.Kind, e.BlockKind, e.ArgsDelta = BlockDelta, conv.BlockToolCall, freeformFragment(delta)
+		e.Kind, e.BlockKind, e.ArgsDelta = rewrite.BlockDelta, conv.BlockToolCall, freeformFragment(delta)
 		st := d.call(e.Index)
 		if st == nil || !st.custom {
 			// A delta of a call that was never opened: open it here.
@@ -241,18 +242,18 @@ func (d *responsesDecoder) Decode(ev Event) ([]StreamEvent, error) {
 			calls = calls || responsesCallType(it.Get("type").Str)
 			return !calls
 		})
-		e.Kind, e.Usage = Finish, responsesUsage(resp.Get("usage"))
+		e.Kind, e.Usage = rewrite.Finish, responsesUsage(resp.Get("usage"))
 		e.Stop, e.RawStop = responsesStop(resp, calls)
 		if typ == "response.failed" {
 			e.ErrorMessage = jsonkit.OwnedString(resp.Get("error.message"))
 		}
 	case "error":
-		e.Kind, e.ErrorMessage = Error, jsonkit.OwnedString(root.Get("message"))
+		e.Kind, e.ErrorMessage = rewrite.Error, jsonkit.OwnedString(root.Get("message"))
 		if !root.Get("message").Exists() {
 			e.ErrorMessage = jsonkit.OwnedString(root.Get("error.message"))
 		}
 	default:
-		e.Kind = Other
+		e.Kind = rewrite.Other
 	}
 	return append(d.out, e), nil
 }

@@ -1,4 +1,4 @@
-package rewrite
+package responses
 
 import (
 	"fmt"
@@ -6,23 +6,24 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // responsesCodec speaks the OpenAI Responses API (POST /v1/responses).
 type responsesCodec struct {
-	views *ViewCache // nil: no view cache
+	views *rewrite.ViewCache // nil: no view cache
 }
 
-var _ Codec = responsesCodec{}
+var _ rewrite.Codec = responsesCodec{}
 
 // responsesKeys are the top-level members the request view reads.
 var responsesKeys = []string{"model", "stream", "max_output_tokens", "instructions", "input", "tools",
 	"prompt_cache_key", "previous_response_id"}
 
 func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	_, idx, err := ParseIndexed(body)
+	_, idx, err := rewrite.ParseIndexed(body)
 	if err != nil {
 		return nil, err
 	}
@@ -30,9 +31,9 @@ func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	idx.Lookup(responsesKeys, m[:])
 	model, stream, mot, instr, input, tools, pck, prev := m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]
 	for _, err := range []error{
-		WantString(model, "model"), WantBool(stream, "stream"), WantNumber(mot, "max_output_tokens"),
-		WantString(instr, "instructions"), WantStringOrArray(input, "input"), WantArray(tools, "tools"),
-		WantString(pck, "prompt_cache_key"), WantString(prev, "previous_response_id"),
+		rewrite.WantString(model, "model"), rewrite.WantBool(stream, "stream"), rewrite.WantNumber(mot, "max_output_tokens"),
+		rewrite.WantString(instr, "instructions"), rewrite.WantStringOrArray(input, "input"), rewrite.WantArray(tools, "tools"),
+		rewrite.WantString(pck, "prompt_cache_key"), rewrite.WantString(prev, "previous_response_id"),
 	} {
 		if err != nil {
 			return nil, err
@@ -42,8 +43,8 @@ func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	if mot.Type == gjson.Number {
 		req.MaxOutputTokens, req.HasMaxOutputTokens = mot.Int(), true
 	}
-	if req.Tools, err = NamedTools(idx, tools, "name"); err != nil {
-		return nil, AtField(err, "tools")
+	if req.Tools, err = rewrite.NamedTools(idx, tools, "name"); err != nil {
+		return nil, rewrite.AtField(err, "tools")
 	}
 	if input.Type == gjson.String {
 		req.Messages = []conv.Message{{Role: conv.RoleUser, Blocks: []conv.Block{{Kind: conv.BlockText, Text: jsonkit.OwnedString(input)}}}}
@@ -64,8 +65,8 @@ func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 			}
 		}
 	}
-	req.System = strings.Clone(JoinTexts(system))
-	req.Fingerprint = Fingerprint(req.System, req.Messages)
+	req.System = strings.Clone(rewrite.JoinTexts(system))
+	req.Fingerprint = rewrite.Fingerprint(req.System, req.Messages)
 	return req, nil
 }
 
@@ -73,14 +74,14 @@ func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 // items (assistant messages, function and custom tool calls, reasoning) form
 // one assistant message; each function_call_output or custom_tool_call_output
 // is a tool message.
-func responsesItems(views *ViewCache, idx *jsonkit.Index, input gjson.Result) ([]conv.Message, error) {
+func responsesItems(views *rewrite.ViewCache, idx *jsonkit.Index, input gjson.Result) ([]conv.Message, error) {
 	var msgs []conv.Message
-	r := ViewResolver{Cache: views, Parser: responsesViews, Parse: responsesItem}
+	r := rewrite.ViewResolver{Cache: views, Parser: responsesViews, Parse: responsesItem}
 	var err error
 	idx.Each(input, func(j int, it gjson.Result) bool {
 		var msg conv.Message
 		if msg, err = r.Message(it); err != nil {
-			err = AtField(AtIndex(err, j), "input")
+			err = rewrite.AtField(rewrite.AtIndex(err, j), "input")
 			return false
 		}
 		if n := len(msgs); n > 0 && msg.Role == conv.RoleAssistant && msgs[n-1].Role == conv.RoleAssistant {
@@ -94,12 +95,12 @@ func responsesItems(views *ViewCache, idx *jsonkit.Index, input gjson.Result) ([
 	return msgs, err
 }
 
-func responsesItem(it gjson.Result, names *ToolNames) (conv.Message, error) {
+func responsesItem(it gjson.Result, names *rewrite.ToolNames) (conv.Message, error) {
 	if !it.IsObject() {
-		return conv.Message{}, TypeError("", "an object")
+		return conv.Message{}, rewrite.TypeError("", "an object")
 	}
 	typ := it.Get("type")
-	if err := WantString(typ, "type"); err != nil {
+	if err := rewrite.WantString(typ, "type"); err != nil {
 		return conv.Message{}, err
 	}
 	// want reads a string member, recording the first type error.
@@ -107,7 +108,7 @@ func responsesItem(it gjson.Result, names *ToolNames) (conv.Message, error) {
 	want := func(key string) gjson.Result {
 		v := it.Get(key)
 		if err == nil {
-			err = WantString(v, key)
+			err = rewrite.WantString(v, key)
 		}
 		return v
 	}
@@ -115,14 +116,14 @@ func responsesItem(it gjson.Result, names *ToolNames) (conv.Message, error) {
 	case "", "message":
 		role, content := want("role"), it.Get("content")
 		if err == nil {
-			err = WantStringOrArray(content, "content")
+			err = rewrite.WantStringOrArray(content, "content")
 		}
 		if err != nil {
 			return conv.Message{}, err
 		}
-		msg := conv.Message{Role: ChatRole(role.Str)}
+		msg := conv.Message{Role: rewrite.ChatRole(role.Str)}
 		msg.Blocks, err = responsesContent(content)
-		return msg, AtField(err, "content")
+		return msg, rewrite.AtField(err, "content")
 	case "function_call":
 		blk := conv.Block{Kind: conv.BlockToolCall, ToolCallID: jsonkit.OwnedString(want("call_id")), ToolName: jsonkit.OwnedString(want("name"))}
 		if a := want("arguments"); a.Type == gjson.String {
@@ -141,7 +142,7 @@ func responsesItem(it gjson.Result, names *ToolNames) (conv.Message, error) {
 		id := jsonkit.OwnedString(want("call_id"))
 		out := it.Get("output")
 		if err == nil {
-			err = WantStringOrArray(out, "output")
+			err = rewrite.WantStringOrArray(out, "output")
 		}
 		blk := conv.Block{Kind: conv.BlockToolResult, ToolCallID: id, ToolName: (*names)[id], Text: responsesText(out),
 			Freeform: typ.Str == "custom_tool_call_output"}
@@ -189,13 +190,13 @@ func responsesContent(c gjson.Result) ([]conv.Block, error) {
 	var err error
 	jsonkit.EachElement(c, func(j int, p gjson.Result) bool {
 		if !p.IsObject() {
-			err = AtIndex(TypeError("", "an object"), j)
+			err = rewrite.AtIndex(rewrite.TypeError("", "an object"), j)
 			return false
 		}
 		switch p.Get("type").Str {
 		case "input_text", "output_text", "text":
 			t := p.Get("text")
-			if err = AtIndex(WantString(t, "text"), j); err != nil {
+			if err = rewrite.AtIndex(rewrite.WantString(t, "text"), j); err != nil {
 				return false
 			}
 			blocks = append(blocks, conv.Block{Kind: conv.BlockText, Text: jsonkit.OwnedString(t)})
@@ -227,12 +228,12 @@ func responsesText(out gjson.Result) string {
 }
 
 func (responsesCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
-	return ApplyEdits(body, e, EditOps{
+	return rewrite.ApplyEdits(body, e, rewrite.EditOps{
 		RenderTool:   responsesTool,
-		AddTools:     AppendTools("tools"),
+		AddTools:     rewrite.AppendTools("tools"),
 		AppendSystem: responsesAppendSystem,
 		AppendUser:   responsesAppendUser,
-		SetMax:       SetMaxKey("max_output_tokens"),
+		SetMax:       rewrite.SetMaxKey("max_output_tokens"),
 	})
 }
 
@@ -254,14 +255,14 @@ func responsesTool(dst []byte, t conv.ToolSpec, params []byte) []byte {
 func responsesAppendSystem(body []byte, texts []string) ([]byte, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
-		return nil, ErrNotObject
+		return nil, rewrite.ErrNotObject
 	}
 	instr := jsonkit.Member(root, "instructions")
 	switch {
 	case instr.Type == gjson.String:
-		return jsonkit.AppendToString(body, instr, SuffixText(instr.Str, texts)), nil
+		return jsonkit.AppendToString(body, instr, rewrite.SuffixText(instr.Str, texts)), nil
 	case jsonkit.IsNull(instr):
-		return jsonkit.SetMember(body, root, "instructions", jsonkit.Quote(JoinTexts(texts))), nil
+		return jsonkit.SetMember(body, root, "instructions", jsonkit.Quote(rewrite.JoinTexts(texts))), nil
 	}
 	return nil, fmt.Errorf("rewrite: cannot edit instructions: not a string")
 }
@@ -273,9 +274,9 @@ func responsesAppendSystem(body []byte, texts []string) ([]byte, error) {
 func responsesAppendUser(body []byte, texts []string) ([]byte, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
-		return nil, ErrNotObject
+		return nil, rewrite.ErrNotObject
 	}
-	parts := TextItems("input_text", texts)
+	parts := rewrite.TextItems("input_text", texts)
 	const strPart = `{"type":"input_text","text":`
 	input := jsonkit.Member(root, "input")
 	switch {
@@ -289,11 +290,11 @@ func responsesAppendUser(body []byte, texts []string) ([]byte, error) {
 			return true
 		})
 		if t := last.Get("type").Str; last.IsObject() && (t == "" || t == "message") && last.Get("role").Str == "user" {
-			return AppendContentParts(body, last, "content", parts, strPart)
+			return rewrite.AppendContentParts(body, last, "content", parts, strPart)
 		}
 		return jsonkit.AppendElements(body, input, responsesUserItem(parts)), nil
 	case jsonkit.IsNull(input):
-		return jsonkit.SetMember(body, root, "input", Enclose('[', responsesUserItem(parts), ']')), nil
+		return jsonkit.SetMember(body, root, "input", rewrite.Enclose('[', responsesUserItem(parts), ']')), nil
 	}
 	return nil, fmt.Errorf("rewrite: cannot edit input: unexpected type")
 }
@@ -306,25 +307,25 @@ func responsesUserItem(parts []byte) []byte {
 }
 
 func (responsesCodec) ErrorBody(status int, message string) []byte {
-	return OpenAIError(status, message)
+	return rewrite.OpenAIError(status, message)
 }
 
 // StreamErrorEvent renders an "error" event. It carries no sequence_number:
 // the codec cannot know the stream's; a caller that tracks it may add one.
 func (responsesCodec) StreamErrorEvent(status int, message string) []byte {
 	b := append([]byte(nil), `{"type":"error","code":`...)
-	b = jsonkit.AppendString(b, OpenAIErrorType(status))
+	b = jsonkit.AppendString(b, rewrite.OpenAIErrorType(status))
 	b = append(b, `,"message":`...)
 	b = jsonkit.AppendString(b, message)
 	b = append(b, `,"param":null}`...)
-	return AppendEvent(nil, []byte("error"), b)
+	return rewrite.AppendEvent(nil, []byte("error"), b)
 }
 
 func (responsesCodec) SideRequest(body []byte) string {
-	r := TopMembers(body, "tools", "tool_choice", "text")
-	return FirstSide(
-		SideIf(IsJSONFormat(r[2].Get("format.type")), SideJSONOutput),
-		SideIf(r[1].Str == "none", SideToolChoiceNone),
-		SideIf(!NonEmptyArray(r[0]), SideNoTools),
+	r := rewrite.TopMembers(body, "tools", "tool_choice", "text")
+	return rewrite.FirstSide(
+		rewrite.SideIf(rewrite.IsJSONFormat(r[2].Get("format.type")), rewrite.SideJSONOutput),
+		rewrite.SideIf(r[1].Str == "none", rewrite.SideToolChoiceNone),
+		rewrite.SideIf(!rewrite.NonEmptyArray(r[0]), rewrite.SideNoTools),
 	)
 }

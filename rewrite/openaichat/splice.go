@@ -1,4 +1,4 @@
-package rewrite
+package openaichat
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
@@ -114,11 +115,11 @@ type chatSplicer struct {
 	// content (nil when not continuing or nothing to continue); pending holds
 	// a flushed content chunk sent ahead of the next bytes returned.
 	text    []byte
-	seam    *SeamFilter
+	seam    *rewrite.SeamFilter
 	pending []byte
 }
 
-var _ ContinueSplicer = (*chatSplicer)(nil)
+var _ rewrite.ContinueSplicer = (*chatSplicer)(nil)
 
 func newChatSplicer() *chatSplicer { return &chatSplicer{eol: []byte("\n")} }
 
@@ -139,7 +140,7 @@ func chatMembers(obj gjson.Result, keys []string, out []gjson.Result) error {
 		for i, key := range keys {
 			if k.Str == key {
 				if out[i].Exists() {
-					err = fmt.Errorf("%w: duplicate member %q", ErrMalformedReply, key)
+					err = fmt.Errorf("%w: duplicate member %q", rewrite.ErrMalformedReply, key)
 					return false
 				}
 				out[i] = v
@@ -156,7 +157,7 @@ func chatMembers(obj gjson.Result, keys []string, out []gjson.Result) error {
 func chatChoice0(choices gjson.Result) (c gjson.Result, ok bool, err error) {
 	jsonkit.EachElement(choices, func(_ int, e gjson.Result) bool {
 		if !e.IsObject() {
-			err = fmt.Errorf("%w: choices element is not an object", ErrMalformedReply)
+			err = fmt.Errorf("%w: choices element is not an object", rewrite.ErrMalformedReply)
 			return false
 		}
 		var m [1]gjson.Result
@@ -165,12 +166,12 @@ func chatChoice0(choices gjson.Result) (c gjson.Result, ok bool, err error) {
 		}
 		idx := m[0]
 		if !jsonkit.IsNull(idx) && idx.Type != gjson.Number {
-			err = fmt.Errorf("%w: choices index is not a number", ErrMalformedReply)
+			err = fmt.Errorf("%w: choices index is not a number", rewrite.ErrMalformedReply)
 			return false
 		}
 		if jsonkit.IsNull(idx) || idx.Num == 0 {
 			if ok {
-				err = fmt.Errorf("%w: two choices with index 0", ErrMalformedReply)
+				err = fmt.Errorf("%w: two choices with index 0", rewrite.ErrMalformedReply)
 				return false
 			}
 			c, ok = e, true
@@ -180,7 +181,7 @@ func chatChoice0(choices gjson.Result) (c gjson.Result, ok bool, err error) {
 	return c, ok && err == nil, err
 }
 
-func (s *chatSplicer) Feed(ev Event) ([]byte, error) {
+func (s *chatSplicer) Feed(ev rewrite.Event) ([]byte, error) {
 	if s.finished {
 		return nil, fmt.Errorf("%w: Feed after Finish", errChatSplice)
 	}
@@ -192,18 +193,18 @@ func (s *chatSplicer) Feed(ev Event) ([]byte, error) {
 	return out, err
 }
 
-func (s *chatSplicer) feed(ev Event) ([]byte, error) {
+func (s *chatSplicer) feed(ev rewrite.Event) ([]byte, error) {
 	s.noteEOL(ev.Raw)
 	data := bytes.TrimSpace(ev.Data)
 	if ev.IsComment() || len(data) == 0 {
 		return s.pass(ev.Raw), nil
 	}
-	if bytes.Equal(data, DoneData) {
+	if bytes.Equal(data, rewrite.DoneData) {
 		s.cur.held = append(s.cur.held, chatHeld{raw: s.complete(ev.Raw), done: true})
 		s.cur.done = true
 		return s.flushSeam(nil), nil
 	}
-	root, err := ParseReplyRoot(ev.Data)
+	root, err := rewrite.ParseReplyRoot(ev.Data)
 	if err != nil {
 		return nil, err
 	}
@@ -212,8 +213,8 @@ func (s *chatSplicer) feed(ev Event) ([]byte, error) {
 		return nil, err
 	}
 	id, created, model, choices, usage, errv, fp := m[0], m[1], m[2], m[3], m[4], m[5], m[6]
-	if err := WantArray(choices, "choices"); err != nil {
-		return nil, fmt.Errorf("%w: choices is not an array", ErrMalformedReply)
+	if err := rewrite.WantArray(choices, "choices"); err != nil {
+		return nil, fmt.Errorf("%w: choices is not an array", rewrite.ErrMalformedReply)
 	}
 	if !jsonkit.IsNull(errv) && jsonkit.LastValueEnd(choices) < 0 {
 		// A mid-stream error chunk: the agent must see it; the stream ends.
@@ -230,7 +231,7 @@ func (s *chatSplicer) feed(ev Event) ([]byte, error) {
 			s.usageNull = true
 		}
 	default:
-		return nil, fmt.Errorf("%w: usage is not an object", ErrMalformedReply)
+		return nil, fmt.Errorf("%w: usage is not an object", rewrite.ErrMalformedReply)
 	}
 	s.noteIDs(id, created, model, fp)
 	c, ok, err := chatChoice0(choices)
@@ -262,7 +263,7 @@ type chatChunkDelta struct {
 // choice handles a chunk whose choice 0 is c: readChoice records its
 // deltas, then a continuation's chunk goes to contChoice and any other to
 // passChoice.
-func (s *chatSplicer) choice(ev Event, c, usage gjson.Result) ([]byte, error) {
+func (s *chatSplicer) choice(ev rewrite.Event, c, usage gjson.Result) ([]byte, error) {
 	d, err := s.readChoice(c, usage)
 	if err != nil {
 		return nil, err
@@ -283,10 +284,10 @@ func (s *chatSplicer) readChoice(c, usage gjson.Result) (d chatChunkDelta, err e
 	}
 	delta, fr := cm[1], cm[2]
 	if !jsonkit.IsNull(delta) && !delta.IsObject() {
-		return d, fmt.Errorf("%w: delta is not an object", ErrMalformedReply)
+		return d, fmt.Errorf("%w: delta is not an object", rewrite.ErrMalformedReply)
 	}
 	if !jsonkit.IsNull(fr) && fr.Type != gjson.String {
-		return d, fmt.Errorf("%w: finish_reason is not a string", ErrMalformedReply)
+		return d, fmt.Errorf("%w: finish_reason is not a string", rewrite.ErrMalformedReply)
 	}
 	dm := &d.members
 	if err := chatMembers(delta, chatDeltaKeys, dm[:]); err != nil {
@@ -294,7 +295,7 @@ func (s *chatSplicer) readChoice(c, usage gjson.Result) (d chatChunkDelta, err e
 	}
 	role, calls := dm[0], dm[5]
 	if !jsonkit.IsNull(role) && role.Type != gjson.String {
-		return d, fmt.Errorf("%w: delta.role is not a string", ErrMalformedReply)
+		return d, fmt.Errorf("%w: delta.role is not a string", rewrite.ErrMalformedReply)
 	}
 	for i, dst := range [...]*[]byte{&s.cur.content, &s.cur.refusal, &s.cur.reasoningContent, &s.cur.reasoning} {
 		t := dm[1+i]
@@ -302,7 +303,7 @@ func (s *chatSplicer) readChoice(c, usage gjson.Result) (d chatChunkDelta, err e
 			continue
 		}
 		if t.Type != gjson.String {
-			return d, fmt.Errorf("%w: delta.%s is not a string", ErrMalformedReply, chatDeltaKeys[1+i])
+			return d, fmt.Errorf("%w: delta.%s is not a string", rewrite.ErrMalformedReply, chatDeltaKeys[1+i])
 		}
 		if i == 0 {
 			s.cur.sawContent = true
@@ -313,8 +314,8 @@ func (s *chatSplicer) readChoice(c, usage gjson.Result) (d chatChunkDelta, err e
 			*dst = append(*dst, t.Str...)
 		}
 	}
-	if err := WantArray(calls, ""); err != nil {
-		return d, fmt.Errorf("%w: delta.tool_calls is not an array", ErrMalformedReply)
+	if err := rewrite.WantArray(calls, ""); err != nil {
+		return d, fmt.Errorf("%w: delta.tool_calls is not an array", rewrite.ErrMalformedReply)
 	}
 	d.hasCalls = jsonkit.LastValueEnd(calls) >= 0
 	if d.hasCalls {
@@ -338,7 +339,7 @@ func (s *chatSplicer) readChoice(c, usage gjson.Result) (d chatChunkDelta, err e
 // continuation) for the agent: text passes (a follow-up's without its
 // role), tool call deltas are held back, and a finish is held until the
 // engine decides the turn.
-func (s *chatSplicer) passChoice(ev Event, d *chatChunkDelta, usage gjson.Result) []byte {
+func (s *chatSplicer) passChoice(ev rewrite.Event, d *chatChunkDelta, usage gjson.Result) []byte {
 	if !d.hasCalls && !d.hasFinish {
 		if s.stream == 0 {
 			s.roleSent = s.roleSent || d.hasRole
@@ -349,7 +350,7 @@ func (s *chatSplicer) passChoice(ev Event, d *chatChunkDelta, usage gjson.Result
 		}
 		cp := bytes.Clone(ev.Data)
 		if d.hasRole {
-			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return OpenAIDeleteMember(b, d, "role") })
+			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return rewrite.OpenAIDeleteMember(b, d, "role") })
 		}
 		return s.frame(nil, s.rewriteIDs(cp))
 	}
@@ -359,10 +360,10 @@ func (s *chatSplicer) passChoice(ev Event, d *chatChunkDelta, usage gjson.Result
 	if forward {
 		cp := bytes.Clone(ev.Data)
 		if d.hasCalls {
-			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return OpenAIDeleteMember(b, d, "tool_calls") })
+			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return rewrite.OpenAIDeleteMember(b, d, "tool_calls") })
 		}
 		if d.hasRole && s.stream > 0 {
-			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return OpenAIDeleteMember(b, d, "role") })
+			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return rewrite.OpenAIDeleteMember(b, d, "role") })
 		}
 		if d.hasFinish {
 			cp = chatEditChoice(cp, "finish_reason", []byte("null"))
@@ -389,7 +390,7 @@ func (s *chatSplicer) passChoice(ev Event, d *chatChunkDelta, usage gjson.Result
 // read by choice (dm holds its delta members, tool calls already added):
 // content goes through the seam filter, reasoning is dropped, and a chunk
 // left without text is dropped, except for its held finish.
-func (s *chatSplicer) contChoice(ev Event, hasDelta bool, dm []gjson.Result, usage gjson.Result, content string, hasCalls, hasFinish, hasText bool) ([]byte, error) {
+func (s *chatSplicer) contChoice(ev rewrite.Event, hasDelta bool, dm []gjson.Result, usage gjson.Result, content string, hasCalls, hasFinish, hasText bool) ([]byte, error) {
 	emit := content
 	if s.seam != nil {
 		emit = s.seam.Write(content)
@@ -408,7 +409,7 @@ func (s *chatSplicer) contChoice(ev Event, hasDelta bool, dm []gjson.Result, usa
 		cp := bytes.Clone(ev.Data)
 		for i, key := range chatDeltaKeys {
 			if (key == "role" || key == "reasoning_content" || key == "reasoning" || key == "tool_calls") && dm[i].Exists() {
-				cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return OpenAIDeleteMember(b, d, key) })
+				cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return rewrite.OpenAIDeleteMember(b, d, key) })
 			}
 		}
 		if emit != content {
@@ -441,8 +442,8 @@ func (s *chatSplicer) noteText(t string) {
 		return
 	}
 	s.text = append(s.text, t...)
-	if n := len(s.text); n > 2*SeamWindow {
-		s.text = append(s.text[:0], s.text[n-SeamWindow:]...)
+	if n := len(s.text); n > 2*rewrite.SeamWindow {
+		s.text = append(s.text[:0], s.text[n-rewrite.SeamWindow:]...)
 	}
 }
 
@@ -485,7 +486,7 @@ func (s *chatSplicer) addCalls(calls gjson.Result) error {
 	var err error
 	jsonkit.EachElement(calls, func(pos int, tc gjson.Result) bool {
 		if !tc.IsObject() {
-			err = fmt.Errorf("%w: tool_calls element is not an object", ErrMalformedReply)
+			err = fmt.Errorf("%w: tool_calls element is not an object", rewrite.ErrMalformedReply)
 			return false
 		}
 		var m [4]gjson.Result
@@ -498,12 +499,12 @@ func (s *chatSplicer) addCalls(calls gjson.Result) error {
 		case idx.Type == gjson.Number:
 			key = idx.Num
 		case !jsonkit.IsNull(idx):
-			err = fmt.Errorf("%w: tool_calls index is not a number", ErrMalformedReply)
+			err = fmt.Errorf("%w: tool_calls index is not a number", rewrite.ErrMalformedReply)
 			return false
 		}
 		var f [2]gjson.Result
 		if !jsonkit.IsNull(fn) && !fn.IsObject() {
-			err = fmt.Errorf("%w: tool_calls function is not an object", ErrMalformedReply)
+			err = fmt.Errorf("%w: tool_calls function is not an object", rewrite.ErrMalformedReply)
 			return false
 		}
 		if err = chatMembers(fn, chatFuncKeys, f[:]); err != nil {
@@ -511,7 +512,7 @@ func (s *chatSplicer) addCalls(calls gjson.Result) error {
 		}
 		for _, v := range [...]gjson.Result{id, typ, f[0], f[1]} {
 			if !jsonkit.IsNull(v) && v.Type != gjson.String {
-				err = fmt.Errorf("%w: tool call field is not a string", ErrMalformedReply)
+				err = fmt.Errorf("%w: tool call field is not a string", rewrite.ErrMalformedReply)
 				return false
 			}
 		}
@@ -652,7 +653,7 @@ func (s *chatSplicer) noteEOL(raw []byte) {
 func (s *chatSplicer) complete(raw []byte) []byte {
 	out := bytes.Clone(raw)
 	if s.stream > 0 {
-		out = bytes.TrimPrefix(out, BOM)
+		out = bytes.TrimPrefix(out, rewrite.BOM)
 	}
 	trimEOL := func(b []byte) ([]byte, bool) {
 		switch {
@@ -683,7 +684,7 @@ func (s *chatSplicer) pass(raw []byte) []byte {
 		return nil
 	}
 	s.events++
-	if s.stream > 0 && bytes.HasPrefix(raw, BOM) || !chatComplete(raw) {
+	if s.stream > 0 && bytes.HasPrefix(raw, rewrite.BOM) || !chatComplete(raw) {
 		return s.complete(raw)
 	}
 	return raw
@@ -844,7 +845,7 @@ func (s *chatSplicer) Release(remove, first []int) ([]byte, error) {
 	if s.cur.released {
 		return nil, fmt.Errorf("%w: Release called twice for one stream", errChatSplice)
 	}
-	order, err := OpenAICallOrder(len(s.cur.calls), remove, first)
+	order, err := rewrite.OpenAICallOrder(len(s.cur.calls), remove, first)
 	if err != nil {
 		return nil, err
 	}
@@ -888,7 +889,7 @@ func (s *chatSplicer) Continue() {
 	s.Next()
 	s.cur.cont = true
 	if len(s.text) > 0 {
-		s.seam = NewSeamFilter(string(s.text))
+		s.seam = rewrite.NewSeamFilter(string(s.text))
 	}
 }
 
@@ -900,7 +901,7 @@ func chatMergeUsage(acc, next []byte) []byte {
 	case acc == nil:
 		return next
 	}
-	return OpenAIMergeUsage(gjson.ParseBytes(acc), gjson.ParseBytes(next), chatUsageKeys)
+	return rewrite.OpenAIMergeUsage(gjson.ParseBytes(acc), gjson.ParseBytes(next), chatUsageKeys)
 }
 
 // Finish sends the last stream's held terminal events: the finish chunk

@@ -1,4 +1,4 @@
-package rewrite
+package responses
 
 import (
 	"bytes"
@@ -14,11 +14,13 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
 )
 
-var respCC = func() ContinueCodec {
-	cc, ok := Continuer(codecFor(OpenAIResponses))
+var respCC = func() rewrite.ContinueCodec {
+	cc, ok := rewrite.Continuer(apitest.CodecFor(Descriptor))
 	if !ok {
 		panic("responses codec has no ContinueCodec")
 	}
@@ -45,8 +47,8 @@ func rcJSON(t testing.TB, r mock.Reply) []byte { return rcMock(t, r, false, 0) }
 func TestResponsesContinuer(t *testing.T) {
 	_, ok := respCC.(responsesCodec)
 	require.True(t, ok)
-	var sp StreamSplicer = OpenAIResponses.NewSplicer()
-	_, ok = sp.(ContinueSplicer)
+	var sp rewrite.StreamSplicer = Descriptor.NewSplicer()
+	_, ok = sp.(rewrite.ContinueSplicer)
 	require.True(t, ok)
 }
 
@@ -56,7 +58,7 @@ func TestResponsesContinuationMessages(t *testing.T) {
 		ToolCalls: []mock.ToolCall{{ID: "c1", Name: "write_file", Args: `{"path":"a.go"}`},
 			{ID: "c2", Name: "apply_patch", Args: "*** Begin", Custom: true}}}
 	reply := rcJSON(t, r)
-	out := OpenAIElems(gjson.GetBytes(reply, "output"))
+	out := rewrite.OpenAIElems(gjson.GetBytes(reply, "output"))
 	require.Len(t, out, 4)
 
 	items, hasText, err := respCC.ContinuationMessages(reply, false)
@@ -74,9 +76,9 @@ func TestResponsesContinuationMessages(t *testing.T) {
 
 	// The items are accepted as input and read back as the reply's text.
 	body := []byte(`{"model":"gpt-5","input":[{"role":"user","content":"hi"}]}`)
-	body, err = responsesCodec{views: testViews}.AppendMessages(body, items)
+	body, err = responsesCodec{views: apitest.Views}.AppendMessages(body, items)
 	require.NoError(t, err)
-	req, err := responsesCodec{views: testViews}.ParseRequest(body)
+	req, err := responsesCodec{views: apitest.Views}.ParseRequest(body)
 	require.NoError(t, err)
 	require.Len(t, req.Messages, 2)
 	require.Equal(t, conv.RoleAssistant, req.Messages[1].Role)
@@ -173,9 +175,9 @@ func TestResponsesUserTextMessage(t *testing.T) {
 	b, err := respCC.UserTextMessage("Continue \"exactly\".")
 	require.NoError(t, err)
 	require.Equal(t, `{"role":"user","content":[{"type":"input_text","text":"Continue \"exactly\"."}]}`, string(b))
-	body, err := responsesCodec{views: testViews}.AppendMessages([]byte(`{"input":"hi"}`), [][]byte{b})
+	body, err := responsesCodec{views: apitest.Views}.AppendMessages([]byte(`{"input":"hi"}`), [][]byte{b})
 	require.NoError(t, err)
-	req, err := responsesCodec{views: testViews}.ParseRequest(body)
+	req, err := responsesCodec{views: apitest.Views}.ParseRequest(body)
 	require.NoError(t, err)
 	require.Len(t, req.Messages, 2)
 	require.Equal(t, conv.RoleUser, req.Messages[1].Role)
@@ -192,7 +194,7 @@ func TestResponsesContinueReply(t *testing.T) {
 		Usage:     mock.Usage{Input: 130, Output: 20, Reasoning: 3}})
 	got, err := respCC.ContinueReply(acc, next)
 	require.NoError(t, err)
-	r, err := responsesCodec{views: testViews}.ParseReply(got)
+	r, err := responsesCodec{views: apitest.Views}.ParseReply(got)
 	require.NoError(t, err)
 	require.Equal(t, partial+" the lazy dog.", r.Text, "the seam de-duplicated")
 	require.Equal(t, conv.StopToolUse, r.Stop)
@@ -297,19 +299,19 @@ type rcStep struct {
 // rcRun splices the steps and returns the agent's stream, what each call
 // wrote (feed output, Release's, per stream, then Finish's) and each
 // stream's Reply.
-func rcRun(t testing.TB, steps ...rcStep) (out []byte, parts [][]byte, replies [][]byte, sp StreamSplicer) {
+func rcRun(t testing.TB, steps ...rcStep) (out []byte, parts [][]byte, replies [][]byte, sp rewrite.StreamSplicer) {
 	t.Helper()
-	sp = OpenAIResponses.NewSplicer()
+	sp = Descriptor.NewSplicer()
 	for i, st := range steps {
 		if i > 0 {
 			if st.cont {
-				sp.(ContinueSplicer).Continue()
+				sp.(rewrite.ContinueSplicer).Continue()
 			} else {
 				sp.Next()
 			}
 		}
 		var fed []byte
-		rd := NewReader(bytes.NewReader(st.sse))
+		rd := rewrite.NewReader(bytes.NewReader(st.sse))
 		for {
 			ev, err := rd.Next()
 			if err == io.EOF {
@@ -339,7 +341,7 @@ func rcRun(t testing.TB, steps ...rcStep) (out []byte, parts [][]byte, replies [
 // rcAgent checks that out is one valid Responses stream as the agent reads
 // it and returns its terminal response with the reply its events
 // accumulate to.
-func rcAgent(t *testing.T, out []byte, sp StreamSplicer) (responses.Response, *conv.Reply) {
+func rcAgent(t *testing.T, out []byte, sp rewrite.StreamSplicer) (responses.Response, *conv.Reply) {
 	t.Helper()
 	evs := respParseSpliced(t, out)
 	last := respCheckSpliced(t, evs)
@@ -365,9 +367,9 @@ func rcAgent(t *testing.T, out []byte, sp StreamSplicer) (responses.Response, *c
 			}
 		}
 	}
-	dec := responsesCodec{views: testViews}.NewStreamDecoder()
-	var acc StreamAccumulator
-	rd := NewReader(bytes.NewReader(out))
+	dec := responsesCodec{views: apitest.Views}.NewStreamDecoder()
+	var acc rewrite.StreamAccumulator
+	rd := rewrite.NewReader(bytes.NewReader(out))
 	for {
 		ev, err := rd.Next()
 		if err == io.EOF {
@@ -406,7 +408,7 @@ func rcOpenPart(t *testing.T, sse []byte) (shown, held []string) {
 func TestResponsesSpliceContinue(t *testing.T) {
 	partial := "The migration runs in three steps. First, back up the database, then stop the"
 	cont := "then stop the web servers and run the migration script."
-	want := partial + TrimSeam(partial, cont)
+	want := partial + rewrite.TrimSeam(partial, cont)
 	require.Equal(t, partial+" web servers and run the migration script.", want)
 	for _, chunk := range []int{1, 4, 16, -1} {
 		for _, crlf := range []bool{false, true} {
@@ -493,8 +495,8 @@ func TestResponsesSpliceContinueTwice(t *testing.T) {
 	p := "Alpha beta gamma delta epsilon"
 	c1 := "delta epsilon zeta eta theta iota"
 	c2 := "theta iota kappa lambda."
-	want := p + TrimSeam(p, c1)
-	want += TrimSeam(want, c2)
+	want := p + rewrite.TrimSeam(p, c1)
+	want += rewrite.TrimSeam(want, c2)
 	require.Equal(t, "Alpha beta gamma delta epsilon zeta eta theta iota kappa lambda.", want)
 	for _, chunk := range []int{1, 7, -1} {
 		r1 := mock.Reply{ID: "resp_a", Text: p, Stop: "max_tokens", Usage: mock.Usage{Input: 5, Output: 10}}
@@ -540,7 +542,7 @@ func TestResponsesSpliceContinueThinkingAndCall(t *testing.T) {
 	for _, e := range rel[3:] {
 		require.EqualValues(t, 2, e.ev.OutputIndex)
 	}
-	view, err := responsesCodec{views: testViews}.ParseReply(replies[1])
+	view, err := responsesCodec{views: apitest.Views}.ParseReply(replies[1])
 	require.NoError(t, err)
 	require.Len(t, view.ToolCalls, 1)
 	resp, acc := rcAgent(t, out, sp)
@@ -677,21 +679,21 @@ func TestResponsesSpliceNoContinuationUnchanged(t *testing.T) {
 		}
 	}
 	// A ping after the text's close events keeps its place.
-	in := string(fixture(t, OpenAIResponses, "splice_text.sse"))
+	in := string(apitest.Fixture(t, Descriptor, "splice_text.sse"))
 	at := strings.Index(in, "event: response.completed")
 	in = in[:at] + ": ping\n\nevent: keepalive\ndata:\n\n" + in[at:]
 	out, _, _, _ := rcRun(t, rcStep{sse: []byte(in)})
 	require.Equal(t, in, string(out))
 	// A follow-up after the text: its events come after the held ones,
 	// numbered as before.
-	sp := OpenAIResponses.NewSplicer()
-	first := respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_text.sse"))
+	sp := Descriptor.NewSplicer()
+	first := respFeedSplice(t, sp, apitest.Fixture(t, Descriptor, "splice_text.sse"))
 	require.NotContains(t, string(first), "output_text.done")
 	b, err := sp.Release(nil, nil)
 	require.NoError(t, err)
 	require.Empty(t, b)
 	sp.Next()
-	next := respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_followup.sse"))
+	next := respFeedSplice(t, sp, apitest.Fixture(t, Descriptor, "splice_followup.sse"))
 	require.True(t, strings.HasPrefix(string(next), "event: response.output_text.done\n"), "the held events go first")
 	fin, err := sp.Finish()
 	require.NoError(t, err)

@@ -1,20 +1,19 @@
-package rewrite
+package openaichat
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 func TestChatReplyAsMessages(t *testing.T) {
-	c := codecFor(OpenAIChat)
+	c := apitest.CodecFor(Descriptor)
 	tests := []struct {
 		name, reply string
 		want        []string
@@ -38,20 +37,20 @@ func TestChatReplyAsMessages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			items, err := oaCheckItemsOut(t, []byte(tt.reply), c.ReplyAsMessages)
+			items, err := apitest.CheckItemsOut(t, []byte(tt.reply), c.ReplyAsMessages)
 			require.NoError(t, err)
-			require.Equal(t, tt.want, oaStrs(items))
+			require.Equal(t, tt.want, apitest.Strings(items))
 		})
 	}
 	for _, bad := range []string{`{`, `[]`, `{"choices":[]}`, `{"choices":[{"message":"x"}]}`,
 		`{"choices":[{"message":{"tool_calls":{}}}]}`} {
 		_, err := c.ReplyAsMessages([]byte(bad))
-		require.ErrorIs(t, err, ErrMalformedReply, bad)
+		require.ErrorIs(t, err, rewrite.ErrMalformedReply, bad)
 	}
 }
 
 func TestChatToolResultMessages(t *testing.T) {
-	c := codecFor(OpenAIChat)
+	c := apitest.CodecFor(Descriptor)
 	items, err := c.ToolResultMessages([]conv.ToolResult{
 		{CallID: "call_1", Name: "create_new_topic", Content: "Topic \"auth\" started.\n"},
 		{CallID: "call_\"2", Name: "bash", Content: "Blocked by policy: rm -rf <dir> \u2028", IsError: true},
@@ -60,7 +59,7 @@ func TestChatToolResultMessages(t *testing.T) {
 	require.Equal(t, []string{
 		`{"role":"tool","tool_call_id":"call_1","content":"Topic \"auth\" started.\n"}`,
 		`{"role":"tool","tool_call_id":"call_\"2","content":"Blocked by policy: rm -rf <dir> \u2028"}`,
-	}, oaStrs(items))
+	}, apitest.Strings(items))
 	items, err = c.ToolResultMessages(nil)
 	require.NoError(t, err)
 	require.Empty(t, items)
@@ -80,7 +79,7 @@ const chatConv = `{"model":"m","messages":[` +
 	`],"stream":true}`
 
 func TestChatPositionalEdits(t *testing.T) {
-	c := codecFor(OpenAIChat)
+	c := apitest.CodecFor(Descriptor)
 	res := []conv.ToolResult{{CallID: "x", Content: "r\"x"}, {CallID: "y", Content: "refused", IsError: true}}
 	tests := []struct {
 		name string
@@ -173,17 +172,17 @@ func TestChatPositionalEdits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := oaCheckTurn(t, []byte(tt.body), tt.edit)
+			out, err := apitest.CheckTurn(t, []byte(tt.body), tt.edit)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, string(out))
-			_, err = c.(Codec).ParseRequest(out)
+			_, err = c.(rewrite.Codec).ParseRequest(out)
 			require.NoError(t, err)
 		})
 	}
 }
 
 func TestChatPositionalErrors(t *testing.T) {
-	c := codecFor(OpenAIChat)
+	c := apitest.CodecFor(Descriptor)
 	body := []byte(chatConv)
 	item := [][]byte{[]byte(`{"role":"user","content":"x"}`)}
 	for name, f := range map[string]func() ([]byte, error){
@@ -218,7 +217,7 @@ const chatReplyCalls = `{"id":"r1","choices":[{"index":0,"message":{"role":"assi
  "usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`
 
 func TestChatEditReply(t *testing.T) {
-	c := codecFor(OpenAIChat)
+	c := apitest.CodecFor(Descriptor)
 	tests := []struct {
 		name          string
 		reply         string
@@ -261,10 +260,10 @@ func TestChatEditReply(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := oaCheckTurn(t, []byte(tt.reply), func(b []byte) ([]byte, error) { return c.EditReply(b, tt.remove, tt.first) })
+			out, err := apitest.CheckTurn(t, []byte(tt.reply), func(b []byte) ([]byte, error) { return c.EditReply(b, tt.remove, tt.first) })
 			require.NoError(t, err)
 			require.Equal(t, tt.want, string(out))
-			r, err := c.(Codec).ParseReply(out)
+			r, err := c.(rewrite.Codec).ParseReply(out)
 			require.NoError(t, err)
 			var ids []string
 			for i, tc := range r.ToolCalls {
@@ -284,11 +283,11 @@ func TestChatEditReply(t *testing.T) {
 	_, err := c.EditReply([]byte(`{"choices":[{"message":{"content":"x"}}]}`), []int{0}, nil)
 	require.Error(t, err)
 	_, err = c.EditReply([]byte(`nope`), []int{0}, nil)
-	require.ErrorIs(t, err, ErrMalformedReply)
+	require.ErrorIs(t, err, rewrite.ErrMalformedReply)
 }
 
 func TestChatMergeReplies(t *testing.T) {
-	c := codecFor(OpenAIChat)
+	c := apitest.CodecFor(Descriptor)
 	tests := []struct {
 		name, first, next, want string
 	}{
@@ -312,7 +311,7 @@ func TestChatMergeReplies(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			next := []byte(tt.next)
-			out, err := oaCheckTurn(t, []byte(tt.first), func(b []byte) ([]byte, error) { return c.MergeReplies(b, next) })
+			out, err := apitest.CheckTurn(t, []byte(tt.first), func(b []byte) ([]byte, error) { return c.MergeReplies(b, next) })
 			require.NoError(t, err)
 			require.Equal(t, tt.want, string(out))
 			require.Equal(t, tt.next, string(next))
@@ -322,7 +321,7 @@ func TestChatMergeReplies(t *testing.T) {
 		{`{"choices":[{"message":{"content":1}}]}`, `{"choices":[{"message":{"content":"x"}}]}`},
 		{`{"choices":[{"message":{}}]}`, `{"choices":[{"message":{"tool_calls":{}}}]}`}} {
 		_, err := c.MergeReplies([]byte(bad[0]), []byte(bad[1]))
-		require.ErrorIs(t, err, ErrMalformedReply, bad)
+		require.ErrorIs(t, err, rewrite.ErrMalformedReply, bad)
 	}
 }
 
@@ -331,25 +330,25 @@ func TestChatMergeReplies(t *testing.T) {
 // as the assistant turn and its tool messages; EditReply and MergeReplies
 // read back as expected.
 func TestChatTurnRoundTrip(t *testing.T) {
-	c := codecFor(OpenAIChat)
-	codec := c.(Codec)
-	body, reply := fixture(t, OpenAIChat, "request.json"), fixture(t, OpenAIChat, "reply.json")
+	c := apitest.CodecFor(Descriptor)
+	codec := c.(rewrite.Codec)
+	body, reply := apitest.Fixture(t, Descriptor, "request.json"), apitest.Fixture(t, Descriptor, "reply.json")
 	before, err := codec.ParseRequest(body)
 	require.NoError(t, err)
-	before.Messages = stripDigests(t, before.Messages)
+	before.Messages = apitest.StripDigests(t, before.Messages)
 	asMsgs, err := c.ReplyAsMessages(reply)
 	require.NoError(t, err)
 	results, err := c.ToolResultMessages([]conv.ToolResult{{CallID: "call_a", Content: "package main"}, {CallID: "call_b", Content: "refused: not in scope", IsError: true}})
 	require.NoError(t, err)
-	out, err := oaCheckTurn(t, body, func(b []byte) ([]byte, error) { return c.AppendMessages(b, append(asMsgs, results...)) })
+	out, err := apitest.CheckTurn(t, body, func(b []byte) ([]byte, error) { return c.AppendMessages(b, append(asMsgs, results...)) })
 	require.NoError(t, err)
-	msgs := OpenAIElems(gjson.GetBytes(body, "messages"))
+	msgs := rewrite.OpenAIElems(gjson.GetBytes(body, "messages"))
 	last := jsonkit.ValueEnd(msgs[len(msgs)-1])
 	require.Equal(t, string(body[:last]), string(out[:last]), "the conversation must stay byte-identical")
 	require.Equal(t, string(body[last:]), string(out[len(out)-(len(body)-last):]))
 	after, err := codec.ParseRequest(out)
 	require.NoError(t, err)
-	after.Messages = stripDigests(t, after.Messages)
+	after.Messages = apitest.StripDigests(t, after.Messages)
 	require.Equal(t, before.Messages, after.Messages[:len(before.Messages)])
 	tail := after.Messages[len(before.Messages):]
 	require.Equal(t, []conv.Message{
@@ -362,14 +361,14 @@ func TestChatTurnRoundTrip(t *testing.T) {
 		{Role: conv.RoleTool, Blocks: []conv.Block{{Kind: conv.BlockToolResult, ToolCallID: "call_b", ToolName: "read_file", Text: "refused: not in scope"}}},
 	}, tail)
 
-	edited, err := oaCheckTurn(t, reply, func(b []byte) ([]byte, error) { return c.EditReply(b, []int{0}, nil) })
+	edited, err := apitest.CheckTurn(t, reply, func(b []byte) ([]byte, error) { return c.EditReply(b, []int{0}, nil) })
 	require.NoError(t, err)
 	r, err := codec.ParseReply(edited)
 	require.NoError(t, err)
 	require.Equal(t, []conv.ToolCall{{Index: 0, ID: "call_b", Name: "read_file", Args: []byte(`{"path":"go.mod"}`)}}, r.ToolCalls)
 	require.Equal(t, conv.StopToolUse, r.Stop)
 
-	merged, err := oaCheckTurn(t, reply, func(b []byte) ([]byte, error) { return c.MergeReplies(b, reply) })
+	merged, err := apitest.CheckTurn(t, reply, func(b []byte) ([]byte, error) { return c.MergeReplies(b, reply) })
 	require.NoError(t, err)
 	r, err = codec.ParseReply(merged)
 	require.NoError(t, err)
@@ -383,87 +382,9 @@ func TestChatTurnRoundTrip(t *testing.T) {
 // never panic, and on a body ParseRequest (or, for replies, gjson) accepts a
 // successful edit gives valid JSON.
 func FuzzChatTurn(f *testing.F) {
-	oaSeedTurnFuzz(f, OpenAIChat, chatConv, chatReplyCalls)
-	c := codecFor(OpenAIChat)
+	apitest.SeedOpenAITurn(f, Descriptor, chatConv, chatReplyCalls)
+	c := apitest.CodecFor(Descriptor)
 	f.Fuzz(func(t *testing.T, body []byte, pos int, text string) {
-		oaFuzzTurn(t, c, body, pos, text)
+		apitest.FuzzOpenAITurn(t, c, body, pos, text)
 	})
-}
-
-// oaSeedTurnFuzz seeds a turn fuzzer with the API's fixtures and extra bodies.
-func oaSeedTurnFuzz(f *testing.F, api *Descriptor, extra ...string) {
-	dir := filepath.Join("testdata", api.Name)
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			f.Fatal(err)
-		}
-		for pos := range 6 {
-			f.Add(b, pos, "t\"\n")
-		}
-	}
-	for _, s := range extra {
-		for pos := range 6 {
-			f.Add([]byte(s), pos, "x")
-		}
-	}
-}
-
-// oaFuzzTurn exercises every body and reply edit of c on body.
-func oaFuzzTurn(t *testing.T, c TurnCodec, body []byte, pos int, text string) {
-	valid := false
-	if _, err := c.(Codec).ParseRequest(body); err == nil {
-		valid = true
-	}
-	item := []byte(`{"role":"user","content":` + string(jsonkit.Quote(text)) + `}`)
-	res := []conv.ToolResult{{CallID: "id" + text, Content: text, IsError: true}}
-	check := func(out []byte, err error, what string) {
-		if err == nil && valid {
-			require.True(t, gjson.ValidBytes(out), "%s: invalid JSON:\n%s", what, out)
-			_, err := c.(Codec).ParseRequest(out)
-			require.NoError(t, err, "%s: edited body must parse:\n%s", what, out)
-		}
-	}
-	orig := append([]byte(nil), body...)
-	out, err := c.ReplaceMessages(body, pos, [][]byte{item, item})
-	check(out, err, "replace")
-	out, err = c.ReplaceMessages(body, pos, nil)
-	check(out, err, "remove")
-	out, err = c.PrependToolResults(body, pos, res)
-	check(out, err, "prepend")
-	out, err = c.AppendUserTextAt(body, pos, []string{text, "second"})
-	check(out, err, "user text")
-	out, err = c.AppendMessages(body, [][]byte{item})
-	check(out, err, "append")
-	require.Equal(t, orig, body)
-
-	replyValid := gjson.ValidBytes(body)
-	for _, e := range [][2][]int{{{pos}, nil}, {nil, {pos}}, {{0, 1, 2, 3}, nil}, {{pos & 1}, {1 - pos&1}}} {
-		out, err := c.EditReply(body, e[0], e[1])
-		if err == nil && replyValid {
-			require.True(t, gjson.ValidBytes(out), "edit reply %v: invalid JSON:\n%s", e, out)
-		}
-	}
-	out, err = c.MergeReplies(body, body)
-	if err == nil && replyValid {
-		require.True(t, gjson.ValidBytes(out), "merge: invalid JSON:\n%s", out)
-	}
-	if items, err := c.ReplyAsMessages(body); err == nil {
-		for _, it := range items {
-			require.True(t, gjson.ValidBytes(it), "reply item: invalid JSON:\n%s", it)
-		}
-	}
-	require.Equal(t, orig, body)
-}
-
-// round is one round of longConversation (conversationRounds).
-func (chatCodec) round(i int, id string) []string {
-	return []string{fmt.Sprintf(`{"role":"user","content":"step %d"}`, i),
-		fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"id":%q,"type":"function","function":{"name":"Read","arguments":"{}"}},{"id":"%s-b","type":"function","function":{"name":"Read","arguments":"{}"}}]}`, id, id),
-		fmt.Sprintf(`{"role":"tool","tool_call_id":%q,"content":"r%d"}`, id, i),
-		fmt.Sprintf(`{"role":"tool","tool_call_id":"%s-b","content":"s%d"}`, id, i)}
 }

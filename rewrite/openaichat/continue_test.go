@@ -1,4 +1,4 @@
-package rewrite
+package openaichat
 
 import (
 	"io"
@@ -11,18 +11,20 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
 )
 
 func TestChatContinuer(t *testing.T) {
-	cc, ok := Continuer(codecFor(OpenAIChat))
+	cc, ok := rewrite.Continuer(apitest.CodecFor(Descriptor))
 	require.True(t, ok)
-	require.IsType(t, chatCodec{views: testViews}, cc)
-	_, ok = OpenAIChat.NewSplicer().(ContinueSplicer)
+	require.IsType(t, chatCodec{views: apitest.Views}, cc)
+	_, ok = Descriptor.NewSplicer().(rewrite.ContinueSplicer)
 	require.True(t, ok)
 }
 
 func TestChatContinuationMessages(t *testing.T) {
-	cc, _ := Continuer(codecFor(OpenAIChat))
+	cc, _ := rewrite.Continuer(apitest.CodecFor(Descriptor))
 	const calls = `"tool_calls":[{"id":"call_a","type":"function","function":{"name":"read_file","arguments":"{\"pa"}}]`
 	tests := []struct {
 		name, reply string
@@ -65,14 +67,14 @@ func TestChatContinuationMessages(t *testing.T) {
 				return
 			}
 			var hasText bool
-			items, err := oaCheckItemsOut(t, []byte(tt.reply), func(b []byte) ([][]byte, error) {
+			items, err := apitest.CheckItemsOut(t, []byte(tt.reply), func(b []byte) ([][]byte, error) {
 				items, ht, err := cc.ContinuationMessages(b, tt.prefill)
 				hasText = ht
 				return items, err
 			})
 			require.NoError(t, err)
 			require.True(t, hasText)
-			require.Equal(t, []string{tt.want}, oaStrs(items))
+			require.Equal(t, []string{tt.want}, apitest.Strings(items))
 		})
 	}
 	// Whitespace-only text is text without prefill.
@@ -81,7 +83,7 @@ func TestChatContinuationMessages(t *testing.T) {
 	require.True(t, hasText)
 	for _, bad := range []string{`{`, `{"choices":[]}`, `{"choices":[{"message":{"tool_calls":1}}]}`} {
 		_, _, err := cc.ContinuationMessages([]byte(bad), true)
-		require.ErrorIs(t, err, ErrMalformedReply, bad)
+		require.ErrorIs(t, err, rewrite.ErrMalformedReply, bad)
 	}
 }
 
@@ -96,14 +98,14 @@ func TestChatTrimRawRight(t *testing.T) {
 }
 
 func TestChatUserTextMessage(t *testing.T) {
-	cc, _ := Continuer(codecFor(OpenAIChat))
+	cc, _ := rewrite.Continuer(apitest.CodecFor(Descriptor))
 	b, err := cc.UserTextMessage("Continue \"exactly\" where you stopped.\n")
 	require.NoError(t, err)
 	require.Equal(t, `{"role":"user","content":"Continue \"exactly\" where you stopped.\n"}`, string(b))
 }
 
 func TestChatContinueReply(t *testing.T) {
-	cc, _ := Continuer(codecFor(OpenAIChat))
+	cc, _ := rewrite.Continuer(apitest.CodecFor(Descriptor))
 	const acc = `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant",` +
 		`"content":"The quick brown fox jumps over the","reasoning_content":"plan","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"length"}],` +
 		`"usage":{"prompt_tokens":100,"completion_tokens":20,"total_tokens":120,"completion_tokens_details":{"reasoning_tokens":5}},"system_fingerprint":"fp"}`
@@ -174,7 +176,7 @@ func TestChatContinueReply(t *testing.T) {
 		{`{"choices":[{"message":{"tool_calls":{}}}]}`, `{"choices":[{"message":{"tool_calls":[{}]}}]}`},
 	} {
 		_, err := cc.ContinueReply([]byte(bad[0]), []byte(bad[1]))
-		require.ErrorIs(t, err, ErrMalformedReply, bad)
+		require.ErrorIs(t, err, rewrite.ErrMalformedReply, bad)
 	}
 }
 
@@ -276,7 +278,7 @@ func TestChatSpliceContinue(t *testing.T) {
 	s1 := m.body(mock.Reply{ID: "chatcmpl-a", Text: partial, Stop: "max_tokens", Usage: mock.Usage{Input: 100, Output: 20}}, true)
 	s2 := m.body(mock.Reply{ID: "chatcmpl-b", Text: cont, Usage: mock.Usage{Input: 130, Output: 6}}, true)
 
-	s := OpenAIChat.NewSplicer()
+	s := Descriptor.NewSplicer()
 	out := chatMustSpliceFeed(t, s, s1)
 	// The partial text passes through byte for byte; the terminal events are held.
 	require.True(t, strings.HasPrefix(s1, string(out)))
@@ -286,10 +288,10 @@ func TestChatSpliceContinue(t *testing.T) {
 	rel, err := s.Release(nil, nil)
 	require.NoError(t, err)
 	require.Empty(t, rel)
-	s.(ContinueSplicer).Continue()
+	s.(rewrite.ContinueSplicer).Continue()
 
 	// Until its finish chunk the continuation's text is held by the seam filter.
-	r := NewReader(strings.NewReader(s2))
+	r := rewrite.NewReader(strings.NewReader(s2))
 	var out2 []byte
 	for {
 		ev, err := r.Next()
@@ -334,7 +336,7 @@ func TestChatSpliceContinue(t *testing.T) {
 
 	cc := chatAccumulate(t, all)
 	require.Equal(t, "chatcmpl-a", cc.ID)
-	require.Equal(t, partial+TrimSeam(partial, cont), cc.Choices[0].Message.Content)
+	require.Equal(t, partial+rewrite.TrimSeam(partial, cont), cc.Choices[0].Message.Content)
 	require.Equal(t, "The quick brown fox jumps over the lazy dog.", cc.Choices[0].Message.Content)
 	require.Equal(t, "stop", cc.Choices[0].FinishReason)
 	require.EqualValues(t, 130, cc.Usage.PromptTokens)
@@ -345,7 +347,7 @@ func TestChatSpliceContinue(t *testing.T) {
 
 	// The same as the non-streaming path, from the streams' replies and from
 	// the mock's JSON replies.
-	codec, _ := Continuer(codecFor(OpenAIChat))
+	codec, _ := rewrite.Continuer(apitest.CodecFor(Descriptor))
 	for _, pair := range [][2]string{
 		{string(reply1), string(reply2)},
 		{m.body(mock.Reply{ID: "chatcmpl-a", Text: partial, Stop: "max_tokens", Usage: mock.Usage{Input: 100, Output: 20}}, false),
@@ -353,7 +355,7 @@ func TestChatSpliceContinue(t *testing.T) {
 	} {
 		merged, err := codec.ContinueReply([]byte(pair[0]), []byte(pair[1]))
 		require.NoError(t, err)
-		want, err := codecFor(OpenAIChat).ParseReply(merged)
+		want, err := apitest.CodecFor(Descriptor).ParseReply(merged)
 		require.NoError(t, err)
 		require.Equal(t, want.Text, cc.Choices[0].Message.Content)
 		require.Equal(t, want.RawStop, cc.Choices[0].FinishReason)
@@ -365,7 +367,7 @@ func TestChatSpliceContinue(t *testing.T) {
 	items, hasText, err := codec.ContinuationMessages(reply1, true)
 	require.NoError(t, err)
 	require.True(t, hasText)
-	require.Equal(t, []string{`{"role":"assistant","content":"The quick brown fox jumps over the"}`}, oaStrs(items))
+	require.Equal(t, []string{`{"role":"assistant","content":"The quick brown fox jumps over the"}`}, apitest.Strings(items))
 }
 
 // Two continuations in a row, each long enough for the seam to be decided
@@ -382,16 +384,16 @@ func TestChatSpliceContinueTwice(t *testing.T) {
 	s2 := crlf(m.body(mock.Reply{ID: "chatcmpl-2", Text: c1, Stop: "max_tokens", Usage: mock.Usage{Input: 20, Output: 80}}, true))
 	s3 := crlf(m.body(mock.Reply{ID: "chatcmpl-3", Text: c2, Usage: mock.Usage{Input: 100, Output: 5}}, true))
 
-	s := OpenAIChat.NewSplicer()
+	s := Descriptor.NewSplicer()
 	out := chatMustSpliceFeed(t, s, s1)
 	_, err := s.Release(nil, nil)
 	require.NoError(t, err)
-	s.(ContinueSplicer).Continue()
+	s.(rewrite.ContinueSplicer).Continue()
 
 	// The seam is decided once 256 bytes of the continuation arrived: the
 	// chunk that completes them carries the trimmed text so far, later
 	// chunks pass through with the first stream's id.
-	r := NewReader(strings.NewReader(s2))
+	r := rewrite.NewReader(strings.NewReader(s2))
 	var out2 []byte
 	var emitted []string
 	held := 0
@@ -413,18 +415,18 @@ func TestChatSpliceContinueTwice(t *testing.T) {
 			emitted = append(emitted, gjson.Get(d, "choices.0.delta.content").Str)
 		}
 		if len(emitted) == 1 {
-			require.Less(t, held, SeamWindow)
-			require.GreaterOrEqual(t, held+len(c), SeamWindow)
-			require.Equal(t, TrimSeam(p1, c1[:held+len(c)]), emitted[0])
+			require.Less(t, held, rewrite.SeamWindow)
+			require.GreaterOrEqual(t, held+len(c), rewrite.SeamWindow)
+			require.Equal(t, rewrite.TrimSeam(p1, c1[:held+len(c)]), emitted[0])
 		} else if c != "" {
 			require.Equal(t, crlf("data: "+strings.Replace(string(ev.Data), "chatcmpl-2", "chatcmpl-1", 1)+"\n\n"), string(b))
 		}
 	}
-	require.Equal(t, TrimSeam(p1, c1), strings.Join(emitted, ""))
+	require.Equal(t, rewrite.TrimSeam(p1, c1), strings.Join(emitted, ""))
 	require.Greater(t, len(emitted), 5) // decided mid-stream, then passed through
 	_, err = s.Release(nil, nil)
 	require.NoError(t, err)
-	s.(ContinueSplicer).Continue()
+	s.(rewrite.ContinueSplicer).Continue()
 	out3 := chatMustSpliceFeed(t, s, s3)
 	_, err = s.Release(nil, nil)
 	require.NoError(t, err)
@@ -434,8 +436,8 @@ func TestChatSpliceContinueTwice(t *testing.T) {
 	require.NotContains(t, strings.ReplaceAll(string(all), "\r\n", ""), "\n") // CRLF kept
 
 	cc := chatAccumulate(t, all)
-	text1 := p1 + TrimSeam(p1, c1)
-	require.Equal(t, text1+TrimSeam(text1, c2), cc.Choices[0].Message.Content)
+	text1 := p1 + rewrite.TrimSeam(p1, c1)
+	require.Equal(t, text1+rewrite.TrimSeam(text1, c2), cc.Choices[0].Message.Content)
 	require.Equal(t, "Once upon a time there was a "+long+"and then it ended.", cc.Choices[0].Message.Content)
 	require.Equal(t, "chatcmpl-1", cc.ID)
 	require.Equal(t, "stop", cc.Choices[0].FinishReason)
@@ -462,12 +464,12 @@ func TestChatSpliceContinueThinkingAndCall(t *testing.T) {
 		ToolCalls: []mock.ToolCall{{ID: "call_x", Name: "read_file", Args: `{"path":"main.go"}`}},
 		Usage:     mock.Usage{Input: 90, Output: 12}}, true)
 
-	s := OpenAIChat.NewSplicer()
+	s := Descriptor.NewSplicer()
 	out := chatMustSpliceFeed(t, s, s1)
 	require.Contains(t, string(out), `"reasoning_content":"Plan fir"`) // the first stream's reasoning passes
 	_, err := s.Release(nil, nil)
 	require.NoError(t, err)
-	s.(ContinueSplicer).Continue()
+	s.(rewrite.ContinueSplicer).Continue()
 	out2 := chatMustSpliceFeed(t, s, s2)
 	reply2, err := s.Reply()
 	require.NoError(t, err)
@@ -506,19 +508,19 @@ func TestChatSpliceContinueAfterCall(t *testing.T) {
 		Usage:     mock.Usage{Input: 10, Output: 9}}, true)
 	s2 := m.body(mock.Reply{ID: "chatcmpl-b", Text: " I will read main.go first.", Usage: mock.Usage{Input: 20, Output: 8}}, true)
 
-	s := OpenAIChat.NewSplicer()
+	s := Descriptor.NewSplicer()
 	out := chatMustSpliceFeed(t, s, s1)
 	reply1, err := s.Reply()
 	require.NoError(t, err)
-	codec, _ := Continuer(codecFor(OpenAIChat))
+	codec, _ := rewrite.Continuer(apitest.CodecFor(Descriptor))
 	items, hasText, err := codec.ContinuationMessages(reply1, true)
 	require.NoError(t, err)
 	require.True(t, hasText)
-	require.Equal(t, []string{`{"role":"assistant","content":"Let me look."}`}, oaStrs(items))
+	require.Equal(t, []string{`{"role":"assistant","content":"Let me look."}`}, apitest.Strings(items))
 	rel, err := s.Release([]int{0}, nil)
 	require.NoError(t, err)
 	require.Empty(t, rel)
-	s.(ContinueSplicer).Continue()
+	s.(rewrite.ContinueSplicer).Continue()
 	out2 := chatMustSpliceFeed(t, s, s2)
 	require.Equal(t, []string{chatChunk("chatcmpl-a", `{"content":"I will read main.go first."}`, "null")}, chatSSEData(t, out2))
 	_, err = s.Release(nil, nil)
@@ -537,7 +539,7 @@ func TestChatSpliceContinueAfterCall(t *testing.T) {
 	// No text at all before the cut call: the continuation's text opens the
 	// content and passes through as it arrives.
 	s1 = m.body(mock.Reply{ID: "chatcmpl-c", Stop: "max_tokens", ToolCalls: []mock.ToolCall{{ID: "call_1", Name: "f", Args: `{"a`}}}, true)
-	s = OpenAIChat.NewSplicer()
+	s = Descriptor.NewSplicer()
 	out = chatMustSpliceFeed(t, s, s1)
 	reply1, err = s.Reply()
 	require.NoError(t, err)
@@ -546,7 +548,7 @@ func TestChatSpliceContinueAfterCall(t *testing.T) {
 	require.False(t, hasText)
 	_, err = s.Release([]int{0}, nil)
 	require.NoError(t, err)
-	s.(ContinueSplicer).Continue()
+	s.(rewrite.ContinueSplicer).Continue()
 	out2 = chatMustSpliceFeed(t, s, m.body(mock.Reply{ID: "chatcmpl-d", Text: "Hello there, friend."}, true))
 	require.Equal(t, []string{
 		chatChunk("chatcmpl-c", `{"content":"Hello th"}`, "null"),
@@ -565,11 +567,11 @@ func TestChatSpliceContinueAfterCall(t *testing.T) {
 // A continuation that only repeats the partial text emits no content event.
 func TestChatSpliceContinueAllRepeated(t *testing.T) {
 	m := newChatMock(t)
-	s := OpenAIChat.NewSplicer()
+	s := Descriptor.NewSplicer()
 	out := chatMustSpliceFeed(t, s, m.body(mock.Reply{ID: "chatcmpl-a", Text: "it was the best of times", Stop: "max_tokens"}, true))
 	_, err := s.Release(nil, nil)
 	require.NoError(t, err)
-	s.(ContinueSplicer).Continue()
+	s.(rewrite.ContinueSplicer).Continue()
 	out2 := chatMustSpliceFeed(t, s, m.body(mock.Reply{ID: "chatcmpl-b", Text: "the best of times"}, true))
 	require.Empty(t, out2)
 	_, err = s.Release(nil, nil)
@@ -593,12 +595,12 @@ func TestChatSpliceContinueFlush(t *testing.T) {
 	const flushed = `{"id":"a","object":"chat.completion.chunk","created":5,"model":"m","choices":[{"index":0,"delta":{"content":" cut."},"finish_reason":null}]}`
 	contText := "data: {\"id\":\"b\",\"created\":6,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"reasoning\":\"r\",\"content\":\"that it was\"}}]}\n\n" +
 		"data: {\"id\":\"b\",\"created\":6,\"choices\":[{\"index\":0,\"delta\":{\"content\":\" cut.\"}}]}\n\n"
-	start := func(t *testing.T) StreamSplicer {
-		s := OpenAIChat.NewSplicer()
+	start := func(t *testing.T) rewrite.StreamSplicer {
+		s := Descriptor.NewSplicer()
 		chatMustSpliceFeed(t, s, first)
 		_, err := s.Release(nil, nil)
 		require.NoError(t, err)
-		s.(ContinueSplicer).Continue()
+		s.(rewrite.ContinueSplicer).Continue()
 		out, err := chatSpliceFeed(s, contText)
 		require.NoError(t, err)
 		require.Empty(t, out)
@@ -665,11 +667,11 @@ func TestChatSpliceContinueFlush(t *testing.T) {
 		require.Equal(t, []string{`{"id":"a","choices":[{"index":0,"finish_reason":"stop","delta":{}}]}`, "[DONE]"}, chatSSEData(t, fin))
 	})
 	t.Run("refusal kept, reasoning and role dropped", func(t *testing.T) {
-		s := OpenAIChat.NewSplicer()
+		s := Descriptor.NewSplicer()
 		chatMustSpliceFeed(t, s, first)
 		_, err := s.Release(nil, nil)
 		require.NoError(t, err)
-		s.(ContinueSplicer).Continue()
+		s.(rewrite.ContinueSplicer).Continue()
 		out, err := chatSpliceFeed(s, "data: {\"id\":\"b\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"that it was\",\"reasoning_content\":\"x\",\"refusal\":\"No.\"}}]}\n\n")
 		require.NoError(t, err)
 		require.Equal(t, []string{`{"id":"a","choices":[{"index":0,"delta":{"content":"","refusal":"No."}}]}`}, chatSSEData(t, out))
@@ -680,7 +682,7 @@ func TestChatSpliceContinueFlush(t *testing.T) {
 func TestChatSpliceNoContinuationUnchanged(t *testing.T) {
 	m := newChatMock(t)
 	in := m.body(mock.Reply{ID: "chatcmpl-a", Text: "Plain answer, not cut.", Thinking: &mock.Thinking{Text: "hmm"}}, true)
-	s := OpenAIChat.NewSplicer()
+	s := Descriptor.NewSplicer()
 	out := chatMustSpliceFeed(t, s, in)
 	rel, err := s.Release(nil, nil)
 	require.NoError(t, err)

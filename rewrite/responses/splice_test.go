@@ -1,24 +1,28 @@
-package rewrite
+package responses
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/iotest"
 
 	"github.com/openai/openai-go/v3/responses"
+	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 )
 
 // respFeedSplice feeds one upstream stream, read one byte at a time, and
 // returns what the splicer emitted.
-func respFeedSplice(t *testing.T, sp StreamSplicer, sse []byte) []byte {
+func respFeedSplice(t *testing.T, sp rewrite.StreamSplicer, sse []byte) []byte {
 	t.Helper()
-	rd := NewReader(iotest.OneByteReader(bytes.NewReader(sse)))
+	rd := rewrite.NewReader(iotest.OneByteReader(bytes.NewReader(sse)))
 	var out []byte
 	for {
 		ev, err := rd.Next()
@@ -41,7 +45,7 @@ type respSplicedEvent struct {
 
 func respParseSpliced(t *testing.T, out []byte) []respSplicedEvent {
 	t.Helper()
-	rd := NewReader(iotest.OneByteReader(bytes.NewReader(out)))
+	rd := rewrite.NewReader(iotest.OneByteReader(bytes.NewReader(out)))
 	var evs []respSplicedEvent
 	for {
 		ev, err := rd.Next()
@@ -50,7 +54,7 @@ func respParseSpliced(t *testing.T, out []byte) []respSplicedEvent {
 		}
 		require.NoError(t, err)
 		d := bytes.TrimSpace(ev.Data)
-		if len(d) == 0 || bytes.Equal(d, DoneData) {
+		if len(d) == 0 || bytes.Equal(d, rewrite.DoneData) {
 			continue
 		}
 		se := respSplicedEvent{name: string(ev.Name), data: string(ev.Data)}
@@ -104,19 +108,19 @@ func TestResponsesSplicePassThrough(t *testing.T) {
 	for _, name := range []string{"splice_text.sse", "stream.sse", "splice_incomplete.sse", "splice_calls.sse", "splice_custom.sse"} {
 		for _, crlf := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/crlf=%v", name, crlf), func(t *testing.T) {
-				in := fixture(t, OpenAIResponses, name)
+				in := apitest.Fixture(t, Descriptor, name)
 				if crlf {
 					in = bytes.ReplaceAll(in, []byte("\n"), []byte("\r\n"))
 				}
-				sp := OpenAIResponses.NewSplicer()
+				sp := Descriptor.NewSplicer()
 				out := respFeedSplice(t, sp, in)
 				require.True(t, sp.Done())
 				reply, err := sp.Reply()
 				require.NoError(t, err)
-				rd := NewReader(bytes.NewReader(in))
-				var last Event
+				rd := rewrite.NewReader(bytes.NewReader(in))
+				var last rewrite.Event
 				for ev, err := rd.Next(); err == nil; ev, err = rd.Next() {
-					last = Event{Data: bytes.Clone(ev.Data)}
+					last = rewrite.Event{Data: bytes.Clone(ev.Data)}
 				}
 				require.Equal(t, gjson.GetBytes(last.Data, "response").Raw, string(reply))
 				b, err := sp.Release(nil, nil)
@@ -136,15 +140,15 @@ func TestResponsesSplicePassThrough(t *testing.T) {
 }
 
 func TestResponsesSpliceRemove(t *testing.T) {
-	sp := OpenAIResponses.NewSplicer()
-	out := respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_calls.sse"))
+	sp := Descriptor.NewSplicer()
+	out := respFeedSplice(t, sp, apitest.Fixture(t, Descriptor, "splice_calls.sse"))
 	require.True(t, sp.Done())
 	require.NotContains(t, string(out), "function_call", "calls are held until Release")
 	require.Contains(t, string(out), `"delta":"me look."`, "text passes at once")
 	require.NotContains(t, string(out), "response.output_text.done", "the last text's close events are held")
 	reply, err := sp.Reply()
 	require.NoError(t, err)
-	r, err := responsesCodec{views: testViews}.ParseReply(reply)
+	r, err := responsesCodec{views: apitest.Views}.ParseReply(reply)
 	require.NoError(t, err)
 	require.Len(t, r.ToolCalls, 2)
 
@@ -175,15 +179,15 @@ func TestResponsesSpliceRemove(t *testing.T) {
 		}
 	}
 	// The final response is EditReply's.
-	edited, err := responsesCodec{views: testViews}.EditReply(reply, []int{0}, nil)
+	edited, err := responsesCodec{views: apitest.Views}.EditReply(reply, []int{0}, nil)
 	require.NoError(t, err)
 	require.JSONEq(t, string(edited), gjson.Get(evs[len(evs)-1].data, "response").Raw)
 	require.Equal(t, len(evs), sp.Events())
 }
 
 func TestResponsesSpliceFirst(t *testing.T) {
-	sp := OpenAIResponses.NewSplicer()
-	out := respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_calls.sse"))
+	sp := Descriptor.NewSplicer()
+	out := respFeedSplice(t, sp, apitest.Fixture(t, Descriptor, "splice_calls.sse"))
 	b, err := sp.Release(nil, []int{1})
 	require.NoError(t, err)
 	out = append(out, b...)
@@ -196,8 +200,8 @@ func TestResponsesSpliceFirst(t *testing.T) {
 	require.Equal(t, "call_b", last.Response.Output[1].CallID)
 	require.Equal(t, "call_a", last.Response.Output[2].CallID)
 	// Bad plans are errors, and Release may then be retried.
-	sp = OpenAIResponses.NewSplicer()
-	respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_calls.sse"))
+	sp = Descriptor.NewSplicer()
+	respFeedSplice(t, sp, apitest.Fixture(t, Descriptor, "splice_calls.sse"))
 	_, err = sp.Release([]int{5}, nil)
 	require.Error(t, err)
 	_, err = sp.Release([]int{0}, []int{0})
@@ -209,8 +213,8 @@ func TestResponsesSpliceFirst(t *testing.T) {
 }
 
 func TestResponsesSpliceFollowUp(t *testing.T) {
-	sp := OpenAIResponses.NewSplicer()
-	out := respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_topic.sse"))
+	sp := Descriptor.NewSplicer()
+	out := respFeedSplice(t, sp, apitest.Fixture(t, Descriptor, "splice_topic.sse"))
 	require.True(t, sp.Done())
 	reply, err := sp.Reply()
 	require.NoError(t, err)
@@ -224,7 +228,7 @@ func TestResponsesSpliceFollowUp(t *testing.T) {
 	require.False(t, sp.Done())
 	_, err = sp.Reply()
 	require.Error(t, err)
-	out = append(out, respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_followup.sse"))...)
+	out = append(out, respFeedSplice(t, sp, apitest.Fixture(t, Descriptor, "splice_followup.sse"))...)
 	require.True(t, sp.Done())
 	reply2, err := sp.Reply()
 	require.NoError(t, err)
@@ -254,13 +258,13 @@ func TestResponsesSpliceFollowUp(t *testing.T) {
 
 func TestResponsesSpliceFollowUpKeepsCalls(t *testing.T) {
 	// stream 1: [message, A, B] keeping B first; stream 2: incomplete message.
-	sp := OpenAIResponses.NewSplicer()
-	out := respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_calls.sse"))
+	sp := Descriptor.NewSplicer()
+	out := respFeedSplice(t, sp, apitest.Fixture(t, Descriptor, "splice_calls.sse"))
 	b, err := sp.Release(nil, []int{1})
 	require.NoError(t, err)
 	out = append(out, b...)
 	sp.Next()
-	out = append(out, respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_incomplete.sse"))...)
+	out = append(out, respFeedSplice(t, sp, apitest.Fixture(t, Descriptor, "splice_incomplete.sse"))...)
 	b, err = sp.Release(nil, nil)
 	require.NoError(t, err)
 	out = append(out, b...)
@@ -305,7 +309,7 @@ func TestResponsesSpliceInterleaved(t *testing.T) {
 	w.ev("response.output_item.done", `,"output_index":1,"item":`+msg)
 	w.ev("response.output_item.done", `,"output_index":0,"item":`+fc)
 	w.ev("response.completed", `,"response":{"id":"r1","status":"completed","output":[`+fc+`,`+msg+`],"usage":{"input_tokens":1,"output_tokens":2,"total_tokens":3}}`)
-	sp := OpenAIResponses.NewSplicer()
+	sp := Descriptor.NewSplicer()
 	out := respFeedSplice(t, sp, []byte(w.b.String()))
 	b, err := sp.Release(nil, nil)
 	require.NoError(t, err)
@@ -332,7 +336,7 @@ func TestResponsesSpliceUnstreamedCall(t *testing.T) {
 	w.ev("response.output_item.added", `,"output_index":1,"item":`+fc1)
 	w.ev("response.output_item.done", `,"output_index":1,"item":`+fc1)
 	w.ev("response.completed", `,"response":{"id":"r1","status":"completed","output":[`+fc1+`,`+msg+`,`+fc2+`]}`)
-	sp := OpenAIResponses.NewSplicer()
+	sp := Descriptor.NewSplicer()
 	out := respFeedSplice(t, sp, []byte(w.b.String()))
 	b, err := sp.Release(nil, []int{1})
 	require.NoError(t, err)
@@ -352,11 +356,11 @@ func TestResponsesSpliceUnstreamedCall(t *testing.T) {
 	w.ev("response.output_item.added", `,"output_index":0,"item":`+fc1)
 	w.ev("response.output_item.done", `,"output_index":0,"item":`+fc1)
 	w.ev("response.completed", `,"response":{"id":"r1","status":"completed","output":[]}`)
-	sp = OpenAIResponses.NewSplicer()
+	sp = Descriptor.NewSplicer()
 	respFeedSplice(t, sp, []byte(w.b.String()))
 	reply, err := sp.Reply()
 	require.NoError(t, err)
-	r, err := responsesCodec{views: testViews}.ParseReply(reply)
+	r, err := responsesCodec{views: apitest.Views}.ParseReply(reply)
 	require.NoError(t, err)
 	require.Len(t, r.ToolCalls, 1)
 	b, err = sp.Release([]int{0}, nil)
@@ -365,8 +369,8 @@ func TestResponsesSpliceUnstreamedCall(t *testing.T) {
 }
 
 func TestResponsesSpliceError(t *testing.T) {
-	in := fixture(t, OpenAIResponses, "splice_error.sse")
-	sp := OpenAIResponses.NewSplicer()
+	in := apitest.Fixture(t, Descriptor, "splice_error.sse")
+	sp := Descriptor.NewSplicer()
 	out := respFeedSplice(t, sp, in)
 	require.True(t, sp.Done())
 	require.Equal(t, string(in), string(out), "the error is forwarded at once")
@@ -380,8 +384,8 @@ func TestResponsesSpliceError(t *testing.T) {
 	require.Empty(t, b)
 
 	// An error on a follow-up continues the numbering.
-	sp = OpenAIResponses.NewSplicer()
-	out = respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_topic.sse"))
+	sp = Descriptor.NewSplicer()
+	out = respFeedSplice(t, sp, apitest.Fixture(t, Descriptor, "splice_topic.sse"))
 	_, err = sp.Release([]int{0}, nil)
 	require.NoError(t, err)
 	sp.Next()
@@ -400,7 +404,7 @@ func TestResponsesSpliceError(t *testing.T) {
 	var w respSSE
 	w.ev("response.created", `,"response":{"id":"r1","status":"in_progress","output":[]}`)
 	w.ev("response.failed", `,"response":{"id":"r1","status":"failed","output":[],"error":{"code":"server_error","message":"x"}}`)
-	sp = OpenAIResponses.NewSplicer()
+	sp = Descriptor.NewSplicer()
 	out = respFeedSplice(t, sp, []byte(w.b.String()))
 	require.Equal(t, w.b.String(), string(out))
 	require.True(t, sp.Done())
@@ -410,9 +414,9 @@ func TestResponsesSpliceError(t *testing.T) {
 }
 
 func TestResponsesSpliceUnfinished(t *testing.T) {
-	in := fixture(t, OpenAIResponses, "splice_calls.sse")
+	in := apitest.Fixture(t, Descriptor, "splice_calls.sse")
 	cut := in[:bytes.LastIndex(in, []byte("event: response.completed"))]
-	sp := OpenAIResponses.NewSplicer()
+	sp := Descriptor.NewSplicer()
 	respFeedSplice(t, sp, cut)
 	require.False(t, sp.Done())
 	_, err := sp.Reply()
@@ -426,7 +430,7 @@ func TestResponsesSpliceUnfinished(t *testing.T) {
 	require.Error(t, err)
 
 	// An event cut by the end of the stream still reaches the agent whole.
-	sp = OpenAIResponses.NewSplicer()
+	sp = Descriptor.NewSplicer()
 	out := respFeedSplice(t, sp, []byte("event: foo\ndata: {\"type\":\"foo\",\"sequence_number\":3}"))
 	require.Equal(t, "event: foo\ndata: {\"type\":\"foo\",\"sequence_number\":3}\n\n", string(out))
 }
@@ -439,13 +443,13 @@ func TestResponsesSpliceMalformed(t *testing.T) {
 		`{"type":"foo","sequence_number":1,"sequence_number":2}`,
 		`{"type":"response.completed","response":[]}`,
 	} {
-		sp := OpenAIResponses.NewSplicer()
-		_, err := sp.Feed(Event{Name: []byte("x"), Data: []byte(data), Raw: []byte("data: " + data + "\n\n")})
+		sp := Descriptor.NewSplicer()
+		_, err := sp.Feed(rewrite.Event{Name: []byte("x"), Data: []byte(data), Raw: []byte("data: " + data + "\n\n")})
 		require.Error(t, err, data)
 	}
 	// [DONE] is held and sent after the terminal event.
-	in := string(fixture(t, OpenAIResponses, "splice_text.sse")) + "data: [DONE]\n\n"
-	sp := OpenAIResponses.NewSplicer()
+	in := string(apitest.Fixture(t, Descriptor, "splice_text.sse")) + "data: [DONE]\n\n"
+	sp := Descriptor.NewSplicer()
 	out := respFeedSplice(t, sp, []byte(in))
 	require.NotContains(t, string(out), "[DONE]")
 	b, err := sp.Finish()
@@ -458,7 +462,7 @@ func TestResponsesSpliceMalformed(t *testing.T) {
 // (Continue) starts after each terminal event.
 func FuzzResponsesSplicer(f *testing.F) {
 	for _, name := range []string{"splice_text.sse", "splice_calls.sse", "splice_topic.sse", "splice_incomplete.sse", "splice_error.sse", "stream.sse", "splice_custom.sse"} {
-		b, err := fixtures.ReadFile("testdata/openai_responses/" + name)
+		b, err := os.ReadFile(filepath.Join("..", "testdata", "openai_responses", name))
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -466,9 +470,9 @@ func FuzzResponsesSplicer(f *testing.F) {
 		f.Add(b, []byte{1, 0, 1})
 		f.Add(b, []byte{2, 9, 1, 0})
 	}
-	topic, _ := fixtures.ReadFile("testdata/openai_responses/splice_topic.sse")
-	follow, _ := fixtures.ReadFile("testdata/openai_responses/splice_followup.sse")
-	calls, _ := fixtures.ReadFile("testdata/openai_responses/splice_calls.sse")
+	topic, _ := os.ReadFile(filepath.Join("..", "testdata", "openai_responses", "splice_topic.sse"))
+	follow, _ := os.ReadFile(filepath.Join("..", "testdata", "openai_responses", "splice_followup.sse"))
+	calls, _ := os.ReadFile(filepath.Join("..", "testdata", "openai_responses", "splice_calls.sse"))
 	f.Add(append(bytes.Clone(topic), follow...), []byte{1, 0, 1, 0})
 	f.Add(append(bytes.Clone(calls), follow...), []byte{1, 9, 1, 0})
 	f.Add(append(bytes.Clone(calls), calls...), []byte{2, 0, 1, 1, 1, 0})
@@ -479,7 +483,7 @@ func FuzzResponsesSplicer(f *testing.F) {
 	f.Add([]byte(small), []byte{1, 8, 1})
 	f.Add([]byte(small+small), []byte{1, 0, 1, 0})
 	f.Add([]byte(small+"data: [DONE]\r\n\r\n: ping\n\n"), []byte{0})
-	custom, _ := fixtures.ReadFile("testdata/openai_responses/splice_custom.sse")
+	custom, _ := os.ReadFile(filepath.Join("..", "testdata", "openai_responses", "splice_custom.sse"))
 	f.Add(append(bytes.Clone(topic), custom...), []byte{1, 0, 1, 1, 1})
 	f.Add(append(bytes.Clone(custom), follow...), []byte{1, 1, 1, 0})
 	f.Add(append(bytes.Clone(custom), custom...), []byte{2, 9, 0, 1, 1, 8})
@@ -490,8 +494,8 @@ func FuzzResponsesSplicer(f *testing.F) {
 	f.Add([]byte(smallCustom), []byte{1, 1, 1})
 	f.Add([]byte(smallCustom+small), []byte{2, 8, 1, 1, 0})
 	// Continuations (ctrl 3 after a Release).
-	inc, _ := fixtures.ReadFile("testdata/openai_responses/splice_incomplete.sse")
-	text, _ := fixtures.ReadFile("testdata/openai_responses/splice_text.sse")
+	inc, _ := os.ReadFile(filepath.Join("..", "testdata", "openai_responses", "splice_incomplete.sse"))
+	text, _ := os.ReadFile(filepath.Join("..", "testdata", "openai_responses", "splice_text.sse"))
 	f.Add(append(bytes.Clone(inc), follow...), []byte{0, 3, 0})
 	f.Add(append(append(bytes.Clone(inc), inc...), text...), []byte{0, 3, 0, 3, 0})
 	f.Add(append(bytes.Clone(calls), text...), []byte{2, 0, 1, 3, 0})
@@ -511,10 +515,10 @@ func FuzzResponsesSplicer(f *testing.F) {
 			ctrl = ctrl[1:]
 			return c
 		}
-		sp := OpenAIResponses.NewSplicer()
+		sp := Descriptor.NewSplicer()
 		var out []byte
 		released := false
-		rd := NewReader(iotest.OneByteReader(bytes.NewReader(sse)), WithMaxEventSize(1<<16))
+		rd := rewrite.NewReader(iotest.OneByteReader(bytes.NewReader(sse)), rewrite.WithMaxEventSize(1<<16))
 		for {
 			ev, err := rd.Next()
 			if err != nil {
@@ -543,7 +547,7 @@ func FuzzResponsesSplicer(f *testing.F) {
 			released = true
 			if c := next(); c&1 == 1 {
 				if c&2 != 0 {
-					sp.(ContinueSplicer).Continue()
+					sp.(rewrite.ContinueSplicer).Continue()
 				} else {
 					sp.Next()
 				}
@@ -553,7 +557,7 @@ func FuzzResponsesSplicer(f *testing.F) {
 		b, _ := sp.Finish()
 		out = append(out, b...)
 
-		rd = NewReader(bytes.NewReader(out))
+		rd = rewrite.NewReader(bytes.NewReader(out))
 		prev := int64(-1)
 		for {
 			ev, err := rd.Next()
@@ -562,7 +566,7 @@ func FuzzResponsesSplicer(f *testing.F) {
 			}
 			require.NoError(t, err)
 			d := bytes.TrimSpace(ev.Data)
-			if len(d) == 0 || bytes.Equal(d, DoneData) {
+			if len(d) == 0 || bytes.Equal(d, rewrite.DoneData) {
 				continue
 			}
 			require.True(t, json.Valid(ev.Data), "%q", ev.Data)
@@ -583,7 +587,7 @@ func FuzzResponsesSplicer(f *testing.F) {
 // respRawEvents returns the raw events of an SSE stream.
 func respRawEvents(t *testing.T, sse []byte) []string {
 	t.Helper()
-	rd := NewReader(bytes.NewReader(sse))
+	rd := rewrite.NewReader(bytes.NewReader(sse))
 	var out []string
 	for {
 		ev, err := rd.Next()
@@ -612,7 +616,7 @@ func respRenumbered(t *testing.T, raw string, seq, out int) string {
 // 0 = custom, 1 = function): held custom calls are released byte for byte
 // or renumbered exactly like function calls.
 func TestResponsesSpliceCustom(t *testing.T) {
-	in := fixture(t, OpenAIResponses, "splice_custom.sse")
+	in := apitest.Fixture(t, Descriptor, "splice_custom.sse")
 	raw := respRawEvents(t, in)
 	require.Len(t, raw, 19)
 	closes, custom, fn := raw[5:8], raw[8:13], raw[13:18]
@@ -620,13 +624,13 @@ func TestResponsesSpliceCustom(t *testing.T) {
 		require.Contains(t, e, `"output_index":1`)
 	}
 	run := func(t *testing.T, remove, first []int) (held, released string, evs []respSplicedEvent, last responses.ResponseStreamEventUnion) {
-		sp := OpenAIResponses.NewSplicer()
+		sp := Descriptor.NewSplicer()
 		out := respFeedSplice(t, sp, in)
 		require.True(t, sp.Done())
 		require.Equal(t, strings.Join(raw[:5], ""), string(out), "text passes at once, its close events and calls are held")
 		reply, err := sp.Reply()
 		require.NoError(t, err)
-		view, err := responsesCodec{views: testViews}.ParseReply(reply)
+		view, err := responsesCodec{views: apitest.Views}.ParseReply(reply)
 		require.NoError(t, err)
 		require.Len(t, view.ToolCalls, 2)
 		require.True(t, view.ToolCalls[0].Freeform)
@@ -640,7 +644,7 @@ func TestResponsesSpliceCustom(t *testing.T) {
 		all := append(append(append([]byte(nil), out...), b...), fin...)
 		evs = respParseSpliced(t, all)
 		last = respCheckSpliced(t, evs)
-		edited, err := responsesCodec{views: testViews}.EditReply(reply, remove, first)
+		edited, err := responsesCodec{views: apitest.Views}.EditReply(reply, remove, first)
 		require.NoError(t, err)
 		require.JSONEq(t, string(edited), gjson.Get(evs[len(evs)-1].data, "response").Raw, "the final response is EditReply's")
 		require.Equal(t, len(evs), sp.Events())
@@ -704,13 +708,13 @@ func TestResponsesSpliceCustom(t *testing.T) {
 // create_new_topic (answered by shepherd); the follow-up carries a custom
 // call, which reaches the agent.
 func TestResponsesSpliceCustomFollowUp(t *testing.T) {
-	sp := OpenAIResponses.NewSplicer()
-	out := respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_topic.sse"))
+	sp := Descriptor.NewSplicer()
+	out := respFeedSplice(t, sp, apitest.Fixture(t, Descriptor, "splice_topic.sse"))
 	b, err := sp.Release([]int{0}, nil)
 	require.NoError(t, err)
 	require.Empty(t, b)
 	sp.Next()
-	out = append(out, respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_custom.sse"))...)
+	out = append(out, respFeedSplice(t, sp, apitest.Fixture(t, Descriptor, "splice_custom.sse"))...)
 	b, err = sp.Release([]int{1}, nil)
 	require.NoError(t, err)
 	out = append(out, b...)

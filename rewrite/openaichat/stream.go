@@ -1,10 +1,11 @@
-package rewrite
+package openaichat
 
 import (
 	"bytes"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
@@ -13,7 +14,7 @@ import (
 // data-only SSE chunk decoder. Only choice 0 is viewed (agents send n=1).
 
 func (chatCodec) ParseReply(body []byte) (*conv.Reply, error) {
-	root, err := ParseReplyRoot(body)
+	root, err := rewrite.ParseReplyRoot(body)
 	if err != nil {
 		return nil, err
 	}
@@ -23,7 +24,7 @@ func (chatCodec) ParseReply(body []byte) (*conv.Reply, error) {
 	if c := msg.Get("content"); c.Type == gjson.String {
 		r.Text = jsonkit.OwnedString(c)
 	} else {
-		r.Text = ResultText(c, "text", "text")
+		r.Text = rewrite.ResultText(c, "text", "text")
 	}
 	jsonkit.EachElement(msg.Get("tool_calls"), func(_ int, c gjson.Result) bool {
 		tc := conv.ToolCall{Index: len(r.ToolCalls), ID: jsonkit.OwnedString(c.Get("id")), Name: jsonkit.OwnedString(c.Get("function.name"))}
@@ -79,27 +80,27 @@ func chatUsage(u gjson.Result) *conv.Usage {
 	return &conv.Usage{InputTokens: u.Get("prompt_tokens").Int(), OutputTokens: u.Get("completion_tokens").Int()}
 }
 
-func (chatCodec) NewStreamDecoder() StreamDecoder { return &chatDecoder{} }
+func (chatCodec) NewStreamDecoder() rewrite.StreamDecoder { return &chatDecoder{} }
 
 // chatDecoder decodes chat.completion.chunk events. Chat has no block
 // boundaries: it reports a tool call's BlockStart when the call's index
 // first appears and BlockStop for every open call when finish_reason
 // arrives; text comes as BlockDelta events of index 0.
 type chatDecoder struct {
-	out     []StreamEvent
+	out     []rewrite.StreamEvent
 	started bool
 	open    []int // tool-call indices started and not yet stopped
 }
 
-func (d *chatDecoder) Decode(ev Event) ([]StreamEvent, error) {
+func (d *chatDecoder) Decode(ev rewrite.Event) ([]rewrite.StreamEvent, error) {
 	d.out = d.out[:0]
 	if ev.IsComment() || len(bytes.TrimSpace(ev.Data)) == 0 {
 		return d.out, nil
 	}
-	if bytes.Equal(bytes.TrimSpace(ev.Data), DoneData) {
-		return append(d.out, StreamEvent{Kind: Done, Seq: -1}), nil
+	if bytes.Equal(bytes.TrimSpace(ev.Data), rewrite.DoneData) {
+		return append(d.out, rewrite.StreamEvent{Kind: rewrite.Done, Seq: -1}), nil
 	}
-	root, err := ParseReplyRoot(ev.Data)
+	root, err := rewrite.ParseReplyRoot(ev.Data)
 	if err != nil {
 		return d.out, err
 	}
@@ -109,11 +110,11 @@ func (d *chatDecoder) Decode(ev Event) ([]StreamEvent, error) {
 		if e.Type == gjson.String {
 			msg = e
 		}
-		return append(d.out, StreamEvent{Kind: Error, Seq: -1, ErrorMessage: jsonkit.OwnedString(msg)}), nil
+		return append(d.out, rewrite.StreamEvent{Kind: rewrite.Error, Seq: -1, ErrorMessage: jsonkit.OwnedString(msg)}), nil
 	}
 	if !d.started {
 		d.started = true
-		d.out = append(d.out, StreamEvent{Kind: StreamStart, Seq: -1, Model: jsonkit.OwnedString(root.Get("model"))})
+		d.out = append(d.out, rewrite.StreamEvent{Kind: rewrite.StreamStart, Seq: -1, Model: jsonkit.OwnedString(root.Get("model"))})
 	}
 	usage := chatUsage(root.Get("usage"))
 	finished := false
@@ -125,10 +126,10 @@ func (d *chatDecoder) Decode(ev Event) ([]StreamEvent, error) {
 		return false
 	})
 	if usage != nil && !finished {
-		d.out = append(d.out, StreamEvent{Kind: Usage, Seq: -1, Usage: usage})
+		d.out = append(d.out, rewrite.StreamEvent{Kind: rewrite.Usage, Seq: -1, Usage: usage})
 	}
 	if len(d.out) == 0 {
-		d.out = append(d.out, StreamEvent{Kind: Other, Seq: -1})
+		d.out = append(d.out, rewrite.StreamEvent{Kind: rewrite.Other, Seq: -1})
 	}
 	return d.out, nil
 }
@@ -139,14 +140,14 @@ func (d *chatDecoder) choice(c gjson.Result, usage *conv.Usage) bool {
 	delta := c.Get("delta")
 	for _, k := range [...]string{"reasoning_content", "reasoning"} {
 		if t := delta.Get(k); t.Type == gjson.String && t.Str != "" {
-			d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, BlockKind: conv.BlockThinking, TextDelta: jsonkit.OwnedString(t)})
+			d.out = append(d.out, rewrite.StreamEvent{Kind: rewrite.BlockDelta, Seq: -1, BlockKind: conv.BlockThinking, TextDelta: jsonkit.OwnedString(t)})
 		}
 	}
 	if t := delta.Get("content"); t.Type == gjson.String && t.Str != "" {
-		d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, BlockKind: conv.BlockText, TextDelta: jsonkit.OwnedString(t)})
+		d.out = append(d.out, rewrite.StreamEvent{Kind: rewrite.BlockDelta, Seq: -1, BlockKind: conv.BlockText, TextDelta: jsonkit.OwnedString(t)})
 	}
 	if t := delta.Get("refusal"); t.Type == gjson.String && t.Str != "" {
-		d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, BlockKind: conv.BlockOther, TextDelta: jsonkit.OwnedString(t)})
+		d.out = append(d.out, rewrite.StreamEvent{Kind: rewrite.BlockDelta, Seq: -1, BlockKind: conv.BlockOther, TextDelta: jsonkit.OwnedString(t)})
 	}
 	pos := 0
 	jsonkit.EachElement(delta.Get("tool_calls"), func(_ int, tc gjson.Result) bool {
@@ -155,11 +156,11 @@ func (d *chatDecoder) choice(c gjson.Result, usage *conv.Usage) bool {
 			idx = int(i.Int())
 		}
 		pos++
-		e := StreamEvent{Kind: BlockDelta, Seq: -1, Index: idx, BlockKind: conv.BlockToolCall,
+		e := rewrite.StreamEvent{Kind: rewrite.BlockDelta, Seq: -1, Index: idx, BlockKind: conv.BlockToolCall,
 			ToolCallID: jsonkit.OwnedString(tc.Get("id")), ToolName: jsonkit.OwnedString(tc.Get("function.name")),
 			ArgsDelta: jsonkit.OwnedString(tc.Get("function.arguments"))}
 		if !d.isOpen(idx) {
-			e.Kind = BlockStart
+			e.Kind = rewrite.BlockStart
 			d.open = append(d.open, idx)
 		}
 		d.out = append(d.out, e)
@@ -170,11 +171,11 @@ func (d *chatDecoder) choice(c gjson.Result, usage *conv.Usage) bool {
 		return false
 	}
 	for _, idx := range d.open {
-		d.out = append(d.out, StreamEvent{Kind: BlockStop, Seq: -1, Index: idx, BlockKind: conv.BlockToolCall})
+		d.out = append(d.out, rewrite.StreamEvent{Kind: rewrite.BlockStop, Seq: -1, Index: idx, BlockKind: conv.BlockToolCall})
 	}
 	d.open = d.open[:0]
 	raw := jsonkit.OwnedString(fr)
-	d.out = append(d.out, StreamEvent{Kind: Finish, Seq: -1, Stop: chatStop(raw), RawStop: raw, Usage: usage})
+	d.out = append(d.out, rewrite.StreamEvent{Kind: rewrite.Finish, Seq: -1, Stop: chatStop(raw), RawStop: raw, Usage: usage})
 	return true
 }
 

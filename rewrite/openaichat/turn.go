@@ -1,8 +1,9 @@
-package rewrite
+package openaichat
 
 import (
 	"fmt"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
@@ -14,19 +15,19 @@ import (
 // move) returns its input itself, as ApplyEdits does; every other
 // successful call returns a new slice.
 
-var _ TurnCodec = chatCodec{}
+var _ rewrite.TurnCodec = chatCodec{}
 
 // chatMessages reads the messages array of a request body for a positional
 // edit; it is empty when messages is absent or null.
 func chatMessages(body []byte) (root, msgs gjson.Result, elems []gjson.Result, err error) {
-	if root, err = ParseTrustedRoot(body); err != nil {
+	if root, err = rewrite.ParseTrustedRoot(body); err != nil {
 		return
 	}
 	msgs = jsonkit.Member(root, "messages")
-	if err = WantArray(msgs, "messages"); err != nil {
+	if err = rewrite.WantArray(msgs, "messages"); err != nil {
 		return
 	}
-	return root, msgs, OpenAIElems(msgs), nil
+	return root, msgs, rewrite.OpenAIElems(msgs), nil
 }
 
 // ReplyAsMessages returns choice 0's message as one assistant message:
@@ -39,13 +40,13 @@ func chatMessages(body []byte) (root, msgs gjson.Result, elems []gjson.Result, e
 // "refusal": null, annotations (reply-only), audio (its input form is
 // {"id"} alone) and any unknown member.
 func (chatCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
-	root, err := ParseReplyRoot(reply)
+	root, err := rewrite.ParseReplyRoot(reply)
 	if err != nil {
 		return nil, err
 	}
 	msg := firstChoice(root.Get("choices")).Get("message")
 	if !msg.IsObject() {
-		return nil, fmt.Errorf("%w: no choices[0].message object", ErrMalformedReply)
+		return nil, fmt.Errorf("%w: no choices[0].message object", rewrite.ErrMalformedReply)
 	}
 	out := append([]byte(nil), `{"role":"assistant","content":`...)
 	if c := msg.Get("content"); jsonkit.IsNull(c) {
@@ -64,12 +65,12 @@ func (chatCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
 	calls := msg.Get("tool_calls")
 	switch {
 	case calls.IsArray():
-		if len(OpenAIElems(calls)) > 0 {
+		if len(rewrite.OpenAIElems(calls)) > 0 {
 			out = append(out, `,"tool_calls":`...)
 			out = append(out, calls.Raw...)
 		}
 	case !jsonkit.IsNull(calls):
-		return nil, fmt.Errorf("%w: choices[0].message.tool_calls is not an array", ErrMalformedReply)
+		return nil, fmt.Errorf("%w: choices[0].message.tool_calls is not an array", rewrite.ErrMalformedReply)
 	}
 	if fc := msg.Get("function_call"); fc.IsObject() {
 		out = append(out, `,"function_call":`...)
@@ -100,13 +101,13 @@ func (chatCodec) AppendMessages(body []byte, items [][]byte) ([]byte, error) {
 	if _, _, _, err := chatMessages(body); err != nil {
 		return nil, err
 	}
-	if err := OpenAICheckItems(items); err != nil {
+	if err := rewrite.OpenAICheckItems(items); err != nil {
 		return nil, err
 	}
 	if len(items) == 0 {
 		return body, nil
 	}
-	return AppendToArrayMember(body, "messages", OpenAIJoin(items))
+	return rewrite.AppendToArrayMember(body, "messages", rewrite.OpenAIJoin(items))
 }
 
 func (chatCodec) ReplaceMessages(body []byte, pos int, items [][]byte) ([]byte, error) {
@@ -115,12 +116,12 @@ func (chatCodec) ReplaceMessages(body []byte, pos int, items [][]byte) ([]byte, 
 		return nil, err
 	}
 	if pos < 0 || pos >= len(elems) {
-		return nil, OpenAIPosErr(pos, len(elems))
+		return nil, rewrite.OpenAIPosErr(pos, len(elems))
 	}
-	if err := OpenAICheckItems(items); err != nil {
+	if err := rewrite.OpenAICheckItems(items); err != nil {
 		return nil, err
 	}
-	return OpenAISpliceElems(body, msgs, elems, pos, pos+1, items), nil
+	return rewrite.OpenAISpliceElems(body, msgs, elems, pos, pos+1, items), nil
 }
 
 // PrependToolResults inserts one tool message per result right after the
@@ -131,7 +132,7 @@ func (c chatCodec) PrependToolResults(body []byte, pos int, results []conv.ToolR
 		return nil, err
 	}
 	if pos < 0 || pos >= len(elems) {
-		return nil, OpenAIPosErr(pos, len(elems))
+		return nil, rewrite.OpenAIPosErr(pos, len(elems))
 	}
 	if r := elems[pos].Get("role").Str; r != "assistant" {
 		return nil, fmt.Errorf("rewrite: message %d is not an assistant message", pos)
@@ -143,7 +144,7 @@ func (c chatCodec) PrependToolResults(body []byte, pos int, results []conv.ToolR
 	if len(items) == 0 {
 		return body, nil
 	}
-	return OpenAISpliceElems(body, msgs, elems, pos+1, pos+1, items), nil
+	return rewrite.OpenAISpliceElems(body, msgs, elems, pos+1, pos+1, items), nil
 }
 
 // AppendUserTextAt appends text parts to the user message at pos (string
@@ -157,7 +158,7 @@ func (chatCodec) AppendUserTextAt(body []byte, pos int, texts []string) ([]byte,
 		return nil, err
 	}
 	if pos < 0 || pos >= len(elems) {
-		return nil, OpenAIPosErr(pos, len(elems))
+		return nil, rewrite.OpenAIPosErr(pos, len(elems))
 	}
 	if len(texts) == 0 {
 		return body, nil
@@ -165,10 +166,10 @@ func (chatCodec) AppendUserTextAt(body []byte, pos int, texts []string) ([]byte,
 	m := elems[pos]
 	switch {
 	case m.IsObject() && m.Get("role").Str == "user":
-		return AppendContentParts(body, m, "content", TextItems("text", texts), `{"type":"text","text":`)
+		return rewrite.AppendContentParts(body, m, "content", rewrite.TextItems("text", texts), `{"type":"text","text":`)
 	case chatIsTool(m):
 		j := chatToolRunEnd(elems, pos)
-		return OpenAISpliceElems(body, msgs, elems, j, j, [][]byte{chatTextMessage("user", texts)}), nil
+		return rewrite.OpenAISpliceElems(body, msgs, elems, j, j, [][]byte{chatTextMessage("user", texts)}), nil
 	}
 	return nil, fmt.Errorf("rewrite: message %d is neither a user nor a tool message", pos)
 }
@@ -182,19 +183,19 @@ func (chatCodec) EditReply(reply []byte, remove, first []int) ([]byte, error) {
 	if len(remove) == 0 && len(first) == 0 {
 		return reply, nil
 	}
-	root, err := ParseReplyRoot(reply)
+	root, err := rewrite.ParseReplyRoot(reply)
 	if err != nil {
 		return nil, err
 	}
 	choice := firstChoice(root.Get("choices"))
 	msg := choice.Get("message")
-	calls := OpenAIElems(msg.Get("tool_calls"))
-	order, err := OpenAICallOrder(len(calls), remove, first)
+	calls := rewrite.OpenAIElems(msg.Get("tool_calls"))
+	order, err := rewrite.OpenAICallOrder(len(calls), remove, first)
 	if err != nil {
 		return nil, err
 	}
 	if len(order) > 0 {
-		return OpenAIReorderElems(reply, calls, order), nil
+		return rewrite.OpenAIReorderElems(reply, calls, order), nil
 	}
 	// Every call removed. finish_reason comes after message in every reply
 	// seen, but edit the later spot first so earlier offsets stay valid. A
@@ -202,19 +203,19 @@ func (chatCodec) EditReply(reply []byte, remove, first []int) ([]byte, error) {
 	// of the edited reply too and stays.
 	fr := choice.Get("finish_reason")
 	if !jsonkit.IsNull(fr) && fr.Str != "tool_calls" && fr.Str != "function_call" {
-		return OpenAIDeleteMember(reply, msg, "tool_calls"), nil
+		return rewrite.OpenAIDeleteMember(reply, msg, "tool_calls"), nil
 	}
 	if fr.Index > msg.Index {
 		out := jsonkit.SetMember(reply, choice, "finish_reason", []byte(`"stop"`))
-		return OpenAIDeleteMember(out, msg, "tool_calls"), nil
+		return rewrite.OpenAIDeleteMember(out, msg, "tool_calls"), nil
 	}
-	out := OpenAIDeleteMember(reply, msg, "tool_calls")
+	out := rewrite.OpenAIDeleteMember(reply, msg, "tool_calls")
 	root, _ = jsonkit.RootObject(jsonkit.UnsafeString(out))
 	return jsonkit.SetMember(out, firstChoice(root.Get("choices")), "finish_reason", []byte(`"stop"`)), nil
 }
 
 // chatUsageKeys names Chat's usage members.
-var chatUsageKeys = OpenAIUsageKeys{In: "prompt_tokens", Out: "completion_tokens", Total: "total_tokens",
+var chatUsageKeys = rewrite.OpenAIUsageKeys{In: "prompt_tokens", Out: "completion_tokens", Total: "total_tokens",
 	Details: "completion_tokens_details", Reasoning: "reasoning_tokens"}
 
 // MergeReplies returns first with next's turn appended to choice 0: content,
@@ -239,7 +240,7 @@ func (chatCodec) MergeReplies(first, next []byte) ([]byte, error) {
 	}
 	for _, key := range []string{"content", "refusal", "reasoning_content"} {
 		_, _, msg := cur()
-		merged, err := OpenAIMergeText(msg.Get(key), nmsg.Get(key), "text")
+		merged, err := rewrite.OpenAIMergeText(msg.Get(key), nmsg.Get(key), "text")
 		if err != nil {
 			return nil, err
 		}
@@ -256,7 +257,7 @@ func (chatCodec) MergeReplies(first, next []byte) ([]byte, error) {
 		out = jsonkit.SetMember(out, choice, "finish_reason", []byte(fr.Raw))
 	}
 	root, _, _ := cur()
-	if u := OpenAIMergeUsage(root.Get("usage"), nroot.Get("usage"), chatUsageKeys); u != nil {
+	if u := rewrite.OpenAIMergeUsage(root.Get("usage"), nroot.Get("usage"), chatUsageKeys); u != nil {
 		out = jsonkit.SetMember(out, root, "usage", u)
 	}
 	return out, nil
@@ -266,16 +267,16 @@ func (chatCodec) MergeReplies(first, next []byte) ([]byte, error) {
 // ContinueReply: both roots, and next's choice 0 and its message. Both
 // replies must have a choices[0].message object.
 func chatReplyPair(first, next []byte) (froot, nroot, nchoice, nmsg gjson.Result, err error) {
-	if froot, err = ParseReplyRoot(first); err != nil {
+	if froot, err = rewrite.ParseReplyRoot(first); err != nil {
 		return
 	}
-	if nroot, err = ParseReplyRoot(next); err != nil {
+	if nroot, err = rewrite.ParseReplyRoot(next); err != nil {
 		return
 	}
 	nchoice = firstChoice(nroot.Get("choices"))
 	nmsg = nchoice.Get("message")
 	if !firstChoice(froot.Get("choices")).Get("message").IsObject() || !nmsg.IsObject() {
-		err = fmt.Errorf("%w: no choices[0].message object", ErrMalformedReply)
+		err = fmt.Errorf("%w: no choices[0].message object", rewrite.ErrMalformedReply)
 	}
 	return
 }
@@ -303,10 +304,10 @@ func chatToolRunEnd(elems []gjson.Result, pos int) int {
 // ContinueReply both end a merge with it.
 func chatAppendToolCalls(out []byte, nmsg gjson.Result, msg func() gjson.Result) ([]byte, error) {
 	nc := nmsg.Get("tool_calls")
-	if err := WantArray(nc, ""); err != nil {
-		return nil, fmt.Errorf("%w: choices[0].message.tool_calls is not an array", ErrMalformedReply)
+	if err := rewrite.WantArray(nc, ""); err != nil {
+		return nil, fmt.Errorf("%w: choices[0].message.tool_calls is not an array", rewrite.ErrMalformedReply)
 	}
-	inner := OpenAIInnerString(nc)
+	inner := rewrite.OpenAIInnerString(nc)
 	if inner == "" {
 		return out, nil
 	}
@@ -317,7 +318,7 @@ func chatAppendToolCalls(out []byte, nmsg gjson.Result, msg func() gjson.Result)
 	case jsonkit.IsNull(fc):
 		return jsonkit.SetMember(out, m, "tool_calls", []byte(nc.Raw)), nil
 	}
-	return nil, fmt.Errorf("%w: choices[0].message.tool_calls is not an array", ErrMalformedReply)
+	return nil, fmt.Errorf("%w: choices[0].message.tool_calls is not an array", rewrite.ErrMalformedReply)
 }
 
 func (chatCodec) ConversationKey() string { return "messages" }
@@ -334,7 +335,7 @@ func (chatCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int, int
 	}
 	return elems, func(pos int) (int, int, error) {
 		if pos < 0 || pos >= len(elems) {
-			return 0, 0, ErrNoBatch
+			return 0, 0, rewrite.ErrNoBatch
 		}
 		if chatIsTool(elems[pos]) {
 			return pos, chatToolRunEnd(elems, pos), nil
@@ -344,6 +345,6 @@ func (chatCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int, int
 }
 
 // AppendUserTexts is AppendUserTextAt for several turns, batched.
-func (c chatCodec) AppendUserTexts(body []byte, ops []UserTexts) ([]byte, error) {
-	return AppendUserTextsBatched(c, c, body, ops)
+func (c chatCodec) AppendUserTexts(body []byte, ops []rewrite.UserTexts) ([]byte, error) {
+	return rewrite.AppendUserTextsBatched(c, c, body, ops)
 }

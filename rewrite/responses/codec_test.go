@@ -1,4 +1,4 @@
-package rewrite
+package responses
 
 import (
 	"bytes"
@@ -8,16 +8,18 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 func TestResponsesParseRequest(t *testing.T) {
-	req, err := codecFor(OpenAIResponses).ParseRequest(fixture(t, OpenAIResponses, "request.json"))
+	req, err := apitest.CodecFor(Descriptor).ParseRequest(apitest.Fixture(t, Descriptor, "request.json"))
 	require.NoError(t, err)
 	require.Len(t, req.Fingerprint, 32)
 	req.Fingerprint = ""
-	req.Messages = stripDigests(t, req.Messages)
+	req.Messages = apitest.StripDigests(t, req.Messages)
 	require.Equal(t, &conv.Request{
 		Model: "gpt-5-codex", Stream: true, MaxOutputTokens: 4096, HasMaxOutputTokens: true,
 		System:             "You are Codex.\n\nsandbox: workspace-write",
@@ -39,7 +41,7 @@ func TestResponsesParseRequest(t *testing.T) {
 }
 
 func TestResponsesParseRequestStringInput(t *testing.T) {
-	c := codecFor(OpenAIResponses)
+	c := apitest.CodecFor(Descriptor)
 	req, err := c.ParseRequest([]byte(`{"model":"m","input":"hi"}`))
 	require.NoError(t, err)
 	require.Equal(t, []conv.Message{{Role: conv.RoleUser, Blocks: []conv.Block{{Kind: conv.BlockText, Text: "hi"}}}}, req.Messages)
@@ -54,7 +56,7 @@ func TestResponsesParseRequestStringInput(t *testing.T) {
 	require.Equal(t, req2.Fingerprint, req4.Fingerprint)
 	req3, err := c.ParseRequest([]byte(`{"input":[{"type":"web_search_call","id":"x"},{"type":"local_shell_call_output","id":"c"}]}`))
 	require.NoError(t, err)
-	req3.Messages = stripDigests(t, req3.Messages)
+	req3.Messages = apitest.StripDigests(t, req3.Messages)
 	require.Equal(t, []conv.Message{
 		{Role: conv.RoleAssistant, Blocks: []conv.Block{{Kind: conv.BlockOther}}},
 		{Role: conv.RoleTool, Blocks: []conv.Block{{Kind: conv.BlockOther}}},
@@ -77,8 +79,8 @@ func TestResponsesMalformed(t *testing.T) {
 		{`{"input":[{"type":"custom_tool_call_output","call_id":"a","output":1}]}`, "input[0].output must be a string or an array"},
 	}
 	for _, tt := range tests {
-		_, err := codecFor(OpenAIResponses).ParseRequest([]byte(tt.body))
-		require.ErrorIs(t, err, ErrMalformed, tt.body)
+		_, err := apitest.CodecFor(Descriptor).ParseRequest([]byte(tt.body))
+		require.ErrorIs(t, err, rewrite.ErrMalformed, tt.body)
 		require.EqualError(t, err, "rewrite: malformed request body: "+tt.field)
 	}
 }
@@ -115,15 +117,15 @@ func TestResponsesApplyEdits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out := checkEdit(t, codecFor(OpenAIResponses), []byte(tt.body), tt.edits)
+			out := apitest.CheckEdit(t, apitest.CodecFor(Descriptor), []byte(tt.body), tt.edits)
 			require.Equal(t, tt.want, string(out))
 		})
 	}
 }
 
 func TestResponsesParseReply(t *testing.T) {
-	c := codecFor(OpenAIResponses)
-	r, err := c.ParseReply(fixture(t, OpenAIResponses, "reply.json"))
+	c := apitest.CodecFor(Descriptor)
+	r, err := c.ParseReply(apitest.Fixture(t, Descriptor, "reply.json"))
 	require.NoError(t, err)
 	require.Equal(t, &conv.Reply{
 		Model: "gpt-5-codex", Text: "Reading it.",
@@ -154,51 +156,51 @@ func TestResponsesParseReply(t *testing.T) {
 }
 
 func TestResponsesStream(t *testing.T) {
-	c := codecFor(OpenAIResponses)
-	evs, reply := decodeSSE(t, c, fixture(t, OpenAIResponses, "stream.sse"))
-	require.Equal(t, []EventKind{
-		StreamStart, Other,
-		BlockStart, BlockDelta, BlockStop,
-		BlockStart, Other, BlockDelta, BlockDelta, Other, Other, BlockStop,
-		BlockStart, BlockDelta, BlockDelta, Other, BlockStop,
-		Finish,
-	}, kinds(evs))
+	c := apitest.CodecFor(Descriptor)
+	evs, reply := apitest.DecodeSSE(t, c, apitest.Fixture(t, Descriptor, "stream.sse"))
+	require.Equal(t, []rewrite.EventKind{
+		rewrite.StreamStart, rewrite.Other,
+		rewrite.BlockStart, rewrite.BlockDelta, rewrite.BlockStop,
+		rewrite.BlockStart, rewrite.Other, rewrite.BlockDelta, rewrite.BlockDelta, rewrite.Other, rewrite.Other, rewrite.BlockStop,
+		rewrite.BlockStart, rewrite.BlockDelta, rewrite.BlockDelta, rewrite.Other, rewrite.BlockStop,
+		rewrite.Finish,
+	}, apitest.Kinds(evs))
 	for i, e := range evs {
 		require.Equal(t, int64(i), e.Seq)
 	}
-	require.Equal(t, StreamEvent{Kind: BlockStart, Seq: 12, Index: 2, BlockKind: conv.BlockToolCall,
+	require.Equal(t, rewrite.StreamEvent{Kind: rewrite.BlockStart, Seq: 12, Index: 2, BlockKind: conv.BlockToolCall,
 		ToolCallID: "call_9", ToolName: "read_file"}, evs[12])
-	require.Equal(t, StreamEvent{Kind: BlockStop, Seq: 16, Index: 2, BlockKind: conv.BlockToolCall,
+	require.Equal(t, rewrite.StreamEvent{Kind: rewrite.BlockStop, Seq: 16, Index: 2, BlockKind: conv.BlockToolCall,
 		ToolCallID: "call_9", ToolName: "read_file"}, evs[16], "streamed arguments are not repeated at the stop")
 	require.Equal(t, conv.BlockThinking, evs[3].BlockKind)
 	require.Equal(t, "Look at it.", evs[3].TextDelta)
 
-	want, err := c.ParseReply(fixture(t, OpenAIResponses, "reply.json"))
+	want, err := c.ParseReply(apitest.Fixture(t, Descriptor, "reply.json"))
 	require.NoError(t, err)
 	require.Equal(t, want, reply)
 }
 
 func TestResponsesStreamVariants(t *testing.T) {
-	d := codecFor(OpenAIResponses).NewStreamDecoder()
-	decode := func(data string) []StreamEvent {
-		evs, err := d.Decode(Event{Data: []byte(data), hasData: true})
+	d := apitest.CodecFor(Descriptor).NewStreamDecoder()
+	decode := func(data string) []rewrite.StreamEvent {
+		evs, err := d.Decode(rewrite.Event{Data: []byte(data)})
 		require.NoError(t, err)
-		return append([]StreamEvent(nil), evs...)
+		return append([]rewrite.StreamEvent(nil), evs...)
 	}
 	// Arguments that only arrive in output_item.done are carried by the stop.
 	decode(`{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","call_id":"c","name":"n","arguments":""}}`)
 	evs := decode(`{"type":"response.output_item.done","output_index":0,"item":{"type":"function_call","call_id":"c","name":"n","arguments":"{}"}}`)
 	require.Equal(t, "{}", evs[0].ArgsDelta)
 	evs = decode(`{"type":"response.incomplete","sequence_number":9,"response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[],"usage":{"input_tokens":1,"output_tokens":2}}}`)
-	require.Equal(t, []StreamEvent{{Kind: Finish, Seq: 9, Stop: conv.StopMaxTokens, RawStop: "max_output_tokens",
+	require.Equal(t, []rewrite.StreamEvent{{Kind: rewrite.Finish, Seq: 9, Stop: conv.StopMaxTokens, RawStop: "max_output_tokens",
 		Usage: &conv.Usage{InputTokens: 1, OutputTokens: 2}}}, evs)
 	evs = decode(`{"type":"response.failed","response":{"status":"failed","error":{"code":"server_error","message":"bad"}}}`)
-	require.Equal(t, Finish, evs[0].Kind)
+	require.Equal(t, rewrite.Finish, evs[0].Kind)
 	require.Equal(t, "bad", evs[0].ErrorMessage)
 	evs = decode(`{"type":"error","code":"rate_limit_exceeded","message":"slow down","param":null,"sequence_number":3}`)
-	require.Equal(t, []StreamEvent{{Kind: Error, Seq: 3, ErrorMessage: "slow down"}}, evs)
-	require.Equal(t, []EventKind{Done}, kinds(decode(`[DONE]`)))
-	require.Equal(t, []EventKind{Other}, kinds(decode(`{"type":"response.compaction.compacting","sequence_number":4}`)))
+	require.Equal(t, []rewrite.StreamEvent{{Kind: rewrite.Error, Seq: 3, ErrorMessage: "slow down"}}, evs)
+	require.Equal(t, []rewrite.EventKind{rewrite.Done}, apitest.Kinds(decode(`[DONE]`)))
+	require.Equal(t, []rewrite.EventKind{rewrite.Other}, apitest.Kinds(decode(`{"type":"response.compaction.compacting","sequence_number":4}`)))
 }
 
 // respPatch is an apply_patch input with characters that need escaping.
@@ -222,10 +224,10 @@ const respCustomConv = `{"model":"gpt-5-codex","tools":[` +
 	`]}`
 
 func TestResponsesParseRequestCustom(t *testing.T) {
-	c := codecFor(OpenAIResponses)
+	c := apitest.CodecFor(Descriptor)
 	req, err := c.ParseRequest([]byte(respCustomConv))
 	require.NoError(t, err)
-	req.Messages = stripDigests(t, req.Messages)
+	req.Messages = apitest.StripDigests(t, req.Messages)
 	require.Equal(t, []conv.ToolDef{{Name: "shell"}, {Name: "apply_patch"}}, req.Tools)
 	require.True(t, req.HasTool("apply_patch"))
 	require.Equal(t, []conv.Message{
@@ -247,11 +249,11 @@ func TestResponsesParseRequestCustom(t *testing.T) {
 	require.NotEqual(t, respCustomConv, resent)
 	req2, err := c.ParseRequest([]byte(resent))
 	require.NoError(t, err)
-	require.Equal(t, req.Messages, stripDigests(t, req2.Messages))
+	require.Equal(t, req.Messages, apitest.StripDigests(t, req2.Messages))
 	require.Equal(t, anchors, conv.Anchors(req2.Messages))
 	req3, err := c.ParseRequest([]byte(strings.Replace(respCustomConv, "x := 1", "x := 3", 1)))
 	require.NoError(t, err)
-	req3.Messages = stripDigests(t, req3.Messages)
+	req3.Messages = apitest.StripDigests(t, req3.Messages)
 	a3 := conv.Anchors(req3.Messages)
 	require.Equal(t, anchors[0], a3[0])
 	require.NotEqual(t, anchors[1], a3[1])
@@ -268,7 +270,7 @@ const respReplyCustom = `{"id":"resp_c","status":"completed","model":"gpt-5-code
  ],"usage":{"input_tokens":10,"output_tokens":5,"total_tokens":15}}`
 
 func TestResponsesParseReplyCustom(t *testing.T) {
-	r, err := codecFor(OpenAIResponses).ParseReply([]byte(respReplyCustom))
+	r, err := apitest.CodecFor(Descriptor).ParseReply([]byte(respReplyCustom))
 	require.NoError(t, err)
 	require.Equal(t, &conv.Reply{
 		Model: "gpt-5-codex", Text: "Patching.",
@@ -282,7 +284,7 @@ func TestResponsesParseReplyCustom(t *testing.T) {
 	}, r)
 
 	// A reply whose only call is a custom one is a tool-use turn.
-	r, err = codecFor(OpenAIResponses).ParseReply([]byte(`{"status":"completed","output":[{"type":"custom_tool_call","call_id":"p","name":"apply_patch","input":"x"}]}`))
+	r, err = apitest.CodecFor(Descriptor).ParseReply([]byte(`{"status":"completed","output":[{"type":"custom_tool_call","call_id":"p","name":"apply_patch","input":"x"}]}`))
 	require.NoError(t, err)
 	require.Equal(t, conv.StopToolUse, r.Stop)
 	require.Equal(t, []conv.ToolCall{{ID: "p", Name: "apply_patch", Args: []byte(`{"input":"x"}`), Freeform: true}}, r.ToolCalls)
@@ -299,13 +301,13 @@ func respWithoutFreeform(calls []conv.ToolCall) []conv.ToolCall {
 }
 
 func TestResponsesStreamCustom(t *testing.T) {
-	c := codecFor(OpenAIResponses)
-	sse := fixture(t, OpenAIResponses, "splice_custom.sse")
-	evs, reply := decodeSSE(t, c, sse)
-	var last Event
-	rd := NewReader(bytes.NewReader(sse))
+	c := apitest.CodecFor(Descriptor)
+	sse := apitest.Fixture(t, Descriptor, "splice_custom.sse")
+	evs, reply := apitest.DecodeSSE(t, c, sse)
+	var last rewrite.Event
+	rd := rewrite.NewReader(bytes.NewReader(sse))
 	for ev, err := rd.Next(); err == nil; ev, err = rd.Next() {
-		last = Event{Data: bytes.Clone(ev.Data)}
+		last = rewrite.Event{Data: bytes.Clone(ev.Data)}
 	}
 	want, err := c.ParseReply([]byte(gjson.GetBytes(last.Data, "response").Raw))
 	require.NoError(t, err)
@@ -316,11 +318,11 @@ func TestResponsesStreamCustom(t *testing.T) {
 	require.Equal(t, want.Text, reply.Text)
 	require.Equal(t, want.Stop, reply.Stop)
 	require.Equal(t, want.Usage, reply.Usage)
-	require.Equal(t, StreamEvent{Kind: BlockStart, Seq: 8, Index: 1, BlockKind: conv.BlockToolCall,
+	require.Equal(t, rewrite.StreamEvent{Kind: rewrite.BlockStart, Seq: 8, Index: 1, BlockKind: conv.BlockToolCall,
 		ToolCallID: "call_p", ToolName: "apply_patch", ArgsDelta: `{"input":"`}, evs[8])
-	require.Equal(t, BlockDelta, evs[9].Kind)
+	require.Equal(t, rewrite.BlockDelta, evs[9].Kind)
 	require.Equal(t, `*** Begin Patch\n*** Update File: a.go\n@@\n`, evs[9].ArgsDelta)
-	require.Equal(t, Other, evs[11].Kind, "custom_tool_call_input.done")
+	require.Equal(t, rewrite.Other, evs[11].Kind, "custom_tool_call_input.done")
 	require.Equal(t, `"}`, evs[12].ArgsDelta, "streamed input is not repeated at the stop")
 
 	// Variants: input only in the done item, in the added item, or deltas
@@ -347,9 +349,9 @@ func TestResponsesStreamCustom(t *testing.T) {
 		},
 	} {
 		d := c.NewStreamDecoder()
-		var acc StreamAccumulator
+		var acc rewrite.StreamAccumulator
 		for _, data := range events {
-			out, err := d.Decode(Event{Data: []byte(data), hasData: true})
+			out, err := d.Decode(rewrite.Event{Data: []byte(data)})
 			require.NoError(t, err, name)
 			acc.Add(out...)
 		}

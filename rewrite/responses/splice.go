@@ -1,4 +1,4 @@
-package rewrite
+package responses
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
@@ -60,7 +61,7 @@ type respHeld struct {
 	counted         bool   // a bare event that counts in Events (not a comment)
 }
 
-func respHoldEvent(ev *Event) respHeld {
+func respHoldEvent(ev *rewrite.Event) respHeld {
 	return respHeld{raw: bytes.Clone(ev.Raw), name: bytes.Clone(ev.Name), data: bytes.Clone(ev.Data)}
 }
 
@@ -113,7 +114,7 @@ type responsesSplicer struct {
 	pending  []byte // events rendered (numbered) but not written yet: they go first
 }
 
-var _ ContinueSplicer = (*responsesSplicer)(nil)
+var _ rewrite.ContinueSplicer = (*responsesSplicer)(nil)
 
 func newResponsesSplicer() *responsesSplicer {
 	return &responsesSplicer{streams: []*respStream{newRespStream()}}
@@ -135,7 +136,7 @@ type respFields struct {
 // error (decoders disagree on which duplicate wins).
 func parseRespFields(data []byte) (respFields, error) {
 	var f respFields
-	root, err := ParseReplyRoot(data)
+	root, err := rewrite.ParseReplyRoot(data)
 	if err != nil {
 		return f, err
 	}
@@ -184,7 +185,7 @@ func parseRespFields(data []byte) (respFields, error) {
 		return true
 	})
 	if dup != "" {
-		return f, fmt.Errorf("%w: event repeats %q", ErrMalformedReply, dup)
+		return f, fmt.Errorf("%w: event repeats %q", rewrite.ErrMalformedReply, dup)
 	}
 	return f, nil
 }
@@ -205,7 +206,7 @@ func (s *responsesSplicer) Done() bool { return s.cur().done }
 
 func (s *responsesSplicer) Events() int { return s.events }
 
-func (s *responsesSplicer) Feed(ev Event) ([]byte, error) {
+func (s *responsesSplicer) Feed(ev rewrite.Event) ([]byte, error) {
 	if s.finished {
 		return nil, errors.New("rewrite: Feed after Finish")
 	}
@@ -229,15 +230,15 @@ func (s *responsesSplicer) out(b []byte) []byte {
 // feed handles one upstream event: data-less events and [DONE]
 // (feedDataless), response-level events (feedResponseEvent), then item
 // events routed to their item's state (itemFor, feedItem).
-func (s *responsesSplicer) feed(ev Event) ([]byte, error) {
+func (s *responsesSplicer) feed(ev rewrite.Event) ([]byte, error) {
 	if !s.framed && len(ev.Raw) > 0 {
 		s.framed, s.crlf = true, bytes.Contains(ev.Raw, []byte("\r\n"))
 	}
 	if s.events > 0 || len(s.streams) > 1 {
-		ev.Raw = bytes.TrimPrefix(ev.Raw, BOM) // a follow-up's BOM is not the agent stream's start
+		ev.Raw = bytes.TrimPrefix(ev.Raw, rewrite.BOM) // a follow-up's BOM is not the agent stream's start
 	}
 	data := bytes.TrimSpace(ev.Data)
-	if len(data) == 0 || bytes.Equal(data, DoneData) {
+	if len(data) == 0 || bytes.Equal(data, rewrite.DoneData) {
 		return s.feedDataless(&ev, len(data) == 0), nil
 	}
 	f, err := parseRespFields(ev.Data)
@@ -265,7 +266,7 @@ func (s *responsesSplicer) feed(ev Event) ([]byte, error) {
 	case f.out.Exists():
 		v, ok := respInt(f.out)
 		if !ok {
-			return nil, fmt.Errorf("%w: bad output_index %s", ErrMalformedReply, f.out.Raw)
+			return nil, fmt.Errorf("%w: bad output_index %s", rewrite.ErrMalformedReply, f.out.Raw)
 		}
 		idx = v
 	case f.itemID.Type == gjson.String:
@@ -284,7 +285,7 @@ func (s *responsesSplicer) feed(ev Event) ([]byte, error) {
 
 // feedDataless handles an event without data (bare: comments, pings) or
 // data [DONE].
-func (s *responsesSplicer) feedDataless(ev *Event, bare bool) []byte {
+func (s *responsesSplicer) feedDataless(ev *rewrite.Event, bare bool) []byte {
 	if bare {
 		// Comments, pings without data: pass (on the stream that holds
 		// close events, behind them, keeping the order of its events).
@@ -306,7 +307,7 @@ func (s *responsesSplicer) feedDataless(ev *Event, bare bool) []byte {
 // feedResponseEvent handles the response-level events of stream st
 // (created, in progress, queued, completed, incomplete, failed, error);
 // handled is false for any other event.
-func (s *responsesSplicer) feedResponseEvent(st *respStream, typ string, f *respFields, ev *Event) (b []byte, handled bool, err error) {
+func (s *responsesSplicer) feedResponseEvent(st *respStream, typ string, f *respFields, ev *rewrite.Event) (b []byte, handled bool, err error) {
 	switch typ {
 	case respEvCreated, respEvInProgress, respEvQueued:
 		if len(s.streams) > 1 {
@@ -320,10 +321,10 @@ func (s *responsesSplicer) feedResponseEvent(st *respStream, typ string, f *resp
 		return b, true, err
 	case respEvCompleted, respEvIncomplete:
 		if st.done {
-			return nil, true, fmt.Errorf("%w: second terminal event %q", ErrMalformedReply, typ)
+			return nil, true, fmt.Errorf("%w: second terminal event %q", rewrite.ErrMalformedReply, typ)
 		}
 		if !f.response.IsObject() {
-			return nil, true, fmt.Errorf("%w: %s without a response object", ErrMalformedReply, typ)
+			return nil, true, fmt.Errorf("%w: %s without a response object", rewrite.ErrMalformedReply, typ)
 		}
 		st.reply = st.buildReply(f.response)
 		st.term = respHoldEvent(ev)
@@ -332,7 +333,7 @@ func (s *responsesSplicer) feedResponseEvent(st *respStream, typ string, f *resp
 		return nil, true, nil
 	case respEvFailed, respEvError:
 		if st.done {
-			return nil, true, fmt.Errorf("%w: %q after the terminal event", ErrMalformedReply, typ)
+			return nil, true, fmt.Errorf("%w: %q after the terminal event", rewrite.ErrMalformedReply, typ)
 		}
 		if typ == respEvFailed && f.response.IsObject() {
 			st.reply = []byte(f.response.Raw)
@@ -377,7 +378,7 @@ func (s *responsesSplicer) itemFor(st *respStream, idx int64, typ string, f *res
 // feedItem handles an event of output item it (index idx of stream st):
 // dropped, merged into the open text, held (a call until the engine
 // decides), or emitted at the item's index in the agent's stream.
-func (s *responsesSplicer) feedItem(st *respStream, it *respItemState, idx int64, typ string, f *respFields, ev *Event) ([]byte, error) {
+func (s *responsesSplicer) feedItem(st *respStream, it *respItemState, idx int64, typ string, f *respFields, ev *rewrite.Event) ([]byte, error) {
 	switch {
 	case it.drop:
 		return nil, nil
@@ -454,7 +455,7 @@ func respMessageEvent(typ string, item gjson.Result) bool {
 // were streamed, the response with the streamed items as output.
 func (st *respStream) buildReply(resp gjson.Result) []byte {
 	body := []byte(resp.Raw)
-	if out := resp.Get("output"); (out.IsArray() && OpenAIInnerString(out) != "") || len(st.order) == 0 {
+	if out := resp.Get("output"); (out.IsArray() && rewrite.OpenAIInnerString(out) != "") || len(st.order) == 0 {
 		return body
 	}
 	order := slices.Clone(st.order)
@@ -472,7 +473,7 @@ func (st *respStream) buildReply(resp gjson.Result) []byte {
 	if !ok {
 		return body
 	}
-	return jsonkit.SetMember(body, root, "output", Enclose('[', OpenAIJoin(items), ']'))
+	return jsonkit.SetMember(body, root, "output", rewrite.Enclose('[', rewrite.OpenAIJoin(items), ']'))
 }
 
 // emit returns one event renumbered for the agent: sequence_number set to
@@ -496,7 +497,7 @@ func (s *responsesSplicer) emitRewrite(raw, name, data []byte, out int, rw *resp
 		return nil, err
 	}
 	if rw != nil && f.dupEdit {
-		return nil, fmt.Errorf("%w: event repeats a member to edit", ErrMalformedReply)
+		return nil, fmt.Errorf("%w: event repeats a member to edit", rewrite.ErrMalformedReply)
 	}
 	var edits []respEdit
 	if f.seq.Exists() {
@@ -570,7 +571,7 @@ func (s *responsesSplicer) reframe(raw, name, oldData, newData []byte) []byte {
 	if raw != nil {
 		crlf = bytes.Contains(raw, []byte("\r\n"))
 	}
-	b := AppendEvent(nil, name, newData)
+	b := rewrite.AppendEvent(nil, name, newData)
 	if crlf {
 		b = bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n"))
 	}
@@ -643,10 +644,10 @@ func respSingleDataLine(raw []byte) (start, stop int, ok bool) {
 func (s *responsesSplicer) Reply() ([]byte, error) {
 	st := s.cur()
 	if !st.done {
-		return nil, fmt.Errorf("%w: stream has no terminal event", ErrMalformedReply)
+		return nil, fmt.Errorf("%w: stream has no terminal event", rewrite.ErrMalformedReply)
 	}
 	if st.reply == nil {
-		return nil, fmt.Errorf("%w: stream ended with an error event", ErrMalformedReply)
+		return nil, fmt.Errorf("%w: stream ended with an error event", rewrite.ErrMalformedReply)
 	}
 	return st.reply, nil
 }
@@ -667,7 +668,7 @@ func (s *responsesSplicer) Release(remove, first []int) ([]byte, error) {
 	var out []byte
 	if !st.done || st.reply == nil {
 		if len(remove) > 0 || len(first) > 0 {
-			return nil, fmt.Errorf("%w: cannot edit the tool calls of an unfinished stream", ErrMalformedReply)
+			return nil, fmt.Errorf("%w: cannot edit the tool calls of an unfinished stream", rewrite.ErrMalformedReply)
 		}
 		order := slices.Clone(st.order)
 		slices.Sort(order)
@@ -681,18 +682,18 @@ func (s *responsesSplicer) Release(remove, first []int) ([]byte, error) {
 		st.released = true
 		return s.out(out), nil
 	}
-	root, err := ParseReplyRoot(st.reply)
+	root, err := rewrite.ParseReplyRoot(st.reply)
 	if err != nil {
 		return nil, err
 	}
-	elems := OpenAIElems(root.Get("output"))
+	elems := rewrite.OpenAIElems(root.Get("output"))
 	var calls []int // output positions of the call items, as ParseReply numbers them
 	for i, it := range elems {
 		if responsesCallType(it.Get("type").Str) {
 			calls = append(calls, i)
 		}
 	}
-	plan, err := OpenAICallOrder(len(calls), remove, first)
+	plan, err := rewrite.OpenAICallOrder(len(calls), remove, first)
 	if err != nil {
 		return nil, err
 	}
@@ -856,7 +857,7 @@ func (s *responsesSplicer) mergedResponse() ([]byte, error) {
 	var shown [][]byte
 	for i, st := range s.streams {
 		if !st.done || st.reply == nil {
-			return nil, fmt.Errorf("%w: stream %d has no terminal event", ErrMalformedReply, i)
+			return nil, fmt.Errorf("%w: stream %d has no terminal event", rewrite.ErrMalformedReply, i)
 		}
 		edited, err := responsesCodec{}.EditReply(st.reply, st.remove, st.first)
 		if err != nil {
@@ -874,29 +875,29 @@ func (s *responsesSplicer) mergedResponse() ([]byte, error) {
 				return nil, err
 			}
 		}
-		root, err := ParseReplyRoot(st.reply)
+		root, err := rewrite.ParseReplyRoot(st.reply)
 		if err != nil {
 			return nil, err
 		}
-		elems := OpenAIElems(root.Get("output"))
+		elems := rewrite.OpenAIElems(root.Get("output"))
 		for _, key := range st.seen {
 			if b := st.shownItem(key, elems); b != nil {
 				shown = append(shown, b)
 			}
 		}
 	}
-	root, err := ParseReplyRoot(merged)
+	root, err := rewrite.ParseReplyRoot(merged)
 	if err != nil {
 		return nil, err
 	}
 	out := root.Get("output")
-	elems := OpenAIElems(out)
+	elems := rewrite.OpenAIElems(out)
 	same := out.IsArray() && len(elems) == len(shown)
 	for i := 0; same && i < len(elems); i++ {
 		same = elems[i].Raw == string(shown[i])
 	}
 	if !same {
-		merged = jsonkit.SetMember(merged, root, "output", Enclose('[', OpenAIJoin(shown), ']'))
+		merged = jsonkit.SetMember(merged, root, "output", rewrite.Enclose('[', rewrite.OpenAIJoin(shown), ']'))
 	}
 	if len(s.streams) > 1 && s.followID != "" {
 		// A follow-up whose terminal response lacks an id: the agent must
@@ -928,7 +929,7 @@ type respOpen struct {
 	// The current continuation (Continue).
 	m          *respItemState // its message, merged into this one
 	mText      int64          // m's text part (content_index); -1 until seen
-	filter     *SeamFilter
+	filter     *rewrite.SeamFilter
 	tmpl       respHeld // the last delta event whose text the filter kept
 	hasTmpl    bool
 	extra      map[int64]respExtraPart // m's other parts by content_index
@@ -1132,13 +1133,13 @@ func (s *responsesSplicer) emitMerged(o *respOpen, raw, name, data []byte, delta
 // as deltas of the open text, its other parts become parts of the open
 // text's message after the text, and its output_item.done gives its status
 // to the message.
-func (s *responsesSplicer) feedMerge(m *respItemState, typ string, f *respFields, ev *Event) ([]byte, error) {
+func (s *responsesSplicer) feedMerge(m *respItemState, typ string, f *respFields, ev *rewrite.Event) ([]byte, error) {
 	o := s.open
 	if o == nil || o.m != m {
 		return nil, nil // the text it continued was closed
 	}
 	if f.dupEdit {
-		return nil, fmt.Errorf("%w: event repeats a member to edit", ErrMalformedReply)
+		return nil, fmt.Errorf("%w: event repeats a member to edit", rewrite.ErrMalformedReply)
 	}
 	ci, hasCI := respInt(f.content)
 	switch typ {
@@ -1202,7 +1203,7 @@ func (s *responsesSplicer) mergeItemDone(o *respOpen, f *respFields) {
 	if st := f.item.Get("status"); st.Type == gjson.String {
 		o.edit.status = []byte(st.Raw)
 	}
-	parts := OpenAIElems(f.item.Get("content"))
+	parts := rewrite.OpenAIElems(f.item.Get("content"))
 	for mi, x := range o.extra {
 		if mi < int64(len(parts)) && parts[mi].IsObject() {
 			o.edit.extra[x.pos] = []byte(parts[mi].Raw)
@@ -1262,7 +1263,7 @@ func (s *responsesSplicer) Continue() {
 			it.edit = o.edit
 		}
 	}
-	o.filter = NewSeamFilter(o.text.String())
+	o.filter = rewrite.NewSeamFilter(o.text.String())
 	o.m, o.mText, o.hasTmpl, o.tmpl = nil, -1, false, respHeld{}
 	o.extra, o.nextPart = map[int64]respExtraPart{}, o.content+1
 	st := newRespStream()

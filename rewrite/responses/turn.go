@@ -1,9 +1,10 @@
-package rewrite
+package responses
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
@@ -16,7 +17,7 @@ import (
 // to do returns its input itself; every other successful call returns a new
 // slice.
 
-var _ TurnCodec = responsesCodec{}
+var _ rewrite.TurnCodec = responsesCodec{}
 
 // responsesAssistantItem reports whether ParseRequest counts an input item
 // as assistant-side (merged with its assistant neighbours): an assistant
@@ -40,7 +41,7 @@ func responsesRanges(elems []gjson.Result) ([][2]int, error) {
 	prevAssistant := false
 	for i, it := range elems {
 		if !it.IsObject() {
-			return nil, AtField(AtIndex(TypeError("", "an object"), i), "input")
+			return nil, rewrite.AtField(rewrite.AtIndex(rewrite.TypeError("", "an object"), i), "input")
 		}
 		a := responsesAssistantItem(it)
 		if a && prevAssistant {
@@ -70,19 +71,19 @@ func (in *responsesInput) views() int {
 }
 
 func readResponsesInput(body []byte) (*responsesInput, error) {
-	root, err := ParseTrustedRoot(body)
+	root, err := rewrite.ParseTrustedRoot(body)
 	if err != nil {
 		return nil, err
 	}
 	in := &responsesInput{root: root, input: jsonkit.Member(root, "input")}
-	if err := WantStringOrArray(in.input, "input"); err != nil {
+	if err := rewrite.WantStringOrArray(in.input, "input"); err != nil {
 		return nil, err
 	}
 	if in.input.Type == gjson.String {
 		in.str = true
 		return in, nil
 	}
-	in.elems = OpenAIElems(in.input)
+	in.elems = rewrite.OpenAIElems(in.input)
 	if in.ranges, err = responsesRanges(in.elems); err != nil {
 		return nil, err
 	}
@@ -97,26 +98,26 @@ func (in *responsesInput) stringAsItem() []byte {
 
 // setInput replaces the whole input member with an array of items.
 func (in *responsesInput) setInput(body []byte, items [][]byte) []byte {
-	return jsonkit.SetMember(body, in.root, "input", Enclose('[', OpenAIJoin(items), ']'))
+	return jsonkit.SetMember(body, in.root, "input", rewrite.Enclose('[', rewrite.OpenAIJoin(items), ']'))
 }
 
 // ReplyAsMessages returns the reply's output items as input items, byte for
 // byte: message items with output_text parts are accepted as input, and
 // reasoning items keep their encrypted_content.
 func (responsesCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
-	root, err := ParseReplyRoot(reply)
+	root, err := rewrite.ParseReplyRoot(reply)
 	if err != nil {
 		return nil, err
 	}
 	output := root.Get("output")
 	if !output.IsArray() {
-		return nil, fmt.Errorf("%w: no output array", ErrMalformedReply)
+		return nil, fmt.Errorf("%w: no output array", rewrite.ErrMalformedReply)
 	}
-	elems := OpenAIElems(output)
+	elems := rewrite.OpenAIElems(output)
 	items := make([][]byte, 0, len(elems))
 	for i, it := range elems {
 		if !it.IsObject() {
-			return nil, fmt.Errorf("%w: output[%d] is not an object", ErrMalformedReply, i)
+			return nil, fmt.Errorf("%w: output[%d] is not an object", rewrite.ErrMalformedReply, i)
 		}
 		items = append(items, []byte(it.Raw))
 	}
@@ -156,7 +157,7 @@ func (responsesCodec) AppendMessages(body []byte, items [][]byte) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	if err := OpenAICheckItems(items); err != nil {
+	if err := rewrite.OpenAICheckItems(items); err != nil {
 		return nil, err
 	}
 	switch {
@@ -167,7 +168,7 @@ func (responsesCodec) AppendMessages(body []byte, items [][]byte) ([]byte, error
 	case jsonkit.IsNull(in.input):
 		return in.setInput(body, items), nil
 	}
-	return OpenAISpliceElems(body, in.input, in.elems, len(in.elems), len(in.elems), items), nil
+	return rewrite.OpenAISpliceElems(body, in.input, in.elems, len(in.elems), len(in.elems), items), nil
 }
 
 // ReplaceMessages replaces every input item of the view message at pos (a
@@ -179,16 +180,16 @@ func (responsesCodec) ReplaceMessages(body []byte, pos int, items [][]byte) ([]b
 		return nil, err
 	}
 	if pos < 0 || pos >= in.views() {
-		return nil, OpenAIPosErr(pos, in.views())
+		return nil, rewrite.OpenAIPosErr(pos, in.views())
 	}
-	if err := OpenAICheckItems(items); err != nil {
+	if err := rewrite.OpenAICheckItems(items); err != nil {
 		return nil, err
 	}
 	if in.str {
 		return in.setInput(body, items), nil
 	}
 	r := in.ranges[pos]
-	return OpenAISpliceElems(body, in.input, in.elems, r[0], r[1], items), nil
+	return rewrite.OpenAISpliceElems(body, in.input, in.elems, r[0], r[1], items), nil
 }
 
 // PrependToolResults inserts one function_call_output (or, for a Freeform
@@ -200,7 +201,7 @@ func (c responsesCodec) PrependToolResults(body []byte, pos int, results []conv.
 		return nil, err
 	}
 	if pos < 0 || pos >= in.views() {
-		return nil, OpenAIPosErr(pos, in.views())
+		return nil, rewrite.OpenAIPosErr(pos, in.views())
 	}
 	if in.str || !responsesAssistantItem(in.elems[in.ranges[pos][0]]) {
 		return nil, fmt.Errorf("rewrite: message %d is not an assistant message", pos)
@@ -213,7 +214,7 @@ func (c responsesCodec) PrependToolResults(body []byte, pos int, results []conv.
 		return body, nil
 	}
 	at := in.ranges[pos][1]
-	return OpenAISpliceElems(body, in.input, in.elems, at, at, items), nil
+	return rewrite.OpenAISpliceElems(body, in.input, in.elems, at, at, items), nil
 }
 
 // AppendUserTextAt appends input_text parts to the user message at pos as
@@ -227,12 +228,12 @@ func (responsesCodec) AppendUserTextAt(body []byte, pos int, texts []string) ([]
 		return nil, err
 	}
 	if pos < 0 || pos >= in.views() {
-		return nil, OpenAIPosErr(pos, in.views())
+		return nil, rewrite.OpenAIPosErr(pos, in.views())
 	}
 	if len(texts) == 0 {
 		return body, nil
 	}
-	parts := TextItems("input_text", texts)
+	parts := rewrite.TextItems("input_text", texts)
 	const strPart = `{"type":"input_text","text":`
 	if in.str {
 		return jsonkit.Splice(body, in.input.Index, jsonkit.ValueEnd(in.input), []byte(`[{"role":"user","content":[`+strPart),
@@ -241,10 +242,10 @@ func (responsesCodec) AppendUserTextAt(body []byte, pos int, texts []string) ([]
 	it := in.elems[in.ranges[pos][0]]
 	switch t := it.Get("type").Str; {
 	case (t == "" || t == "message") && it.Get("role").Str == "user":
-		return AppendContentParts(body, it, "content", parts, strPart)
+		return rewrite.AppendContentParts(body, it, "content", parts, strPart)
 	case in.isResult(pos):
 		at := in.ranges[in.resultRunEnd(pos)-1][1]
-		return OpenAISpliceElems(body, in.input, in.elems, at, at, [][]byte{responsesUserItem(parts)}), nil
+		return rewrite.OpenAISpliceElems(body, in.input, in.elems, at, at, [][]byte{responsesUserItem(parts)}), nil
 	}
 	return nil, fmt.Errorf("rewrite: message %d is neither a user message nor a tool result", pos)
 }
@@ -261,18 +262,18 @@ func (responsesCodec) EditReply(reply []byte, remove, first []int) ([]byte, erro
 	if len(remove) == 0 && len(first) == 0 {
 		return reply, nil
 	}
-	root, err := ParseReplyRoot(reply)
+	root, err := rewrite.ParseReplyRoot(reply)
 	if err != nil {
 		return nil, err
 	}
-	elems := OpenAIElems(root.Get("output"))
+	elems := rewrite.OpenAIElems(root.Get("output"))
 	var calls []int // output index of each call item
 	for i, it := range elems {
 		if responsesCallType(it.Get("type").Str) {
 			calls = append(calls, i)
 		}
 	}
-	plan, err := OpenAICallOrder(len(calls), remove, first)
+	plan, err := rewrite.OpenAICallOrder(len(calls), remove, first)
 	if err != nil {
 		return nil, err
 	}
@@ -297,11 +298,11 @@ func (responsesCodec) EditReply(reply []byte, remove, first []int) ([]byte, erro
 		}
 		k++
 	}
-	return OpenAIReorderElems(reply, elems, order), nil
+	return rewrite.OpenAIReorderElems(reply, elems, order), nil
 }
 
 // responsesUsageKeys names the Responses usage members.
-var responsesUsageKeys = OpenAIUsageKeys{In: "input_tokens", Out: "output_tokens", Total: "total_tokens",
+var responsesUsageKeys = rewrite.OpenAIUsageKeys{In: "input_tokens", Out: "output_tokens", Total: "total_tokens",
 	Details: "output_tokens_details", Reasoning: "reasoning_tokens"}
 
 // responsesOutcome are the response members MergeReplies takes from next.
@@ -316,20 +317,20 @@ var responsesOutcome = []string{"id", "status", "incomplete_details", "error", "
 // whole conversation. Everything else (model, created_at, the echoed
 // request fields such as previous_response_id) is first's.
 func (responsesCodec) MergeReplies(first, next []byte) ([]byte, error) {
-	froot, err := ParseReplyRoot(first)
+	froot, err := rewrite.ParseReplyRoot(first)
 	if err != nil {
 		return nil, err
 	}
-	nroot, err := ParseReplyRoot(next)
+	nroot, err := rewrite.ParseReplyRoot(next)
 	if err != nil {
 		return nil, err
 	}
 	fout, nout := froot.Get("output"), nroot.Get("output")
-	if WantArray(fout, "") != nil || WantArray(nout, "") != nil {
-		return nil, fmt.Errorf("%w: output is not an array", ErrMalformedReply)
+	if rewrite.WantArray(fout, "") != nil || rewrite.WantArray(nout, "") != nil {
+		return nil, fmt.Errorf("%w: output is not an array", rewrite.ErrMalformedReply)
 	}
 	out := append([]byte(nil), first...)
-	if inner := OpenAIInnerString(nout); inner != "" {
+	if inner := rewrite.OpenAIInnerString(nout); inner != "" {
 		if fout.IsArray() {
 			out = jsonkit.AppendElements(out, fout, []byte(inner))
 		} else {
@@ -346,7 +347,7 @@ func (responsesCodec) MergeReplies(first, next []byte) ([]byte, error) {
 		}
 	}
 	root, _ := jsonkit.RootObject(jsonkit.UnsafeString(out))
-	if u := OpenAIMergeUsage(root.Get("usage"), nroot.Get("usage"), responsesUsageKeys); u != nil {
+	if u := rewrite.OpenAIMergeUsage(root.Get("usage"), nroot.Get("usage"), responsesUsageKeys); u != nil {
 		out = jsonkit.SetMember(out, root, "usage", u)
 	}
 	return out, nil
@@ -385,17 +386,17 @@ func (responsesCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int
 		return nil, nil, err
 	}
 	if in.str {
-		return nil, nil, ErrNoBatch
+		return nil, nil, rewrite.ErrNoBatch
 	}
 	return in.elems, func(pos int) (int, int, error) {
 		if pos < 0 || pos >= len(in.ranges) {
-			return 0, 0, ErrNoBatch
+			return 0, 0, rewrite.ErrNoBatch
 		}
 		return in.ranges[pos][0], in.ranges[in.resultRunEnd(pos)-1][1], nil
 	}, nil
 }
 
 // AppendUserTexts is AppendUserTextAt for several turns, batched.
-func (c responsesCodec) AppendUserTexts(body []byte, ops []UserTexts) ([]byte, error) {
-	return AppendUserTextsBatched(c, c, body, ops)
+func (c responsesCodec) AppendUserTexts(body []byte, ops []rewrite.UserTexts) ([]byte, error) {
+	return rewrite.AppendUserTextsBatched(c, c, body, ops)
 }

@@ -1,4 +1,4 @@
-package rewrite
+package responses
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
@@ -18,7 +19,7 @@ import (
 // message item. Every edit keeps the bytes around it: a text value that
 // grows keeps its literal and gets the new text appended inside it.
 
-var _ ContinueCodec = responsesCodec{}
+var _ rewrite.ContinueCodec = responsesCodec{}
 
 // ContinuationMessages returns the reply's output items as input items, byte
 // for byte, without its function_call and custom_tool_call items (reasoning
@@ -30,19 +31,19 @@ var _ ContinueCodec = responsesCodec{}
 // without parts goes too. hasText reports whether a message item keeps an
 // output_text part with non-empty text.
 func (responsesCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte, bool, error) {
-	root, err := ParseReplyRoot(reply)
+	root, err := rewrite.ParseReplyRoot(reply)
 	if err != nil {
 		return nil, false, err
 	}
 	output := root.Get("output")
 	if !output.IsArray() {
-		return nil, false, fmt.Errorf("%w: no output array", ErrMalformedReply)
+		return nil, false, fmt.Errorf("%w: no output array", rewrite.ErrMalformedReply)
 	}
 	var items [][]byte
-	elems := OpenAIElems(output)
+	elems := rewrite.OpenAIElems(output)
 	for i, it := range elems {
 		if !it.IsObject() {
-			return nil, false, fmt.Errorf("%w: output[%d] is not an object", ErrMalformedReply, i)
+			return nil, false, fmt.Errorf("%w: output[%d] is not an object", rewrite.ErrMalformedReply, i)
 		}
 		typ := it.Get("type").Str
 		if responsesCallType(typ) {
@@ -112,7 +113,7 @@ func respPrefillItems(items [][]byte) [][]byte {
 			continue
 		}
 		content := root.Get("content")
-		parts := OpenAIElems(content)
+		parts := rewrite.OpenAIElems(content)
 		last := -1
 		for j, p := range parts {
 			if p.Get("type").Str == "output_text" && p.Get("text").Type == gjson.String {
@@ -133,15 +134,15 @@ func respPrefillItems(items [][]byte) [][]byte {
 			}
 			// Drop the emptied part and what follows; the part before it
 			// now ends the message and is trimmed in the next round.
-			items = append(items[:n:n], OpenAISpliceElems(msg, content, parts, last, len(parts), nil))
+			items = append(items[:n:n], rewrite.OpenAISpliceElems(msg, content, parts, last, len(parts), nil))
 			continue
 		}
 		if last+1 < len(parts) {
-			msg = OpenAISpliceElems(msg, content, parts, last+1, len(parts), nil)
+			msg = rewrite.OpenAISpliceElems(msg, content, parts, last+1, len(parts), nil)
 		}
 		if trimmed != text.Str {
 			root, _ = jsonkit.RootObject(jsonkit.UnsafeString(msg))
-			text = OpenAIElems(root.Get("content"))[last].Get("text")
+			text = rewrite.OpenAIElems(root.Get("content"))[last].Get("text")
 			msg = jsonkit.Splice(msg, text.Index, jsonkit.ValueEnd(text), respTrimmedLiteral(text, trimmed))
 		}
 		return append(items[:n:n], msg)
@@ -226,7 +227,7 @@ func respHex4(s string, i int) (rune, bool) {
 // UserTextMessage returns {"role":"user","content":[{"type":"input_text",
 // "text":…}]}.
 func (responsesCodec) UserTextMessage(text string) ([]byte, error) {
-	return responsesUserItem(TextItems("input_text", []string{text})), nil
+	return responsesUserItem(rewrite.TextItems("input_text", []string{text})), nil
 }
 
 // respOpenText finds the text a continuation extends: the last output item
@@ -240,7 +241,7 @@ func respOpenText(elems []gjson.Result) (msg, text gjson.Result, ok bool) {
 	if !msg.IsObject() || msg.Get("type").Str != "message" {
 		return msg, text, false
 	}
-	parts := OpenAIElems(msg.Get("content"))
+	parts := rewrite.OpenAIElems(msg.Get("content"))
 	if len(parts) == 0 {
 		return msg, text, false
 	}
@@ -276,7 +277,7 @@ func (e *respTextEdit) apply(item []byte) []byte {
 	}
 	out := item
 	if e.added.Len() > 0 {
-		parts := OpenAIElems(root.Get("content"))
+		parts := rewrite.OpenAIElems(root.Get("content"))
 		if e.content >= 0 && e.content < len(parts) {
 			if t := parts[e.content].Get("text"); t.Type == gjson.String {
 				out = jsonkit.AppendToString(out, t, e.added.String())
@@ -286,7 +287,7 @@ func (e *respTextEdit) apply(item []byte) []byte {
 	if len(e.extra) > 0 {
 		root, _ = jsonkit.RootObject(jsonkit.UnsafeString(out))
 		if c := root.Get("content"); c.IsArray() {
-			out = jsonkit.AppendElements(out, c, OpenAIJoin(e.extra))
+			out = jsonkit.AppendElements(out, c, rewrite.OpenAIJoin(e.extra))
 		}
 	}
 	if e.status != nil {
@@ -307,24 +308,24 @@ func (e *respTextEdit) apply(item []byte) []byte {
 // MergeReplies, incomplete_details too (removed when next has none, null
 // when next completed), and usage is summed as MergeReplies sums it.
 func (responsesCodec) ContinueReply(acc, next []byte) ([]byte, error) {
-	aroot, err := ParseReplyRoot(acc)
+	aroot, err := rewrite.ParseReplyRoot(acc)
 	if err != nil {
 		return nil, err
 	}
-	nroot, err := ParseReplyRoot(next)
+	nroot, err := rewrite.ParseReplyRoot(next)
 	if err != nil {
 		return nil, err
 	}
 	aout, nout := aroot.Get("output"), nroot.Get("output")
-	if WantArray(aout, "") != nil || WantArray(nout, "") != nil {
-		return nil, fmt.Errorf("%w: output is not an array", ErrMalformedReply)
+	if rewrite.WantArray(aout, "") != nil || rewrite.WantArray(nout, "") != nil {
+		return nil, fmt.Errorf("%w: output is not an array", rewrite.ErrMalformedReply)
 	}
-	msg, text, open := respOpenText(OpenAIElems(aout))
+	msg, text, open := respOpenText(rewrite.OpenAIElems(aout))
 	var tail [][]byte // next's items that follow acc's output
 	var edit *respTextEdit
-	for i, it := range OpenAIElems(nout) {
+	for i, it := range rewrite.OpenAIElems(nout) {
 		if !it.IsObject() {
-			return nil, fmt.Errorf("%w: output[%d] is not an object", ErrMalformedReply, i)
+			return nil, fmt.Errorf("%w: output[%d] is not an object", rewrite.ErrMalformedReply, i)
 		}
 		switch t := it.Get("type").Str; {
 		case t == "reasoning":
@@ -339,16 +340,16 @@ func (responsesCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 	}
 	out := append([]byte(nil), acc...)
 	if edit != nil {
-		msgParts := OpenAIElems(msg.Get("content"))
+		msgParts := rewrite.OpenAIElems(msg.Get("content"))
 		edit.content = len(msgParts) - 1
 		out = jsonkit.Splice(out, msg.Index, jsonkit.ValueEnd(msg), edit.apply([]byte(msg.Raw)))
 	}
 	if len(tail) > 0 {
 		root, _ := jsonkit.RootObject(jsonkit.UnsafeString(out))
 		if o := root.Get("output"); o.IsArray() {
-			out = jsonkit.AppendElements(out, o, OpenAIJoin(tail))
+			out = jsonkit.AppendElements(out, o, rewrite.OpenAIJoin(tail))
 		} else {
-			out = jsonkit.SetMember(out, root, "output", Enclose('[', OpenAIJoin(tail), ']'))
+			out = jsonkit.SetMember(out, root, "output", rewrite.Enclose('[', rewrite.OpenAIJoin(tail), ']'))
 		}
 	}
 	completed := nroot.Get("status").Str == "completed"
@@ -361,13 +362,13 @@ func (responsesCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 		case v.Exists():
 			out = jsonkit.SetMember(out, root, key, []byte(v.Raw))
 		case key == "incomplete_details":
-			out = OpenAIDeleteMember(out, root, key)
+			out = rewrite.OpenAIDeleteMember(out, root, key)
 		case root.Get(key).Exists():
 			out = jsonkit.SetMember(out, root, key, []byte("null"))
 		}
 	}
 	root, _ := jsonkit.RootObject(jsonkit.UnsafeString(out))
-	if u := OpenAIMergeUsage(root.Get("usage"), nroot.Get("usage"), responsesUsageKeys); u != nil {
+	if u := rewrite.OpenAIMergeUsage(root.Get("usage"), nroot.Get("usage"), responsesUsageKeys); u != nil {
 		out = jsonkit.SetMember(out, root, "usage", u)
 	}
 	return out, nil
@@ -377,9 +378,9 @@ func (responsesCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 // into a message whose text so far is prev.
 func respMergeMessage(prev string, m gjson.Result) *respTextEdit {
 	e := &respTextEdit{}
-	for j, p := range OpenAIElems(m.Get("content")) {
+	for j, p := range rewrite.OpenAIElems(m.Get("content")) {
 		if t := p.Get("text"); j == 0 && p.Get("type").Str == "output_text" && t.Type == gjson.String {
-			e.added.WriteString(TrimSeam(prev, t.Str))
+			e.added.WriteString(rewrite.TrimSeam(prev, t.Str))
 			continue
 		}
 		e.extra = append(e.extra, []byte(p.Raw))
