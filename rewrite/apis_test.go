@@ -2,6 +2,7 @@ package rewrite_test
 
 import (
 	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/anthropic"
 	"github.com/shepherd-proxy/shepherd/rewrite/apis"
 	"github.com/shepherd-proxy/shepherd/rewrite/gemini"
 	"github.com/shepherd-proxy/shepherd/rewrite/openaichat"
@@ -11,5 +12,5 @@ import (
 // init hands the API packages' descriptors to package rewrite's own tests
 // (see export_test.go).
 func init() {
-	rewrite.SetTestAPIs(apis.All(), responses.Descriptor, openaichat.Descriptor, gemini.Descriptor)
+	rewrite.SetTestAPIs(apis.All(), anthropic.Descriptor, responses.Descriptor, openaichat.Descriptor, gemini.Descriptor)
 }

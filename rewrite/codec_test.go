@@ -199,13 +199,6 @@ func TestErrorStatusMaps(t *testing.T) {
 			require.True(t, gjson.ValidBytes(b), "%s %d", api, s)
 		}
 	}
-	require.Equal(t, "authentication_error", anthropicErrorType(401))
-	require.Equal(t, "not_found_error", anthropicErrorType(404))
-	require.Equal(t, "request_too_large", anthropicErrorType(413))
-	require.Equal(t, "rate_limit_error", anthropicErrorType(429))
-	require.Equal(t, "api_error", anthropicErrorType(500))
-	require.Equal(t, "timeout_error", anthropicErrorType(504))
-	require.Equal(t, "permission_error", anthropicErrorType(403))
 	require.Equal(t, "invalid_request_error", OpenAIErrorType(413))
 	require.Equal(t, "authentication_error", OpenAIErrorType(401))
 	require.Equal(t, "server_error", OpenAIErrorType(500))

@@ -12,6 +12,8 @@ var (
 	OpenAIChat *Descriptor
 	// OpenAIResponses is the descriptor of package rewrite/responses.
 	OpenAIResponses *Descriptor
+	// Anthropic is the descriptor of package rewrite/anthropic.
+	Anthropic *Descriptor
 	// movedRounds are the longConversation rounds of the APIs whose codecs
 	// live in packages of their own.
 	movedRounds = map[*Descriptor]func(i int, id string) []string{}
@@ -19,11 +21,13 @@ var (
 
 // SetTestAPIs sets the descriptors this package's tests run on: all, the
 // table of rewrite/apis, and the APIs those tests name.
-func SetTestAPIs(all []*Descriptor, responses *Descriptor, openaichat *Descriptor, gemini *Descriptor) {
+func SetTestAPIs(all []*Descriptor, anthropic *Descriptor, responses *Descriptor, openaichat *Descriptor, gemini *Descriptor) {
 	OpenAIChat = openaichat
 	movedRounds[openaichat] = chatRound
 	OpenAIResponses = responses
 	movedRounds[responses] = responsesRound
+	Anthropic = anthropic
+	movedRounds[anthropic] = anthropicRound
 	allAPIs, Gemini = all, gemini
 	movedRounds[gemini] = geminiRound
 }

@@ -45,7 +45,7 @@ func agentStreamEvents(tb testing.TB) []Event {
 		tb.Fatal("no agent50k-stream workload")
 	}
 	s := mockStream(tb, w.Mock, w.Path, w.JSON)
-	evs := aspEvents(s)
+	evs := cloneEvents(s)
 	if len(evs) != w.Events() {
 		tb.Fatalf("%d events, want %d", len(evs), w.Events())
 	}
@@ -129,5 +129,19 @@ func TestAgentStreamShape(t *testing.T) {
 	out = append(out, b...)
 	if string(out) != in.String() {
 		t.Fatalf("splicer changed the stream:\n%s", out)
+	}
+}
+
+// cloneEvents reads every event of stream s, each a copy that outlives the
+// reader.
+func cloneEvents(s []byte) []Event {
+	r := NewReader(strings.NewReader(string(s)))
+	var evs []Event
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			return evs
+		}
+		evs = append(evs, Event{Name: bytes.Clone(ev.Name), Data: bytes.Clone(ev.Data), Raw: bytes.Clone(ev.Raw), ID: bytes.Clone(ev.ID)})
 	}
 }

@@ -162,3 +162,10 @@ func responsesRound(i int, id string) []string {
 		fmt.Sprintf(`{"type":"function_call_output","call_id":%q,"output":"r%d"}`, id, i),
 		fmt.Sprintf(`{"type":"function_call_output","call_id":"%s-b","output":"s%d"}`, id, i)}
 }
+
+// anthropicRound is one round of a Anthropic longConversation.
+func anthropicRound(i int, id string) []string {
+	return []string{fmt.Sprintf(`{"role":"user","content":"step %d"}`, i),
+		fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_use","id":%q,"name":"Read","input":{"n":%d}}]}`, id, i),
+		fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":%q,"content":"r%d"}]}`, id, i)}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/anthropic"
 	"github.com/shepherd-proxy/shepherd/rewrite/gemini"
 	"github.com/shepherd-proxy/shepherd/rewrite/openaichat"
 	"github.com/shepherd-proxy/shepherd/rewrite/responses"
@@ -17,7 +18,7 @@ import (
 // all lists the APIs in a fixed order (route classification tries their
 // routes in this order).
 var all = []*rewrite.Descriptor{
-	rewrite.Anthropic,
+	anthropic.Descriptor,
 	openaichat.Descriptor,
 	responses.Descriptor,
 	gemini.Descriptor,

@@ -1,4 +1,4 @@
-package rewrite
+package anthropic
 
 import (
 	"bytes"

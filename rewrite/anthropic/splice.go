@@ -1,4 +1,4 @@
-package rewrite
+package anthropic
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
@@ -111,22 +112,22 @@ type anthropicSplicer struct {
 	pending   [][]byte // events written before the next one (left by Next or Continue)
 
 	// Continuation stream state.
-	cont    bool        // the current stream continues the reply (Continue)
-	merged  bool        // its first text block was merged into the open block
-	merging bool        // the merged block is between its start and stop
-	seam    *SeamFilter // de-duplicates the merged text's seam
+	cont    bool                // the current stream continues the reply (Continue)
+	merged  bool                // its first text block was merged into the open block
+	merging bool                // the merged block is between its start and stop
+	seam    *rewrite.SeamFilter // de-duplicates the merged text's seam
 }
 
 func newAnthropicSplicer() *anthropicSplicer {
 	return &anthropicSplicer{streams: 1, byUp: map[int64]*asBlock{}, lastDelta: -1, stopEvent: -1, openAgent: -1}
 }
 
-var _ ContinueSplicer = (*anthropicSplicer)(nil)
+var _ rewrite.ContinueSplicer = (*anthropicSplicer)(nil)
 
 // spliceErr reports an event the splicer cannot parse (wrapping
 // ErrMalformedReply).
 func spliceErr(format string, args ...any) error {
-	return fmt.Errorf("%w: anthropic stream: "+format, append([]any{ErrMalformedReply}, args...)...)
+	return fmt.Errorf("%w: anthropic stream: "+format, append([]any{rewrite.ErrMalformedReply}, args...)...)
 }
 
 // Events returns the number of events emitted so far.
@@ -232,7 +233,7 @@ func reframe(raw, data, newData, name []byte) []byte {
 	if off := rawDataOffset(raw, data); off >= 0 && bytes.IndexAny(newData, "\r\n") < 0 {
 		return jsonkit.Splice(raw, off, off+len(data), newData)
 	}
-	out := AppendEvent(nil, name, newData)
+	out := rewrite.AppendEvent(nil, name, newData)
 	if bytes.Contains(raw, []byte("\r\n")) {
 		out = bytes.ReplaceAll(out, []byte("\n"), []byte("\r\n"))
 	}
@@ -257,7 +258,7 @@ func digitsEqual(b []byte, n int) bool {
 }
 
 // copyEvent copies ev for later use.
-func copyEvent(ev *Event, idx gjson.Result) asEvent {
+func copyEvent(ev *rewrite.Event, idx gjson.Result) asEvent {
 	e := asEvent{name: bytes.Clone(ev.Name), data: bytes.Clone(ev.Data), raw: bytes.Clone(ev.Raw)}
 	if idx.Exists() {
 		e.idxStart, e.idxEnd = idx.Index, jsonkit.ValueEnd(idx)
@@ -270,9 +271,9 @@ type anthropicEventFields struct {
 	typ, index, cb, delta, msg, usage gjson.Result
 }
 
-func readAnthropicEvent(ev *Event) (anthropicEventFields, string, error) {
+func readAnthropicEvent(ev *rewrite.Event) (anthropicEventFields, string, error) {
 	var f anthropicEventFields
-	root, err := ParseReplyRoot(ev.Data)
+	root, err := rewrite.ParseReplyRoot(ev.Data)
 	if err != nil {
 		return f, "", err
 	}
@@ -316,7 +317,7 @@ func readAnthropicEvent(ev *Event) (anthropicEventFields, string, error) {
 }
 
 // Feed takes one event of the current stream.
-func (s *anthropicSplicer) Feed(ev Event) ([]byte, error) {
+func (s *anthropicSplicer) Feed(ev rewrite.Event) ([]byte, error) {
 	if s.finished {
 		return nil, errors.New("rewrite: anthropic splicer: Feed after Finish")
 	}
@@ -425,14 +426,14 @@ func (s *anthropicSplicer) textDelta(index int, text string) []byte {
 // seam filter needs is kept).
 func (s *anthropicSplicer) addOpenText(text string) {
 	s.openText = append(s.openText, text...)
-	if len(s.openText) > 4*SeamWindow {
+	if len(s.openText) > 4*rewrite.SeamWindow {
 		// Keep the tail, in place: openText is never shared.
-		n := copy(s.openText, s.openText[len(s.openText)-SeamWindow:])
+		n := copy(s.openText, s.openText[len(s.openText)-rewrite.SeamWindow:])
 		s.openText = s.openText[:n]
 	}
 }
 
-func (s *anthropicSplicer) messageStart(ev *Event, f anthropicEventFields) ([]byte, error) {
+func (s *anthropicSplicer) messageStart(ev *rewrite.Event, f anthropicEventFields) ([]byte, error) {
 	if s.started || len(s.blocks) > 0 {
 		return nil, spliceErr("message_start after the stream started")
 	}
@@ -465,7 +466,7 @@ func blockIndex(f *anthropicEventFields, data []byte) (int64, error) {
 	return n, nil
 }
 
-func (s *anthropicSplicer) blockStart(ev *Event, f anthropicEventFields) ([]byte, error) {
+func (s *anthropicSplicer) blockStart(ev *rewrite.Event, f anthropicEventFields) ([]byte, error) {
 	if !s.started {
 		return nil, spliceErr("content_block_start before message_start")
 	}
@@ -496,7 +497,7 @@ func (s *anthropicSplicer) blockStart(ev *Event, f anthropicEventFields) ([]byte
 			// is dropped, its text goes through the seam filter.
 			b.state, b.agent = asMerged, s.openAgent
 			s.merged, s.merging = true, true
-			s.seam = NewSeamFilter(string(s.openText))
+			s.seam = rewrite.NewSeamFilter(string(s.openText))
 			if t := f.cb.Get("text"); t.Str != "" {
 				return s.mergedText(nil, nil, nil, t.Str), nil
 			}
@@ -524,7 +525,7 @@ func (s *anthropicSplicer) blockStart(ev *Event, f anthropicEventFields) ([]byte
 // seam filter: as ev (a text_delta of that block, its text replaced when
 // the filter changed it) or, without ev, as a new text_delta event. Nothing
 // is written while the filter holds the text.
-func (s *anthropicSplicer) mergedText(ev *Event, f *anthropicEventFields, d *asDelta, text string) []byte {
+func (s *anthropicSplicer) mergedText(ev *rewrite.Event, f *anthropicEventFields, d *asDelta, text string) []byte {
 	text2 := s.seam.Write(text)
 	if text2 == "" {
 		return nil
@@ -549,7 +550,7 @@ func (s *anthropicSplicer) mergedText(ev *Event, f *anthropicEventFields, d *asD
 
 // blockEvent handles a content_block_delta (isDelta) or content_block_stop
 // of block up; pre is the delta when the fast path read it already.
-func (s *anthropicSplicer) blockEvent(ev *Event, f *anthropicEventFields, up int64, pre *asDelta, isDelta bool) ([]byte, error) {
+func (s *anthropicSplicer) blockEvent(ev *rewrite.Event, f *anthropicEventFields, up int64, pre *asDelta, isDelta bool) ([]byte, error) {
 	b := s.byUp[up]
 	if b == nil {
 		return nil, spliceErr("event for content block %d, which was not started", up)
@@ -594,7 +595,7 @@ func (s *anthropicSplicer) blockEvent(ev *Event, f *anthropicEventFields, up int
 }
 
 // mergedEvent handles an event of the continuation's merged text block.
-func (s *anthropicSplicer) mergedEvent(ev *Event, f *anthropicEventFields, d *asDelta, b *asBlock, isDelta bool) []byte {
+func (s *anthropicSplicer) mergedEvent(ev *rewrite.Event, f *anthropicEventFields, d *asDelta, b *asBlock, isDelta bool) []byte {
 	if s.openAgent != b.agent {
 		return nil // the open block was closed by an odd event order
 	}
@@ -724,7 +725,7 @@ func (b *asBlock) addDelta(d *asDelta) error {
 	return nil
 }
 
-func (s *anthropicSplicer) messageDelta(ev *Event, f anthropicEventFields) error {
+func (s *anthropicSplicer) messageDelta(ev *rewrite.Event, f anthropicEventFields) error {
 	if !jsonkit.IsNull(f.delta) && !f.delta.IsObject() {
 		return spliceErr("message_delta delta must be an object")
 	}
@@ -759,7 +760,7 @@ func usageOutput(u []byte) int64 {
 	if !ok {
 		return 0
 	}
-	return BlocksCount(obj, "output_tokens")
+	return rewrite.BlocksCount(obj, "output_tokens")
 }
 
 // Reply rebuilds the non-streaming Message of the current stream.
@@ -879,7 +880,7 @@ func (b *asBlock) json(cut bool) ([]byte, error) {
 		prev := gjson.GetBytes(out, "citations")
 		arr := []byte{'['}
 		if prev.IsArray() {
-			if inner := BlocksInner(prev); inner != "" {
+			if inner := rewrite.BlocksInner(prev); inner != "" {
 				arr = append(arr, inner...)
 				arr = append(arr, ',')
 			}
@@ -901,7 +902,7 @@ func (s *anthropicSplicer) Release(remove, first []int) ([]byte, error) {
 			calls = append(calls, i)
 		}
 	}
-	order, left, err := BlocksCallOrder(len(s.blocks), calls, remove, first)
+	order, left, err := rewrite.BlocksCallOrder(len(s.blocks), calls, remove, first)
 	if err != nil {
 		return nil, err
 	}
@@ -1023,7 +1024,7 @@ func (s *anthropicSplicer) Finish() ([]byte, error) {
 			u = []byte("{}")
 		}
 		total := s.prevOut + usageOutput(s.usage)
-		data = setTop(data, "usage", BlocksSetCounts(u, []string{"output_tokens"}, []int64{total}))
+		data = setTop(data, "usage", rewrite.BlocksSetCounts(u, []string{"output_tokens"}, []int64{total}))
 	}
 	out = s.emit(out, reframe(tmpl.raw, tmpl.data, data, tmpl.name))
 	if s.stopEvent >= 0 {
@@ -1051,7 +1052,7 @@ func (s *anthropicSplicer) stopReason() gjson.Result {
 
 // frame renders an event with the upstream's line endings.
 func (s *anthropicSplicer) frame(name, data []byte) []byte {
-	out := AppendEvent(nil, name, data)
+	out := rewrite.AppendEvent(nil, name, data)
 	if s.crlf {
 		out = bytes.ReplaceAll(out, []byte("\n"), []byte("\r\n"))
 	}

@@ -1,4 +1,4 @@
-package rewrite
+package anthropic
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
@@ -17,7 +18,7 @@ import (
 // request, so ContinuationMessages leaves those out; and it rejects a final
 // assistant message (a prefill) that ends with whitespace.
 
-var _ ContinueCodec = anthropicCodec{}
+var _ rewrite.ContinueCodec = anthropicCodec{}
 
 // ContinuationMessages returns the reply as one assistant message without
 // its tool_use blocks and blank text blocks; every other block keeps its
@@ -27,15 +28,15 @@ var _ ContinueCodec = anthropicCodec{}
 // block of a prefill. Without any non-blank text, hasText is false and
 // items is nil.
 func (anthropicCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte, bool, error) {
-	root, err := ParseReplyRoot(reply)
+	root, err := rewrite.ParseReplyRoot(reply)
 	if err != nil {
 		return nil, false, err
 	}
 	content := root.Get("content")
 	if !content.IsArray() {
-		return nil, false, fmt.Errorf("%w: content must be an array", ErrMalformedReply)
+		return nil, false, fmt.Errorf("%w: content must be an array", rewrite.ErrMalformedReply)
 	}
-	elems := BlocksElems(content)
+	elems := rewrite.BlocksElems(content)
 	keep := make([]int, 0, len(elems))
 	last := -1 // position in keep of the last non-blank text block
 	for i, b := range elems {
@@ -45,7 +46,7 @@ func (anthropicCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte
 		case "text":
 			t := b.Get("text")
 			if t.Type != gjson.String {
-				return nil, false, fmt.Errorf("%w: content[%d].text must be a string", ErrMalformedReply, i)
+				return nil, false, fmt.Errorf("%w: content[%d].text must be a string", rewrite.ErrMalformedReply, i)
 			}
 			if strings.TrimSpace(t.Str) == "" {
 				continue
@@ -60,10 +61,10 @@ func (anthropicCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte
 	if prefill {
 		keep = keep[:last+1]
 	}
-	out := BlocksReorder(reply, elems, keep)
+	out := rewrite.BlocksReorder(reply, elems, keep)
 	if prefill {
 		root, _ := jsonkit.RootObject(jsonkit.UnsafeString(out))
-		kept := BlocksElems(root.Get("content"))
+		kept := rewrite.BlocksElems(root.Get("content"))
 		t := kept[last].Get("text")
 		if trimmed := strings.TrimRightFunc(t.Str, unicode.IsSpace); len(trimmed) < len(t.Str) {
 			out = jsonkit.Splice(out, t.Index, jsonkit.ValueEnd(t), jsonkit.Quote(trimmed))
@@ -81,7 +82,7 @@ func (anthropicCodec) UserTextMessage(text string) ([]byte, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, errors.New("rewrite: the continue instruction is blank")
 	}
-	return anthropicUserMessage(TextItems("text", []string{text})), nil
+	return anthropicUserMessage(rewrite.TextItems("text", []string{text})), nil
 }
 
 // ContinueReply runs next on in acc. When next's first block (after the
@@ -92,25 +93,25 @@ func (anthropicCodec) UserTextMessage(text string) ([]byte, error) {
 // order. id and everything else come from acc; stop_reason and
 // stop_sequence from next; usage as MergeReplies sums it.
 func (anthropicCodec) ContinueReply(acc, next []byte) ([]byte, error) {
-	r1, err := ParseReplyRoot(acc)
+	r1, err := rewrite.ParseReplyRoot(acc)
 	if err != nil {
 		return nil, fmt.Errorf("accumulated reply: %w", err)
 	}
-	r2, err := ParseReplyRoot(next)
+	r2, err := rewrite.ParseReplyRoot(next)
 	if err != nil {
 		return nil, fmt.Errorf("next reply: %w", err)
 	}
 	c1, c2 := r1.Get("content"), r2.Get("content")
 	if !c1.IsArray() {
-		return nil, fmt.Errorf("%w: accumulated reply: content must be an array", ErrMalformedReply)
+		return nil, fmt.Errorf("%w: accumulated reply: content must be an array", rewrite.ErrMalformedReply)
 	}
 	if !c2.IsArray() && !jsonkit.IsNull(c2) {
-		return nil, fmt.Errorf("%w: next reply: content must be an array", ErrMalformedReply)
+		return nil, fmt.Errorf("%w: next reply: content must be an array", rewrite.ErrMalformedReply)
 	}
 
 	// The text acc ends with, if its last block is text.
 	var accText gjson.Result
-	if e1 := BlocksElems(c1); len(e1) > 0 && e1[len(e1)-1].Get("type").Str == "text" {
+	if e1 := rewrite.BlocksElems(c1); len(e1) > 0 && e1[len(e1)-1].Get("type").Str == "text" {
 		if t := e1[len(e1)-1].Get("text"); t.Type == gjson.String {
 			accText = t
 		}
@@ -118,7 +119,7 @@ func (anthropicCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 	var add []string // raw blocks appended after acc's content
 	var seam string  // text appended to accText
 	first := true    // no block of next kept yet
-	for i, b := range BlocksElems(c2) {
+	for i, b := range rewrite.BlocksElems(c2) {
 		typ := b.Get("type").Str
 		if typ == "thinking" || typ == "redacted_thinking" {
 			continue
@@ -126,9 +127,9 @@ func (anthropicCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 		if first && typ == "text" && accText.Exists() {
 			t := b.Get("text")
 			if t.Type != gjson.String {
-				return nil, fmt.Errorf("%w: next reply: content[%d].text must be a string", ErrMalformedReply, i)
+				return nil, fmt.Errorf("%w: next reply: content[%d].text must be a string", rewrite.ErrMalformedReply, i)
 			}
-			seam = TrimSeam(accText.Str, t.Str)
+			seam = rewrite.TrimSeam(accText.Str, t.Str)
 			first = false
 			continue
 		}

@@ -1,4 +1,4 @@
-package rewrite
+package anthropic
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
@@ -13,16 +14,16 @@ import (
 // anthropicCodec speaks the Anthropic Messages API (POST /v1/messages and
 // /v1/messages/count_tokens).
 type anthropicCodec struct {
-	views *ViewCache // nil: no view cache
+	views *rewrite.ViewCache // nil: no view cache
 }
 
-var _ Codec = anthropicCodec{}
+var _ rewrite.Codec = anthropicCodec{}
 
 // anthropicKeys are the top-level members the request view reads.
 var anthropicKeys = []string{"model", "stream", "max_tokens", "system", "tools", "messages", "metadata", "thinking"}
 
 func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	_, idx, err := ParseIndexed(body)
+	_, idx, err := rewrite.ParseIndexed(body)
 	if err != nil {
 		return nil, err
 	}
@@ -32,9 +33,9 @@ func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	thinking := m[7].Get("type").Str
 	uid := meta.Get("user_id")
 	for _, err := range []error{
-		WantString(model, "model"), WantBool(stream, "stream"), WantNumber(maxTok, "max_tokens"),
-		WantStringOrArray(system, "system"), WantArray(tools, "tools"), WantArray(msgs, "messages"),
-		WantObject(meta, "metadata"), WantString(uid, "metadata.user_id"),
+		rewrite.WantString(model, "model"), rewrite.WantBool(stream, "stream"), rewrite.WantNumber(maxTok, "max_tokens"),
+		rewrite.WantStringOrArray(system, "system"), rewrite.WantArray(tools, "tools"), rewrite.WantArray(msgs, "messages"),
+		rewrite.WantObject(meta, "metadata"), rewrite.WantString(uid, "metadata.user_id"),
 	} {
 		if err != nil {
 			return nil, err
@@ -46,25 +47,25 @@ func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
 		req.MaxOutputTokens, req.HasMaxOutputTokens = maxTok.Int(), true
 	}
 	if req.System, err = anthropicSystem(c.views, idx, system); err != nil {
-		return nil, AtField(err, "system")
+		return nil, rewrite.AtField(err, "system")
 	}
-	if req.Tools, err = NamedTools(idx, tools, "name"); err != nil {
-		return nil, AtField(err, "tools")
+	if req.Tools, err = rewrite.NamedTools(idx, tools, "name"); err != nil {
+		return nil, rewrite.AtField(err, "tools")
 	}
-	if req.Messages, err = ParseMessages(c.views, idx, msgs, "messages", anthropicViews, anthropicMessage); err != nil {
+	if req.Messages, err = rewrite.ParseMessages(c.views, idx, msgs, "messages", anthropicViews, anthropicMessage); err != nil {
 		return nil, err
 	}
-	req.Fingerprint = Fingerprint(req.System, req.Messages)
+	req.Fingerprint = rewrite.Fingerprint(req.System, req.Messages)
 	return req, nil
 }
 
 // anthropicSystem returns the text of a string or text-block system prompt,
 // blocks joined by a blank line.
-func anthropicSystem(views *ViewCache, idx *jsonkit.Index, sys gjson.Result) (string, error) {
+func anthropicSystem(views *rewrite.ViewCache, idx *jsonkit.Index, sys gjson.Result) (string, error) {
 	if sys.Type == gjson.String {
 		return jsonkit.OwnedString(sys), nil
 	}
-	return CachedText(views, anthropicSystemViews, sys.Raw, func() (string, error) { return anthropicSystemBlocks(idx, sys) })
+	return rewrite.CachedText(views, anthropicSystemViews, sys.Raw, func() (string, error) { return anthropicSystemBlocks(idx, sys) })
 }
 
 func anthropicSystemBlocks(idx *jsonkit.Index, sys gjson.Result) (string, error) {
@@ -72,7 +73,7 @@ func anthropicSystemBlocks(idx *jsonkit.Index, sys gjson.Result) (string, error)
 	var err error
 	idx.Each(sys, func(i int, b gjson.Result) bool {
 		if !b.IsObject() {
-			err = AtIndex(TypeError("", "an object"), i)
+			err = rewrite.AtIndex(rewrite.TypeError("", "an object"), i)
 			return false
 		}
 		var m [2]gjson.Result
@@ -80,31 +81,31 @@ func anthropicSystemBlocks(idx *jsonkit.Index, sys gjson.Result) (string, error)
 		if m[0].Str == "text" {
 			t := m[1]
 			if t.Type != gjson.String {
-				err = AtIndex(TypeError("text", "a string"), i)
+				err = rewrite.AtIndex(rewrite.TypeError("text", "a string"), i)
 				return false
 			}
 			texts = append(texts, t.Str)
 		}
 		return true
 	})
-	return strings.Clone(JoinTexts(texts)), err
+	return strings.Clone(rewrite.JoinTexts(texts)), err
 }
 
-func anthropicMessage(m gjson.Result, names *ToolNames) (conv.Message, error) {
+func anthropicMessage(m gjson.Result, names *rewrite.ToolNames) (conv.Message, error) {
 	if !m.IsObject() {
-		return conv.Message{}, TypeError("", "an object")
+		return conv.Message{}, rewrite.TypeError("", "an object")
 	}
 	role, content := m.Get("role"), m.Get("content")
-	if err := WantString(role, "role"); err != nil {
+	if err := rewrite.WantString(role, "role"); err != nil {
 		return conv.Message{}, err
 	}
-	if err := WantStringOrArray(content, "content"); err != nil {
+	if err := rewrite.WantStringOrArray(content, "content"); err != nil {
 		return conv.Message{}, err
 	}
 	msg := conv.Message{Role: anthropicRole(role.Str)}
 	var err error
 	msg.Blocks, err = anthropicBlocks(content, names)
-	return msg, AtField(err, "content")
+	return msg, rewrite.AtField(err, "content")
 }
 
 func anthropicRole(r string) conv.Role {
@@ -120,7 +121,7 @@ func anthropicRole(r string) conv.Role {
 }
 
 // anthropicBlocks normalises message content: a string or content blocks.
-func anthropicBlocks(content gjson.Result, names *ToolNames) ([]conv.Block, error) {
+func anthropicBlocks(content gjson.Result, names *rewrite.ToolNames) ([]conv.Block, error) {
 	if content.Type == gjson.String {
 		return []conv.Block{{Kind: conv.BlockText, Text: jsonkit.OwnedString(content)}}, nil
 	}
@@ -129,7 +130,7 @@ func anthropicBlocks(content gjson.Result, names *ToolNames) ([]conv.Block, erro
 	jsonkit.EachElement(content, func(j int, b gjson.Result) bool {
 		var blk conv.Block
 		if blk, err = anthropicBlock(b, names); err != nil {
-			err = AtIndex(err, j)
+			err = rewrite.AtIndex(err, j)
 			return false
 		}
 		blocks = append(blocks, blk)
@@ -143,9 +144,9 @@ func anthropicBlocks(content gjson.Result, names *ToolNames) ([]conv.Block, erro
 // tool_result's content).
 var anthropicBlockKeys = []string{"type", "text", "thinking", "id", "name", "input", "tool_use_id", "content", "is_error"}
 
-func anthropicBlock(b gjson.Result, names *ToolNames) (conv.Block, error) {
+func anthropicBlock(b gjson.Result, names *rewrite.ToolNames) (conv.Block, error) {
 	if !b.IsObject() {
-		return conv.Block{}, TypeError("", "an object")
+		return conv.Block{}, rewrite.TypeError("", "an object")
 	}
 	var m [9]gjson.Result
 	jsonkit.Members(b, anthropicBlockKeys, m[:])
@@ -154,7 +155,7 @@ func anthropicBlock(b gjson.Result, names *ToolNames) (conv.Block, error) {
 	var err error
 	want := func(v gjson.Result, key string) string {
 		if err == nil {
-			err = WantString(v, key)
+			err = rewrite.WantString(v, key)
 		}
 		return jsonkit.OwnedString(v)
 	}
@@ -172,10 +173,10 @@ func anthropicBlock(b gjson.Result, names *ToolNames) (conv.Block, error) {
 	case "tool_result":
 		id := want(useID, "tool_use_id")
 		if err == nil {
-			err = WantStringOrArray(content, "content")
+			err = rewrite.WantStringOrArray(content, "content")
 		}
 		blk = conv.Block{Kind: conv.BlockToolResult, ToolCallID: id, ToolName: (*names)[id],
-			IsError: isError.Bool(), Text: ResultText(content, "text", "text")}
+			IsError: isError.Bool(), Text: rewrite.ResultText(content, "text", "text")}
 	default:
 		blk = conv.Block{Kind: conv.BlockOther}
 	}
@@ -183,12 +184,12 @@ func anthropicBlock(b gjson.Result, names *ToolNames) (conv.Block, error) {
 }
 
 func (anthropicCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
-	return ApplyEdits(body, e, EditOps{
+	return rewrite.ApplyEdits(body, e, rewrite.EditOps{
 		RenderTool:   anthropicTool,
-		AddTools:     AppendTools("tools"),
+		AddTools:     rewrite.AppendTools("tools"),
 		AppendSystem: anthropicAppendSystem,
 		AppendUser:   anthropicAppendUser,
-		SetMax:       SetMaxKey("max_tokens"),
+		SetMax:       rewrite.SetMaxKey("max_tokens"),
 	})
 }
 
@@ -208,16 +209,16 @@ func anthropicTool(dst []byte, t conv.ToolSpec, params []byte) []byte {
 func anthropicAppendSystem(body []byte, texts []string) ([]byte, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
-		return nil, ErrNotObject
+		return nil, rewrite.ErrNotObject
 	}
 	sys := jsonkit.Member(root, "system")
 	switch {
 	case sys.Type == gjson.String:
-		return jsonkit.AppendToString(body, sys, SuffixText(sys.Str, texts)), nil
+		return jsonkit.AppendToString(body, sys, rewrite.SuffixText(sys.Str, texts)), nil
 	case sys.IsArray():
-		return jsonkit.AppendElements(body, sys, TextItems("text", texts)), nil
+		return jsonkit.AppendElements(body, sys, rewrite.TextItems("text", texts)), nil
 	case jsonkit.IsNull(sys):
-		return jsonkit.SetMember(body, root, "system", jsonkit.Quote(JoinTexts(texts))), nil
+		return jsonkit.SetMember(body, root, "system", jsonkit.Quote(rewrite.JoinTexts(texts))), nil
 	}
 	return nil, fmt.Errorf("rewrite: cannot edit system: unexpected type")
 }
@@ -229,13 +230,13 @@ func anthropicAppendSystem(body []byte, texts []string) ([]byte, error) {
 func anthropicAppendUser(body []byte, texts []string) ([]byte, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
-		return nil, ErrNotObject
+		return nil, rewrite.ErrNotObject
 	}
-	msg, ok := LastWithRole(jsonkit.Member(root, "messages"), "role", "user", false)
+	msg, ok := rewrite.LastWithRole(jsonkit.Member(root, "messages"), "role", "user", false)
 	if !ok {
 		return body, nil
 	}
-	return AppendContentParts(body, msg, "content", TextItems("text", texts), `{"type":"text","text":`)
+	return rewrite.AppendContentParts(body, msg, "content", rewrite.TextItems("text", texts), `{"type":"text","text":`)
 }
 
 func (anthropicCodec) ErrorBody(status int, message string) []byte {
@@ -243,14 +244,14 @@ func (anthropicCodec) ErrorBody(status int, message string) []byte {
 }
 
 func (anthropicCodec) StreamErrorEvent(status int, message string) []byte {
-	return AppendEvent(nil, []byte("error"), anthropicError(status, message))
+	return rewrite.AppendEvent(nil, []byte("error"), anthropicError(status, message))
 }
 
 func (anthropicCodec) SideRequest(body []byte) string {
-	r := TopMembers(body, "tools", "tool_choice", "output_format", "output_config")
-	return FirstSide(
-		SideIf(r[2].Get("type").Str == "json_schema" || r[3].Get("format.type").Str == "json_schema", SideJSONOutput),
-		SideIf(r[1].Get("type").Str == "none", SideToolChoiceNone),
-		SideIf(!NonEmptyArray(r[0]), SideNoTools),
+	r := rewrite.TopMembers(body, "tools", "tool_choice", "output_format", "output_config")
+	return rewrite.FirstSide(
+		rewrite.SideIf(r[2].Get("type").Str == "json_schema" || r[3].Get("format.type").Str == "json_schema", rewrite.SideJSONOutput),
+		rewrite.SideIf(r[1].Get("type").Str == "none", rewrite.SideToolChoiceNone),
+		rewrite.SideIf(!rewrite.NonEmptyArray(r[0]), rewrite.SideNoTools),
 	)
 }

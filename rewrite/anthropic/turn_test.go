@@ -1,18 +1,19 @@
-package rewrite
+package anthropic
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
 )
 
-var anthTC = codecFor(Anthropic)
+var anthTC = apitest.CodecFor(Descriptor)
 
 // Messages of the Anthropic test conversation.
 const (
@@ -27,12 +28,8 @@ func anBody(msgs ...string) string {
 	return `{"model":"m","messages":[` + strings.Join(msgs, ",") + `]}`
 }
 
-// The results shepherd answers with, and their rendered blocks.
+// The rendered blocks of apitest.Results.
 var (
-	agResults = []conv.ToolResult{
-		{CallID: "s1", Name: "create_new_topic", Content: "ok"},
-		{CallID: "s2", Name: "rm", Content: "blocked", IsError: true},
-	}
 	anTR = `{"type":"tool_result","tool_use_id":"s1","content":"ok"},{"type":"tool_result","tool_use_id":"s2","content":"blocked","is_error":true}`
 )
 
@@ -43,33 +40,33 @@ func anPrepend(pos int, results []conv.ToolResult) func([]byte) ([]byte, error) 
 func TestAnthropicPrependToolResults(t *testing.T) {
 	pretty := "{\n  \"messages\": [\n    {\"role\": \"assistant\", \"content\": [{\"type\": \"text\", \"text\": \"x\"}]},\n" +
 		"    {\"role\": \"user\", \"content\": [ {\"type\": \"text\", \"text\": \"y\"} ]}\n  ]\n}\n"
-	agRunCases(t, []agCase{
-		{name: "before existing results", body: anBody(anU0, anA1, anU2), run: anPrepend(1, agResults),
-			want: anBody(anU0, anA1, `{"role":"user","content":[`+anTR+`,{"type":"tool_result","tool_use_id":"a","content":"r"}]}`)},
-		{name: "string content", body: anBody(anU0, anA1, `{"role":"user","content":"go \"on\"\u00e9"}`), run: anPrepend(1, agResults),
-			want: anBody(anU0, anA1, `{"role":"user","content":[`+anTR+`,{"type":"text","text":"go \"on\"\u00e9"}]}`)},
-		{name: "empty string content", body: anBody(anU0, anA1, `{"role":"user","content":" "}`), run: anPrepend(1, agResults),
-			want: anBody(anU0, anA1, `{"role":"user","content":[`+anTR+`]}`)},
-		{name: "null content", body: anBody(anU0, anA1, `{"role":"user","content":null}`), run: anPrepend(1, agResults),
-			want: anBody(anU0, anA1, `{"role":"user","content":[`+anTR+`]}`)},
-		{name: "missing content", body: anBody(anU0, anA1, `{"role":"user"}`), run: anPrepend(1, agResults),
-			want: anBody(anU0, anA1, `{"role":"user","content":[`+anTR+`]}`)},
-		{name: "empty array", body: anBody(anU0, anA1, `{"role":"user","content":[ ]}`), run: anPrepend(1, agResults),
-			want: anBody(anU0, anA1, `{"role":"user","content":[`+anTR+` ]}`)},
-		{name: "no next message", body: anBody(anU0, anA1), run: anPrepend(1, agResults[:1]),
-			want: anBody(anU0, anA1, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"s1","content":"ok"}]}`)},
-		{name: "next is assistant", body: anBody(anU0, anA1, anA3), run: anPrepend(1, agResults),
-			want: anBody(anU0, anA1, `{"role":"user","content":[`+anTR+`]}`, anA3)},
-		{name: "pretty", body: pretty, run: anPrepend(0, agResults),
-			want: strings.Replace(pretty, `"content": [ {"type": "text", "text": "y"}`, `"content": [`+anTR+`, {"type": "text", "text": "y"}`, 1)},
-		{name: "no results", body: anBody(anU0, anA1), run: anPrepend(1, nil), want: anBody(anU0, anA1)},
-		{name: "not assistant", body: anBody(anU0, anA1), run: anPrepend(0, agResults), err: `does not have role "assistant"`},
-		{name: "past end", body: anBody(anU0, anA1), run: anPrepend(2, agResults), err: "out of range"},
-		{name: "negative", body: anBody(anU0, anA1), run: anPrepend(-1, agResults), err: "out of range"},
-		{name: "bad next content", body: anBody(anA1, `{"role":"user","content":5}`), run: anPrepend(0, agResults), err: "messages[1].content"},
-		{name: "no call id", body: anBody(anA1), run: anPrepend(0, []conv.ToolResult{{Content: "x"}}), err: "no call id"},
-		{name: "invalid body", body: `{"messages":[`, run: anPrepend(0, agResults), err: "malformed"},
-		{name: "no messages", body: `{}`, run: anPrepend(0, agResults), err: "messages must be an array"},
+	apitest.RunCases(t, []apitest.Case{
+		{Name: "before existing results", Body: anBody(anU0, anA1, anU2), Run: anPrepend(1, apitest.Results),
+			Want: anBody(anU0, anA1, `{"role":"user","content":[`+anTR+`,{"type":"tool_result","tool_use_id":"a","content":"r"}]}`)},
+		{Name: "string content", Body: anBody(anU0, anA1, `{"role":"user","content":"go \"on\"\u00e9"}`), Run: anPrepend(1, apitest.Results),
+			Want: anBody(anU0, anA1, `{"role":"user","content":[`+anTR+`,{"type":"text","text":"go \"on\"\u00e9"}]}`)},
+		{Name: "empty string content", Body: anBody(anU0, anA1, `{"role":"user","content":" "}`), Run: anPrepend(1, apitest.Results),
+			Want: anBody(anU0, anA1, `{"role":"user","content":[`+anTR+`]}`)},
+		{Name: "null content", Body: anBody(anU0, anA1, `{"role":"user","content":null}`), Run: anPrepend(1, apitest.Results),
+			Want: anBody(anU0, anA1, `{"role":"user","content":[`+anTR+`]}`)},
+		{Name: "missing content", Body: anBody(anU0, anA1, `{"role":"user"}`), Run: anPrepend(1, apitest.Results),
+			Want: anBody(anU0, anA1, `{"role":"user","content":[`+anTR+`]}`)},
+		{Name: "empty array", Body: anBody(anU0, anA1, `{"role":"user","content":[ ]}`), Run: anPrepend(1, apitest.Results),
+			Want: anBody(anU0, anA1, `{"role":"user","content":[`+anTR+` ]}`)},
+		{Name: "no next message", Body: anBody(anU0, anA1), Run: anPrepend(1, apitest.Results[:1]),
+			Want: anBody(anU0, anA1, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"s1","content":"ok"}]}`)},
+		{Name: "next is assistant", Body: anBody(anU0, anA1, anA3), Run: anPrepend(1, apitest.Results),
+			Want: anBody(anU0, anA1, `{"role":"user","content":[`+anTR+`]}`, anA3)},
+		{Name: "pretty", Body: pretty, Run: anPrepend(0, apitest.Results),
+			Want: strings.Replace(pretty, `"content": [ {"type": "text", "text": "y"}`, `"content": [`+anTR+`, {"type": "text", "text": "y"}`, 1)},
+		{Name: "no results", Body: anBody(anU0, anA1), Run: anPrepend(1, nil), Want: anBody(anU0, anA1)},
+		{Name: "not assistant", Body: anBody(anU0, anA1), Run: anPrepend(0, apitest.Results), Err: `does not have role "assistant"`},
+		{Name: "past end", Body: anBody(anU0, anA1), Run: anPrepend(2, apitest.Results), Err: "out of range"},
+		{Name: "negative", Body: anBody(anU0, anA1), Run: anPrepend(-1, apitest.Results), Err: "out of range"},
+		{Name: "bad next content", Body: anBody(anA1, `{"role":"user","content":5}`), Run: anPrepend(0, apitest.Results), Err: "messages[1].content"},
+		{Name: "no call id", Body: anBody(anA1), Run: anPrepend(0, []conv.ToolResult{{Content: "x"}}), Err: "no call id"},
+		{Name: "invalid body", Body: `{"messages":[`, Run: anPrepend(0, apitest.Results), Err: "malformed"},
+		{Name: "no messages", Body: `{}`, Run: anPrepend(0, apitest.Results), Err: "messages must be an array"},
 	})
 }
 
@@ -77,76 +74,67 @@ func TestAnthropicAppendUserTextAt(t *testing.T) {
 	at := func(pos int, texts ...string) func([]byte) ([]byte, error) {
 		return func(b []byte) ([]byte, error) { return anthTC.AppendUserTextAt(b, pos, texts) }
 	}
-	agRunCases(t, []agCase{
-		{name: "string", body: anBody(anU0, anA1, anU2), run: at(0, "note", `a"<b>`+"\n"),
-			want: anBody(`{"role":"user","content":[{"type":"text","text":"hi"},{"type":"text","text":"note"},{"type":"text","text":"a\"<b>\n"}]}`, anA1, anU2)},
-		{name: "array after results", body: anBody(anU0, anA1, anU2), run: at(2, "note"),
-			want: anBody(anU0, anA1, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"r"},{"type":"text","text":"note"}]}`)},
-		{name: "no texts", body: anBody(anU0), run: at(0), want: anBody(anU0)},
-		{name: "assistant", body: anBody(anU0, anA1), run: at(1, "x"), err: `does not have role "user"`},
-		{name: "out of range", body: anBody(anU0), run: at(1, "x"), err: "out of range"},
+	apitest.RunCases(t, []apitest.Case{
+		{Name: "string", Body: anBody(anU0, anA1, anU2), Run: at(0, "note", `a"<b>`+"\n"),
+			Want: anBody(`{"role":"user","content":[{"type":"text","text":"hi"},{"type":"text","text":"note"},{"type":"text","text":"a\"<b>\n"}]}`, anA1, anU2)},
+		{Name: "array after results", Body: anBody(anU0, anA1, anU2), Run: at(2, "note"),
+			Want: anBody(anU0, anA1, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"r"},{"type":"text","text":"note"}]}`)},
+		{Name: "no texts", Body: anBody(anU0), Run: at(0), Want: anBody(anU0)},
+		{Name: "assistant", Body: anBody(anU0, anA1), Run: at(1, "x"), Err: `does not have role "user"`},
+		{Name: "out of range", Body: anBody(anU0), Run: at(1, "x"), Err: "out of range"},
 	})
 }
 
 func TestAnthropicReplaceAndAppendMessages(t *testing.T) {
 	rep := func(pos int, items ...string) func([]byte) ([]byte, error) {
-		return func(b []byte) ([]byte, error) { return anthTC.ReplaceMessages(b, pos, agItems(items...)) }
+		return func(b []byte) ([]byte, error) { return anthTC.ReplaceMessages(b, pos, apitest.Items(items...)) }
 	}
 	app := func(items ...string) func([]byte) ([]byte, error) {
-		return func(b []byte) ([]byte, error) { return anthTC.AppendMessages(b, agItems(items...)) }
+		return func(b []byte) ([]byte, error) { return anthTC.AppendMessages(b, apitest.Items(items...)) }
 	}
 	pretty := "{\"messages\": [\n  " + anU0 + ",\n  " + anA1 + ",\n  " + anU2 + "\n]}"
-	agRunCases(t, []agCase{
-		{name: "replace with two", body: anBody(anU0, anA1, anU2), run: rep(1, anA3, anU0), want: anBody(anU0, anA3, anU0, anU2)},
-		{name: "replace with one", body: anBody(anU0, anA1, anU2), run: rep(2, anA3), want: anBody(anU0, anA1, anA3)},
-		{name: "remove first", body: anBody(anU0, anA1, anU2), run: rep(0), want: anBody(anA1, anU2)},
-		{name: "remove middle", body: anBody(anU0, anA1, anU2), run: rep(1), want: anBody(anU0, anU2)},
-		{name: "remove last", body: anBody(anU0, anA1, anU2), run: rep(2), want: anBody(anU0, anA1)},
-		{name: "remove only", body: `{"messages":[ ` + anU0 + ` ]}`, run: rep(0), want: `{"messages":[  ]}`},
-		{name: "remove pretty", body: pretty, run: rep(1), want: "{\"messages\": [\n  " + anU0 + ",\n  " + anU2 + "\n]}"},
-		{name: "replace out of range", body: anBody(anU0), run: rep(1, anA3), err: "out of range"},
-		{name: "replace bad item", body: anBody(anU0), run: rep(0, `{"role":`), err: "not valid JSON"},
-		{name: "replace scalar item", body: anBody(anU0), run: rep(0, `"x"`), err: "not a JSON object"},
-		{name: "append two", body: anBody(anU0), run: app(anA1, anU2), want: anBody(anU0, anA1, anU2)},
-		{name: "append to empty", body: `{"model":"m","messages":[]}`, run: app(anU0), want: anBody(anU0)},
-		{name: "append to missing", body: `{"model":"m"}`, run: app(anU0), want: anBody(anU0)},
-		{name: "append to null", body: `{"model":"m","messages":null}`, run: app(anU0), want: anBody(anU0)},
-		{name: "append pretty", body: pretty, run: app(anA3), want: "{\"messages\": [\n  " + anU0 + ",\n  " + anA1 + ",\n  " + anU2 + "," + anA3 + "\n]}"},
-		{name: "append nothing", body: anBody(anU0), run: app(), want: anBody(anU0)},
-		{name: "append to object", body: `{"messages":{}}`, run: app(anU0), err: "messages must be an array"},
+	apitest.RunCases(t, []apitest.Case{
+		{Name: "replace with two", Body: anBody(anU0, anA1, anU2), Run: rep(1, anA3, anU0), Want: anBody(anU0, anA3, anU0, anU2)},
+		{Name: "replace with one", Body: anBody(anU0, anA1, anU2), Run: rep(2, anA3), Want: anBody(anU0, anA1, anA3)},
+		{Name: "remove first", Body: anBody(anU0, anA1, anU2), Run: rep(0), Want: anBody(anA1, anU2)},
+		{Name: "remove middle", Body: anBody(anU0, anA1, anU2), Run: rep(1), Want: anBody(anU0, anU2)},
+		{Name: "remove last", Body: anBody(anU0, anA1, anU2), Run: rep(2), Want: anBody(anU0, anA1)},
+		{Name: "remove only", Body: `{"messages":[ ` + anU0 + ` ]}`, Run: rep(0), Want: `{"messages":[  ]}`},
+		{Name: "remove pretty", Body: pretty, Run: rep(1), Want: "{\"messages\": [\n  " + anU0 + ",\n  " + anU2 + "\n]}"},
+		{Name: "replace out of range", Body: anBody(anU0), Run: rep(1, anA3), Err: "out of range"},
+		{Name: "replace bad item", Body: anBody(anU0), Run: rep(0, `{"role":`), Err: "not valid JSON"},
+		{Name: "replace scalar item", Body: anBody(anU0), Run: rep(0, `"x"`), Err: "not a JSON object"},
+		{Name: "append two", Body: anBody(anU0), Run: app(anA1, anU2), Want: anBody(anU0, anA1, anU2)},
+		{Name: "append to empty", Body: `{"model":"m","messages":[]}`, Run: app(anU0), Want: anBody(anU0)},
+		{Name: "append to missing", Body: `{"model":"m"}`, Run: app(anU0), Want: anBody(anU0)},
+		{Name: "append to null", Body: `{"model":"m","messages":null}`, Run: app(anU0), Want: anBody(anU0)},
+		{Name: "append pretty", Body: pretty, Run: app(anA3), Want: "{\"messages\": [\n  " + anU0 + ",\n  " + anA1 + ",\n  " + anU2 + "," + anA3 + "\n]}"},
+		{Name: "append nothing", Body: anBody(anU0), Run: app(), Want: anBody(anU0)},
+		{Name: "append to object", Body: `{"messages":{}}`, Run: app(anU0), Err: "messages must be an array"},
 	})
-}
-
-// agItems converts strings to items.
-func agItems(items ...string) [][]byte {
-	out := make([][]byte, len(items))
-	for i, s := range items {
-		out[i] = []byte(s)
-	}
-	return out
 }
 
 func TestAnthropicReplyAsMessagesAndToolResults(t *testing.T) {
 	reply := []byte(`{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"S"}, {"type":"text","text":"x"}],"stop_reason":"end_turn"}`)
 	items, err := anthTC.ReplyAsMessages(reply)
 	require.NoError(t, err)
-	scribble(reply)
-	require.Equal(t, []string{`{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"S"}, {"type":"text","text":"x"}]}`}, agStrings(items))
+	apitest.Scribble(reply)
+	require.Equal(t, []string{`{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"S"}, {"type":"text","text":"x"}]}`}, apitest.Strings(items))
 
-	fx := fixture(t, Anthropic, "reply.json")
+	fx := apitest.Fixture(t, Descriptor, "reply.json")
 	items, err = anthTC.ReplyAsMessages(fx)
 	require.NoError(t, err)
 	require.Equal(t, `{"role":"assistant","content":`+gjson.GetBytes(fx, "content").Raw+`}`, string(items[0]))
 
 	for _, bad := range []string{`{"content":"x"}`, `{}`, `[]`, `{"content":[}`} {
 		_, err := anthTC.ReplyAsMessages([]byte(bad))
-		require.ErrorIs(t, err, ErrMalformedReply, bad)
+		require.ErrorIs(t, err, rewrite.ErrMalformedReply, bad)
 	}
 
-	items, err = anthTC.ToolResultMessages(append(agResults, conv.ToolResult{CallID: "s\"3", Content: "a\"b\\c\n\t<&>\u2028\x01"}))
+	items, err = anthTC.ToolResultMessages(append(apitest.Results, conv.ToolResult{CallID: "s\"3", Content: "a\"b\\c\n\t<&>\u2028\x01"}))
 	require.NoError(t, err)
 	require.Equal(t, []string{`{"role":"user","content":[` + anTR +
-		`,{"type":"tool_result","tool_use_id":"s\"3","content":"a\"b\\c\n\t<&>\u2028\u0001"}]}`}, agStrings(items))
+		`,{"type":"tool_result","tool_use_id":"s\"3","content":"a\"b\\c\n\t<&>\u2028\u0001"}]}`}, apitest.Strings(items))
 	var decoded struct {
 		Content []struct {
 			ToolUseID string `json:"tool_use_id"`
@@ -164,15 +152,6 @@ func TestAnthropicReplyAsMessagesAndToolResults(t *testing.T) {
 	require.Empty(t, items)
 	_, err = anthTC.ToolResultMessages([]conv.ToolResult{{Name: "x"}})
 	require.ErrorContains(t, err, "no call id")
-}
-
-// agStrings converts items to strings for comparison.
-func agStrings(items [][]byte) []string {
-	out := make([]string, len(items))
-	for i, it := range items {
-		out[i] = string(it)
-	}
-	return out
 }
 
 // Blocks of the Anthropic test reply.
@@ -199,26 +178,26 @@ func TestAnthropicEditReply(t *testing.T) {
 		return func(b []byte) ([]byte, error) { return anthTC.EditReply(b, remove, first) }
 	}
 	full := anReply(`"tool_use"`, anTH, anTA, anC0, anTB, anC1, anC2)
-	agRunCases(t, []agCase{
-		{name: "nothing", body: full, run: edit(nil, nil), want: full},
-		{name: "remove middle", body: full, run: edit([]int{1}, nil), want: anReply(`"tool_use"`, anTH, anTA, anC0, anTB, anC2)},
-		{name: "move last first", body: full, run: edit(nil, []int{2}), want: anReply(`"tool_use"`, anTH, anTA, anC2, anC0, anTB, anC1)},
-		{name: "remove and move", body: full, run: edit([]int{0}, []int{2, 1}), want: anReply(`"tool_use"`, anTH, anTA, anC2, anC1, anTB)},
-		{name: "move first in place", body: full, run: edit(nil, []int{0}), want: full},
-		{name: "remove all", body: full, run: edit([]int{2, 0, 1}, nil), want: anReply(`"end_turn"`, anTH, anTA, anTB)},
-		{name: "remove all null stop", body: anReply(`null`, anC0), run: edit([]int{0}, nil), want: anReply(`"end_turn"`)},
-		{name: "remove all no stop", body: anReply("", anTA, anC0), run: edit([]int{0}, nil),
-			want: strings.TrimSuffix(anReply("", anTA), "}") + `,"stop_reason":"end_turn"}`},
-		{name: "remove all max_tokens", body: anReply(`"max_tokens"`, anTA, anC0), run: edit([]int{0}, nil), want: anReply(`"max_tokens"`, anTA)},
-		{name: "out of range", body: full, run: edit([]int{3}, nil), err: "out of range"},
-		{name: "no content", body: `{"stop_reason":"tool_use"}`, run: edit([]int{0}, nil), err: "content must be an array"},
-		{name: "not JSON", body: `{"content":[`, run: edit([]int{0}, nil), err: "malformed upstream reply"},
+	apitest.RunCases(t, []apitest.Case{
+		{Name: "nothing", Body: full, Run: edit(nil, nil), Want: full},
+		{Name: "remove middle", Body: full, Run: edit([]int{1}, nil), Want: anReply(`"tool_use"`, anTH, anTA, anC0, anTB, anC2)},
+		{Name: "move last first", Body: full, Run: edit(nil, []int{2}), Want: anReply(`"tool_use"`, anTH, anTA, anC2, anC0, anTB, anC1)},
+		{Name: "remove and move", Body: full, Run: edit([]int{0}, []int{2, 1}), Want: anReply(`"tool_use"`, anTH, anTA, anC2, anC1, anTB)},
+		{Name: "move first in place", Body: full, Run: edit(nil, []int{0}), Want: full},
+		{Name: "remove all", Body: full, Run: edit([]int{2, 0, 1}, nil), Want: anReply(`"end_turn"`, anTH, anTA, anTB)},
+		{Name: "remove all null stop", Body: anReply(`null`, anC0), Run: edit([]int{0}, nil), Want: anReply(`"end_turn"`)},
+		{Name: "remove all no stop", Body: anReply("", anTA, anC0), Run: edit([]int{0}, nil),
+			Want: strings.TrimSuffix(anReply("", anTA), "}") + `,"stop_reason":"end_turn"}`},
+		{Name: "remove all max_tokens", Body: anReply(`"max_tokens"`, anTA, anC0), Run: edit([]int{0}, nil), Want: anReply(`"max_tokens"`, anTA)},
+		{Name: "out of range", Body: full, Run: edit([]int{3}, nil), Err: "out of range"},
+		{Name: "no content", Body: `{"stop_reason":"tool_use"}`, Run: edit([]int{0}, nil), Err: "content must be an array"},
+		{Name: "not JSON", Body: `{"content":[`, Run: edit([]int{0}, nil), Err: "malformed upstream reply"},
 	})
 
 	// The reply view of the edited reply lists the remaining calls in order.
 	out, err := anthTC.EditReply([]byte(full), []int{0}, []int{2})
 	require.NoError(t, err)
-	r, err := codecFor(Anthropic).ParseReply(out)
+	r, err := apitest.CodecFor(Descriptor).ParseReply(out)
 	require.NoError(t, err)
 	require.Equal(t, []conv.ToolCall{
 		{Index: 0, ID: "t2", Name: "n2", Args: []byte(`{}`)},
@@ -227,12 +206,12 @@ func TestAnthropicEditReply(t *testing.T) {
 	require.Equal(t, "AB", r.Text)
 
 	// The pretty-printed fixture keeps its layout and its thinking block.
-	fx := fixture(t, Anthropic, "reply.json")
+	fx := apitest.Fixture(t, Descriptor, "reply.json")
 	out, err = anthTC.EditReply(fx, []int{0}, nil)
 	require.NoError(t, err)
-	require.True(t, isSubsequence(out, fx))
+	require.True(t, apitest.IsSubsequence(out, fx))
 	require.Contains(t, string(out), `{"type": "thinking", "thinking": "Need the file.", "signature": "EqQB..."},`+"\n    ")
-	r, err = codecFor(Anthropic).ParseReply(out)
+	r, err = apitest.CodecFor(Descriptor).ParseReply(out)
 	require.NoError(t, err)
 	require.Len(t, r.ToolCalls, 1)
 	require.Equal(t, "toolu_01Y", r.ToolCalls[0].ID)
@@ -257,32 +236,32 @@ func TestAnthropicMergeReplies(t *testing.T) {
 			if err == nil {
 				require.Equal(t, next, string(nb))
 				kept := string(out)
-				scribble(nb)
+				apitest.Scribble(nb)
 				require.Equal(t, kept, string(out), "output aliases next")
 			}
 			return out, err
 		}
 	}
-	agRunCases(t, []agCase{
-		{name: "merge", body: first, run: merge(next),
-			want: `{"id":"msg_1","model":"c","content":[{"type":"thinking","thinking":"t","signature":"S"},{"type":"text","text":"Hello "},` +
+	apitest.RunCases(t, []apitest.Case{
+		{Name: "merge", Body: first, Run: merge(next),
+			Want: `{"id":"msg_1","model":"c","content":[{"type":"thinking","thinking":"t","signature":"S"},{"type":"text","text":"Hello "},` +
 				`{"type":"text","text":"world"}, {"type":"tool_use","id":"t","name":"read","input":{"p":1}}],` +
 				`"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":130,"cache_read_input_tokens":150,"output_tokens":16,"service_tier":"standard"}}`},
-		{name: "next empty", body: first, run: merge(`{"content":[],"stop_reason":"max_tokens","usage":{"input_tokens":1}}`),
-			want: strings.Replace(strings.Replace(first, `"end_turn"`, `"max_tokens"`, 1),
+		{Name: "next empty", Body: first, Run: merge(`{"content":[],"stop_reason":"max_tokens","usage":{"input_tokens":1}}`),
+			Want: strings.Replace(strings.Replace(first, `"end_turn"`, `"max_tokens"`, 1),
 				`{"input_tokens":100,"cache_read_input_tokens":50,"output_tokens":7}`, `{"input_tokens":1,"output_tokens":7}`, 1)},
-		{name: "next without usage", body: first, run: merge(`{"content":[{"type":"text","text":"!"}],"stop_sequence":"END"}`),
-			want: strings.Replace(strings.Replace(first, `"Hello "}`, `"Hello "},{"type":"text","text":"!"}`, 1), `"stop_sequence":null`, `"stop_sequence":"END"`, 1)},
-		{name: "first without usage", body: `{"content":[]}`, run: merge(`{"content":[{"type":"text","text":"!"}],"usage":{"output_tokens":3}}`),
-			want: `{"content":[{"type":"text","text":"!"}],"usage":{"output_tokens":3}}`},
-		{name: "first without content", body: `{"usage":{}}`, run: merge(next), err: "content must be an array"},
-		{name: "next content string", body: first, run: merge(`{"content":"x"}`), err: "next reply"},
-		{name: "next invalid", body: first, run: merge(`{`), err: "next reply"},
+		{Name: "next without usage", Body: first, Run: merge(`{"content":[{"type":"text","text":"!"}],"stop_sequence":"END"}`),
+			Want: strings.Replace(strings.Replace(first, `"Hello "}`, `"Hello "},{"type":"text","text":"!"}`, 1), `"stop_sequence":null`, `"stop_sequence":"END"`, 1)},
+		{Name: "first without usage", Body: `{"content":[]}`, Run: merge(`{"content":[{"type":"text","text":"!"}],"usage":{"output_tokens":3}}`),
+			Want: `{"content":[{"type":"text","text":"!"}],"usage":{"output_tokens":3}}`},
+		{Name: "first without content", Body: `{"usage":{}}`, Run: merge(next), Err: "content must be an array"},
+		{Name: "next content string", Body: first, Run: merge(`{"content":"x"}`), Err: "next reply"},
+		{Name: "next invalid", Body: first, Run: merge(`{`), Err: "next reply"},
 	})
 
 	out, err := anthTC.MergeReplies([]byte(first), []byte(next))
 	require.NoError(t, err)
-	r, err := codecFor(Anthropic).ParseReply(out)
+	r, err := apitest.CodecFor(Descriptor).ParseReply(out)
 	require.NoError(t, err)
 	require.Equal(t, "Hello world", r.Text)
 	require.Equal(t, conv.Usage{InputTokens: 280, OutputTokens: 16}, r.Usage)
@@ -291,11 +270,11 @@ func TestAnthropicMergeReplies(t *testing.T) {
 	require.Equal(t, []conv.ToolCall{{ID: "t", Name: "read", Args: []byte(`{"p":1}`)}}, r.ToolCalls)
 
 	// Pretty-printed replies merge into valid JSON too.
-	fx := fixture(t, Anthropic, "reply.json")
+	fx := apitest.Fixture(t, Descriptor, "reply.json")
 	out, err = anthTC.MergeReplies(fx, fx)
 	require.NoError(t, err)
 	require.True(t, gjson.ValidBytes(out))
-	r, err = codecFor(Anthropic).ParseReply(out)
+	r, err = apitest.CodecFor(Descriptor).ParseReply(out)
 	require.NoError(t, err)
 	require.Equal(t, "Reading it.Reading it.", r.Text)
 	require.Len(t, r.ToolCalls, 4)
@@ -306,8 +285,8 @@ func TestAnthropicMergeReplies(t *testing.T) {
 // TestAnthropicTurnRoundTrip appends a reply and shepherd's results to a
 // conversation, as the turn engine does before a follow-up request.
 func TestAnthropicTurnRoundTrip(t *testing.T) {
-	body := fixture(t, Anthropic, "request.json")
-	reply := fixture(t, Anthropic, "reply.json")
+	body := apitest.Fixture(t, Descriptor, "request.json")
+	reply := apitest.Fixture(t, Descriptor, "reply.json")
 	asst, err := anthTC.ReplyAsMessages(reply)
 	require.NoError(t, err)
 	results, err := anthTC.ToolResultMessages([]conv.ToolResult{
@@ -318,11 +297,11 @@ func TestAnthropicTurnRoundTrip(t *testing.T) {
 	items := append(asst, results...)
 	out, err := anthTC.AppendMessages(body, items)
 	require.NoError(t, err)
-	agScribbleItems(items)
-	require.True(t, isSubsequence(body, out))
-	req, err := codecFor(Anthropic).ParseRequest(out)
+	apitest.ScribbleItems(items)
+	require.True(t, apitest.IsSubsequence(body, out))
+	req, err := apitest.CodecFor(Descriptor).ParseRequest(out)
 	require.NoError(t, err)
-	req.Messages = stripDigests(t, req.Messages)
+	req.Messages = apitest.StripDigests(t, req.Messages)
 	n := len(req.Messages)
 	require.Equal(t, 5, n)
 	require.Equal(t, conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{
@@ -353,7 +332,7 @@ func TestAnthropicTurnRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	next, err = anthTC.PrependToolResults(next, 3, []conv.ToolResult{{CallID: "toolu_01Y", Content: "denied", IsError: true}})
 	require.NoError(t, err)
-	req, err = codecFor(Anthropic).ParseRequest(next)
+	req, err = apitest.CodecFor(Descriptor).ParseRequest(next)
 	require.NoError(t, err)
 	require.Len(t, req.Messages[3].Blocks, 4)
 	require.Equal(t, []string{"toolu_01Y", "toolu_01X"},
@@ -361,7 +340,7 @@ func TestAnthropicTurnRoundTrip(t *testing.T) {
 }
 
 func FuzzAnthropicTurn(f *testing.F) {
-	agSeedTurn(f, Anthropic, []string{
+	apitest.SeedTurn(f, Descriptor, []string{
 		anBody(anU0, anA1, anU2), anBody(anA1, `{"role":"user","content":""}`), anBody(anA1), `{"messages":[]}`, `{}`,
 		"{\n \"messages\" : [ " + anA1 + " ,\n " + anA3 + " ]\n}", anBody(anA1, `{"role":"user","content":null}`),
 	}, []string{
@@ -369,13 +348,6 @@ func FuzzAnthropicTurn(f *testing.F) {
 		"{ \"content\" : [\n {\"type\":\"tool_use\",\"id\":\"a\"} ,\n {\"type\":\"text\",\"text\":\"q\"}\n ] }",
 	})
 	f.Fuzz(func(t *testing.T, body, reply []byte, pos uint8, text string, rm, mv uint8) {
-		agFuzzTurn(t, Anthropic, body, reply, pos, text, rm, mv)
+		apitest.FuzzTurn(t, Descriptor, body, reply, pos, text, rm, mv)
 	})
-}
-
-// round is one round of longConversation (conversationRounds).
-func (anthropicCodec) round(i int, id string) []string {
-	return []string{fmt.Sprintf(`{"role":"user","content":"step %d"}`, i),
-		fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_use","id":%q,"name":"Read","input":{"n":%d}}]}`, id, i),
-		fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":%q,"content":"r%d"}]}`, id, i)}
 }

@@ -1,21 +1,23 @@
-package rewrite
+package anthropic
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
 )
 
 func TestAnthropicParseRequest(t *testing.T) {
-	c := codecFor(Anthropic)
-	req, err := c.ParseRequest(fixture(t, Anthropic, "request.json"))
+	c := apitest.CodecFor(Descriptor)
+	req, err := c.ParseRequest(apitest.Fixture(t, Descriptor, "request.json"))
 	require.NoError(t, err)
 	require.Len(t, req.Fingerprint, 32)
 	fp := req.Fingerprint
 	req.Fingerprint = ""
-	req.Messages = stripDigests(t, req.Messages)
+	req.Messages = apitest.StripDigests(t, req.Messages)
 	require.Equal(t, &conv.Request{
 		Model: "claude-sonnet-4-5", Stream: true, MaxOutputTokens: 2048, HasMaxOutputTokens: true,
 		System:         "You are terse.",
@@ -59,7 +61,7 @@ func TestAnthropicParseRequest(t *testing.T) {
 }
 
 func TestAnthropicParseRequestMinimal(t *testing.T) {
-	req, err := codecFor(Anthropic).ParseRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"system":null,"stream":null}`))
+	req, err := apitest.CodecFor(Descriptor).ParseRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"system":null,"stream":null}`))
 	require.NoError(t, err)
 	require.False(t, req.Stream)
 	require.False(t, req.HasMaxOutputTokens)
@@ -88,8 +90,8 @@ func TestAnthropicMalformed(t *testing.T) {
 		{`{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":5}]}]}`, "messages[0].content[0].id must be a string"},
 	}
 	for _, tt := range tests {
-		_, err := codecFor(Anthropic).ParseRequest([]byte(tt.body))
-		require.ErrorIs(t, err, ErrMalformed, tt.body)
+		_, err := apitest.CodecFor(Descriptor).ParseRequest([]byte(tt.body))
+		require.ErrorIs(t, err, rewrite.ErrMalformed, tt.body)
 		require.EqualError(t, err, "rewrite: malformed request body: "+tt.field)
 	}
 }
@@ -157,14 +159,14 @@ func TestAnthropicApplyEdits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out := checkEdit(t, codecFor(Anthropic), []byte(tt.body), tt.edits)
+			out := apitest.CheckEdit(t, apitest.CodecFor(Descriptor), []byte(tt.body), tt.edits)
 			require.Equal(t, tt.want, string(out))
 		})
 	}
 }
 
 func TestAnthropicApplyEditsErrors(t *testing.T) {
-	c := codecFor(Anthropic)
+	c := apitest.CodecFor(Descriptor)
 	_, err := c.ApplyEdits([]byte(`{}`), conv.RequestEdits{AddTools: []conv.ToolSpec{{Name: "x", Parameters: []byte(`[`)}}})
 	require.Error(t, err)
 	_, err = c.ApplyEdits([]byte(`{"tools":{}}`), conv.RequestEdits{AddTools: []conv.ToolSpec{{Name: "x"}}})
@@ -174,7 +176,7 @@ func TestAnthropicApplyEditsErrors(t *testing.T) {
 }
 
 func TestAnthropicParseReply(t *testing.T) {
-	r, err := codecFor(Anthropic).ParseReply(fixture(t, Anthropic, "reply.json"))
+	r, err := apitest.CodecFor(Descriptor).ParseReply(apitest.Fixture(t, Descriptor, "reply.json"))
 	require.NoError(t, err)
 	require.Equal(t, &conv.Reply{
 		Model: "claude-sonnet-4-5", Text: "Reading it.",
@@ -193,7 +195,7 @@ func TestAnthropicStopReasons(t *testing.T) {
 		"tool_use": conv.StopToolUse, "pause_turn": conv.StopPause, "refusal": conv.StopRefusal,
 		"model_context_window_exceeded": conv.StopContextWindow, "new_reason": conv.StopOther,
 	} {
-		r, err := codecFor(Anthropic).ParseReply([]byte(`{"content":[],"stop_reason":"` + raw + `"}`))
+		r, err := apitest.CodecFor(Descriptor).ParseReply([]byte(`{"content":[],"stop_reason":"` + raw + `"}`))
 		require.NoError(t, err)
 		require.Equal(t, want, r.Stop)
 		require.Equal(t, raw, r.RawStop)
@@ -201,41 +203,41 @@ func TestAnthropicStopReasons(t *testing.T) {
 }
 
 func TestAnthropicStream(t *testing.T) {
-	c := codecFor(Anthropic)
-	evs, reply := decodeSSE(t, c, fixture(t, Anthropic, "stream.sse"))
-	require.Equal(t, []EventKind{
-		StreamStart,
-		BlockStart, BlockDelta, BlockDelta, BlockStop,
-		Ping,
-		BlockStart, BlockDelta, BlockDelta, BlockStop,
-		BlockStart, BlockDelta, BlockDelta, BlockDelta, BlockStop,
-		BlockStart, BlockStop,
-		Other, Finish, Done,
-	}, kinds(evs))
-	require.Equal(t, StreamEvent{Kind: BlockStart, Index: 2, Seq: -1, BlockKind: conv.BlockToolCall,
+	c := apitest.CodecFor(Descriptor)
+	evs, reply := apitest.DecodeSSE(t, c, apitest.Fixture(t, Descriptor, "stream.sse"))
+	require.Equal(t, []rewrite.EventKind{
+		rewrite.StreamStart,
+		rewrite.BlockStart, rewrite.BlockDelta, rewrite.BlockDelta, rewrite.BlockStop,
+		rewrite.Ping,
+		rewrite.BlockStart, rewrite.BlockDelta, rewrite.BlockDelta, rewrite.BlockStop,
+		rewrite.BlockStart, rewrite.BlockDelta, rewrite.BlockDelta, rewrite.BlockDelta, rewrite.BlockStop,
+		rewrite.BlockStart, rewrite.BlockStop,
+		rewrite.Other, rewrite.Finish, rewrite.Done,
+	}, apitest.Kinds(evs))
+	require.Equal(t, rewrite.StreamEvent{Kind: rewrite.BlockStart, Index: 2, Seq: -1, BlockKind: conv.BlockToolCall,
 		ToolCallID: "toolu_01X", ToolName: "read_file"}, evs[10])
-	require.Equal(t, StreamEvent{Kind: BlockDelta, Index: 2, Seq: -1, BlockKind: conv.BlockToolCall,
+	require.Equal(t, rewrite.StreamEvent{Kind: rewrite.BlockDelta, Index: 2, Seq: -1, BlockKind: conv.BlockToolCall,
 		ArgsDelta: `{"path": "ma`}, evs[12])
-	require.Equal(t, StreamEvent{Kind: BlockDelta, Index: 1, Seq: -1, BlockKind: conv.BlockText, TextDelta: " it."}, evs[8])
-	require.Equal(t, StreamEvent{Kind: BlockStop, Index: 3, Seq: -1, BlockKind: conv.BlockToolCall, ArgsDelta: "{}"}, evs[16])
+	require.Equal(t, rewrite.StreamEvent{Kind: rewrite.BlockDelta, Index: 1, Seq: -1, BlockKind: conv.BlockText, TextDelta: " it."}, evs[8])
+	require.Equal(t, rewrite.StreamEvent{Kind: rewrite.BlockStop, Index: 3, Seq: -1, BlockKind: conv.BlockToolCall, ArgsDelta: "{}"}, evs[16])
 	require.Equal(t, conv.StopToolUse, evs[18].Stop)
 	require.Equal(t, &conv.Usage{OutputTokens: 57}, evs[18].Usage)
 
-	want, err := c.ParseReply(fixture(t, Anthropic, "reply.json"))
+	want, err := c.ParseReply(apitest.Fixture(t, Descriptor, "reply.json"))
 	require.NoError(t, err)
 	require.Equal(t, want, reply)
 }
 
 func TestAnthropicStreamError(t *testing.T) {
-	d := codecFor(Anthropic).NewStreamDecoder()
-	evs, err := d.Decode(Event{Name: []byte("error"), Data: []byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`), hasData: true})
+	d := apitest.CodecFor(Descriptor).NewStreamDecoder()
+	evs, err := d.Decode(rewrite.Event{Name: []byte("error"), Data: []byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)})
 	require.NoError(t, err)
-	require.Equal(t, []StreamEvent{{Kind: Error, Seq: -1, ErrorMessage: "Overloaded"}}, evs)
-	evs, err = d.Decode(Event{Raw: []byte(": c\n\n")})
+	require.Equal(t, []rewrite.StreamEvent{{Kind: rewrite.Error, Seq: -1, ErrorMessage: "Overloaded"}}, evs)
+	evs, err = d.Decode(rewrite.Event{Raw: []byte(": c\n\n")})
 	require.NoError(t, err)
 	require.Empty(t, evs)
 	// A message_delta without a stop reason is usage only.
-	evs, err = d.Decode(Event{Data: []byte(`{"type":"message_delta","delta":{"stop_reason":null},"usage":{"output_tokens":3}}`), hasData: true})
+	evs, err = d.Decode(rewrite.Event{Data: []byte(`{"type":"message_delta","delta":{"stop_reason":null},"usage":{"output_tokens":3}}`)})
 	require.NoError(t, err)
-	require.Equal(t, []StreamEvent{{Kind: Usage, Seq: -1, Usage: &conv.Usage{OutputTokens: 3}}}, evs)
+	require.Equal(t, []rewrite.StreamEvent{{Kind: rewrite.Usage, Seq: -1, Usage: &conv.Usage{OutputTokens: 3}}}, evs)
 }

@@ -1,10 +1,11 @@
-package rewrite
+package anthropic
 
 import (
 	"strings"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
@@ -13,7 +14,7 @@ import (
 // stream decoder.
 
 func (anthropicCodec) ParseReply(body []byte) (*conv.Reply, error) {
-	root, err := ParseReplyRoot(body)
+	root, err := rewrite.ParseReplyRoot(body)
 	if err != nil {
 		return nil, err
 	}
@@ -76,11 +77,11 @@ func anthropicUsage(u gjson.Result) *conv.Usage {
 	}
 }
 
-func (anthropicCodec) NewStreamDecoder() StreamDecoder { return &anthropicDecoder{} }
+func (anthropicCodec) NewStreamDecoder() rewrite.StreamDecoder { return &anthropicDecoder{} }
 
 // anthropicDecoder decodes Anthropic Messages SSE events.
 type anthropicDecoder struct {
-	out    []StreamEvent
+	out    []rewrite.StreamEvent
 	blocks []anthropicBlockState
 }
 
@@ -102,18 +103,18 @@ func (d *anthropicDecoder) block(index int) *anthropicBlockState {
 	return nil
 }
 
-func (d *anthropicDecoder) Decode(ev Event) ([]StreamEvent, error) {
+func (d *anthropicDecoder) Decode(ev rewrite.Event) ([]rewrite.StreamEvent, error) {
 	d.out = d.out[:0]
 	if ev.IsComment() {
 		return d.out, nil
 	}
 	if len(ev.Data) == 0 {
 		if string(ev.Name) == "ping" {
-			return append(d.out, StreamEvent{Kind: Ping, Seq: -1}), nil
+			return append(d.out, rewrite.StreamEvent{Kind: rewrite.Ping, Seq: -1}), nil
 		}
-		return append(d.out, StreamEvent{Kind: Other, Seq: -1}), nil
+		return append(d.out, rewrite.StreamEvent{Kind: rewrite.Other, Seq: -1}), nil
 	}
-	root, err := ParseReplyRoot(ev.Data)
+	root, err := rewrite.ParseReplyRoot(ev.Data)
 	if err != nil {
 		return d.out, err
 	}
@@ -121,13 +122,13 @@ func (d *anthropicDecoder) Decode(ev Event) ([]StreamEvent, error) {
 	if typ == "" {
 		typ = jsonkit.UnsafeString(ev.Name)
 	}
-	e := StreamEvent{Seq: -1}
+	e := rewrite.StreamEvent{Seq: -1}
 	switch typ {
 	case "message_start":
 		msg := root.Get("message")
-		e.Kind, e.Model, e.Usage = StreamStart, jsonkit.OwnedString(msg.Get("model")), anthropicUsage(msg.Get("usage"))
+		e.Kind, e.Model, e.Usage = rewrite.StreamStart, jsonkit.OwnedString(msg.Get("model")), anthropicUsage(msg.Get("usage"))
 	case "content_block_start":
-		e.Kind, e.Index = BlockStart, int(root.Get("index").Int())
+		e.Kind, e.Index = rewrite.BlockStart, int(root.Get("index").Int())
 		cb := root.Get("content_block")
 		st := anthropicBlockState{index: e.Index, kind: conv.BlockOther}
 		switch cb.Get("type").Str {
@@ -146,7 +147,7 @@ func (d *anthropicDecoder) Decode(ev Event) ([]StreamEvent, error) {
 		st.startInput = strings.Clone(st.startInput) // stop aliasing ev.Data
 		d.blocks = append(d.blocks, st)
 	case "content_block_delta":
-		e.Kind, e.Index = BlockDelta, int(root.Get("index").Int())
+		e.Kind, e.Index = rewrite.BlockDelta, int(root.Get("index").Int())
 		st := d.block(e.Index)
 		delta := root.Get("delta")
 		switch delta.Get("type").Str {
@@ -171,7 +172,7 @@ func (d *anthropicDecoder) Decode(ev Event) ([]StreamEvent, error) {
 			}
 		}
 	case "content_block_stop":
-		e.Kind, e.Index, e.BlockKind = BlockStop, int(root.Get("index").Int()), conv.BlockOther
+		e.Kind, e.Index, e.BlockKind = rewrite.BlockStop, int(root.Get("index").Int()), conv.BlockOther
 		if st := d.block(e.Index); st != nil {
 			e.BlockKind = st.kind
 			if st.kind == conv.BlockToolCall && !st.sawArgs {
@@ -180,21 +181,21 @@ func (d *anthropicDecoder) Decode(ev Event) ([]StreamEvent, error) {
 		}
 	case "message_delta":
 		e.Usage = anthropicUsage(root.Get("usage"))
-		e.Kind = Usage
+		e.Kind = rewrite.Usage
 		if sr := root.Get("delta.stop_reason"); sr.Type == gjson.String {
-			e.Kind, e.RawStop = Finish, jsonkit.OwnedString(sr)
+			e.Kind, e.RawStop = rewrite.Finish, jsonkit.OwnedString(sr)
 			e.Stop = anthropicStop(e.RawStop)
 		} else if e.Usage == nil {
-			e.Kind = Other
+			e.Kind = rewrite.Other
 		}
 	case "message_stop":
-		e.Kind = Done
+		e.Kind = rewrite.Done
 	case "ping":
-		e.Kind = Ping
+		e.Kind = rewrite.Ping
 	case "error":
-		e.Kind, e.ErrorMessage = Error, jsonkit.OwnedString(root.Get("error.message"))
+		e.Kind, e.ErrorMessage = rewrite.Error, jsonkit.OwnedString(root.Get("error.message"))
 	default:
-		e.Kind = Other
+		e.Kind = rewrite.Other
 	}
 	return append(d.out, e), nil
 }

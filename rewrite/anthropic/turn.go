@@ -1,9 +1,10 @@
-package rewrite
+package anthropic
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
@@ -18,16 +19,16 @@ import (
 // slice. Request bodies are validated like ParseRequest does (errors wrap
 // ErrMalformed), reply bodies like ParseReply (ErrMalformedReply).
 
-var _ TurnCodec = anthropicCodec{}
+var _ rewrite.TurnCodec = anthropicCodec{}
 
 func (anthropicCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
-	root, err := ParseReplyRoot(reply)
+	root, err := rewrite.ParseReplyRoot(reply)
 	if err != nil {
 		return nil, err
 	}
 	content := root.Get("content")
 	if !content.IsArray() {
-		return nil, fmt.Errorf("%w: content must be an array", ErrMalformedReply)
+		return nil, fmt.Errorf("%w: content must be an array", rewrite.ErrMalformedReply)
 	}
 	msg := make([]byte, 0, len(content.Raw)+32)
 	msg = append(msg, `{"role":"assistant","content":`...)
@@ -80,22 +81,22 @@ func anthropicUserMessage(blocks []byte) []byte {
 }
 
 func (anthropicCodec) AppendMessages(body []byte, items [][]byte) ([]byte, error) {
-	return BlocksAppendToMember(body, "messages", items)
+	return rewrite.BlocksAppendToMember(body, "messages", items)
 }
 
 func (anthropicCodec) ReplaceMessages(body []byte, pos int, items [][]byte) ([]byte, error) {
-	return BlocksReplaceAt(body, "messages", pos, items)
+	return rewrite.BlocksReplaceAt(body, "messages", pos, items)
 }
 
 // anthropicMessageAt returns the messages array, its elements and the
 // message at pos, which must have role want.
 func anthropicMessageAt(body []byte, pos int, want string) (gjson.Result, []gjson.Result, gjson.Result, error) {
-	_, arr, err := BlocksConversation(body, "messages")
+	_, arr, err := rewrite.BlocksConversation(body, "messages")
 	if err != nil {
 		return arr, nil, gjson.Result{}, err
 	}
-	elems := BlocksElems(arr)
-	msg, err := BlocksAt(elems, pos, "messages")
+	elems := rewrite.BlocksElems(arr)
+	msg, err := rewrite.BlocksAt(elems, pos, "messages")
 	if err != nil {
 		return arr, nil, gjson.Result{}, err
 	}
@@ -136,12 +137,12 @@ func (anthropicCodec) PrependToolResults(body []byte, pos int, results []conv.To
 			case c.IsArray():
 				return jsonkit.PrependElement(body, c, blocks), nil
 			case jsonkit.IsNull(c):
-				return jsonkit.SetMember(body, next, "content", Enclose('[', blocks, ']')), nil
+				return jsonkit.SetMember(body, next, "content", rewrite.Enclose('[', blocks, ']')), nil
 			}
-			return nil, fmt.Errorf("%w: messages[%d].content must be a string or an array", ErrMalformed, pos+1)
+			return nil, fmt.Errorf("%w: messages[%d].content must be a string or an array", rewrite.ErrMalformed, pos+1)
 		}
 	}
-	return BlocksInsertBefore(body, arr, elems, pos+1, anthropicUserMessage(blocks)), nil
+	return rewrite.BlocksInsertBefore(body, arr, elems, pos+1, anthropicUserMessage(blocks)), nil
 }
 
 // AppendUserTextAt appends text blocks to the user message at pos, as
@@ -154,7 +155,7 @@ func (anthropicCodec) AppendUserTextAt(body []byte, pos int, texts []string) ([]
 	if len(texts) == 0 {
 		return body, nil
 	}
-	return AppendContentParts(body, msg, "content", TextItems("text", texts), `{"type":"text","text":`)
+	return rewrite.AppendContentParts(body, msg, "content", rewrite.TextItems("text", texts), `{"type":"text","text":`)
 }
 
 // EditReply drops and reorders tool_use blocks of the reply's content (other
@@ -166,31 +167,31 @@ func (anthropicCodec) EditReply(reply []byte, remove, first []int) ([]byte, erro
 	if len(remove) == 0 && len(first) == 0 {
 		return reply, nil
 	}
-	root, err := ParseReplyRoot(reply)
+	root, err := rewrite.ParseReplyRoot(reply)
 	if err != nil {
 		return nil, err
 	}
 	content := root.Get("content")
 	if !content.IsArray() {
-		return nil, fmt.Errorf("%w: content must be an array", ErrMalformedReply)
+		return nil, fmt.Errorf("%w: content must be an array", rewrite.ErrMalformedReply)
 	}
-	elems := BlocksElems(content)
+	elems := rewrite.BlocksElems(content)
 	var calls []int
 	for i, b := range elems {
 		if b.Get("type").Str == "tool_use" {
 			calls = append(calls, i)
 		}
 	}
-	order, left, err := BlocksCallOrder(len(elems), calls, remove, first)
+	order, left, err := rewrite.BlocksCallOrder(len(elems), calls, remove, first)
 	if err != nil {
 		return nil, err
 	}
-	out := BlocksReorder(reply, elems, order)
+	out := rewrite.BlocksReorder(reply, elems, order)
 	if left > 0 {
 		return out, nil
 	}
 	if sr := root.Get("stop_reason"); jsonkit.IsNull(sr) || sr.Str == "tool_use" {
-		return BlocksSetTopMember(out, "stop_reason", []byte(`"end_turn"`))
+		return rewrite.BlocksSetTopMember(out, "stop_reason", []byte(`"end_turn"`))
 	}
 	return out, nil
 }
@@ -207,23 +208,23 @@ func (anthropicCodec) EditReply(reply []byte, remove, first []int) ([]byte, erro
 // agent). Input is not summed: the two prompts overlap almost entirely.
 // Without a usage object in next, first's is kept unchanged.
 func (anthropicCodec) MergeReplies(first, next []byte) ([]byte, error) {
-	r1, err := ParseReplyRoot(first)
+	r1, err := rewrite.ParseReplyRoot(first)
 	if err != nil {
 		return nil, fmt.Errorf("first reply: %w", err)
 	}
-	r2, err := ParseReplyRoot(next)
+	r2, err := rewrite.ParseReplyRoot(next)
 	if err != nil {
 		return nil, fmt.Errorf("next reply: %w", err)
 	}
 	c1, c2 := r1.Get("content"), r2.Get("content")
 	if !c1.IsArray() {
-		return nil, fmt.Errorf("%w: first reply: content must be an array", ErrMalformedReply)
+		return nil, fmt.Errorf("%w: first reply: content must be an array", rewrite.ErrMalformedReply)
 	}
 	if !c2.IsArray() && !jsonkit.IsNull(c2) {
-		return nil, fmt.Errorf("%w: next reply: content must be an array", ErrMalformedReply)
+		return nil, fmt.Errorf("%w: next reply: content must be an array", rewrite.ErrMalformedReply)
 	}
 	var out []byte
-	if inner := BlocksInner(c2); inner != "" {
+	if inner := rewrite.BlocksInner(c2); inner != "" {
 		out = jsonkit.AppendElements(first, c1, []byte(inner))
 	} else {
 		out = append([]byte(nil), first...)
@@ -238,15 +239,15 @@ func anthropicTakeStopAndUsage(out []byte, r1, r2 gjson.Result) ([]byte, error) 
 	var err error
 	for _, key := range []string{"stop_reason", "stop_sequence"} {
 		if v := r2.Get(key); v.Exists() {
-			if out, err = BlocksSetTopMember(out, key, []byte(v.Raw)); err != nil {
+			if out, err = rewrite.BlocksSetTopMember(out, key, []byte(v.Raw)); err != nil {
 				return nil, err
 			}
 		}
 	}
 	if u2 := r2.Get("usage"); u2.IsObject() {
-		sum := BlocksCount(r1.Get("usage"), "output_tokens") + BlocksCount(u2, "output_tokens")
-		usage := BlocksSetCounts([]byte(u2.Raw), []string{"output_tokens"}, []int64{sum})
-		if out, err = BlocksSetTopMember(out, "usage", usage); err != nil {
+		sum := rewrite.BlocksCount(r1.Get("usage"), "output_tokens") + rewrite.BlocksCount(u2, "output_tokens")
+		usage := rewrite.BlocksSetCounts([]byte(u2.Raw), []string{"output_tokens"}, []int64{sum})
+		if out, err = rewrite.BlocksSetTopMember(out, "usage", usage); err != nil {
 			return nil, err
 		}
 	}
@@ -258,10 +259,10 @@ func (anthropicCodec) ConversationKey() string { return "messages" }
 func (anthropicCodec) FillerElem() string { return `{"role":"user","content":""}` }
 
 func (anthropicCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
-	return SingleElemTurns(body, "messages")
+	return rewrite.SingleElemTurns(body, "messages")
 }
 
 // AppendUserTexts is AppendUserTextAt for several turns, batched.
-func (c anthropicCodec) AppendUserTexts(body []byte, ops []UserTexts) ([]byte, error) {
-	return AppendUserTextsBatched(c, c, body, ops)
+func (c anthropicCodec) AppendUserTexts(body []byte, ops []rewrite.UserTexts) ([]byte, error) {
+	return rewrite.AppendUserTextsBatched(c, c, body, ops)
 }

@@ -1,4 +1,4 @@
-package rewrite
+package anthropic
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
@@ -16,7 +18,7 @@ import (
 // slowBlockDelta is what the general path reads from a content_block_delta
 // payload: readAnthropicEvent, blockIndex and readDelta.
 func slowBlockDelta(data []byte) (anthropicEventFields, int64, asDelta, error) {
-	f, typ, err := readAnthropicEvent(&Event{Data: data})
+	f, typ, err := readAnthropicEvent(&rewrite.Event{Data: data})
 	if err != nil {
 		return f, 0, asDelta{}, err
 	}
@@ -106,10 +108,10 @@ func TestFastBlockDelta(t *testing.T) {
 	}
 	// Every event of the fixtures and of the bench's agent stream: the
 	// fast path takes the text, thinking and argument deltas.
-	var evs []Event
+	var evs []rewrite.Event
 	for _, name := range []string{"stream.sse", "splice_passthrough.sse", "splice_tools.sse", "splice_followup1.sse",
 		"splice_followup2.sse", "splice_mixed.sse"} {
-		evs = append(evs, aspEvents(fixture(t, Anthropic, name))...)
+		evs = append(evs, aspEvents(apitest.Fixture(t, Descriptor, name))...)
 	}
 	n := 0
 	for _, ev := range evs {
@@ -138,14 +140,14 @@ func FuzzFastBlockDelta(f *testing.F) {
 // event counts, in order.
 func aspTrace(s1, s2, choice []byte) string {
 	var b strings.Builder
-	sp := Anthropic.NewSplicer()
+	sp := Descriptor.NewSplicer()
 	for i, s := range [][]byte{s1, s2} {
 		if i == 1 {
 			if len(s2) == 0 {
 				break
 			}
 			if len(choice) > 0 && choice[0]&4 != 0 {
-				sp.(ContinueSplicer).Continue()
+				sp.(rewrite.ContinueSplicer).Continue()
 			} else {
 				sp.Next()
 			}
@@ -221,7 +223,7 @@ func aspReplyReference(s *anthropicSplicer) ([]byte, error) {
 			prev := gjson.GetBytes(out, "citations")
 			arr := []byte{'['}
 			if prev.IsArray() {
-				if inner := BlocksInner(prev); inner != "" {
+				if inner := rewrite.BlocksInner(prev); inner != "" {
 					arr = append(arr, inner...)
 					arr = append(arr, ',')
 				}
@@ -256,7 +258,7 @@ func aspTraceBoth(s1, s2, choice []byte) (fast, slow string) {
 func aspSeeds(t testing.TB) [][]byte {
 	var streams [][]byte
 	for _, n := range []string{"splice_passthrough", "splice_tools", "splice_followup1", "splice_followup2", "splice_mixed", "stream"} {
-		streams = append(streams, fixture(t, Anthropic, n+".sse"))
+		streams = append(streams, apitest.Fixture(t, Descriptor, n+".sse"))
 	}
 	// The continuation tests' shapes: message_start without content, a
 	// message_delta that sets content, escapes, citations, a cut tool call.
@@ -310,7 +312,7 @@ func FuzzAnthropicFastPath(f *testing.F) {
 func TestAnthropicSpliceOutputDoesNotAliasPastTheEvent(t *testing.T) {
 	// A pass-through event comes back without a copy; appending to what
 	// Feed returned must not write into the caller's buffer after it.
-	sp := Anthropic.NewSplicer()
+	sp := Descriptor.NewSplicer()
 	_, err := sp.Feed(aspEvents([]byte(acMsgStart("m", 1)))[0])
 	require.NoError(t, err)
 	_, err = sp.Feed(aspEvents([]byte(acStart(0, `{"type":"text","text":""}`)))[0])

@@ -1,16 +1,20 @@
-package rewrite
+package anthropic
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
 
 	anthropic "github.com/anthropics/anthropic-sdk-go"
+	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 )
@@ -18,7 +22,7 @@ import (
 // aspFixture reads a splice fixture of testdata/anthropic.
 func aspFixture(t testing.TB, name string) string {
 	t.Helper()
-	b, err := fixtures.ReadFile("testdata/anthropic/" + name)
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "anthropic", name))
 	require.NoError(t, err)
 	return string(b)
 }
@@ -28,9 +32,9 @@ func aspCRLF(s string) string { return strings.ReplaceAll(s, "\n", "\r\n") }
 
 // aspFeed feeds one stream to sp, read one byte at a time, and returns what
 // the agent got.
-func aspFeed(t testing.TB, sp StreamSplicer, stream string) []byte {
+func aspFeed(t testing.TB, sp rewrite.StreamSplicer, stream string) []byte {
 	t.Helper()
-	r := NewReader(iotest.OneByteReader(strings.NewReader(stream)))
+	r := rewrite.NewReader(iotest.OneByteReader(strings.NewReader(stream)))
 	var out []byte
 	for {
 		ev, err := r.Next()
@@ -54,7 +58,7 @@ type aspStep struct {
 // Reply.
 func aspRun(t testing.TB, steps ...aspStep) ([]byte, [][]byte) {
 	t.Helper()
-	sp := Anthropic.NewSplicer()
+	sp := Descriptor.NewSplicer()
 	var out []byte
 	var replies [][]byte
 	for i, st := range steps {
@@ -80,7 +84,7 @@ func aspRun(t testing.TB, steps ...aspStep) ([]byte, [][]byte) {
 // aspCount counts the SSE events in b.
 func aspCount(t testing.TB, b []byte) int {
 	t.Helper()
-	r := NewReader(strings.NewReader(string(b)))
+	r := rewrite.NewReader(strings.NewReader(string(b)))
 	n := 0
 	for {
 		_, err := r.Next()
@@ -97,7 +101,7 @@ func aspCount(t testing.TB, b []byte) int {
 // relies on. It returns the message and the content_block_start indices.
 func aspAccumulate(t testing.TB, b []byte) (anthropic.Message, []int64) {
 	t.Helper()
-	r := NewReader(strings.NewReader(string(b)))
+	r := rewrite.NewReader(strings.NewReader(string(b)))
 	var msg anthropic.Message
 	var starts []int64
 	var kinds []string
@@ -144,12 +148,12 @@ func TestAnthropicSplicePassThrough(t *testing.T) {
 				if crlf {
 					in = aspCRLF(in)
 				}
-				sp := Anthropic.NewSplicer()
+				sp := Descriptor.NewSplicer()
 				out := aspFeed(t, sp, in)
 				require.True(t, sp.Done())
 				reply, err := sp.Reply()
 				require.NoError(t, err)
-				view, err := codecFor(Anthropic).ParseReply(reply)
+				view, err := apitest.CodecFor(Descriptor).ParseReply(reply)
 				require.NoError(t, err)
 				var remove []int // stream.sse has a tool call: keep it
 				b, err := sp.Release(remove, nil)
@@ -265,11 +269,11 @@ func TestAnthropicSpliceKeptCallThenFollowUp(t *testing.T) {
 }
 
 func TestAnthropicSpliceReplies(t *testing.T) {
-	pc := codecFor(Anthropic)
+	pc := apitest.CodecFor(Descriptor)
 	for _, name := range []string{"splice_passthrough", "splice_tools", "splice_followup1", "splice_followup2", "splice_mixed"} {
 		t.Run(name, func(t *testing.T) {
 			want := aspFixture(t, name+".reply.json")
-			sp := Anthropic.NewSplicer()
+			sp := Descriptor.NewSplicer()
 			aspFeed(t, sp, aspFixture(t, name+".sse"))
 			require.True(t, sp.Done())
 			got, err := sp.Reply()
@@ -329,7 +333,7 @@ func TestAnthropicSpliceErrorEvent(t *testing.T) {
 	in := aspFixture(t, "splice_tools.sse")
 	cut := in[:strings.Index(in, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":2")]
 	errEv := "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
-	sp := Anthropic.NewSplicer()
+	sp := Descriptor.NewSplicer()
 	out := aspFeed(t, sp, cut)
 	require.False(t, sp.Done())
 	require.NotContains(t, string(out), "toolu_A")
@@ -363,26 +367,26 @@ func TestAnthropicSpliceMalformed(t *testing.T) {
 		"numeric type name": "data: {\"type\":1}\n\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			sp := Anthropic.NewSplicer()
-			r := NewReader(strings.NewReader(start + bad))
+			sp := Descriptor.NewSplicer()
+			r := rewrite.NewReader(strings.NewReader(start + bad))
 			var err error
 			for err == nil {
-				var ev Event
+				var ev rewrite.Event
 				if ev, err = r.Next(); err == nil {
 					_, err = sp.Feed(ev)
 				}
 			}
 			require.NotErrorIs(t, err, io.EOF)
-			require.ErrorIs(t, err, ErrMalformedReply)
+			require.ErrorIs(t, err, rewrite.ErrMalformedReply)
 		})
 	}
 
 	// A block before message_start, an out-of-range tool index, calls made
 	// twice.
-	sp := Anthropic.NewSplicer()
-	_, err := sp.Feed(Event{Name: []byte("content_block_start"), Data: []byte(`{"type":"content_block_start","index":0,"content_block":{"type":"text"}}`)})
+	sp := Descriptor.NewSplicer()
+	_, err := sp.Feed(rewrite.Event{Name: []byte("content_block_start"), Data: []byte(`{"type":"content_block_start","index":0,"content_block":{"type":"text"}}`)})
 	require.Error(t, err)
-	sp = Anthropic.NewSplicer()
+	sp = Descriptor.NewSplicer()
 	aspFeed(t, sp, aspFixture(t, "splice_tools.sse"))
 	_, err = sp.Release([]int{2}, nil)
 	require.Error(t, err)
@@ -396,12 +400,12 @@ func TestAnthropicSpliceMalformed(t *testing.T) {
 	require.Error(t, err)
 
 	// A cut stream cannot be finished; its Reply rejects a cut tool input.
-	sp = Anthropic.NewSplicer()
+	sp = Descriptor.NewSplicer()
 	in := aspFixture(t, "splice_tools.sse")
 	aspFeed(t, sp, in[:strings.Index(in, "event: ping")])
 	require.False(t, sp.Done())
 	_, err = sp.Reply()
-	require.ErrorIs(t, err, ErrMalformedReply)
+	require.ErrorIs(t, err, rewrite.ErrMalformedReply)
 	_, err = sp.Finish()
 	require.Error(t, err)
 }
@@ -418,7 +422,7 @@ func TestAnthropicSpliceEdgeFraming(t *testing.T) {
 		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n" +
 		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n" +
 		"event: message_stop\ndata: {\"type\":\"message_stop\"}"
-	sp := Anthropic.NewSplicer()
+	sp := Descriptor.NewSplicer()
 	out := aspFeed(t, sp, in)
 	require.True(t, sp.Done())
 	reply, err := sp.Reply()
@@ -444,7 +448,7 @@ func TestAnthropicSpliceEdgeFraming(t *testing.T) {
 // JSON, content blocks start at 0, 1, 2, … and deltas and stops name a
 // started block.
 func aspCheckOutput(t *testing.T, out []byte) {
-	r := NewReader(strings.NewReader(string(out)))
+	r := rewrite.NewReader(strings.NewReader(string(out)))
 	started := 0
 	for {
 		ev, err := r.Next()
@@ -480,15 +484,15 @@ func aspCheckOutput(t *testing.T, out []byte) {
 }
 
 // aspEvents splits an SSE stream into events (copied).
-func aspEvents(s []byte) []Event {
-	r := NewReader(strings.NewReader(string(s)))
-	var evs []Event
+func aspEvents(s []byte) []rewrite.Event {
+	r := rewrite.NewReader(strings.NewReader(string(s)))
+	var evs []rewrite.Event
 	for {
 		ev, err := r.Next()
 		if err != nil {
 			return evs
 		}
-		evs = append(evs, Event{Name: bytes.Clone(ev.Name), Data: bytes.Clone(ev.Data), Raw: bytes.Clone(ev.Raw), ID: bytes.Clone(ev.ID)})
+		evs = append(evs, rewrite.Event{Name: bytes.Clone(ev.Name), Data: bytes.Clone(ev.Data), Raw: bytes.Clone(ev.Raw), ID: bytes.Clone(ev.ID)})
 	}
 }
 
@@ -510,7 +514,7 @@ func FuzzAnthropicSplicer(f *testing.F) {
 		f.Add([]byte(s), []byte(nil), mix)
 	}
 	f.Fuzz(func(t *testing.T, s1, s2, choice []byte) {
-		sp := Anthropic.NewSplicer()
+		sp := Descriptor.NewSplicer()
 		var out []byte
 		ok := true
 		for i, s := range [][]byte{s1, s2} {
@@ -523,7 +527,7 @@ func FuzzAnthropicSplicer(f *testing.F) {
 			evs := aspEvents(s)
 			if i == 0 && len(choice) > 1 && choice[0]&0x80 != 0 && len(evs) > 0 {
 				// Rearrange whole events: drop, repeat and reorder them.
-				var mixed []Event
+				var mixed []rewrite.Event
 				for _, c := range choice[1:] {
 					mixed = append(mixed, evs[int(c)%len(evs)])
 				}
@@ -542,7 +546,7 @@ func FuzzAnthropicSplicer(f *testing.F) {
 			}
 			if reply, err := sp.Reply(); err == nil {
 				require.True(t, json.Valid(reply), "%q", reply)
-				_, err := codecFor(Anthropic).ParseReply(reply)
+				_, err := apitest.CodecFor(Descriptor).ParseReply(reply)
 				require.NoError(t, err)
 			}
 			// Pick remove/first among the stream's calls; a byte >= 0xf0 asks
@@ -568,7 +572,7 @@ func FuzzAnthropicSplicer(f *testing.F) {
 			}
 			b, err := sp.Release(remove, first)
 			if err != nil {
-				if !errors.Is(err, ErrMalformedReply) {
+				if !errors.Is(err, rewrite.ErrMalformedReply) {
 					require.Contains(t, err.Error(), "out of range")
 				}
 				return

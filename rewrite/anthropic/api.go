@@ -1,36 +1,37 @@
-package rewrite
+package anthropic
 
 import (
 	"bytes"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
-// Anthropic is the Anthropic Messages API: POST /v1/messages (JSON or SSE)
+// Descriptor is the Anthropic Messages API: POST /v1/messages (JSON or SSE)
 // and /v1/messages/count_tokens.
-var Anthropic = &Descriptor{
+var Descriptor = &rewrite.Descriptor{
 	Name:           "anthropic",
 	Provider:       "anthropic",
 	ProviderErrors: true,
-	Routes: []Route{
+	Routes: []rewrite.Route{
 		{Name: "messages", Path: "/v1/messages"},
 		{Name: "count_tokens", Path: "/v1/messages/count_tokens"},
 	},
-	NewCodec:   func(views *ViewCache) Codec { return anthropicCodec{views: views} },
-	NewSplicer: func() StreamSplicer { return newAnthropicSplicer() },
+	NewCodec:   func(views *rewrite.ViewCache) rewrite.Codec { return anthropicCodec{views: views} },
+	NewSplicer: func() rewrite.StreamSplicer { return newAnthropicSplicer() },
 	IsTerminal: anthropicTerminal,
-	TopLevel: map[string]JSONKind{
-		"model": KindString, "max_tokens": KindNumber, "messages": KindArray, "system": KindStringOrArray,
-		"tools": KindArray, "tool_choice": KindObject, "thinking": KindObject, "stop_sequences": KindArray,
-		"temperature": KindNumber, "top_p": KindNumber, "top_k": KindNumber,
+	TopLevel: map[string]rewrite.JSONKind{
+		"model": rewrite.KindString, "max_tokens": rewrite.KindNumber, "messages": rewrite.KindArray, "system": rewrite.KindStringOrArray,
+		"tools": rewrite.KindArray, "tool_choice": rewrite.KindObject, "thinking": rewrite.KindObject, "stop_sequences": rewrite.KindArray,
+		"temperature": rewrite.KindNumber, "top_p": rewrite.KindNumber, "top_k": rewrite.KindNumber,
 	},
 }
 
 // anthropicTerminal: message_stop or error (by event name, or an unnamed
 // event whose data is an error object).
 func anthropicTerminal(name, data []byte) bool {
-	return bytes.Equal(name, EventNameMessageStop) || bytes.Equal(name, EventNameError) ||
-		(name == nil && bytes.Contains(data, KeyTypeError))
+	return bytes.Equal(name, rewrite.EventNameMessageStop) || bytes.Equal(name, rewrite.EventNameError) ||
+		(name == nil && bytes.Contains(data, rewrite.KeyTypeError))
 }
 
 // anthropicErrorType maps an HTTP status to Anthropic's error.type.
@@ -72,6 +73,6 @@ func anthropicError(status int, message string) []byte {
 
 // The view-cache tags of the Anthropic parsers: messages and system blocks.
 var (
-	anthropicViews       = NewViewParser("anthropic")
-	anthropicSystemViews = NewViewParser("anthropic_system")
+	anthropicViews       = rewrite.NewViewParser("anthropic")
+	anthropicSystemViews = rewrite.NewViewParser("anthropic_system")
 )

@@ -1,4 +1,4 @@
-package rewrite
+package anthropic
 
 import (
 	"fmt"
@@ -14,11 +14,13 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
-var anthCC = func() ContinueCodec {
-	cc, ok := Continuer(codecFor(Anthropic))
+var anthCC = func() rewrite.ContinueCodec {
+	cc, ok := rewrite.Continuer(apitest.CodecFor(Descriptor))
 	if !ok {
 		panic("anthropic codec has no ContinueCodec")
 	}
@@ -103,8 +105,8 @@ type acOp struct {
 // (Feed and Release, then Finish last) and each stream's reply.
 func acRun(t testing.TB, ops ...acOp) (out []byte, parts []string, replies [][]byte) {
 	t.Helper()
-	sp := Anthropic.NewSplicer()
-	cs, ok := sp.(ContinueSplicer)
+	sp := Descriptor.NewSplicer()
+	cs, ok := sp.(rewrite.ContinueSplicer)
 	require.True(t, ok)
 	for _, op := range ops {
 		switch op.how {
@@ -227,7 +229,7 @@ func TestAnthropicContinuationMessages(t *testing.T) {
 			// The item makes a request the codec accepts.
 			body, err := anthTC.AppendMessages([]byte(anBody(anU0)), items)
 			require.NoError(t, err)
-			view, err := codecFor(Anthropic).ParseRequest(body)
+			view, err := apitest.CodecFor(Descriptor).ParseRequest(body)
 			require.NoError(t, err)
 			require.Len(t, view.Messages, 2)
 		})
@@ -254,7 +256,7 @@ func TestAnthropicContinuationMessages(t *testing.T) {
 
 	for _, bad := range []string{`{`, `[]`, `{"content":{}}`, `{"content":[{"type":"text","text":3}]}`} {
 		_, _, err := anthCC.ContinuationMessages([]byte(bad), true)
-		require.ErrorIs(t, err, ErrMalformedReply, bad)
+		require.ErrorIs(t, err, rewrite.ErrMalformedReply, bad)
 	}
 }
 
@@ -264,7 +266,7 @@ func TestAnthropicUserTextMessage(t *testing.T) {
 	require.Equal(t, `{"role":"user","content":[{"type":"text","text":"Continue \"exactly\"\n<here>"}]}`, string(item))
 	body, err := anthTC.AppendMessages([]byte(anBody(anU0, anA3)), [][]byte{item})
 	require.NoError(t, err)
-	view, err := codecFor(Anthropic).ParseRequest(body)
+	view, err := apitest.CodecFor(Descriptor).ParseRequest(body)
 	require.NoError(t, err)
 	require.Len(t, view.Messages, 3)
 	_, err = anthCC.UserTextMessage(" \n")
@@ -318,7 +320,7 @@ func TestAnthropicContinueReply(t *testing.T) {
 			require.Equal(t, tc.want, string(got))
 			require.Equal(t, tc.acc, string(a))
 			require.Equal(t, tc.next, string(n))
-			_, err = codecFor(Anthropic).ParseReply(got)
+			_, err = apitest.CodecFor(Descriptor).ParseReply(got)
 			require.NoError(t, err)
 		})
 	}
@@ -334,7 +336,7 @@ func TestAnthropicContinueReply(t *testing.T) {
 	for _, bad := range [][2]string{{`{`, `{}`}, {`{}`, `{"content":[]}`}, {acc, `{"content":{}}`}, {acc, `[]`},
 		{acc, `{"content":[{"type":"text","text":1}]}`}} {
 		_, err := anthCC.ContinueReply([]byte(bad[0]), []byte(bad[1]))
-		require.ErrorIs(t, err, ErrMalformedReply, bad)
+		require.ErrorIs(t, err, rewrite.ErrMalformedReply, bad)
 	}
 }
 
@@ -348,7 +350,7 @@ func TestAnthropicSpliceHoldsLastTextClose(t *testing.T) {
 		if crlf {
 			src = aspCRLF(in)
 		}
-		sp := Anthropic.NewSplicer()
+		sp := Descriptor.NewSplicer()
 		var out []byte
 		for _, ev := range aspEvents([]byte(src)) {
 			b, err := sp.Feed(ev)
@@ -375,7 +377,7 @@ func TestAnthropicSpliceHoldsLastTextClose(t *testing.T) {
 	// Another block after the text closes it at once.
 	in = acMsgStart("msg_1", 10) + acTextBlock(0, "Hi") + acPing + acStart(1, `{"type":"redacted_thinking","data":"R"}`) + acStop(1) +
 		acTextBlock(2, "there") + acToolBlock(3, "t1", `{}`) + acMsgDelta("tool_use", `{"output_tokens":9}`) + acMsgStop
-	sp := Anthropic.NewSplicer()
+	sp := Descriptor.NewSplicer()
 	var parts []string
 	for _, ev := range aspEvents([]byte(in)) {
 		b, err := sp.Feed(ev)
@@ -471,7 +473,7 @@ func TestAnthropicSpliceContinueLongSeam(t *testing.T) {
 			out, _, replies := acRun(t, acOp{how: "first", stream: s1}, acOp{how: "cont", stream: s2})
 			msg, starts := aspAccumulate(t, out)
 			require.Equal(t, []int64{0, 1}, starts)
-			want := partial + TrimSeam(partial, cont1)
+			want := partial + rewrite.TrimSeam(partial, cont1)
 			require.Equal(t, partial+" δύο "+text(60, 40), want)
 			require.Equal(t, want, msg.Content[1].Text)
 			require.Equal(t, anthropic.StopReasonMaxTokens, msg.StopReason)
@@ -483,7 +485,7 @@ func TestAnthropicSpliceContinueLongSeam(t *testing.T) {
 			out, _, replies = acRun(t, acOp{how: "first", stream: s1}, acOp{how: "cont", stream: s2}, acOp{how: "cont", stream: s3})
 			msg, starts = aspAccumulate(t, out)
 			require.Equal(t, []int64{0, 1}, starts)
-			want2 := want + TrimSeam(want, cont2)
+			want2 := want + rewrite.TrimSeam(want, cont2)
 			require.Equal(t, want2, msg.Content[1].Text)
 			require.Equal(t, "think", msg.Content[0].Thinking)
 			require.Equal(t, anthropic.StopReasonEndTurn, msg.StopReason)
@@ -510,12 +512,12 @@ func TestAnthropicSpliceContinueThinkingAndCall(t *testing.T) {
 		ToolCalls: []mock.ToolCall{{ID: "toolu_w", Name: "write_file", Args: `{"path":"main.go"}`}}, Usage: mock.Usage{Input: 9, Output: 22}}
 	s1, s2 := acMock(t, r1, true, 4), acMock(t, r2, true, 4)
 
-	sp := Anthropic.NewSplicer()
+	sp := Descriptor.NewSplicer()
 	out := aspFeed(t, sp, s1)
 	b, err := sp.Release(nil, nil)
 	require.NoError(t, err)
 	require.Empty(t, b)
-	sp.(ContinueSplicer).Continue()
+	sp.(rewrite.ContinueSplicer).Continue()
 	part := aspFeed(t, sp, s2)
 	require.NotContains(t, string(part), "where was I")
 	require.NotContains(t, string(part), "toolu_w")
@@ -570,7 +572,7 @@ func TestAnthropicSpliceContinueAfterCutCall(t *testing.T) {
 	out, parts, replies := acRun(t, acOp{how: "first", stream: cut.String(), remove: []int{0}}, acOp{how: "cont", stream: s2})
 	require.Equal(t, `[{"type":"text","text":"Writing the file."},{"type":"tool_use","id":"toolu_cut","name":"write_file","input":{}}]`,
 		gjson.GetBytes(replies[0], "content").Raw)
-	view, err := codecFor(Anthropic).ParseReply(replies[0])
+	view, err := apitest.CodecFor(Descriptor).ParseReply(replies[0])
 	require.NoError(t, err)
 	require.Len(t, view.ToolCalls, 1)
 	require.NotContains(t, string(out), "toolu_cut")
@@ -621,11 +623,11 @@ func TestAnthropicSpliceContinueEdges(t *testing.T) {
 	t.Run("error in the continuation", func(t *testing.T) {
 		errEv := acEv("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
 		s2 := acMsgStart("msg_2", 10) + acStart(0, `{"type":"text","text":""}`) + acText(0, " goes") + errEv
-		sp := Anthropic.NewSplicer()
+		sp := Descriptor.NewSplicer()
 		out := aspFeed(t, sp, s1)
 		_, err := sp.Release(nil, nil)
 		require.NoError(t, err)
-		sp.(ContinueSplicer).Continue()
+		sp.(rewrite.ContinueSplicer).Continue()
 		part := aspFeed(t, sp, s2)
 		require.Equal(t, acPing+acText(0, " goes")+acStop(0)+errEv, string(part))
 		require.True(t, sp.Done())
