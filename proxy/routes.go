@@ -22,6 +22,12 @@ type route struct {
 	streamByPath bool
 	// inspect is true when the body is a model request shepherd parses.
 	inspect bool
+	// noTurn marks a model route whose reply is no model turn (token
+	// counting): the body is only peeked for session hints, and neither the
+	// hook chain nor the turn engine runs.
+	noTurn bool
+	// notFound marks a path no upstream serves: it is answered 404.
+	notFound bool
 }
 
 var (
@@ -38,7 +44,7 @@ var (
 
 var (
 	routeMessages    = route{name: "messages", provider: ProviderAnthropic, api: rewrite.APIAnthropic, inspect: true}
-	routeCountTokens = route{name: "count_tokens", provider: ProviderAnthropic, api: rewrite.APIAnthropic, inspect: true}
+	routeCountTokens = route{name: "count_tokens", provider: ProviderAnthropic, api: rewrite.APIAnthropic, inspect: true, noTurn: true}
 	routeChat        = route{name: "chat_completions", provider: ProviderOpenAI, api: rewrite.APIOpenAIChat, inspect: true}
 	routeResponses   = route{name: "responses", provider: ProviderOpenAI, api: rewrite.APIOpenAIResponses, inspect: true}
 	routeGenerate    = route{name: "generate_content", provider: ProviderGemini, api: rewrite.APIGemini, inspect: true}
@@ -90,7 +96,7 @@ func classify(method, path []byte, hasAnthropicVersion, hasGoogKey bool) route {
 		}
 		return route{name: "passthrough", provider: ProviderOpenAI}
 	}
-	return route{name: "not_found", provider: guessProvider(path, hasAnthropicVersion, hasGoogKey)}
+	return route{name: "not_found", provider: guessProvider(path, hasAnthropicVersion, hasGoogKey), notFound: true}
 }
 
 // guessProvider picks the error shape for a request shepherd cannot route.

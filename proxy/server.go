@@ -16,6 +16,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/logging"
+	"github.com/shepherd-proxy/shepherd/proxy/turn"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -38,7 +39,7 @@ type Server struct {
 	log       *zap.Logger
 	store     state.Store
 	features  *Features
-	recovery  bool // truncation recovery runs (some chain has the hook)
+	engine    *turn.Engine
 	metrics   *Metrics
 	upstreams map[Provider]*upstream
 	recorder  *sessionRecorder
@@ -46,9 +47,6 @@ type Server struct {
 
 	srv      *fasthttp.Server
 	adminSrv *fasthttp.Server
-
-	// maxFollowups bounds the follow-up requests of one turn.
-	maxFollowups int
 
 	// bodyRoutes maps a request header being read to its route while its
 	// body is read (refused_route.go).
@@ -79,14 +77,12 @@ func New(o Options) (*Server, error) {
 		log:       o.Logger,
 		store:     o.Store,
 		features:  o.Features,
-		recovery:  o.Features.recovers(),
 		metrics:   o.Metrics,
 		upstreams: map[Provider]*upstream{},
 		ridPrefix: newRequestIDPrefix(),
 		metricsH:  newMetricsHandler(o.Metrics),
-
-		maxFollowups: cfg.Topics.MaxFollowups,
 	}
+	s.engine = newEngine(cfg, o.Store, o.Metrics, o.Logger, o.Features)
 	uo := upstreamOptions{
 		DialTimeout: 10 * time.Second,
 		MaxConns:    cfg.Limits.MaxConnsPerUpstream,
