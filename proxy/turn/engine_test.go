@@ -41,10 +41,10 @@ func (m *countingMetrics) LedgerReplayed(a, mi, u int) {
 	m.add("ledger_missed", mi)
 	m.add("ledger_unreadable", u)
 }
-func (m *countingMetrics) CallsAnswered(n int)           { m.add("answered", n) }
-func (m *countingMetrics) FollowUp(string)               { m.add("followups", 1) }
-func (m *countingMetrics) Continuation(string)           { m.add("continuations", 1) }
-func (m *countingMetrics) Truncated(_, stop string)      { m.add("truncated_"+stop, 1) }
+func (m *countingMetrics) CallsAnswered(n int)                   { m.add("answered", n) }
+func (m *countingMetrics) FollowUp(string)                       { m.add("followups", 1) }
+func (m *countingMetrics) Continuation(string)                   { m.add("continuations", 1) }
+func (m *countingMetrics) Truncated(_, stop string)              { m.add("truncated_"+stop, 1) }
 func (m *countingMetrics) Recovery(_, r string, _ time.Duration) { m.add("recovery_"+r, 1) }
 
 // policyHook claims calls named "topic", refuses calls named "rm", and
