@@ -198,6 +198,8 @@ func TestOutcomeRefusedAndDelivered(t *testing.T) {
 	out := f.out.got[0]
 	require.Equal(t, []string{"0:rm:refused", "0:ls:delivered"}, fates(out))
 	require.Equal(t, "refused: out of scope", out.Calls[0].Result)
+	require.Equal(t, "policy", out.Calls[0].Hook)
+	require.Empty(t, out.Calls[1].Hook)
 	require.Equal(t, conv.StopToolUse, out.Stop)
 	require.Equal(t, 1, out.Rounds)
 	require.Equal(t, conv.Usage{InputTokens: 10, OutputTokens: 5}, out.Usage)

@@ -27,11 +27,11 @@ func (o *outcomeLog) reply(view *conv.Reply) {
 	o.stop = view.Stop
 }
 
-func (o *outcomeLog) add(c conv.ToolCall, fate conv.Fate, result string) {
+func (o *outcomeLog) add(c conv.ToolCall, fate conv.Fate, hook, result string) {
 	if fate == conv.FateUndelivered {
 		o.awaiting = append(o.awaiting, len(o.calls))
 	}
-	o.calls = append(o.calls, conv.Outcome{Round: o.rounds - 1, Call: c, Fate: fate, Result: result})
+	o.calls = append(o.calls, conv.Outcome{Round: o.rounds - 1, Call: c, Fate: fate, Hook: hook, Result: result})
 }
 
 // decided notes the fate of every call of a reply the hooks decided on:
@@ -49,13 +49,13 @@ func (o *outcomeLog) decided(view *conv.Reply, d hooks.ReplyDecision, cut []int)
 		cd, ok := byIndex[c.Index]
 		switch {
 		case ok && cd.Verdict == conv.Claim:
-			o.add(c, conv.FateClaimed, cd.Result)
+			o.add(c, conv.FateClaimed, cd.Hook, cd.Result)
 		case ok && cd.Verdict == conv.Refuse:
-			o.add(c, conv.FateRefused, cd.Result)
+			o.add(c, conv.FateRefused, cd.Hook, cd.Result)
 		case dropped[c.Index]:
-			o.add(c, conv.FateDropped, "")
+			o.add(c, conv.FateDropped, "", "")
 		default:
-			o.add(c, conv.FateUndelivered, "")
+			o.add(c, conv.FateUndelivered, "", "")
 		}
 	}
 }
@@ -67,10 +67,10 @@ func (o *outcomeLog) continued(view *conv.Reply, remove []int, hasText bool) {
 	gone := indexSet(remove)
 	for _, c := range view.ToolCalls {
 		if gone[c.Index] || !hasText {
-			o.add(c, conv.FateDropped, "")
+			o.add(c, conv.FateDropped, "", "")
 			continue
 		}
-		o.add(c, conv.FateUndelivered, "")
+		o.add(c, conv.FateUndelivered, "", "")
 	}
 }
 
