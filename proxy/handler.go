@@ -45,6 +45,13 @@ type exchange struct {
 	// watch notices the client leaving while the upstream is waited on;
 	// the stream writer takes it over from the handler.
 	watch *clientWatch
+	// turnIO holds a turn's writer and sender, so that they cost no
+	// allocation of their own.
+	turnIO struct {
+		json   turnJSON
+		stream turnStream
+		sender upstreamSender
+	}
 }
 
 // handle proxies one request, in steps: admit it, read its body, inspect
@@ -107,10 +114,11 @@ type inspection struct {
 	// view is the full request view the hooks read; nil when no hook runs
 	// (the body was only validated and peeked) or the route is no model
 	// route.
-	view  *conv.Request
-	hints *rewrite.SessionHints // nil on pass-through routes
-	codec rewrite.Codec
-	body  []byte
+	view     *conv.Request
+	hints    rewrite.SessionHints
+	hasHints bool // false on pass-through routes
+	codec    rewrite.Codec
+	body     []byte
 }
 
 // fingerprint is the conversation's fingerprint, for a session id, and
@@ -120,14 +128,14 @@ func (in *inspection) fingerprint() (string, bool) {
 	switch {
 	case in.view != nil:
 		return in.view.Fingerprint, in.view.Fingerprint == "" && in.view.Opening()
-	case in.hints != nil:
+	case in.hasHints:
 		return rewrite.RequestFingerprint(in.codec, in.body), false
 	}
 	return "", false
 }
 
 // stream reports whether the request asked for a streamed reply.
-func (in *inspection) stream() bool { return in.hints != nil && in.hints.Stream }
+func (in *inspection) stream() bool { return in.hasHints && in.hints.Stream }
 
 // inspect parses a model request: into the full view when hooks will read
 // it, otherwise only validated and peeked for the session hints.
@@ -144,7 +152,7 @@ func (s *Server) inspect(ctx *fasthttp.RequestCtx, x *exchange, body []byte) (in
 			s.finish(ctx, x, writeError(ctx, x.route.provider, err))
 			return in, false
 		}
-		in.hints = &hs
+		in.hints, in.hasHints = hs, true
 	} else {
 		v, err := x.codec.ParseRequest(body)
 		if err != nil {
@@ -155,7 +163,7 @@ func (s *Server) inspect(ctx *fasthttp.RequestCtx, x *exchange, body []byte) (in
 		if x.call.Side = s.sideRequest(x.codec, body); x.call.Side != "" {
 			s.metrics.sideRequests.WithLabelValues(x.route.name, x.call.Side).Inc()
 		}
-		in.hints = &rewrite.SessionHints{Stream: v.Stream, MetadataUserID: v.MetadataUserID, PromptCacheKey: v.PromptCacheKey}
+		in.hints, in.hasHints = rewrite.SessionHints{Stream: v.Stream, MetadataUserID: v.MetadataUserID, PromptCacheKey: v.PromptCacheKey}, true
 	}
 	if x.route.streamByPath {
 		in.hints.Stream = true
@@ -171,7 +179,11 @@ func (s *Server) identify(ctx *fasthttp.RequestCtx, x *exchange, in *inspection)
 	x.call.Route = x.route.name
 	x.call.RequestID = x.requestID
 	x.call.Tenant = tenantOf(&ctx.Request)
-	x.call.SessionID, x.sessionSource = resolveSession(&ctx.Request.Header, s.cfg.Session.Header, in.hints, in.fingerprint)
+	var hints *rewrite.SessionHints
+	if in.hasHints {
+		hints = &in.hints
+	}
+	x.call.SessionID, x.sessionSource = resolveSession(&ctx.Request.Header, s.cfg.Session.Header, hints, in.fingerprint)
 }
 
 // startTurn hands the request to the turn engine when it can serve the

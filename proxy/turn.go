@@ -70,6 +70,8 @@ func (s *Server) beginTurn(ctx *fasthttp.RequestCtx, x *exchange, view *conv.Req
 // runJSONTurn serves a complete (non-streamed) reply through the turn
 // engine and writes the agent's copy to the client.
 func (s *Server) runJSONTurn(ctx *fasthttp.RequestCtx, x *exchange, t *turn.Turn) error {
-	w := &turnJSON{ctx: ctx, resp: x.upResp}
-	return t.Run(ctx, w, &upstreamSender{s: s, x: x, tmpl: &ctx.Request})
+	tio := &x.turnIO
+	tio.json = turnJSON{ctx: ctx, resp: x.upResp}
+	tio.sender = upstreamSender{s: s, x: x, tmpl: &ctx.Request}
+	return t.Run(ctx, &tio.json, &tio.sender)
 }

@@ -41,8 +41,10 @@ func (s *Server) pipeTurn(w io.Writer, x *exchange, t *turn.Turn, head requestHe
 	defer func() { s.metrics.streamDuration.WithLabelValues(x.route.name).Observe(time.Since(start).Seconds()) }()
 	defer x.watch.stop()
 
-	tw := &turnStream{s: s, w: w, x: x, resp: x.upResp, sp: rewrite.NewStreamSplicer(x.route.api)}
-	err := t.Run(context.Background(), tw, &upstreamSender{s: s, x: x, head: head})
+	tio := &x.turnIO
+	tio.stream = turnStream{s: s, w: w, x: x, resp: x.upResp, sp: rewrite.NewStreamSplicer(x.route.api)}
+	tio.sender = upstreamSender{s: s, x: x, head: head}
+	err := t.Run(context.Background(), &tio.stream, &tio.sender)
 	if errors.Is(err, turn.ErrClientGone) {
 		s.streamClientGone(x)
 	}

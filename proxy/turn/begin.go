@@ -60,6 +60,9 @@ type Turn struct {
 	base       *state.Session
 	opening    bool
 	agentReply []byte
+	// outcome is what the outcome hooks get (kept here: the Turn is
+	// allocated anyway).
+	outcome conv.TurnOutcome
 }
 
 // Start is how Begin left a request.

@@ -40,10 +40,6 @@ type step struct {
 	cont bool
 }
 
-func (t *Turn) newLoop() *replyLoop {
-	return &replyLoop{t: t, sent: t.sent}
-}
-
 // step runs the reply hooks on cur, the next complete reply of the turn,
 // and folds it into the turn. It returns what to release to the agent and
 // the next request upstream: a continuation when the reply was cut by the

@@ -82,17 +82,16 @@ func (o *outcomeLog) released() {
 	o.awaiting = o.awaiting[:0]
 }
 
-// result is the turn's outcome; err is why it failed (nil when the agent
-// got its reply).
-func (o *outcomeLog) result(err error) *conv.TurnOutcome {
-	out := &conv.TurnOutcome{
+// result fills out with the turn's outcome; err is why it failed (nil
+// when the agent got its reply).
+func (o *outcomeLog) result(out *conv.TurnOutcome, err error) {
+	*out = conv.TurnOutcome{
 		Calls: o.calls, Stop: o.stop, Rounds: o.rounds, Continuations: o.continuations,
 		Usage: o.usage, Err: err,
 	}
 	if err != nil {
 		out.Stop = conv.StopNone
 	}
-	return out
 }
 
 func indexSet(idx []int) map[int]bool {

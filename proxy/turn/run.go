@@ -27,7 +27,8 @@ var errNoContinuer = errors.New("turn: the API cannot continue a reply")
 // still keeps what the turn changed.
 func (t *Turn) Run(ctx context.Context, w Writer, up Sender) error {
 	t.ctx = ctx
-	l := t.newLoop()
+	loop := replyLoop{t: t, sent: t.sent}
+	l := &loop
 	l.outcome.rounds = 1
 	var first []byte
 	for round := 0; ; round++ {
@@ -123,7 +124,8 @@ func (t *Turn) report(l *replyLoop, err error) {
 	if !l.outcome.ran {
 		return
 	}
-	if herr := t.chain.RunOutcome(t.ctx, &t.call, l.outcome.result(err)); herr != nil {
+	l.outcome.result(&t.outcome, err)
+	if herr := t.chain.RunOutcome(t.ctx, &t.call, &t.outcome); herr != nil {
 		t.hookFailed(herr)
 	}
 }
