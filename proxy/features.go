@@ -12,6 +12,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/logging"
 	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/apis"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -20,18 +21,18 @@ import (
 // and the policy watchers behind them. It is built once at start-up by
 // BuildFeatures and closed at shutdown.
 type Features struct {
-	chains   map[rewrite.API]*hooks.Chain
+	chains   map[*rewrite.Descriptor]*hooks.Chain
 	watchers []*policy.Watcher
 	// failClosed lists the APIs whose chain enforces intents and fails
 	// closed: a request whose session cannot be loaded still runs the chain
 	// (on an empty session) rather than passing through.
-	failClosed map[rewrite.API]bool
+	failClosed map[*rewrite.Descriptor]bool
 	recovery   bool // some chain has the recovery hook
 }
 
 // wireAPIs are the APIs that get a chain. Their names are also the keys of
 // intents.routes (config.Intents.PolicySources).
-var wireAPIs = []rewrite.API{rewrite.APIAnthropic, rewrite.APIOpenAIChat, rewrite.APIOpenAIResponses, rewrite.APIGemini}
+var wireAPIs = apis.All()
 
 // BuildFeatures builds the hook chains of the features cfg enables, in their
 // fixed order (intents, then topics: the intent rule and reminder come first,
@@ -40,10 +41,7 @@ var wireAPIs = []rewrite.API{rewrite.APIAnthropic, rewrite.APIOpenAIChat, rewrit
 // log. The binary and the tests build features only through it.
 func BuildFeatures(cfg *config.Config, m *Metrics, log *zap.Logger) (*Features, error) {
 	log = logging.Redacting(log) // nil gives a no-op logger
-	f := &Features{chains: map[rewrite.API]*hooks.Chain{}, failClosed: map[rewrite.API]bool{}}
-	// The view cache is process-wide (keyed by content, so servers can
-	// share it); the latest configuration sets its size.
-	rewrite.SetViewCacheBytes(cfg.Limits.ViewCacheBytes)
+	f := &Features{chains: map[*rewrite.Descriptor]*hooks.Chain{}, failClosed: map[*rewrite.Descriptor]bool{}}
 	var topics *hooks.Topics
 	if t := cfg.Topics; t.Enabled {
 		topics = hooks.NewTopics(hooks.TopicsConfig{
@@ -105,13 +103,7 @@ func buildRecovery(cfg *config.Config) (*hooks.Recovery, error) {
 
 // canContinue reports whether api's codec and stream splicer support
 // truncation recovery.
-func canContinue(api rewrite.API) bool {
-	if _, ok := rewrite.Continuer(api); !ok {
-		return false
-	}
-	_, ok := rewrite.NewStreamSplicer(api).(rewrite.ContinueSplicer)
-	return ok
-}
+func canContinue(api *rewrite.Descriptor) bool { return api.CanContinue() }
 
 // recovers reports whether some chain runs truncation recovery.
 func (f *Features) recovers() bool { return f != nil && f.recovery }
@@ -119,9 +111,9 @@ func (f *Features) recovers() bool { return f != nil && f.recovery }
 // buildIntents makes one Intents hook per distinct (policy file, workspace
 // root) and assigns it to the APIs that use it. An API gets none when
 // intents are off, or on auto and its policy file does not exist.
-func (f *Features) buildIntents(cfg *config.Config, m *Metrics, log *zap.Logger, topics *hooks.Topics) (map[rewrite.API]*hooks.Intents, error) {
+func (f *Features) buildIntents(cfg *config.Config, m *Metrics, log *zap.Logger, topics *hooks.Topics) (map[*rewrite.Descriptor]*hooks.Intents, error) {
 	in := cfg.Intents
-	out := map[rewrite.API]*hooks.Intents{}
+	out := map[*rewrite.Descriptor]*hooks.Intents{}
 	if in.Enabled == config.SwitchOff {
 		return out, nil
 	}
@@ -144,7 +136,7 @@ func (f *Features) buildIntents(cfg *config.Config, m *Metrics, log *zap.Logger,
 	sources := in.PolicySources(wd)
 	built := map[config.PolicySource]*hooks.Intents{}
 	for _, api := range wireAPIs {
-		key := string(api)
+		key := api.Name
 		src := sources[key]
 		if h, ok := built[src]; ok {
 			out[api] = h
@@ -228,7 +220,7 @@ func decisionReporter(m *Metrics, log *zap.Logger) func(*hooks.Call, state.Audit
 }
 
 // chain returns the chain of api (an empty chain for a nil Features).
-func (f *Features) chain(api rewrite.API) *hooks.Chain {
+func (f *Features) chain(api *rewrite.Descriptor) *hooks.Chain {
 	if f == nil {
 		return nil
 	}
@@ -237,7 +229,7 @@ func (f *Features) chain(api rewrite.API) *hooks.Chain {
 
 // failsClosed reports whether api's chain must run even without session
 // state (see Features.failClosed).
-func (f *Features) failsClosed(api rewrite.API) bool { return f != nil && f.failClosed[api] }
+func (f *Features) failsClosed(api *rewrite.Descriptor) bool { return f != nil && f.failClosed[api] }
 
 // PolicyStatus reports the state of every watched policy file.
 func (f *Features) PolicyStatus() []policy.Status {

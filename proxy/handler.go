@@ -144,7 +144,7 @@ func (s *Server) inspect(ctx *fasthttp.RequestCtx, x *exchange, body []byte) (in
 	if !x.route.inspect {
 		return in, true
 	}
-	x.codec = rewrite.For(x.route.api)
+	x.codec = x.route.api.NewCodec(s.views)
 	in.codec = x.codec
 	if x.route.noTurn || s.features.chain(x.route.api).Empty() {
 		hs, err := rewrite.PeekRequest(x.route.api, body)
@@ -384,5 +384,5 @@ func (s *Server) turnServes(ctx *fasthttp.RequestCtx, x *exchange, view *conv.Re
 	if x.route.streamByPath && !bytes.Equal(ctx.QueryArgs().Peek("alt"), altSSE) {
 		return false
 	}
-	return rewrite.HasStreamSplicer(x.route.api)
+	return x.route.api.NewSplicer != nil
 }

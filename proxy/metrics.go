@@ -3,6 +3,7 @@ package proxy
 import (
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +16,10 @@ import (
 // the global one), so several servers can live in one process (tests).
 type Metrics struct {
 	Registry *prometheus.Registry
+
+	// views is the view cache of the server these metrics belong to (set
+	// by New; the latest server's when several share the metrics).
+	views atomic.Pointer[rewrite.ViewCache]
 
 	requests       *prometheus.CounterVec
 	upstreamWait   *prometheus.HistogramVec
@@ -134,8 +139,8 @@ func NewMetrics() *Metrics {
 	}
 	r.MustRegister(m.acceptErrors, m.truncations, m.recoveries, m.recoveryAttempts, m.recoveryAdded, m.intentDecisions, m.policyLoads, m.policyValid, m.topicChanges, m.ledger, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
 		m.storeErrors, m.hookErrors, m.upstreamErrors, m.clientAborts, m.disconnects, m.sideRequests,
-		viewCacheLookups("hit", func() uint64 { h, _ := rewrite.ViewCacheStats(); return h }),
-		viewCacheLookups("miss", func() uint64 { _, m := rewrite.ViewCacheStats(); return m }),
+		viewCacheLookups("hit", func() uint64 { h, _ := m.views.Load().Stats(); return h }),
+		viewCacheLookups("miss", func() uint64 { _, n := m.views.Load().Stats(); return n }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -163,8 +168,9 @@ func (m *Metrics) observeOverhead(route string, d time.Duration) {
 	m.overhead.WithLabelValues(route).Observe(d.Seconds())
 }
 
-// viewCacheLookups exports the process-wide view cache's counts
-// (rewrite.ViewCacheStats) as shepherd_view_cache_lookups_total{result}.
+// viewCacheLookups exports the view cache's counts (rewrite.ViewCache.Stats
+// of the server's cache, Metrics.views) as
+// shepherd_view_cache_lookups_total{result}.
 func viewCacheLookups(result string, read func() uint64) prometheus.Collector {
 	return prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name:        "shepherd_view_cache_lookups_total",

@@ -17,6 +17,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/logging"
 	"github.com/shepherd-proxy/shepherd/proxy/turn"
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -41,6 +42,7 @@ type Server struct {
 	features  *Features
 	engine    *turn.Engine
 	metrics   *Metrics
+	views     *rewrite.ViewCache // the codecs' view cache (cfg.Limits.ViewCacheBytes)
 	upstreams map[Provider]*upstream
 	recorder  *sessionRecorder
 	metricsH  fasthttp.RequestHandler
@@ -78,11 +80,13 @@ func New(o Options) (*Server, error) {
 		store:     o.Store,
 		features:  o.Features,
 		metrics:   o.Metrics,
+		views:     rewrite.NewViewCache(cfg.Limits.ViewCacheBytes),
 		upstreams: map[Provider]*upstream{},
 		ridPrefix: newRequestIDPrefix(),
 		metricsH:  newMetricsHandler(o.Metrics),
 	}
 	s.engine = newEngine(cfg, o.Store, o.Metrics, o.Logger, o.Features)
+	o.Metrics.views.Store(s.views)
 	uo := upstreamOptions{
 		DialTimeout: 10 * time.Second,
 		MaxConns:    cfg.Limits.MaxConnsPerUpstream,

@@ -43,13 +43,13 @@ func storeTimeout(cfg *config.Config) time.Duration {
 // short=true when a hook answered the request (the answer is written).
 func (s *Server) beginTurn(ctx *fasthttp.RequestCtx, x *exchange, view *conv.Request, body []byte) (t *turn.Turn, out []byte, short bool) {
 	api := x.route.api
-	cc, _ := rewrite.Continuer(api)
+	cc, _ := rewrite.Continuer(x.codec)
 	t, st := s.engine.Begin(ctx, turn.Request{
 		Call:        x.call,
 		Chain:       s.features.chain(api),
 		FailsClosed: s.features.failsClosed(api),
 		Codec:       x.codec,
-		TurnCodec:   rewrite.Turn(api),
+		TurnCodec:   x.codec,
 		Continuer:   cc,
 		View:        view,
 		Body:        body,

@@ -73,8 +73,8 @@ func TestTurnOutcomeJSONAndStream(t *testing.T) {
 	cfg.Admin.Listen = ""
 	rec := &outcomes{}
 	f := &Features{
-		chains:     map[rewrite.API]*hooks.Chain{rewrite.APIAnthropic: hooks.NewChain(outcomePolicy{}, rec)},
-		failClosed: map[rewrite.API]bool{},
+		chains:     map[*rewrite.Descriptor]*hooks.Chain{rewrite.Anthropic: hooks.NewChain(outcomePolicy{}, rec)},
+		failClosed: map[*rewrite.Descriptor]bool{},
 		recovery:   true,
 	}
 	srv, err := New(Options{Config: &cfg, Logger: zaptest.NewLogger(t), Store: state.NewMemory(state.MemoryOptions{MaxSessions: 10, TTL: time.Hour}), Features: f})

@@ -42,7 +42,7 @@ func (s *Server) pipeTurn(w io.Writer, x *exchange, t *turn.Turn, head requestHe
 	defer x.watch.stop()
 
 	tio := &x.turnIO
-	tio.stream = turnStream{s: s, w: w, x: x, resp: x.upResp, sp: rewrite.NewStreamSplicer(x.route.api)}
+	tio.stream = turnStream{s: s, w: w, x: x, resp: x.upResp, sp: x.route.api.NewSplicer()}
 	tio.sender = upstreamSender{s: s, x: x, head: head}
 	err := t.Run(context.Background(), &tio.stream, &tio.sender)
 	if errors.Is(err, turn.ErrClientGone) {

@@ -159,13 +159,13 @@ func newFixture(t *testing.T, limits Limits) *fixture {
 // whose follow-ups get more.
 func (f *fixture) run(t *testing.T, first string, more ...string) (*scriptWriter, *scriptSender) {
 	t.Helper()
-	codec := rewrite.For(rewrite.APIAnthropic)
+	codec := rewrite.Anthropic.Codec()
 	view, err := codec.ParseRequest([]byte(agentRequest))
 	require.NoError(t, err)
-	cc, _ := rewrite.Continuer(rewrite.APIAnthropic)
+	cc, _ := rewrite.Continuer(codec)
 	tn, st := f.e.Begin(context.Background(), Request{
 		Call:  hooks.Call{Route: "messages", Tenant: "t", SessionID: "s1"},
-		Chain: f.chain, Codec: codec, TurnCodec: rewrite.Turn(rewrite.APIAnthropic), Continuer: cc,
+		Chain: f.chain, Codec: codec, TurnCodec: codec, Continuer: cc,
 		View: view, Body: []byte(agentRequest),
 	})
 	require.NotNil(t, tn)
@@ -277,11 +277,11 @@ func TestOutcomeTruncationContinuation(t *testing.T) {
 // and saves what it changed.
 func TestOutcomeOnFailure(t *testing.T) {
 	f := newFixture(t, Limits{MaxFollowups: 4, MaxRefusalRounds: 4})
-	codec := rewrite.For(rewrite.APIAnthropic)
+	codec := rewrite.Anthropic.Codec()
 	view, err := codec.ParseRequest([]byte(agentRequest))
 	require.NoError(t, err)
 	tn, _ := f.e.Begin(context.Background(), Request{
-		Call: hooks.Call{Tenant: "t", SessionID: "s2"}, Chain: f.chain, Codec: codec, TurnCodec: rewrite.Turn(rewrite.APIAnthropic),
+		Call: hooks.Call{Tenant: "t", SessionID: "s2"}, Chain: f.chain, Codec: codec, TurnCodec: codec,
 		View: view, Body: []byte(agentRequest),
 	})
 	w := &scriptWriter{readErr: ErrClientGone}

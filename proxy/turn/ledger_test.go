@@ -50,8 +50,8 @@ func TestDecodeRecordUnknownVersion(t *testing.T) {
 // A v0 turn entry in a stored ledger replays as it always did; an entry of
 // an unknown version is skipped and counted, and the rest still applies.
 func TestReplayLedgerV0AndUnknown(t *testing.T) {
-	tc := rewrite.Turn(rewrite.APIAnthropic)
-	codec := rewrite.For(rewrite.APIAnthropic)
+	codec := rewrite.Anthropic.Codec()
+	tc := codec
 	body := []byte(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"ok"}]},{"role":"user","content":"next"}]}`)
 	view, err := codec.ParseRequest(body)
 	require.NoError(t, err)

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 )
 
 // This file holds the byte-level helpers the Anthropic and Gemini TurnCodec
@@ -18,7 +20,7 @@ func agConversation(body []byte, key string) (root, arr gjson.Result, err error)
 	if root, err = parseTrustedRoot(body); err != nil {
 		return root, arr, err
 	}
-	arr = member(root, key)
+	arr = jsonkit.Member(root, key)
 	if !arr.IsArray() {
 		return root, arr, fmt.Errorf("%w: %s must be an array", ErrMalformed, key)
 	}
@@ -28,7 +30,7 @@ func agConversation(body []byte, key string) (root, arr gjson.Result, err error)
 // agElems returns the elements of arr.
 func agElems(arr gjson.Result) []gjson.Result {
 	var elems []gjson.Result
-	eachElem(arr, func(_ int, v gjson.Result) bool {
+	jsonkit.EachElement(arr, func(_ int, v gjson.Result) bool {
 		elems = append(elems, v)
 		return true
 	})
@@ -53,10 +55,10 @@ func agJoinItems(items [][]byte) ([]byte, error) {
 	}
 	out := make([]byte, 0, n)
 	for i, it := range items {
-		if !validJSON(it) {
+		if !jsonkit.Valid(it) {
 			return nil, fmt.Errorf("rewrite: item %d to insert is not valid JSON", i)
 		}
-		if _, ok := rootObject(bstr(it)); !ok {
+		if _, ok := jsonkit.RootObject(jsonkit.UnsafeString(it)); !ok {
 			return nil, fmt.Errorf("rewrite: item %d to insert is not a JSON object", i)
 		}
 		if i > 0 {
@@ -81,12 +83,12 @@ func agAppendToMember(body []byte, key string, items [][]byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	arr := member(root, key)
+	arr := jsonkit.Member(root, key)
 	switch {
 	case arr.IsArray():
-		return appendItems(body, arr, joined), nil
-	case isNull(arr):
-		return setMember(body, root, key, wrap('[', joined, ']')), nil
+		return jsonkit.AppendElements(body, arr, joined), nil
+	case jsonkit.IsNull(arr):
+		return jsonkit.SetMember(body, root, key, wrap('[', joined, ']')), nil
 	}
 	return nil, fmt.Errorf("%w: %s must be an array", ErrMalformed, key)
 }
@@ -110,7 +112,7 @@ func agReplaceAt(body []byte, key string, pos int, items [][]byte) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	return splice(body, el.Index, end(el), joined), nil
+	return jsonkit.Splice(body, el.Index, jsonkit.ValueEnd(el), joined), nil
 }
 
 // agRemoveElem returns body without elems[i] and the separator after it (or,
@@ -118,20 +120,20 @@ func agReplaceAt(body []byte, key string, pos int, items [][]byte) ([]byte, erro
 func agRemoveElem(body []byte, elems []gjson.Result, i int) []byte {
 	switch {
 	case i+1 < len(elems):
-		return splice(body, elems[i].Index, elems[i+1].Index)
+		return jsonkit.Splice(body, elems[i].Index, elems[i+1].Index)
 	case i > 0:
-		return splice(body, end(elems[i-1]), end(elems[i]))
+		return jsonkit.Splice(body, jsonkit.ValueEnd(elems[i-1]), jsonkit.ValueEnd(elems[i]))
 	}
-	return splice(body, elems[i].Index, end(elems[i]))
+	return jsonkit.Splice(body, elems[i].Index, jsonkit.ValueEnd(elems[i]))
 }
 
 // agInsertBefore inserts joined (comma-separated raw values) as elements
 // before elems[i] of arr, or at the end of arr when i == len(elems).
 func agInsertBefore(body []byte, arr gjson.Result, elems []gjson.Result, i int, joined []byte) []byte {
 	if i < len(elems) {
-		return splice(body, elems[i].Index, elems[i].Index, joined, []byte{','})
+		return jsonkit.Splice(body, elems[i].Index, elems[i].Index, joined, []byte{','})
 	}
-	return appendItems(body, arr, joined)
+	return jsonkit.AppendElements(body, arr, joined)
 }
 
 // agReorder returns body with the elements of an array (elems, in order)
@@ -144,15 +146,15 @@ func agReorder(body []byte, elems []gjson.Result, order []int) []byte {
 	if len(elems) == 0 {
 		return body
 	}
-	start, stop := elems[0].Index, end(elems[len(elems)-1])
+	start, stop := elems[0].Index, jsonkit.ValueEnd(elems[len(elems)-1])
 	inner := make([]byte, 0, stop-start)
 	for k, e := range order {
 		if k > 0 {
-			inner = append(inner, body[end(elems[k-1]):elems[k].Index]...)
+			inner = append(inner, body[jsonkit.ValueEnd(elems[k-1]):elems[k].Index]...)
 		}
 		inner = append(inner, elems[e].Raw...)
 	}
-	return splice(body, start, stop, inner)
+	return jsonkit.Splice(body, start, stop, inner)
 }
 
 // agInner returns the bytes of arr between its first element's start and its
@@ -164,7 +166,7 @@ func agInner(arr gjson.Result) string {
 		return ""
 	}
 	base := arr.Index
-	return arr.Raw[elems[0].Index-base : end(elems[len(elems)-1])-base]
+	return arr.Raw[elems[0].Index-base : jsonkit.ValueEnd(elems[len(elems)-1])-base]
 }
 
 // agCallOrder computes the element order of a reply content list after
@@ -226,11 +228,10 @@ func agCallOrder(n int, calls []int, remove, first []int) ([]int, int, error) {
 // agSetTopMember sets the top-level member key of body to raw (the root is
 // re-read from body, so earlier splices are accounted for).
 func agSetTopMember(body []byte, key string, raw []byte) ([]byte, error) {
-	root, ok := rootObject(bstr(body))
-	if !ok {
+	if _, ok := jsonkit.RootObject(jsonkit.UnsafeString(body)); !ok {
 		return nil, errNotObject
 	}
-	return setMember(body, root, key, raw), nil
+	return sjson.SetRawBytes(body, key, raw)
 }
 
 // agCount reads a token count: an integer member, 0 when absent or not a
@@ -248,11 +249,11 @@ func agCount(obj gjson.Result, key string) int64 {
 func agSetCounts(raw []byte, keys []string, vals []int64) []byte {
 	out := raw
 	for i, k := range keys {
-		obj, ok := rootObject(bstr(out))
+		obj, ok := jsonkit.RootObject(jsonkit.UnsafeString(out))
 		if !ok {
 			return out
 		}
-		out = setMember(out, obj, k, strconv.AppendInt(nil, vals[i], 10))
+		out = jsonkit.SetMember(out, obj, k, strconv.AppendInt(nil, vals[i], 10))
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package rewrite
+package jsonkit
 
 import (
 	"encoding/json"
@@ -25,13 +25,13 @@ var validCases = []string{
 
 func TestValidJSONMatchesEncodingJSON(t *testing.T) {
 	for _, c := range validCases {
-		require.Equal(t, json.Valid([]byte(c)), validJSON([]byte(c)), "%.80q", c)
+		require.Equal(t, json.Valid([]byte(c)), Valid([]byte(c)), "%.80q", c)
 	}
 	// Every special byte at every offset of an 8-byte word.
 	for off := range 16 {
 		for _, sp := range []string{`"`, `\\`, "\x01", "\x1f", `\n`, "é"} {
 			s := `"` + strings.Repeat("a", off) + sp + strings.Repeat("b", 9) + `"`
-			require.Equal(t, json.Valid([]byte(s)), validJSON([]byte(s)), "%q", s)
+			require.Equal(t, json.Valid([]byte(s)), Valid([]byte(s)), "%q", s)
 		}
 	}
 }
@@ -41,8 +41,8 @@ func FuzzValidJSON(f *testing.F) {
 		f.Add([]byte(c))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := validJSON(b), json.Valid(b); got != want {
-			t.Fatalf("validJSON(%q) = %v, encoding/json says %v", b, got, want)
+		if got, want := Valid(b), json.Valid(b); got != want {
+			t.Fatalf("Valid(%q) = %v, encoding/json says %v", b, got, want)
 		}
 	})
 }
@@ -52,7 +52,7 @@ func BenchmarkValidJSON(b *testing.B) {
 		b.Run(name+"/validJSON", func(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
-				if !validJSON(body) {
+				if !Valid(body) {
 					b.Fatal("invalid")
 				}
 			}

@@ -1,11 +1,11 @@
-package rewrite
+package jsonkit
 
 import (
 	"encoding/binary"
 	"math/bits"
 )
 
-// validJSON reports whether b is one valid JSON value (RFC 8259), with
+// Valid reports whether b is one valid JSON value (RFC 8259), with
 // optional surrounding whitespace. It accepts exactly what encoding/json's
 // Valid accepts (a fuzz test holds it to that), including invalid UTF-8
 // inside strings, and rejects nesting deeper than 10000 levels as
@@ -15,7 +15,7 @@ import (
 // agent's 50 KB body was the largest single cost: string contents, most of
 // such a body, are scanned eight bytes at a time for the three bytes that
 // matter ('"', '\\' and control characters).
-func validJSON(b []byte) bool {
+func Valid(b []byte) bool {
 	v := validator{b: b}
 	v.ws()
 	if !v.value(0) {
@@ -31,8 +31,8 @@ type validator struct {
 	b []byte
 	i int
 	// idx, when set, records the root object's members and the elements
-	// of its array members (validIndexed).
-	idx *docIndex
+	// of its array members (ValidIndexed).
+	idx *Index
 }
 
 func (v *validator) ws() {

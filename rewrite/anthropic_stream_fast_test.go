@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 )
@@ -108,7 +109,7 @@ func TestFastBlockDelta(t *testing.T) {
 	var evs []Event
 	for _, name := range []string{"stream.sse", "splice_passthrough.sse", "splice_tools.sse", "splice_followup1.sse",
 		"splice_followup2.sse", "splice_mixed.sse"} {
-		evs = append(evs, aspEvents(fixture(t, APIAnthropic, name))...)
+		evs = append(evs, aspEvents(fixture(t, Anthropic, name))...)
 	}
 	n := 0
 	for _, ev := range evs {
@@ -137,7 +138,7 @@ func FuzzFastBlockDelta(f *testing.F) {
 // event counts, in order.
 func aspTrace(s1, s2, choice []byte) string {
 	var b strings.Builder
-	sp := NewStreamSplicer(APIAnthropic)
+	sp := Anthropic.NewSplicer()
 	for i, s := range [][]byte{s1, s2} {
 		if i == 1 {
 			if len(s2) == 0 {
@@ -193,7 +194,7 @@ func aspReplyReference(s *anthropicSplicer) ([]byte, error) {
 		out := b.start
 		str := func(key string, add []byte) {
 			prev := gjson.GetBytes(out, key).Str
-			out = setTop(out, key, appendJSONString(nil, prev+string(add)))
+			out = setTop(out, key, jsonkit.AppendString(nil, prev+string(add)))
 		}
 		if b.hasText {
 			str("text", b.text)
@@ -255,7 +256,7 @@ func aspTraceBoth(s1, s2, choice []byte) (fast, slow string) {
 func aspSeeds(t testing.TB) [][]byte {
 	var streams [][]byte
 	for _, n := range []string{"splice_passthrough", "splice_tools", "splice_followup1", "splice_followup2", "splice_mixed", "stream"} {
-		streams = append(streams, fixture(t, APIAnthropic, n+".sse"))
+		streams = append(streams, fixture(t, Anthropic, n+".sse"))
 	}
 	// The continuation tests' shapes: message_start without content, a
 	// message_delta that sets content, escapes, citations, a cut tool call.
@@ -309,7 +310,7 @@ func FuzzAnthropicFastPath(f *testing.F) {
 func TestAnthropicSpliceOutputDoesNotAliasPastTheEvent(t *testing.T) {
 	// A pass-through event comes back without a copy; appending to what
 	// Feed returned must not write into the caller's buffer after it.
-	sp := NewStreamSplicer(APIAnthropic)
+	sp := Anthropic.NewSplicer()
 	_, err := sp.Feed(aspEvents([]byte(acMsgStart("m", 1)))[0])
 	require.NoError(t, err)
 	_, err = sp.Feed(aspEvents([]byte(acStart(0, `{"type":"text","text":""}`)))[0])

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
 
@@ -17,7 +18,7 @@ import (
 // Their Index is an offset into the body arr was read from.
 func oaElems(arr gjson.Result) []gjson.Result {
 	var elems []gjson.Result
-	eachElem(arr, func(_ int, v gjson.Result) bool {
+	jsonkit.EachElement(arr, func(_ int, v gjson.Result) bool {
 		elems = append(elems, v)
 		return true
 	})
@@ -44,10 +45,10 @@ func oaJoin(items [][]byte) []byte {
 // so that splicing the items keeps the body valid.
 func oaCheckItems(items [][]byte) error {
 	for i, it := range items {
-		if !validJSON(it) {
+		if !jsonkit.Valid(it) {
 			return fmt.Errorf("rewrite: item %d to insert is not valid JSON", i)
 		}
-		if _, ok := rootObject(bstr(it)); !ok {
+		if _, ok := jsonkit.RootObject(jsonkit.UnsafeString(it)); !ok {
 			return fmt.Errorf("rewrite: item %d to insert is not a JSON object", i)
 		}
 	}
@@ -68,22 +69,22 @@ func oaSpliceElems(body []byte, arr gjson.Result, elems []gjson.Result, s, e int
 	case len(items) == 0: // removal: take a separator with the elements
 		switch {
 		case s > 0:
-			return splice(body, end(elems[s-1]), end(elems[e-1]))
+			return jsonkit.Splice(body, jsonkit.ValueEnd(elems[s-1]), jsonkit.ValueEnd(elems[e-1]))
 		case e < n:
-			return splice(body, elems[0].Index, elems[e].Index)
+			return jsonkit.Splice(body, elems[0].Index, elems[e].Index)
 		}
-		return splice(body, elems[0].Index, end(elems[n-1]))
+		return jsonkit.Splice(body, elems[0].Index, jsonkit.ValueEnd(elems[n-1]))
 	case s < e:
-		return splice(body, elems[s].Index, end(elems[e-1]), ins)
+		return jsonkit.Splice(body, elems[s].Index, jsonkit.ValueEnd(elems[e-1]), ins)
 	case n == 0:
 		pos := arr.Index + 1
-		return splice(body, pos, pos, ins)
+		return jsonkit.Splice(body, pos, pos, ins)
 	case s == n:
-		pos := end(elems[n-1])
-		return splice(body, pos, pos, []byte{','}, ins)
+		pos := jsonkit.ValueEnd(elems[n-1])
+		return jsonkit.Splice(body, pos, pos, []byte{','}, ins)
 	}
 	pos := elems[s].Index
-	return splice(body, pos, pos, ins, []byte{','})
+	return jsonkit.Splice(body, pos, pos, ins, []byte{','})
 }
 
 // oaReorderElems returns body with the elements of an array rewritten as
@@ -94,11 +95,11 @@ func oaReorderElems(body []byte, elems []gjson.Result, order []int) []byte {
 	var ins []byte
 	for k, i := range order {
 		if k > 0 {
-			ins = append(ins, body[end(elems[k-1]):elems[k].Index]...)
+			ins = append(ins, body[jsonkit.ValueEnd(elems[k-1]):elems[k].Index]...)
 		}
 		ins = append(ins, elems[i].Raw...)
 	}
-	return splice(body, elems[0].Index, end(elems[len(elems)-1]), ins)
+	return jsonkit.Splice(body, elems[0].Index, jsonkit.ValueEnd(elems[len(elems)-1]), ins)
 }
 
 // oaDeleteMember returns body without the first member key of obj (a no-op
@@ -115,11 +116,11 @@ func oaDeleteMember(body []byte, obj gjson.Result, key string) []byte {
 		}
 		switch {
 		case i > 0:
-			return splice(body, end(vals[i-1]), end(vals[i]))
+			return jsonkit.Splice(body, jsonkit.ValueEnd(vals[i-1]), jsonkit.ValueEnd(vals[i]))
 		case i+1 < len(keys):
-			return splice(body, k.Index, keys[i+1].Index)
+			return jsonkit.Splice(body, k.Index, keys[i+1].Index)
 		}
-		return splice(body, k.Index, end(vals[i]))
+		return jsonkit.Splice(body, k.Index, jsonkit.ValueEnd(vals[i]))
 	}
 	return append([]byte(nil), body...)
 }
@@ -189,19 +190,19 @@ func oaMergeUsage(fu, nu gjson.Result, k oaUsageKeys) []byte {
 		return buf
 	}
 	out := fo + no
-	root, _ := rootObject(bstr(buf))
-	buf = setMember(buf, root, k.out, strconv.AppendInt(nil, out, 10))
+	root, _ := jsonkit.RootObject(jsonkit.UnsafeString(buf))
+	buf = jsonkit.SetMember(buf, root, k.out, strconv.AppendInt(nil, out, 10))
 	if _, ok := get(nu, k.total); ok {
 		in, _ := get(nu, k.in)
-		root, _ = rootObject(bstr(buf))
-		buf = setMember(buf, root, k.total, strconv.AppendInt(nil, in+out, 10))
+		root, _ = jsonkit.RootObject(jsonkit.UnsafeString(buf))
+		buf = jsonkit.SetMember(buf, root, k.total, strconv.AppendInt(nil, in+out, 10))
 	}
 	fr, frok := get(fu.Get(k.details), k.reasoning)
 	nr, nrok := get(nu.Get(k.details), k.reasoning)
 	if frok || nrok {
-		root, _ = rootObject(bstr(buf))
+		root, _ = jsonkit.RootObject(jsonkit.UnsafeString(buf))
 		if d := root.Get(k.details); d.IsObject() {
-			buf = setMember(buf, d, k.reasoning, strconv.AppendInt(nil, fr+nr, 10))
+			buf = jsonkit.SetMember(buf, d, k.reasoning, strconv.AppendInt(nil, fr+nr, 10))
 		}
 	}
 	return buf
@@ -213,16 +214,16 @@ func oaMergeUsage(fu, nu gjson.Result, k oaUsageKeys) []byte {
 // meeting an array becomes a text part. It returns nil when b adds nothing
 // (absent or null), and b's raw when a is absent or null.
 func oaMergeText(a, b gjson.Result, part string) ([]byte, error) {
-	if isNull(b) {
+	if jsonkit.IsNull(b) {
 		return nil, nil
 	}
-	if isNull(a) {
+	if jsonkit.IsNull(a) {
 		return []byte(b.Raw), nil
 	}
 	toParts := func(r gjson.Result) ([]byte, bool) {
 		switch {
 		case r.Type == gjson.String:
-			p := append([]byte(`{"type":`), jsonString(part)...)
+			p := append([]byte(`{"type":`), jsonkit.Quote(part)...)
 			p = append(p, `,"text":`...)
 			p = append(p, r.Raw...)
 			return append(p, '}'), true
@@ -257,7 +258,7 @@ func oaInnerString(arr gjson.Result) string {
 	if len(elems) == 0 {
 		return ""
 	}
-	return arr.Raw[elems[0].Index-arr.Index : end(elems[len(elems)-1])-arr.Index]
+	return arr.Raw[elems[0].Index-arr.Index : jsonkit.ValueEnd(elems[len(elems)-1])-arr.Index]
 }
 
 // oaPosErr reports a message position outside the view.

@@ -132,12 +132,12 @@ func TestAgJoinItems(t *testing.T) {
 
 // agSeedTurn seeds a TurnCodec fuzz test with api's fixtures and the given
 // small bodies and replies.
-func agSeedTurn(f *testing.F, api API, bodies, replies []string) {
-	body, err := fixtures.ReadFile("testdata/" + string(api) + "/request.json")
+func agSeedTurn(f *testing.F, api *Descriptor, bodies, replies []string) {
+	body, err := fixtures.ReadFile("testdata/" + api.Name + "/request.json")
 	if err != nil {
 		f.Fatal(err)
 	}
-	reply, err := fixtures.ReadFile("testdata/" + string(api) + "/reply.json")
+	reply, err := fixtures.ReadFile("testdata/" + api.Name + "/reply.json")
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -153,8 +153,8 @@ func agSeedTurn(f *testing.F, api API, bodies, replies []string) {
 // agFuzzTurn runs every TurnCodec method of api on a fuzzed body and reply:
 // none may panic or modify its input, and on a valid input a success gives
 // valid JSON that parses again.
-func agFuzzTurn(t *testing.T, api API, body, reply []byte, p uint8, text string, rm, mv uint8) {
-	c, tc := For(api), Turn(api)
+func agFuzzTurn(t *testing.T, api *Descriptor, body, reply []byte, p uint8, text string, rm, mv uint8) {
+	c, tc := codecFor(api), codecFor(api)
 	origBody, origReply := bytes.Clone(body), bytes.Clone(reply)
 	pos := int(p%8) - 1
 	results := []conv.ToolResult{{CallID: "id" + text, Name: "n" + text, Content: text, IsError: rm&1 == 1}, {CallID: "c", Name: "m", Content: "r"}}

@@ -1,19 +1,18 @@
-package rewrite
+package jsonkit
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/tidwall/gjson"
 )
 
-// docIndex is what validating a request body learns on the way about its
+// Index is what validating a request body learns on the way about its
 // top level: where each member of the root object is and, for array
 // members (messages, tools, system blocks, input items, contents), where
-// each element is. With it, ParseRequest reads the members it needs and
+// each element is. With it, a codec's ParseRequest reads the members it needs and
 // walks the conversation without scanning the body again: validation is the
 // only full pass.
-type docIndex struct {
+type Index struct {
 	body    string
 	members []memberSpan
 }
@@ -28,14 +27,14 @@ type memberSpan struct {
 type span struct{ start, end int }
 
 // key notes the next root member's key (the validator calls it at depth 1).
-func (d *docIndex) key(raw []byte) {
-	d.members = append(d.members, memberSpan{key: bstr(raw)})
+func (d *Index) key(raw []byte) {
+	d.members = append(d.members, memberSpan{key: UnsafeString(raw)})
 }
 
 // note records a value the validator finished: a root member's value
 // (depth 1, object) or an element of a root member that is an array
 // (depth 2, array).
-func (d *docIndex) note(depth int, close byte, start, end int) {
+func (d *Index) note(depth int, close byte, start, end int) {
 	if len(d.members) == 0 {
 		return // the root is not an object
 	}
@@ -49,26 +48,25 @@ func (d *docIndex) note(depth int, close byte, start, end int) {
 	}
 }
 
-// parseIndexed validates body like parseRoot and indexes its top level.
-func parseIndexed(body []byte) (gjson.Result, *docIndex, error) {
-	idx := &docIndex{body: bstr(body)}
+// ValidIndexed validates body as Valid does and indexes its top level in
+// the same pass. ok is false when body is not valid JSON; the index of a
+// valid body whose top level is not an object has no members. The index
+// aliases body.
+func ValidIndexed(body []byte) (idx *Index, ok bool) {
+	idx = &Index{body: UnsafeString(body)}
 	v := validator{b: body, idx: idx}
 	v.ws()
-	ok := v.value(0)
+	ok = v.value(0)
 	v.ws()
 	if !ok || v.i != len(body) {
-		return gjson.Result{}, nil, fmt.Errorf("%w: body is not valid JSON", ErrMalformed)
+		return nil, false
 	}
-	root, ok := rootObject(bstr(body))
-	if !ok {
-		return gjson.Result{}, nil, fmt.Errorf("%w: body must be a JSON object", ErrMalformed)
-	}
-	return root, idx, nil
+	return idx, true
 }
 
-// lookup fills out[i] with the root member named keys[i] (the first when a
-// key repeats), as members does on the root object.
-func (d *docIndex) lookup(keys []string, out []gjson.Result) {
+// Lookup fills out[i] with the root member named keys[i] (the first when a
+// key repeats), as Members does on the root object.
+func (d *Index) Lookup(keys []string, out []gjson.Result) {
 	for i := range d.members {
 		m := &d.members[i]
 		key := m.key
@@ -77,7 +75,7 @@ func (d *docIndex) lookup(keys []string, out []gjson.Result) {
 		}
 		for k, want := range keys {
 			if !out[k].Exists() && key == want {
-				out[k] = valueAt(d.body[m.start:m.end], 0, m.start)
+				out[k] = ValueAt(d.body[m.start:m.end], 0, m.start)
 				break
 			}
 		}
@@ -85,8 +83,8 @@ func (d *docIndex) lookup(keys []string, out []gjson.Result) {
 }
 
 // elems returns the element spans of the root member whose value is arr
-// (a result lookup returned), or nil when arr is not such an array.
-func (d *docIndex) elems(arr gjson.Result) []span {
+// (a result Lookup returned), or nil when arr is not such an array.
+func (d *Index) elems(arr gjson.Result) []span {
 	for i := range d.members {
 		if m := &d.members[i]; m.isArray && m.start == arr.Index && m.end == arr.Index+len(arr.Raw) {
 			return m.elems
@@ -95,21 +93,21 @@ func (d *docIndex) elems(arr gjson.Result) []span {
 	return nil
 }
 
-// each calls fn with each element of arr, a root array member, like
-// eachElem but from the index (eachElem itself for a nil index or any other
-// array).
-func (d *docIndex) each(arr gjson.Result, fn func(i int, v gjson.Result) bool) {
+// Each calls fn with each element of arr, a root array member, like
+// EachElement but from the index (EachElement itself for a nil index or any
+// other array).
+func (d *Index) Each(arr gjson.Result, fn func(i int, v gjson.Result) bool) {
 	if d == nil || !arr.IsArray() {
-		eachElem(arr, fn)
+		EachElement(arr, fn)
 		return
 	}
 	spans := d.elems(arr)
 	if spans == nil && len(arr.Raw) > 2 {
-		eachElem(arr, fn) // not a root member (cannot happen from lookup), or empty
+		EachElement(arr, fn) // not a root member (cannot happen from Lookup), or empty
 		return
 	}
 	for i, sp := range spans {
-		if !fn(i, valueAt(d.body[sp.start:sp.end], 0, sp.start)) {
+		if !fn(i, ValueAt(d.body[sp.start:sp.end], 0, sp.start)) {
 			return
 		}
 	}

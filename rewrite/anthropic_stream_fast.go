@@ -3,6 +3,7 @@ package rewrite
 import (
 	"bytes"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
 
@@ -131,7 +132,7 @@ func fastBlockDelta(data []byte, f *anthropicEventFields, d *asDelta) (up int64,
 		return 0, false
 	}
 
-	s := bstr(data)
+	s := jsonkit.UnsafeString(data)
 	const ts = len(`{"type":`) // the type's string
 	const te = len(`{"type":"content_block_delta"`)
 	*f = anthropicEventFields{}

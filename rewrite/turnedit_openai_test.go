@@ -3,6 +3,7 @@ package rewrite
 import (
 	"testing"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 )
@@ -88,7 +89,7 @@ func TestOASpliceElems(t *testing.T) {
 	}
 	for _, tt := range tests {
 		body := []byte(`{"a":` + tt.arr + `}`)
-		root, _ := rootObject(bstr(body))
+		root, _ := jsonkit.RootObject(jsonkit.UnsafeString(body))
 		arr := root.Get("a")
 		var items [][]byte
 		for _, s := range tt.items {
@@ -101,7 +102,7 @@ func TestOASpliceElems(t *testing.T) {
 
 func TestOAReorderAndDelete(t *testing.T) {
 	body := []byte("{\"a\": [\n  1,\n  2,\n  3\n], \"b\": 1, \"c\": 2}")
-	root, _ := rootObject(bstr(body))
+	root, _ := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	elems := oaElems(root.Get("a"))
 	require.Equal(t, "{\"a\": [\n  3,\n  1\n], \"b\": 1, \"c\": 2}", string(oaReorderElems(body, elems, []int{2, 0})))
 	require.Equal(t, "{\"a\": [\n  \n], \"b\": 1, \"c\": 2}", string(oaReorderElems(body, elems, nil)))
@@ -114,7 +115,7 @@ func TestOAReorderAndDelete(t *testing.T) {
 		require.Equal(t, want, string(oaDeleteMember(body, root, key)), key)
 	}
 	one := []byte(`{ "a" : 1 }`)
-	r1, _ := rootObject(bstr(one))
+	r1, _ := jsonkit.RootObject(jsonkit.UnsafeString(one))
 	require.Equal(t, `{  }`, string(oaDeleteMember(one, r1, "a")))
 }
 

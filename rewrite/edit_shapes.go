@@ -3,12 +3,13 @@ package rewrite
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // This file holds the view and edit helpers several codecs share: tool and
@@ -43,9 +44,9 @@ func textItems(typ string, texts []string) []byte {
 			out = append(out, ',')
 		}
 		out = append(out, `{"type":`...)
-		out = appendJSONString(out, typ)
+		out = jsonkit.AppendString(out, typ)
 		out = append(out, `,"text":`...)
-		out = appendJSONString(out, t)
+		out = jsonkit.AppendString(out, t)
 		out = append(out, '}')
 	}
 	return out
@@ -54,27 +55,26 @@ func textItems(typ string, texts []string) []byte {
 // appendToArrayMember appends items to the top-level array member key,
 // creating it when absent or null.
 func appendToArrayMember(body []byte, key string, items []byte) ([]byte, error) {
-	root, ok := rootObject(bstr(body))
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
 		return nil, errNotObject
 	}
-	arr := member(root, key)
+	arr := jsonkit.Member(root, key)
 	switch {
 	case arr.IsArray():
-		return appendItems(body, arr, items), nil
-	case isNull(arr):
-		return setMember(body, root, key, wrap('[', items, ']')), nil
+		return jsonkit.AppendElements(body, arr, items), nil
+	case jsonkit.IsNull(arr):
+		return jsonkit.SetMember(body, root, key, wrap('[', items, ']')), nil
 	}
 	return nil, fmt.Errorf("rewrite: cannot edit %s: not an array", key)
 }
 
 // setTopLevelInt sets the top-level member key to n.
 func setTopLevelInt(body []byte, key string, n int64) ([]byte, error) {
-	root, ok := rootObject(bstr(body))
-	if !ok {
+	if _, ok := jsonkit.RootObject(jsonkit.UnsafeString(body)); !ok {
 		return nil, errNotObject
 	}
-	return setMember(body, root, key, strconv.AppendInt(nil, n, 10)), nil
+	return sjson.SetBytes(body, key, n)
 }
 
 var errNotObject = fmt.Errorf("rewrite: cannot edit a body that is not a JSON object")
@@ -92,12 +92,12 @@ func wrap(open byte, b []byte, close byte) []byte {
 func lastWithRole(arr gjson.Result, key, role string, missingMatches bool) (gjson.Result, bool) {
 	var last gjson.Result
 	found := false
-	eachElem(arr, func(_ int, m gjson.Result) bool {
+	jsonkit.EachElement(arr, func(_ int, m gjson.Result) bool {
 		if !m.IsObject() {
 			return true
 		}
 		r := m.Get(key)
-		if (r.Type == gjson.String && r.Str == role) || (missingMatches && isNull(r)) {
+		if (r.Type == gjson.String && r.Str == role) || (missingMatches && jsonkit.IsNull(r)) {
 			last, found = m, true
 		}
 		return true
@@ -113,11 +113,11 @@ func appendContentParts(body []byte, msg gjson.Result, key string, parts []byte,
 	c := msg.Get(key)
 	switch {
 	case c.Type == gjson.String:
-		return splice(body, c.Index, end(c), []byte{'['}, []byte(strPrefix), []byte(c.Raw), []byte("},"), parts, []byte{']'}), nil
+		return jsonkit.Splice(body, c.Index, jsonkit.ValueEnd(c), []byte{'['}, []byte(strPrefix), []byte(c.Raw), []byte("},"), parts, []byte{']'}), nil
 	case c.IsArray():
-		return appendItems(body, c, parts), nil
-	case isNull(c):
-		return setMember(body, msg, key, wrap('[', parts, ']')), nil
+		return jsonkit.AppendElements(body, c, parts), nil
+	case jsonkit.IsNull(c):
+		return jsonkit.SetMember(body, msg, key, wrap('[', parts, ']')), nil
 	}
 	return nil, fmt.Errorf("rewrite: cannot edit message %s: unexpected type", key)
 }
@@ -125,23 +125,23 @@ func appendContentParts(body []byte, msg gjson.Result, key string, parts []byte,
 // namedTools lists the names of a tools array whose elements carry the
 // member key (elements without one, such as some built-in tools, are
 // skipped). idx, when not nil, indexes the body tools is a root member of.
-func namedTools(idx *docIndex, tools gjson.Result, key string) ([]conv.ToolDef, error) {
+func namedTools(idx *jsonkit.Index, tools gjson.Result, key string) ([]conv.ToolDef, error) {
 	var defs []conv.ToolDef
 	var err error
 	keys := []string{key}
-	idx.each(tools, func(i int, t gjson.Result) bool {
+	idx.Each(tools, func(i int, t gjson.Result) bool {
 		if !t.IsObject() {
 			err = atIndex(typeErr("", "an object"), i)
 			return false
 		}
 		var m [1]gjson.Result
-		members(t, keys, m[:])
+		jsonkit.Members(t, keys, m[:])
 		n := m[0]
 		if err = atIndex(wantString(n, key), i); err != nil {
 			return false
 		}
 		if n.Str != "" {
-			defs = append(defs, conv.ToolDef{Name: str(n)})
+			defs = append(defs, conv.ToolDef{Name: jsonkit.OwnedString(n)})
 		}
 		return true
 	})
@@ -152,10 +152,10 @@ func namedTools(idx *docIndex, tools gjson.Result, key string) ([]conv.ToolDef, 
 // of the parts whose type is typ, joined by newlines.
 func resultText(c gjson.Result, typ, key string) string {
 	if c.Type == gjson.String {
-		return str(c)
+		return jsonkit.OwnedString(c)
 	}
 	var b strings.Builder
-	eachElem(c, func(_ int, p gjson.Result) bool {
+	jsonkit.EachElement(c, func(_ int, p gjson.Result) bool {
 		if p.Get("type").Str == typ {
 			if b.Len() > 0 {
 				b.WriteByte('\n')

@@ -1,4 +1,4 @@
-package rewrite
+package jsonkit
 
 import (
 	"strings"
@@ -14,13 +14,13 @@ import (
 // with strings.IndexByte (vectorised) across string contents, and decode only
 // what the caller reads.
 //
-// They are meant for JSON already validated (a request ParseRequest
-// accepted, a reply parseReplyRoot accepted, bodies built from those). On
+// They are meant for JSON already validated (a request a codec's ParseRequest
+// accepted, a reply that passed Valid, bodies built from those). On
 // malformed input they stop early or give odd results, never panic or loop.
 
-// skipString returns the offset just past the string whose opening quote is
+// SkipString returns the offset just past the string whose opening quote is
 // at s[i], or -1 when it is not terminated.
-func skipString(s string, i int) int {
+func SkipString(s string, i int) int {
 	j := i + 1
 	for {
 		q := strings.IndexByte(s[j:], '"')
@@ -40,21 +40,21 @@ func skipString(s string, i int) int {
 	}
 }
 
-// skipValue returns the offset just past the value starting at s[i] (no
+// SkipValue returns the offset just past the value starting at s[i] (no
 // leading whitespace), or -1 when there is none.
-func skipValue(s string, i int) int {
+func SkipValue(s string, i int) int {
 	if i >= len(s) {
 		return -1
 	}
 	switch s[i] {
 	case '"':
-		return skipString(s, i)
+		return SkipString(s, i)
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(s); j++ {
 			switch s[j] {
 			case '"':
-				if j = skipString(s, j); j < 0 {
+				if j = SkipString(s, j); j < 0 {
 					return -1
 				}
 				j--
@@ -83,7 +83,7 @@ func skipValue(s string, i int) int {
 	return j
 }
 
-func skipWS(s string, i int) int {
+func SkipSpace(s string, i int) int {
 	for i < len(s) {
 		switch s[i] {
 		case ' ', '\t', '\n', '\r':
@@ -95,10 +95,10 @@ func skipWS(s string, i int) int {
 	return i
 }
 
-// valueAt returns the gjson result for the value raw found at offset off of
+// ValueAt returns the gjson result for the value raw found at offset off of
 // a container whose own offset in the document is base. Containers are not
 // decoded (gjson decodes them lazily on Get/ForEach); scalars are.
-func valueAt(raw string, base, off int) gjson.Result {
+func ValueAt(raw string, base, off int) gjson.Result {
 	var r gjson.Result
 	if raw[0] == '{' || raw[0] == '[' {
 		r = gjson.Result{Type: gjson.JSON, Raw: raw}
@@ -109,44 +109,44 @@ func valueAt(raw string, base, off int) gjson.Result {
 	return r
 }
 
-// eachElem calls fn with each element of arr and its position, stopping
+// EachElement calls fn with each element of arr and its position, stopping
 // when fn returns false. It does nothing unless arr is an array (gjson's
 // ForEach would visit an object's members, or a scalar itself). Each
 // element's Index is its offset in the document arr came from (as gjson
 // computes it).
-func eachElem(arr gjson.Result, fn func(i int, v gjson.Result) bool) {
+func EachElement(arr gjson.Result, fn func(i int, v gjson.Result) bool) {
 	if !arr.IsArray() {
 		return
 	}
 	s := arr.Raw
 	j := strings.IndexByte(s, '[') + 1
 	for n := 0; ; n++ {
-		if j = skipWS(s, j); j >= len(s) || s[j] == ']' {
+		if j = SkipSpace(s, j); j >= len(s) || s[j] == ']' {
 			return
 		}
-		end := skipValue(s, j)
+		end := SkipValue(s, j)
 		if end < 0 {
 			return
 		}
-		if !fn(n, valueAt(s[j:end], arr.Index, j)) {
+		if !fn(n, ValueAt(s[j:end], arr.Index, j)) {
 			return
 		}
-		if j = skipWS(s, end); j < len(s) && s[j] == ',' {
+		if j = SkipSpace(s, end); j < len(s) && s[j] == ',' {
 			j++
 		}
 	}
 }
 
-// eachMember calls fn with the decoded name of each member of the object
+// EachMember calls fn with the decoded name of each member of the object
 // starting at s[i] and the span of its value, in order, stopping when fn
 // returns false or at the first malformed member.
-func eachMember(s string, i int, fn func(key string, start, end int) bool) {
+func EachMember(s string, i int, fn func(key string, start, end int) bool) {
 	j := i + 1
 	for {
-		if j = skipWS(s, j); j >= len(s) || s[j] != '"' {
+		if j = SkipSpace(s, j); j >= len(s) || s[j] != '"' {
 			return
 		}
-		kend := skipString(s, j)
+		kend := SkipString(s, j)
 		if kend < 0 {
 			return
 		}
@@ -154,33 +154,33 @@ func eachMember(s string, i int, fn func(key string, start, end int) bool) {
 		if strings.IndexByte(key, '\\') >= 0 {
 			key = gjson.Parse(s[j:kend]).Str
 		}
-		if j = skipWS(s, kend); j >= len(s) || s[j] != ':' {
+		if j = SkipSpace(s, kend); j >= len(s) || s[j] != ':' {
 			return
 		}
-		j = skipWS(s, j+1)
-		end := skipValue(s, j)
+		j = SkipSpace(s, j+1)
+		end := SkipValue(s, j)
 		if end < 0 || !fn(key, j, end) {
 			return
 		}
-		if j = skipWS(s, end); j >= len(s) || s[j] != ',' {
+		if j = SkipSpace(s, end); j >= len(s) || s[j] != ',' {
 			return // the closing brace, or malformed
 		}
 		j++
 	}
 }
 
-// members fills out[i] with the member of obj named keys[i] (the first one
+// Members fills out[i] with the member of obj named keys[i] (the first one
 // when a key repeats), in one pass over obj that decodes only those values.
-func members(obj gjson.Result, keys []string, out []gjson.Result) {
+func Members(obj gjson.Result, keys []string, out []gjson.Result) {
 	if !obj.IsObject() {
 		return
 	}
 	s := obj.Raw
 	left := len(keys)
-	eachMember(s, strings.IndexByte(s, '{'), func(key string, start, end int) bool {
+	EachMember(s, strings.IndexByte(s, '{'), func(key string, start, end int) bool {
 		for i, k := range keys {
 			if !out[i].Exists() && k == key {
-				out[i] = valueAt(s[start:end], obj.Index, start)
+				out[i] = ValueAt(s[start:end], obj.Index, start)
 				left--
 				break
 			}
@@ -189,10 +189,10 @@ func members(obj gjson.Result, keys []string, out []gjson.Result) {
 	})
 }
 
-// member returns obj's first member named key (gjson's Get for a plain key,
+// Member returns obj's first member named key (gjson's Get for a plain key,
 // without decoding the members before it).
-func member(obj gjson.Result, key string) gjson.Result {
+func Member(obj gjson.Result, key string) gjson.Result {
 	var out [1]gjson.Result
-	members(obj, []string{key}, out[:])
+	Members(obj, []string{key}, out[:])
 	return out[0]
 }
