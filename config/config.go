@@ -37,9 +37,19 @@ type Config struct {
 	Intents Intents `mapstructure:"intents"`
 	// Recovery configures truncation recovery (docs/features.md).
 	Recovery Recovery `mapstructure:"recovery"`
+	// Turns bounds the upstream rounds the turn engine makes within one
+	// turn, per cause.
+	Turns Turns `mapstructure:"turns"`
 	// Features holds settings shared by the features.
 	Features Features `mapstructure:"features"`
+
+	// deprecations are the warnings Load noted for deprecated keys.
+	deprecations []string
 }
+
+// Deprecations returns a warning for each deprecated key the configuration
+// set (Load fills them; the caller logs them once at start-up).
+func (c *Config) Deprecations() []string { return c.deprecations }
 
 // Values of features.side_requests.
 const (
@@ -203,9 +213,9 @@ type Topics struct {
 	// after every cache breakpoint) or system (for models without prompt
 	// caching: it changes the cache prefix whenever the topic changes).
 	Placement string `mapstructure:"placement"`
-	// MaxFollowups: key topics.max_followups; the most follow-up requests
-	// shepherd sends upstream within one turn after answering the model's
-	// calls itself; default 4, at most 16.
+	// MaxFollowups: key topics.max_followups; deprecated alias of
+	// turns.max_followups (Load maps it there with a warning, see
+	// Deprecations); -1, the default, means unset.
 	MaxFollowups int `mapstructure:"max_followups"`
 	// Guidance: key topics.guidance; the system-prompt guidance; "" uses the
 	// built-in text.
@@ -343,4 +353,21 @@ type Recovery struct {
 	// Instruction: key recovery.instruction; the continue instruction of
 	// the instruction strategy; "" uses the built-in text.
 	Instruction string `mapstructure:"instruction"`
+}
+
+// Turns bounds, per cause, the requests the turn engine sends upstream
+// within one turn after the agent's own request. Continuations of a reply
+// cut by the output limit are bounded by recovery.max_attempts.
+type Turns struct {
+	// MaxFollowups: key turns.max_followups; the most follow-up requests
+	// after shepherd answered every call of a reply itself (claimed calls,
+	// such as create_new_topic); default 4, at most 16. The deprecated key
+	// topics.max_followups sets it too.
+	MaxFollowups int `mapstructure:"max_followups"`
+	// MaxRefusalRounds: key turns.max_refusal_rounds; the most follow-up
+	// requests after shepherd refused calls of a reply (and answered the
+	// rest), so the model can try again within the turn; default 4, at
+	// most 16. Past the bound the refusals reach the model with the next
+	// request.
+	MaxRefusalRounds int `mapstructure:"max_refusal_rounds"`
 }

@@ -52,7 +52,7 @@ func Defaults() Config {
 			Enabled:      true,
 			ToolName:     "create_new_topic",
 			Placement:    "last_user",
-			MaxFollowups: 4,
+			MaxFollowups: -1, // deprecated alias of turns.max_followups: unset
 		},
 		Intents: Intents{
 			Enabled:          SwitchAuto,
@@ -75,6 +75,10 @@ func Defaults() Config {
 		},
 		Features: Features{
 			SideRequests: SideRequestsPass,
+		},
+		Turns: Turns{
+			MaxFollowups:     4,
+			MaxRefusalRounds: 4,
 		},
 	}
 }

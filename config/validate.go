@@ -127,12 +127,13 @@ func (c *Config) Validate() error {
 	if !isToolName(c.Topics.ToolName) {
 		p.add("topics.tool_name", "%q is not a valid tool name (1-64 letters, digits, _ or -)", c.Topics.ToolName)
 	}
-	if c.Topics.MaxFollowups < 0 || c.Topics.MaxFollowups > 16 {
+	if c.Topics.MaxFollowups < -1 || c.Topics.MaxFollowups > 16 {
 		p.add("topics.max_followups", "%d is out of range: must be between 0 and 16", c.Topics.MaxFollowups)
 	}
 
 	c.Intents.validate(&p)
 	c.Recovery.validate(&p)
+	c.Turns.validate(&p)
 	c.Features.validate(&p)
 
 	if len(p) == 0 {

@@ -97,7 +97,7 @@ func NewMetrics() *Metrics {
 			Name: "shepherd_client_disconnects_total", Help: "Clients that closed their connection before their reply was complete, by route and phase (waiting_upstream, reading_reply, streaming); the upstream request was cancelled.",
 		}, []string{"route", "phase"}),
 		ledger: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shepherd_ledger_entries_total", Help: "Ledger entries replayed into requests (applied) or not found in the conversation (missed).",
+			Name: "shepherd_ledger_entries_total", Help: "Ledger entries replayed into requests (applied), not found in the conversation (missed), or of a record version this build cannot read (unreadable).",
 		}, []string{"result"}),
 		answered: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shepherd_tool_calls_answered_total", Help: "Tool calls shepherd answered itself (claimed or refused); the agent never saw them.",

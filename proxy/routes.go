@@ -23,6 +23,12 @@ type route struct {
 	streamByPath bool
 	// inspect is true when the body is a model request shepherd parses.
 	inspect bool
+	// noTurn marks a model route whose reply is no model turn (token
+	// counting): the body is only peeked for session hints, and neither the
+	// hook chain nor the turn engine runs.
+	noTurn bool
+	// notFound marks a path no upstream serves: it is answered 404.
+	notFound bool
 }
 
 var (
@@ -45,7 +51,7 @@ func buildModelRoutes() []modelRoute {
 		for i := range d.Routes {
 			r := &d.Routes[i]
 			out = append(out, modelRoute{match: r, route: route{
-				name: r.Name, provider: Provider(d.Provider), api: d, inspect: true, streamByPath: r.StreamByPath,
+				name: r.Name, provider: Provider(d.Provider), api: d, inspect: true, streamByPath: r.StreamByPath, noTurn: r.NoTurn,
 			}})
 		}
 	}
@@ -94,7 +100,7 @@ func classify(method, path []byte, hasAnthropicVersion, hasGoogKey bool) route {
 		}
 		return route{name: "passthrough", provider: ProviderOpenAI}
 	}
-	return route{name: "not_found", provider: guessProvider(path, hasAnthropicVersion, hasGoogKey)}
+	return route{name: "not_found", provider: guessProvider(path, hasAnthropicVersion, hasGoogKey), notFound: true}
 }
 
 // guessProvider picks the error shape for a request shepherd cannot route.

@@ -65,6 +65,10 @@ type Route struct {
 	// :streamGenerateContent) instead of the body's "stream" member; such a
 	// stream is a JSON array unless the query has alt=sse.
 	StreamByPath bool
+	// NoTurn is true when the route's reply is no model turn (token
+	// counting): its body is only peeked for session hints, and neither
+	// the hook chain nor the turn engine runs on it.
+	NoTurn bool
 }
 
 var (

@@ -15,7 +15,7 @@ var Descriptor = &rewrite.Descriptor{
 	ProviderErrors: true,
 	Routes: []rewrite.Route{
 		{Name: "messages", Path: "/v1/messages"},
-		{Name: "count_tokens", Path: "/v1/messages/count_tokens"},
+		{Name: "count_tokens", Path: "/v1/messages/count_tokens", NoTurn: true},
 	},
 	NewCodec:   func(views *rewrite.ViewCache) rewrite.Codec { return anthropicCodec{views: views} },
 	NewSplicer: func() rewrite.StreamSplicer { return newAnthropicSplicer() },

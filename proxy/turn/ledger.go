@@ -1,28 +1,12 @@
-package proxy
+package turn
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/shepherd-proxy/shepherd/rewrite"
-	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
-)
-
-// Ledger entry kinds. Entries are written by the turn engine and replayed on
-// every later request of the session, so the model sees each earlier turn
-// exactly as it was (design.md, principle 2).
-const (
-	// ledgerUserText: texts shepherd appended to a user turn (reminders).
-	// Anchor: that user message. Data: userTextEntry.
-	ledgerUserText = "user_text"
-	// ledgerTurn: an assistant turn whose agent copy differs from what the
-	// model produced (calls removed or reordered, follow-ups merged).
-	// Anchor: the agent's copy of the assistant message. Data: turnEntry.
-	ledgerTurn = "turn"
 )
 
 // maxLedgerEntries bounds a session's ledger; the oldest entries go first.
@@ -30,36 +14,18 @@ const (
 // e.g. a sub-agent), so the bound is what keeps the ledger finite.
 const maxLedgerEntries = 512
 
-type userTextEntry struct {
-	Texts []string `json:"texts"`
-}
-
-// turnEntry restores one assistant turn: the agent's copy of the message is
-// replaced by Items (the model's real sequence: replies, shepherd's tool
-// results, follow-up replies), and Results, shepherd's answers to calls the
-// agent never saw in the last reply of Items, are put first among the tool
-// results that follow. Tail is how many view messages Items form, so the
-// last assistant message of the sequence is at pos+Tail-1.
-type turnEntry struct {
-	// Items are JSON texts kept as strings, not json.RawMessage: encoding/json
-	// compacts and HTML-escapes raw messages ("<" becomes \u003c), which
-	// would change the bytes the model saw; a string round-trips exactly.
-	Items   []string          `json:"items"`
-	Tail    int               `json:"tail"`
-	Results []conv.ToolResult `json:"results,omitempty"`
-}
-
 // replayStats counts what a replay did, for metrics.
 type replayStats struct {
-	applied, missed int
+	applied, missed, unreadable int
 }
 
 // replayLedger rebuilds the model's view of the conversation in body (the
-// agent's copy, whose messages have anchors) from the session's ledger. Entries are
-// matched by anchor; an entry whose anchor is not in the conversation is a
-// miss (history edited or compacted, or another conversation) and is
-// skipped. Edits are applied from the last message to the first so earlier
-// positions stay valid.
+// agent's copy, whose messages have anchors) from the session's ledger.
+// Entries are matched by anchor; an entry whose anchor is not in the
+// conversation is a miss (history edited or compacted, or another
+// conversation) and is skipped, as is an entry of an unknown record version
+// (unreadable). Edits are applied from the last message to the first so
+// earlier positions stay valid.
 //
 // fresh, when not nil, is this request's own text for its newest user turn
 // (the highest position): it is applied with the first run of user-text
@@ -109,7 +75,7 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []
 		}
 		var err error
 		if out, err = tc.AppendUserTexts(out, batch); err != nil {
-			return fmt.Errorf("proxy: applying user text to %d turns: %w", len(batch), err)
+			return fmt.Errorf("turn: applying user text to %d turns: %w", len(batch), err)
 		}
 		st.applied += replayed
 		batch, replayed = batch[:0], 0
@@ -118,27 +84,31 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []
 	for _, o := range ops {
 		var err error
 		switch o.e.Kind {
-		case ledgerUserText:
+		case kindUserText:
 			var texts []string
 			if texts, err = decodeUserText(o.e.Data); err == nil {
 				batch = append(batch, rewrite.UserTexts{Pos: o.pos, Texts: texts})
 				replayed++
 				continue
 			}
-		case ledgerTurn:
-			if err = flush(); err != nil {
-				return body, st, err
-			}
-			var te turnEntry
-			if err = json.Unmarshal(o.e.Data, &te); err == nil {
-				out, err = replayTurn(tc, out, o.pos, &te)
+		case kindTurn:
+			var r turnRecord
+			if r, err = decodeTurnRecord(o.e.Data); err == nil {
+				if err = flush(); err != nil {
+					return body, st, err
+				}
+				out, err = replayTurn(tc, out, o.pos, &r)
 			}
 		default:
 			st.missed++
 			continue
 		}
+		if errors.Is(err, errRecordVersion) {
+			st.unreadable++
+			continue
+		}
 		if err != nil {
-			return body, st, fmt.Errorf("proxy: replaying %s entry at message %d: %w", o.e.Kind, o.pos, err)
+			return body, st, fmt.Errorf("turn: replaying %s entry at message %d: %w", o.e.Kind, o.pos, err)
 		}
 		st.applied++
 	}
@@ -148,31 +118,9 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []
 	return out, st, nil
 }
 
-// decodeUserText reads a userTextEntry. Entries are replayed on every
-// request of a session, one per earlier turn, so this avoids encoding/json's
-// reflection: the data is what mustJSON wrote (valid JSON, valid UTF-8), which
-// gjson decodes to the same strings.
-func decodeUserText(data []byte) ([]string, error) {
-	texts := gjson.GetBytes(data, "texts")
-	if !gjson.ValidBytes(data) || !texts.IsArray() {
-		return nil, fmt.Errorf("proxy: malformed user_text entry")
-	}
-	var out []string
-	var err error
-	texts.ForEach(func(_, v gjson.Result) bool {
-		if v.Type != gjson.String {
-			err = fmt.Errorf("proxy: malformed user_text entry")
-			return false
-		}
-		out = append(out, v.Str)
-		return true
-	})
-	return out, err
-}
-
-func replayTurn(tc rewrite.TurnCodec, body []byte, pos int, te *turnEntry) ([]byte, error) {
-	items := make([][]byte, len(te.Items))
-	for i, it := range te.Items {
+func replayTurn(tc rewrite.TurnCodec, body []byte, pos int, r *turnRecord) ([]byte, error) {
+	items := make([][]byte, len(r.Items))
+	for i, it := range r.Items {
 		items[i] = []byte(it)
 	}
 	if ac, ok := tc.(rewrite.AgentCallIDs); ok {
@@ -187,8 +135,8 @@ func replayTurn(tc rewrite.TurnCodec, body []byte, pos int, te *turnEntry) ([]by
 	if err != nil {
 		return nil, err
 	}
-	if len(te.Results) > 0 {
-		out, err = tc.PrependToolResults(out, pos+te.Tail-1, te.Results)
+	if len(r.Results) > 0 {
+		out, err = tc.PrependToolResults(out, pos+r.Tail-1, r.Results)
 	}
 	return out, err
 }
@@ -213,12 +161,4 @@ func appendLedger(s *state.Session, entries []state.LedgerEntry) {
 	if n := len(s.Ledger) - maxLedgerEntries; n > 0 {
 		s.Ledger = append(s.Ledger[:0], s.Ledger[n:]...)
 	}
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("proxy: encoding ledger entry: %v", err)) // only plain data types are encoded
-	}
-	return b
 }

@@ -1,30 +1,26 @@
-package proxy
+package turn
 
 import (
 	"time"
 
-	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
-// headerRecoveryAttempts reports, on a non-streaming reply, how many
-// continuations truncation recovery made for it.
-const headerRecoveryAttempts = "X-Shepherd-Recovery-Attempts"
-
-// Recovery results, for shepherd_recoveries_total.
+// Recovery results, for Metrics.Recovery.
 const (
-	recoveryRecovered = "recovered" // the last reply ended on its own
-	recoveryExhausted = "exhausted" // still cut after the last attempt
-	recoveryFailed    = "failed"    // a continuation request failed
+	Recovered = "recovered" // the last reply ended on its own
+	Exhausted = "exhausted" // still cut after the last attempt
+	Failed    = "failed"    // a continuation request failed
 )
 
-// recoveryState is the truncation-recovery part of a replyLoop.
-type recoveryState struct {
-	cc         rewrite.ContinueCodec // nil: the API has no recovery
-	continuing bool                  // the next reply continues the last one
-	attempts   int                   // continuations sent
-	truncated  bool                  // some reply of the turn was cut
+// recovery is the truncation-recovery state of one turn: the one place
+// that knows whether the next reply continues the last, how many
+// continuations were sent and how the turn's recovery ended.
+type recovery struct {
+	continuing bool // the next reply continues the last one
+	attempts   int  // continuations sent
+	truncated  bool // some reply of the turn was cut
 	lastStop   conv.StopReason
 	started    time.Time // when the first cut reply arrived
 	ended      bool
@@ -32,7 +28,8 @@ type recoveryState struct {
 
 // noteStop counts a reply cut by the output limit or the context window.
 func (l *replyLoop) noteStop(stop conv.StopReason) {
-	l.lastStop = stop
+	r := &l.recovery
+	r.lastStop = stop
 	var kind string
 	switch stop {
 	case conv.StopMaxTokens:
@@ -42,9 +39,9 @@ func (l *replyLoop) noteStop(stop conv.StopReason) {
 	default:
 		return
 	}
-	l.t.s.metrics.truncations.WithLabelValues(l.t.x.route.name, kind).Inc()
-	if !l.truncated {
-		l.truncated, l.started = true, time.Now()
+	l.t.e.metrics.Truncated(l.t.call.Route, kind)
+	if !r.truncated {
+		r.truncated, r.started = true, l.t.e.now()
 	}
 }
 
@@ -54,30 +51,34 @@ func (l *replyLoop) noteStop(stop conv.StopReason) {
 // request; with a raised limit after a cut tool call. A reply with no text
 // to continue is retried as it was asked. The agent's copy keeps the reply
 // without its calls, and the next reply runs on into its last text block.
-func (l *replyLoop) continueReply(cur []byte, view *conv.Reply, c *conv.Continuation) (stepResult, bool) {
+func (l *replyLoop) continueReply(cur []byte, view *conv.Reply, c *conv.Continuation) (step, bool) {
 	t := l.t
+	if t.cc == nil {
+		t.warn("building continuation failed", errNoContinuer)
+		return step{}, false
+	}
 	var remove []int
 	if c.DropCalls {
 		remove = allCalls(view)
 	}
-	items, hasText, err := l.cc.ContinuationMessages(cur, c.Prefill)
+	items, hasText, err := t.cc.ContinuationMessages(cur, c.Prefill)
 	if err != nil {
 		t.warn("building continuation failed", err)
-		return stepResult{}, false
+		return step{}, false
 	}
 	follow := l.sent
 	if hasText {
 		if !c.Prefill {
-			instr, err := l.cc.UserTextMessage(c.Instruction)
+			instr, err := t.cc.UserTextMessage(c.Instruction)
 			if err != nil {
 				t.warn("building continuation failed", err)
-				return stepResult{}, false
+				return step{}, false
 			}
 			items = append(items, instr)
 		}
 		if follow, err = t.tc.AppendMessages(l.sent, items); err != nil {
 			t.warn("building continuation failed", err)
-			return stepResult{}, false
+			return step{}, false
 		}
 		edited, err := t.tc.EditReply(cur, remove, nil)
 		if err == nil {
@@ -85,35 +86,36 @@ func (l *replyLoop) continueReply(cur []byte, view *conv.Reply, c *conv.Continua
 		}
 		if err != nil {
 			t.warn("merging replies failed", err)
-			return stepResult{}, false
+			return step{}, false
 		}
 		l.items = append(l.items, items...)
-		l.continuing = true
+		l.recovery.continuing = true
 	} else {
 		// Nothing to continue (the limit cut the reply's only call): ask
 		// again; the agent's copy and the model's history skip this reply.
-		l.continuing = l.agentCopy != nil
+		l.recovery.continuing = l.agentCopy != nil
 	}
 	if c.MaxOutputTokens > 0 {
 		if follow, err = t.codec.ApplyEdits(follow, conv.RequestEdits{SetMaxOutputTokens: c.MaxOutputTokens}); err != nil {
 			t.warn("raising the output limit failed", err)
-			return stepResult{}, false
+			return step{}, false
 		}
-		t.x.call.OutputLimit = c.MaxOutputTokens
+		t.call.OutputLimit = c.MaxOutputTokens
 	}
+	l.outcome.continued(view, remove, hasText)
 	l.changed = true
 	l.sent = follow
-	l.attempts++
-	t.x.call.Recoveries++
-	return stepResult{remove: remove, follow: follow, cont: true}, true
+	l.recovery.attempts++
+	t.call.Recoveries++
+	return step{remove: remove, follow: follow, cont: true}, true
 }
 
 // cutCalls returns the tool calls of a reply still cut by the output limit
 // after the last attempt that the agent would otherwise get: every call not
 // already removed. Only with recovery on (the API has a continue codec and
-// the chain a recovery hook: call.Recoveries counts its attempts).
+// a chain the recovery hook: call.Recoveries counts its attempts).
 func (l *replyLoop) cutCalls(view *conv.Reply, removed []int) []int {
-	if l.cc == nil || !l.t.s.recovery || view.Stop != conv.StopMaxTokens {
+	if l.t.cc == nil || !l.t.e.recovery || view.Stop != conv.StopMaxTokens {
 		return nil
 	}
 	gone := map[int]bool{}
@@ -131,7 +133,7 @@ func (l *replyLoop) cutCalls(view *conv.Reply, removed []int) []int {
 
 // withoutCalls is the model's history of a reply whose calls were cut.
 func (l *replyLoop) withoutCalls(cur []byte) ([][]byte, error) {
-	items, _, err := l.cc.ContinuationMessages(cur, false)
+	items, _, err := l.t.cc.ContinuationMessages(cur, false)
 	return items, err
 }
 
@@ -143,38 +145,38 @@ func allCalls(view *conv.Reply) []int {
 	return out
 }
 
-// countFollowUp counts a request the engine sent upstream within the turn.
-func (l *replyLoop) countFollowUp(cont bool) {
-	m, route := l.t.s.metrics, l.t.x.route.name
+// countSent counts a request the engine sent upstream within the turn.
+func (l *replyLoop) countSent(cont bool) {
+	l.outcome.rounds++
 	if cont {
-		m.recoveryAttempts.WithLabelValues(route).Inc()
+		l.outcome.continuations++
+		l.t.e.metrics.Continuation(l.t.call.Route)
 		return
 	}
-	m.followups.WithLabelValues(route).Inc()
+	l.t.e.metrics.FollowUp(l.t.call.Route)
 }
 
 // endRecovery records, once per turn, how recovery went: metrics, and the
 // session's counters (applied with the turn's other effects).
 func (l *replyLoop) endRecovery(failed bool) {
-	if l.ended || !l.truncated {
+	r := &l.recovery
+	if r.ended || !r.truncated {
 		return
 	}
-	l.ended = true
-	if l.attempts == 0 {
+	r.ended = true
+	if r.attempts == 0 {
 		return // nothing was tried (recovery off, or a context-window stop)
 	}
-	result := recoveryRecovered
+	result := Recovered
 	switch {
 	case failed:
-		result = recoveryFailed
-	case l.lastStop == conv.StopMaxTokens:
-		result = recoveryExhausted
+		result = Failed
+	case r.lastStop == conv.StopMaxTokens:
+		result = Exhausted
 	}
-	m, route := l.t.s.metrics, l.t.x.route.name
-	m.recoveries.WithLabelValues(route, result).Inc()
-	m.recoveryAdded.WithLabelValues(route).Observe(time.Since(l.started).Seconds())
-	attempts := int64(l.attempts)
-	recovered := result == recoveryRecovered
+	l.t.e.metrics.Recovery(l.t.call.Route, result, l.t.e.now().Sub(r.started))
+	attempts := int64(r.attempts)
+	recovered := result == Recovered
 	l.t.effects = append(l.t.effects, func(s *state.Session) {
 		s.Recovery.Truncated++
 		s.Recovery.Attempts += attempts

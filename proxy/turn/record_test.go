@@ -1,4 +1,4 @@
-package proxy
+package turn
 
 import (
 	"encoding/json"
@@ -7,17 +7,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// decodeUserText reads back exactly what mustJSON wrote, escapes and all.
+// decodeUserText reads back exactly what encodeRecord wrote, escapes and all.
 func TestDecodeUserTextRoundTrip(t *testing.T) {
 	for _, texts := range [][]string{
 		{"<system-reminder>Active topic: x</system-reminder>"},
 		{"a \"quoted\" \\ back\nslash", "é ☃ \u2028 <&>", ""},
 		{"bad utf-8: \xff\xfe"},
 	} {
-		data := mustJSON(userTextEntry{Texts: texts})
+		data := encodeRecord(newUserTextRecord(texts))
 		got, err := decodeUserText(data)
 		require.NoError(t, err)
-		var want userTextEntry
+		var want userTextRecord
 		require.NoError(t, json.Unmarshal(data, &want))
 		require.Equal(t, want.Texts, got)
 	}
