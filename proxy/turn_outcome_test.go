@@ -17,6 +17,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/anthropic"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
@@ -73,7 +74,7 @@ func TestTurnOutcomeJSONAndStream(t *testing.T) {
 	cfg.Admin.Listen = ""
 	rec := &outcomes{}
 	f := &Features{
-		chains:     map[*rewrite.Descriptor]*hooks.Chain{rewrite.Anthropic: hooks.NewChain(outcomePolicy{}, rec)},
+		chains:     map[*rewrite.Descriptor]*hooks.Chain{anthropic.Descriptor: hooks.NewChain(outcomePolicy{}, rec)},
 		failClosed: map[*rewrite.Descriptor]bool{},
 		recovery:   true,
 	}

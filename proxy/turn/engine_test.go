@@ -14,6 +14,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/anthropic"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
@@ -159,7 +160,7 @@ func newFixture(t *testing.T, limits Limits) *fixture {
 // whose follow-ups get more.
 func (f *fixture) run(t *testing.T, first string, more ...string) (*scriptWriter, *scriptSender) {
 	t.Helper()
-	codec := rewrite.Anthropic.Codec()
+	codec := anthropic.Descriptor.Codec()
 	view, err := codec.ParseRequest([]byte(agentRequest))
 	require.NoError(t, err)
 	cc, _ := rewrite.Continuer(codec)
@@ -277,7 +278,7 @@ func TestOutcomeTruncationContinuation(t *testing.T) {
 // and saves what it changed.
 func TestOutcomeOnFailure(t *testing.T) {
 	f := newFixture(t, Limits{MaxFollowups: 4, MaxRefusalRounds: 4})
-	codec := rewrite.Anthropic.Codec()
+	codec := anthropic.Descriptor.Codec()
 	view, err := codec.ParseRequest([]byte(agentRequest))
 	require.NoError(t, err)
 	tn, _ := f.e.Begin(context.Background(), Request{

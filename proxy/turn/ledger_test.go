@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/anthropic"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
@@ -50,7 +50,7 @@ func TestDecodeRecordUnknownVersion(t *testing.T) {
 // A v0 turn entry in a stored ledger replays as it always did; an entry of
 // an unknown version is skipped and counted, and the rest still applies.
 func TestReplayLedgerV0AndUnknown(t *testing.T) {
-	codec := rewrite.Anthropic.Codec()
+	codec := anthropic.Descriptor.Codec()
 	tc := codec
 	body := []byte(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"ok"}]},{"role":"user","content":"next"}]}`)
 	view, err := codec.ParseRequest(body)
