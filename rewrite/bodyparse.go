@@ -71,6 +71,8 @@ func ParseReplyRoot(body []byte) (gjson.Result, error) {
 // Field type checks. Each returns nil when r is absent or null, and an error
 // wrapping ErrMalformed naming field when r has another type.
 
+// WantString returns nil when r is absent, null or a string, else a TypeError
+// naming field (wrapping ErrMalformed).
 func WantString(r gjson.Result, field string) error {
 	if jsonkit.IsNull(r) || r.Type == gjson.String {
 		return nil
@@ -78,6 +80,8 @@ func WantString(r gjson.Result, field string) error {
 	return TypeError(field, "a string")
 }
 
+// WantBool returns nil when r is absent, null or a boolean, else a TypeError
+// naming field (wrapping ErrMalformed).
 func WantBool(r gjson.Result, field string) error {
 	if jsonkit.IsNull(r) || r.Type == gjson.True || r.Type == gjson.False {
 		return nil
@@ -85,6 +89,8 @@ func WantBool(r gjson.Result, field string) error {
 	return TypeError(field, "a boolean")
 }
 
+// WantNumber returns nil when r is absent, null or a number, else a TypeError
+// naming field (wrapping ErrMalformed).
 func WantNumber(r gjson.Result, field string) error {
 	if jsonkit.IsNull(r) || r.Type == gjson.Number {
 		return nil
@@ -92,6 +98,8 @@ func WantNumber(r gjson.Result, field string) error {
 	return TypeError(field, "a number")
 }
 
+// WantArray returns nil when r is absent, null or an array, else a TypeError
+// naming field (wrapping ErrMalformed).
 func WantArray(r gjson.Result, field string) error {
 	if jsonkit.IsNull(r) || r.IsArray() {
 		return nil
@@ -99,6 +107,8 @@ func WantArray(r gjson.Result, field string) error {
 	return TypeError(field, "an array")
 }
 
+// WantObject returns nil when r is absent, null or an object, else a TypeError
+// naming field (wrapping ErrMalformed).
 func WantObject(r gjson.Result, field string) error {
 	if jsonkit.IsNull(r) || r.IsObject() {
 		return nil
@@ -116,7 +126,7 @@ func WantStringOrArray(r gjson.Result, field string) error {
 
 // fieldError is a malformed-body error naming the offending field. Parsers
 // create it with a name relative to what they parse and callers prefix
-// their own member name or element index as it propagates (at, atIndex), so
+// their own member name or element index as it propagates (at, AtIndex), so
 // field names are only formatted when a body is rejected.
 type fieldError struct{ field, want string }
 
@@ -158,7 +168,7 @@ func joinField(prefix, field string) string {
 }
 
 // JoinTexts joins texts with a blank line, the separator every codec uses
-// when it appends to existing prose.
+// SideIf it appends to existing prose.
 func JoinTexts(texts []string) string { return strings.Join(texts, "\n\n") }
 
 // SuffixText returns what to append to existing prose orig: each text with a

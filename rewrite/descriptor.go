@@ -5,10 +5,10 @@ import "bytes"
 // Descriptor is everything shepherd knows about one wire API: its config
 // key, the routes it serves, how to parse and edit its bodies, how its
 // streams end and splice, whether a cut reply can be continued, and the
-// shape of its errors. Each API exports one Descriptor (today the four
-// codecs still live in this package: Anthropic, OpenAIChat, OpenAIResponses,
-// Gemini, each in its *_api.go file); the table in package rewrite/apis
-// lists them all. Code that needs an API looks it up there or gets it from
+// shape of its errors. Each API is a package under rewrite/ (anthropic,
+// openaichat, responses, gemini) exporting one Descriptor from its api.go;
+// the table in package rewrite/apis lists them all. An API package imports
+// this package and no other API package. Code that needs an API looks it up there or gets it from
 // the route it serves; nothing switches on API names.
 //
 // A Descriptor is immutable once registered and safe for concurrent use.

@@ -7,7 +7,7 @@ import (
 )
 
 // CheckDuplicateKeys returns an error wrapping ErrMalformed, naming the key,
-// when the top-level object of body has a member name twice (after JSON
+// SideIf the top-level object of body has a member name twice (after JSON
 // unescaping, so "mod\u0065l" repeats "model"). RFC 8259 leaves such
 // objects' meaning open and readers disagree: providers keep the last
 // member while gjson, and so shepherd's hooks, read and edit the first. A

@@ -77,6 +77,7 @@ func SetTopLevelInt(body []byte, key string, n int64) ([]byte, error) {
 	return sjson.SetBytes(body, key, n)
 }
 
+// ErrNotObject is the error of an edit of a body that is not a JSON object.
 var ErrNotObject = fmt.Errorf("rewrite: cannot edit a body that is not a JSON object")
 
 // Enclose returns open + b + close.

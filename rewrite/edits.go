@@ -8,7 +8,7 @@ import (
 )
 
 // EditOps are one API's primitives for the edits of conv.RequestEdits.
-// applyEdits runs them in the order the Codec contract fixes.
+// ApplyEdits runs them in the order the Codec contract fixes.
 type EditOps struct {
 	// RenderTool appends one tool definition in the API's shape to dst.
 	RenderTool func(dst []byte, t conv.ToolSpec, params []byte) []byte

@@ -10,7 +10,7 @@ import (
 )
 
 // wantFingerprint is what RequestFingerprint must return: ParseRequest's
-// fingerprint, "" when ParseRequest fails.
+// Fingerprint, "" when ParseRequest fails.
 func wantFingerprint(c Codec, body []byte) string {
 	v, err := c.ParseRequest(body)
 	if err != nil {

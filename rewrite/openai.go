@@ -7,10 +7,10 @@ import (
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
-// This file holds what Chat Completions and Responses share besides the
-// turn edits (turnedit_openai.go): shepherd's own errors in OpenAI's error shape, shared by
-// Chat Completions and Responses; each other API renders its own in its
-// *_api.go file.
+// This file holds what the Chat Completions and Responses packages share
+// besides the turn edits (turnedit_openai.go): shepherd's own errors in
+// OpenAI's error shape and the role mapping; each other API renders its
+// errors in its own package (api.go).
 
 // OpenAIErrorType maps an HTTP status to the OpenAI error.type.
 func OpenAIErrorType(status int) string {

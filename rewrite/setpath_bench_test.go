@@ -11,7 +11,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
-// handSetTopLevelInt is the hand-written top-level set setTopLevelInt
+// handSetTopLevelInt is the hand-written top-level set SetTopLevelInt
 // used before it moved to sjson, kept to compare the two.
 func handSetTopLevelInt(body []byte, key string, n int64) ([]byte, error) {
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
@@ -22,7 +22,7 @@ func handSetTopLevelInt(body []byte, key string, n int64) ([]byte, error) {
 }
 
 // BenchmarkSetTopLevel compares the hand-written top-level set with sjson
-// (what setMaxKey, setTopLevelInt and agSetTopMember use) on an agent-sized
+// (what SetMaxKey, SetTopLevelInt and BlocksSetTopMember use) on an agent-sized
 // request. sjson was as fast or faster, so top-level sets use it; nested
 // sets keep jsonkit.SetMember, which edits at an offset already found.
 func BenchmarkSetTopLevel(b *testing.B) {

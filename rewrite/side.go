@@ -49,6 +49,8 @@ func FirstSide(kinds ...string) string {
 	return ""
 }
 
+// SideIf returns kind when cond holds, else "": one clause of a codec's
+// SideRequest, combined with FirstSide.
 func SideIf(cond bool, kind string) string {
 	if cond {
 		return kind

@@ -120,7 +120,7 @@ func (r *Reader) Reset(src io.Reader) {
 // Next returns the next event. At the end of the stream it returns io.EOF;
 // if the stream ends inside an event (no terminating blank line), that
 // partial event is returned first, with its fields parsed from the lines
-// present and Raw holding the remaining bytes, and io.EOF comes on the next
+// IsPresent and Raw holding the remaining bytes, and io.EOF comes on the next
 // call. A read error other than io.EOF is returned as is, with an empty
 // Event; the bytes of an unfinished event are dropped. An event longer than
 // the size limit gives an error wrapping ErrEventTooLarge. After an error,
@@ -249,6 +249,8 @@ func (r *Reader) line(s, e int) {
 	// retry and unknown fields only live in Raw.
 }
 
+// BOM is the UTF-8 byte order mark a stream may start with (the SSE
+// reader skips it; JSON stream decoders must too).
 var BOM = []byte("\xef\xbb\xbf")
 
 // event builds the Event for buf[start:pos].

@@ -13,7 +13,7 @@ import (
 // implementations share: positional edits of a conversation array, the
 // reordering of a reply's content list, and token-count arithmetic.
 
-// BlocksConversation returns, for a valid request body (parseTrustedRoot), its top-level object
+// BlocksConversation returns, for a valid request body (ParseTrustedRoot), its top-level object
 // and the conversation array member key (messages, contents). The array
 // must exist: positional edits need it.
 func BlocksConversation(body []byte, key string) (root, arr gjson.Result, err error) {

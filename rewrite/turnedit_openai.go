@@ -57,7 +57,7 @@ func OpenAICheckItems(items [][]byte) error {
 
 // OpenAISpliceElems returns body with the elements [s, e) of arr replaced by
 // items (s == e inserts before element s; e == len(elems) may append). elems
-// must be oaElems(arr), and 0 <= s <= e <= len(elems). Whitespace around
+// must be OpenAIElems(arr), and 0 <= s <= e <= len(elems). Whitespace around
 // untouched elements is kept; removing every element leaves the array's
 // inner whitespace.
 func OpenAISpliceElems(body []byte, arr gjson.Result, elems []gjson.Result, s, e int, items [][]byte) []byte {

@@ -27,7 +27,7 @@ type UserTurnLocator interface {
 	UserTurnElems(body []byte) (elems []gjson.Result, run func(pos int) (first, end int, err error), err error)
 }
 
-// ErrNoBatch tells appendUserTexts to apply the batch one by one (a body
+// ErrNoBatch tells AppendUserTextsBatched to apply the batch one by one (a body
 // whose conversation has no separate elements, e.g. a Responses string
 // input).
 var ErrNoBatch = errors.New("rewrite: no batched edit for this body")

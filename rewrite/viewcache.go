@@ -21,7 +21,7 @@ import (
 // Entries are context-free. The one part of an element's view that depends
 // on the elements before it, the tool name of a tool result whose wire form
 // has only the call id, is left empty in the entry and resolved per request
-// (viewResolver). Digests are kept per resolution: an entry's digest is
+// (ViewResolver). Digests are kept per resolution: an entry's digest is
 // reused only when its tool results resolve to the same names again.
 //
 // A ViewCache is owned by whoever parses requests (the proxy server builds
@@ -41,13 +41,15 @@ const DefaultViewCacheBytes = 64 << 20
 
 // ViewParser tags the element parser an entry came from, so that the same
 // bytes parsed by two codecs are two entries. Each parser declares its own
-// tag (newViewParser) next to its code: a pointer, so that keys compare
+// tag (NewViewParser) next to its code: a pointer, so that keys compare
 // and hash as cheaply as a small integer and no list of parsers exists.
 type ViewParser *viewParserTag
 
 // viewParserTag names a parser (for debugging; identity is the pointer).
 type viewParserTag struct{ name string }
 
+// NewViewParser returns a new parser tag named name (for debugging): each
+// API declares one per element parser, once, at package level.
 func NewViewParser(name string) ViewParser { return &viewParserTag{name: name} }
 
 type viewKey struct {

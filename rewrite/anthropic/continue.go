@@ -12,7 +12,7 @@ import (
 )
 
 // This file holds the Anthropic ContinueCodec (truncation recovery); the
-// streaming side is in anthropic_splice.go.
+// streaming side is in splice.go.
 //
 // Anthropic rejects text blocks that are empty or whitespace only in a
 // request, so ContinuationMessages leaves those out; and it rejects a final

@@ -241,7 +241,7 @@ func reframe(raw, data, newData, name []byte) []byte {
 }
 
 // renumber returns ev with its index digits replaced by n (ev.raw itself
-// when they are n already).
+// SideIf they are n already).
 func renumber(ev *asEvent, n int) []byte {
 	if digitsEqual(ev.data[ev.idxStart:ev.idxEnd], n) {
 		return ev.raw

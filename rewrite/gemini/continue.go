@@ -61,7 +61,7 @@ func geminiKindOf(p gjson.Result) geminiPartKind {
 // after it, whitespace-only text or anything else, are dropped). hasText
 // reports whether a non-thought text part with non-empty text remains;
 // without one items is nil (also for a reply without parts, as Gemini sends
-// when thinking used up the output limit).
+// SideIf thinking used up the output limit).
 func (geminiCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte, bool, error) {
 	root, err := rewrite.ParseReplyRoot(reply)
 	if err != nil {

@@ -726,7 +726,7 @@ func mergeGeminiUsage(acc, u []byte) []byte {
 // stream's responseId), and
 //   - drops the continuation's thought parts, and every chunk left without
 //     parts by that;
-//   - when open, passes its first run of text parts (see gemini_continue.go:
+//   - when open, passes its first run of text parts (see continue.go:
 //     the run starts at the first text part and ends at the next part that
 //     is neither text nor thought, or at the terminal chunk) through a
 //     SeamFilter built from tail: a part whose text the filter holds is

@@ -410,7 +410,7 @@ func TestGeminiSplicerMalformed(t *testing.T) {
 }
 
 // A terminal chunk with text and a call: the text goes at once, the call
-// at Release, finishReason and usage at Finish.
+// AtField Release, finishReason and usage at Finish.
 func TestGeminiSplicerMixedTerminal(t *testing.T) {
 	data := `{"candidates":[{"content":{"parts":[{"text":"ok"},{"functionCall":{"name":"f","args":{}},"thoughtSignature":"U0lH"}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":4,"totalTokenCount":7},"modelVersion":"m","responseId":"r"}`
 	sp := Descriptor.NewSplicer()

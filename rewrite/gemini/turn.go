@@ -12,7 +12,7 @@ import (
 // This file holds the Gemini TurnCodec. Model parts are never rebuilt: a
 // functionCall part moves or goes whole, with the thoughtSignature beside
 // it. Only the first candidate of a reply is used or edited (the one
-// ParseReply views). See anthropic_turn.go for the conventions on no-op
+// ParseReply views). See rewrite/anthropic/turn.go for the conventions on no-op
 // calls and errors.
 
 var _ rewrite.TurnCodec = geminiCodec{}
@@ -99,7 +99,7 @@ func (geminiCodec) ReplaceMessages(body []byte, pos int, items [][]byte) ([]byte
 }
 
 // geminiContentAt returns the contents array, its elements and the content
-// at pos.
+// AtField pos.
 func geminiContentAt(body []byte, pos int) (gjson.Result, []gjson.Result, gjson.Result, error) {
 	_, arr, err := rewrite.BlocksConversation(body, "contents")
 	if err != nil {

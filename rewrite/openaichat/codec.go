@@ -24,7 +24,7 @@ func (c chatCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	return parseChatRequest(c.views, body, false)
 }
 
-// FingerprintRequest returns ParseRequest's Fingerprint (fingerprinter).
+// FingerprintRequest returns ParseRequest's Fingerprint (Fingerprinter).
 func (c chatCodec) FingerprintRequest(body []byte) (string, error) {
 	req, err := parseChatRequest(c.views, body, true)
 	if err != nil {

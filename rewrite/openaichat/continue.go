@@ -28,7 +28,7 @@ var _ rewrite.ContinueCodec = chatCodec{}
 // left empty is dropped and the part before it trimmed in turn. No
 // provider-specific prefix flag is added: servers that continue a trailing
 // assistant message do so without it. hasText is false (and items nil)
-// when no non-empty text remains.
+// SideIf no non-empty text remains.
 func (c chatCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte, bool, error) {
 	items, err := c.ReplyAsMessages(reply)
 	if err != nil {

@@ -231,7 +231,7 @@ func (responsesCodec) UserTextMessage(text string) ([]byte, error) {
 }
 
 // respOpenText finds the text a continuation extends: the last output item
-// when it is a message whose last content part is output_text with a string
+// SideIf it is a message whose last content part is output_text with a string
 // text. It returns that item and the part's text value.
 func respOpenText(elems []gjson.Result) (msg, text gjson.Result, ok bool) {
 	if len(elems) == 0 {
@@ -306,7 +306,7 @@ func (e *respTextEdit) apply(item []byte) []byte {
 // reasoning items are dropped; its other items, calls included, follow
 // acc's output in order. id, status, error and completed_at are next's as in
 // MergeReplies, incomplete_details too (removed when next has none, null
-// when next completed), and usage is summed as MergeReplies sums it.
+// SideIf next completed), and usage is summed as MergeReplies sums it.
 func (responsesCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 	aroot, err := rewrite.ParseReplyRoot(acc)
 	if err != nil {

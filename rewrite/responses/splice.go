@@ -527,7 +527,7 @@ type respEdit struct {
 }
 
 // applyRespEdits returns data with each edit's value replaced (data itself
-// when nothing changes).
+// SideIf nothing changes).
 func applyRespEdits(data []byte, edits []respEdit) []byte {
 	slices.SortFunc(edits, func(a, b respEdit) int { return a.at.Index - b.at.Index })
 	changed := false

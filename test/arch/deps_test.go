@@ -62,3 +62,39 @@ func TestDependencyRules(t *testing.T) {
 		}
 	}
 }
+
+// apiPackages returns the wire API packages: the packages directly under
+// rewrite/ that build on package rewrite, except the table rewrite/apis.
+func apiPackages(all map[string][]string) map[string]bool {
+	apis := map[string]bool{}
+	for pkg, ds := range all {
+		rest, ok := strings.CutPrefix(pkg, "/rewrite/")
+		if !ok || strings.Contains(rest, "/") || pkg == "/rewrite/apis" {
+			continue
+		}
+		for _, d := range ds {
+			if d == "/rewrite" {
+				apis[pkg] = true
+			}
+		}
+	}
+	return apis
+}
+
+// An API package under rewrite/ imports no other API package: what two APIs
+// share lives in package rewrite, so each API can be read, changed and
+// added on its own.
+func TestAPIPackagesAreIndependent(t *testing.T) {
+	all := deps(t)
+	apis := apiPackages(all)
+	if len(apis) < 4 {
+		t.Fatalf("found %d wire API packages under rewrite/, want at least 4: %v", len(apis), apis)
+	}
+	for pkg := range apis {
+		for _, d := range all[pkg] {
+			if apis[d] {
+				t.Errorf("API package %s depends on API package %s: share code through package rewrite instead", pkg, d)
+			}
+		}
+	}
+}
