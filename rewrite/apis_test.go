@@ -12,5 +12,5 @@ import (
 // init hands the API packages' descriptors to package rewrite's own tests
 // (see export_test.go).
 func init() {
-	rewrite.SetTestAPIs(apis.All(), anthropic.Descriptor, responses.Descriptor, openaichat.Descriptor, gemini.Descriptor)
+	rewrite.SetTestAPIs(apis.All(), anthropic.Descriptor, openaichat.Descriptor, responses.Descriptor, gemini.Descriptor)
 }

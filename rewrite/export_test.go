@@ -6,28 +6,18 @@ package rewrite
 var (
 	// allAPIs is every API of the table rewrite/apis, in its order.
 	allAPIs []*Descriptor
-	// Gemini is the descriptor of package rewrite/gemini.
-	Gemini *Descriptor
-	// OpenAIChat is the descriptor of package rewrite/openaichat.
-	OpenAIChat *Descriptor
-	// OpenAIResponses is the descriptor of package rewrite/responses.
-	OpenAIResponses *Descriptor
-	// Anthropic is the descriptor of package rewrite/anthropic.
-	Anthropic *Descriptor
-	// movedRounds are the longConversation rounds of the APIs whose codecs
-	// live in packages of their own.
-	movedRounds = map[*Descriptor]func(i int, id string) []string{}
+	// The descriptors of packages rewrite/anthropic, rewrite/openaichat,
+	// rewrite/responses and rewrite/gemini, for tests that name an API.
+	Anthropic, OpenAIChat, OpenAIResponses, Gemini *Descriptor
 )
 
 // SetTestAPIs sets the descriptors this package's tests run on: all, the
-// table of rewrite/apis, and the APIs those tests name.
-func SetTestAPIs(all []*Descriptor, anthropic *Descriptor, responses *Descriptor, openaichat *Descriptor, gemini *Descriptor) {
-	OpenAIChat = openaichat
-	movedRounds[openaichat] = chatRound
-	OpenAIResponses = responses
-	movedRounds[responses] = responsesRound
-	Anthropic = anthropic
-	movedRounds[anthropic] = anthropicRound
-	allAPIs, Gemini = all, gemini
-	movedRounds[gemini] = geminiRound
+// table of rewrite/apis, and the four APIs those tests name.
+func SetTestAPIs(all []*Descriptor, anthropic, openaichat, responses, gemini *Descriptor) {
+	allAPIs = all
+	Anthropic, OpenAIChat, OpenAIResponses, Gemini = anthropic, openaichat, responses, gemini
+	rounds[anthropic] = anthropicRound
+	rounds[openaichat] = chatRound
+	rounds[responses] = responsesRound
+	rounds[gemini] = geminiRound
 }

@@ -31,22 +31,10 @@ func userTurns(t testing.TB, api *Descriptor, body []byte, last bool) []int {
 	return out
 }
 
-// conversationRounds is implemented by every codec in its test file: the
-// elements of round i of a long conversation (user text, assistant call(s)
-// with id, tool result(s)).
-type conversationRounds interface {
-	round(i int, id string) []string
-}
-
-// roundsOf returns round of api's codec, or for a codec in a package of
-// its own (whose test methods this package cannot see) its entry in
-// movedRounds.
-func roundsOf(api *Descriptor) func(i int, id string) []string {
-	if r, ok := codecFor(api).(conversationRounds); ok {
-		return r.round
-	}
-	return movedRounds[api]
-}
+// rounds holds, for each API, the elements of round i of a long
+// conversation (user text, assistant call(s) with id, tool result(s));
+// SetTestAPIs fills it.
+var rounds = map[*Descriptor]func(i int, id string) []string{}
 
 // geminiRound is one round of a Gemini longConversation.
 func geminiRound(i int, id string) []string {
@@ -62,7 +50,7 @@ func longConversation(api *Descriptor, n int) []byte {
 	sep := []string{",", ", ", ",\n  "}
 	for i := range n {
 		id := fmt.Sprintf("c%d", i)
-		els = append(els, roundsOf(api)(i, id)...)
+		els = append(els, rounds[api](i, id)...)
 	}
 	var b strings.Builder
 	for i, e := range els {
