@@ -58,15 +58,6 @@ func decodeSSE(t *testing.T, c Codec, stream []byte) ([]StreamEvent, *conv.Reply
 	return first, firstReply
 }
 
-// kinds lists the kinds of events, for compact assertions.
-func kinds(evs []StreamEvent) []EventKind {
-	out := make([]EventKind, len(evs))
-	for i, e := range evs {
-		out[i] = e.Kind
-	}
-	return out
-}
-
 // isSubsequence reports whether every byte of a appears in b in order: what
 // an edit made only of insertions leaves behind.
 func isSubsequence(a, b []byte) bool {

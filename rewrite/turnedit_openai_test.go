@@ -8,66 +8,6 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// oaCheckTurn runs a TurnCodec edit of in and checks the contract every one
-// shares: the input is not modified, the output is valid JSON, the edit is
-// deterministic, and the output does not alias the input. It returns the
-// output, or the error (with a nil output).
-func oaCheckTurn(t *testing.T, in []byte, edit func([]byte) ([]byte, error)) ([]byte, error) {
-	t.Helper()
-	orig := append([]byte(nil), in...)
-	out, err := edit(in)
-	require.Equal(t, orig, in, "the input must not be modified")
-	if err != nil {
-		return nil, err
-	}
-	require.True(t, gjson.ValidBytes(out), "invalid JSON:\n%s", out)
-	again, err := edit(append([]byte(nil), orig...))
-	require.NoError(t, err)
-	require.Equal(t, out, again, "edits must be deterministic")
-	if len(out) > 0 && len(in) > 0 && &out[0] == &in[0] {
-		// A no-op edit may return its input itself, as ApplyEdits does.
-		require.Equal(t, len(in), len(out))
-		return out, nil
-	}
-	keep := append([]byte(nil), out...)
-	for i := range in {
-		in[i] = 'X'
-	}
-	require.Equal(t, keep, out, "the output must not alias the input")
-	copy(in, orig)
-	return out, nil
-}
-
-// oaCheckItemsOut checks items the same way: not aliasing the input.
-func oaCheckItemsOut(t *testing.T, in []byte, conv func([]byte) ([][]byte, error)) ([][]byte, error) {
-	t.Helper()
-	orig := append([]byte(nil), in...)
-	items, err := conv(in)
-	require.Equal(t, orig, in, "the input must not be modified")
-	if err != nil {
-		return nil, err
-	}
-	keep := make([][]byte, len(items))
-	for i, it := range items {
-		require.True(t, gjson.ValidBytes(it), "invalid JSON item:\n%s", it)
-		keep[i] = append([]byte(nil), it...)
-	}
-	for i := range in {
-		in[i] = 'X'
-	}
-	require.Equal(t, keep, items, "items must not alias the input")
-	copy(in, orig)
-	return items, nil
-}
-
-func oaStrs(items [][]byte) []string {
-	out := make([]string, len(items))
-	for i, it := range items {
-		out[i] = string(it)
-	}
-	return out
-}
-
 func TestOASpliceElems(t *testing.T) {
 	tests := []struct {
 		arr   string
