@@ -3,7 +3,7 @@ package config
 import (
 	"path/filepath"
 
-	"github.com/shepherd-proxy/shepherd/config/policy"
+	"github.com/shepherd-proxy/shepherd/hooks/intents/policy"
 )
 
 func (in *Intents) validate(p *problems) {

@@ -67,9 +67,11 @@ var legacySlots = []struct {
 	fields []string
 	// whole: the slot is the field's value itself, not an object of fields.
 	whole bool
+	// note: the field that was the slot's listing note (see Noter).
+	note string
 }{
-	{slot: "topics", fields: []string{"topic", "chapters"}},
-	{slot: "intents", fields: []string{"intent", "audit"}},
+	{slot: "topics", fields: []string{"topic", "chapters"}, note: "topic"},
+	{slot: "intents", fields: []string{"intent", "audit"}, note: "intent"},
 	{slot: "recovery", fields: []string{"recovery"}, whole: true},
 }
 
@@ -98,7 +100,12 @@ func decodeLegacyRecord(raw []byte, s *Session) error {
 				return err
 			}
 		}
-		s.SetSlot(ls.slot, &RawSlot{V: 0, Data: data})
+		raw := &RawSlot{V: 0, Data: data}
+		if ls.note != "" {
+			// The active topic and intent were plain strings.
+			_ = json.Unmarshal(values[ls.note], &raw.Noted)
+		}
+		s.SetSlot(ls.slot, raw)
 	}
 	return nil
 }
