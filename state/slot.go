@@ -128,6 +128,18 @@ func (s Slots) notes() map[string]string {
 	return out
 }
 
+// Note is the note of the slot called name ("" when s or the slot is nil or
+// the slot has none): another hook's short public summary of its state.
+func (s *Session) Note(name string) string {
+	if s == nil {
+		return ""
+	}
+	if n, ok := s.Slots[name].(Noter); ok {
+		return n.Note()
+	}
+	return ""
+}
+
 // SetSlot stores v as the slot called name (nil removes it).
 func (s *Session) SetSlot(name string, v Slot) {
 	if v == nil {
