@@ -3,9 +3,9 @@ package proxy
 import (
 	"time"
 
+	"github.com/shepherd-proxy/shepherd/hooks/recovery"
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
-	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // headerRecoveryAttempts reports, on a non-streaming reply, how many
@@ -175,11 +175,5 @@ func (l *replyLoop) endRecovery(failed bool) {
 	m.recoveryAdded.WithLabelValues(route).Observe(time.Since(l.started).Seconds())
 	attempts := int64(l.attempts)
 	recovered := result == recoveryRecovered
-	l.t.effects = append(l.t.effects, func(s *state.Session) {
-		s.Recovery.Truncated++
-		s.Recovery.Attempts += attempts
-		if recovered {
-			s.Recovery.Recovered++
-		}
-	})
+	l.t.effects = append(l.t.effects, recovery.CountTurn(attempts, recovered))
 }
