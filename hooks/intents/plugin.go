@@ -42,7 +42,7 @@ func (c *Config) Provision(env hooks.Env) (hooks.Plugin, error) {
 		}
 	}
 	return &plugin{
-		cfg: c, log: env.Log, m: m, sources: c.PolicySources(env.WorkDir),
+		auto: c.Enabled == hooks.SwitchAuto, log: env.Log, m: m, sources: c.PolicySources(env.WorkDir),
 		opts: Options{
 			AlwaysAllowed: c.AlwaysAllowed,
 			Exempt:        exempt,
@@ -58,7 +58,7 @@ func (c *Config) Provision(env hooks.Env) (hooks.Plugin, error) {
 
 // plugin is the provisioned intents feature.
 type plugin struct {
-	cfg     *Config
+	auto    bool // intents.enabled auto: an API without a policy file gets no hook
 	log     *zap.Logger
 	m       *metrics
 	sources map[string]PolicySource // by API key
@@ -82,7 +82,7 @@ func (p *plugin) Hook(api hooks.API) (hooks.Hook, error) {
 	if h, ok := p.built[src]; ok {
 		return h, nil
 	}
-	if p.cfg.Enabled == hooks.SwitchAuto {
+	if p.auto {
 		if _, err := os.Stat(src.File); err != nil {
 			return nil, nil
 		}

@@ -33,7 +33,8 @@ func (s *State) SlotVersion() int { return SlotVersion }
 func (s *State) CloneSlot() state.Slot { c := *s; return &c }
 
 // Of returns the recovery slot of sess: nil when it has none, an error when
-// the stored slot cannot be read (an unknown version, bad JSON).
+// the stored slot cannot be read (an unknown version, bad JSON). Decoding a
+// stored slot caches the result in sess (state.SlotAs).
 func Of(sess *state.Session) (*State, error) {
 	return state.SlotAs(sess, Name, decodeSlot)
 }

@@ -68,7 +68,8 @@ func (s *State) Active() string {
 }
 
 // Of returns the topics slot of sess: nil when it has none, an error when
-// the stored slot cannot be read (an unknown version, bad JSON).
+// the stored slot cannot be read (an unknown version, bad JSON). Decoding a
+// stored slot caches the result in sess (state.SlotAs).
 func Of(sess *state.Session) (*State, error) {
 	return state.SlotAs(sess, Name, decodeSlot)
 }
