@@ -109,3 +109,31 @@ func decodeLegacyRecord(raw []byte, s *Session) error {
 	}
 	return nil
 }
+
+// UnmarshalJSON reads a summary of any version: one stored before slots
+// (no "notes") carried the active topic and intent at the top level, which
+// become the notes of the slots they moved to (see legacySlots).
+func (s *Summary) UnmarshalJSON(b []byte) error {
+	type plain Summary
+	var v struct {
+		plain
+		Topic  string `json:"topic"`
+		Intent string `json:"intent"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*s = Summary(v.plain)
+	for slot, note := range map[string]string{"topics": v.Topic, "intents": v.Intent} {
+		if note == "" {
+			continue
+		}
+		if s.Notes == nil {
+			s.Notes = map[string]string{}
+		}
+		if _, ok := s.Notes[slot]; !ok {
+			s.Notes[slot] = note
+		}
+	}
+	return nil
+}
