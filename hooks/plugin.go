@@ -41,7 +41,8 @@ type Section interface {
 	// these tools alone (Env.Owned).
 	OwnedTools() []string
 	// Provision builds the feature from the validated section, or returns
-	// (nil, nil) when the section turns it off.
+	// (nil, nil) when the section turns it off. Its errors (and those of
+	// the plug-in's Hook) name the feature or the key at fault.
 	Provision(env Env) (Plugin, error)
 }
 

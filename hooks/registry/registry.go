@@ -84,8 +84,8 @@ type Plugins struct {
 }
 
 // Provision builds the features s enables. Each gets env, with Owned set to
-// the tools the other enabled features own. On error, the features already
-// provisioned are closed.
+// the tools the other enabled features own. On error (each feature's errors
+// name it or its keys), the features already provisioned are closed.
 func Provision(s *Sections, env hooks.Env) (*Plugins, error) {
 	entries := s.List()
 	ps := &Plugins{}
@@ -99,7 +99,7 @@ func Provision(s *Sections, env hooks.Env) (*Plugins, error) {
 		}
 		p, err := e.Section.Provision(fe)
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("%s: %w", e.Name, err), ps.Close())
+			return nil, errors.Join(err, ps.Close())
 		}
 		if p != nil {
 			ps.names = append(ps.names, e.Name)
@@ -112,10 +112,10 @@ func Provision(s *Sections, env hooks.Env) (*Plugins, error) {
 // Chain builds api's chain: each feature's hook for it, in chain order.
 func (ps *Plugins) Chain(api hooks.API) (*hooks.Chain, error) {
 	var hs []hooks.Hook
-	for i, p := range ps.plugins {
+	for _, p := range ps.plugins {
 		h, err := p.Hook(api)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", ps.names[i], err)
+			return nil, err
 		}
 		if h != nil {
 			hs = append(hs, h)

@@ -1,6 +1,8 @@
 package topics
 
 import (
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shepherd-proxy/shepherd/hooks"
@@ -81,7 +83,7 @@ func (c *Config) Provision(env hooks.Env) (hooks.Plugin, error) {
 		Name: "shepherd_topic_changes_total", Help: "create_new_topic calls accepted (new chapters opened).",
 	})
 	if err := env.Metrics.Register(changes); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("topics: registering metrics: %w", err)
 	}
 	return plugin{New(Options{
 		ToolName: c.ToolName, Placement: c.Placement,
