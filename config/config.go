@@ -49,9 +49,19 @@ type Config struct {
 	// would lose the per-key environment variables, the unknown-key check
 	// and the single list of problems.
 	registry.Sections `mapstructure:",squash"`
+	// Turns bounds the upstream rounds the turn engine makes within one
+	// turn, per cause.
+	Turns Turns `mapstructure:"turns"`
 	// Features holds settings shared by the features.
 	Features Features `mapstructure:"features"`
+
+	// deprecations are the warnings Load noted for deprecated keys.
+	deprecations []string
 }
+
+// Deprecations returns a warning for each deprecated key the configuration
+// set (Load fills them; the caller logs them once at start-up).
+func (c *Config) Deprecations() []string { return c.deprecations }
 
 // Values of features.side_requests.
 const (
@@ -212,3 +222,20 @@ const (
 	SwitchOn   = hooks.SwitchOn
 	SwitchOff  = hooks.SwitchOff
 )
+
+// Turns bounds, per cause, the requests the turn engine sends upstream
+// within one turn after the agent's own request. Continuations of a reply
+// cut by the output limit are bounded by recovery.max_attempts.
+type Turns struct {
+	// MaxFollowups: key turns.max_followups; the most follow-up requests
+	// after shepherd answered every call of a reply itself (claimed calls,
+	// such as create_new_topic); default 4, at most 16. The deprecated key
+	// topics.max_followups sets it too.
+	MaxFollowups int `mapstructure:"max_followups"`
+	// MaxRefusalRounds: key turns.max_refusal_rounds; the most follow-up
+	// requests after shepherd refused calls of a reply (and answered the
+	// rest), so the model can try again within the turn; default 4, at
+	// most 16. Past the bound the refusals reach the model with the next
+	// request.
+	MaxRefusalRounds int `mapstructure:"max_refusal_rounds"`
+}

@@ -56,5 +56,9 @@ func Defaults() Config {
 		Features: Features{
 			SideRequests: SideRequestsPass,
 		},
+		Turns: Turns{
+			MaxFollowups:     4,
+			MaxRefusalRounds: 4,
+		},
 	}
 }

@@ -69,6 +69,9 @@ func Load(opts LoadOptions) (*Config, error) {
 		return nil, decodeError(err)
 	}
 	normalize(&c)
+	if err := c.mapDeprecated(); err != nil {
+		return nil, err
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

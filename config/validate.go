@@ -122,6 +122,7 @@ func (c *Config) Validate() error {
 	for _, hp := range c.Sections.Validate() {
 		p = append(p, Problem(hp))
 	}
+	c.Turns.validate(&p)
 	c.Features.validate(&p)
 
 	if len(p) == 0 {

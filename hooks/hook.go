@@ -232,6 +232,7 @@ func (c *Chain) RunReply(ctx context.Context, call *Call, reply *conv.Reply) (Re
 				continue
 			}
 			decided[cd.CallIndex] = true
+			cd.Hook = h.Name()
 			out.Calls = append(out.Calls, cd)
 		}
 		out.MoveFirst = append(out.MoveFirst, d.MoveFirst...)

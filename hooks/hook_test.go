@@ -92,8 +92,8 @@ func TestChainReplyReverseOrderFirstDecisionWins(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"reply:b", "reply:a"}, log, "reply hooks run in reverse order")
 	require.Equal(t, []conv.CallDecision{
-		{CallIndex: 0, Verdict: conv.Claim, Result: "b claims"},
-		{CallIndex: 1, Verdict: conv.Claim, Result: "a claims"},
+		{CallIndex: 0, Verdict: conv.Claim, Result: "b claims", Hook: "b"},
+		{CallIndex: 1, Verdict: conv.Claim, Result: "a claims", Hook: "a"},
 	}, d.Calls, "b ran first and decided call 0; conv.Pass decides nothing")
 	require.Equal(t, []int{2, 1}, d.MoveFirst)
 }

@@ -117,7 +117,7 @@ func TestDuplicateTopLevelKeyRefused(t *testing.T) {
 		up := newRecordingUpstream(t)
 		addr := startTrustProxy(t, up, func(c *config.Config) { c.Topics.Enabled = hooks })
 		for _, api := range trustAPIs() {
-			key := map[string]string{"anthropic": "messages", "chat": "messages", "responses": "input", "gemini": "contents"}[api.name]
+			key := api.d.HistoryPath() // the body's last member
 			i := strings.Index(api.body, `"`+key+`"`)
 			j := strings.LastIndex(api.body, "}")
 			member := api.body[i:j]

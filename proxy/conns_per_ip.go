@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
-
-	"github.com/shepherd-proxy/shepherd/rewrite"
 )
 
 // perIPListener caps the connections open at once from one client address
@@ -76,7 +74,7 @@ func remoteIP(c net.Conn) netip.Addr {
 // before a request is read; error.message is where every supported API's
 // clients look.
 var connLimitResponse = func() []byte {
-	body := rewrite.For(rewrite.APIOpenAIChat).ErrorBody(fasthttp.StatusTooManyRequests,
+	body := errorAPI(ProviderOpenAI).ErrorBody(fasthttp.StatusTooManyRequests,
 		"too many open connections from this address (limits.max_conns_per_ip)")
 	return []byte("HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
 		strconv.Itoa(len(body)) + "\r\n\r\n" + string(body))

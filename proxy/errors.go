@@ -100,5 +100,5 @@ func writeErrorStatus(ctx *fasthttp.RequestCtx, p Provider, status int, msg stri
 	ctx.Response.Reset()
 	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json")
-	ctx.SetBody(rewrite.For(errorAPI(p)).ErrorBody(status, msg))
+	ctx.SetBody(errorAPI(p).ErrorBody(status, msg))
 }

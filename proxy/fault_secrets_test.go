@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +21,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/logging"
 	"github.com/shepherd-proxy/shepherd/state"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // Sentinel credentials: each is sent in one credential position and must
@@ -115,8 +115,7 @@ func refusalRequests(path string, maxBody int) map[string]string {
 // (credentials included), "hang" accepts and never answers.
 func faultUpstream(t *testing.T, mode string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	ln := kit.Listen(t)
 	var wg sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 	wg.Add(1)
@@ -148,11 +147,7 @@ func faultUpstream(t *testing.T, mode string) string {
 // closedPort returns an address nothing listens on.
 func closedPort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
+	return "http://" + kit.FreeAddr(t)
 }
 
 // driveEveryPath sends, with every sentinel credential, a valid request per
@@ -169,8 +164,8 @@ func driveEveryPath(t *testing.T, h *harness, maxBody int) {
 		_ = resp
 	}
 	addr := strings.TrimPrefix(h.URL, "http://")
-	for _, path := range []string{"/v1/messages", "/v1/chat/completions", "/v1beta/models/g:generateContent"} {
-		for _, req := range refusalRequests(path+"?key="+secretQueryKey, maxBody) {
+	for _, d := range kit.Drivers() {
+		for _, req := range refusalRequests(d.Path("g", false)+"?key="+secretQueryKey, maxBody) {
 			rawRoundTrip(t, addr, req)
 		}
 	}
@@ -274,10 +269,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 // TestSecretsNeverReachRedis drives the same paths against a live Redis
 // store and scans every key and value shepherd wrote.
 func TestSecretsNeverReachRedis(t *testing.T) {
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		t.Skip("REDIS_URL not set")
-	}
+	url := kit.RedisURL(t)
 	const maxBody = 64 << 10
 	prefix := fmt.Sprintf("shepherd-secrets-%d", time.Now().UnixNano())
 	store, err := state.NewRedis(state.RedisOptions{URL: url, Timeout: time.Second, KeyPrefix: prefix, TTL: time.Hour})

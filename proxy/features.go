@@ -13,6 +13,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/hooks/registry"
 	"github.com/shepherd-proxy/shepherd/logging"
 	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/apis"
 )
 
 // Features is what the proxy runs between agent and provider: the plug-ins
@@ -21,12 +22,12 @@ import (
 // BuildFeatures and closed at shutdown.
 type Features struct {
 	plugins *registry.Plugins
-	chains  map[rewrite.API]*hooks.Chain
+	chains  map[*rewrite.Descriptor]*hooks.Chain
 }
 
 // wireAPIs are the APIs that get a chain. Their names are also their
 // configuration keys (hooks.API.Key, as in intents.routes).
-var wireAPIs = []rewrite.API{rewrite.APIAnthropic, rewrite.APIOpenAIChat, rewrite.APIOpenAIResponses, rewrite.APIGemini}
+var wireAPIs = apis.All()
 
 // BuildFeatures provisions the features cfg enables (hooks/registry, in
 // chain order) and builds each wire API's chain from them. The features
@@ -34,9 +35,6 @@ var wireAPIs = []rewrite.API{rewrite.APIAnthropic, rewrite.APIOpenAIChat, rewrit
 // the tests build features only through it.
 func BuildFeatures(cfg *config.Config, m *Metrics, log *zap.Logger) (*Features, error) {
 	log = logging.Redacting(log) // nil gives a no-op logger
-	// The view cache is process-wide (keyed by content, so servers can
-	// share it); the latest configuration sets its size.
-	rewrite.SetViewCacheBytes(cfg.Limits.ViewCacheBytes)
 	wd, err := os.Getwd()
 	if err != nil {
 		return nil, fmt.Errorf("proxy: features: working directory: %w", err)
@@ -49,25 +47,15 @@ func BuildFeatures(cfg *config.Config, m *Metrics, log *zap.Logger) (*Features, 
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
-	f := &Features{plugins: plugins, chains: map[rewrite.API]*hooks.Chain{}}
+	f := &Features{plugins: plugins, chains: map[*rewrite.Descriptor]*hooks.Chain{}}
 	for _, api := range wireAPIs {
-		c, err := plugins.Chain(hooks.API{Key: string(api), Continues: canContinue(api)})
+		c, err := plugins.Chain(hooks.API{Key: api.Name, Continues: api.CanContinue()})
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("proxy: %w", err), f.Close())
 		}
 		f.chains[api] = c
 	}
 	return f, nil
-}
-
-// canContinue reports whether api's codec and stream splicer support
-// truncation recovery.
-func canContinue(api rewrite.API) bool {
-	if _, ok := rewrite.Continuer(api); !ok {
-		return false
-	}
-	_, ok := rewrite.NewStreamSplicer(api).(rewrite.ContinueSplicer)
-	return ok
 }
 
 // recovers reports whether some chain may ask for continuations.
@@ -84,7 +72,7 @@ func (f *Features) recovers() bool {
 }
 
 // chain returns the chain of api (an empty chain for a nil Features).
-func (f *Features) chain(api rewrite.API) *hooks.Chain {
+func (f *Features) chain(api *rewrite.Descriptor) *hooks.Chain {
 	if f == nil {
 		return nil
 	}
@@ -95,7 +83,7 @@ func (f *Features) chain(api rewrite.API) *hooks.Chain {
 // state: a hook of it fails closed (hooks.FailClosed), so a request whose
 // session cannot be loaded still runs the chain (on an empty session)
 // rather than passing through.
-func (f *Features) failsClosed(api rewrite.API) bool { return f.chain(api).FailsClosed() }
+func (f *Features) failsClosed(api *rewrite.Descriptor) bool { return f.chain(api).FailsClosed() }
 
 // Reports returns the features' readiness reports (hooks.Reporter).
 func (f *Features) Reports() []registry.Report {

@@ -41,7 +41,7 @@ func TestForwardEventsAllocs(t *testing.T) {
 			src.Reset(stream)
 			r.Reset(src)
 			crlfSeen := false
-			gone, err := forwardEvents(r, w, rewrite.APIAnthropic, true, &crlfSeen)
+			gone, err := forwardEvents(r, w, routeNamed("messages").api, true, &crlfSeen)
 			if gone || err != nil {
 				t.Fatalf("forwardEvents: gone=%v err=%v", gone, err)
 			}

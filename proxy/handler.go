@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/proxy/turn"
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
@@ -44,88 +45,166 @@ type exchange struct {
 	// watch notices the client leaving while the upstream is waited on;
 	// the stream writer takes it over from the handler.
 	watch *clientWatch
+	// turnIO holds a turn's writer and sender, so that they cost no
+	// allocation of their own.
+	turnIO struct {
+		json   turnJSON
+		stream turnStream
+		sender upstreamSender
+	}
 }
 
-// handle proxies one request.
+// handle proxies one request, in steps: admit it, read its body, inspect
+// it, identify its session, begin its turn, forward it upstream, respond.
+// Each step that answers the request itself returns false.
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	x := exchange{start: time.Now()}
 	x.requestID = s.requestID(ctx)
-	h := &ctx.Request.Header
-	x.route = classifyHeader(h, ctx.Path())
+	x.route = classifyHeader(&ctx.Request.Header, ctx.Path())
+	if !s.admit(ctx, &x) {
+		return
+	}
+	body, ok := s.readBody(ctx, &x)
+	if !ok {
+		return
+	}
+	in, ok := s.inspect(ctx, &x, body)
+	if !ok {
+		return
+	}
+	s.identify(ctx, &x, &in)
+	t, body, ok := s.startTurn(ctx, &x, &in, body)
+	if !ok {
+		return
+	}
+	x.watch = s.watchClient(ctx, x.route.name)
+	defer func() { x.watch.stop() }() // nil once a stream's writer owns it
+	if !s.forward(ctx, &x, body) {
+		return
+	}
+	s.respond(ctx, &x, &in, t)
+}
+
+// admit refuses what shepherd does not serve: a protocol upgrade, a path
+// no upstream serves.
+func (s *Server) admit(ctx *fasthttp.RequestCtx, x *exchange) bool {
 	if refuseUpgrade(ctx, x.route.provider) {
-		s.finish(ctx, &x, fasthttp.StatusUpgradeRequired)
-		return
+		s.finish(ctx, x, fasthttp.StatusUpgradeRequired)
+		return false
 	}
-	if x.route.name == "not_found" {
-		s.finish(ctx, &x, writeError(ctx, x.route.provider, errNotFound))
-		return
+	if x.route.notFound {
+		s.finish(ctx, x, writeError(ctx, x.route.provider, errNotFound))
+		return false
 	}
-	up := s.upstreams[x.route.provider]
-	body, berr := requestBody(ctx, x.route, s.cfg.Limits.MaxBodyBytes)
-	if berr != nil {
-		s.finish(ctx, &x, writeError(ctx, x.route.provider, berr))
-		return
-	}
+	return true
+}
 
-	// With hooks, the request is parsed into the full view they read;
-	// without, only validated and peeked for the session hints.
-	var view *conv.Request
-	var hints *rewrite.SessionHints
-	fingerprint := func() (string, bool) { return "", false }
-	if x.route.inspect {
-		x.codec = rewrite.For(x.route.api)
-		if s.features.chain(x.route.api).Empty() || x.route.name == "count_tokens" {
-			hs, err := rewrite.PeekRequest(x.route.api, body)
-			if err != nil {
-				s.finish(ctx, &x, writeError(ctx, x.route.provider, err))
-				return
-			}
-			hints = &hs
-			// Without hooks there is no state to keep: an opening request
-			// (no fingerprint yet) gets no session.
-			fingerprint = func() (string, bool) { return rewrite.RequestFingerprint(x.codec, body), false }
-		} else {
-			v, err := x.codec.ParseRequest(body)
-			if err != nil {
-				s.finish(ctx, &x, writeError(ctx, x.route.provider, err))
-				return
-			}
-			view = v
-			if x.call.Side = s.sideRequest(x.codec, body); x.call.Side != "" {
-				s.metrics.sideRequests.WithLabelValues(x.route.name, x.call.Side).Inc()
-			}
-			hints = &rewrite.SessionHints{Stream: v.Stream, MetadataUserID: v.MetadataUserID, PromptCacheKey: v.PromptCacheKey}
-			fingerprint = func() (string, bool) { return v.Fingerprint, v.Fingerprint == "" && v.Opening() }
+// readBody returns the request body, decoded, within the body limit.
+func (s *Server) readBody(ctx *fasthttp.RequestCtx, x *exchange) ([]byte, bool) {
+	body, err := requestBody(ctx, x.route, s.cfg.Limits.MaxBodyBytes)
+	if err != nil {
+		s.finish(ctx, x, writeError(ctx, x.route.provider, err))
+		return nil, false
+	}
+	return body, true
+}
+
+// inspection is what the handler learnt from a model request's body.
+type inspection struct {
+	// view is the full request view the hooks read; nil when no hook runs
+	// (the body was only validated and peeked) or the route is no model
+	// route.
+	view     *conv.Request
+	hints    rewrite.SessionHints
+	hasHints bool // false on pass-through routes
+	codec    rewrite.Codec
+	body     []byte
+}
+
+// fingerprint is the conversation's fingerprint, for a session id, and
+// whether the request opens a conversation (no fingerprint yet). Without
+// hooks there is no state to keep: such an opening request gets no session.
+func (in *inspection) fingerprint() (string, bool) {
+	switch {
+	case in.view != nil:
+		return in.view.Fingerprint, in.view.Fingerprint == "" && in.view.Opening()
+	case in.hasHints:
+		return rewrite.RequestFingerprint(in.codec, in.body), false
+	}
+	return "", false
+}
+
+// stream reports whether the request asked for a streamed reply.
+func (in *inspection) stream() bool { return in.hasHints && in.hints.Stream }
+
+// inspect parses a model request: into the full view when hooks will read
+// it, otherwise only validated and peeked for the session hints.
+func (s *Server) inspect(ctx *fasthttp.RequestCtx, x *exchange, body []byte) (inspection, bool) {
+	in := inspection{body: body}
+	if !x.route.inspect {
+		return in, true
+	}
+	x.codec = x.route.api.NewCodec(s.views)
+	in.codec = x.codec
+	if x.route.noTurn || s.features.chain(x.route.api).Empty() {
+		hs, err := rewrite.PeekRequest(x.route.api, body)
+		if err != nil {
+			s.finish(ctx, x, writeError(ctx, x.route.provider, err))
+			return in, false
 		}
-		if x.route.streamByPath {
-			hints.Stream = true
-			if view != nil {
-				view.Stream = true
-			}
+		in.hints, in.hasHints = hs, true
+	} else {
+		v, err := x.codec.ParseRequest(body)
+		if err != nil {
+			s.finish(ctx, x, writeError(ctx, x.route.provider, err))
+			return in, false
+		}
+		in.view = v
+		if x.call.Side = s.sideRequest(x.codec, body); x.call.Side != "" {
+			s.metrics.sideRequests.WithLabelValues(x.route.name, x.call.Side).Inc()
+		}
+		in.hints, in.hasHints = rewrite.SessionHints{Stream: v.Stream, MetadataUserID: v.MetadataUserID, PromptCacheKey: v.PromptCacheKey}, true
+	}
+	if x.route.streamByPath {
+		in.hints.Stream = true
+		if in.view != nil {
+			in.view.Stream = true
 		}
 	}
+	return in, true
+}
 
+// identify fills in who the request is from: route, tenant and session.
+func (s *Server) identify(ctx *fasthttp.RequestCtx, x *exchange, in *inspection) {
 	x.call.Route = x.route.name
 	x.call.RequestID = x.requestID
 	x.call.Tenant = tenantOf(&ctx.Request)
-	sid, src := resolveSession(h, s.cfg.Session.Header, hints, fingerprint)
-	x.call.SessionID = sid
-	x.sessionSource = src
-
-	// The hook chain and the turn engine serve model requests whose reply
-	// they can rewrite: JSON, and SSE streams of APIs with a stream splicer.
-	// Gemini's JSON-array stream (no ?alt=sse) and count_tokens requests
-	// (no reply to run hooks on) pass through untouched.
-	var t *turn
-	if view != nil && s.turnServes(ctx, &x, view) {
-		var short bool
-		if t, body, short = s.prepareTurn(ctx, &x, view, body); short {
-			return
-		}
+	var hints *rewrite.SessionHints
+	if in.hasHints {
+		hints = &in.hints
 	}
+	x.call.SessionID, x.sessionSource = resolveSession(&ctx.Request.Header, s.cfg.Session.Header, hints, in.fingerprint)
+}
 
-	x.watch = s.watchClient(ctx, x.route.name)
-	defer func() { x.watch.stop() }() // nil once a stream's writer owns it
+// startTurn hands the request to the turn engine when it can serve the
+// reply: model requests whose reply it can rewrite (JSON, and SSE streams
+// of APIs with a stream splicer). Gemini's JSON-array stream (no ?alt=sse)
+// and token counting (no reply to run hooks on) pass through untouched.
+// It returns the turn (nil: pass through) and the body to send upstream;
+// false when a hook answered the request.
+func (s *Server) startTurn(ctx *fasthttp.RequestCtx, x *exchange, in *inspection, body []byte) (*turn.Turn, []byte, bool) {
+	if in.view == nil || !s.turnServes(ctx, x, in.view) {
+		return nil, body, true
+	}
+	t, out, short := s.beginTurn(ctx, x, in.view, body)
+	return t, out, !short
+}
+
+// forward sends the request upstream and waits for the response headers;
+// false when the request is answered (the client left, the upstream
+// failed).
+func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange, body []byte) bool {
+	up := s.upstreams[x.route.provider]
 	upReq := fasthttp.AcquireRequest()
 	x.upResp = fasthttp.AcquireResponse()
 	prepareUpstreamRequest(upReq, &ctx.Request, up, body, x.route.inspect)
@@ -142,8 +221,8 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	}
 	if x.watch.left() {
 		fasthttp.ReleaseResponse(x.upResp)
-		s.abandon(ctx, &x)
-		return
+		s.abandon(ctx, x)
+		return false
 	}
 	if err != nil {
 		fasthttp.ReleaseResponse(x.upResp)
@@ -151,44 +230,51 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.metrics.upstreamErrors.WithLabelValues(x.route.name, upstreamErrorKind(cerr)).Inc()
 		s.log.Warn("upstream request failed", zap.String("request_id", x.requestID),
 			zap.String("route", x.route.name), zap.String("kind", upstreamErrorKind(cerr)), zap.Error(err))
-		s.finish(ctx, &x, writeError(ctx, x.route.provider, cerr))
-		return
+		s.finish(ctx, x, writeError(ctx, x.route.provider, cerr))
+		return false
 	}
+	return true
+}
 
+// respond hands the upstream's response to the client: through the turn
+// engine when a turn runs (streamed or whole), otherwise as it comes (an
+// SSE stream event by event, a body of unknown length chunk by chunk when
+// the request asked to stream or the route is a pass-through, else whole).
+func (s *Server) respond(ctx *fasthttp.RequestCtx, x *exchange, in *inspection, t *turn.Turn) {
 	copyResponseHeaders(&ctx.Response, x.upResp)
-	s.setShepherdHeaders(ctx, &x)
-	if sid != "" && x.route.inspect && t == nil && src != sourceOpening && x.call.Side == "" {
-		s.recorder.touch(state.Key{Tenant: x.call.Tenant, Session: sid})
+	s.setShepherdHeaders(ctx, x)
+	if x.call.SessionID != "" && x.route.inspect && t == nil && x.sessionSource != sourceOpening && x.call.Side == "" {
+		s.recorder.touch(state.Key{Tenant: x.call.Tenant, Session: x.call.SessionID})
 	}
 
 	status := x.upResp.StatusCode()
 	switch isSSE := bytes.HasPrefix(x.upResp.Header.ContentType(), eventStream); {
 	case isSSE && t != nil:
 		x.watch.reading(phaseStreaming)
-		t.streamTurn(ctx)
+		s.streamTurn(ctx, x, t)
 		x.watch = nil
 	case isSSE:
 		x.watch.reading(phaseStreaming)
-		s.streamEvents(ctx, &x)
+		s.streamEvents(ctx, x)
 		x.watch = nil
-	case x.upResp.Header.ContentLength() < 0 && (hints != nil && hints.Stream || x.route.name == "passthrough"):
+	case x.upResp.Header.ContentLength() < 0 && (in.stream() || !x.route.inspect):
 		x.watch.reading(phaseStreaming)
-		s.streamChunks(ctx, &x)
+		s.streamChunks(ctx, x)
 		x.watch = nil
 	case t != nil:
-		if err := t.finishJSON(x.upResp); err != nil {
-			s.replyFailed(ctx, &x, err)
+		if err := s.runJSONTurn(ctx, x, t); err != nil {
+			s.replyFailed(ctx, x, err)
 			return
 		}
-		s.setServerTiming(ctx, &x)
+		s.setServerTiming(ctx, x)
 	default:
-		if err := s.copyBody(ctx, &x); err != nil {
-			s.replyFailed(ctx, &x, err)
+		if err := s.copyBody(ctx, x); err != nil {
+			s.replyFailed(ctx, x, err)
 			return
 		}
-		s.setServerTiming(ctx, &x)
+		s.setServerTiming(ctx, x)
 	}
-	s.finish(ctx, &x, status)
+	s.finish(ctx, x, status)
 }
 
 // replyFailed ends a request whose upstream reply could not be read or
@@ -216,17 +302,6 @@ func (s *Server) abandon(ctx *fasthttp.RequestCtx, x *exchange) {
 	s.log.Debug("client left; upstream request cancelled", zap.String("request_id", x.requestID),
 		zap.String("route", x.route.name))
 	s.finish(ctx, x, statusClientClosed)
-}
-
-func (s *Server) hookFailed(x *exchange, err error) {
-	var he *hooks.HookError
-	name := "unknown"
-	if errors.As(err, &he) {
-		name = he.Hook
-	}
-	s.metrics.hookErrors.WithLabelValues(name).Inc()
-	s.log.Warn("hook failed; continuing without it", zap.String("request_id", x.requestID),
-		zap.String("route", x.route.name), zap.Error(err))
 }
 
 // copyBody reads the whole upstream body into the client response.
@@ -309,5 +384,5 @@ func (s *Server) turnServes(ctx *fasthttp.RequestCtx, x *exchange, view *conv.Re
 	if x.route.streamByPath && !bytes.Equal(ctx.QueryArgs().Peek("alt"), altSSE) {
 		return false
 	}
-	return rewrite.HasStreamSplicer(x.route.api)
+	return x.route.api.NewSplicer != nil
 }

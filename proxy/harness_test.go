@@ -2,8 +2,6 @@ package proxy_test
 
 import (
 	"context"
-	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,6 +15,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/proxy"
 	"github.com/shepherd-proxy/shepherd/state"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // harness is a real shepherd server on a loopback port in front of a
@@ -44,9 +43,7 @@ type harnessOptions struct {
 // newHarness starts a mock and shepherd; both stop when the test ends.
 func newHarness(t *testing.T, o harnessOptions) *harness {
 	t.Helper()
-	m := mock.New(o.Mock)
-	require.NoError(t, m.Start())
-	t.Cleanup(m.Close)
+	m := kit.StartMock(t, o.Mock)
 
 	cfg := config.Defaults()
 	cfg.Upstreams.Anthropic = m.URL()
@@ -78,8 +75,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	t.Cleanup(func() { _ = features.Close() })
 	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics, Features: features})
 	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	ln := kit.Listen(t)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -98,36 +94,19 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 
 // rawClient is an HTTP client that shows bytes as they are on the wire: no
 // transparent decompression, no connection reuse surprises between tests.
-var rawClient = &http.Client{
-	Timeout: 30 * time.Second,
-	Transport: &http.Transport{
-		DisableCompression:  true,
-		MaxIdleConnsPerHost: 16,
-	},
-}
+var rawClient = kit.Client
 
 // do sends a request and returns the response with its body read.
 func do(t *testing.T, method, url, body string, headers map[string]string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	require.NoError(t, err)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range headers {
-		req.Header[k] = []string{v} // exact spelling, e.g. session_id
-	}
-	resp, err := rawClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp, b
+	return kit.Do(t, method, url, body, headers)
 }
 
 // apiCase is one model route with a minimal valid request body.
 type apiCase struct {
-	name       string
+	name string
+	// api is the kit driver of the route's API.
+	api        string
 	path       string // path and query
 	body       string
 	stream     bool
@@ -135,17 +114,20 @@ type apiCase struct {
 	errorCheck func(t *testing.T, status int, body []byte)
 }
 
-func anthropicHeaders() map[string]string {
-	return map[string]string{"X-Api-Key": "sk-ant-test", "Anthropic-Version": "2023-06-01"}
+// driverHeaders are the test credentials of the kit driver of api.
+func driverHeaders(api string) map[string]string {
+	d, ok := kit.Lookup(api)
+	if !ok {
+		panic("no kit driver " + api)
+	}
+	return d.Headers()
 }
 
-func openaiHeaders() map[string]string {
-	return map[string]string{"Authorization": "Bearer sk-test"}
-}
+func anthropicHeaders() map[string]string { return driverHeaders("anthropic") }
 
-func geminiHeaders() map[string]string {
-	return map[string]string{"X-Goog-Api-Key": "g-test"}
-}
+func openaiHeaders() map[string]string { return driverHeaders("openai_chat") }
+
+func geminiHeaders() map[string]string { return driverHeaders("gemini") }
 
 // modelCases returns one non-streaming and one streaming case per API (and
 // both Gemini stream framings).
@@ -156,14 +138,14 @@ func modelCases() []apiCase {
 	gem := `{"contents":[{"role":"user","parts":[{"text":"Hello"}]}]}`
 	f := func(tmpl, extra string) string { return strings.Replace(tmpl, "%s", extra, 1) }
 	return []apiCase{
-		{name: "anthropic", path: "/v1/messages?beta=true", body: f(anth, ""), headers: anthropicHeaders()},
-		{name: "anthropic_stream", path: "/v1/messages?beta=true", body: f(anth, `,"stream":true`), stream: true, headers: anthropicHeaders()},
-		{name: "chat", path: "/v1/chat/completions", body: f(chat, ""), headers: openaiHeaders()},
-		{name: "chat_stream", path: "/v1/chat/completions", body: f(chat, `,"stream":true,"stream_options":{"include_usage":true}`), stream: true, headers: openaiHeaders()},
-		{name: "responses", path: "/v1/responses", body: f(resp, ""), headers: openaiHeaders()},
-		{name: "responses_stream", path: "/v1/responses", body: f(resp, `,"stream":true`), stream: true, headers: openaiHeaders()},
-		{name: "gemini", path: "/v1beta/models/gemini-test:generateContent", body: gem, headers: geminiHeaders()},
-		{name: "gemini_sse", path: "/v1beta/models/gemini-test:streamGenerateContent?alt=sse", body: gem, stream: true, headers: geminiHeaders()},
-		{name: "gemini_array", path: "/v1beta/models/gemini-test:streamGenerateContent", body: gem, stream: true, headers: geminiHeaders()},
+		{name: "anthropic", api: "anthropic", path: "/v1/messages?beta=true", body: f(anth, ""), headers: anthropicHeaders()},
+		{name: "anthropic_stream", api: "anthropic", path: "/v1/messages?beta=true", body: f(anth, `,"stream":true`), stream: true, headers: anthropicHeaders()},
+		{name: "chat", api: "openai_chat", path: "/v1/chat/completions", body: f(chat, ""), headers: openaiHeaders()},
+		{name: "chat_stream", api: "openai_chat", path: "/v1/chat/completions", body: f(chat, `,"stream":true,"stream_options":{"include_usage":true}`), stream: true, headers: openaiHeaders()},
+		{name: "responses", api: "openai_responses", path: "/v1/responses", body: f(resp, ""), headers: openaiHeaders()},
+		{name: "responses_stream", api: "openai_responses", path: "/v1/responses", body: f(resp, `,"stream":true`), stream: true, headers: openaiHeaders()},
+		{name: "gemini", api: "gemini", path: "/v1beta/models/gemini-test:generateContent", body: gem, headers: geminiHeaders()},
+		{name: "gemini_sse", api: "gemini", path: "/v1beta/models/gemini-test:streamGenerateContent?alt=sse", body: gem, stream: true, headers: geminiHeaders()},
+		{name: "gemini_array", api: "gemini", path: "/v1beta/models/gemini-test:streamGenerateContent", body: gem, stream: true, headers: geminiHeaders()},
 	}
 }

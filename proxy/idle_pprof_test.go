@@ -1,12 +1,12 @@
 package proxy_test
 
 import (
-	"net"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // The Go runtime profiles (heap, goroutines: what the idle-stream memory is
@@ -20,8 +20,7 @@ func TestPprofOnAdminListenerOnly(t *testing.T) {
 				c.Admin.Listen = "127.0.0.1:0"
 				c.Admin.Token = token
 			}})
-			aln, err := net.Listen("tcp", "127.0.0.1:0")
-			require.NoError(t, err)
+			aln := kit.Listen(t)
 			go func() { _ = h.srv.ServeAdmin(aln) }()
 			admin := "http://" + aln.Addr().String()
 

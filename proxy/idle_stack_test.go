@@ -10,7 +10,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/shepherd-proxy/shepherd/config"
-	"github.com/shepherd-proxy/shepherd/rewrite"
 )
 
 func TestOffStackRunsHandlerOnAHelper(t *testing.T) {
@@ -106,5 +105,5 @@ func TestRunsHooks(t *testing.T) {
 	require.NoError(t, err)
 	defer f2.Close()
 	require.True(t, f2.runsHooks())
-	require.False(t, f2.chain(rewrite.APIAnthropic).Empty())
+	require.False(t, f2.chain(routeNamed("messages").api).Empty())
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/hooks/intents"
 	"github.com/shepherd-proxy/shepherd/state"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // intentPolicyTmpl is the test policy; %s is current_intent_id. Keep the
@@ -131,55 +132,29 @@ type intentAgent interface {
 	send(t *testing.T) intentReply
 }
 
-// rawIntentAgent speaks raw HTTP with the topicAPIs() request builders.
-type rawIntentAgent struct {
-	api     topicAPI
-	url     string
-	hdr     map[string]string
-	history []string
-}
+// rawIntentAgent speaks raw HTTP with a kit agent and the topicAPIs()
+// request.
+type rawIntentAgent struct{ a *kit.Agent }
 
-func (a *rawIntentAgent) user(text string) { a.history = append(a.history, a.api.user(text)) }
-func (a *rawIntentAgent) toolResult(id, name string) {
-	a.history = append(a.history, a.api.toolResult(id, name))
-}
+func (a *rawIntentAgent) user(text string)           { a.a.User(text) }
+func (a *rawIntentAgent) toolResult(id, name string) { a.a.ToolResult(id, name, "ok") }
 
 func (a *rawIntentAgent) send(t *testing.T) intentReply {
 	t.Helper()
-	resp, body := do(t, "POST", a.url+a.api.path, a.api.request(a.history), a.hdr)
+	resp, body := a.a.Post(t)
 	require.Equal(t, 200, resp.StatusCode, string(body))
-	a.history = append(a.history, a.api.echo(body)...)
-	return intentReply{text: a.api.text(body), calls: rawReplyCalls(t, a.api.name, body)}
+	r, err := a.a.D.ParseReply(body)
+	require.NoError(t, err)
+	return intentReply{text: r.Text, calls: r.Calls}
 }
 
 // rawReplyCalls reads the tool calls (id, name, arguments) of a
 // non-streaming reply.
 func rawReplyCalls(t *testing.T, api string, body []byte) []mock.ToolCall {
 	t.Helper()
-	var out []mock.ToolCall
-	switch api {
-	case "anthropic":
-		for _, b := range gjson.GetBytes(body, `content.#(type=="tool_use")#`).Array() {
-			out = append(out, mock.ToolCall{ID: b.Get("id").String(), Name: b.Get("name").String(), Args: b.Get("input").Raw})
-		}
-	case "openai_chat":
-		for _, c := range gjson.GetBytes(body, "choices.0.message.tool_calls").Array() {
-			out = append(out, mock.ToolCall{ID: c.Get("id").String(), Name: c.Get("function.name").String(), Args: c.Get("function.arguments").String()})
-		}
-	case "openai_responses":
-		for _, c := range gjson.GetBytes(body, `output.#(type=="function_call")#`).Array() {
-			out = append(out, mock.ToolCall{ID: c.Get("call_id").String(), Name: c.Get("name").String(), Args: c.Get("arguments").String()})
-		}
-	case "gemini":
-		for _, p := range gjson.GetBytes(body, "candidates.0.content.parts").Array() {
-			if fc := p.Get("functionCall"); fc.Exists() {
-				out = append(out, mock.ToolCall{ID: fc.Get("id").String(), Name: fc.Get("name").String(), Args: fc.Get("args").Raw})
-			}
-		}
-	default:
-		t.Fatalf("unknown api %q", api)
-	}
-	return out
+	r, err := kit.Get(t, api).ParseReply(body)
+	require.NoError(t, err)
+	return r.Calls
 }
 
 // sdkIntentAgent drives a topicStreamSession, streaming or not.
@@ -219,14 +194,21 @@ func (c intentCase) name() string { return c.api.name + "/" + c.mode }
 func intentCases(modes ...string) []intentCase {
 	var out []intentCase
 	for _, sa := range topicStreamAPIs() {
-		var api topicAPI
-		for _, a := range topicAPIs() {
-			if a.name == sa.name {
-				api = a
-			}
+		out = append(out, intentCasesOf(sa.name, modes...)...)
+	}
+	return out
+}
+
+// intentCasesOf lists the API named api in each of modes.
+func intentCasesOf(api string, modes ...string) []intentCase {
+	var out []intentCase
+	for _, sa := range topicStreamAPIs() {
+		if sa.name != api {
+			continue
 		}
+		d, _ := kit.Lookup(api)
 		for _, m := range modes {
-			out = append(out, intentCase{api: api, sa: sa, mode: m})
+			out = append(out, intentCase{api: newTopicAPI(d), sa: sa, mode: m})
 		}
 	}
 	return out
@@ -244,11 +226,7 @@ func (c intentCase) agent(t *testing.T, h *harness, session string) intentAgent 
 		}
 	})
 	if c.mode == "raw" {
-		hdr := map[string]string{"X-Session-Id": session}
-		for k, v := range c.api.headers {
-			hdr[k] = v
-		}
-		return &rawIntentAgent{api: c.api, url: h.URL, hdr: hdr}
+		return &rawIntentAgent{a: kit.NewAgent(c.api.d, h.URL, map[string]string{"X-Session-Id": session})}
 	}
 	wire := &topicWireLog{}
 	t.Cleanup(func() {
@@ -273,73 +251,13 @@ type histItem struct {
 	isError bool   // results: marked as an error (Anthropic is_error, Gemini response.error)
 }
 
-// resultText flattens a tool-result content: a string, or an array of
-// parts with text.
-func resultText(r gjson.Result) string {
-	if r.Type == gjson.String {
-		return r.String()
-	}
-	var b strings.Builder
-	for _, p := range r.Array() {
-		b.WriteString(p.Get("text").String())
-	}
-	return b.String()
-}
-
 // modelHistory lists the tool calls and results of an upstream request
 // body, in order.
 func modelHistory(t *testing.T, api string, body []byte) []histItem {
 	t.Helper()
 	var out []histItem
-	switch api {
-	case "anthropic":
-		for _, m := range gjson.GetBytes(body, "messages").Array() {
-			for _, b := range m.Get("content").Array() {
-				switch b.Get("type").String() {
-				case "tool_use":
-					out = append(out, histItem{call: true, id: b.Get("id").String(), name: b.Get("name").String(), args: b.Get("input").Raw})
-				case "tool_result":
-					out = append(out, histItem{id: b.Get("tool_use_id").String(), content: resultText(b.Get("content")), isError: b.Get("is_error").Bool()})
-				}
-			}
-		}
-	case "openai_chat":
-		for _, m := range gjson.GetBytes(body, "messages").Array() {
-			for _, c := range m.Get("tool_calls").Array() {
-				out = append(out, histItem{call: true, id: c.Get("id").String(), name: c.Get("function.name").String(), args: c.Get("function.arguments").String()})
-			}
-			if m.Get("role").String() == "tool" {
-				out = append(out, histItem{id: m.Get("tool_call_id").String(), content: resultText(m.Get("content"))})
-			}
-		}
-	case "openai_responses":
-		for _, it := range gjson.GetBytes(body, "input").Array() {
-			switch it.Get("type").String() {
-			case "function_call":
-				out = append(out, histItem{call: true, id: it.Get("call_id").String(), name: it.Get("name").String(), args: it.Get("arguments").String()})
-			case "function_call_output":
-				out = append(out, histItem{id: it.Get("call_id").String(), content: resultText(it.Get("output"))})
-			}
-		}
-	case "gemini":
-		for _, c := range gjson.GetBytes(body, "contents").Array() {
-			for _, p := range c.Get("parts").Array() {
-				if fc := p.Get("functionCall"); fc.Exists() {
-					out = append(out, histItem{call: true, id: fc.Get("id").String(), name: fc.Get("name").String(), args: fc.Get("args").Raw})
-				}
-				if fr := p.Get("functionResponse"); fr.Exists() {
-					it := histItem{id: fr.Get("id").String(), name: fr.Get("name").String()}
-					if e := fr.Get("response.error"); e.Exists() {
-						it.content, it.isError = e.String(), true
-					} else {
-						it.content = fr.Get("response.content").String()
-					}
-					out = append(out, it)
-				}
-			}
-		}
-	default:
-		t.Fatalf("unknown api %q", api)
+	for _, it := range kit.Get(t, api).ToolHistory(body) {
+		out = append(out, histItem{call: it.Call, id: it.ID, name: it.Name, args: it.Args, content: it.Content, isError: it.IsError})
 	}
 	return out
 }
@@ -377,7 +295,7 @@ func requireRefusal(t *testing.T, api string, body []byte, id, reason string) (i
 	require.GreaterOrEqual(t, c, 0, "the refused call %s is in the model's history: %+v", id, items)
 	require.Greater(t, r, c, "the refusal of %s follows the call: %+v", id, items)
 	require.Contains(t, items[r].content, reason, "refusal of %s", id)
-	if api == "anthropic" || api == "gemini" {
+	if kit.Get(t, api).MarksErrorResults() {
 		require.True(t, items[r].isError, "the refusal of %s is an error result", id)
 	}
 	return c, r
@@ -385,7 +303,7 @@ func requireRefusal(t *testing.T, api string, body []byte, id, reason string) (i
 
 // lastHistoryItem is the raw newest message of a request body.
 func lastHistoryItem(api topicAPI, body []byte) string {
-	items := rawList(gjson.GetBytes(body, api.history))
+	items := kit.History(api.d, body)
 	if len(items) == 0 {
 		return ""
 	}

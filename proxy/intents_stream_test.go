@@ -103,10 +103,7 @@ func TestIntentsStreamMixedTurns(t *testing.T) {
 // call beside the agent's allowed one must still be put back into the
 // model's history on the next request.
 func TestIntentsReplayWithReorderedArguments(t *testing.T) {
-	for _, c := range intentCases("unary", "stream") {
-		if c.api.name != "gemini" {
-			continue
-		}
+	for _, c := range intentCasesOf("gemini", "unary", "stream") {
 		t.Run(c.mode, func(t *testing.T) {
 			t.Parallel()
 			dir := intentWorkspace(t, intentPolicy("INT-001"))

@@ -8,7 +8,6 @@ package proxy_test
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/hooks/intents"
 	"github.com/shepherd-proxy/shepherd/state"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // Tool-call arguments of the scenarios. Their keys are in sorted order, as
@@ -426,10 +426,7 @@ func TestIntentsStoreDown(t *testing.T) {
 // and one workspace. The intent selected through replica A governs the
 // session on replica B, and the audit trail is visible from either.
 func TestIntentsTwoReplicasShareRedis(t *testing.T) {
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		t.Skip("REDIS_URL not set; make test provides a private redis-server")
-	}
+	url := kit.RedisURL(t)
 	t.Parallel()
 	prefix := fmt.Sprintf("shepherd-intents-%d", time.Now().UnixNano())
 	t.Cleanup(func() { cleanupRedisPrefix(t, url, prefix) })
@@ -458,7 +455,7 @@ func TestIntentsTwoReplicasShareRedis(t *testing.T) {
 	require.Empty(t, reply.calls)
 
 	// Turn 2 through B, same conversation: the Write is allowed.
-	agentB := &rawIntentAgent{api: api, url: b.URL, hdr: agentA.hdr, history: agentA.history}
+	agentB := &rawIntentAgent{a: &kit.Agent{D: api.d, URL: b.URL, Header: agentA.a.Header, Request: agentA.a.Request, History: agentA.a.History}}
 	agentB.user("write it")
 	reply = agentB.send(t)
 	requireCalls(t, []mock.ToolCall{{ID: "w1", Name: "Write", Args: writeSrcArgs}}, reply.calls)

@@ -15,6 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // ledgerClient rewrites the model's reply into the history items a client
@@ -110,25 +111,26 @@ func ledgerClients() []ledgerClient {
 	}
 }
 
+// ledgerClientOf is the ledgerClients() entry of api.
+func ledgerClientOf(t *testing.T, api string) ledgerClient {
+	t.Helper()
+	for _, c := range ledgerClients() {
+		if c.api == api {
+			return c
+		}
+	}
+	t.Fatalf("no ledger client of %s", api)
+	return ledgerClient{}
+}
+
 // callID is the id the client gave to its call named name in echo.
 func callID(t *testing.T, api string, echo []string, name string) string {
 	t.Helper()
-	for _, it := range echo {
-		switch api {
-		case "anthropic":
-			return gjson.Get(it, `content.#(name=="`+name+`").id`).String()
-		case "openai_chat":
-			return gjson.Get(it, `tool_calls.#(function.name=="`+name+`").id`).String()
-		case "openai_responses":
-			if gjson.Get(it, "name").String() == name {
-				return gjson.Get(it, "call_id").String()
-			}
-		case "gemini":
-			return gjson.Get(it, `parts.#(functionCall.name=="`+name+`").functionCall.id`).String()
-		}
+	id, ok := kit.Get(t, api).CallID(echo, name)
+	if !ok {
+		t.Fatalf("no call %s in %v", name, echo)
 	}
-	t.Fatalf("no call %s in %v", name, echo)
-	return ""
+	return id
 }
 
 // TestLedgerReplaySurvivesClientRewrites: the model writes out of scope and
@@ -147,7 +149,7 @@ func TestLedgerReplaySurvivesClientRewrites(t *testing.T) {
 			h := newIntentHarness(t, intentWorkspace(t, intentPolicy("INT-001")))
 			write := mock.ToolCall{ID: "w1", Name: "Write", Args: writeDocsArgs}
 			read := mock.ToolCall{ID: "r1", Name: "Read", Args: readSrcArgs}
-			if c.api == "gemini" {
+			if api.d.OptionalCallIDs() { // the model's calls come without ids
 				write.ID, read.ID = "", ""
 			}
 			h.mock.Script(
@@ -185,7 +187,7 @@ func TestLedgerReplaySurvivesClientRewrites(t *testing.T) {
 			for _, i := range []int{1, 2} {
 				requireRefusal(t, c.api, reqs[i].Body, write.ID, reason)
 			}
-			if c.api != "gemini" {
+			if !api.d.OptionalCallIDs() {
 				return
 			}
 			turn := gjson.GetBytes(reqs[1].Body, "contents.1").Raw

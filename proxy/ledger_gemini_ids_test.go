@@ -43,12 +43,7 @@ func geminiParts(c gjson.Result, key string) []geminiPair {
 // append-only.
 func TestLedgerGeminiReplayKeepsClientCallIDs(t *testing.T) {
 	api := topicAPINamed(t, "gemini")
-	var client ledgerClient
-	for _, c := range ledgerClients() {
-		if c.api == "gemini" {
-			client = c
-		}
-	}
+	client := ledgerClientOf(t, "gemini")
 	h := newIntentHarness(t, intentWorkspace(t, intentPolicy("INT-001")))
 	const readB = `{"file_path":"src/b.go","limit":10}`
 	h.mock.Script(

@@ -3,6 +3,7 @@ package proxy
 import (
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,10 @@ import (
 // when they are provisioned (BuildFeatures).
 type Metrics struct {
 	Registry *prometheus.Registry
+
+	// views is the view cache of the server these metrics belong to (set
+	// by New; the latest server's when several share the metrics).
+	views atomic.Pointer[rewrite.ViewCache]
 
 	requests       *prometheus.CounterVec
 	upstreamWait   *prometheus.HistogramVec
@@ -90,7 +95,7 @@ func NewMetrics() *Metrics {
 			Name: "shepherd_client_disconnects_total", Help: "Clients that closed their connection before their reply was complete, by route and phase (waiting_upstream, reading_reply, streaming); the upstream request was cancelled.",
 		}, []string{"route", "phase"}),
 		ledger: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shepherd_ledger_entries_total", Help: "Ledger entries replayed into requests (applied) or not found in the conversation (missed).",
+			Name: "shepherd_ledger_entries_total", Help: "Ledger entries replayed into requests (applied), not found in the conversation (missed), or of a record version this build cannot read (unreadable).",
 		}, []string{"result"}),
 		answered: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shepherd_tool_calls_answered_total", Help: "Tool calls shepherd answered itself (claimed or refused); the agent never saw them.",
@@ -120,8 +125,8 @@ func NewMetrics() *Metrics {
 	}
 	r.MustRegister(m.acceptErrors, m.truncations, m.recoveries, m.recoveryAttempts, m.recoveryAdded, m.ledger, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
 		m.storeErrors, m.hookErrors, m.upstreamErrors, m.clientAborts, m.disconnects, m.sideRequests,
-		viewCacheLookups("hit", func() uint64 { h, _ := rewrite.ViewCacheStats(); return h }),
-		viewCacheLookups("miss", func() uint64 { _, m := rewrite.ViewCacheStats(); return m }),
+		viewCacheLookups("hit", func() uint64 { h, _ := m.views.Load().Stats(); return h }),
+		viewCacheLookups("miss", func() uint64 { _, n := m.views.Load().Stats(); return n }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -149,8 +154,9 @@ func (m *Metrics) observeOverhead(route string, d time.Duration) {
 	m.overhead.WithLabelValues(route).Observe(d.Seconds())
 }
 
-// viewCacheLookups exports the process-wide view cache's counts
-// (rewrite.ViewCacheStats) as shepherd_view_cache_lookups_total{result}.
+// viewCacheLookups exports the view cache's counts (rewrite.ViewCache.Stats
+// of the server's cache, Metrics.views) as
+// shepherd_view_cache_lookups_total{result}.
 func viewCacheLookups(result string, read func() uint64) prometheus.Collector {
 	return prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name:        "shepherd_view_cache_lookups_total",

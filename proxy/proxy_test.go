@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/state"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // scripted is a reply rich enough to exercise every block kind; its ID is
@@ -192,16 +192,19 @@ func TestPassThroughOtherPaths(t *testing.T) {
 // API's error JSON.
 func TestErrorsInProviderShape(t *testing.T) {
 	h := newHarness(t, harnessOptions{Config: func(c *config.Config) { c.Limits.MaxBodyBytes = 4096 }})
+	openaiShape := func(t *testing.T, status int, b []byte) {
+		require.NotEmpty(t, gjson.GetBytes(b, "error.message").String(), string(b))
+		require.NotEmpty(t, gjson.GetBytes(b, "error.type").String())
+	}
+	// shapes are the error shapes by the kit driver name of the route's API.
 	shapes := map[string]func(t *testing.T, status int, b []byte){
 		"anthropic": func(t *testing.T, status int, b []byte) {
 			require.Equal(t, "error", gjson.GetBytes(b, "type").String(), string(b))
 			require.NotEmpty(t, gjson.GetBytes(b, "error.type").String())
 			require.NotEmpty(t, gjson.GetBytes(b, "error.message").String())
 		},
-		"openai": func(t *testing.T, status int, b []byte) {
-			require.NotEmpty(t, gjson.GetBytes(b, "error.message").String(), string(b))
-			require.NotEmpty(t, gjson.GetBytes(b, "error.type").String())
-		},
+		"openai_chat":      openaiShape,
+		"openai_responses": openaiShape,
 		"gemini": func(t *testing.T, status int, b []byte) {
 			require.Equal(t, int64(status), gjson.GetBytes(b, "error.code").Int(), string(b))
 			require.NotEmpty(t, gjson.GetBytes(b, "error.status").String())
@@ -217,14 +220,14 @@ func TestErrorsInProviderShape(t *testing.T) {
 	}{
 		{"anthropic malformed", "POST", "/v1/messages", `{"model":`, "anthropic", anthropicHeaders(), 400, "invalid_request_error"},
 		{"anthropic wrong type", "POST", "/v1/messages", `{"model":"m","max_tokens":"lots","messages":[]}`, "anthropic", anthropicHeaders(), 400, "invalid_request_error"},
-		{"chat malformed", "POST", "/v1/chat/completions", `not json`, "openai", openaiHeaders(), 400, "invalid_request_error"},
-		{"chat messages not array", "POST", "/v1/chat/completions", `{"model":"m","messages":"hi"}`, "openai", openaiHeaders(), 400, "invalid_request_error"},
-		{"responses malformed", "POST", "/v1/responses", `{"input": [}`, "openai", openaiHeaders(), 400, "invalid_request_error"},
+		{"chat malformed", "POST", "/v1/chat/completions", `not json`, "openai_chat", openaiHeaders(), 400, "invalid_request_error"},
+		{"chat messages not array", "POST", "/v1/chat/completions", `{"model":"m","messages":"hi"}`, "openai_chat", openaiHeaders(), 400, "invalid_request_error"},
+		{"responses malformed", "POST", "/v1/responses", `{"input": [}`, "openai_responses", openaiHeaders(), 400, "invalid_request_error"},
 		{"gemini malformed", "POST", "/v1beta/models/g:generateContent", `{"contents":`, "gemini", geminiHeaders(), 400, "INVALID_ARGUMENT"},
 		{"anthropic too large", "POST", "/v1/messages", big, "anthropic", anthropicHeaders(), 413, "request_too_large"},
-		{"chat too large", "POST", "/v1/chat/completions", big, "openai", openaiHeaders(), 413, ""},
+		{"chat too large", "POST", "/v1/chat/completions", big, "openai_chat", openaiHeaders(), 413, ""},
 		{"gemini too large", "POST", "/v1beta/models/g:generateContent", big, "gemini", geminiHeaders(), 413, ""},
-		{"unknown route openai", "GET", "/nope", "", "openai", nil, 404, ""},
+		{"unknown route openai", "GET", "/nope", "", "openai_chat", nil, 404, ""},
 		{"unknown route anthropic", "POST", "/v2/messages", `{}`, "anthropic", anthropicHeaders(), 404, "not_found_error"},
 	}
 	for _, tt := range tests {
@@ -235,11 +238,7 @@ func TestErrorsInProviderShape(t *testing.T) {
 			require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
 			shapes[tt.shape](t, tt.status, b)
 			if tt.errType != "" {
-				typ := gjson.GetBytes(b, "error.type").String()
-				if tt.shape == "gemini" {
-					typ = gjson.GetBytes(b, "error.status").String()
-				}
-				require.Equal(t, tt.errType, typ)
+				require.Equal(t, tt.errType, kit.Get(t, tt.shape).ErrorType(b))
 			}
 			require.Equal(t, before, len(h.mock.Requests()), "a rejected request must not reach the upstream")
 		})
@@ -250,10 +249,7 @@ func TestErrorsInProviderShape(t *testing.T) {
 // through with body and retry-after.
 func TestUpstreamFailures(t *testing.T) {
 	t.Run("unreachable", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		dead := "http://" + ln.Addr().String()
-		require.NoError(t, ln.Close())
+		dead := "http://" + kit.FreeAddr(t)
 		h := newHarness(t, harnessOptions{Config: func(c *config.Config) {
 			c.Upstreams.Anthropic, c.Upstreams.OpenAI, c.Upstreams.Gemini = dead, dead, dead
 		}})
@@ -262,7 +258,7 @@ func TestUpstreamFailures(t *testing.T) {
 			require.Equal(t, 502, resp.StatusCode, tc.name)
 			require.True(t, gjson.ValidBytes(b), tc.name)
 			require.Contains(t, string(b), "upstream unreachable", tc.name)
-			require.NotContains(t, string(b), ln.Addr().String(), "no internal address leaks")
+			require.NotContains(t, string(b), strings.TrimPrefix(dead, "http://"), "no internal address leaks")
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {
@@ -308,8 +304,7 @@ func TestUpstreamFailures(t *testing.T) {
 // shepherd closes the upstream connection. A raw TCP upstream observes the
 // close directly.
 func TestClientDisconnectCancelsUpstream(t *testing.T) {
-	up, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	up := kit.Listen(t)
 	defer up.Close()
 	closed := make(chan struct{})
 	go func() {
@@ -455,9 +450,11 @@ func TestSessionsAndAdmin(t *testing.T) {
 	require.Equal(t, 200, resp.StatusCode)
 	resp, b = do(t, "GET", h.URL+"/metrics", "", nil)
 	require.Equal(t, 200, resp.StatusCode)
-	require.Contains(t, string(b), `shepherd_requests_total{route="messages",status="200"} 3`)
-	require.Contains(t, string(b), "shepherd_upstream_duration_seconds_bucket")
-	require.Contains(t, string(b), "shepherd_overhead_seconds_bucket")
+	m, err := kit.ParseMetrics(bytes.NewReader(b))
+	require.NoError(t, err)
+	require.Equal(t, 3.0, m.Value("shepherd_requests_total", `route="messages",status="200"`))
+	require.True(t, m.IsHistogram("shepherd_upstream_duration_seconds"))
+	require.True(t, m.IsHistogram("shepherd_overhead_seconds"))
 }
 
 // TestReadyzReportsStoreDown: /readyz is 503 while the store cannot answer,
@@ -473,8 +470,7 @@ func TestReadyzReportsStoreDown(t *testing.T) {
 	resp, _ = do(t, "POST", h.URL+"/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"},{"role":"user","content":"more"}]}`, anthropicHeaders())
 	require.Equal(t, 200, resp.StatusCode)
 	require.Eventually(t, func() bool { return st.updates.Load() > 0 }, 2*time.Second, 10*time.Millisecond)
-	_, b = do(t, "GET", h.URL+"/metrics", "", nil)
-	require.Contains(t, string(b), `shepherd_store_errors_total{op="update"} 1`)
+	require.Equal(t, 1.0, kit.Metrics(t, h.URL+"/metrics").Value("shepherd_store_errors_total", `op="update"`))
 }
 
 // TestUpstreamPathPrefix: a base URL with a path prefix is honoured.
@@ -489,8 +485,7 @@ func TestUpstreamPathPrefix(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"ok":true}`)
 	})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	ln := kit.Listen(t)
 	go func() { _ = up.Serve(ln) }()
 	defer up.Close()
 	h := newHarness(t, harnessOptions{Config: func(c *config.Config) {
@@ -522,10 +517,7 @@ func TestStreamIdleTimeout(t *testing.T) {
 // shepherd are visible through another shepherd's sessions API (the
 // replicas share state). Needs REDIS_URL (make test starts a private server).
 func TestSessionsInRedis(t *testing.T) {
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		t.Skip("REDIS_URL not set; make test provides a private redis-server")
-	}
+	url := kit.RedisURL(t)
 	prefix := fmt.Sprintf("shepherd-proxytest-%d", time.Now().UnixNano())
 	open := func() state.Store {
 		st, err := state.NewRedis(state.RedisOptions{URL: url, KeyPrefix: prefix, TTL: time.Minute, Timeout: time.Second})

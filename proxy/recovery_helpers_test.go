@@ -7,8 +7,6 @@ package proxy_test
 
 import (
 	"context"
-	"encoding/base64"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -21,6 +19,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // recAPI is one wire API as the recovery tests see it.
@@ -45,80 +44,46 @@ func recAPIs() []recAPI {
 	}
 	var out []recAPI
 	for _, a := range topicAPIs() {
-		r := recAPI{api: a, sa: byName[a.name]}
-		switch a.name {
-		case "anthropic":
-			r.endStop, r.callStop, r.cutStop, r.limit = "end_turn", "tool_use", "max_tokens", "max_tokens"
-			r.route, r.streamRoute = "messages", "messages"
-		case "openai_chat":
-			r.endStop, r.callStop, r.cutStop, r.limit = "stop", "tool_calls", "length", "max_completion_tokens"
-			r.route, r.streamRoute = "chat_completions", "chat_completions"
-		case "openai_responses":
-			r.endStop, r.callStop, r.cutStop, r.limit = "completed", "completed", "incomplete", "max_output_tokens"
-			r.route, r.streamRoute = "responses", "responses"
-		case "gemini":
-			r.endStop, r.callStop, r.cutStop, r.limit = "STOP", "STOP", "MAX_TOKENS", "generationConfig.maxOutputTokens"
-			r.route, r.streamRoute = "generate_content", "stream_generate_content"
-		}
-		out = append(out, r)
+		st := a.d.Stops()
+		out = append(out, recAPI{
+			api: a, sa: byName[a.name],
+			endStop: st.End, callStop: st.ToolUse, cutStop: st.Cut, limit: a.d.LimitPath(),
+			route: a.d.Route(false), streamRoute: a.d.Route(true),
+		})
 	}
 	return out
 }
 
+// recAPINamed is the recAPIs() entry of the API named name.
+func recAPINamed(t *testing.T, name string) recAPI {
+	t.Helper()
+	for _, a := range recAPIs() {
+		if a.api.name == name {
+			return a
+		}
+	}
+	t.Fatalf("no recAPI %q", name)
+	return recAPI{}
+}
+
 // defaultModel is the model a test agent of api uses unless told otherwise
 // (all of them use the instruction strategy).
-func (a recAPI) defaultModel() string {
-	switch a.api.name {
-	case "anthropic":
-		return "claude-test"
-	case "gemini":
-		return "gemini-test"
-	}
-	return "gpt-test"
-}
+func (a recAPI) defaultModel() string { return a.api.d.DefaultModel() }
 
 // noLimit leaves the output limit out of a raw request.
-const noLimit = -1
+const noLimit = kit.NoLimit
 
 // rawPath is the path of a raw non-streaming request.
-func (a recAPI) rawPath(model string) string {
-	if a.api.name == "gemini" {
-		return "/v1beta/models/" + model + ":generateContent"
-	}
-	return a.api.path
-}
+func (a recAPI) rawPath(model string) string { return a.api.d.Path(model, false) }
 
 // rawRequest is a non-streaming request of model with history items and
-// output limit (noLimit: none), shaped like topicAPIs()' requests.
+// output limit (noLimit: none; 0: an explicit 0), shaped like topicAPIs()'
+// requests.
 func (a recAPI) rawRequest(model string, limit int, items []string) string {
-	lim := func(field string) string {
-		if limit == noLimit {
-			return ""
-		}
-		return fmt.Sprintf(`"%s":%d,`, field, limit)
+	if limit == 0 {
+		limit = kit.ZeroLimit
 	}
-	hist := strings.Join(items, ",")
-	switch a.api.name {
-	case "anthropic":
-		return `{"model":"` + model + `",` + lim("max_tokens") + `"system":"You are terse.",` +
-			`"tools":[{"name":"Read","description":"Read a file","input_schema":{"type":"object"}}],` +
-			`"messages":[` + hist + `]}`
-	case "openai_chat":
-		return `{"model":"` + model + `",` + lim("max_completion_tokens") +
-			`"tools":[{"type":"function","function":{"name":"Read","parameters":{"type":"object"}}}],` +
-			`"messages":[{"role":"system","content":"You are terse."},` + hist + `]}`
-	case "openai_responses":
-		return `{"model":"` + model + `","instructions":"You are terse.","store":false,` + lim("max_output_tokens") +
-			`"tools":[{"type":"function","name":"Read","parameters":{"type":"object"}}],` +
-			`"input":[` + hist + `]}`
-	}
-	gen := ""
-	if limit != noLimit {
-		gen = fmt.Sprintf(`"generationConfig":{"maxOutputTokens":%d},`, limit)
-	}
-	return `{"systemInstruction":{"parts":[{"text":"You are terse."}]},` +
-		`"tools":[{"functionDeclarations":[{"name":"Read","parameters":{"type":"object"}}]}],` + gen +
-		`"contents":[` + hist + `]}`
+	return a.api.d.Request(kit.Request{Model: model, Limit: limit, System: "You are terse.", Tools: []kit.Tool{kit.ReadTool}, History: items})
 }
 
 // ---- what the agent got ----
@@ -202,11 +167,9 @@ func (c recCase) agent(t *testing.T, h *harness, session string, o recAgentOpts)
 		}
 	})
 	if c.mode == "raw" {
-		hdr := map[string]string{"X-Session-Id": session}
-		for k, v := range c.api.api.headers {
-			hdr[k] = v
-		}
-		return &rawRecAgent{api: c.api, url: h.URL, hdr: hdr, model: o.model, limit: o.limit}
+		a := kit.NewAgent(c.api.api.d, h.URL, map[string]string{"X-Session-Id": session})
+		a.Request.Model, a.Request.Limit = o.model, o.limit
+		return &rawRecAgent{api: c.api, a: a}
 	}
 	wire := &topicWireLog{}
 	t.Cleanup(func() {
@@ -215,53 +178,83 @@ func (c recCase) agent(t *testing.T, h *harness, session string, o recAgentOpts)
 		}
 	})
 	s := c.api.sa.session(t, h.URL, map[string]string{"X-Session-Id": session}, &http.Client{Transport: wire})
-	limit := int64(o.limit)
-	switch s := s.(type) {
-	case *anthTopicSession:
-		s.p.Model = anthropic.Model(o.model)
-		if o.limit == noLimit {
-			limit = 1024 // required by the API
-		}
-		s.p.MaxTokens = limit
-	case *chatTopicSession:
-		s.p.Model = o.model
-		if o.limit != noLimit {
-			s.p.MaxCompletionTokens = openai.Int(limit)
-		}
-	case *respTopicSession:
-		s.p.Model = o.model
-		if o.limit != noLimit {
-			s.p.MaxOutputTokens = openai.Int(limit)
-		}
-	case *geminiTopicSession:
-		if o.limit != noLimit {
-			s.cfg.MaxOutputTokens = int32(limit)
-		}
+	rs, ok := s.(recSDKSession)
+	require.True(t, ok, "no recovery SDK agent for %T", s)
+	rs.setModelLimit(o.model, o.limit)
+	return &sdkRecAgent{s: rs, stream: c.mode == "stream", ctx: e2eCtx(t), model: o.model}
+}
+
+// recSDKSession is an SDK session the recovery tests drive: they set its
+// model and output limit and read the whole reply, thinking included.
+type recSDKSession interface {
+	topicStreamSession
+	// setModelLimit sets the model and the output limit (noLimit: none,
+	// or 1024 where the API requires one).
+	setModelLimit(model string, limit int)
+	// recSend sends the history, streamed or not, and appends the reply.
+	recSend(t *testing.T, ctx context.Context, model string, stream bool) recReply
+}
+
+func (s *anthTopicSession) setModelLimit(model string, limit int) {
+	s.p.Model = anthropic.Model(model)
+	if limit == noLimit {
+		limit = 1024 // required by the API
 	}
-	return &sdkRecAgent{s: s, stream: c.mode == "stream", ctx: e2eCtx(t), model: o.model}
+	s.p.MaxTokens = int64(limit)
+}
+
+func (s *chatTopicSession) setModelLimit(model string, limit int) {
+	s.p.Model = model
+	if limit != noLimit {
+		s.p.MaxCompletionTokens = openai.Int(int64(limit))
+	}
+}
+
+func (s *respTopicSession) setModelLimit(model string, limit int) {
+	s.p.Model = model
+	if limit != noLimit {
+		s.p.MaxOutputTokens = openai.Int(int64(limit))
+	}
+}
+
+// setModelLimit: the model goes in the path, per request.
+func (s *geminiTopicSession) setModelLimit(_ string, limit int) {
+	if limit != noLimit {
+		s.cfg.MaxOutputTokens = int32(limit)
+	}
+}
+
+func (s *anthTopicSession) recSend(t *testing.T, ctx context.Context, _ string, stream bool) recReply {
+	return recSendAnthropic(t, ctx, s, stream)
+}
+
+func (s *chatTopicSession) recSend(t *testing.T, ctx context.Context, _ string, stream bool) recReply {
+	return recSendChat(t, ctx, s, stream)
+}
+
+func (s *respTopicSession) recSend(t *testing.T, ctx context.Context, _ string, stream bool) recReply {
+	return recSendResponses(t, ctx, s, stream)
+}
+
+func (s *geminiTopicSession) recSend(t *testing.T, ctx context.Context, model string, stream bool) recReply {
+	return recSendGemini(t, ctx, s, model, stream)
 }
 
 // ---- raw HTTP ----
 
+// rawRecAgent is a kit agent with the model and output limit of the case.
 type rawRecAgent struct {
-	api     recAPI
-	url     string
-	hdr     map[string]string
-	model   string
-	limit   int
-	history []string
+	api recAPI
+	a   *kit.Agent
 }
 
-func (a *rawRecAgent) user(text string) { a.history = append(a.history, a.api.api.user(text)) }
-func (a *rawRecAgent) toolResult(id, name string) {
-	a.history = append(a.history, a.api.api.toolResult(id, name))
-}
+func (a *rawRecAgent) user(text string)           { a.a.User(text) }
+func (a *rawRecAgent) toolResult(id, name string) { a.a.ToolResult(id, name, "ok") }
 
 func (a *rawRecAgent) send(t *testing.T) recReply {
 	t.Helper()
-	resp, body := do(t, "POST", a.url+a.api.rawPath(a.model), a.api.rawRequest(a.model, a.limit, a.history), a.hdr)
+	resp, body := a.a.Post(t)
 	require.Equal(t, 200, resp.StatusCode, string(body))
-	a.history = append(a.history, a.api.api.echo(body)...)
 	r := parseRawReply(t, a.api.api.name, body)
 	r.attempts = resp.Header.Get("X-Shepherd-Recovery-Attempts")
 	return r
@@ -270,72 +263,25 @@ func (a *rawRecAgent) send(t *testing.T) recReply {
 // parseRawReply reads a non-streaming reply body of api.
 func parseRawReply(t *testing.T, api string, body []byte) recReply {
 	t.Helper()
-	r := recReply{calls: rawReplyCalls(t, api, body), thinkingKnown: true, raw: body}
-	switch api {
-	case "anthropic":
-		for _, b := range gjson.GetBytes(body, "content").Array() {
-			switch b.Get("type").String() {
-			case "text":
-				r.text += b.Get("text").String()
-				r.textBlocks++
-			case "thinking":
-				r.thinking = append(r.thinking, recThinking{b.Get("thinking").String(), b.Get("signature").String()})
-			}
-		}
-		r.stop = gjson.GetBytes(body, "stop_reason").String()
-		r.output = gjson.GetBytes(body, "usage.output_tokens").Int()
-	case "openai_chat":
-		m := gjson.GetBytes(body, "choices.0.message")
-		r.text = m.Get("content").String()
-		r.textBlocks = -1
-		if rc := m.Get("reasoning_content"); rc.Exists() {
-			r.thinking = append(r.thinking, recThinking{text: rc.String()})
-		}
-		r.stop = gjson.GetBytes(body, "choices.0.finish_reason").String()
-		r.output = gjson.GetBytes(body, "usage.completion_tokens").Int()
-	case "openai_responses":
-		for _, it := range gjson.GetBytes(body, "output").Array() {
-			switch it.Get("type").String() {
-			case "message":
-				r.textBlocks++
-				for _, p := range it.Get("content").Array() {
-					r.text += p.Get("text").String()
-				}
-			case "reasoning":
-				var s strings.Builder
-				for _, p := range it.Get("summary").Array() {
-					s.WriteString(p.Get("text").String())
-				}
-				r.thinking = append(r.thinking, recThinking{s.String(), it.Get("encrypted_content").String()})
-			}
-		}
-		r.stop = gjson.GetBytes(body, "status").String()
-		r.incomplete = gjson.GetBytes(body, "incomplete_details.reason").String()
-		r.output = gjson.GetBytes(body, "usage.output_tokens").Int()
-	case "gemini":
-		for _, p := range gjson.GetBytes(body, "candidates.0.content.parts").Array() {
-			switch {
-			case p.Get("thought").Bool():
-				sig, err := base64.StdEncoding.DecodeString(p.Get("thoughtSignature").String())
-				require.NoError(t, err)
-				r.thinking = append(r.thinking, recThinking{p.Get("text").String(), string(sig)})
-			case p.Get("text").Exists():
-				r.text += p.Get("text").String()
-				r.textBlocks++
-			}
-		}
-		r.stop = gjson.GetBytes(body, "candidates.0.finishReason").String()
-		r.output = gjson.GetBytes(body, "usageMetadata.candidatesTokenCount").Int()
-	default:
-		t.Fatalf("unknown api %q", api)
+	kr, err := kit.Get(t, api).ParseReply(body)
+	require.NoError(t, err)
+	return recReply{text: kr.Text, textBlocks: kr.TextBlocks, calls: kr.Calls, stop: kr.Stop, incomplete: kr.Incomplete,
+		output: kr.Output, thinking: recThinkings(kr.Thinking), thinkingKnown: true, raw: body}
+}
+
+// recThinkings converts the kit's thinking blocks.
+func recThinkings(ts []kit.Thinking) []recThinking {
+	var out []recThinking
+	for _, th := range ts {
+		out = append(out, recThinking{th.Text, th.Sig})
 	}
-	return r
+	return out
 }
 
 // ---- official SDKs ----
 
 type sdkRecAgent struct {
-	s      topicStreamSession
+	s      recSDKSession
 	stream bool
 	ctx    context.Context
 	model  string
@@ -346,18 +292,7 @@ func (a *sdkRecAgent) toolResult(id, name string) { a.s.toolResult(id, name) }
 
 func (a *sdkRecAgent) send(t *testing.T) recReply {
 	t.Helper()
-	switch s := a.s.(type) {
-	case *anthTopicSession:
-		return recSendAnthropic(t, a.ctx, s, a.stream)
-	case *chatTopicSession:
-		return recSendChat(t, a.ctx, s, a.stream)
-	case *respTopicSession:
-		return recSendResponses(t, a.ctx, s, a.stream)
-	case *geminiTopicSession:
-		return recSendGemini(t, a.ctx, s, a.model, a.stream)
-	}
-	t.Fatalf("no SDK send for %T", a.s)
-	return recReply{}
+	return a.s.recSend(t, a.ctx, a.model, a.stream)
 }
 
 func recSendAnthropic(t *testing.T, ctx context.Context, s *anthTopicSession, stream bool) recReply {
@@ -614,7 +549,7 @@ func recSendGemini(t *testing.T, ctx context.Context, s *geminiTopicSession, mod
 
 // history is the raw history items of an upstream request body.
 func (a recAPI) history(body []byte) []string {
-	return rawList(gjson.GetBytes(body, a.api.history))
+	return kit.History(a.api.d, body)
 }
 
 // itemRole is the role of a history item ("" for Responses items without
@@ -622,33 +557,7 @@ func (a recAPI) history(body []byte) []string {
 func itemRole(item string) string { return gjson.Get(item, "role").String() }
 
 // itemText is the visible text of a history item (thinking excluded).
-func (a recAPI) itemText(item string) string {
-	var b strings.Builder
-	switch a.api.name {
-	case "gemini":
-		for _, p := range gjson.Get(item, "parts").Array() {
-			if !p.Get("thought").Bool() {
-				b.WriteString(p.Get("text").String())
-			}
-		}
-	case "openai_responses":
-		if gjson.Get(item, "type").String() == "reasoning" {
-			return ""
-		}
-		fallthrough
-	default:
-		c := gjson.Get(item, "content")
-		if c.Type == gjson.String {
-			return c.String()
-		}
-		for _, p := range c.Array() {
-			if t := p.Get("type").String(); t == "" || t == "text" || t == "input_text" || t == "output_text" {
-				b.WriteString(p.Get("text").String())
-			}
-		}
-	}
-	return b.String()
-}
+func (a recAPI) itemText(item string) string { return a.api.d.ItemText(item) }
 
 // itemsText joins the visible text of items.
 func (a recAPI) itemsText(items []string) string {
@@ -662,85 +571,15 @@ func (a recAPI) itemsText(items []string) string {
 // thinkingRaw lists the raw thinking elements of history items: Anthropic
 // thinking blocks, Responses reasoning items, Gemini thought parts, Chat
 // reasoning_content values.
-func (a recAPI) thinkingRaw(items []string) []string {
-	var out []string
-	for _, it := range items {
-		switch a.api.name {
-		case "anthropic":
-			for _, b := range gjson.Get(it, "content").Array() {
-				if b.Get("type").String() == "thinking" {
-					out = append(out, b.Raw)
-				}
-			}
-		case "openai_chat":
-			if rc := gjson.Get(it, "reasoning_content"); rc.Exists() {
-				out = append(out, rc.Raw)
-			}
-		case "openai_responses":
-			if gjson.Get(it, "type").String() == "reasoning" {
-				out = append(out, it)
-			}
-		case "gemini":
-			for _, p := range gjson.Get(it, "parts").Array() {
-				if p.Get("thought").Bool() {
-					out = append(out, p.Raw)
-				}
-			}
-		}
-	}
-	return out
-}
-
-// thinkingOf reads the text and signature of a raw thinking element of
-// thinkingRaw.
-func (a recAPI) thinkingOf(t *testing.T, raw string) recThinking {
-	t.Helper()
-	switch a.api.name {
-	case "anthropic":
-		return recThinking{gjson.Get(raw, "thinking").String(), gjson.Get(raw, "signature").String()}
-	case "openai_chat":
-		return recThinking{text: gjson.Parse(raw).String()}
-	case "openai_responses":
-		var s strings.Builder
-		for _, p := range gjson.Get(raw, "summary").Array() {
-			s.WriteString(p.Get("text").String())
-		}
-		return recThinking{s.String(), gjson.Get(raw, "encrypted_content").String()}
-	}
-	sig, err := base64.StdEncoding.DecodeString(gjson.Get(raw, "thoughtSignature").String())
-	require.NoError(t, err)
-	return recThinking{gjson.Get(raw, "text").String(), string(sig)}
-}
+func (a recAPI) thinkingRaw(items []string) []string { return a.api.d.ThinkingRaw(items) }
 
 // thinkings reads the thinking of history items (thinkingRaw), with
 // Gemini's consecutive thought parts (a stream's chunks) joined into one.
 func (a recAPI) thinkings(t *testing.T, items []string) []recThinking {
 	t.Helper()
-	var out []recThinking
-	if a.api.name != "gemini" {
-		for _, raw := range a.thinkingRaw(items) {
-			out = append(out, a.thinkingOf(t, raw))
-		}
-		return out
-	}
-	for _, it := range items {
-		prevThought := false
-		for _, p := range gjson.Get(it, "parts").Array() {
-			if !p.Get("thought").Bool() {
-				prevThought = false
-				continue
-			}
-			th := a.thinkingOf(t, p.Raw)
-			if prevThought && out[len(out)-1].sig == "" {
-				out[len(out)-1].text += th.text
-				out[len(out)-1].sig = th.sig
-			} else {
-				out = append(out, th)
-			}
-			prevThought = true
-		}
-	}
-	return out
+	ts, err := a.api.d.Thinkings(items)
+	require.NoError(t, err)
+	return recThinkings(ts)
 }
 
 // mockThinkingRaw renders reply with a private mock as a non-streaming
@@ -749,9 +588,7 @@ func (a recAPI) thinkings(t *testing.T, items []string) []recThinking {
 // byte for byte.
 func (a recAPI) mockThinkingRaw(t *testing.T, reply mock.Reply) []string {
 	t.Helper()
-	m := mock.New(mock.Options{})
-	require.NoError(t, m.Start())
-	defer m.Close()
+	m := kit.StartMock(t, mock.Options{})
 	m.Script(reply)
 	hdr := map[string]string{}
 	for k, v := range a.api.headers {
@@ -797,29 +634,7 @@ func requireContinuation(t *testing.T, a recAPI, prev, next []byte, partial, ins
 // of labels (e.g. `route="messages"`).
 func metricSum(t *testing.T, h *harness, name string, labels ...string) float64 {
 	t.Helper()
-	_, b := do(t, "GET", h.URL+"/metrics", "", nil)
-	var sum float64
-	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		sp := strings.LastIndexByte(line, ' ')
-		lbl := line[len(name):sp]
-		ok := true
-		for _, l := range labels {
-			if !strings.Contains(lbl, l) {
-				ok = false
-				break
-			}
-		}
-		if !ok {
-			continue
-		}
-		var v float64
-		_, _ = fmt.Sscanf(line[sp+1:], "%g", &v)
-		sum += v
-	}
-	return sum
+	return kit.Metrics(t, h.URL+"/metrics").Sum(name, labels...)
 }
 
 // recRoute is the metric route label of a case.

@@ -158,8 +158,8 @@ func recExhausted(t *testing.T, c recCase) {
 		require.Equal(t, 1, r.textBlocks)
 	}
 	require.Equal(t, c.api.cutStop, r.stop, "the real stop reason")
-	if c.api.api.name == "openai_responses" {
-		require.Equal(t, "max_output_tokens", r.incomplete)
+	if detail := c.api.api.d.Stops().CutDetail; detail != "" {
+		require.Equal(t, detail, r.incomplete)
 	}
 	require.EqualValues(t, 30, r.output)
 	if c.mode == "raw" {
@@ -301,7 +301,7 @@ func recThinkingScenario(t *testing.T, c recCase) {
 	r1 := mock.Reply{ID: "r1", Thinking: &think1, Text: recPartial, Stop: "max_tokens"}
 	want1 := recThinking{think1.Text, think1.Signature}
 	want2 := recThinking{think2.Text, think2.Signature}
-	if c.api.api.name == "openai_chat" { // reasoning_content has no signature
+	if !c.api.api.d.SignsThinking() { // Chat's reasoning_content has no signature
 		want1.sig, want2.sig = "", ""
 	}
 	var raw1 []string
@@ -362,7 +362,7 @@ func recNextTurns(t *testing.T, c recCase) {
 	added := c.api.history(reqs[2].Body)[len(c.api.history(reqs[1].Body)):]
 	require.Equal(t, recRest+"Again 0.", c.api.itemsText(added), "the continuation, then the agent's message")
 	hist := c.api.history(reqs[4].Body)
-	if c.api.api.name == "openai_chat" {
+	if c.api.api.d.SystemInHistory() {
 		hist = hist[1:] // the system message
 	}
 	require.Equal(t, "Write the pangram."+recPartial+recInstruct+recRest+"Again 0.Sure 0.Again 1.Sure 1.Again 2.",
@@ -452,7 +452,7 @@ func TestRecoveryNextTurnsAppendOnly(t *testing.T) {
 func TestRecoveryPrefill(t *testing.T) {
 	var cases []recCase
 	for _, c := range recCases("raw", "unary") {
-		if c.api.api.name == "anthropic" {
+		if c.api.api.d.Prefill() {
 			cases = append(cases, c)
 		}
 	}
@@ -477,7 +477,7 @@ func TestRecoveryPrefillNotWithThinking(t *testing.T) {
 	require.Equal(t, "end_turn", r.stop)
 	reqs := h.mock.Requests()
 	require.Len(t, reqs, 2)
-	api := recAPIs()[0]
+	api := recAPINamed(t, "anthropic")
 	requireContinuation(t, api, reqs[0].Body, reqs[1].Body, recPartial, recInstruct)
 }
 
@@ -506,7 +506,7 @@ func TestRecoveryOutputFloorEdges(t *testing.T) {
 		body := api.rawRequest(api.defaultModel(), 600, hist)
 		got = send(api, body)
 		require.EqualValues(t, 1200, gjson.GetBytes(got, api.limit).Int(), "%s: raised to the floor", api.api.name)
-		if api.api.name == "anthropic" {
+		if api.api.d.RequiresLimit() {
 			got = send(api, api.rawRequest(api.defaultModel(), 0, hist))
 			require.EqualValues(t, 0, gjson.GetBytes(got, api.limit).Int(), "anthropic: 0 is a cache pre-warm")
 			require.True(t, gjson.GetBytes(got, api.limit).Exists())
@@ -516,7 +516,7 @@ func TestRecoveryOutputFloorEdges(t *testing.T) {
 		got = send(api, body)
 		require.Equal(t, body, string(got), "%s: no limit, nothing added", api.api.name)
 	}
-	chat := recAPIs()[1]
+	chat := recAPINamed(t, "openai_chat")
 	body := `{"model":"gpt-test","max_tokens":600,"messages":[{"role":"user","content":"Hi."}]}`
 	got := send(chat, body)
 	require.EqualValues(t, 1200, gjson.GetBytes(got, "max_tokens").Int(), "chat: legacy max_tokens raised")
@@ -651,7 +651,7 @@ func TestRecoveryWithTopics(t *testing.T) {
 func TestRecoveryContextWindowNotContinued(t *testing.T) {
 	h := recHarness(t)
 	h.mock.Script(mock.Reply{ID: "r1", Text: recPartial, Stop: "model_context_window_exceeded"})
-	api := recAPIs()[0]
+	api := recAPINamed(t, "anthropic")
 	resp, b := do(t, "POST", h.URL+"/v1/messages", api.rawRequest("claude-test", 2000, []string{api.api.user("Hi.")}), anthropicHeaders())
 	require.Equal(t, 200, resp.StatusCode, string(b))
 	require.Empty(t, resp.Header.Get("X-Shepherd-Recovery-Attempts"))
@@ -668,7 +668,10 @@ func TestRecoveryContextWindowNotContinued(t *testing.T) {
 // keeps none when a cut call is asked again (the provider's default is the
 // model's maximum already).
 func TestRecoveryToolCallCutWithoutLimit(t *testing.T) {
-	for _, api := range recAPIs()[1:] { // Anthropic requires max_tokens
+	for _, api := range recAPIs() {
+		if api.api.d.RequiresLimit() { // Anthropic requires max_tokens
+			continue
+		}
 		t.Run(api.api.name, func(t *testing.T) {
 			t.Parallel()
 			h := recHarness(t)
@@ -697,7 +700,7 @@ func TestRecoveryGeminiArrayStreamPassesThrough(t *testing.T) {
 		mock.Reply{ID: "r1", Text: recPartial, Stop: "max_tokens"},
 		mock.Reply{ID: "r2", Text: recRest},
 	)
-	api := recAPIs()[3]
+	api := recAPINamed(t, "gemini")
 	body := api.rawRequest("gemini-test", 600, []string{api.api.user("Hi.")})
 	resp, b := do(t, "POST", h.URL+"/v1beta/models/gemini-test:streamGenerateContent", body, geminiHeaders())
 	require.Equal(t, 200, resp.StatusCode, string(b))

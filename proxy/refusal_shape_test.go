@@ -8,32 +8,18 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
-// requireAPIErrorShape checks that body is an error in the named API's own
-// shape: Anthropic {"type":"error","error":{"type","message"}}, OpenAI
-// {"error":{"message","type"}}, Gemini {"error":{"code","message","status"}}.
-func requireAPIErrorShape(t *testing.T, api string, status int, body []byte) {
+// requireAPIErrorShape checks that body is an error in the API's own shape
+// (the kit driver's ErrorShape): Anthropic {"type":"error","error":{"type",
+// "message"}}, OpenAI {"error":{"message","type"}}, Gemini
+// {"error":{"code","message","status"}}.
+func requireAPIErrorShape(t *testing.T, d kit.Driver, status int, body []byte) {
 	t.Helper()
-	require.True(t, gjson.ValidBytes(body), "not JSON: %q", body)
-	e := gjson.GetBytes(body, "error")
-	require.NotEmpty(t, e.Get("message").String(), "%s error without message: %s", api, body)
-	switch api {
-	case "anthropic":
-		require.Equal(t, "error", gjson.GetBytes(body, "type").String(), "%s", body)
-		require.NotEmpty(t, e.Get("type").String(), "%s", body)
-		require.False(t, e.Get("code").Exists(), "%s", body)
-	case "openai":
-		require.False(t, gjson.GetBytes(body, "type").Exists(), "%s", body)
-		require.NotEmpty(t, e.Get("type").String(), "%s", body)
-		require.False(t, e.Get("status").Exists(), "%s", body)
-	case "gemini":
-		require.Equal(t, int64(status), e.Get("code").Int(), "%s", body)
-		require.NotEmpty(t, e.Get("status").String(), "%s", body)
-	}
+	require.NoError(t, d.ErrorShape(status, body), "%s", d.Name())
 }
 
 // TestRefusalsUseTheRouteAPIShape: every refusal fasthttp makes before the
@@ -46,13 +32,9 @@ func TestRefusalsUseTheRouteAPIShape(t *testing.T) {
 	const maxBody = 64 << 10
 	h := newHarness(t, harnessOptions{Config: func(c *config.Config) { c.Limits.MaxBodyBytes = maxBody }})
 	addr := strings.TrimPrefix(h.URL, "http://")
-	paths := map[string]string{
-		"anthropic": "/v1/messages",
-		"openai":    "/v1/chat/completions",
-		"gemini":    "/v1beta/models/g:streamGenerateContent?alt=sse",
-	}
 	head := "Host: shepherd\r\n"
-	for api, path := range paths {
+	for _, d := range kit.Drivers() {
+		api, path := d.Name(), d.Path("g", true)
 		reqs := map[string]struct {
 			raw    string
 			status int
@@ -74,7 +56,7 @@ func TestRefusalsUseTheRouteAPIShape(t *testing.T) {
 				body, _ := io.ReadAll(resp.Body)
 				require.Equal(t, rq.status, resp.StatusCode, "answer: %q", out)
 				require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
-				requireAPIErrorShape(t, api, resp.StatusCode, body)
+				requireAPIErrorShape(t, d, resp.StatusCode, body)
 			})
 		}
 	}

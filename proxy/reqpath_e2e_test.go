@@ -1,74 +1,47 @@
 package proxy_test
 
 import (
-	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/shepherd-proxy/shepherd/test/kit"
 	"github.com/stretchr/testify/require"
 )
 
-// shapeCheck asserts body is a 400 error in one API's error shape.
-type shapeCheck func(t *testing.T, body string)
-
-func anthropicShape(t *testing.T, body string) {
-	t.Helper()
-	var e struct {
-		Type  string `json:"type"`
-		Error struct{ Type, Message string }
-	}
-	require.NoError(t, json.Unmarshal([]byte(body), &e), body)
-	require.Equal(t, "error", e.Type, body)
-	require.Equal(t, "invalid_request_error", e.Error.Type, body)
-	require.NotEmpty(t, e.Error.Message)
-}
-
-func openAIShape(t *testing.T, body string) {
-	t.Helper()
-	var e struct {
-		Error struct{ Type, Message string }
-	}
-	require.NoError(t, json.Unmarshal([]byte(body), &e), body)
-	require.Equal(t, "invalid_request_error", e.Error.Type, body)
-	require.NotEmpty(t, e.Error.Message)
-}
-
-func geminiShape(t *testing.T, body string) {
-	t.Helper()
-	var e struct {
-		Error struct {
-			Code    int
-			Status  string
-			Message string
-		}
-	}
-	require.NoError(t, json.Unmarshal([]byte(body), &e), body)
-	require.Equal(t, "INVALID_ARGUMENT", e.Error.Status, body)
-	require.NotEmpty(t, e.Error.Message)
-}
-
-// trustAPI is one wire API: a valid route, its headers and error shape.
+// trustAPI is one wire API as the trust tests send it raw: a valid route,
+// its credential header lines, a minimal body and its error shape.
 type trustAPI struct {
+	d       kit.Driver
 	name    string
 	path    string
 	headers string
 	body    string
-	shape   shapeCheck
 }
 
 func trustAPIs() []trustAPI {
-	return []trustAPI{
-		{"anthropic", "/v1/messages", "X-Api-Key: sk-ant-test\r\nAnthropic-Version: 2023-06-01\r\n",
-			`{"model":"m","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`, anthropicShape},
-		{"chat", "/v1/chat/completions", "Authorization: Bearer sk-test\r\n",
-			`{"model":"m","messages":[{"role":"user","content":"hi"}]}`, openAIShape},
-		{"responses", "/v1/responses", "Authorization: Bearer sk-test\r\n",
-			`{"model":"m","input":"hi"}`, openAIShape},
-		{"gemini", "/v1beta/models/g:generateContent", "X-Goog-Api-Key: g-test\r\n",
-			`{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`, geminiShape},
+	var out []trustAPI
+	for _, d := range kit.Drivers() {
+		hdr := d.Headers()
+		var lines strings.Builder
+		for _, k := range slices.Sorted(maps.Keys(hdr)) {
+			lines.WriteString(k + ": " + hdr[k] + "\r\n")
+		}
+		out = append(out, trustAPI{d: d, name: d.Name(), path: d.Path("g", false), headers: lines.String(),
+			body: d.Request(kit.Request{Model: "m", History: []string{d.User("hi")}})})
 	}
+	return out
+}
+
+// shape asserts body is a 400 error for a malformed request in the API's
+// error shape.
+func (a trustAPI) shape(t *testing.T, body string) {
+	t.Helper()
+	require.NoError(t, a.d.ErrorShape(400, []byte(body)))
+	require.Equal(t, a.d.InvalidRequestType(), a.d.ErrorType([]byte(body)), body)
 }
 
 func rawPost(target, headers, body string) string {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/logging"
+	"github.com/shepherd-proxy/shepherd/proxy/turn"
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -38,17 +40,15 @@ type Server struct {
 	log       *zap.Logger
 	store     state.Store
 	features  *Features
-	recovery  bool // truncation recovery runs (some chain has the hook)
+	engine    *turn.Engine
 	metrics   *Metrics
+	views     *rewrite.ViewCache // the codecs' view cache (cfg.Limits.ViewCacheBytes)
 	upstreams map[Provider]*upstream
 	recorder  *sessionRecorder
 	metricsH  fasthttp.RequestHandler
 
 	srv      *fasthttp.Server
 	adminSrv *fasthttp.Server
-
-	// maxFollowups bounds the follow-up requests of one turn.
-	maxFollowups int
 
 	// bodyRoutes maps a request header being read to its route while its
 	// body is read (refused_route.go).
@@ -79,14 +79,14 @@ func New(o Options) (*Server, error) {
 		log:       o.Logger,
 		store:     o.Store,
 		features:  o.Features,
-		recovery:  o.Features.recovers(),
 		metrics:   o.Metrics,
+		views:     rewrite.NewViewCache(cfg.Limits.ViewCacheBytes),
 		upstreams: map[Provider]*upstream{},
 		ridPrefix: newRequestIDPrefix(),
 		metricsH:  newMetricsHandler(o.Metrics),
-
-		maxFollowups: cfg.Topics.MaxFollowups,
 	}
+	s.engine = newEngine(cfg, o.Store, o.Metrics, o.Logger, o.Features)
+	o.Metrics.views.Store(s.views)
 	uo := upstreamOptions{
 		DialTimeout: 10 * time.Second,
 		MaxConns:    cfg.Limits.MaxConnsPerUpstream,

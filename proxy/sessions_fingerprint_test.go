@@ -7,7 +7,6 @@ package proxy_test
 import (
 	"fmt"
 	"net/http"
-	"os"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/hooks/intents"
 	"github.com/shepherd-proxy/shepherd/state"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // TestFingerprintSessionsKeepRunsApart: two runs of a client without a
@@ -27,10 +27,7 @@ func TestFingerprintSessionsKeepRunsApart(t *testing.T) {
 	stores := map[string]func(t *testing.T) state.Store{
 		"memory": func(*testing.T) state.Store { return nil },
 		"redis": func(t *testing.T) state.Store {
-			url := os.Getenv("REDIS_URL")
-			if url == "" {
-				t.Skip("REDIS_URL not set; make test provides a private redis-server")
-			}
+			url := kit.RedisURL(t)
 			prefix := fmt.Sprintf("shepherd-fp-%d", time.Now().UnixNano())
 			t.Cleanup(func() { cleanupRedisPrefix(t, url, prefix) })
 			st, err := state.NewRedis(state.RedisOptions{URL: url, KeyPrefix: prefix, TTL: time.Minute, Timeout: time.Second})
@@ -45,8 +42,8 @@ func TestFingerprintSessionsKeepRunsApart(t *testing.T) {
 				api := topicAPINamed(t, apiName)
 				h := newHarness(t, harnessOptions{Store: open(t), Config: intentsOn(intentWorkspace(t, intentPolicy("")))})
 				// No session header: only the API's credentials.
-				run1 := &rawIntentAgent{api: api, url: h.URL, hdr: api.headers}
-				run2 := &rawIntentAgent{api: api, url: h.URL, hdr: api.headers}
+				run1 := &rawIntentAgent{a: kit.NewAgent(api.d, h.URL, nil)}
+				run2 := &rawIntentAgent{a: kit.NewAgent(api.d, h.URL, nil)}
 				requireRunsApart(t, h, api, run1, run2)
 			})
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/hooks/intents"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // sideRequestBodies are the side requests of one API: its agent-turn body
@@ -27,23 +28,10 @@ func sideRequestBodies(t *testing.T, api topicAPI) map[string]string {
 	noTools, err := sjson.Delete(turn, "tools")
 	require.NoError(t, err)
 	out := map[string]string{"no_tools": noTools}
-	switch api.name {
-	case "anthropic":
-		out["tool_choice_none"], err = sjson.SetRaw(turn, "tool_choice", `{"type":"none"}`)
-	case "openai_chat":
-		out["json_output"], err = sjson.SetRaw(turn, "response_format", `{"type":"json_object"}`)
-	case "openai_responses":
-		out["json_output"], err = sjson.SetRaw(turn, "text", `{"format":{"type":"json_schema","name":"route","schema":{"type":"object"}}}`)
-	case "gemini":
-		out["json_output"], err = sjson.SetRaw(turn, "generationConfig", `{"responseMimeType":"application/json"}`)
-	}
+	kind, path, value := api.d.SideRequest()
+	out[kind], err = sjson.SetRaw(turn, path, value)
 	require.NoError(t, err)
 	return out
-}
-
-// sideRoute is the route label of each API's topicAPI path.
-var sideRoute = map[string]string{
-	"anthropic": "messages", "openai_chat": "chat_completions", "openai_responses": "responses", "gemini": "generate_content",
 }
 
 func TestSideRequestsPassUntouched(t *testing.T) {
@@ -68,7 +56,7 @@ func TestSideRequestsPassUntouched(t *testing.T) {
 					require.NotContains(t, string(up), injected, "%s: nothing is injected", kind)
 				}
 				require.Equal(t, gjson.Get(body, api.history).Raw, gjson.GetBytes(up, api.history).Raw, "%s: the conversation is untouched", kind)
-				require.Equal(t, 1.0, metricValue(t, h, "shepherd_side_requests_total", `kind="`+kind+`",route="`+sideRoute[api.name]+`"`))
+				require.Equal(t, 1.0, metricValue(t, h, "shepherd_side_requests_total", `kind="`+kind+`",route="`+api.d.Route(false)+`"`))
 			}
 			list, err := h.store.List(t.Context(), "", 100)
 			require.NoError(t, err)
@@ -77,7 +65,7 @@ func TestSideRequestsPassUntouched(t *testing.T) {
 			// The agent's next turn is the session's first: it starts under
 			// the policy's current intent.
 			h.mock.Script(mock.Reply{ID: "turn", Text: "On it."})
-			a := &rawIntentAgent{api: api, url: h.URL, hdr: hdr}
+			a := &rawIntentAgent{a: kit.NewAgent(api.d, h.URL, hdr)}
 			a.user("fix the login bug")
 			require.Equal(t, "On it.", a.send(t).text)
 			reqs := h.mock.Requests()
@@ -103,7 +91,7 @@ func TestSideRequestsInject(t *testing.T) {
 			up := h.mock.Requests()[0].Body
 			require.Contains(t, gjson.GetBytes(up, "tools").Raw, intents.IntentTool)
 			require.True(t, strings.Contains(string(up), "[Active Intent:"), "the reminder is injected")
-			require.Equal(t, 0.0, metricValue(t, h, "shepherd_side_requests_total", `kind="no_tools",route="`+sideRoute[api.name]+`"`))
+			require.Equal(t, 0.0, metricValue(t, h, "shepherd_side_requests_total", `kind="no_tools",route="`+api.d.Route(false)+`"`))
 		})
 	}
 }

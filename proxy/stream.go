@@ -39,7 +39,7 @@ func (s *Server) streamEvents(ctx *fasthttp.RequestCtx, x *exchange) {
 // with CRLF, and, when mustTerminate is set, reports a stream that ends
 // without api's terminal event as cut. It allocates nothing per event
 // (TestForwardEventsAllocs, TestStreamWriterForwardingAllocs).
-func forwardEvents(r *rewrite.Reader, w io.Writer, api rewrite.API, mustTerminate bool, crlfSeen *bool) (clientGone bool, upErr error) {
+func forwardEvents(r *rewrite.Reader, w io.Writer, api *rewrite.Descriptor, mustTerminate bool, crlfSeen *bool) (clientGone bool, upErr error) {
 	terminated := !mustTerminate
 	for {
 		ev, err := r.Next()

@@ -341,14 +341,14 @@ func TestStreamReleasesRequestBody(t *testing.T) {
 }
 
 func TestPassThroughExchangeDropsHookState(t *testing.T) {
-	x := exchange{route: routeMessages, requestID: "r", crlf: true}
+	x := exchange{route: routeNamed("messages"), requestID: "r", crlf: true}
 	x.call.Request = &conv.Request{}
 	x.call.Session = &state.Session{}
 	x.call.SessionID = "s"
 	xs := passThroughExchange(&x)
 	require.Nil(t, xs.call.Request)
 	require.Nil(t, xs.call.Session)
-	require.Equal(t, routeMessages, xs.route)
+	require.Equal(t, routeNamed("messages"), xs.route)
 	require.Equal(t, "r", xs.requestID)
 	require.True(t, xs.crlf)
 	require.NotNil(t, x.call.Request, "the handler's exchange is left alone")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // cutUpstream is a raw TCP upstream that answers every request with the
@@ -35,10 +36,8 @@ type cutUpstream struct {
 
 func newCutUpstream(t *testing.T, contentType string, body []byte, hold bool) *cutUpstream {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	ln := kit.Listen(t)
 	u := &cutUpstream{ln: ln, contentType: contentType, body: body, hold: hold}
-	t.Cleanup(func() { _ = ln.Close() })
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -80,9 +79,7 @@ func (u *cutUpstream) serve(c net.Conn) {
 // its content type.
 func recordStream(t *testing.T, tc apiCase) (string, []byte) {
 	t.Helper()
-	m := mock.New(mock.Options{})
-	require.NoError(t, m.Start())
-	defer m.Close()
+	m := kit.StartMock(t, mock.Options{})
 	m.Script(mock.Reply{Text: "Hello there, a short streamed reply.", ChunkSize: 12})
 	resp, b := do(t, "POST", m.URL()+tc.path, tc.body, tc.headers)
 	require.Equal(t, 200, resp.StatusCode)
@@ -281,21 +278,7 @@ func checkErrorTail(t *testing.T, tc apiCase, full []byte, k int, body []byte, c
 	}
 	var v map[string]any
 	require.NoError(t, json.Unmarshal([]byte(last.data), &v), "k=%d", k)
-	switch tc.name {
-	case "anthropic_stream":
-		require.Equal(t, "error", last.name, "k=%d", k)
-		require.Equal(t, "error", v["type"])
-		require.Contains(t, v, "error")
-	case "responses_stream":
-		require.Equal(t, "error", last.name, "k=%d", k)
-		require.Equal(t, "error", v["type"])
-		require.Contains(t, v, "message")
-	case "chat_stream":
-		require.Contains(t, v, "error", "k=%d", k)
-	case "gemini_sse":
-		e, _ := v["error"].(map[string]any)
-		require.EqualValues(t, code, e["code"], "k=%d", k)
-	}
+	require.NoError(t, kit.Get(t, tc.api).StreamErrorShape(code, kit.Event{Name: last.name, Data: last.data}), "k=%d", k)
 }
 
 type sseEvent struct{ raw, name, data string }

@@ -116,7 +116,7 @@ func TestForwardEventsCoalescesPerUpstreamRead(t *testing.T) {
 	body := s.openUpstreamBody(acquireStreamResponse(up), sw)
 	defer body.close()
 	var crlfSeen bool
-	gone, err := forwardEvents(rewrite.NewReader(body), sw, "", false, &crlfSeen)
+	gone, err := forwardEvents(rewrite.NewReader(body), sw, nil, false, &crlfSeen)
 	require.False(t, gone)
 	require.NoError(t, err)
 	require.NoError(t, sw.Flush())
@@ -288,7 +288,7 @@ func TestStreamWriterForwardingAllocs(t *testing.T) {
 			src.Reset(stream)
 			r.Reset(fr)
 			crlfSeen := false
-			gone, err := forwardEvents(r, sw, rewrite.APIAnthropic, true, &crlfSeen)
+			gone, err := forwardEvents(r, sw, routeNamed("messages").api, true, &crlfSeen)
 			if gone || err != nil || sw.Flush() != nil {
 				t.Fatalf("forwardEvents: gone=%v err=%v", gone, err)
 			}

@@ -2,7 +2,6 @@ package proxy_test
 
 import (
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/state"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // scriptTurn scripts the mock replies of turn k of the long session, cycling
@@ -130,34 +130,11 @@ func tenantOfHarness(t *testing.T, h *harness, id string) string {
 	return ""
 }
 
-// metricValue reads one sample from /metrics (0 when absent).
+// metricValue reads the sample of metric name whose label set is exactly
+// labels (e.g. `op="get"`; "" for none), 0 when absent.
 func metricValue(t *testing.T, h *harness, name, labels string) float64 {
 	t.Helper()
-	_, b := do(t, "GET", h.URL+"/metrics", "", nil)
-	for _, line := range splitLines(string(b)) {
-		prefix := name + "{" + labels + "} "
-		if labels == "" {
-			prefix = name + " "
-		}
-		if len(line) > len(prefix) && line[:len(prefix)] == prefix {
-			var v float64
-			_, _ = fmt.Sscanf(line[len(prefix):], "%g", &v)
-			return v
-		}
-	}
-	return 0
-}
-
-func splitLines(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' {
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	return append(out, s[start:])
+	return kit.Metrics(t, h.URL+"/metrics").Value(name, labels)
 }
 
 // TestTopicsStoreDownFailsOpen: when the session cannot be loaded, the
@@ -178,10 +155,7 @@ func TestTopicsStoreDownFailsOpen(t *testing.T) {
 // shepherd processes sharing one Redis; each sees the topic and ledger the
 // other wrote, so the model's view stays append-only.
 func TestTopicsTwoReplicasShareRedis(t *testing.T) {
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		t.Skip("REDIS_URL not set; make test provides a private redis-server")
-	}
+	url := kit.RedisURL(t)
 	prefix := fmt.Sprintf("shepherd-topics-%d", time.Now().UnixNano())
 	defer cleanupRedisPrefix(t, url, prefix)
 	open := func() state.Store {
@@ -224,14 +198,5 @@ func TestTopicsTwoReplicasShareRedis(t *testing.T) {
 	require.Len(t, gjson.GetBytes(got, "chapters").Array(), 2)
 }
 
-func routeOf(api topicAPI) string {
-	switch api.name {
-	case "anthropic":
-		return "messages"
-	case "openai_chat":
-		return "chat_completions"
-	case "openai_responses":
-		return "responses"
-	}
-	return "generate_content"
-}
+// routeOf is the metric route label of api's non-streaming requests.
+func routeOf(api topicAPI) string { return api.d.Route(false) }

@@ -28,94 +28,105 @@ import (
 // types make it natural (ToParam of the reply, or the candidate's content).
 func topicSendUnary(t *testing.T, ctx context.Context, s topicStreamSession) topicStreamReply {
 	t.Helper()
+	return s.sendUnary(t, ctx)
+}
+
+func (s *anthTopicSession) sendUnary(t *testing.T, ctx context.Context) topicStreamReply {
+	t.Helper()
 	var r topicStreamReply
-	switch s := s.(type) {
-	case *anthTopicSession:
-		msg, err := s.c.Messages.New(ctx, s.p)
-		if err != nil {
-			r.err = err
-			return r
-		}
-		for _, b := range msg.Content {
-			switch b.Type {
-			case "text":
-				r.text += b.Text
-			case "tool_use":
-				r.calls = append(r.calls, mock.ToolCall{ID: b.ID, Name: b.Name, Args: string(b.Input)})
-			}
-		}
-		r.stop = string(msg.StopReason)
-		s.p.Messages = append(s.p.Messages, msg.ToParam())
-
-	case *chatTopicSession:
-		p := s.p
-		// stream_options is only allowed on streamed requests.
-		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{}
-		resp, err := s.c.Chat.Completions.New(ctx, p)
-		if err != nil {
-			r.err = err
-			return r
-		}
-		require.Len(t, resp.Choices, 1)
-		m := resp.Choices[0].Message
-		r.text = m.Content
-		for _, tc := range m.ToolCalls {
-			r.calls = append(r.calls, mock.ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: tc.Function.Arguments})
-		}
-		r.stop = resp.Choices[0].FinishReason
-		s.p.Messages = append(s.p.Messages, m.ToParam())
-
-	case *respTopicSession:
-		resp, err := s.c.Responses.New(ctx, s.p)
-		if err != nil {
-			r.err = err
-			return r
-		}
-		for _, item := range resp.Output {
-			switch item.Type {
-			case "message":
-				for _, c := range item.AsMessage().Content {
-					r.text += c.Text
-				}
-				m := item.AsMessage().ToParam()
-				s.add(responses.ResponseInputItemUnionParam{OfOutputMessage: &m})
-			case "function_call":
-				fc := item.AsFunctionCall()
-				r.calls = append(r.calls, mock.ToolCall{ID: fc.CallID, Name: fc.Name, Args: fc.Arguments})
-				p := fc.ToParam()
-				s.add(responses.ResponseInputItemUnionParam{OfFunctionCall: &p})
-			case "reasoning":
-				p := item.AsReasoning().ToParam()
-				s.add(responses.ResponseInputItemUnionParam{OfReasoning: &p})
-			default:
-				t.Fatalf("unexpected output item %s", item.RawJSON())
-			}
-		}
-		r.stop = string(resp.Status)
-
-	case *geminiTopicSession:
-		resp, err := s.c.Models.GenerateContent(ctx, "gemini-test", s.contents, s.cfg)
-		if err != nil {
-			r.err = err
-			return r
-		}
-		require.Len(t, resp.Candidates, 1)
-		cand := resp.Candidates[0]
-		require.NotNil(t, cand.Content)
-		for _, p := range cand.Content.Parts {
-			switch {
-			case p.FunctionCall != nil:
-				r.calls = append(r.calls, mock.ToolCall{ID: p.FunctionCall.ID, Name: p.FunctionCall.Name, Args: topicJSON(t, p.FunctionCall.Args)})
-			case !p.Thought:
-				r.text += p.Text
-			}
-		}
-		r.stop = string(cand.FinishReason)
-		s.contents = append(s.contents, cand.Content)
-
-	default:
-		t.Fatalf("no non-streaming send for %T", s)
+	msg, err := s.c.Messages.New(ctx, s.p)
+	if err != nil {
+		r.err = err
+		return r
 	}
+	for _, b := range msg.Content {
+		switch b.Type {
+		case "text":
+			r.text += b.Text
+		case "tool_use":
+			r.calls = append(r.calls, mock.ToolCall{ID: b.ID, Name: b.Name, Args: string(b.Input)})
+		}
+	}
+	r.stop = string(msg.StopReason)
+	s.p.Messages = append(s.p.Messages, msg.ToParam())
+	return r
+}
+
+func (s *chatTopicSession) sendUnary(t *testing.T, ctx context.Context) topicStreamReply {
+	t.Helper()
+	var r topicStreamReply
+	p := s.p
+	// stream_options is only allowed on streamed requests.
+	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{}
+	resp, err := s.c.Chat.Completions.New(ctx, p)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	require.Len(t, resp.Choices, 1)
+	m := resp.Choices[0].Message
+	r.text = m.Content
+	for _, tc := range m.ToolCalls {
+		r.calls = append(r.calls, mock.ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: tc.Function.Arguments})
+	}
+	r.stop = resp.Choices[0].FinishReason
+	s.p.Messages = append(s.p.Messages, m.ToParam())
+	return r
+}
+
+func (s *respTopicSession) sendUnary(t *testing.T, ctx context.Context) topicStreamReply {
+	t.Helper()
+	var r topicStreamReply
+	resp, err := s.c.Responses.New(ctx, s.p)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	for _, item := range resp.Output {
+		switch item.Type {
+		case "message":
+			for _, c := range item.AsMessage().Content {
+				r.text += c.Text
+			}
+			m := item.AsMessage().ToParam()
+			s.add(responses.ResponseInputItemUnionParam{OfOutputMessage: &m})
+		case "function_call":
+			fc := item.AsFunctionCall()
+			r.calls = append(r.calls, mock.ToolCall{ID: fc.CallID, Name: fc.Name, Args: fc.Arguments})
+			p := fc.ToParam()
+			s.add(responses.ResponseInputItemUnionParam{OfFunctionCall: &p})
+		case "reasoning":
+			p := item.AsReasoning().ToParam()
+			s.add(responses.ResponseInputItemUnionParam{OfReasoning: &p})
+		default:
+			t.Fatalf("unexpected output item %s", item.RawJSON())
+		}
+	}
+	r.stop = string(resp.Status)
+	return r
+}
+
+func (s *geminiTopicSession) sendUnary(t *testing.T, ctx context.Context) topicStreamReply {
+	t.Helper()
+	var r topicStreamReply
+	resp, err := s.c.Models.GenerateContent(ctx, "gemini-test", s.contents, s.cfg)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	require.Len(t, resp.Candidates, 1)
+	cand := resp.Candidates[0]
+	require.NotNil(t, cand.Content)
+	for _, p := range cand.Content.Parts {
+		switch {
+		case p.FunctionCall != nil:
+			r.calls = append(r.calls, mock.ToolCall{ID: p.FunctionCall.ID, Name: p.FunctionCall.Name, Args: topicJSON(t, p.FunctionCall.Args)})
+		case !p.Thought:
+			r.text += p.Text
+		}
+	}
+	r.stop = string(cand.FinishReason)
+	s.contents = append(s.contents, cand.Content)
 	return r
 }
 

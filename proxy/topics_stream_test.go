@@ -26,6 +26,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/state"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // topicStreamReply is what the agent got from one streamed turn, as the SDK
@@ -49,6 +50,8 @@ type topicStreamSession interface {
 	// send streams the history, checks the stream is well formed, and
 	// appends the accumulated reply to the history.
 	send(t *testing.T, ctx context.Context) topicStreamReply
+	// sendUnary is send with the SDK's non-streaming call.
+	sendUnary(t *testing.T, ctx context.Context) topicStreamReply
 }
 
 // topicStreamAPI is one streaming API: its name in topicAPIs(), how it
@@ -60,16 +63,24 @@ type topicStreamAPI struct {
 	session          func(t *testing.T, base string, hdr map[string]string, hc *http.Client) topicStreamSession
 }
 
+// topicSDKSessions are the official SDK sessions, by kit driver name.
+var topicSDKSessions = map[string]func(t *testing.T, base string, hdr map[string]string, hc *http.Client) topicStreamSession{
+	"anthropic":        newAnthTopicSession,
+	"openai_chat":      newChatTopicSession,
+	"openai_responses": newRespTopicSession,
+	"gemini":           newGeminiTopicSession,
+}
+
+// topicStreamAPIs lists every kit driver with its SDK session; the stop
+// values and the streamed request's path come from the driver.
 func topicStreamAPIs() []topicStreamAPI {
-	return []topicStreamAPI{
-		{name: "anthropic", endStop: "end_turn", toolUse: "tool_use", path: "/v1/messages", session: newAnthTopicSession},
-		{name: "openai_chat", endStop: "stop", toolUse: "tool_calls", path: "/v1/chat/completions", session: newChatTopicSession},
-		// Responses has no stop reason: a turn that ends with function
-		// calls is a completed response like any other.
-		{name: "openai_responses", endStop: "completed", toolUse: "completed", path: "/v1/responses", session: newRespTopicSession},
-		// Gemini reports STOP after function calls too.
-		{name: "gemini", endStop: "STOP", toolUse: "STOP", path: "/v1beta/models/gemini-test:streamGenerateContent", query: "alt=sse", session: newGeminiTopicSession},
+	var out []topicStreamAPI
+	for _, d := range kit.Drivers() {
+		path, query, _ := strings.Cut(d.Path("", true), "?")
+		st := d.Stops()
+		out = append(out, topicStreamAPI{name: d.Name(), endStop: st.End, toolUse: st.ToolUse, path: path, query: query, session: topicSDKSessions[d.Name()]})
 	}
+	return out
 }
 
 // topicAPINamed returns the topicAPIs() adapter of name (for its history

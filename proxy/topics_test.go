@@ -1,7 +1,6 @@
 package proxy_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -11,147 +10,76 @@ import (
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/state"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
-// topicAPI adapts the multi-turn topic scenario to one wire API: how an
-// agent builds its request, reads the reply, and echoes the reply back as
-// history (what the official SDKs do with a reply).
+// topicAPI is a kit wire driver as the multi-turn scenarios use it: the
+// usual request (system prompt, the Read tool), the agent's result "ok",
+// and the reply read as text, call names and call ids.
 type topicAPI struct {
+	d          kit.Driver
 	name, path string
 	headers    map[string]string
 	// history is the JSON path of the conversation array; static lists the
 	// paths that must stay byte-identical on every request of a session.
 	history string
 	static  []string
-	request func(items []string) string
-	user    func(text string) string
-	// toolResult is the agent's result for one of its own calls.
-	toolResult func(id, name string) string
-	echo       func(reply []byte) []string
-	text       func(reply []byte) string
-	calls      func(reply []byte) []string
-	ids        func(reply []byte) []string
 }
 
-func rawList(r gjson.Result) []string {
-	var out []string
-	r.ForEach(func(_, v gjson.Result) bool { out = append(out, v.Raw); return true })
-	return out
+func newTopicAPI(d kit.Driver) topicAPI {
+	return topicAPI{d: d, name: d.Name(), path: d.Path("", false), headers: d.Headers(), history: d.HistoryPath(), static: d.StaticPaths()}
 }
 
 func topicAPIs() []topicAPI {
-	return []topicAPI{
-		{
-			name: "anthropic", path: "/v1/messages", headers: anthropicHeaders(),
-			history: "messages", static: []string{"tools", "system"},
-			request: func(items []string) string {
-				return `{"model":"claude-test","max_tokens":512,"system":"You are terse.",` +
-					`"tools":[{"name":"Read","description":"Read a file","input_schema":{"type":"object"}}],` +
-					`"messages":[` + strings.Join(items, ",") + `]}`
-			},
-			user: func(t string) string { return fmt.Sprintf(`{"role":"user","content":%q}`, t) },
-			toolResult: func(id, _ string) string {
-				return `{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + id + `","content":"ok"}]}`
-			},
-			echo: func(r []byte) []string {
-				return []string{`{"role":"assistant","content":` + gjson.GetBytes(r, "content").Raw + `}`}
-			},
-			text: func(r []byte) string {
-				var b strings.Builder
-				for _, c := range gjson.GetBytes(r, `content.#(type=="text")#.text`).Array() {
-					b.WriteString(c.String())
-				}
-				return b.String()
-			},
-			calls: func(r []byte) []string {
-				return strs(gjson.GetBytes(r, `content.#(type=="tool_use")#.name`))
-			},
-			ids: func(r []byte) []string { return strs(gjson.GetBytes(r, `content.#(type=="tool_use")#.id`)) },
-		},
-		{
-			name: "openai_chat", path: "/v1/chat/completions", headers: openaiHeaders(),
-			history: "messages", static: []string{"tools"},
-			request: func(items []string) string {
-				return `{"model":"gpt-test","tools":[{"type":"function","function":{"name":"Read","parameters":{"type":"object"}}}],` +
-					`"messages":[{"role":"system","content":"You are terse."},` + strings.Join(items, ",") + `]}`
-			},
-			user:       func(t string) string { return fmt.Sprintf(`{"role":"user","content":%q}`, t) },
-			toolResult: func(id, _ string) string { return `{"role":"tool","tool_call_id":"` + id + `","content":"ok"}` },
-			echo: func(r []byte) []string {
-				return []string{gjson.GetBytes(r, "choices.0.message").Raw}
-			},
-			text: func(r []byte) string { return gjson.GetBytes(r, "choices.0.message.content").String() },
-			calls: func(r []byte) []string {
-				return strs(gjson.GetBytes(r, "choices.0.message.tool_calls.#.function.name"))
-			},
-			ids: func(r []byte) []string { return strs(gjson.GetBytes(r, "choices.0.message.tool_calls.#.id")) },
-		},
-		{
-			name: "openai_responses", path: "/v1/responses", headers: openaiHeaders(),
-			history: "input", static: []string{"tools", "instructions"},
-			request: func(items []string) string {
-				return `{"model":"gpt-test","instructions":"You are terse.","store":false,` +
-					`"tools":[{"type":"function","name":"Read","parameters":{"type":"object"}}],` +
-					`"input":[` + strings.Join(items, ",") + `]}`
-			},
-			user: func(t string) string { return fmt.Sprintf(`{"role":"user","content":%q}`, t) },
-			toolResult: func(id, _ string) string {
-				return `{"type":"function_call_output","call_id":"` + id + `","output":"ok"}`
-			},
-			echo: func(r []byte) []string { return rawList(gjson.GetBytes(r, "output")) },
-			text: func(r []byte) string {
-				var b strings.Builder
-				for _, c := range gjson.GetBytes(r, `output.#(type=="message")#.content`).Array() {
-					for _, p := range c.Array() {
-						b.WriteString(p.Get("text").String())
-					}
-				}
-				return b.String()
-			},
-			calls: func(r []byte) []string {
-				return strs(gjson.GetBytes(r, `output.#(type=="function_call")#.name`))
-			},
-			ids: func(r []byte) []string { return strs(gjson.GetBytes(r, `output.#(type=="function_call")#.call_id`)) },
-		},
-		{
-			name: "gemini", path: "/v1beta/models/gemini-test:generateContent", headers: geminiHeaders(),
-			history: "contents", static: []string{"tools", "systemInstruction"},
-			request: func(items []string) string {
-				return `{"systemInstruction":{"parts":[{"text":"You are terse."}]},` +
-					`"tools":[{"functionDeclarations":[{"name":"Read","parameters":{"type":"object"}}]}],` +
-					`"contents":[` + strings.Join(items, ",") + `]}`
-			},
-			user: func(t string) string { return fmt.Sprintf(`{"role":"user","parts":[{"text":%q}]}`, t) },
-			toolResult: func(id, name string) string {
-				return `{"role":"user","parts":[{"functionResponse":{"id":"` + id + `","name":"` + name + `","response":{"content":"ok"}}}]}`
-			},
-			echo: func(r []byte) []string { return []string{gjson.GetBytes(r, "candidates.0.content").Raw} },
-			text: func(r []byte) string {
-				var b strings.Builder
-				for _, p := range gjson.GetBytes(r, "candidates.0.content.parts").Array() {
-					if !p.Get("thought").Bool() {
-						b.WriteString(p.Get("text").String())
-					}
-				}
-				return b.String()
-			},
-			calls: func(r []byte) []string {
-				return strs(gjson.GetBytes(r, "candidates.0.content.parts.#.functionCall.name"))
-			},
-			ids: func(r []byte) []string {
-				return strs(gjson.GetBytes(r, "candidates.0.content.parts.#.functionCall.id"))
-			},
-		},
-	}
-}
-
-func strs(r gjson.Result) []string {
-	out := []string{}
-	for _, v := range r.Array() {
-		out = append(out, v.String())
+	var out []topicAPI
+	for _, d := range kit.Drivers() {
+		out = append(out, newTopicAPI(d))
 	}
 	return out
 }
+
+// request is the scenarios' request with history items.
+func (a topicAPI) request(items []string) string {
+	return a.d.Request(kit.Request{System: "You are terse.", Tools: []kit.Tool{kit.ReadTool}, History: items})
+}
+
+func (a topicAPI) user(text string) string { return a.d.User(text) }
+
+// toolResult is the agent's result "ok" for one of its own calls.
+func (a topicAPI) toolResult(id, name string) string { return a.d.ToolResult(id, name, "ok") }
+
+// echo is the reply as the history items an official SDK sends back.
+func (a topicAPI) echo(reply []byte) []string { return a.d.Echo(reply) }
+
+// parse reads a reply; an unreadable one reads as empty.
+func (a topicAPI) parse(reply []byte) kit.Reply {
+	r, _ := a.d.ParseReply(reply)
+	return r
+}
+
+func (a topicAPI) text(reply []byte) string { return a.parse(reply).Text }
+
+// calls are the names of the reply's tool calls (never nil).
+func (a topicAPI) calls(reply []byte) []string {
+	out := []string{}
+	for _, c := range a.parse(reply).Calls {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// ids are the ids of the reply's tool calls (never nil).
+func (a topicAPI) ids(reply []byte) []string {
+	out := []string{}
+	for _, c := range a.parse(reply).Calls {
+		out = append(out, c.ID)
+	}
+	return out
+}
+
+func rawList(r gjson.Result) []string { return kit.RawList(r) }
+
+func strs(r gjson.Result) []string { return kit.Strings(r) }
 
 // requireAppendOnly asserts that next extends prev: the static parts are
 // byte-identical and every element of prev's history is byte-identical at

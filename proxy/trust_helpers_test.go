@@ -18,6 +18,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/proxy"
 	"github.com/shepherd-proxy/shepherd/state"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // recordingUpstream is a plain HTTP server standing in for all providers: it
@@ -38,8 +39,7 @@ type recordedRequest struct {
 
 func newRecordingUpstream(t *testing.T) *recordingUpstream {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	ln := kit.Listen(t)
 	u := &recordingUpstream{URL: "http://" + ln.Addr().String()}
 	u.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -84,8 +84,7 @@ func startTrustProxy(t *testing.T, up *recordingUpstream, tune func(*config.Conf
 	require.NoError(t, err)
 	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics, Features: features})
 	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	ln := kit.Listen(t)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -134,20 +133,10 @@ func rawBody(raw string) string {
 
 // replyFor is a minimal valid non-streaming reply of the API path names.
 func replyFor(path string) string {
-	switch {
-	case strings.HasSuffix(path, "/v1/messages"):
-		return `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],` +
-			`"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`
-	case strings.HasSuffix(path, "/v1/chat/completions"):
-		return `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,` +
-			`"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
-	case strings.HasSuffix(path, "/v1/responses"):
-		return `{"id":"r1","object":"response","status":"completed","model":"m","output":[{"type":"message","id":"m1",` +
-			`"role":"assistant","status":"completed","content":[{"type":"output_text","text":"ok","annotations":[]}]}],` +
-			`"usage":{"input_tokens":1,"output_tokens":1,"total_tokens":2}}`
-	case strings.Contains(path, ":generateContent"):
-		return `{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]},"finishReason":"STOP","index":0}],` +
-			`"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1,"totalTokenCount":2}}`
+	for _, d := range kit.Drivers() {
+		if d.Serves(path) {
+			return d.MinimalReply()
+		}
 	}
 	return `{"ok":true}`
 }

@@ -11,140 +11,130 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
+	"github.com/shepherd-proxy/shepherd/proxy/turn"
 	"github.com/shepherd-proxy/shepherd/rewrite"
 )
 
 // streamTurn serves a streamed reply through the turn engine. A splicer
 // forwards text and thinking to the agent as they arrive and holds tool
-// calls; once a stream is complete it is decided exactly like a JSON reply
-// (replyLoop.step); the agent's tool calls are released; a follow-up is
-// streamed into the same reply; the terminal events come once at the end.
+// calls; once a stream is complete it is decided exactly like a JSON reply;
+// the agent's tool calls are released; a follow-up is streamed into the
+// same reply; the terminal events come once at the end.
 //
 // The writer runs after the handler returned, so everything it needs from
-// the request is copied first: the request line and headers in wire form
-// (parsed back into t.tmpl only if a follow-up is sent).
-func (t *turn) streamTurn(ctx *fasthttp.RequestCtx) {
+// the request is copied first: the exchange, and the request line and
+// headers in wire form (parsed back only if a follow-up is sent).
+func (s *Server) streamTurn(ctx *fasthttp.RequestCtx, x *exchange, t *turn.Turn) {
 	head := newRequestHead(&ctx.Request.Header)
-	t.tmpl = nil
-	t.hctx = context.Background()
-	t.ctx = nil
-	xs := *t.x
-	t.x = &xs
+	xs := *x
 	releaseRequestBody(ctx)
-	ctx.SetBodyStream(newStreamBody(func(w io.Writer) { t.s.pipeTurn(w, t, head) }), -1)
+	ctx.SetBodyStream(newStreamBody(func(w io.Writer) { s.pipeTurn(w, &xs, t, head) }), -1)
 }
 
 // pipeTurn is the stream writer of a turn; head is the agent's request line
-// and headers, for follow-ups.
-func (s *Server) pipeTurn(w io.Writer, t *turn, head requestHead) {
-	x := t.x
+// and headers, for follow-ups. Hooks run under a background context: the
+// RequestCtx is not the writer's to touch.
+func (s *Server) pipeTurn(w io.Writer, x *exchange, t *turn.Turn, head requestHead) {
 	start := time.Now()
 	s.metrics.streamsOpen.Inc()
 	defer s.metrics.streamsOpen.Dec()
-	saved := false
-	defer func() {
-		if !saved {
-			t.save()
-		}
-	}()
 	defer func() { s.metrics.streamDuration.WithLabelValues(x.route.name).Observe(time.Since(start).Seconds()) }()
-
 	defer x.watch.stop()
 
-	sp := rewrite.NewStreamSplicer(x.route.api)
-	l := t.newLoop()
-	upResp := x.upResp
-	for {
-		clientGone, upErr := s.spliceStream(w, x, upResp, sp)
-		fasthttp.ReleaseResponse(upResp)
-		switch {
-		case clientGone || upErr != nil && x.watch.left():
-			s.streamClientGone(x)
-			return
-		case upErr != nil:
-			s.writeStreamError(w, x, upErr)
-			return
-		case !sp.Done():
-			s.writeStreamError(w, x, io.ErrUnexpectedEOF)
-			return
-		}
-		reply, err := sp.Reply()
-		if err != nil {
-			// The stream ended with the provider's own error event, which
-			// the splicer already forwarded.
-			return
-		}
-		st, ok := l.step(reply)
-		if !ok {
-			st = stepResult{}
-		}
-		out, err := sp.Release(st.remove, st.first)
-		if err != nil {
-			s.writeStreamError(w, x, err)
-			return
-		}
-		if !write(w, out) {
-			s.streamClientGone(x)
-			return
-		}
-		if st.follow == nil {
-			break
-		}
-		next, err := s.followUpStream(t, head, st.follow)
-		l.countFollowUp(st.cont)
-		if err != nil && x.watch.left() {
-			s.streamClientGone(x)
-			return
-		}
-		if err != nil {
-			t.warn("follow-up upstream failed; the agent gets the reply so far", err)
-			l.endRecovery(true)
-			break
-		}
-		if cs, ok := sp.(rewrite.ContinueSplicer); st.cont && ok {
-			cs.Continue()
-		} else {
-			sp.Next()
-		}
-		upResp = next
+	tio := &x.turnIO
+	tio.stream = turnStream{s: s, w: w, x: x, resp: x.upResp, sp: x.route.api.NewSplicer()}
+	tio.sender = upstreamSender{s: s, x: x, head: head}
+	err := t.Run(context.Background(), &tio.stream, &tio.sender)
+	if errors.Is(err, turn.ErrClientGone) {
+		s.streamClientGone(x)
 	}
-	l.endRecovery(false)
-	out, err := sp.Finish()
-	if err != nil {
-		s.writeStreamError(w, x, err)
-		return
-	}
-	// Save before the agent sees the end of the stream: an SDK returns at
-	// the terminal event and may send the next request at once, which must
-	// find this turn's ledger entries.
-	l.finish(nil)
-	t.save()
-	saved = true
-	write(w, out)
 }
 
-// followUpStream sends a streamed follow-up and returns its response once it
-// is known to be a 200 event stream. The first follow-up of a turn parses
-// the agent's request head into t.tmpl.
-func (s *Server) followUpStream(t *turn, head requestHead, body []byte) (*fasthttp.Response, error) {
-	if t.tmpl == nil {
-		tmpl, err := head.request()
-		if err != nil {
-			return nil, err
-		}
-		t.tmpl = tmpl
+// turnStream is the turn engine's writer for an SSE reply: a stream
+// splicer forwards each upstream stream's text as it arrives, releases its
+// tool calls once the reply is decided, and writes the terminal events at
+// the end.
+type turnStream struct {
+	s    *Server
+	w    io.Writer
+	x    *exchange
+	resp *fasthttp.Response // the upstream stream to read next
+	sp   rewrite.StreamSplicer
+}
+
+var _ turn.Writer = (*turnStream)(nil)
+
+// errStreamBroke marks a stream that ended with shepherd's error event.
+var errStreamBroke = errors.New("proxy: upstream stream broke")
+
+// Read implements turn.Writer.
+func (ts *turnStream) Read() ([]byte, bool, error) {
+	s, x := ts.s, ts.x
+	clientGone, upErr := s.spliceStream(ts.w, x, ts.resp, ts.sp)
+	fasthttp.ReleaseResponse(ts.resp)
+	ts.resp = nil
+	switch {
+	case clientGone || upErr != nil && x.watch.left():
+		return nil, false, turn.ErrClientGone
+	case upErr != nil:
+		s.writeStreamError(ts.w, x, upErr)
+		return nil, false, fmt.Errorf("%w: %w", errStreamBroke, upErr)
+	case !ts.sp.Done():
+		s.writeStreamError(ts.w, x, io.ErrUnexpectedEOF)
+		return nil, false, fmt.Errorf("%w: %w", errStreamBroke, io.ErrUnexpectedEOF)
 	}
-	resp, err := s.sendFollowUp(t.tmpl, t.x, body)
+	reply, err := ts.sp.Reply()
 	if err != nil {
-		return nil, err
+		// The stream ended with the provider's own error event, which the
+		// splicer already forwarded.
+		return nil, false, nil
 	}
+	return reply, true, nil
+}
+
+// Release implements turn.Writer.
+func (ts *turnStream) Release(remove, first []int) error {
+	out, err := ts.sp.Release(remove, first)
+	if err != nil {
+		ts.s.writeStreamError(ts.w, ts.x, err)
+		return fmt.Errorf("%w: %w", errStreamBroke, err)
+	}
+	if !write(ts.w, out) {
+		return turn.ErrClientGone
+	}
+	return nil
+}
+
+// Follow implements turn.Writer: the follow-up must be a 200 event stream;
+// it continues the last reply's text block (cont) or follows it.
+func (ts *turnStream) Follow(resp *fasthttp.Response, cont bool) error {
 	if resp.StatusCode() != fasthttp.StatusOK || !bytes.HasPrefix(resp.Header.ContentType(), eventStream) {
 		status := resp.StatusCode()
 		_, _ = readAll(resp)
 		fasthttp.ReleaseResponse(resp)
-		return nil, fmt.Errorf("proxy: follow-up answered %d, not an event stream", status)
+		return fmt.Errorf("proxy: follow-up answered %d, not an event stream", status)
 	}
-	return resp, nil
+	if cs, ok := ts.sp.(rewrite.ContinueSplicer); cont && ok {
+		cs.Continue()
+	} else {
+		ts.sp.Next()
+	}
+	ts.resp = resp
+	return nil
+}
+
+// Finish implements turn.Writer: the terminal events, once. A passed reply
+// (the provider's error event) was already forwarded whole.
+func (ts *turnStream) Finish(f turn.Final) {
+	if f.Passed {
+		return
+	}
+	out, err := ts.sp.Finish()
+	if err != nil {
+		ts.s.writeStreamError(ts.w, ts.x, err)
+		return
+	}
+	write(ts.w, out)
 }
 
 // spliceStream feeds one upstream stream through the splicer, writing what

@@ -19,7 +19,7 @@ func scribble(b []byte) {
 // after the body they came from is overwritten.
 func TestViewsDoNotAliasBodies(t *testing.T) {
 	for _, api := range allAPIs {
-		c := For(api)
+		c := codecFor(api)
 		body := append([]byte(nil), fixture(t, api, "request.json")...)
 		req, err := c.ParseRequest(body)
 		require.NoError(t, err)
@@ -42,7 +42,7 @@ func TestViewsDoNotAliasBodies(t *testing.T) {
 // accumulated reply) survive the reader reusing its buffer.
 func TestStreamEventsDoNotAliasEvents(t *testing.T) {
 	for _, api := range allAPIs {
-		c := For(api)
+		c := codecFor(api)
 		stream := fixture(t, api, "stream.sse")
 		rd := NewReader(bytes.NewReader(stream))
 		dec := c.NewStreamDecoder()

@@ -16,12 +16,12 @@ import (
 func TestAnchorsSurviveClientRewrites(t *testing.T) {
 	cases := []struct {
 		name          string
-		api           API
+		api           *Descriptor
 		model, client string
 		edited        string // a real edit of the model's turn
 	}{
 		{
-			name: "anthropic claude code", api: APIAnthropic,
+			name: "anthropic claude code", api: Anthropic,
 			model: `{"model":"m","max_tokens":9,"messages":[
 				{"role":"user","content":[{"type":"text","text":"fix it","cache_control":{"type":"ephemeral"}}]},
 				{"role":"assistant","content":[{"type":"thinking","thinking":"look","signature":"c2ln"},{"type":"text","text":"Reading."},{"type":"tool_use","id":"toolu_1","name":"Read","input":{"path":"a.go","limit":5}}]},
@@ -38,7 +38,7 @@ func TestAnchorsSurviveClientRewrites(t *testing.T) {
 				{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"package a"}]}]}`,
 		},
 		{
-			name: "openai chat sdk", api: APIOpenAIChat,
+			name: "openai chat sdk", api: OpenAIChat,
 			model: `{"model":"m","messages":[{"role":"system","content":"be terse"},
 				{"role":"user","content":"fix it"},
 				{"role":"assistant","content":null,"refusal":null,"annotations":[],"tool_calls":[{"id":"call_1","type":"function","function":{"name":"Read","arguments":"{\"path\":\"a.go\",\"limit\":5}"}}]},
@@ -53,7 +53,7 @@ func TestAnchorsSurviveClientRewrites(t *testing.T) {
 				{"role":"tool","tool_call_id":"call_1","content":"package a"}]}`,
 		},
 		{
-			name: "openai responses codex", api: APIOpenAIResponses,
+			name: "openai responses codex", api: OpenAIResponses,
 			model: `{"model":"m","input":[
 				{"type":"message","role":"user","content":[{"type":"input_text","text":"fix it"}]},
 				{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"look"}],"encrypted_content":"enc"},
@@ -74,7 +74,7 @@ func TestAnchorsSurviveClientRewrites(t *testing.T) {
 				{"type":"function_call_output","call_id":"call_1","output":"package a"}]}`,
 		},
 		{
-			name: "gemini cli", api: APIGemini,
+			name: "gemini cli", api: Gemini,
 			model: `{"contents":[
 				{"role":"user","parts":[{"text":"fix it"}]},
 				{"role":"model","parts":[{"text":"look","thought":true},{"text":"Reading."},{"functionCall":{"name":"Read","args":{"path":"a.go","limit":5}},"thoughtSignature":"c2ln"},{"functionCall":{"name":"Grep","args":{"q":"x"}}}]},
@@ -91,9 +91,9 @@ func TestAnchorsSurviveClientRewrites(t *testing.T) {
 				{"role":"user","parts":[{"functionResponse":{"name":"Grep","response":{"output":"none"}}}]}]}`,
 		},
 	}
-	anchors := func(t *testing.T, api API, body string) []string {
+	anchors := func(t *testing.T, api *Descriptor, body string) []string {
 		t.Helper()
-		v, err := For(api).ParseRequest([]byte(body))
+		v, err := codecFor(api).ParseRequest([]byte(body))
 		require.NoError(t, err)
 		return conv.Anchors(v.Messages)
 	}

@@ -7,26 +7,27 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // anthropicCodec speaks the Anthropic Messages API (POST /v1/messages and
 // /v1/messages/count_tokens).
-type anthropicCodec struct{}
+type anthropicCodec struct {
+	views *ViewCache // nil: no view cache
+}
 
 var _ Codec = anthropicCodec{}
-
-func (anthropicCodec) API() API { return APIAnthropic }
 
 // anthropicKeys are the top-level members the request view reads.
 var anthropicKeys = []string{"model", "stream", "max_tokens", "system", "tools", "messages", "metadata", "thinking"}
 
-func (anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
+func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	_, idx, err := parseIndexed(body)
 	if err != nil {
 		return nil, err
 	}
 	var m [8]gjson.Result
-	idx.lookup(anthropicKeys, m[:])
+	idx.Lookup(anthropicKeys, m[:])
 	model, stream, maxTok, system, tools, msgs, meta := m[0], m[1], m[2], m[3], m[4], m[5], m[6]
 	thinking := m[7].Get("type").Str
 	uid := meta.Get("user_id")
@@ -39,18 +40,18 @@ func (anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
 			return nil, err
 		}
 	}
-	req := &conv.Request{Model: str(model), Stream: stream.Bool(), MetadataUserID: str(uid),
+	req := &conv.Request{Model: jsonkit.OwnedString(model), Stream: stream.Bool(), MetadataUserID: jsonkit.OwnedString(uid),
 		Thinking: thinking == "enabled" || thinking == "adaptive"}
 	if maxTok.Type == gjson.Number {
 		req.MaxOutputTokens, req.HasMaxOutputTokens = maxTok.Int(), true
 	}
-	if req.System, err = anthropicSystem(idx, system); err != nil {
+	if req.System, err = anthropicSystem(c.views, idx, system); err != nil {
 		return nil, at(err, "system")
 	}
 	if req.Tools, err = namedTools(idx, tools, "name"); err != nil {
 		return nil, at(err, "tools")
 	}
-	if req.Messages, err = parseMessages(idx, msgs, "messages", viewAnthropic, anthropicMessage); err != nil {
+	if req.Messages, err = parseMessages(c.views, idx, msgs, "messages", anthropicViews, anthropicMessage); err != nil {
 		return nil, err
 	}
 	req.Fingerprint = fingerprint(req.System, req.Messages)
@@ -59,23 +60,23 @@ func (anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
 
 // anthropicSystem returns the text of a string or text-block system prompt,
 // blocks joined by a blank line.
-func anthropicSystem(idx *docIndex, sys gjson.Result) (string, error) {
+func anthropicSystem(views *ViewCache, idx *jsonkit.Index, sys gjson.Result) (string, error) {
 	if sys.Type == gjson.String {
-		return str(sys), nil
+		return jsonkit.OwnedString(sys), nil
 	}
-	return cachedText(viewAnthropicSystem, sys.Raw, func() (string, error) { return anthropicSystemBlocks(idx, sys) })
+	return cachedText(views, anthropicSystemViews, sys.Raw, func() (string, error) { return anthropicSystemBlocks(idx, sys) })
 }
 
-func anthropicSystemBlocks(idx *docIndex, sys gjson.Result) (string, error) {
+func anthropicSystemBlocks(idx *jsonkit.Index, sys gjson.Result) (string, error) {
 	var texts []string
 	var err error
-	idx.each(sys, func(i int, b gjson.Result) bool {
+	idx.Each(sys, func(i int, b gjson.Result) bool {
 		if !b.IsObject() {
 			err = atIndex(typeErr("", "an object"), i)
 			return false
 		}
 		var m [2]gjson.Result
-		members(b, []string{"type", "text"}, m[:])
+		jsonkit.Members(b, []string{"type", "text"}, m[:])
 		if m[0].Str == "text" {
 			t := m[1]
 			if t.Type != gjson.String {
@@ -121,11 +122,11 @@ func anthropicRole(r string) conv.Role {
 // anthropicBlocks normalises message content: a string or content blocks.
 func anthropicBlocks(content gjson.Result, names *toolNames) ([]conv.Block, error) {
 	if content.Type == gjson.String {
-		return []conv.Block{{Kind: conv.BlockText, Text: str(content)}}, nil
+		return []conv.Block{{Kind: conv.BlockText, Text: jsonkit.OwnedString(content)}}, nil
 	}
 	var blocks []conv.Block
 	var err error
-	eachElem(content, func(j int, b gjson.Result) bool {
+	jsonkit.EachElement(content, func(j int, b gjson.Result) bool {
 		var blk conv.Block
 		if blk, err = anthropicBlock(b, names); err != nil {
 			err = atIndex(err, j)
@@ -147,7 +148,7 @@ func anthropicBlock(b gjson.Result, names *toolNames) (conv.Block, error) {
 		return conv.Block{}, typeErr("", "an object")
 	}
 	var m [9]gjson.Result
-	members(b, anthropicBlockKeys, m[:])
+	jsonkit.Members(b, anthropicBlockKeys, m[:])
 	typ, text, thinking, id, name, input, useID, content, isError := m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8]
 	// want reads a string member, recording the first type error.
 	var err error
@@ -155,7 +156,7 @@ func anthropicBlock(b gjson.Result, names *toolNames) (conv.Block, error) {
 		if err == nil {
 			err = wantString(v, key)
 		}
-		return str(v)
+		return jsonkit.OwnedString(v)
 	}
 	var blk conv.Block
 	switch typ.Str {
@@ -166,7 +167,7 @@ func anthropicBlock(b gjson.Result, names *toolNames) (conv.Block, error) {
 	case "redacted_thinking":
 		blk = conv.Block{Kind: conv.BlockThinking}
 	case "tool_use":
-		blk = conv.Block{Kind: conv.BlockToolCall, ToolCallID: want(id, "id"), ToolName: want(name, "name"), Args: rawBytes(input)}
+		blk = conv.Block{Kind: conv.BlockToolCall, ToolCallID: want(id, "id"), ToolName: want(name, "name"), Args: jsonkit.OwnedRaw(input)}
 		names.add(blk.ToolCallID, blk.ToolName)
 	case "tool_result":
 		id := want(useID, "tool_use_id")
@@ -194,10 +195,10 @@ func (anthropicCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, erro
 // anthropicTool renders a custom tool definition.
 func anthropicTool(dst []byte, t conv.ToolSpec, params []byte) []byte {
 	dst = append(dst, `{"name":`...)
-	dst = appendJSONString(dst, t.Name)
+	dst = jsonkit.AppendString(dst, t.Name)
 	if t.Description != "" {
 		dst = append(dst, `,"description":`...)
-		dst = appendJSONString(dst, t.Description)
+		dst = jsonkit.AppendString(dst, t.Description)
 	}
 	dst = append(dst, `,"input_schema":`...)
 	dst = append(dst, params...)
@@ -205,18 +206,18 @@ func anthropicTool(dst []byte, t conv.ToolSpec, params []byte) []byte {
 }
 
 func anthropicAppendSystem(body []byte, texts []string) ([]byte, error) {
-	root, ok := rootObject(bstr(body))
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
 		return nil, errNotObject
 	}
-	sys := member(root, "system")
+	sys := jsonkit.Member(root, "system")
 	switch {
 	case sys.Type == gjson.String:
-		return appendToString(body, sys, suffixText(sys.Str, texts)), nil
+		return jsonkit.AppendToString(body, sys, suffixText(sys.Str, texts)), nil
 	case sys.IsArray():
-		return appendItems(body, sys, textItems("text", texts)), nil
-	case isNull(sys):
-		return setMember(body, root, "system", jsonString(joinTexts(texts))), nil
+		return jsonkit.AppendElements(body, sys, textItems("text", texts)), nil
+	case jsonkit.IsNull(sys):
+		return jsonkit.SetMember(body, root, "system", jsonkit.Quote(joinTexts(texts))), nil
 	}
 	return nil, fmt.Errorf("rewrite: cannot edit system: unexpected type")
 }
@@ -226,11 +227,11 @@ func anthropicAppendSystem(body []byte, texts []string) ([]byte, error) {
 // gets the blocks at its end (after any tool_result blocks). Without a user
 // message the edit is a no-op.
 func anthropicAppendUser(body []byte, texts []string) ([]byte, error) {
-	root, ok := rootObject(bstr(body))
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
 		return nil, errNotObject
 	}
-	msg, ok := lastWithRole(member(root, "messages"), "role", "user", false)
+	msg, ok := lastWithRole(jsonkit.Member(root, "messages"), "role", "user", false)
 	if !ok {
 		return body, nil
 	}
@@ -243,4 +244,13 @@ func (anthropicCodec) ErrorBody(status int, message string) []byte {
 
 func (anthropicCodec) StreamErrorEvent(status int, message string) []byte {
 	return AppendEvent(nil, []byte("error"), anthropicError(status, message))
+}
+
+func (anthropicCodec) sideRequest(body []byte) string {
+	r := topMembers(body, "tools", "tool_choice", "output_format", "output_config")
+	return firstSide(
+		when(r[2].Get("type").Str == "json_schema" || r[3].Get("format.type").Str == "json_schema", SideJSONOutput),
+		when(r[1].Get("type").Str == "none", SideToolChoiceNone),
+		when(!nonEmptyArray(r[0]), SideNoTools),
+	)
 }

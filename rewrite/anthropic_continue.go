@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
 
@@ -61,11 +62,11 @@ func (anthropicCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte
 	}
 	out := agReorder(reply, elems, keep)
 	if prefill {
-		root, _ := rootObject(bstr(out))
+		root, _ := jsonkit.RootObject(jsonkit.UnsafeString(out))
 		kept := agElems(root.Get("content"))
 		t := kept[last].Get("text")
 		if trimmed := strings.TrimRightFunc(t.Str, unicode.IsSpace); len(trimmed) < len(t.Str) {
-			out = splice(out, t.Index, end(t), jsonString(trimmed))
+			out = jsonkit.Splice(out, t.Index, jsonkit.ValueEnd(t), jsonkit.Quote(trimmed))
 		}
 	}
 	items, err := anthropicCodec{}.ReplyAsMessages(out)
@@ -103,7 +104,7 @@ func (anthropicCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 	if !c1.IsArray() {
 		return nil, fmt.Errorf("%w: accumulated reply: content must be an array", ErrMalformedReply)
 	}
-	if !c2.IsArray() && !isNull(c2) {
+	if !c2.IsArray() && !jsonkit.IsNull(c2) {
 		return nil, fmt.Errorf("%w: next reply: content must be an array", ErrMalformedReply)
 	}
 
@@ -137,10 +138,10 @@ func (anthropicCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 
 	out := acc
 	if len(add) > 0 {
-		out = appendItems(out, c1, []byte(strings.Join(add, ",")))
+		out = jsonkit.AppendElements(out, c1, []byte(strings.Join(add, ",")))
 	}
 	if seam != "" {
-		out = appendToString(out, accText, seam) // accText lies before the appended blocks
+		out = jsonkit.AppendToString(out, accText, seam) // accText lies before the appended blocks
 	}
 	if len(add) == 0 && seam == "" {
 		out = append([]byte(nil), acc...)

@@ -14,10 +14,11 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 var anthCC = func() ContinueCodec {
-	cc, ok := Continuer(APIAnthropic)
+	cc, ok := Continuer(codecFor(Anthropic))
 	if !ok {
 		panic("anthropic codec has no ContinueCodec")
 	}
@@ -53,7 +54,7 @@ func acStart(i int, block string) string {
 }
 
 func acDelta(i int, typ, field, val string) string {
-	return acEv("content_block_delta", `{"type":"content_block_delta","index":`+strconv.Itoa(i)+`,"delta":{"type":"`+typ+`","`+field+`":`+string(jsonString(val))+`}}`)
+	return acEv("content_block_delta", `{"type":"content_block_delta","index":`+strconv.Itoa(i)+`,"delta":{"type":"`+typ+`","`+field+`":`+string(jsonkit.Quote(val))+`}}`)
 }
 
 func acText(i int, text string) string { return acDelta(i, "text_delta", "text", text) }
@@ -102,7 +103,7 @@ type acOp struct {
 // (Feed and Release, then Finish last) and each stream's reply.
 func acRun(t testing.TB, ops ...acOp) (out []byte, parts []string, replies [][]byte) {
 	t.Helper()
-	sp := NewStreamSplicer(APIAnthropic)
+	sp := Anthropic.NewSplicer()
 	cs, ok := sp.(ContinueSplicer)
 	require.True(t, ok)
 	for _, op := range ops {
@@ -226,7 +227,7 @@ func TestAnthropicContinuationMessages(t *testing.T) {
 			// The item makes a request the codec accepts.
 			body, err := anthTC.AppendMessages([]byte(anBody(anU0)), items)
 			require.NoError(t, err)
-			view, err := For(APIAnthropic).ParseRequest(body)
+			view, err := codecFor(Anthropic).ParseRequest(body)
 			require.NoError(t, err)
 			require.Len(t, view.Messages, 2)
 		})
@@ -263,7 +264,7 @@ func TestAnthropicUserTextMessage(t *testing.T) {
 	require.Equal(t, `{"role":"user","content":[{"type":"text","text":"Continue \"exactly\"\n<here>"}]}`, string(item))
 	body, err := anthTC.AppendMessages([]byte(anBody(anU0, anA3)), [][]byte{item})
 	require.NoError(t, err)
-	view, err := For(APIAnthropic).ParseRequest(body)
+	view, err := codecFor(Anthropic).ParseRequest(body)
 	require.NoError(t, err)
 	require.Len(t, view.Messages, 3)
 	_, err = anthCC.UserTextMessage(" \n")
@@ -317,7 +318,7 @@ func TestAnthropicContinueReply(t *testing.T) {
 			require.Equal(t, tc.want, string(got))
 			require.Equal(t, tc.acc, string(a))
 			require.Equal(t, tc.next, string(n))
-			_, err = For(APIAnthropic).ParseReply(got)
+			_, err = codecFor(Anthropic).ParseReply(got)
 			require.NoError(t, err)
 		})
 	}
@@ -347,7 +348,7 @@ func TestAnthropicSpliceHoldsLastTextClose(t *testing.T) {
 		if crlf {
 			src = aspCRLF(in)
 		}
-		sp := NewStreamSplicer(APIAnthropic)
+		sp := Anthropic.NewSplicer()
 		var out []byte
 		for _, ev := range aspEvents([]byte(src)) {
 			b, err := sp.Feed(ev)
@@ -374,7 +375,7 @@ func TestAnthropicSpliceHoldsLastTextClose(t *testing.T) {
 	// Another block after the text closes it at once.
 	in = acMsgStart("msg_1", 10) + acTextBlock(0, "Hi") + acPing + acStart(1, `{"type":"redacted_thinking","data":"R"}`) + acStop(1) +
 		acTextBlock(2, "there") + acToolBlock(3, "t1", `{}`) + acMsgDelta("tool_use", `{"output_tokens":9}`) + acMsgStop
-	sp := NewStreamSplicer(APIAnthropic)
+	sp := Anthropic.NewSplicer()
 	var parts []string
 	for _, ev := range aspEvents([]byte(in)) {
 		b, err := sp.Feed(ev)
@@ -509,7 +510,7 @@ func TestAnthropicSpliceContinueThinkingAndCall(t *testing.T) {
 		ToolCalls: []mock.ToolCall{{ID: "toolu_w", Name: "write_file", Args: `{"path":"main.go"}`}}, Usage: mock.Usage{Input: 9, Output: 22}}
 	s1, s2 := acMock(t, r1, true, 4), acMock(t, r2, true, 4)
 
-	sp := NewStreamSplicer(APIAnthropic)
+	sp := Anthropic.NewSplicer()
 	out := aspFeed(t, sp, s1)
 	b, err := sp.Release(nil, nil)
 	require.NoError(t, err)
@@ -569,7 +570,7 @@ func TestAnthropicSpliceContinueAfterCutCall(t *testing.T) {
 	out, parts, replies := acRun(t, acOp{how: "first", stream: cut.String(), remove: []int{0}}, acOp{how: "cont", stream: s2})
 	require.Equal(t, `[{"type":"text","text":"Writing the file."},{"type":"tool_use","id":"toolu_cut","name":"write_file","input":{}}]`,
 		gjson.GetBytes(replies[0], "content").Raw)
-	view, err := For(APIAnthropic).ParseReply(replies[0])
+	view, err := codecFor(Anthropic).ParseReply(replies[0])
 	require.NoError(t, err)
 	require.Len(t, view.ToolCalls, 1)
 	require.NotContains(t, string(out), "toolu_cut")
@@ -620,7 +621,7 @@ func TestAnthropicSpliceContinueEdges(t *testing.T) {
 	t.Run("error in the continuation", func(t *testing.T) {
 		errEv := acEv("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
 		s2 := acMsgStart("msg_2", 10) + acStart(0, `{"type":"text","text":""}`) + acText(0, " goes") + errEv
-		sp := NewStreamSplicer(APIAnthropic)
+		sp := Anthropic.NewSplicer()
 		out := aspFeed(t, sp, s1)
 		_, err := sp.Release(nil, nil)
 		require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
 
@@ -36,10 +37,6 @@ import (
 // on in that block: its first text block is delivered as text_delta events
 // of the open block, through a SeamFilter, its thinking blocks are dropped
 // and its other blocks follow, renumbered like a follow-up's.
-
-func init() {
-	splicerFactories[APIAnthropic] = func() StreamSplicer { return newAnthropicSplicer() }
-}
 
 // Block states.
 const (
@@ -233,7 +230,7 @@ func rawDataOffset(raw, data []byte) int {
 // otherwise rebuilt from name and newData with raw's line endings.
 func reframe(raw, data, newData, name []byte) []byte {
 	if off := rawDataOffset(raw, data); off >= 0 && bytes.IndexAny(newData, "\r\n") < 0 {
-		return splice(raw, off, off+len(data), newData)
+		return jsonkit.Splice(raw, off, off+len(data), newData)
 	}
 	out := AppendEvent(nil, name, newData)
 	if bytes.Contains(raw, []byte("\r\n")) {
@@ -249,7 +246,7 @@ func renumber(ev *asEvent, n int) []byte {
 		return ev.raw
 	}
 	num := strconv.AppendInt(nil, int64(n), 10)
-	return reframe(ev.raw, ev.data, splice(ev.data, ev.idxStart, ev.idxEnd, num), ev.name)
+	return reframe(ev.raw, ev.data, jsonkit.Splice(ev.data, ev.idxStart, ev.idxEnd, num), ev.name)
 }
 
 // digitsEqual reports whether b is n in decimal, as strconv.AppendInt
@@ -263,7 +260,7 @@ func digitsEqual(b []byte, n int) bool {
 func copyEvent(ev *Event, idx gjson.Result) asEvent {
 	e := asEvent{name: bytes.Clone(ev.Name), data: bytes.Clone(ev.Data), raw: bytes.Clone(ev.Raw)}
 	if idx.Exists() {
-		e.idxStart, e.idxEnd = idx.Index, end(idx)
+		e.idxStart, e.idxEnd = idx.Index, jsonkit.ValueEnd(idx)
 	}
 	return e
 }
@@ -308,7 +305,7 @@ func readAnthropicEvent(ev *Event) (anthropicEventFields, string, error) {
 	if dup != "" {
 		return f, "", spliceErr("duplicate member %q", dup)
 	}
-	typ := bstr(ev.Name)
+	typ := jsonkit.UnsafeString(ev.Name)
 	switch {
 	case f.typ.Type == gjson.String:
 		typ = f.typ.Str
@@ -419,7 +416,7 @@ func (s *anthropicSplicer) textDelta(index int, text string) []byte {
 	data := []byte(`{"type":"content_block_delta","index":`)
 	data = strconv.AppendInt(data, int64(index), 10)
 	data = append(data, `,"delta":{"type":"text_delta","text":`...)
-	data = appendJSONString(data, text)
+	data = jsonkit.AppendString(data, text)
 	data = append(data, "}}"...)
 	return s.frame([]byte("content_block_delta"), data)
 }
@@ -458,7 +455,7 @@ func blockIndex(f *anthropicEventFields, data []byte) (int64, error) {
 	if f.index.Type != gjson.Number {
 		return 0, spliceErr("content block event without a numeric index")
 	}
-	if i := f.index.Index; i <= 0 || end(f.index) > len(data) || string(data[i:end(f.index)]) != f.index.Raw {
+	if i := f.index.Index; i <= 0 || jsonkit.ValueEnd(f.index) > len(data) || string(data[i:jsonkit.ValueEnd(f.index)]) != f.index.Raw {
 		return 0, spliceErr("cannot locate the content block index")
 	}
 	n, err := strconv.ParseInt(f.index.Raw, 10, 64)
@@ -519,7 +516,7 @@ func (s *anthropicSplicer) blockStart(ev *Event, f anthropicEventFields) ([]byte
 		s.openAgent = b.agent
 		s.openText = append(s.openText[:0], f.cb.Get("text").Str...)
 	}
-	e := asEvent{name: ev.Name, data: ev.Data, raw: ev.Raw, idxStart: f.index.Index, idxEnd: end(f.index)}
+	e := asEvent{name: ev.Name, data: ev.Data, raw: ev.Raw, idxStart: f.index.Index, idxEnd: jsonkit.ValueEnd(f.index)}
 	return s.emit(out, renumber(&e, b.agent)), nil
 }
 
@@ -536,11 +533,11 @@ func (s *anthropicSplicer) mergedText(ev *Event, f *anthropicEventFields, d *asD
 	if ev == nil {
 		return s.emit(nil, s.textDelta(s.openAgent, text2))
 	}
-	e := asEvent{name: ev.Name, data: ev.Data, raw: ev.Raw, idxStart: f.index.Index, idxEnd: end(f.index)}
+	e := asEvent{name: ev.Name, data: ev.Data, raw: ev.Raw, idxStart: f.index.Index, idxEnd: jsonkit.ValueEnd(f.index)}
 	if text2 != text {
 		t := d.val // the delta's text
-		lit := jsonString(text2)
-		data := splice(ev.Data, t.Index, end(t), lit)
+		lit := jsonkit.Quote(text2)
+		data := jsonkit.Splice(ev.Data, t.Index, jsonkit.ValueEnd(t), lit)
 		if e.idxStart > t.Index {
 			shift := len(lit) - len(t.Raw)
 			e.idxStart, e.idxEnd = e.idxStart+shift, e.idxEnd+shift
@@ -580,7 +577,7 @@ func (s *anthropicSplicer) blockEvent(ev *Event, f *anthropicEventFields, up int
 	case asMerged:
 		return s.mergedEvent(ev, f, &d, b, isDelta), nil
 	}
-	e := asEvent{name: ev.Name, data: ev.Data, raw: ev.Raw, idxStart: f.index.Index, idxEnd: end(f.index)}
+	e := asEvent{name: ev.Name, data: ev.Data, raw: ev.Raw, idxStart: f.index.Index, idxEnd: jsonkit.ValueEnd(f.index)}
 	if b.agent == s.openAgent && s.closeEv == nil {
 		if !isDelta {
 			// The open block's close is held.
@@ -605,7 +602,7 @@ func (s *anthropicSplicer) mergedEvent(ev *Event, f *anthropicEventFields, d *as
 		s.merging = false
 		out := s.flushSeam(nil)
 		if s.closeEv == nil {
-			e := asEvent{name: ev.Name, data: ev.Data, raw: ev.Raw, idxStart: f.index.Index, idxEnd: end(f.index)}
+			e := asEvent{name: ev.Name, data: ev.Data, raw: ev.Raw, idxStart: f.index.Index, idxEnd: jsonkit.ValueEnd(f.index)}
 			s.closeEv = bytes.Clone(renumber(&e, b.agent))
 		}
 		return out
@@ -613,7 +610,7 @@ func (s *anthropicSplicer) mergedEvent(ev *Event, f *anthropicEventFields, d *as
 	if d.typ == "text_delta" {
 		return s.mergedText(ev, f, d, d.val.Str)
 	}
-	e := asEvent{name: ev.Name, data: ev.Data, raw: ev.Raw, idxStart: f.index.Index, idxEnd: end(f.index)}
+	e := asEvent{name: ev.Name, data: ev.Data, raw: ev.Raw, idxStart: f.index.Index, idxEnd: jsonkit.ValueEnd(f.index)}
 	return s.emit(nil, renumber(&e, b.agent))
 }
 
@@ -728,10 +725,10 @@ func (b *asBlock) addDelta(d *asDelta) error {
 }
 
 func (s *anthropicSplicer) messageDelta(ev *Event, f anthropicEventFields) error {
-	if !isNull(f.delta) && !f.delta.IsObject() {
+	if !jsonkit.IsNull(f.delta) && !f.delta.IsObject() {
 		return spliceErr("message_delta delta must be an object")
 	}
-	if !isNull(f.usage) && !f.usage.IsObject() {
+	if !jsonkit.IsNull(f.usage) && !f.usage.IsObject() {
 		return spliceErr("message_delta usage must be an object")
 	}
 	f.delta.ForEach(func(k, v gjson.Result) bool {
@@ -758,7 +755,7 @@ func (s *anthropicSplicer) messageDelta(ev *Event, f anthropicEventFields) error
 
 // usageOutput reads output_tokens of a usage object.
 func usageOutput(u []byte) int64 {
-	obj, ok := rootObject(bstr(u))
+	obj, ok := jsonkit.RootObject(jsonkit.UnsafeString(u))
 	if !ok {
 		return 0
 	}
@@ -822,7 +819,7 @@ func (s *anthropicSplicer) contentLast() bool {
 			return false
 		}
 	}
-	root, ok := rootObject(bstr(s.msg))
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(s.msg))
 	if !ok {
 		return false
 	}
@@ -836,11 +833,11 @@ func (s *anthropicSplicer) contentLast() bool {
 
 // setTop sets a top-level member of the object body.
 func setTop(body []byte, key string, raw []byte) []byte {
-	root, ok := rootObject(bstr(body))
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
 		return body
 	}
-	return setMember(body, root, key, raw)
+	return jsonkit.SetMember(body, root, key, raw)
 }
 
 // json returns the block with its deltas applied; cut gives an incomplete
@@ -851,9 +848,9 @@ func (b *asBlock) json(cut bool) ([]byte, error) {
 		prev := gjson.GetBytes(out, key).Str
 		var lit []byte
 		if prev == "" {
-			lit = appendJSONString(make([]byte, 0, len(add)+2), bstr(add))
+			lit = jsonkit.AppendString(make([]byte, 0, len(add)+2), jsonkit.UnsafeString(add))
 		} else {
-			lit = appendJSONString(nil, prev+string(add))
+			lit = jsonkit.AppendString(nil, prev+string(add))
 		}
 		out = setTop(out, key, lit)
 	}
@@ -995,7 +992,7 @@ func (s *anthropicSplicer) Finish() ([]byte, error) {
 		return nil, errors.New("rewrite: anthropic stream did not end with message_stop")
 	}
 	stop := s.stopReason()
-	endTurn := s.removedAll && (isNull(stop) || stop.Str == "tool_use")
+	endTurn := s.removedAll && (jsonkit.IsNull(stop) || stop.Str == "tool_use")
 	out := s.flushClose(s.flushSeam(nil))
 	if s.streams == 1 && !endTurn && s.lastDelta >= 0 {
 		for i := range s.term {
@@ -1013,9 +1010,9 @@ func (s *anthropicSplicer) Finish() ([]byte, error) {
 	}
 	data := tmpl.data
 	if endTurn {
-		root, _ := rootObject(bstr(data))
+		root, _ := jsonkit.RootObject(jsonkit.UnsafeString(data))
 		if d := root.Get("delta"); d.IsObject() {
-			data = setMember(data, d, "stop_reason", []byte(`"end_turn"`))
+			data = jsonkit.SetMember(data, d, "stop_reason", []byte(`"end_turn"`))
 		} else {
 			data = setTop(data, "delta", []byte(`{"stop_reason":"end_turn","stop_sequence":null}`))
 		}
@@ -1046,7 +1043,7 @@ func (s *anthropicSplicer) stopReason() gjson.Result {
 			stop = gjson.ParseBytes(m.raw)
 		}
 	}
-	if isNull(stop) && s.msg != nil {
+	if jsonkit.IsNull(stop) && s.msg != nil {
 		stop = gjson.GetBytes(s.msg, "stop_reason")
 	}
 	return stop

@@ -54,7 +54,7 @@ type aspStep struct {
 // Reply.
 func aspRun(t testing.TB, steps ...aspStep) ([]byte, [][]byte) {
 	t.Helper()
-	sp := NewStreamSplicer(APIAnthropic)
+	sp := Anthropic.NewSplicer()
 	var out []byte
 	var replies [][]byte
 	for i, st := range steps {
@@ -144,12 +144,12 @@ func TestAnthropicSplicePassThrough(t *testing.T) {
 				if crlf {
 					in = aspCRLF(in)
 				}
-				sp := NewStreamSplicer(APIAnthropic)
+				sp := Anthropic.NewSplicer()
 				out := aspFeed(t, sp, in)
 				require.True(t, sp.Done())
 				reply, err := sp.Reply()
 				require.NoError(t, err)
-				view, err := For(APIAnthropic).ParseReply(reply)
+				view, err := codecFor(Anthropic).ParseReply(reply)
 				require.NoError(t, err)
 				var remove []int // stream.sse has a tool call: keep it
 				b, err := sp.Release(remove, nil)
@@ -265,11 +265,11 @@ func TestAnthropicSpliceKeptCallThenFollowUp(t *testing.T) {
 }
 
 func TestAnthropicSpliceReplies(t *testing.T) {
-	pc := For(APIAnthropic)
+	pc := codecFor(Anthropic)
 	for _, name := range []string{"splice_passthrough", "splice_tools", "splice_followup1", "splice_followup2", "splice_mixed"} {
 		t.Run(name, func(t *testing.T) {
 			want := aspFixture(t, name+".reply.json")
-			sp := NewStreamSplicer(APIAnthropic)
+			sp := Anthropic.NewSplicer()
 			aspFeed(t, sp, aspFixture(t, name+".sse"))
 			require.True(t, sp.Done())
 			got, err := sp.Reply()
@@ -329,7 +329,7 @@ func TestAnthropicSpliceErrorEvent(t *testing.T) {
 	in := aspFixture(t, "splice_tools.sse")
 	cut := in[:strings.Index(in, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":2")]
 	errEv := "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
-	sp := NewStreamSplicer(APIAnthropic)
+	sp := Anthropic.NewSplicer()
 	out := aspFeed(t, sp, cut)
 	require.False(t, sp.Done())
 	require.NotContains(t, string(out), "toolu_A")
@@ -363,7 +363,7 @@ func TestAnthropicSpliceMalformed(t *testing.T) {
 		"numeric type name": "data: {\"type\":1}\n\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			sp := NewStreamSplicer(APIAnthropic)
+			sp := Anthropic.NewSplicer()
 			r := NewReader(strings.NewReader(start + bad))
 			var err error
 			for err == nil {
@@ -379,10 +379,10 @@ func TestAnthropicSpliceMalformed(t *testing.T) {
 
 	// A block before message_start, an out-of-range tool index, calls made
 	// twice.
-	sp := NewStreamSplicer(APIAnthropic)
+	sp := Anthropic.NewSplicer()
 	_, err := sp.Feed(Event{Name: []byte("content_block_start"), Data: []byte(`{"type":"content_block_start","index":0,"content_block":{"type":"text"}}`)})
 	require.Error(t, err)
-	sp = NewStreamSplicer(APIAnthropic)
+	sp = Anthropic.NewSplicer()
 	aspFeed(t, sp, aspFixture(t, "splice_tools.sse"))
 	_, err = sp.Release([]int{2}, nil)
 	require.Error(t, err)
@@ -396,7 +396,7 @@ func TestAnthropicSpliceMalformed(t *testing.T) {
 	require.Error(t, err)
 
 	// A cut stream cannot be finished; its Reply rejects a cut tool input.
-	sp = NewStreamSplicer(APIAnthropic)
+	sp = Anthropic.NewSplicer()
 	in := aspFixture(t, "splice_tools.sse")
 	aspFeed(t, sp, in[:strings.Index(in, "event: ping")])
 	require.False(t, sp.Done())
@@ -418,7 +418,7 @@ func TestAnthropicSpliceEdgeFraming(t *testing.T) {
 		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n" +
 		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n" +
 		"event: message_stop\ndata: {\"type\":\"message_stop\"}"
-	sp := NewStreamSplicer(APIAnthropic)
+	sp := Anthropic.NewSplicer()
 	out := aspFeed(t, sp, in)
 	require.True(t, sp.Done())
 	reply, err := sp.Reply()
@@ -510,7 +510,7 @@ func FuzzAnthropicSplicer(f *testing.F) {
 		f.Add([]byte(s), []byte(nil), mix)
 	}
 	f.Fuzz(func(t *testing.T, s1, s2, choice []byte) {
-		sp := NewStreamSplicer(APIAnthropic)
+		sp := Anthropic.NewSplicer()
 		var out []byte
 		ok := true
 		for i, s := range [][]byte{s1, s2} {
@@ -542,7 +542,7 @@ func FuzzAnthropicSplicer(f *testing.F) {
 			}
 			if reply, err := sp.Reply(); err == nil {
 				require.True(t, json.Valid(reply), "%q", reply)
-				_, err := For(APIAnthropic).ParseReply(reply)
+				_, err := codecFor(Anthropic).ParseReply(reply)
 				require.NoError(t, err)
 			}
 			// Pick remove/first among the stream's calls; a byte >= 0xf0 asks

@@ -6,6 +6,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // This file holds the Anthropic reply side: the JSON reply view and the SSE
@@ -16,22 +17,22 @@ func (anthropicCodec) ParseReply(body []byte) (*conv.Reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &conv.Reply{Model: str(root.Get("model"))}
+	r := &conv.Reply{Model: jsonkit.OwnedString(root.Get("model"))}
 	var text []byte
-	eachElem(root.Get("content"), func(_ int, b gjson.Result) bool {
+	jsonkit.EachElement(root.Get("content"), func(_ int, b gjson.Result) bool {
 		switch b.Get("type").Str {
 		case "text":
 			text = append(text, b.Get("text").Str...)
 		case "tool_use":
 			r.ToolCalls = append(r.ToolCalls, conv.ToolCall{
-				Index: len(r.ToolCalls), ID: str(b.Get("id")), Name: str(b.Get("name")),
-				Args: rawBytes(b.Get("input")),
+				Index: len(r.ToolCalls), ID: jsonkit.OwnedString(b.Get("id")), Name: jsonkit.OwnedString(b.Get("name")),
+				Args: jsonkit.OwnedRaw(b.Get("input")),
 			})
 		}
 		return true
 	})
 	r.Text = string(text)
-	r.RawStop = str(root.Get("stop_reason"))
+	r.RawStop = jsonkit.OwnedString(root.Get("stop_reason"))
 	r.Stop = anthropicStop(r.RawStop)
 	if u := anthropicUsage(root.Get("usage")); u != nil {
 		r.Usage = *u
@@ -118,27 +119,27 @@ func (d *anthropicDecoder) Decode(ev Event) ([]StreamEvent, error) {
 	}
 	typ := root.Get("type").Str
 	if typ == "" {
-		typ = bstr(ev.Name)
+		typ = jsonkit.UnsafeString(ev.Name)
 	}
 	e := StreamEvent{Seq: -1}
 	switch typ {
 	case "message_start":
 		msg := root.Get("message")
-		e.Kind, e.Model, e.Usage = StreamStart, str(msg.Get("model")), anthropicUsage(msg.Get("usage"))
+		e.Kind, e.Model, e.Usage = StreamStart, jsonkit.OwnedString(msg.Get("model")), anthropicUsage(msg.Get("usage"))
 	case "content_block_start":
 		e.Kind, e.Index = BlockStart, int(root.Get("index").Int())
 		cb := root.Get("content_block")
 		st := anthropicBlockState{index: e.Index, kind: conv.BlockOther}
 		switch cb.Get("type").Str {
 		case "text":
-			st.kind, e.TextDelta = conv.BlockText, str(cb.Get("text"))
+			st.kind, e.TextDelta = conv.BlockText, jsonkit.OwnedString(cb.Get("text"))
 		case "thinking":
-			st.kind, e.TextDelta = conv.BlockThinking, str(cb.Get("thinking"))
+			st.kind, e.TextDelta = conv.BlockThinking, jsonkit.OwnedString(cb.Get("thinking"))
 		case "redacted_thinking":
 			st.kind = conv.BlockThinking
 		case "tool_use":
 			st.kind = conv.BlockToolCall
-			e.ToolCallID, e.ToolName = str(cb.Get("id")), str(cb.Get("name"))
+			e.ToolCallID, e.ToolName = jsonkit.OwnedString(cb.Get("id")), jsonkit.OwnedString(cb.Get("name"))
 			st.startInput = cb.Get("input").Raw
 		}
 		e.BlockKind = st.kind
@@ -150,13 +151,13 @@ func (d *anthropicDecoder) Decode(ev Event) ([]StreamEvent, error) {
 		delta := root.Get("delta")
 		switch delta.Get("type").Str {
 		case "text_delta":
-			e.BlockKind, e.TextDelta = conv.BlockText, str(delta.Get("text"))
+			e.BlockKind, e.TextDelta = conv.BlockText, jsonkit.OwnedString(delta.Get("text"))
 		case "thinking_delta":
-			e.BlockKind, e.TextDelta = conv.BlockThinking, str(delta.Get("thinking"))
+			e.BlockKind, e.TextDelta = conv.BlockThinking, jsonkit.OwnedString(delta.Get("thinking"))
 		case "signature_delta":
 			e.BlockKind = conv.BlockThinking
 		case "input_json_delta":
-			e.BlockKind, e.ArgsDelta = conv.BlockToolCall, str(delta.Get("partial_json"))
+			e.BlockKind, e.ArgsDelta = conv.BlockToolCall, jsonkit.OwnedString(delta.Get("partial_json"))
 			if st != nil {
 				e.BlockKind = st.kind // server_tool_use input streams too
 				if e.ArgsDelta != "" {
@@ -181,7 +182,7 @@ func (d *anthropicDecoder) Decode(ev Event) ([]StreamEvent, error) {
 		e.Usage = anthropicUsage(root.Get("usage"))
 		e.Kind = Usage
 		if sr := root.Get("delta.stop_reason"); sr.Type == gjson.String {
-			e.Kind, e.RawStop = Finish, str(sr)
+			e.Kind, e.RawStop = Finish, jsonkit.OwnedString(sr)
 			e.Stop = anthropicStop(e.RawStop)
 		} else if e.Usage == nil {
 			e.Kind = Other
@@ -191,7 +192,7 @@ func (d *anthropicDecoder) Decode(ev Event) ([]StreamEvent, error) {
 	case "ping":
 		e.Kind = Ping
 	case "error":
-		e.Kind, e.ErrorMessage = Error, str(root.Get("error.message"))
+		e.Kind, e.ErrorMessage = Error, jsonkit.OwnedString(root.Get("error.message"))
 	default:
 		e.Kind = Other
 	}

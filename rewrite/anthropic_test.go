@@ -9,8 +9,8 @@ import (
 )
 
 func TestAnthropicParseRequest(t *testing.T) {
-	c := For(APIAnthropic)
-	req, err := c.ParseRequest(fixture(t, APIAnthropic, "request.json"))
+	c := codecFor(Anthropic)
+	req, err := c.ParseRequest(fixture(t, Anthropic, "request.json"))
 	require.NoError(t, err)
 	require.Len(t, req.Fingerprint, 32)
 	fp := req.Fingerprint
@@ -59,7 +59,7 @@ func TestAnthropicParseRequest(t *testing.T) {
 }
 
 func TestAnthropicParseRequestMinimal(t *testing.T) {
-	req, err := For(APIAnthropic).ParseRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"system":null,"stream":null}`))
+	req, err := codecFor(Anthropic).ParseRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"system":null,"stream":null}`))
 	require.NoError(t, err)
 	require.False(t, req.Stream)
 	require.False(t, req.HasMaxOutputTokens)
@@ -88,7 +88,7 @@ func TestAnthropicMalformed(t *testing.T) {
 		{`{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":5}]}]}`, "messages[0].content[0].id must be a string"},
 	}
 	for _, tt := range tests {
-		_, err := For(APIAnthropic).ParseRequest([]byte(tt.body))
+		_, err := codecFor(Anthropic).ParseRequest([]byte(tt.body))
 		require.ErrorIs(t, err, ErrMalformed, tt.body)
 		require.EqualError(t, err, "rewrite: malformed request body: "+tt.field)
 	}
@@ -157,14 +157,14 @@ func TestAnthropicApplyEdits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out := checkEdit(t, For(APIAnthropic), []byte(tt.body), tt.edits)
+			out := checkEdit(t, codecFor(Anthropic), []byte(tt.body), tt.edits)
 			require.Equal(t, tt.want, string(out))
 		})
 	}
 }
 
 func TestAnthropicApplyEditsErrors(t *testing.T) {
-	c := For(APIAnthropic)
+	c := codecFor(Anthropic)
 	_, err := c.ApplyEdits([]byte(`{}`), conv.RequestEdits{AddTools: []conv.ToolSpec{{Name: "x", Parameters: []byte(`[`)}}})
 	require.Error(t, err)
 	_, err = c.ApplyEdits([]byte(`{"tools":{}}`), conv.RequestEdits{AddTools: []conv.ToolSpec{{Name: "x"}}})
@@ -174,7 +174,7 @@ func TestAnthropicApplyEditsErrors(t *testing.T) {
 }
 
 func TestAnthropicParseReply(t *testing.T) {
-	r, err := For(APIAnthropic).ParseReply(fixture(t, APIAnthropic, "reply.json"))
+	r, err := codecFor(Anthropic).ParseReply(fixture(t, Anthropic, "reply.json"))
 	require.NoError(t, err)
 	require.Equal(t, &conv.Reply{
 		Model: "claude-sonnet-4-5", Text: "Reading it.",
@@ -193,7 +193,7 @@ func TestAnthropicStopReasons(t *testing.T) {
 		"tool_use": conv.StopToolUse, "pause_turn": conv.StopPause, "refusal": conv.StopRefusal,
 		"model_context_window_exceeded": conv.StopContextWindow, "new_reason": conv.StopOther,
 	} {
-		r, err := For(APIAnthropic).ParseReply([]byte(`{"content":[],"stop_reason":"` + raw + `"}`))
+		r, err := codecFor(Anthropic).ParseReply([]byte(`{"content":[],"stop_reason":"` + raw + `"}`))
 		require.NoError(t, err)
 		require.Equal(t, want, r.Stop)
 		require.Equal(t, raw, r.RawStop)
@@ -201,8 +201,8 @@ func TestAnthropicStopReasons(t *testing.T) {
 }
 
 func TestAnthropicStream(t *testing.T) {
-	c := For(APIAnthropic)
-	evs, reply := decodeSSE(t, c, fixture(t, APIAnthropic, "stream.sse"))
+	c := codecFor(Anthropic)
+	evs, reply := decodeSSE(t, c, fixture(t, Anthropic, "stream.sse"))
 	require.Equal(t, []EventKind{
 		StreamStart,
 		BlockStart, BlockDelta, BlockDelta, BlockStop,
@@ -221,13 +221,13 @@ func TestAnthropicStream(t *testing.T) {
 	require.Equal(t, conv.StopToolUse, evs[18].Stop)
 	require.Equal(t, &conv.Usage{OutputTokens: 57}, evs[18].Usage)
 
-	want, err := c.ParseReply(fixture(t, APIAnthropic, "reply.json"))
+	want, err := c.ParseReply(fixture(t, Anthropic, "reply.json"))
 	require.NoError(t, err)
 	require.Equal(t, want, reply)
 }
 
 func TestAnthropicStreamError(t *testing.T) {
-	d := For(APIAnthropic).NewStreamDecoder()
+	d := codecFor(Anthropic).NewStreamDecoder()
 	evs, err := d.Decode(Event{Name: []byte("error"), Data: []byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`), hasData: true})
 	require.NoError(t, err)
 	require.Equal(t, []StreamEvent{{Kind: Error, Seq: -1, ErrorMessage: "Overloaded"}}, evs)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
 
@@ -59,9 +60,9 @@ func anthropicResultBlocks(results []conv.ToolResult) ([]byte, error) {
 			out = append(out, ',')
 		}
 		out = append(out, `{"type":"tool_result","tool_use_id":`...)
-		out = appendJSONString(out, r.CallID)
+		out = jsonkit.AppendString(out, r.CallID)
 		out = append(out, `,"content":`...)
-		out = appendJSONString(out, r.Content)
+		out = jsonkit.AppendString(out, r.Content)
 		if r.IsError {
 			out = append(out, `,"is_error":true`...)
 		}
@@ -128,14 +129,14 @@ func (anthropicCodec) PrependToolResults(body []byte, pos int, results []conv.To
 			c := next.Get("content")
 			switch {
 			case c.Type == gjson.String && strings.TrimSpace(c.Str) == "":
-				return splice(body, c.Index, end(c), []byte{'['}, blocks, []byte{']'}), nil
+				return jsonkit.Splice(body, c.Index, jsonkit.ValueEnd(c), []byte{'['}, blocks, []byte{']'}), nil
 			case c.Type == gjson.String:
-				return splice(body, c.Index, end(c), []byte{'['}, blocks,
+				return jsonkit.Splice(body, c.Index, jsonkit.ValueEnd(c), []byte{'['}, blocks,
 					[]byte(`,{"type":"text","text":`), []byte(c.Raw), []byte("}]")), nil
 			case c.IsArray():
-				return prependItem(body, c, blocks), nil
-			case isNull(c):
-				return setMember(body, next, "content", wrap('[', blocks, ']')), nil
+				return jsonkit.PrependElement(body, c, blocks), nil
+			case jsonkit.IsNull(c):
+				return jsonkit.SetMember(body, next, "content", wrap('[', blocks, ']')), nil
 			}
 			return nil, fmt.Errorf("%w: messages[%d].content must be a string or an array", ErrMalformed, pos+1)
 		}
@@ -188,7 +189,7 @@ func (anthropicCodec) EditReply(reply []byte, remove, first []int) ([]byte, erro
 	if left > 0 {
 		return out, nil
 	}
-	if sr := root.Get("stop_reason"); isNull(sr) || sr.Str == "tool_use" {
+	if sr := root.Get("stop_reason"); jsonkit.IsNull(sr) || sr.Str == "tool_use" {
 		return agSetTopMember(out, "stop_reason", []byte(`"end_turn"`))
 	}
 	return out, nil
@@ -218,12 +219,12 @@ func (anthropicCodec) MergeReplies(first, next []byte) ([]byte, error) {
 	if !c1.IsArray() {
 		return nil, fmt.Errorf("%w: first reply: content must be an array", ErrMalformedReply)
 	}
-	if !c2.IsArray() && !isNull(c2) {
+	if !c2.IsArray() && !jsonkit.IsNull(c2) {
 		return nil, fmt.Errorf("%w: next reply: content must be an array", ErrMalformedReply)
 	}
 	var out []byte
 	if inner := agInner(c2); inner != "" {
-		out = appendItems(first, c1, []byte(inner))
+		out = jsonkit.AppendElements(first, c1, []byte(inner))
 	} else {
 		out = append([]byte(nil), first...)
 	}
@@ -250,4 +251,17 @@ func anthropicTakeStopAndUsage(out []byte, r1, r2 gjson.Result) ([]byte, error) 
 		}
 	}
 	return out, nil
+}
+
+func (anthropicCodec) conversationKey() string { return "messages" }
+
+func (anthropicCodec) fillerElem() string { return `{"role":"user","content":""}` }
+
+func (anthropicCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
+	return singleElemTurns(body, "messages")
+}
+
+// AppendUserTexts is AppendUserTextAt for several turns, batched.
+func (c anthropicCodec) AppendUserTexts(body []byte, ops []UserTexts) ([]byte, error) {
+	return appendUserTexts(c, c, body, ops)
 }

@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
-var anthTC = Turn(APIAnthropic)
+var anthTC = codecFor(Anthropic)
 
 // Messages of the Anthropic test conversation.
 const (
@@ -132,7 +133,7 @@ func TestAnthropicReplyAsMessagesAndToolResults(t *testing.T) {
 	scribble(reply)
 	require.Equal(t, []string{`{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"S"}, {"type":"text","text":"x"}]}`}, agStrings(items))
 
-	fx := fixture(t, APIAnthropic, "reply.json")
+	fx := fixture(t, Anthropic, "reply.json")
 	items, err = anthTC.ReplyAsMessages(fx)
 	require.NoError(t, err)
 	require.Equal(t, `{"role":"assistant","content":`+gjson.GetBytes(fx, "content").Raw+`}`, string(items[0]))
@@ -217,7 +218,7 @@ func TestAnthropicEditReply(t *testing.T) {
 	// The reply view of the edited reply lists the remaining calls in order.
 	out, err := anthTC.EditReply([]byte(full), []int{0}, []int{2})
 	require.NoError(t, err)
-	r, err := For(APIAnthropic).ParseReply(out)
+	r, err := codecFor(Anthropic).ParseReply(out)
 	require.NoError(t, err)
 	require.Equal(t, []conv.ToolCall{
 		{Index: 0, ID: "t2", Name: "n2", Args: []byte(`{}`)},
@@ -226,12 +227,12 @@ func TestAnthropicEditReply(t *testing.T) {
 	require.Equal(t, "AB", r.Text)
 
 	// The pretty-printed fixture keeps its layout and its thinking block.
-	fx := fixture(t, APIAnthropic, "reply.json")
+	fx := fixture(t, Anthropic, "reply.json")
 	out, err = anthTC.EditReply(fx, []int{0}, nil)
 	require.NoError(t, err)
 	require.True(t, isSubsequence(out, fx))
 	require.Contains(t, string(out), `{"type": "thinking", "thinking": "Need the file.", "signature": "EqQB..."},`+"\n    ")
-	r, err = For(APIAnthropic).ParseReply(out)
+	r, err = codecFor(Anthropic).ParseReply(out)
 	require.NoError(t, err)
 	require.Len(t, r.ToolCalls, 1)
 	require.Equal(t, "toolu_01Y", r.ToolCalls[0].ID)
@@ -281,7 +282,7 @@ func TestAnthropicMergeReplies(t *testing.T) {
 
 	out, err := anthTC.MergeReplies([]byte(first), []byte(next))
 	require.NoError(t, err)
-	r, err := For(APIAnthropic).ParseReply(out)
+	r, err := codecFor(Anthropic).ParseReply(out)
 	require.NoError(t, err)
 	require.Equal(t, "Hello world", r.Text)
 	require.Equal(t, conv.Usage{InputTokens: 280, OutputTokens: 16}, r.Usage)
@@ -290,11 +291,11 @@ func TestAnthropicMergeReplies(t *testing.T) {
 	require.Equal(t, []conv.ToolCall{{ID: "t", Name: "read", Args: []byte(`{"p":1}`)}}, r.ToolCalls)
 
 	// Pretty-printed replies merge into valid JSON too.
-	fx := fixture(t, APIAnthropic, "reply.json")
+	fx := fixture(t, Anthropic, "reply.json")
 	out, err = anthTC.MergeReplies(fx, fx)
 	require.NoError(t, err)
 	require.True(t, gjson.ValidBytes(out))
-	r, err = For(APIAnthropic).ParseReply(out)
+	r, err = codecFor(Anthropic).ParseReply(out)
 	require.NoError(t, err)
 	require.Equal(t, "Reading it.Reading it.", r.Text)
 	require.Len(t, r.ToolCalls, 4)
@@ -305,8 +306,8 @@ func TestAnthropicMergeReplies(t *testing.T) {
 // TestAnthropicTurnRoundTrip appends a reply and shepherd's results to a
 // conversation, as the turn engine does before a follow-up request.
 func TestAnthropicTurnRoundTrip(t *testing.T) {
-	body := fixture(t, APIAnthropic, "request.json")
-	reply := fixture(t, APIAnthropic, "reply.json")
+	body := fixture(t, Anthropic, "request.json")
+	reply := fixture(t, Anthropic, "reply.json")
 	asst, err := anthTC.ReplyAsMessages(reply)
 	require.NoError(t, err)
 	results, err := anthTC.ToolResultMessages([]conv.ToolResult{
@@ -319,7 +320,7 @@ func TestAnthropicTurnRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	agScribbleItems(items)
 	require.True(t, isSubsequence(body, out))
-	req, err := For(APIAnthropic).ParseRequest(out)
+	req, err := codecFor(Anthropic).ParseRequest(out)
 	require.NoError(t, err)
 	req.Messages = stripDigests(t, req.Messages)
 	n := len(req.Messages)
@@ -352,7 +353,7 @@ func TestAnthropicTurnRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	next, err = anthTC.PrependToolResults(next, 3, []conv.ToolResult{{CallID: "toolu_01Y", Content: "denied", IsError: true}})
 	require.NoError(t, err)
-	req, err = For(APIAnthropic).ParseRequest(next)
+	req, err = codecFor(Anthropic).ParseRequest(next)
 	require.NoError(t, err)
 	require.Len(t, req.Messages[3].Blocks, 4)
 	require.Equal(t, []string{"toolu_01Y", "toolu_01X"},
@@ -360,7 +361,7 @@ func TestAnthropicTurnRoundTrip(t *testing.T) {
 }
 
 func FuzzAnthropicTurn(f *testing.F) {
-	agSeedTurn(f, APIAnthropic, []string{
+	agSeedTurn(f, Anthropic, []string{
 		anBody(anU0, anA1, anU2), anBody(anA1, `{"role":"user","content":""}`), anBody(anA1), `{"messages":[]}`, `{}`,
 		"{\n \"messages\" : [ " + anA1 + " ,\n " + anA3 + " ]\n}", anBody(anA1, `{"role":"user","content":null}`),
 	}, []string{
@@ -368,6 +369,13 @@ func FuzzAnthropicTurn(f *testing.F) {
 		"{ \"content\" : [\n {\"type\":\"tool_use\",\"id\":\"a\"} ,\n {\"type\":\"text\",\"text\":\"q\"}\n ] }",
 	})
 	f.Fuzz(func(t *testing.T, body, reply []byte, pos uint8, text string, rm, mv uint8) {
-		agFuzzTurn(t, APIAnthropic, body, reply, pos, text, rm, mv)
+		agFuzzTurn(t, Anthropic, body, reply, pos, text, rm, mv)
 	})
+}
+
+// round is one round of longConversation (conversationRounds).
+func (anthropicCodec) round(i int, id string) []string {
+	return []string{fmt.Sprintf(`{"role":"user","content":"step %d"}`, i),
+		fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_use","id":%q,"name":"Read","input":{"n":%d}}]}`, id, i),
+		fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":%q,"content":"r%d"}]}`, id, i)}
 }

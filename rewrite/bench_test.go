@@ -11,10 +11,11 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/bench/workload"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 func BenchmarkReader(b *testing.B) {
-	stream := fixture(b, APIAnthropic, "stream.sse")
+	stream := fixture(b, Anthropic, "stream.sse")
 	b.SetBytes(int64(len(stream)))
 	b.ReportAllocs()
 	r := bytes.NewReader(stream)
@@ -31,7 +32,7 @@ func BenchmarkReader(b *testing.B) {
 
 func BenchmarkDecodeStream(b *testing.B) {
 	for _, api := range allAPIs {
-		b.Run(string(api), func(b *testing.B) {
+		b.Run(api.Name, func(b *testing.B) {
 			stream := fixture(b, api, "stream.sse")
 			var evs []Event
 			rd := NewReader(bytes.NewReader(stream))
@@ -44,7 +45,7 @@ func BenchmarkDecodeStream(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				d := For(api).NewStreamDecoder()
+				d := codecFor(api).NewStreamDecoder()
 				for _, ev := range evs {
 					_, _ = d.Decode(ev)
 				}
@@ -55,12 +56,12 @@ func BenchmarkDecodeStream(b *testing.B) {
 
 func BenchmarkParseRequest(b *testing.B) {
 	for _, api := range allAPIs {
-		b.Run(string(api), func(b *testing.B) {
+		b.Run(api.Name, func(b *testing.B) {
 			body := fixture(b, api, "request.json")
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := For(api).ParseRequest(body); err != nil {
+				if _, err := codecFor(api).ParseRequest(body); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -72,11 +73,11 @@ func BenchmarkParseRequest(b *testing.B) {
 // one pass over the top level of the body.
 func BenchmarkSideRequest(b *testing.B) {
 	for _, api := range allAPIs {
-		b.Run(string(api), func(b *testing.B) {
+		b.Run(api.Name, func(b *testing.B) {
 			body := fixture(b, api, "request.json")
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
-			c := For(api)
+			c := codecFor(api)
 			for b.Loop() {
 				SideRequest(c, body)
 			}
@@ -87,12 +88,12 @@ func BenchmarkSideRequest(b *testing.B) {
 func BenchmarkApplyEdits(b *testing.B) {
 	e := conv.RequestEdits{AddTools: allEdits.AddTools, AppendUserText: allEdits.AppendUserText}
 	for _, api := range allAPIs {
-		b.Run(string(api), func(b *testing.B) {
+		b.Run(api.Name, func(b *testing.B) {
 			body := fixture(b, api, "request.json")
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := For(api).ApplyEdits(body, e); err != nil {
+				if _, err := codecFor(api).ApplyEdits(body, e); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -126,13 +127,11 @@ func BenchmarkParseAgent(b *testing.B) {
 		budget int64
 	}{{"cold", 0}, {"warm", DefaultViewCacheBytes}} {
 		b.Run(tc.name, func(b *testing.B) {
-			saved := views
-			views = newViewCache(tc.budget)
-			defer func() { views = saved }()
+			c := Anthropic.NewCodec(NewViewCache(tc.budget))
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			reportCPU(b, func() {
-				if _, err := For(APIAnthropic).ParseRequest(body); err != nil {
+				if _, err := c.ParseRequest(body); err != nil {
 					b.Fatal(err)
 				}
 			})
@@ -146,7 +145,7 @@ func BenchmarkIterateAgent(b *testing.B) {
 	body := workload.AnthropicAgent(30, false)
 	msgs := gjson.GetBytes(body, "messages")
 	walks := map[string]func(gjson.Result, func(int, gjson.Result) bool){
-		"eachElem": eachElem,
+		"eachElem": jsonkit.EachElement,
 		"gjson": func(arr gjson.Result, fn func(int, gjson.Result) bool) {
 			i := 0
 			arr.ForEach(func(_, v gjson.Result) bool { fn(i, v); i++; return true })

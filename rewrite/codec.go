@@ -1,33 +1,26 @@
 // Package rewrite translates between shepherd's provider-neutral views
-// (package hooks) and the wire formats of the LLM APIs it proxies: Anthropic
-// Messages, OpenAI Chat Completions, OpenAI Responses and Gemini
-// generateContent. It reads request and reply bodies with gjson, applies hook
-// edits to the original bytes (never re-marshalling a body), decodes SSE
-// streams event by event, and renders errors in each API's own shape.
+// (package rewrite/conv) and the wire formats of the LLM APIs it proxies:
+// Anthropic Messages, OpenAI Chat Completions, OpenAI Responses and Gemini
+// generateContent. It reads request and reply bodies with gjson, applies
+// hook edits to the original bytes (never re-marshalling a body), decodes
+// SSE streams event by event, splices the streams of a turn shepherd
+// continues, and renders errors in each API's own shape.
 //
-// Nothing provider-specific leaves this package except through the Codec
-// interface: callers pick a Codec by API once per route and work with hooks
-// views and StreamEvents from then on.
+// Each wire API is described by one Descriptor (its name and config key,
+// routes, codec, stream splicer, terminal events, top-level request shape);
+// the table of all of them is package rewrite/apis. Callers pick a
+// descriptor by route once and work with conv views, Codecs and
+// StreamEvents from then on; nothing outside the descriptors switches on
+// an API. The byte-level JSON helpers live in rewrite/jsonkit.
 package rewrite
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"unsafe"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
-)
-
-// API names a wire API shepherd can parse and rewrite.
-type API string
-
-// The supported APIs.
-const (
-	APIAnthropic       API = "anthropic"        // POST /v1/messages (and count_tokens)
-	APIOpenAIChat      API = "openai_chat"      // POST /v1/chat/completions
-	APIOpenAIResponses API = "openai_responses" // POST /v1/responses
-	APIGemini          API = "gemini"           // generateContent / streamGenerateContent
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // ErrMalformed is wrapped by every request-parsing error caused by the
@@ -44,10 +37,7 @@ var ErrMalformedReply = errors.New("rewrite: malformed upstream reply")
 // Codec knows one wire API. Implementations are stateless and safe for
 // concurrent use; per-stream state lives in the StreamDecoder they create.
 type Codec interface {
-	// API reports which wire API the codec speaks.
-	API() API
-
-	// ParseRequest validates body (once, with validJSON) and builds the
+	// ParseRequest validates body (once, with jsonkit.Valid) and builds the
 	// read-only view hooks see. Invalid JSON, a top level that is not an
 	// object, or a field of the wrong type for what the view or ApplyEdits
 	// needs (messages not an array, max_tokens not a number, stream not a
@@ -81,22 +71,9 @@ type Codec interface {
 	// StreamErrorEvent renders message as one complete SSE event (terminated
 	// by a blank line) in this API's mid-stream error style.
 	StreamErrorEvent(status int, message string) []byte
-}
 
-// For returns the codec for api. It panics on an unknown API: the set of
-// APIs is fixed at compile time and routes are built from these constants.
-func For(api API) Codec {
-	switch api {
-	case APIAnthropic:
-		return anthropicCodec{}
-	case APIOpenAIChat:
-		return chatCodec{}
-	case APIOpenAIResponses:
-		return responsesCodec{}
-	case APIGemini:
-		return geminiCodec{}
-	}
-	panic("rewrite: unknown API " + string(api))
+	// Every codec rebuilds conversations for the turn engine and the ledger.
+	TurnCodec
 }
 
 // fingerprint is the session key of a conversation whose client sends no
@@ -126,15 +103,12 @@ func fingerprint(system string, msgs []conv.Message) string {
 	h.Write([]byte("shepherd-conversation\x00"))
 	// The system prompt is hashed in place: converting it to []byte would
 	// copy (it is often kilobytes) for a hash that only reads.
-	h.Write(sbytes(system))
+	h.Write(jsonkit.UnsafeBytes(system))
 	h.Write([]byte{0})
 	h.Write([]byte(conv.Anchors(msgs[:first+1])[first]))
 	var sum [sha256.Size]byte
 	return hex.EncodeToString(h.Sum(sum[:0])[:16])
 }
-
-// sbytes views s as a byte slice without copying; it must not be modified.
-func sbytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // fingerprinter is a codec that computes a request's fingerprint without
 // building the view of the whole conversation.

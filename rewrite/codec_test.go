@@ -18,9 +18,9 @@ import (
 var fixtures embed.FS
 
 // fixture returns testdata/<api>/<name>.
-func fixture(t testing.TB, api API, name string) []byte {
+func fixture(t testing.TB, api *Descriptor, name string) []byte {
 	t.Helper()
-	b, err := fixtures.ReadFile(path.Join("testdata", string(api), name))
+	b, err := fixtures.ReadFile(path.Join("testdata", api.Name, name))
 	require.NoError(t, err)
 	return b
 }
@@ -111,26 +111,29 @@ var allEdits = conv.RequestEdits{
 	SetMaxOutputTokens: 8192,
 }
 
-func TestFor(t *testing.T) {
-	for _, api := range []API{APIAnthropic, APIOpenAIChat, APIOpenAIResponses, APIGemini} {
-		require.Equal(t, api, For(api).API())
+// TestDescriptorCodecs checks that every API's descriptor builds a codec,
+// with or without a view cache (an unknown API name is an error of
+// apis.Lookup, tested there).
+func TestDescriptorCodecs(t *testing.T) {
+	for _, api := range allAPIs {
+		require.NotNil(t, codecFor(api), api.Name)
+		require.NotNil(t, api.Codec(), api.Name)
 	}
-	require.Panics(t, func() { For("nope") })
 }
 
 func TestEmptyEditsReturnBodyItself(t *testing.T) {
-	for _, api := range []API{APIAnthropic, APIOpenAIChat, APIOpenAIResponses, APIGemini} {
+	for _, api := range []*Descriptor{Anthropic, OpenAIChat, OpenAIResponses, Gemini} {
 		body := fixture(t, api, "request.json")
-		out, err := For(api).ApplyEdits(body, conv.RequestEdits{})
+		out, err := codecFor(api).ApplyEdits(body, conv.RequestEdits{})
 		require.NoError(t, err)
 		require.Same(t, &body[0], &out[0])
 	}
 }
 
 func TestFixtureEdits(t *testing.T) {
-	for _, api := range []API{APIAnthropic, APIOpenAIChat, APIOpenAIResponses, APIGemini} {
-		t.Run(string(api), func(t *testing.T) {
-			c := For(api)
+	for _, api := range []*Descriptor{Anthropic, OpenAIChat, OpenAIResponses, Gemini} {
+		t.Run(api.Name, func(t *testing.T) {
+			c := codecFor(api)
 			body := fixture(t, api, "request.json")
 			before, err := c.ParseRequest(body)
 			require.NoError(t, err)
@@ -155,23 +158,23 @@ func TestFixtureEdits(t *testing.T) {
 func TestErrorShapes(t *testing.T) {
 	msg := `bad "thing" <x>`
 	tests := []struct {
-		api    API
+		api    *Descriptor
 		status int
 		body   string
 		event  string
 	}{
-		{APIAnthropic, 400, `{"type":"error","error":{"type":"invalid_request_error","message":"bad \"thing\" <x>"}}`,
+		{Anthropic, 400, `{"type":"error","error":{"type":"invalid_request_error","message":"bad \"thing\" <x>"}}`,
 			"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"bad \\\"thing\\\" <x>\"}}\n\n"},
-		{APIAnthropic, 529, `{"type":"error","error":{"type":"overloaded_error","message":"bad \"thing\" <x>"}}`, ""},
-		{APIOpenAIChat, 429, `{"error":{"message":"bad \"thing\" <x>","type":"rate_limit_error","param":null,"code":null}}`,
+		{Anthropic, 529, `{"type":"error","error":{"type":"overloaded_error","message":"bad \"thing\" <x>"}}`, ""},
+		{OpenAIChat, 429, `{"error":{"message":"bad \"thing\" <x>","type":"rate_limit_error","param":null,"code":null}}`,
 			"data: {\"error\":{\"message\":\"bad \\\"thing\\\" <x>\",\"type\":\"rate_limit_error\",\"param\":null,\"code\":null}}\n\n"},
-		{APIOpenAIResponses, 502, `{"error":{"message":"bad \"thing\" <x>","type":"server_error","param":null,"code":null}}`,
+		{OpenAIResponses, 502, `{"error":{"message":"bad \"thing\" <x>","type":"server_error","param":null,"code":null}}`,
 			"event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"bad \\\"thing\\\" <x>\",\"param\":null}\n\n"},
-		{APIGemini, 503, `{"error":{"code":503,"message":"bad \"thing\" <x>","status":"UNAVAILABLE"}}`,
+		{Gemini, 503, `{"error":{"code":503,"message":"bad \"thing\" <x>","status":"UNAVAILABLE"}}`,
 			"data: {\"error\":{\"code\":503,\"message\":\"bad \\\"thing\\\" <x>\",\"status\":\"UNAVAILABLE\"}}\n\n"},
 	}
 	for _, tt := range tests {
-		c := For(tt.api)
+		c := codecFor(tt.api)
 		require.JSONEq(t, tt.body, string(c.ErrorBody(tt.status, msg)))
 		require.Equal(t, tt.body, string(c.ErrorBody(tt.status, msg)))
 		if tt.event != "" {
@@ -191,8 +194,8 @@ func TestErrorShapes(t *testing.T) {
 
 func TestErrorStatusMaps(t *testing.T) {
 	for _, s := range []int{400, 401, 402, 403, 404, 413, 429, 500, 502, 503, 504, 529, 418, 599} {
-		for _, api := range []API{APIAnthropic, APIOpenAIChat, APIOpenAIResponses, APIGemini} {
-			b := For(api).ErrorBody(s, "m")
+		for _, api := range []*Descriptor{Anthropic, OpenAIChat, OpenAIResponses, Gemini} {
+			b := codecFor(api).ErrorBody(s, "m")
 			require.True(t, gjson.ValidBytes(b), "%s %d", api, s)
 		}
 	}
@@ -215,8 +218,8 @@ func TestErrorStatusMaps(t *testing.T) {
 }
 
 func TestMalformedCommon(t *testing.T) {
-	for _, api := range []API{APIAnthropic, APIOpenAIChat, APIOpenAIResponses, APIGemini} {
-		c := For(api)
+	for _, api := range []*Descriptor{Anthropic, OpenAIChat, OpenAIResponses, Gemini} {
+		c := codecFor(api)
 		for _, body := range []string{``, `{`, `[]`, `"x"`, `{"a":1}x`, `nul`} {
 			_, err := c.ParseRequest([]byte(body))
 			require.ErrorIs(t, err, ErrMalformed, "%s %q", api, body)

@@ -57,8 +57,8 @@ type ContinueSplicer interface {
 	Continue()
 }
 
-// Continuer returns api's ContinueCodec, if it has one.
-func Continuer(api API) (ContinueCodec, bool) {
-	cc, ok := For(api).(ContinueCodec)
+// Continuer returns c's ContinueCodec, if its API has one.
+func Continuer(c Codec) (ContinueCodec, bool) {
+	cc, ok := c.(ContinueCodec)
 	return cc, ok
 }

@@ -1,6 +1,10 @@
 package rewrite
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
+)
 
 // CheckDuplicateKeys returns an error wrapping ErrMalformed, naming the key,
 // when the top-level object of body has a member name twice (after JSON
@@ -10,61 +14,17 @@ import "fmt"
 // request shepherd would see one way and the upstream another is refused.
 //
 // It reads only the top level: one pass that skips member values by their
-// brackets and quotes (eachMember, skip.go), so a 50 KB body costs a few microseconds.
+// brackets and quotes (jsonkit.EachMember), so a 50 KB body costs a few microseconds.
 // Input that is not a JSON object, or is malformed, returns nil: validation
 // reports that.
 func CheckDuplicateKeys(body []byte) error {
-	if key, dup := duplicateTopLevelKey(bstr(body)); dup {
+	if key, dup := jsonkit.DuplicateTopLevelKey(jsonkit.UnsafeString(body)); dup {
 		if printableKey(key) {
 			return fmt.Errorf("%w: duplicate top-level key %q", ErrMalformed, key)
 		}
 		return fmt.Errorf("%w: duplicate top-level key", ErrMalformed)
 	}
 	return nil
-}
-
-// smallObject is the member count up to which keys are compared pairwise;
-// larger objects use a map.
-const smallObject = 16
-
-// duplicateTopLevelKey returns the first top-level member name of the
-// object s that repeats an earlier one.
-func duplicateTopLevelKey(s string) (dup string, found bool) {
-	i := skipWS(s, 0)
-	if i >= len(s) || s[i] != '{' {
-		return "", false
-	}
-	var small [smallObject]string
-	keys := small[:0]
-	var seen map[string]struct{}
-	eachMember(s, i, func(key string, _, _ int) bool {
-		switch {
-		case seen != nil:
-			if _, ok := seen[key]; ok {
-				dup, found = key, true
-				return false
-			}
-			seen[key] = struct{}{}
-		default:
-			for _, k := range keys {
-				if k == key {
-					dup, found = key, true
-					return false
-				}
-			}
-			if len(keys) < smallObject {
-				keys = append(keys, key)
-			} else {
-				seen = make(map[string]struct{}, 2*smallObject)
-				for _, k := range keys {
-					seen[k] = struct{}{}
-				}
-				seen[key] = struct{}{}
-			}
-		}
-		return true
-	})
-	return dup, found
 }
 
 // printableKey reports whether a key is short printable ASCII, safe to

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/shepherd-proxy/shepherd/bench/workload"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 func TestCheckDuplicateKeys(t *testing.T) {
@@ -110,7 +111,7 @@ func BenchmarkCheckDuplicateKeys(b *testing.B) {
 	b.Run("validJSON", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			if !validJSON(body) {
+			if !jsonkit.Valid(body) {
 				b.Fatal("invalid")
 			}
 		}

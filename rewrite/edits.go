@@ -4,6 +4,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // editOps are one API's primitives for the edits of conv.RequestEdits.
@@ -65,14 +66,14 @@ func setMaxKey(key string) func(body []byte, n int64) ([]byte, error) {
 }
 
 // parseMessages builds the view of every element of arr (the array member
-// key) with parse, through the view cache (tagged p), sharing one tool-name
+// key) with parse, through the view cache views (tagged p; nil: no cache), sharing one tool-name
 // table across the conversation. Errors name the element, e.g.
 // messages[3].content.
-func parseMessages(idx *docIndex, arr gjson.Result, key string, p viewParser, parse func(gjson.Result, *toolNames) (conv.Message, error)) ([]conv.Message, error) {
-	r := viewResolver{parser: p, parse: parse}
+func parseMessages(views *ViewCache, idx *jsonkit.Index, arr gjson.Result, key string, p viewParser, parse func(gjson.Result, *toolNames) (conv.Message, error)) ([]conv.Message, error) {
+	r := viewResolver{cache: views, parser: p, parse: parse}
 	var msgs []conv.Message
 	var err error
-	idx.each(arr, func(i int, m gjson.Result) bool {
+	idx.Each(arr, func(i int, m gjson.Result) bool {
 		var msg conv.Message
 		if msg, err = r.message(m); err != nil {
 			err = at(atIndex(err, i), key)

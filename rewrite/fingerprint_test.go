@@ -23,11 +23,9 @@ func wantFingerprint(c Codec, body []byte) string {
 // view cache cold, warm and off.
 func checkFingerprint(t testing.TB, c Codec, body []byte) string {
 	t.Helper()
-	saved := views
-	defer func() { views = saved }()
 	var fp string
 	for _, budget := range []int64{DefaultViewCacheBytes, 0} {
-		views = newViewCache(budget)
+		c := rebind(c, NewViewCache(budget))
 		got := RequestFingerprint(c, body) // cold
 		want := wantFingerprint(c, body)   // warms the cache
 		require.Equal(t, want, got, "cold cache, budget %d: %q", budget, body)
@@ -38,10 +36,10 @@ func checkFingerprint(t testing.TB, c Codec, body []byte) string {
 }
 
 func TestRequestFingerprint(t *testing.T) {
-	chat := For(APIOpenAIChat)
+	chat := codecFor(OpenAIChat)
 	agent := workload.ChatAgent(workload.AgentTurns, false)
 	require.NotEmpty(t, checkFingerprint(t, chat, agent))
-	require.NotEmpty(t, checkFingerprint(t, chat, fixture(t, APIOpenAIChat, "request.json")))
+	require.NotEmpty(t, checkFingerprint(t, chat, fixture(t, OpenAIChat, "request.json")))
 	// A malformed message after the first user turn: ParseRequest fails, so
 	// there is no fingerprint, cached prefix or not.
 	bad := strings.Replace(string(agent), `"role":"tool"`, `"role":7`, 1)
@@ -60,7 +58,7 @@ func TestRequestFingerprint(t *testing.T) {
 	}
 	// The other codecs go through ParseRequest.
 	for _, api := range allAPIs {
-		checkFingerprint(t, For(api), fixture(t, api, "request.json"))
+		checkFingerprint(t, codecFor(api), fixture(t, api, "request.json"))
 	}
 }
 
@@ -68,6 +66,6 @@ func FuzzRequestFingerprint(f *testing.F) {
 	seedRequests(f)
 	f.Add(uint8(1), workload.ChatAgent(3, false), "", int64(0))
 	f.Fuzz(func(t *testing.T, api uint8, body []byte, _ string, _ int64) {
-		checkFingerprint(t, For(allAPIs[int(api)%len(allAPIs)]), body)
+		checkFingerprint(t, codecFor(allAPIs[int(api)%len(allAPIs)]), body)
 	})
 }

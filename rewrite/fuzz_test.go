@@ -12,12 +12,12 @@ import (
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
-var allAPIs = []API{APIAnthropic, APIOpenAIChat, APIOpenAIResponses, APIGemini}
+var allAPIs = []*Descriptor{Anthropic, OpenAIChat, OpenAIResponses, Gemini}
 
 // seedRequests adds every request fixture and a few small bodies.
 func seedRequests(f *testing.F) {
 	for i, api := range allAPIs {
-		b, err := fixtures.ReadFile("testdata/" + string(api) + "/request.json")
+		b, err := fixtures.ReadFile("testdata/" + api.Name + "/request.json")
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -49,7 +49,7 @@ func seedRequests(f *testing.F) {
 func FuzzParseRequestApplyEdits(f *testing.F) {
 	seedRequests(f)
 	f.Fuzz(func(t *testing.T, api uint8, body []byte, text string, limit int64) {
-		c := For(allAPIs[int(api)%len(allAPIs)])
+		c := codecFor(allAPIs[int(api)%len(allAPIs)])
 		e := conv.RequestEdits{
 			AddTools:       []conv.ToolSpec{{Name: "tool" + text, Description: text}},
 			AppendSystem:   []string{text},
@@ -95,7 +95,7 @@ func FuzzParseRequestApplyEdits(f *testing.F) {
 				ops = append(ops, UserTexts{Pos: i, Texts: []string{text}})
 			}
 		}
-		tc := Turn(c.API())
+		tc := c
 		want, wantErr := appendUserTextsOneByOne(tc, body, ops)
 		got, err := tc.AppendUserTexts(body, ops)
 		if wantErr != nil {
@@ -110,7 +110,7 @@ func FuzzParseRequestApplyEdits(f *testing.F) {
 // seedStreams adds every stream fixture, whole and as single events.
 func seedStreams(f *testing.F) {
 	for i, api := range allAPIs {
-		b, err := fixtures.ReadFile("testdata/" + string(api) + "/stream.sse")
+		b, err := fixtures.ReadFile("testdata/" + api.Name + "/stream.sse")
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -124,13 +124,10 @@ func seedStreams(f *testing.F) {
 			f.Add(uint8(i), append([]byte(nil), ev.Raw...))
 		}
 	}
-	// A Responses stream with a custom (free-form) tool call.
-	b, err := fixtures.ReadFile("testdata/openai_responses/splice_custom.sse")
-	if err != nil {
-		f.Fatal(err)
-	}
+	// Streams with a custom (free-form) tool call, for the APIs that have
+	// them (Responses).
 	for i, api := range allAPIs {
-		if api == APIOpenAIResponses {
+		if b, err := fixtures.ReadFile("testdata/" + api.Name + "/splice_custom.sse"); err == nil {
 			f.Add(uint8(i), b)
 		}
 	}
@@ -139,7 +136,7 @@ func seedStreams(f *testing.F) {
 func FuzzStreamDecoders(f *testing.F) {
 	seedStreams(f)
 	f.Fuzz(func(t *testing.T, api uint8, stream []byte) {
-		c := For(allAPIs[int(api)%len(allAPIs)])
+		c := codecFor(allAPIs[int(api)%len(allAPIs)])
 		dec := c.NewStreamDecoder()
 		var acc StreamAccumulator
 		rd := NewReader(bytes.NewReader(stream))

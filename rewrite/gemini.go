@@ -8,16 +8,17 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // geminiCodec speaks Gemini generateContent and streamGenerateContent. The
 // REST API accepts camelCase and snake_case field names; the codec reads
 // both and edits whichever the request uses (camelCase for new fields).
-type geminiCodec struct{}
+type geminiCodec struct {
+	views *ViewCache // nil: no view cache
+}
 
 var _ Codec = geminiCodec{}
-
-func (geminiCodec) API() API { return APIGemini }
 
 // either returns obj's member named camel, or else snake, with the name found.
 func either(obj gjson.Result, camel, snake string) (gjson.Result, string) {
@@ -34,13 +35,13 @@ var geminiKeys = []string{"model", "contents", "tools", "systemInstruction", "sy
 // ParseRequest builds the view. Stream is always false (streaming is chosen
 // by the URL, which the proxy knows) and Model is "" unless the body names
 // one (the model is in the URL).
-func (geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
+func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	_, idx, err := parseIndexed(body)
 	if err != nil {
 		return nil, err
 	}
 	var m [7]gjson.Result
-	idx.lookup(geminiKeys, m[:])
+	idx.Lookup(geminiKeys, m[:])
 	model, contents, tools := m[0], m[1], m[2]
 	sys, sysKey := m[3], geminiKeys[3]
 	if !sys.Exists() {
@@ -59,7 +60,7 @@ func (geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
 			return nil, err
 		}
 	}
-	req := &conv.Request{Model: str(model)}
+	req := &conv.Request{Model: jsonkit.OwnedString(model)}
 	if mot.Type == gjson.Number {
 		req.MaxOutputTokens, req.HasMaxOutputTokens = mot.Int(), true
 	}
@@ -69,7 +70,7 @@ func (geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	if req.Tools, err = geminiTools(tools); err != nil {
 		return nil, at(err, "tools")
 	}
-	if req.Messages, err = parseMessages(idx, contents, "contents", viewGemini, geminiContent); err != nil {
+	if req.Messages, err = parseMessages(c.views, idx, contents, "contents", geminiViews, geminiContent); err != nil {
 		return nil, err
 	}
 	req.Fingerprint = fingerprint(req.System, req.Messages)
@@ -135,7 +136,7 @@ func geminiRole(r string) conv.Role {
 func geminiTools(tools gjson.Result) ([]conv.ToolDef, error) {
 	var defs []conv.ToolDef
 	var err error
-	eachElem(tools, func(i int, t gjson.Result) bool {
+	jsonkit.EachElement(tools, func(i int, t gjson.Result) bool {
 		if !t.IsObject() {
 			err = atIndex(typeErr("", "an object"), i)
 			return false
@@ -159,7 +160,7 @@ func geminiTools(tools gjson.Result) ([]conv.ToolDef, error) {
 func geminiParts(parts gjson.Result, names *toolNames) ([]conv.Block, error) {
 	var blocks []conv.Block
 	var err error
-	eachElem(parts, func(j int, p gjson.Result) bool {
+	jsonkit.EachElement(parts, func(j int, p gjson.Result) bool {
 		var blk conv.Block
 		if blk, err = geminiPart(p, names); err != nil {
 			err = atIndex(err, j)
@@ -183,7 +184,7 @@ func geminiPart(p gjson.Result, names *toolNames) (conv.Block, error) {
 		if p.Get("thought").Bool() {
 			kind = conv.BlockThinking
 		}
-		return conv.Block{Kind: kind, Text: str(t)}, nil
+		return conv.Block{Kind: kind, Text: jsonkit.OwnedString(t)}, nil
 	}
 	if fc, key := either(p, "functionCall", "function_call"); fc.Exists() {
 		if err := wantObject(fc, key); err != nil {
@@ -191,7 +192,7 @@ func geminiPart(p gjson.Result, names *toolNames) (conv.Block, error) {
 		}
 		blk, err := geminiCall(fc)
 		blk.Kind = conv.BlockToolCall
-		blk.Args = rawBytes(fc.Get("args"))
+		blk.Args = jsonkit.OwnedRaw(fc.Get("args"))
 		if names != nil {
 			names.add(blk.ToolCallID, blk.ToolName)
 		}
@@ -218,7 +219,7 @@ func geminiCall(fc gjson.Result) (conv.Block, error) {
 	if err := wantString(name, "name"); err != nil {
 		return conv.Block{}, err
 	}
-	return conv.Block{ToolCallID: str(id), ToolName: str(name)}, nil
+	return conv.Block{ToolCallID: jsonkit.OwnedString(id), ToolName: jsonkit.OwnedString(name)}, nil
 }
 
 func (geminiCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
@@ -234,10 +235,10 @@ func (geminiCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) 
 // geminiDecl renders a function declaration.
 func geminiDecl(dst []byte, t conv.ToolSpec, params []byte) []byte {
 	dst = append(dst, `{"name":`...)
-	dst = appendJSONString(dst, t.Name)
+	dst = jsonkit.AppendString(dst, t.Name)
 	if t.Description != "" {
 		dst = append(dst, `,"description":`...)
-		dst = appendJSONString(dst, t.Description)
+		dst = jsonkit.AppendString(dst, t.Description)
 	}
 	dst = append(dst, `,"parameters":`...)
 	dst = append(dst, params...)
@@ -247,16 +248,16 @@ func geminiDecl(dst []byte, t conv.ToolSpec, params []byte) []byte {
 // geminiAddTools appends declarations to the first tools element that has a
 // function declarations list, else adds a new tools element holding them.
 func geminiAddTools(body, decls []byte) ([]byte, error) {
-	root, ok := rootObject(bstr(body))
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
 		return nil, errNotObject
 	}
-	tools := member(root, "tools")
+	tools := jsonkit.Member(root, "tools")
 	if !tools.IsArray() {
 		return appendToArrayMember(body, "tools", geminiToolElem(decls))
 	}
 	var list gjson.Result
-	eachElem(tools, func(_ int, t gjson.Result) bool {
+	jsonkit.EachElement(tools, func(_ int, t gjson.Result) bool {
 		if l, _ := either(t, "functionDeclarations", "function_declarations"); l.IsArray() {
 			list = l
 			return false
@@ -264,9 +265,9 @@ func geminiAddTools(body, decls []byte) ([]byte, error) {
 		return true
 	})
 	if list.Exists() {
-		return appendItems(body, list, decls), nil
+		return jsonkit.AppendElements(body, list, decls), nil
 	}
-	return appendItems(body, tools, geminiToolElem(decls)), nil
+	return jsonkit.AppendElements(body, tools, geminiToolElem(decls)), nil
 }
 
 func geminiToolElem(decls []byte) []byte {
@@ -283,7 +284,7 @@ func geminiTextParts(texts []string) []byte {
 			out = append(out, ',')
 		}
 		out = append(out, `{"text":`...)
-		out = appendJSONString(out, t)
+		out = jsonkit.AppendString(out, t)
 		out = append(out, '}')
 	}
 	return out
@@ -294,15 +295,15 @@ func geminiAppendParts(body []byte, content gjson.Result, parts []byte) ([]byte,
 	p := content.Get("parts")
 	switch {
 	case p.IsArray():
-		return appendItems(body, p, parts), nil
-	case isNull(p):
-		return setMember(body, content, "parts", wrap('[', parts, ']')), nil
+		return jsonkit.AppendElements(body, p, parts), nil
+	case jsonkit.IsNull(p):
+		return jsonkit.SetMember(body, content, "parts", wrap('[', parts, ']')), nil
 	}
 	return nil, fmt.Errorf("rewrite: cannot edit parts: not an array")
 }
 
 func geminiAppendSystem(body []byte, texts []string) ([]byte, error) {
-	root, ok := rootObject(bstr(body))
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
 		return nil, errNotObject
 	}
@@ -311,12 +312,12 @@ func geminiAppendSystem(body []byte, texts []string) ([]byte, error) {
 	switch {
 	case sys.IsObject():
 		return geminiAppendParts(body, sys, parts)
-	case isNull(sys):
+	case jsonkit.IsNull(sys):
 		if !sys.Exists() {
 			key = "systemInstruction"
 		}
 		b := append([]byte(`{"parts":[`), parts...)
-		return setMember(body, root, key, append(b, "]}"...)), nil
+		return jsonkit.SetMember(body, root, key, append(b, "]}"...)), nil
 	}
 	return nil, fmt.Errorf("rewrite: cannot edit systemInstruction: not an object")
 }
@@ -324,11 +325,11 @@ func geminiAppendSystem(body []byte, texts []string) ([]byte, error) {
 // geminiAppendUser appends text parts to the last user content (a content
 // without role counts as the user's); without one the edit is a no-op.
 func geminiAppendUser(body []byte, texts []string) ([]byte, error) {
-	root, ok := rootObject(bstr(body))
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
 		return nil, errNotObject
 	}
-	c, ok := lastWithRole(member(root, "contents"), "role", "user", true)
+	c, ok := lastWithRole(jsonkit.Member(root, "contents"), "role", "user", true)
 	if !ok {
 		return body, nil
 	}
@@ -336,7 +337,7 @@ func geminiAppendUser(body []byte, texts []string) ([]byte, error) {
 }
 
 func geminiSetMax(body []byte, n int64) ([]byte, error) {
-	root, ok := rootObject(bstr(body))
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
 		return nil, errNotObject
 	}
@@ -348,13 +349,13 @@ func geminiSetMax(body []byte, n int64) ([]byte, error) {
 		if !mot.Exists() {
 			key = "maxOutputTokens"
 		}
-		return setMember(body, gc, key, num), nil
-	case isNull(gc):
+		return jsonkit.SetMember(body, gc, key, num), nil
+	case jsonkit.IsNull(gc):
 		if !gc.Exists() {
 			gcKey = "generationConfig"
 		}
 		b := append([]byte(`{"maxOutputTokens":`), num...)
-		return setMember(body, root, gcKey, append(b, '}')), nil
+		return jsonkit.SetMember(body, root, gcKey, append(b, '}')), nil
 	}
 	return nil, fmt.Errorf("rewrite: cannot edit generationConfig: not an object")
 }
@@ -363,4 +364,24 @@ func (geminiCodec) ErrorBody(status int, message string) []byte { return geminiE
 
 func (geminiCodec) StreamErrorEvent(status int, message string) []byte {
 	return AppendData(nil, geminiError(status, message))
+}
+
+func (geminiCodec) sideRequest(body []byte) string {
+	r := topMembers(body, "tools", "generationConfig", "generation_config", "toolConfig", "tool_config")
+	camel, snake := r[1], r[2]
+	jsonMode := strings.EqualFold(camel.Get("responseMimeType").Str, "application/json") ||
+		strings.EqualFold(snake.Get("response_mime_type").Str, "application/json") ||
+		present(camel.Get("responseSchema")) || present(camel.Get("responseJsonSchema")) ||
+		present(snake.Get("response_schema")) || present(snake.Get("response_json_schema"))
+	functions := false
+	jsonkit.EachElement(r[0], func(_ int, t gjson.Result) bool {
+		functions = nonEmptyArray(t.Get("functionDeclarations")) || nonEmptyArray(t.Get("function_declarations"))
+		return !functions
+	})
+	return firstSide(
+		when(jsonMode, SideJSONOutput),
+		when(strings.EqualFold(r[3].Get("functionCallingConfig.mode").Str, "NONE") ||
+			strings.EqualFold(r[4].Get("function_calling_config.mode").Str, "NONE"), SideToolChoiceNone),
+		when(!functions, SideNoTools),
+	)
 }

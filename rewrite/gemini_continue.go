@@ -6,6 +6,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
 
@@ -66,7 +67,7 @@ func (geminiCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte, b
 		return nil, false, err
 	}
 	parts := geminiReplyParts(root)
-	if isNull(parts) {
+	if jsonkit.IsNull(parts) {
 		return nil, false, nil // e.g. the thinking budget took every token
 	}
 	if !parts.IsArray() {
@@ -118,7 +119,7 @@ func (geminiCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte, b
 	if trimmed != nil {
 		kept := agElems(parts)
 		t := kept[len(kept)-1].Get("text")
-		out = splice(out, t.Index, end(t), trimmed)
+		out = jsonkit.Splice(out, t.Index, jsonkit.ValueEnd(t), trimmed)
 		if root, err = parseReplyRoot(out); err != nil {
 			return nil, false, err
 		}
@@ -187,12 +188,12 @@ func (geminiCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 	out := acc
 	if open {
 		if add := TrimSeam(string(prev), string(text)); add != "" {
-			out = appendToString(acc, e1[len(e1)-1].Get("text"), add)
+			out = jsonkit.AppendToString(acc, e1[len(e1)-1].Get("text"), add)
 		}
 	}
 	nx := next
 	if p2.IsArray() {
-		nx = splice(next, p2.Index, end(p2), geminiPartsArray(rest))
+		nx = jsonkit.Splice(next, p2.Index, jsonkit.ValueEnd(p2), geminiPartsArray(rest))
 	}
 	return geminiCodec{}.MergeReplies(out, nx)
 }
@@ -218,7 +219,7 @@ func geminiPartsArray(parts [][]byte) []byte {
 func geminiTextPart(t string) []byte {
 	b := make([]byte, 0, len(t)+12)
 	b = append(b, `{"text":`...)
-	b = appendJSONString(b, t)
+	b = jsonkit.AppendString(b, t)
 	return append(b, '}')
 }
 

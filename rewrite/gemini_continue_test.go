@@ -18,10 +18,11 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 var gemCC = func() ContinueCodec {
-	cc, ok := Continuer(APIGemini)
+	cc, ok := Continuer(codecFor(Gemini))
 	if !ok {
 		panic("gemini has no ContinueCodec")
 	}
@@ -43,8 +44,8 @@ const (
 )
 
 func TestGeminiContinuer(t *testing.T) {
-	require.IsType(t, geminiCodec{}, gemCC)
-	_, ok := NewStreamSplicer(APIGemini).(ContinueSplicer)
+	require.IsType(t, geminiCodec{views: testViews}, gemCC)
+	_, ok := Gemini.NewSplicer().(ContinueSplicer)
 	require.True(t, ok)
 }
 
@@ -104,7 +105,7 @@ func TestGeminiContinuationMessages(t *testing.T) {
 			// The item is a valid request content.
 			body, err := gemTC.AppendMessages([]byte(gmBody(gmU0)), items)
 			require.NoError(t, err)
-			req, err := For(APIGemini).ParseRequest(body)
+			req, err := codecFor(Gemini).ParseRequest(body)
 			require.NoError(t, err)
 			require.Equal(t, conv.RoleAssistant, req.Messages[1].Role)
 		})
@@ -149,7 +150,7 @@ func TestGeminiTrimRightRaw(t *testing.T) {
 		}
 		s := sb.String()
 		want := strings.TrimRightFunc(s, unicode.IsSpace)
-		for _, raw := range [][]byte{appendJSONString(nil, s), mustJSON(t, s)} {
+		for _, raw := range [][]byte{jsonkit.AppendString(nil, s), mustJSON(t, s)} {
 			got := geminiTrimRightRaw(string(raw))
 			require.True(t, strings.HasPrefix(string(raw), got[:len(got)-1]), "a prefix of %s", raw)
 			require.Equal(t, want, gjson.Parse(got).Str, "%s", raw)
@@ -170,7 +171,7 @@ func TestGeminiUserTextMessage(t *testing.T) {
 	require.Equal(t, `{"role":"user","parts":[{"text":"Continue exactly where you stopped.\n\"go\""}]}`, string(item))
 	body, err := gemTC.AppendMessages([]byte(gmBody(gmU0)), [][]byte{item})
 	require.NoError(t, err)
-	req, err := For(APIGemini).ParseRequest(body)
+	req, err := codecFor(Gemini).ParseRequest(body)
 	require.NoError(t, err)
 	require.Equal(t, conv.RoleUser, req.Messages[1].Role)
 	require.Equal(t, "Continue exactly where you stopped.\n\"go\"", req.Messages[1].Blocks[0].Text)
@@ -232,7 +233,7 @@ func TestGeminiContinueReply(t *testing.T) {
 	acc := gcReply("MAX_TOKENS", gcUsage1, accText...)
 	got, err := gemCC.ContinueReply(acc, gcReply("STOP", gcUsage2, `{"text":"fox jumps over the lazy dog."}`))
 	require.NoError(t, err)
-	view, err := For(APIGemini).ParseReply(got)
+	view, err := codecFor(Gemini).ParseReply(got)
 	require.NoError(t, err)
 	require.Equal(t, "The quick brown fox jumps over the lazy dog.", view.Text)
 	require.Equal(t, conv.StopEnd, view.Stop)
@@ -277,7 +278,7 @@ type gcStep struct {
 // returns the agent's output, what each call returned, and the replies.
 func gcRun(t testing.TB, steps []gcStep) (out []byte, parts [][]byte, replies [][]byte) {
 	t.Helper()
-	sp := NewStreamSplicer(APIGemini).(ContinueSplicer)
+	sp := Gemini.NewSplicer().(ContinueSplicer)
 	for i, st := range steps {
 		if i > 0 {
 			sp.Continue()
@@ -315,7 +316,7 @@ func gcExpect(t testing.TB, steps []gcStep, out []byte, replies [][]byte) *gsAge
 	}
 	var want genai.GenerateContentResponse
 	require.NoError(t, json.Unmarshal(acc, &want))
-	view, err := For(APIGemini).ParseReply(acc)
+	view, err := codecFor(Gemini).ParseReply(acc)
 	require.NoError(t, err)
 	require.Equal(t, view.Text, a.text)
 	require.Equal(t, want.UsageMetadata, a.usage)
@@ -395,7 +396,7 @@ func TestGeminiSplicerContinue(t *testing.T) {
 		string(parts[4]))
 
 	// Reply is the continuation's own reply.
-	view, err := For(APIGemini).ParseReply(replies[1])
+	view, err := codecFor(Gemini).ParseReply(replies[1])
 	require.NoError(t, err)
 	require.Equal(t, gcCont, view.Text)
 	require.Equal(t, "r2", gjson.GetBytes(replies[1], "responseId").Str)
@@ -404,7 +405,7 @@ func TestGeminiSplicerContinue(t *testing.T) {
 
 func mustParse(t testing.TB, reply []byte) *conv.Reply {
 	t.Helper()
-	r, err := For(APIGemini).ParseReply(reply)
+	r, err := codecFor(Gemini).ParseReply(reply)
 	require.NoError(t, err)
 	return r
 }
@@ -559,7 +560,7 @@ func TestGeminiSplicerContinueCut(t *testing.T) {
 		mock.Reply{ID: "r2", Text: gcCont, Usage: gcUsage(140, 12)})
 	evs := strings.SplitAfter(sse[1], "\r\n\r\n")
 	cut := strings.Join(evs[:3], "")
-	sp := NewStreamSplicer(APIGemini).(ContinueSplicer)
+	sp := Gemini.NewSplicer().(ContinueSplicer)
 	out := gsFeed(t, sp, sse[0])
 	_, err := sp.Release(nil, nil)
 	require.NoError(t, err)
@@ -582,7 +583,7 @@ func TestGeminiSplicerContinueCut(t *testing.T) {
 func TestGeminiSplicerTruncatedPassThrough(t *testing.T) {
 	sse := gcStreams(t, mock.Options{ChunkSize: 8},
 		mock.Reply{ID: "r1", Text: gcPartial, Stop: "max_tokens", Thinking: &mock.Thinking{Text: "x", Signature: "s"}})
-	sp := NewStreamSplicer(APIGemini).(ContinueSplicer)
+	sp := Gemini.NewSplicer().(ContinueSplicer)
 	out := gsFeed(t, sp, sse[0])
 	rel, err := sp.Release(nil, nil)
 	require.NoError(t, err)

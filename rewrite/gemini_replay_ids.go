@@ -4,6 +4,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // AgentCallIDs is implemented by a TurnCodec whose clients give their own
@@ -79,7 +80,7 @@ func (geminiCodec) AdoptAgentCallIDs(body []byte, pos int, items [][]byte) ([][]
 		if !gjson.ValidBytes(items[i]) {
 			continue
 		}
-		if c, ok := rootObject(bstr(items[i])); ok && geminiIsModel(c) {
+		if c, ok := jsonkit.RootObject(jsonkit.UnsafeString(items[i])); ok && geminiIsModel(c) {
 			last, model = i, c
 			break
 		}
@@ -111,7 +112,7 @@ func (geminiCodec) AdoptAgentCallIDs(body []byte, pos int, items [][]byte) ([][]
 	out := append([][]byte(nil), items...)
 	it := items[last]
 	for k := len(edits) - 1; k >= 0; k-- { // from the end, so earlier offsets stay valid
-		it = setMember(it, edits[k].fc, "id", appendJSONString(nil, edits[k].id))
+		it = jsonkit.SetMember(it, edits[k].fc, "id", jsonkit.AppendString(nil, edits[k].id))
 	}
 	out[last] = it
 	return out, nil

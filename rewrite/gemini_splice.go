@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
 
@@ -57,10 +58,6 @@ import (
 //
 // Events are framed with the upstream's line ending (CRLF for Google).
 // Whitespace-only data events are dropped (no client can parse them).
-
-func init() {
-	splicerFactories[APIGemini] = func() StreamSplicer { return newGeminiSplicer() }
-}
 
 var (
 	errGeminiFinished = errors.New("rewrite: gemini splicer: event after Finish")
@@ -234,41 +231,71 @@ func (s *geminiSplicer) Feed(ev Event) ([]byte, error) {
 	return s.out(append(out, b...)), nil
 }
 
-// chunk handles one GenerateContentResponse chunk.
+// geminiChunkParts is what readParts finds in a chunk's candidate 0.
+type geminiChunkParts struct {
+	cand, partsArr gjson.Result
+	elems          []gjson.Result // the parts
+	text           []int          // indices of the parts that are not calls
+	firstCall      int            // index in s.calls of the chunk's first call
+	ncall          int            // the chunk's calls
+}
+
+// chunk handles one GenerateContentResponse chunk: readParts and
+// readMetadata record it, then a continuation's chunk goes to contChunk and
+// any other to passChunk.
 func (s *geminiSplicer) chunk(ev Event, root gjson.Result) ([]byte, error) {
+	c, err := s.readParts(root)
+	if err != nil {
+		return nil, err
+	}
+	terminal := s.readMetadata(root, c.cand)
+	if s.cont {
+		return s.contChunk(ev, c.partsArr, c.elems, c.ncall, terminal)
+	}
+	return s.passChunk(ev, &c, terminal)
+}
+
+// readParts checks the shape of candidate 0 and records its parts (calls
+// among them) in the splicer.
+func (s *geminiSplicer) readParts(root gjson.Result) (c geminiChunkParts, err error) {
 	cands := root.Get("candidates")
-	if !isNull(cands) && !cands.IsArray() {
-		return nil, fmt.Errorf("%w: candidates must be an array", ErrMalformedReply)
+	if !jsonkit.IsNull(cands) && !cands.IsArray() {
+		return c, fmt.Errorf("%w: candidates must be an array", ErrMalformedReply)
 	}
-	cand := cands.Get("0")
-	if !isNull(cand) && !cand.IsObject() {
-		return nil, fmt.Errorf("%w: candidates[0] must be an object", ErrMalformedReply)
+	c.cand = cands.Get("0")
+	if !jsonkit.IsNull(c.cand) && !c.cand.IsObject() {
+		return c, fmt.Errorf("%w: candidates[0] must be an object", ErrMalformedReply)
 	}
-	content := cand.Get("content")
-	if !isNull(content) && !content.IsObject() {
-		return nil, fmt.Errorf("%w: candidates[0].content must be an object", ErrMalformedReply)
+	content := c.cand.Get("content")
+	if !jsonkit.IsNull(content) && !content.IsObject() {
+		return c, fmt.Errorf("%w: candidates[0].content must be an object", ErrMalformedReply)
 	}
-	partsArr := content.Get("parts")
-	if !isNull(partsArr) && !partsArr.IsArray() {
-		return nil, fmt.Errorf("%w: candidates[0].content.parts must be an array", ErrMalformedReply)
+	c.partsArr = content.Get("parts")
+	if !jsonkit.IsNull(c.partsArr) && !c.partsArr.IsArray() {
+		return c, fmt.Errorf("%w: candidates[0].content.parts must be an array", ErrMalformedReply)
 	}
-	elems := agElems(partsArr)
-	var text []int
-	firstCall := len(s.calls)
-	for i, p := range elems {
+	c.elems = agElems(c.partsArr)
+	c.firstCall = len(s.calls)
+	for i, p := range c.elems {
 		if !p.IsObject() {
-			return nil, fmt.Errorf("%w: candidates[0].content.parts[%d] must be an object", ErrMalformedReply, i)
+			return c, fmt.Errorf("%w: candidates[0].content.parts[%d] must be an object", ErrMalformedReply, i)
 		}
 		raw := []byte(p.Raw)
 		s.parts = append(s.parts, raw)
 		if fc, _ := either(p, "functionCall", "function_call"); fc.IsObject() {
 			s.calls = append(s.calls, raw)
 		} else {
-			text = append(text, i)
+			c.text = append(c.text, i)
 		}
 	}
-	ncall := len(s.calls) - firstCall
+	c.ncall = len(s.calls) - c.firstCall
+	return c, nil
+}
 
+// readMetadata records the chunk's ids, model, usage, prompt feedback and
+// finish reason, and reports whether the chunk ends its stream (a finish
+// reason, or a blocked prompt without a candidate).
+func (s *geminiSplicer) readMetadata(root, cand gjson.Result) (terminal bool) {
 	if s.stream == 0 {
 		if s.firstID == nil {
 			s.firstID = rawString(root.Get("responseId"))
@@ -290,17 +317,21 @@ func (s *geminiSplicer) chunk(ev Event, root gjson.Result) ([]byte, error) {
 		s.feedback = []byte(pf.Raw)
 	}
 	fr, _ := either(cand, "finishReason", "finish_reason")
-	terminal := fr.Type == gjson.String && fr.Str != ""
+	terminal = fr.Type == gjson.String && fr.Str != ""
 	if terminal {
 		s.finish = []byte(fr.Raw)
 	} else if !cand.Exists() && root.Get("promptFeedback.blockReason").Type == gjson.String {
 		terminal = true // the prompt was blocked: no candidate comes
 	}
+	return terminal
+}
 
-	if s.cont {
-		return s.contChunk(ev, partsArr, elems, ncall, terminal)
-	}
-
+// passChunk renders a chunk of the first stream or a follow-up for the
+// agent: its text parts pass, its calls are held back, and its terminal
+// chunk is held (or, with text beside calls, sent without the calls) until
+// the engine decides the turn.
+func (s *geminiSplicer) passChunk(ev Event, c *geminiChunkParts, terminal bool) ([]byte, error) {
+	elems, text, ncall := c.elems, c.text, c.ncall
 	if !terminal {
 		switch {
 		case ncall == 0:
@@ -333,7 +364,7 @@ func (s *geminiSplicer) chunk(ev Event, root gjson.Result) ([]byte, error) {
 	s.termData = bytes.Clone(ev.Data)
 	s.termRaw = bytes.Clone(ev.Raw)
 	s.termText = text
-	s.termCalls, s.termNCall = firstCall, ncall
+	s.termCalls, s.termNCall = c.firstCall, ncall
 	return nil, nil
 }
 
@@ -351,11 +382,11 @@ func (s *geminiSplicer) withFirstID(data []byte) []byte {
 	if s.stream == 0 || s.firstID == nil {
 		return data
 	}
-	root, ok := rootObject(bstr(data))
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(data))
 	if !ok || root.Get("responseId").Type != gjson.String {
 		return data
 	}
-	return setMember(data, root, "responseId", s.firstID)
+	return jsonkit.SetMember(data, root, "responseId", s.firstID)
 }
 
 // edit returns a copy of chunk data keeping only the parts at keep (element
@@ -374,7 +405,7 @@ func (s *geminiSplicer) edit(data []byte, elems []gjson.Result, keep []int, stri
 // responseId.
 func (s *geminiSplicer) finishEdit(out []byte, strip bool) ([]byte, error) {
 	if strip {
-		root, ok := rootObject(bstr(out))
+		root, ok := jsonkit.RootObject(jsonkit.UnsafeString(out))
 		if !ok {
 			return nil, errNotObject
 		}
@@ -382,7 +413,7 @@ func (s *geminiSplicer) finishEdit(out []byte, strip bool) ([]byte, error) {
 		if _, key := either(cand, "finishReason", "finish_reason"); cand.Get(key).Exists() {
 			out = removeMember(out, cand, key)
 		}
-		if root, ok = rootObject(bstr(out)); !ok {
+		if root, ok = jsonkit.RootObject(jsonkit.UnsafeString(out)); !ok {
 			return nil, errNotObject
 		}
 		if root.Get("usageMetadata").Exists() {
@@ -412,11 +443,11 @@ func removeMember(body []byte, obj gjson.Result, key string) []byte {
 	case at < 0:
 		return body
 	case at+1 < len(ms):
-		return splice(body, ms[at].k.Index, ms[at+1].k.Index)
+		return jsonkit.Splice(body, ms[at].k.Index, ms[at+1].k.Index)
 	case at > 0:
-		return splice(body, end(ms[at-1].v), end(ms[at].v))
+		return jsonkit.Splice(body, jsonkit.ValueEnd(ms[at-1].v), jsonkit.ValueEnd(ms[at].v))
 	}
-	return splice(body, ms[at].k.Index, end(ms[at].v))
+	return jsonkit.Splice(body, ms[at].k.Index, jsonkit.ValueEnd(ms[at].v))
 }
 
 // sendHeld stops holding the terminal chunk and sends its parts at keep
@@ -645,8 +676,8 @@ func (s *geminiSplicer) Finish() ([]byte, error) {
 		}
 		data := s.withFirstID(s.termData)
 		if usage != nil {
-			if root, ok := rootObject(bstr(data)); ok {
-				data = setMember(data, root, "usageMetadata", usage)
+			if root, ok := jsonkit.RootObject(jsonkit.UnsafeString(data)); ok {
+				data = jsonkit.SetMember(data, root, "usageMetadata", usage)
 			}
 		}
 		return s.frame(out, data), nil
@@ -776,12 +807,12 @@ func (s *geminiSplicer) flushRun() {
 	}
 }
 
-// contChunk handles a chunk of a continuation stream (see above); its parts
-// are already recorded.
-func (s *geminiSplicer) contChunk(ev Event, arr gjson.Result, elems []gjson.Result, ncall int, terminal bool) ([]byte, error) {
-	out := make([][]byte, 0, len(elems)+1) // the non-call parts the agent gets
-	same := true                           // out is elems without the calls
-	var calls [][]byte
+// contParts returns the parts of a continuation chunk the agent gets (out:
+// its text through the seam filter, a run's flushed text, other parts;
+// never the calls), the calls, and whether out is elems without the calls.
+func (s *geminiSplicer) contParts(elems []gjson.Result, terminal bool) (out, calls [][]byte, same bool) {
+	out = make([][]byte, 0, len(elems)+1)
+	same = true
 	for _, p := range elems {
 		switch geminiKindOf(p) {
 		case gpCall:
@@ -823,6 +854,13 @@ func (s *geminiSplicer) contChunk(ev Event, arr gjson.Result, elems []gjson.Resu
 		}
 	}
 
+	return out, calls, same
+}
+
+// contChunk handles a chunk of a continuation stream (see above); its parts
+// are already recorded.
+func (s *geminiSplicer) contChunk(ev Event, arr gjson.Result, elems []gjson.Result, ncall int, terminal bool) ([]byte, error) {
+	out, calls, same := s.contParts(elems, terminal)
 	if !terminal {
 		switch {
 		case len(elems) == 0 || same && ncall == 0:
@@ -831,7 +869,7 @@ func (s *geminiSplicer) contChunk(ev Event, arr gjson.Result, elems []gjson.Resu
 		case len(out) == 0:
 			return nil, nil
 		}
-		data, err := s.finishEdit(splice(ev.Data, arr.Index, end(arr), geminiPartsArray(out)), false)
+		data, err := s.finishEdit(jsonkit.Splice(ev.Data, arr.Index, jsonkit.ValueEnd(arr), geminiPartsArray(out)), false)
 		if err != nil {
 			return nil, err
 		}
@@ -849,7 +887,7 @@ func (s *geminiSplicer) contChunk(ev Event, arr gjson.Result, elems []gjson.Resu
 		}
 		out, same = nil, true // the chunk is held as it came
 	case ncall > 0 && len(out) > 0:
-		data, err := s.finishEdit(splice(ev.Data, arr.Index, end(arr), geminiPartsArray(out)), true)
+		data, err := s.finishEdit(jsonkit.Splice(ev.Data, arr.Index, jsonkit.ValueEnd(arr), geminiPartsArray(out)), true)
 		if err != nil {
 			return nil, err
 		}
@@ -863,7 +901,7 @@ func (s *geminiSplicer) contChunk(ev Event, arr gjson.Result, elems []gjson.Resu
 		if len(out) == 0 {
 			out = calls
 		}
-		data = splice(ev.Data, arr.Index, end(arr), geminiPartsArray(out))
+		data = jsonkit.Splice(ev.Data, arr.Index, jsonkit.ValueEnd(arr), geminiPartsArray(out))
 	}
 	s.held = true
 	s.termData = bytes.Clone(data)
@@ -881,9 +919,9 @@ func (s *geminiSplicer) contChunk(ev Event, arr gjson.Result, elems []gjson.Resu
 // geminiWithText returns a copy of part p with its text value set to t.
 func geminiWithText(p gjson.Result, t string) []byte {
 	raw := []byte(p.Raw)
-	obj, ok := rootObject(bstr(raw))
+	obj, ok := jsonkit.RootObject(jsonkit.UnsafeString(raw))
 	if !ok {
 		return geminiTextPart(t)
 	}
-	return setMember(raw, obj, "text", appendJSONString(nil, t))
+	return jsonkit.SetMember(raw, obj, "text", jsonkit.AppendString(nil, t))
 }

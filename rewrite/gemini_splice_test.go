@@ -121,8 +121,8 @@ func gsParse(t testing.TB, out []byte) *gsAgent {
 }
 
 func TestGeminiSplicerRegistered(t *testing.T) {
-	require.True(t, HasStreamSplicer(APIGemini))
-	require.IsType(t, &geminiSplicer{}, NewStreamSplicer(APIGemini))
+	require.True(t, (Gemini.NewSplicer != nil))
+	require.IsType(t, &geminiSplicer{}, Gemini.NewSplicer())
 }
 
 // An untouched turn reaches the agent byte for byte.
@@ -130,7 +130,7 @@ func TestGeminiSplicerPassThrough(t *testing.T) {
 	for _, name := range []string{"splice_text.sse", "stream.sse", "splice_calls.sse"} {
 		t.Run(name, func(t *testing.T) {
 			in := gsFixture(t, name)
-			sp := NewStreamSplicer(APIGemini)
+			sp := Gemini.NewSplicer()
 			out := gsFeed(t, sp, in)
 			require.True(t, sp.Done())
 			rel, err := sp.Release(nil, nil)
@@ -152,7 +152,7 @@ func TestGeminiSplicerPassThrough(t *testing.T) {
 func TestGeminiSplicerTextStreamsAtOnce(t *testing.T) {
 	in := gsFixture(t, "splice_text.sse")
 	events := gsEvents(t, []byte(in))
-	sp := NewStreamSplicer(APIGemini)
+	sp := Gemini.NewSplicer()
 	r := NewReader(strings.NewReader(in))
 	for i := range events {
 		ev, err := r.Next()
@@ -174,14 +174,14 @@ func TestGeminiSplicerRemoveFirstCall(t *testing.T) {
 	for _, name := range []string{"splice_calls.sse", "splice_mixed.sse"} {
 		t.Run(name, func(t *testing.T) {
 			in := gsFixture(t, name)
-			sp := NewStreamSplicer(APIGemini)
+			sp := Gemini.NewSplicer()
 			out := gsFeed(t, sp, in)
 			require.True(t, sp.Done())
 			// No call reached the agent yet.
 			require.Empty(t, gsParse(t, out).calls)
 			reply, err := sp.Reply()
 			require.NoError(t, err)
-			view, err := For(APIGemini).ParseReply(reply)
+			view, err := codecFor(Gemini).ParseReply(reply)
 			require.NoError(t, err)
 			require.Len(t, view.ToolCalls, 2)
 			require.Equal(t, "create_new_topic", view.ToolCalls[0].Name)
@@ -206,7 +206,7 @@ func TestGeminiSplicerRemoveFirstCall(t *testing.T) {
 			// The agent's stream says what EditReply says of the reply.
 			edited, err := gemTC.EditReply(reply, []int{0}, nil)
 			require.NoError(t, err)
-			want, err := For(APIGemini).ParseReply(edited)
+			want, err := codecFor(Gemini).ParseReply(edited)
 			require.NoError(t, err)
 			require.Equal(t, want.Text, a.text)
 			require.Equal(t, want.Usage.OutputTokens, int64(a.usage.CandidatesTokenCount+a.usage.ThoughtsTokenCount))
@@ -223,7 +223,7 @@ func reqGeminiID(t testing.TB, sse string) string {
 
 func TestGeminiSplicerMixedTextForwardedAtOnce(t *testing.T) {
 	in := gsFixture(t, "splice_mixed.sse")
-	sp := NewStreamSplicer(APIGemini)
+	sp := Gemini.NewSplicer()
 	r := NewReader(strings.NewReader(in))
 	ev, err := r.Next()
 	require.NoError(t, err)
@@ -236,7 +236,7 @@ func TestGeminiSplicerMixedTextForwardedAtOnce(t *testing.T) {
 
 func TestGeminiSplicerMoveFirst(t *testing.T) {
 	in := gsFixture(t, "splice_calls.sse")
-	sp := NewStreamSplicer(APIGemini)
+	sp := Gemini.NewSplicer()
 	out := gsFeed(t, sp, in)
 	rel, err := sp.Release(nil, []int{1})
 	require.NoError(t, err)
@@ -254,13 +254,13 @@ func TestGeminiSplicerMoveFirst(t *testing.T) {
 	require.Len(t, last.Candidates[0].Content.Parts, 1)
 	require.Equal(t, "", last.Candidates[0].Content.Parts[0].Text)
 
-	_, err = NewStreamSplicer(APIGemini).Release([]int{0}, nil)
+	_, err = Gemini.NewSplicer().Release([]int{0}, nil)
 	require.Error(t, err, "no calls to remove")
 }
 
 func TestGeminiSplicerFollowUp(t *testing.T) {
 	in1, in2 := gsFixture(t, "splice_follow1.sse"), gsFixture(t, "splice_follow2.sse")
-	sp := NewStreamSplicer(APIGemini)
+	sp := Gemini.NewSplicer()
 	out := gsFeed(t, sp, in1)
 	require.Empty(t, out)
 	require.True(t, sp.Done())
@@ -308,7 +308,7 @@ func TestGeminiSplicerFollowUp(t *testing.T) {
 // Release) sends them before the follow-up's text.
 func TestGeminiSplicerFollowUpKeepsCalls(t *testing.T) {
 	in1, in2 := gsFixture(t, "splice_calls.sse"), gsFixture(t, "splice_follow2.sse")
-	sp := NewStreamSplicer(APIGemini)
+	sp := Gemini.NewSplicer()
 	out := gsFeed(t, sp, in1)
 	rel, err := sp.Release(nil, nil)
 	require.NoError(t, err)
@@ -331,16 +331,16 @@ func TestGeminiSplicerFollowUpKeepsCalls(t *testing.T) {
 }
 
 func TestGeminiSplicerReply(t *testing.T) {
-	sp := NewStreamSplicer(APIGemini)
+	sp := Gemini.NewSplicer()
 	gsFeed(t, sp, gsFixture(t, "stream.sse"))
 	require.True(t, sp.Done())
 	reply, err := sp.Reply()
 	require.NoError(t, err)
 	require.JSONEq(t, gsFixture(t, "splice_reply.json"), string(reply))
 
-	got, err := For(APIGemini).ParseReply(reply)
+	got, err := codecFor(Gemini).ParseReply(reply)
 	require.NoError(t, err)
-	want, err := For(APIGemini).ParseReply([]byte(gsFixture(t, "reply.json")))
+	want, err := codecFor(Gemini).ParseReply([]byte(gsFixture(t, "reply.json")))
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 	require.Equal(t, conv.StopToolUse, got.Stop)
@@ -358,7 +358,7 @@ func TestGeminiSplicerReply(t *testing.T) {
 func TestGeminiSplicerErrorChunk(t *testing.T) {
 	errEv := `data: {"error": {"code": 503,"message": "overloaded","status": "UNAVAILABLE"}}` + "\r\n\r\n"
 	in := strings.Join(strings.SplitAfter(gsFixture(t, "splice_text.sse"), "\r\n\r\n")[:2], "") + errEv
-	sp := NewStreamSplicer(APIGemini)
+	sp := Gemini.NewSplicer()
 	out := gsFeed(t, sp, in)
 	require.Equal(t, in, string(out))
 	require.True(t, sp.Done())
@@ -372,7 +372,7 @@ func TestGeminiSplicerErrorChunk(t *testing.T) {
 	require.Empty(t, fin)
 
 	// On a follow-up the held text of the first stream still goes first.
-	sp = NewStreamSplicer(APIGemini)
+	sp = Gemini.NewSplicer()
 	gsFeed(t, sp, gsFixture(t, "splice_text.sse"))
 	_, err = sp.Release(nil, nil)
 	require.NoError(t, err)
@@ -393,11 +393,11 @@ func TestGeminiSplicerMalformed(t *testing.T) {
 		`[DONE]`, `{"candidates":{}}`, `{"candidates":[1]}`, `{"candidates":[{"content":[]}]}`,
 		`{"candidates":[{"content":{"parts":{}}}]}`, `{"candidates":[{"content":{"parts":["x"]}}]}`, `{`,
 	} {
-		sp := NewStreamSplicer(APIGemini)
+		sp := Gemini.NewSplicer()
 		_, err := sp.Feed(Event{Data: []byte(data), Raw: []byte("data: " + data + "\n\n")})
 		require.Error(t, err, data)
 	}
-	sp := NewStreamSplicer(APIGemini)
+	sp := Gemini.NewSplicer()
 	b, err := sp.Feed(Event{Raw: []byte(": ping\n\n")})
 	require.NoError(t, err)
 	require.Equal(t, ": ping\n\n", string(b))
@@ -411,7 +411,7 @@ func TestGeminiSplicerMalformed(t *testing.T) {
 // at Release, finishReason and usage at Finish.
 func TestGeminiSplicerMixedTerminal(t *testing.T) {
 	data := `{"candidates":[{"content":{"parts":[{"text":"ok"},{"functionCall":{"name":"f","args":{}},"thoughtSignature":"U0lH"}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":4,"totalTokenCount":7},"modelVersion":"m","responseId":"r"}`
-	sp := NewStreamSplicer(APIGemini)
+	sp := Gemini.NewSplicer()
 	out := gsFeed(t, sp, "data: "+data+"\n\n")
 	require.Equal(t, `data: {"candidates":[{"content":{"parts":[{"text":"ok"}],"role":"model"},"index":0}],"modelVersion":"m","responseId":"r"}`+"\n\n", string(out))
 	require.True(t, sp.Done())
@@ -423,7 +423,7 @@ func TestGeminiSplicerMixedTerminal(t *testing.T) {
 	require.Equal(t, `data: {"candidates":[{"content":{"role":"model","parts":[{"text":""}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":4,"totalTokenCount":7},"modelVersion":"m","responseId":"r"}`+"\n\n", string(fin))
 	reply, err := sp.Reply()
 	require.NoError(t, err)
-	view, err := For(APIGemini).ParseReply(reply)
+	view, err := codecFor(Gemini).ParseReply(reply)
 	require.NoError(t, err)
 	require.Equal(t, "ok", view.Text)
 	require.Len(t, view.ToolCalls, 1)
@@ -433,13 +433,13 @@ func TestGeminiSplicerMixedTerminal(t *testing.T) {
 // A blocked prompt (no candidate) is terminal and re-sent as it came.
 func TestGeminiSplicerPromptBlocked(t *testing.T) {
 	in := `data: {"promptFeedback":{"blockReason":"SAFETY"},"usageMetadata":{"promptTokenCount":9,"totalTokenCount":9},"modelVersion":"m","responseId":"r"}` + "\r\n\r\n"
-	sp := NewStreamSplicer(APIGemini)
+	sp := Gemini.NewSplicer()
 	out := gsFeed(t, sp, in)
 	require.Empty(t, out)
 	require.True(t, sp.Done())
 	reply, err := sp.Reply()
 	require.NoError(t, err)
-	view, err := For(APIGemini).ParseReply(reply)
+	view, err := codecFor(Gemini).ParseReply(reply)
 	require.NoError(t, err)
 	require.Equal(t, conv.StopRefusal, view.Stop)
 	rel, err := sp.Release(nil, nil)
@@ -452,7 +452,7 @@ func TestGeminiSplicerPromptBlocked(t *testing.T) {
 // LF framing is kept for the events the splicer writes.
 func TestGeminiSplicerLF(t *testing.T) {
 	in := strings.ReplaceAll(gsFixture(t, "splice_calls.sse"), "\r\n", "\n")
-	sp := NewStreamSplicer(APIGemini)
+	sp := Gemini.NewSplicer()
 	out := gsFeed(t, sp, in)
 	rel, err := sp.Release([]int{0}, nil)
 	require.NoError(t, err)
@@ -466,7 +466,7 @@ func TestGeminiSplicerLF(t *testing.T) {
 // The genai SDK's Chat takes a spliced stream as a valid turn: the final
 // chunk with only {"text":""} does not void its history.
 func TestGeminiSplicerGenaiChat(t *testing.T) {
-	sp := NewStreamSplicer(APIGemini)
+	sp := Gemini.NewSplicer()
 	out := gsFeed(t, sp, gsFixture(t, "splice_calls.sse"))
 	rel, err := sp.Release([]int{0}, nil)
 	require.NoError(t, err)
@@ -518,7 +518,7 @@ func FuzzGeminiSplicer(f *testing.F) {
 	f.Add(trunc, cont[:len(cont)/2], []byte{7})
 	f.Add(`data: {"candidates":[{"content":{"parts":[{"text":"a"},{"functionCall":{"name":"f","args":{}}}]},"finishReason":"MAX_TOKENS"}]}`+"\n\n", cont, []byte{3, 0})
 	f.Fuzz(func(t *testing.T, s1, s2 string, ctl []byte) {
-		sp := NewStreamSplicer(APIGemini)
+		sp := Gemini.NewSplicer()
 		var out []byte
 		ok := true
 		step := func(b []byte, err error) {

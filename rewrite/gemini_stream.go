@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // This file holds the Gemini reply side: the GenerateContentResponse view
@@ -18,26 +19,26 @@ func (geminiCodec) ParseReply(body []byte) (*conv.Reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &conv.Reply{Model: str(root.Get("modelVersion"))}
+	r := &conv.Reply{Model: jsonkit.OwnedString(root.Get("modelVersion"))}
 	cand := root.Get("candidates.0")
 	var text []byte
-	eachElem(cand.Get("content.parts"), func(_ int, p gjson.Result) bool {
+	jsonkit.EachElement(cand.Get("content.parts"), func(_ int, p gjson.Result) bool {
 		if t := p.Get("text"); t.Type == gjson.String && !p.Get("thought").Bool() {
 			text = append(text, t.Str...)
 		}
 		if fc, _ := either(p, "functionCall", "function_call"); fc.IsObject() {
 			r.ToolCalls = append(r.ToolCalls, conv.ToolCall{Index: len(r.ToolCalls),
-				ID: str(fc.Get("id")), Name: str(fc.Get("name")), Args: rawBytes(fc.Get("args"))})
+				ID: jsonkit.OwnedString(fc.Get("id")), Name: jsonkit.OwnedString(fc.Get("name")), Args: jsonkit.OwnedRaw(fc.Get("args"))})
 		}
 		return true
 	})
 	r.Text = string(text)
 	fr, _ := either(cand, "finishReason", "finish_reason")
-	r.RawStop = str(fr)
+	r.RawStop = jsonkit.OwnedString(fr)
 	r.Stop = geminiStop(r.RawStop, len(r.ToolCalls) > 0)
 	if !cand.Exists() {
 		if br := root.Get("promptFeedback.blockReason"); br.Type == gjson.String {
-			r.RawStop, r.Stop = str(br), conv.StopRefusal // the prompt was blocked
+			r.RawStop, r.Stop = jsonkit.OwnedString(br), conv.StopRefusal // the prompt was blocked
 		}
 	}
 	if u := geminiUsage(root.Get("usageMetadata")); u != nil {
@@ -100,15 +101,15 @@ func (d *geminiDecoder) Decode(ev Event) ([]StreamEvent, error) {
 		return d.out, err
 	}
 	if e := root.Get("error"); e.IsObject() {
-		return append(d.out, StreamEvent{Kind: Error, Seq: -1, ErrorMessage: str(e.Get("message"))}), nil
+		return append(d.out, StreamEvent{Kind: Error, Seq: -1, ErrorMessage: jsonkit.OwnedString(e.Get("message"))}), nil
 	}
 	if !d.started {
 		d.started = true
-		d.out = append(d.out, StreamEvent{Kind: StreamStart, Seq: -1, Model: str(root.Get("modelVersion"))})
+		d.out = append(d.out, StreamEvent{Kind: StreamStart, Seq: -1, Model: jsonkit.OwnedString(root.Get("modelVersion"))})
 	}
 	cand := root.Get("candidates.0")
 	i := 0
-	eachElem(cand.Get("content.parts"), func(_ int, p gjson.Result) bool {
+	jsonkit.EachElement(cand.Get("content.parts"), func(_ int, p gjson.Result) bool {
 		idx := i
 		i++
 		if t := p.Get("text"); t.Type == gjson.String {
@@ -116,14 +117,14 @@ func (d *geminiDecoder) Decode(ev Event) ([]StreamEvent, error) {
 			if p.Get("thought").Bool() {
 				kind = conv.BlockThinking
 			}
-			d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, Index: idx, BlockKind: kind, TextDelta: str(t)})
+			d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, Index: idx, BlockKind: kind, TextDelta: jsonkit.OwnedString(t)})
 			return true
 		}
 		if fc, _ := either(p, "functionCall", "function_call"); fc.IsObject() {
 			d.calls = true
 			d.out = append(d.out,
 				StreamEvent{Kind: BlockStart, Seq: -1, Index: idx, BlockKind: conv.BlockToolCall,
-					ToolCallID: str(fc.Get("id")), ToolName: str(fc.Get("name")),
+					ToolCallID: jsonkit.OwnedString(fc.Get("id")), ToolName: jsonkit.OwnedString(fc.Get("name")),
 					ArgsDelta: strings.Clone(fc.Get("args").Raw)},
 				StreamEvent{Kind: BlockStop, Seq: -1, Index: idx, BlockKind: conv.BlockToolCall})
 		}
@@ -131,7 +132,7 @@ func (d *geminiDecoder) Decode(ev Event) ([]StreamEvent, error) {
 	})
 	usage := geminiUsage(root.Get("usageMetadata"))
 	if fr, _ := either(cand, "finishReason", "finish_reason"); fr.Type == gjson.String && fr.Str != "" {
-		raw := str(fr)
+		raw := jsonkit.OwnedString(fr)
 		d.out = append(d.out, StreamEvent{Kind: Finish, Seq: -1, Stop: geminiStop(raw, d.calls), RawStop: raw, Usage: usage})
 	} else if usage != nil {
 		d.out = append(d.out, StreamEvent{Kind: Usage, Seq: -1, Usage: usage})

@@ -10,7 +10,7 @@ import (
 )
 
 func TestGeminiParseRequest(t *testing.T) {
-	req, err := For(APIGemini).ParseRequest(fixture(t, APIGemini, "request.json"))
+	req, err := codecFor(Gemini).ParseRequest(fixture(t, Gemini, "request.json"))
 	require.NoError(t, err)
 	require.Len(t, req.Fingerprint, 32)
 	req.Fingerprint = ""
@@ -33,7 +33,7 @@ func TestGeminiParseRequest(t *testing.T) {
 }
 
 func TestGeminiParseRequestSnakeCase(t *testing.T) {
-	req, err := For(APIGemini).ParseRequest([]byte(`{"system_instruction":{"parts":[{"text":"S"}]},
+	req, err := codecFor(Gemini).ParseRequest([]byte(`{"system_instruction":{"parts":[{"text":"S"}]},
 	  "contents":[{"parts":[{"text":"q"},{"inline_data":{"mime_type":"image/png","data":"AA=="}}]},
 	    {"role":"model","parts":[{"function_call":{"id":"c1","name":"f","args":{}}}]},
 	    {"role":"user","parts":[{"function_response":{"id":"c1","name":"f","response":{"ok":true}}}]}],
@@ -62,7 +62,7 @@ func TestGeminiMalformed(t *testing.T) {
 		{`{"tools":[{"functionDeclarations":{}}]}`, "tools[0].functionDeclarations must be an array"},
 	}
 	for _, tt := range tests {
-		_, err := For(APIGemini).ParseRequest([]byte(tt.body))
+		_, err := codecFor(Gemini).ParseRequest([]byte(tt.body))
 		require.ErrorIs(t, err, ErrMalformed, tt.body)
 		require.EqualError(t, err, "rewrite: malformed request body: "+tt.field)
 	}
@@ -128,15 +128,15 @@ func TestGeminiApplyEdits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out := checkEdit(t, For(APIGemini), []byte(tt.body), tt.edits)
+			out := checkEdit(t, codecFor(Gemini), []byte(tt.body), tt.edits)
 			require.Equal(t, tt.want, string(out))
 		})
 	}
 }
 
 func TestGeminiParseReply(t *testing.T) {
-	c := For(APIGemini)
-	r, err := c.ParseReply(fixture(t, APIGemini, "reply.json"))
+	c := codecFor(Gemini)
+	r, err := c.ParseReply(fixture(t, Gemini, "reply.json"))
 	require.NoError(t, err)
 	require.Equal(t, &conv.Reply{
 		Model: "gemini-2.5-pro", Text: "Reading it.",
@@ -159,8 +159,8 @@ func TestGeminiParseReply(t *testing.T) {
 }
 
 func TestGeminiStream(t *testing.T) {
-	c := For(APIGemini)
-	evs, reply := decodeSSE(t, c, fixture(t, APIGemini, "stream.sse"))
+	c := codecFor(Gemini)
+	evs, reply := decodeSSE(t, c, fixture(t, Gemini, "stream.sse"))
 	require.Equal(t, []EventKind{
 		StreamStart, BlockDelta, Usage,
 		BlockDelta, Usage,
@@ -172,12 +172,12 @@ func TestGeminiStream(t *testing.T) {
 		ArgsDelta: `{"path": "main.go"}`}, evs[7])
 	require.Equal(t, conv.StopToolUse, evs[9].Stop)
 
-	want, err := c.ParseReply(fixture(t, APIGemini, "reply.json"))
+	want, err := c.ParseReply(fixture(t, Gemini, "reply.json"))
 	require.NoError(t, err)
 	require.Equal(t, want, reply)
 
 	// The JSON-array framing decodes to the same events.
-	for how, mk := range readers(string(fixture(t, APIGemini, "stream.json"))) {
+	for how, mk := range readers(string(fixture(t, Gemini, "stream.json"))) {
 		ar := NewJSONArrayReader(mk())
 		dec := c.NewStreamDecoder()
 		var acc StreamAccumulator
@@ -202,7 +202,7 @@ func TestGeminiStream(t *testing.T) {
 }
 
 func TestGeminiStreamError(t *testing.T) {
-	evs, err := For(APIGemini).NewStreamDecoder().Decode(Event{Data: []byte(`{"error":{"code":429,"message":"quota","status":"RESOURCE_EXHAUSTED"}}`)})
+	evs, err := codecFor(Gemini).NewStreamDecoder().Decode(Event{Data: []byte(`{"error":{"code":429,"message":"quota","status":"RESOURCE_EXHAUSTED"}}`)})
 	require.NoError(t, err)
 	require.Equal(t, []StreamEvent{{Kind: Error, Seq: -1, ErrorMessage: "quota"}}, evs)
 }

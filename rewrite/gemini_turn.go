@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
 
@@ -64,17 +65,17 @@ func geminiResultParts(results []conv.ToolResult) ([]byte, error) {
 		out = append(out, `{"functionResponse":{`...)
 		if r.CallID != "" {
 			out = append(out, `"id":`...)
-			out = appendJSONString(out, r.CallID)
+			out = jsonkit.AppendString(out, r.CallID)
 			out = append(out, ',')
 		}
 		out = append(out, `"name":`...)
-		out = appendJSONString(out, r.Name)
+		out = jsonkit.AppendString(out, r.Name)
 		if r.IsError {
 			out = append(out, `,"response":{"error":`...)
 		} else {
 			out = append(out, `,"response":{"content":`...)
 		}
-		out = appendJSONString(out, r.Content)
+		out = jsonkit.AppendString(out, r.Content)
 		out = append(out, "}}}"...)
 	}
 	return out, nil
@@ -144,9 +145,9 @@ func (geminiCodec) PrependToolResults(body []byte, pos int, results []conv.ToolR
 			p := next.Get("parts")
 			switch {
 			case p.IsArray():
-				return prependItem(body, p, parts), nil
-			case isNull(p):
-				return setMember(body, next, "parts", wrap('[', parts, ']')), nil
+				return jsonkit.PrependElement(body, p, parts), nil
+			case jsonkit.IsNull(p):
+				return jsonkit.SetMember(body, next, "parts", wrap('[', parts, ']')), nil
 			}
 			return nil, fmt.Errorf("%w: contents[%d].parts must be an array", ErrMalformed, pos+1)
 		}
@@ -219,12 +220,12 @@ func (geminiCodec) MergeReplies(first, next []byte) ([]byte, error) {
 	}
 	var out []byte
 	if inner := agInner(p2); inner != "" {
-		out = appendItems(first, p1, []byte(inner))
+		out = jsonkit.AppendElements(first, p1, []byte(inner))
 	} else {
 		out = append([]byte(nil), first...)
 	}
 	if fr, _ := either(r2.Get("candidates.0"), "finishReason", "finish_reason"); fr.Exists() {
-		root, ok := rootObject(bstr(out))
+		root, ok := jsonkit.RootObject(jsonkit.UnsafeString(out))
 		if !ok {
 			return nil, errNotObject
 		}
@@ -233,7 +234,7 @@ func (geminiCodec) MergeReplies(first, next []byte) ([]byte, error) {
 		if !old.Exists() {
 			key = "finishReason"
 		}
-		out = setMember(out, cand, key, []byte(fr.Raw))
+		out = jsonkit.SetMember(out, cand, key, []byte(fr.Raw))
 	}
 	if u2 := r2.Get("usageMetadata"); u2.IsObject() {
 		u1 := r1.Get("usageMetadata")
@@ -268,8 +269,21 @@ func geminiReplyPair(first, next []byte) (r1, r2, p1, p2 gjson.Result, err error
 	if !p1.IsArray() {
 		return r1, r2, p1, p2, fmt.Errorf("%w: first reply: candidates[0].content.parts must be an array", ErrMalformedReply)
 	}
-	if !p2.IsArray() && !isNull(p2) {
+	if !p2.IsArray() && !jsonkit.IsNull(p2) {
 		return r1, r2, p1, p2, fmt.Errorf("%w: next reply: candidates[0].content.parts must be an array", ErrMalformedReply)
 	}
 	return r1, r2, p1, p2, nil
+}
+
+func (geminiCodec) conversationKey() string { return "contents" }
+
+func (geminiCodec) fillerElem() string { return `{"role":"user","parts":[]}` }
+
+func (geminiCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
+	return singleElemTurns(body, "contents")
+}
+
+// AppendUserTexts is AppendUserTextAt for several turns, batched.
+func (c geminiCodec) AppendUserTexts(body []byte, ops []UserTexts) ([]byte, error) {
+	return appendUserTexts(c, c, body, ops)
 }

@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
-var gemTC = Turn(APIGemini)
+var gemTC = codecFor(Gemini)
 
 // Contents of the Gemini test conversation.
 const (
@@ -100,7 +101,7 @@ func TestGeminiReplyAsMessagesAndToolResults(t *testing.T) {
 	scribble(reply)
 	require.Equal(t, []string{`{"role":"model","parts":[{"text":"t","thought":true},{"functionCall":{"name":"f","args":{}},"thoughtSignature":"SIG"}]}`}, agStrings(items))
 
-	fx := fixture(t, APIGemini, "reply.json")
+	fx := fixture(t, Gemini, "reply.json")
 	items, err = gemTC.ReplyAsMessages(fx)
 	require.NoError(t, err)
 	require.Equal(t, `{"role":"model","parts":`+gjson.GetBytes(fx, "candidates.0.content.parts").Raw+`}`, string(items[0]))
@@ -166,7 +167,7 @@ func TestGeminiEditReply(t *testing.T) {
 
 	out, err := gemTC.EditReply([]byte(full), []int{1}, []int{2})
 	require.NoError(t, err)
-	r, err := For(APIGemini).ParseReply(out)
+	r, err := codecFor(Gemini).ParseReply(out)
 	require.NoError(t, err)
 	require.Equal(t, []conv.ToolCall{
 		{Index: 0, Name: "c", Args: []byte(`{}`)},
@@ -176,11 +177,11 @@ func TestGeminiEditReply(t *testing.T) {
 	require.Equal(t, conv.StopToolUse, r.Stop)
 
 	// The fixture's only call goes; its layout stays.
-	fx := fixture(t, APIGemini, "reply.json")
+	fx := fixture(t, Gemini, "reply.json")
 	out, err = gemTC.EditReply(fx, []int{0}, nil)
 	require.NoError(t, err)
 	require.Equal(t, strings.Replace(string(fx), ",\n      {\"functionCall\": {\"name\": \"read_file\", \"args\": {\"path\": \"main.go\"}}, \"thoughtSignature\": \"CiQB...\"}", "", 1), string(out))
-	r, err = For(APIGemini).ParseReply(out)
+	r, err = codecFor(Gemini).ParseReply(out)
 	require.NoError(t, err)
 	require.Empty(t, r.ToolCalls)
 	require.Equal(t, conv.StopEnd, r.Stop)
@@ -221,18 +222,18 @@ func TestGeminiMergeReplies(t *testing.T) {
 
 	out, err := gemTC.MergeReplies([]byte(first), []byte(next))
 	require.NoError(t, err)
-	r, err := For(APIGemini).ParseReply(out)
+	r, err := codecFor(Gemini).ParseReply(out)
 	require.NoError(t, err)
 	require.Equal(t, "A more", r.Text)
 	require.Equal(t, conv.Usage{InputTokens: 40, OutputTokens: 17}, r.Usage)
 	require.Equal(t, "g", r.Model)
 	require.Equal(t, []conv.ToolCall{{ID: "c1", Name: "b", Args: []byte(`{}`)}}, r.ToolCalls)
 
-	fx := fixture(t, APIGemini, "reply.json")
+	fx := fixture(t, Gemini, "reply.json")
 	out, err = gemTC.MergeReplies(fx, fx)
 	require.NoError(t, err)
 	require.True(t, gjson.ValidBytes(out))
-	r, err = For(APIGemini).ParseReply(out)
+	r, err = codecFor(Gemini).ParseReply(out)
 	require.NoError(t, err)
 	require.Equal(t, "Reading it.Reading it.", r.Text)
 	require.Len(t, r.ToolCalls, 2)
@@ -243,8 +244,8 @@ func TestGeminiMergeReplies(t *testing.T) {
 // TestGeminiTurnRoundTrip appends a reply and shepherd's results to a
 // conversation, as the turn engine does before a follow-up request.
 func TestGeminiTurnRoundTrip(t *testing.T) {
-	body := fixture(t, APIGemini, "request.json")
-	reply := fixture(t, APIGemini, "reply.json")
+	body := fixture(t, Gemini, "request.json")
+	reply := fixture(t, Gemini, "reply.json")
 	model, err := gemTC.ReplyAsMessages(reply)
 	require.NoError(t, err)
 	results, err := gemTC.ToolResultMessages([]conv.ToolResult{{Name: "read_file", Content: "package main"}})
@@ -252,7 +253,7 @@ func TestGeminiTurnRoundTrip(t *testing.T) {
 	out, err := gemTC.AppendMessages(body, append(model, results...))
 	require.NoError(t, err)
 	require.True(t, isSubsequence(body, out))
-	req, err := For(APIGemini).ParseRequest(out)
+	req, err := codecFor(Gemini).ParseRequest(out)
 	require.NoError(t, err)
 	req.Messages = stripDigests(t, req.Messages)
 	n := len(req.Messages)
@@ -271,7 +272,7 @@ func TestGeminiTurnRoundTrip(t *testing.T) {
 }
 
 func FuzzGeminiTurn(f *testing.F) {
-	agSeedTurn(f, APIGemini, []string{
+	agSeedTurn(f, Gemini, []string{
 		gmBody(gmU0, gmM1, gmU2), gmBody(gmM1, `{"parts":null}`), gmBody(gmM1), `{"contents":[]}`, `{}`,
 		"{\n \"contents\" : [ " + gmM1 + " ,\n " + gmM3 + " ]\n}", gmBody(gmM1, `{"role":"function"}`),
 	}, []string{
@@ -280,6 +281,13 @@ func FuzzGeminiTurn(f *testing.F) {
 		"{ \"candidates\" : [ { \"content\" : { \"parts\" : [\n {\"functionCall\":{}} ,\n {\"text\":\"q\"}\n ] } } ] }",
 	})
 	f.Fuzz(func(t *testing.T, body, reply []byte, pos uint8, text string, rm, mv uint8) {
-		agFuzzTurn(t, APIGemini, body, reply, pos, text, rm, mv)
+		agFuzzTurn(t, Gemini, body, reply, pos, text, rm, mv)
 	})
+}
+
+// round is one round of longConversation (conversationRounds).
+func (geminiCodec) round(i int, id string) []string {
+	return []string{fmt.Sprintf(`{"role":"user","parts":[{"text":"step %d"}]}`, i),
+		fmt.Sprintf(`{"role":"model","parts":[{"functionCall":{"name":"Read","args":{"n":%d}}}]}`, i),
+		fmt.Sprintf(`{"role":"user","parts":[{"functionResponse":{"name":"Read","response":{"content":"r%d"}}}]}`, i)}
 }

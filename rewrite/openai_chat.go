@@ -7,25 +7,26 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // chatCodec speaks OpenAI Chat Completions (POST /v1/chat/completions).
-type chatCodec struct{}
+type chatCodec struct {
+	views *ViewCache // nil: no view cache
+}
 
 var _ Codec = chatCodec{}
-
-func (chatCodec) API() API { return APIOpenAIChat }
 
 // chatKeys are the top-level members the request view reads.
 var chatKeys = []string{"model", "stream", "tools", "messages", "max_completion_tokens", "max_tokens", "prompt_cache_key"}
 
-func (chatCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	return parseChatRequest(body, false)
+func (c chatCodec) ParseRequest(body []byte) (*conv.Request, error) {
+	return parseChatRequest(c.views, body, false)
 }
 
 // fingerprintRequest returns ParseRequest's Fingerprint (fingerprinter).
-func (chatCodec) fingerprintRequest(body []byte) (string, error) {
-	req, err := parseChatRequest(body, true)
+func (c chatCodec) fingerprintRequest(body []byte) (string, error) {
+	req, err := parseChatRequest(c.views, body, true)
 	if err != nil {
 		return "", err
 	}
@@ -35,13 +36,13 @@ func (chatCodec) fingerprintRequest(body []byte) (string, error) {
 // parseChatRequest is ParseRequest; with fpOnly, the messages after the
 // first assistant message are checked but not viewed, and the request has
 // only the messages up to it (all that System and Fingerprint read).
-func parseChatRequest(body []byte, fpOnly bool) (*conv.Request, error) {
+func parseChatRequest(views *ViewCache, body []byte, fpOnly bool) (*conv.Request, error) {
 	_, idx, err := parseIndexed(body)
 	if err != nil {
 		return nil, err
 	}
 	var m [7]gjson.Result
-	idx.lookup(chatKeys, m[:])
+	idx.Lookup(chatKeys, m[:])
 	model, stream, tools, msgs, mct, mt, pck := m[0], m[1], m[2], m[3], m[4], m[5], m[6]
 	for _, err := range []error{
 		wantString(model, "model"), wantBool(stream, "stream"), wantArray(tools, "tools"),
@@ -52,7 +53,7 @@ func parseChatRequest(body []byte, fpOnly bool) (*conv.Request, error) {
 			return nil, err
 		}
 	}
-	req := &conv.Request{Model: str(model), Stream: stream.Bool(), PromptCacheKey: str(pck)}
+	req := &conv.Request{Model: jsonkit.OwnedString(model), Stream: stream.Bool(), PromptCacheKey: jsonkit.OwnedString(pck)}
 	switch {
 	case mct.Type == gjson.Number:
 		req.MaxOutputTokens, req.HasMaxOutputTokens = mct.Int(), true
@@ -62,7 +63,7 @@ func parseChatRequest(body []byte, fpOnly bool) (*conv.Request, error) {
 	if req.Tools, err = chatTools(tools); err != nil {
 		return nil, at(err, "tools")
 	}
-	r := viewResolver{parser: viewChat, parse: chatMessage}
+	r := viewResolver{cache: views, parser: chatViews, parse: chatMessage}
 	if fpOnly {
 		// A few messages get a view: the resolver's default arena (64
 		// blocks) would be most of what the fingerprint allocates.
@@ -70,7 +71,7 @@ func parseChatRequest(body []byte, fpOnly bool) (*conv.Request, error) {
 	}
 	var system []string
 	leading, seenAssistant := true, false
-	idx.each(msgs, func(i int, m gjson.Result) bool {
+	idx.Each(msgs, func(i int, m gjson.Result) bool {
 		if fpOnly && seenAssistant {
 			if err = r.check(m); err != nil {
 				err = at(atIndex(err, i), "messages")
@@ -109,7 +110,7 @@ func parseChatRequest(body []byte, fpOnly bool) (*conv.Request, error) {
 func chatTools(tools gjson.Result) ([]conv.ToolDef, error) {
 	var defs []conv.ToolDef
 	var err error
-	eachElem(tools, func(i int, t gjson.Result) bool {
+	jsonkit.EachElement(tools, func(i int, t gjson.Result) bool {
 		if !t.IsObject() {
 			err = atIndex(typeErr("", "an object"), i)
 			return false
@@ -122,7 +123,7 @@ func chatTools(tools gjson.Result) ([]conv.ToolDef, error) {
 			return false
 		}
 		if n.Str != "" {
-			defs = append(defs, conv.ToolDef{Name: str(n)})
+			defs = append(defs, conv.ToolDef{Name: jsonkit.OwnedString(n)})
 		}
 		return true
 	})
@@ -160,8 +161,8 @@ func chatMessage(m gjson.Result, names *toolNames) (conv.Message, error) {
 	}
 	msg := conv.Message{Role: chatRole(role.Str)}
 	if msg.Role == conv.RoleTool {
-		tid := str(id)
-		name := str(m.Get("name"))
+		tid := jsonkit.OwnedString(id)
+		name := jsonkit.OwnedString(m.Get("name"))
 		if name == "" {
 			name = (*names)[tid]
 		}
@@ -172,10 +173,10 @@ func chatMessage(m gjson.Result, names *toolNames) (conv.Message, error) {
 	var err error
 	if content.Type == gjson.String {
 		if content.Str != "" {
-			msg.Blocks = append(msg.Blocks, conv.Block{Kind: conv.BlockText, Text: str(content)})
+			msg.Blocks = append(msg.Blocks, conv.Block{Kind: conv.BlockText, Text: jsonkit.OwnedString(content)})
 		}
 	} else {
-		eachElem(content, func(j int, p gjson.Result) bool {
+		jsonkit.EachElement(content, func(j int, p gjson.Result) bool {
 			if !p.IsObject() {
 				err = at(atIndex(typeErr("", "an object"), j), "content")
 				return false
@@ -188,14 +189,14 @@ func chatMessage(m gjson.Result, names *toolNames) (conv.Message, error) {
 			if err = at(atIndex(wantString(t, "text"), j), "content"); err != nil {
 				return false
 			}
-			msg.Blocks = append(msg.Blocks, conv.Block{Kind: conv.BlockText, Text: str(t)})
+			msg.Blocks = append(msg.Blocks, conv.Block{Kind: conv.BlockText, Text: jsonkit.OwnedString(t)})
 			return true
 		})
 		if err != nil {
 			return conv.Message{}, err
 		}
 	}
-	eachElem(calls, func(j int, c gjson.Result) bool {
+	jsonkit.EachElement(calls, func(j int, c gjson.Result) bool {
 		var blk conv.Block
 		if blk, err = chatToolCall(c); err != nil {
 			err = at(atIndex(err, j), "tool_calls")
@@ -229,10 +230,10 @@ func chatToolCall(c gjson.Result) (conv.Block, error) {
 		if err := wantObject(fn, "function"); err != nil {
 			return conv.Block{}, err
 		}
-		return conv.Block{Kind: conv.BlockOther, ToolCallID: str(id)}, nil // e.g. a custom tool call
+		return conv.Block{Kind: conv.BlockOther, ToolCallID: jsonkit.OwnedString(id)}, nil // e.g. a custom tool call
 	}
 	blk, err := chatFunction(fn)
-	blk.ToolCallID = str(id)
+	blk.ToolCallID = jsonkit.OwnedString(id)
 	return blk, at(err, "function")
 }
 
@@ -245,7 +246,7 @@ func chatFunction(fn gjson.Result) (conv.Block, error) {
 	if err := wantString(args, "arguments"); err != nil {
 		return conv.Block{}, err
 	}
-	blk := conv.Block{Kind: conv.BlockToolCall, ToolName: str(name)}
+	blk := conv.Block{Kind: conv.BlockToolCall, ToolName: jsonkit.OwnedString(name)}
 	if args.Type == gjson.String {
 		blk.Args = []byte(args.Str)
 	}
@@ -266,7 +267,7 @@ func (chatCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 // only that older field.
 func chatSetMax(body []byte, n int64) ([]byte, error) {
 	key := "max_completion_tokens"
-	if root, ok := rootObject(bstr(body)); ok && !member(root, key).Exists() && member(root, "max_tokens").Exists() {
+	if root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body)); ok && !jsonkit.Member(root, key).Exists() && jsonkit.Member(root, "max_tokens").Exists() {
 		key = "max_tokens"
 	}
 	return setTopLevelInt(body, key, n)
@@ -275,10 +276,10 @@ func chatSetMax(body []byte, n int64) ([]byte, error) {
 // chatTool renders a function tool definition.
 func chatTool(dst []byte, t conv.ToolSpec, params []byte) []byte {
 	dst = append(dst, `{"type":"function","function":{"name":`...)
-	dst = appendJSONString(dst, t.Name)
+	dst = jsonkit.AppendString(dst, t.Name)
 	if t.Description != "" {
 		dst = append(dst, `,"description":`...)
-		dst = appendJSONString(dst, t.Description)
+		dst = jsonkit.AppendString(dst, t.Description)
 	}
 	dst = append(dst, `,"parameters":`...)
 	dst = append(dst, params...)
@@ -289,35 +290,35 @@ func chatTool(dst []byte, t conv.ToolSpec, params []byte) []byte {
 // messages (a string content gets "\n\n"+text, an array gets text parts);
 // without one it inserts a system message at index 0.
 func chatAppendSystem(body []byte, texts []string) ([]byte, error) {
-	root, ok := rootObject(bstr(body))
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
 		return nil, errNotObject
 	}
-	msgs := member(root, "messages")
+	msgs := jsonkit.Member(root, "messages")
 	if !msgs.IsArray() {
-		if !isNull(msgs) {
+		if !jsonkit.IsNull(msgs) {
 			return nil, fmt.Errorf("rewrite: cannot edit messages: not an array")
 		}
-		return setMember(body, root, "messages", wrap('[', chatTextMessage("system", []string{joinTexts(texts)}), ']')), nil
+		return jsonkit.SetMember(body, root, "messages", wrap('[', chatTextMessage("system", []string{joinTexts(texts)}), ']')), nil
 	}
 	var first gjson.Result
-	eachElem(msgs, func(_ int, m gjson.Result) bool {
+	jsonkit.EachElement(msgs, func(_ int, m gjson.Result) bool {
 		if r := m.Get("role").Str; r == "system" || r == "developer" {
 			first = m
 		}
 		return false // only the first message can start the leading run
 	})
 	if !first.Exists() {
-		return prependItem(body, msgs, chatTextMessage("system", []string{joinTexts(texts)})), nil
+		return jsonkit.PrependElement(body, msgs, chatTextMessage("system", []string{joinTexts(texts)})), nil
 	}
 	c := first.Get("content")
 	switch {
 	case c.Type == gjson.String:
-		return appendToString(body, c, suffixText(c.Str, texts)), nil
+		return jsonkit.AppendToString(body, c, suffixText(c.Str, texts)), nil
 	case c.IsArray():
-		return appendItems(body, c, textItems("text", texts)), nil
-	case isNull(c):
-		return setMember(body, first, "content", jsonString(joinTexts(texts))), nil
+		return jsonkit.AppendElements(body, c, textItems("text", texts)), nil
+	case jsonkit.IsNull(c):
+		return jsonkit.SetMember(body, first, "content", jsonkit.Quote(joinTexts(texts))), nil
 	}
 	return nil, fmt.Errorf("rewrite: cannot edit system message content: unexpected type")
 }
@@ -326,10 +327,10 @@ func chatAppendSystem(body []byte, texts []string) ([]byte, error) {
 // several as text parts.
 func chatTextMessage(role string, texts []string) []byte {
 	b := append([]byte(nil), `{"role":`...)
-	b = appendJSONString(b, role)
+	b = jsonkit.AppendString(b, role)
 	b = append(b, `,"content":`...)
 	if len(texts) == 1 {
-		b = appendJSONString(b, texts[0])
+		b = jsonkit.AppendString(b, texts[0])
 	} else {
 		b = append(b, wrap('[', textItems("text", texts), ']')...)
 	}
@@ -342,27 +343,36 @@ func chatTextMessage(role string, texts []string) []byte {
 // user message, it appends a new user message instead, so tool results stay
 // directly after their tool calls.
 func chatAppendUser(body []byte, texts []string) ([]byte, error) {
-	root, ok := rootObject(bstr(body))
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
 		return nil, errNotObject
 	}
-	msgs := member(root, "messages")
+	msgs := jsonkit.Member(root, "messages")
 	if !msgs.IsArray() {
 		return body, nil
 	}
 	var last gjson.Result
-	eachElem(msgs, func(_ int, m gjson.Result) bool {
+	jsonkit.EachElement(msgs, func(_ int, m gjson.Result) bool {
 		last = m
 		return true
 	})
 	if last.IsObject() && last.Get("role").Str == "user" {
 		return appendContentParts(body, last, "content", textItems("text", texts), `{"type":"text","text":`)
 	}
-	return appendItems(body, msgs, chatTextMessage("user", texts)), nil
+	return jsonkit.AppendElements(body, msgs, chatTextMessage("user", texts)), nil
 }
 
 func (chatCodec) ErrorBody(status int, message string) []byte { return openAIError(status, message) }
 
 func (chatCodec) StreamErrorEvent(status int, message string) []byte {
 	return AppendData(nil, openAIError(status, message))
+}
+
+func (chatCodec) sideRequest(body []byte) string {
+	r := topMembers(body, "tools", "functions", "tool_choice", "function_call", "response_format")
+	return firstSide(
+		when(jsonFormat(r[4].Get("type")), SideJSONOutput),
+		when(r[2].Str == "none" || (r[3].Str == "none" && !present(r[2])), SideToolChoiceNone),
+		when(!nonEmptyArray(r[0]) && !nonEmptyArray(r[1]), SideNoTools),
+	)
 }

@@ -6,6 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
 
@@ -34,13 +35,13 @@ func (c chatCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte, b
 	}
 	item := items[0]
 	for _, key := range [...]string{"tool_calls", "function_call"} {
-		root, _ := rootObject(bstr(item))
+		root, _ := jsonkit.RootObject(jsonkit.UnsafeString(item))
 		item = oaDeleteMember(item, root, key)
 	}
 	if prefill {
 		item = chatTrimLastText(item)
 	}
-	root, _ := rootObject(bstr(item))
+	root, _ := jsonkit.RootObject(jsonkit.UnsafeString(item))
 	if !chatHasText(root.Get("content")) {
 		return nil, false, nil
 	}
@@ -51,11 +52,11 @@ func (c chatCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte, b
 // the last text part), dropping text parts the trim leaves empty.
 func chatTrimLastText(msg []byte) []byte {
 	for {
-		root, _ := rootObject(bstr(msg))
+		root, _ := jsonkit.RootObject(jsonkit.UnsafeString(msg))
 		content := root.Get("content")
 		if content.Type == gjson.String {
 			if t := chatTrimRawRight(content.Raw); t != content.Raw {
-				msg = splice(msg, content.Index, end(content), []byte(t))
+				msg = jsonkit.Splice(msg, content.Index, jsonkit.ValueEnd(content), []byte(t))
 			}
 			return msg
 		}
@@ -71,7 +72,7 @@ func chatTrimLastText(msg []byte) []byte {
 		t := chatTrimRawRight(text.Raw)
 		if t != `""` {
 			if t != text.Raw {
-				msg = splice(msg, text.Index, end(text), []byte(t))
+				msg = jsonkit.Splice(msg, text.Index, jsonkit.ValueEnd(text), []byte(t))
 			}
 			return msg
 		}
@@ -90,7 +91,7 @@ func chatHasText(content gjson.Result) bool {
 		return content.Str != ""
 	}
 	has := false
-	eachElem(content, func(_ int, p gjson.Result) bool {
+	jsonkit.EachElement(content, func(_ int, p gjson.Result) bool {
 		has = chatIsTextPart(p) && p.Get("text").Str != ""
 		return !has
 	})
@@ -162,7 +163,7 @@ func (chatCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 	}
 	out := append([]byte(nil), acc...)
 	cur := func() (root, choice, msg gjson.Result) {
-		root, _ = rootObject(bstr(out))
+		root, _ = jsonkit.RootObject(jsonkit.UnsafeString(out))
 		choice = firstChoice(root.Get("choices"))
 		return root, choice, choice.Get("message")
 	}
@@ -173,7 +174,7 @@ func (chatCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 		return nil, err
 	}
 	if content != nil {
-		out = setMember(out, msg, "content", content)
+		out = jsonkit.SetMember(out, msg, "content", content)
 	}
 	_, _, msg = cur()
 	refusal, err := oaMergeText(msg.Get("refusal"), nmsg.Get("refusal"), "refusal")
@@ -181,7 +182,7 @@ func (chatCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 		return nil, err
 	}
 	if refusal != nil {
-		out = setMember(out, msg, "refusal", refusal)
+		out = jsonkit.SetMember(out, msg, "refusal", refusal)
 	}
 
 	out, err = chatAppendToolCalls(out, nmsg, func() gjson.Result { _, _, msg := cur(); return msg })
@@ -189,17 +190,17 @@ func (chatCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 		return nil, err
 	}
 	if fn := nmsg.Get("function_call"); fn.IsObject() {
-		if _, _, msg := cur(); isNull(msg.Get("function_call")) {
-			out = setMember(out, msg, "function_call", []byte(fn.Raw))
+		if _, _, msg := cur(); jsonkit.IsNull(msg.Get("function_call")) {
+			out = jsonkit.SetMember(out, msg, "function_call", []byte(fn.Raw))
 		}
 	}
 	if fr := nchoice.Get("finish_reason"); fr.Exists() {
 		_, choice, _ := cur()
-		out = setMember(out, choice, "finish_reason", []byte(fr.Raw))
+		out = jsonkit.SetMember(out, choice, "finish_reason", []byte(fr.Raw))
 	}
 	root, _, _ := cur()
 	if u := oaMergeUsage(root.Get("usage"), nroot.Get("usage"), chatUsageKeys); u != nil {
-		out = setMember(out, root, "usage", u)
+		out = jsonkit.SetMember(out, root, "usage", u)
 	}
 	return out, nil
 }
@@ -207,10 +208,10 @@ func (chatCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 // chatContinueText returns the merged content value of a (acc's) continued
 // by b (next's), or nil when b adds nothing.
 func chatContinueText(a, b gjson.Result) ([]byte, error) {
-	if isNull(b) {
+	if jsonkit.IsNull(b) {
 		return nil, nil
 	}
-	if isNull(a) {
+	if jsonkit.IsNull(a) {
 		return []byte(b.Raw), nil
 	}
 	// last is a's last text literal (a itself or its last element's text);
@@ -252,16 +253,16 @@ func chatContinueText(a, b gjson.Result) ([]byte, error) {
 	// a with the trimmed text appended inside its last literal.
 	ab := []byte(a.Raw)
 	seam := TrimSeam(last.Str, first.Str)
-	pos := end(last) - a.Index - 1 // last's closing quote, in ab
+	pos := jsonkit.ValueEnd(last) - a.Index - 1 // last's closing quote, in ab
 	var add []byte
 	if seam == first.Str {
 		add = []byte(first.Raw[1 : len(first.Raw)-1])
 	} else {
-		esc := jsonString(seam)
+		esc := jsonkit.Quote(seam)
 		add = esc[1 : len(esc)-1]
 	}
-	ab = splice(ab, pos, pos, add)
-	if isNull(rest) {
+	ab = jsonkit.Splice(ab, pos, pos, add)
+	if jsonkit.IsNull(rest) {
 		return ab, nil
 	}
 	return oaMergeText(gjson.ParseBytes(ab), rest, "text")

@@ -14,15 +14,15 @@ import (
 )
 
 func TestChatContinuer(t *testing.T) {
-	cc, ok := Continuer(APIOpenAIChat)
+	cc, ok := Continuer(codecFor(OpenAIChat))
 	require.True(t, ok)
-	require.IsType(t, chatCodec{}, cc)
-	_, ok = NewStreamSplicer(APIOpenAIChat).(ContinueSplicer)
+	require.IsType(t, chatCodec{views: testViews}, cc)
+	_, ok = OpenAIChat.NewSplicer().(ContinueSplicer)
 	require.True(t, ok)
 }
 
 func TestChatContinuationMessages(t *testing.T) {
-	cc, _ := Continuer(APIOpenAIChat)
+	cc, _ := Continuer(codecFor(OpenAIChat))
 	const calls = `"tool_calls":[{"id":"call_a","type":"function","function":{"name":"read_file","arguments":"{\"pa"}}]`
 	tests := []struct {
 		name, reply string
@@ -96,14 +96,14 @@ func TestChatTrimRawRight(t *testing.T) {
 }
 
 func TestChatUserTextMessage(t *testing.T) {
-	cc, _ := Continuer(APIOpenAIChat)
+	cc, _ := Continuer(codecFor(OpenAIChat))
 	b, err := cc.UserTextMessage("Continue \"exactly\" where you stopped.\n")
 	require.NoError(t, err)
 	require.Equal(t, `{"role":"user","content":"Continue \"exactly\" where you stopped.\n"}`, string(b))
 }
 
 func TestChatContinueReply(t *testing.T) {
-	cc, _ := Continuer(APIOpenAIChat)
+	cc, _ := Continuer(codecFor(OpenAIChat))
 	const acc = `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant",` +
 		`"content":"The quick brown fox jumps over the","reasoning_content":"plan","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"length"}],` +
 		`"usage":{"prompt_tokens":100,"completion_tokens":20,"total_tokens":120,"completion_tokens_details":{"reasoning_tokens":5}},"system_fingerprint":"fp"}`
@@ -276,7 +276,7 @@ func TestChatSpliceContinue(t *testing.T) {
 	s1 := m.body(mock.Reply{ID: "chatcmpl-a", Text: partial, Stop: "max_tokens", Usage: mock.Usage{Input: 100, Output: 20}}, true)
 	s2 := m.body(mock.Reply{ID: "chatcmpl-b", Text: cont, Usage: mock.Usage{Input: 130, Output: 6}}, true)
 
-	s := NewStreamSplicer(APIOpenAIChat)
+	s := OpenAIChat.NewSplicer()
 	out := chatMustSpliceFeed(t, s, s1)
 	// The partial text passes through byte for byte; the terminal events are held.
 	require.True(t, strings.HasPrefix(s1, string(out)))
@@ -345,7 +345,7 @@ func TestChatSpliceContinue(t *testing.T) {
 
 	// The same as the non-streaming path, from the streams' replies and from
 	// the mock's JSON replies.
-	codec, _ := Continuer(APIOpenAIChat)
+	codec, _ := Continuer(codecFor(OpenAIChat))
 	for _, pair := range [][2]string{
 		{string(reply1), string(reply2)},
 		{m.body(mock.Reply{ID: "chatcmpl-a", Text: partial, Stop: "max_tokens", Usage: mock.Usage{Input: 100, Output: 20}}, false),
@@ -353,7 +353,7 @@ func TestChatSpliceContinue(t *testing.T) {
 	} {
 		merged, err := codec.ContinueReply([]byte(pair[0]), []byte(pair[1]))
 		require.NoError(t, err)
-		want, err := For(APIOpenAIChat).ParseReply(merged)
+		want, err := codecFor(OpenAIChat).ParseReply(merged)
 		require.NoError(t, err)
 		require.Equal(t, want.Text, cc.Choices[0].Message.Content)
 		require.Equal(t, want.RawStop, cc.Choices[0].FinishReason)
@@ -382,7 +382,7 @@ func TestChatSpliceContinueTwice(t *testing.T) {
 	s2 := crlf(m.body(mock.Reply{ID: "chatcmpl-2", Text: c1, Stop: "max_tokens", Usage: mock.Usage{Input: 20, Output: 80}}, true))
 	s3 := crlf(m.body(mock.Reply{ID: "chatcmpl-3", Text: c2, Usage: mock.Usage{Input: 100, Output: 5}}, true))
 
-	s := NewStreamSplicer(APIOpenAIChat)
+	s := OpenAIChat.NewSplicer()
 	out := chatMustSpliceFeed(t, s, s1)
 	_, err := s.Release(nil, nil)
 	require.NoError(t, err)
@@ -462,7 +462,7 @@ func TestChatSpliceContinueThinkingAndCall(t *testing.T) {
 		ToolCalls: []mock.ToolCall{{ID: "call_x", Name: "read_file", Args: `{"path":"main.go"}`}},
 		Usage:     mock.Usage{Input: 90, Output: 12}}, true)
 
-	s := NewStreamSplicer(APIOpenAIChat)
+	s := OpenAIChat.NewSplicer()
 	out := chatMustSpliceFeed(t, s, s1)
 	require.Contains(t, string(out), `"reasoning_content":"Plan fir"`) // the first stream's reasoning passes
 	_, err := s.Release(nil, nil)
@@ -506,11 +506,11 @@ func TestChatSpliceContinueAfterCall(t *testing.T) {
 		Usage:     mock.Usage{Input: 10, Output: 9}}, true)
 	s2 := m.body(mock.Reply{ID: "chatcmpl-b", Text: " I will read main.go first.", Usage: mock.Usage{Input: 20, Output: 8}}, true)
 
-	s := NewStreamSplicer(APIOpenAIChat)
+	s := OpenAIChat.NewSplicer()
 	out := chatMustSpliceFeed(t, s, s1)
 	reply1, err := s.Reply()
 	require.NoError(t, err)
-	codec, _ := Continuer(APIOpenAIChat)
+	codec, _ := Continuer(codecFor(OpenAIChat))
 	items, hasText, err := codec.ContinuationMessages(reply1, true)
 	require.NoError(t, err)
 	require.True(t, hasText)
@@ -537,7 +537,7 @@ func TestChatSpliceContinueAfterCall(t *testing.T) {
 	// No text at all before the cut call: the continuation's text opens the
 	// content and passes through as it arrives.
 	s1 = m.body(mock.Reply{ID: "chatcmpl-c", Stop: "max_tokens", ToolCalls: []mock.ToolCall{{ID: "call_1", Name: "f", Args: `{"a`}}}, true)
-	s = NewStreamSplicer(APIOpenAIChat)
+	s = OpenAIChat.NewSplicer()
 	out = chatMustSpliceFeed(t, s, s1)
 	reply1, err = s.Reply()
 	require.NoError(t, err)
@@ -565,7 +565,7 @@ func TestChatSpliceContinueAfterCall(t *testing.T) {
 // A continuation that only repeats the partial text emits no content event.
 func TestChatSpliceContinueAllRepeated(t *testing.T) {
 	m := newChatMock(t)
-	s := NewStreamSplicer(APIOpenAIChat)
+	s := OpenAIChat.NewSplicer()
 	out := chatMustSpliceFeed(t, s, m.body(mock.Reply{ID: "chatcmpl-a", Text: "it was the best of times", Stop: "max_tokens"}, true))
 	_, err := s.Release(nil, nil)
 	require.NoError(t, err)
@@ -594,7 +594,7 @@ func TestChatSpliceContinueFlush(t *testing.T) {
 	contText := "data: {\"id\":\"b\",\"created\":6,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"reasoning\":\"r\",\"content\":\"that it was\"}}]}\n\n" +
 		"data: {\"id\":\"b\",\"created\":6,\"choices\":[{\"index\":0,\"delta\":{\"content\":\" cut.\"}}]}\n\n"
 	start := func(t *testing.T) StreamSplicer {
-		s := NewStreamSplicer(APIOpenAIChat)
+		s := OpenAIChat.NewSplicer()
 		chatMustSpliceFeed(t, s, first)
 		_, err := s.Release(nil, nil)
 		require.NoError(t, err)
@@ -665,7 +665,7 @@ func TestChatSpliceContinueFlush(t *testing.T) {
 		require.Equal(t, []string{`{"id":"a","choices":[{"index":0,"finish_reason":"stop","delta":{}}]}`, "[DONE]"}, chatSSEData(t, fin))
 	})
 	t.Run("refusal kept, reasoning and role dropped", func(t *testing.T) {
-		s := NewStreamSplicer(APIOpenAIChat)
+		s := OpenAIChat.NewSplicer()
 		chatMustSpliceFeed(t, s, first)
 		_, err := s.Release(nil, nil)
 		require.NoError(t, err)
@@ -680,7 +680,7 @@ func TestChatSpliceContinueFlush(t *testing.T) {
 func TestChatSpliceNoContinuationUnchanged(t *testing.T) {
 	m := newChatMock(t)
 	in := m.body(mock.Reply{ID: "chatcmpl-a", Text: "Plain answer, not cut.", Thinking: &mock.Thinking{Text: "hmm"}}, true)
-	s := NewStreamSplicer(APIOpenAIChat)
+	s := OpenAIChat.NewSplicer()
 	out := chatMustSpliceFeed(t, s, in)
 	rel, err := s.Release(nil, nil)
 	require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
 
@@ -56,10 +57,6 @@ import (
 // next bytes returned) or Finish. A continuation's reasoning_content and
 // reasoning deltas are dropped (Reply still has them); its tool calls are
 // held and numbered on like a follow-up's.
-
-func init() {
-	splicerFactories[APIOpenAIChat] = func() StreamSplicer { return newChatSplicer() }
-}
 
 // chatSpliceCall is one tool call of the current stream, assembled from its
 // fragments.
@@ -157,7 +154,7 @@ func chatMembers(obj gjson.Result, keys []string, out []gjson.Result) error {
 // index counts as 0); ok is false when there is none. A non-object element,
 // a non-number index or two choices 0 are errors.
 func chatChoice0(choices gjson.Result) (c gjson.Result, ok bool, err error) {
-	eachElem(choices, func(_ int, e gjson.Result) bool {
+	jsonkit.EachElement(choices, func(_ int, e gjson.Result) bool {
 		if !e.IsObject() {
 			err = fmt.Errorf("%w: choices element is not an object", ErrMalformedReply)
 			return false
@@ -167,11 +164,11 @@ func chatChoice0(choices gjson.Result) (c gjson.Result, ok bool, err error) {
 			return false
 		}
 		idx := m[0]
-		if !isNull(idx) && idx.Type != gjson.Number {
+		if !jsonkit.IsNull(idx) && idx.Type != gjson.Number {
 			err = fmt.Errorf("%w: choices index is not a number", ErrMalformedReply)
 			return false
 		}
-		if isNull(idx) || idx.Num == 0 {
+		if jsonkit.IsNull(idx) || idx.Num == 0 {
 			if ok {
 				err = fmt.Errorf("%w: two choices with index 0", ErrMalformedReply)
 				return false
@@ -218,7 +215,7 @@ func (s *chatSplicer) feed(ev Event) ([]byte, error) {
 	if err := wantArray(choices, "choices"); err != nil {
 		return nil, fmt.Errorf("%w: choices is not an array", ErrMalformedReply)
 	}
-	if !isNull(errv) && lastElemEnd(choices) < 0 {
+	if !jsonkit.IsNull(errv) && jsonkit.LastValueEnd(choices) < 0 {
 		// A mid-stream error chunk: the agent must see it; the stream ends.
 		s.cur.errored = true
 		if held := s.flushSeam(nil); held != nil {
@@ -228,7 +225,7 @@ func (s *chatSplicer) feed(ev Event) ([]byte, error) {
 	}
 	switch {
 	case usage.IsObject():
-	case isNull(usage):
+	case jsonkit.IsNull(usage):
 		if usage.Exists() {
 			s.usageNull = true
 		}
@@ -251,112 +248,141 @@ func (s *chatSplicer) feed(ev Event) ([]byte, error) {
 	return s.choice(ev, c, usage)
 }
 
-// choice handles a chunk whose choice 0 is c.
+// chatChunkDelta is what choice reads from a chunk's choice 0.
+type chatChunkDelta struct {
+	members   [6]gjson.Result // delta's members (chatDeltaKeys)
+	isObject  bool            // delta is an object
+	content   string          // the content delta
+	hasText   bool            // some text delta (content, refusal, reasoning) is non-empty
+	hasCalls  bool            // tool call deltas
+	hasFinish bool            // a finish_reason
+	hasRole   bool            // a role
+}
+
+// choice handles a chunk whose choice 0 is c: readChoice records its
+// deltas, then a continuation's chunk goes to contChoice and any other to
+// passChoice.
 func (s *chatSplicer) choice(ev Event, c, usage gjson.Result) ([]byte, error) {
+	d, err := s.readChoice(c, usage)
+	if err != nil {
+		return nil, err
+	}
+	if s.cur.cont {
+		return s.contChoice(ev, d.isObject, d.members[:], usage, d.content, d.hasCalls, d.hasFinish, d.hasText)
+	}
+	s.noteText(d.content)
+	return s.passChoice(ev, &d, usage), nil
+}
+
+// readChoice checks choice 0 (c) and the chunk's usage, and records their
+// text, tool call, finish and usage deltas in the current stream.
+func (s *chatSplicer) readChoice(c, usage gjson.Result) (d chatChunkDelta, err error) {
 	var cm [3]gjson.Result
 	if err := chatMembers(c, chatChoiceKeys, cm[:]); err != nil {
-		return nil, err
+		return d, err
 	}
 	delta, fr := cm[1], cm[2]
-	if !isNull(delta) && !delta.IsObject() {
-		return nil, fmt.Errorf("%w: delta is not an object", ErrMalformedReply)
+	if !jsonkit.IsNull(delta) && !delta.IsObject() {
+		return d, fmt.Errorf("%w: delta is not an object", ErrMalformedReply)
 	}
-	if !isNull(fr) && fr.Type != gjson.String {
-		return nil, fmt.Errorf("%w: finish_reason is not a string", ErrMalformedReply)
+	if !jsonkit.IsNull(fr) && fr.Type != gjson.String {
+		return d, fmt.Errorf("%w: finish_reason is not a string", ErrMalformedReply)
 	}
-	var dm [6]gjson.Result
+	dm := &d.members
 	if err := chatMembers(delta, chatDeltaKeys, dm[:]); err != nil {
-		return nil, err
+		return d, err
 	}
 	role, calls := dm[0], dm[5]
-	if !isNull(role) && role.Type != gjson.String {
-		return nil, fmt.Errorf("%w: delta.role is not a string", ErrMalformedReply)
+	if !jsonkit.IsNull(role) && role.Type != gjson.String {
+		return d, fmt.Errorf("%w: delta.role is not a string", ErrMalformedReply)
 	}
-	hasText := false
-	var content string // choice 0's content delta
 	for i, dst := range [...]*[]byte{&s.cur.content, &s.cur.refusal, &s.cur.reasoningContent, &s.cur.reasoning} {
 		t := dm[1+i]
-		if isNull(t) {
+		if jsonkit.IsNull(t) {
 			continue
 		}
 		if t.Type != gjson.String {
-			return nil, fmt.Errorf("%w: delta.%s is not a string", ErrMalformedReply, chatDeltaKeys[1+i])
+			return d, fmt.Errorf("%w: delta.%s is not a string", ErrMalformedReply, chatDeltaKeys[1+i])
 		}
 		if i == 0 {
 			s.cur.sawContent = true
-			content = t.Str
+			d.content = t.Str
 		}
 		if t.Str != "" {
-			hasText = true
+			d.hasText = true
 			*dst = append(*dst, t.Str...)
 		}
 	}
 	if err := wantArray(calls, ""); err != nil {
-		return nil, fmt.Errorf("%w: delta.tool_calls is not an array", ErrMalformedReply)
+		return d, fmt.Errorf("%w: delta.tool_calls is not an array", ErrMalformedReply)
 	}
-	hasCalls := lastElemEnd(calls) >= 0
-	if hasCalls {
+	d.hasCalls = jsonkit.LastValueEnd(calls) >= 0
+	if d.hasCalls {
 		if err := s.addCalls(calls); err != nil {
-			return nil, err
+			return d, err
 		}
 	}
-	hasFinish := fr.Type == gjson.String && fr.Str != ""
-	if hasFinish {
-		s.cur.finish = str(fr)
+	d.hasFinish = fr.Type == gjson.String && fr.Str != ""
+	if d.hasFinish {
+		s.cur.finish = jsonkit.OwnedString(fr)
 	}
 	if usage.IsObject() {
 		s.cur.usage = []byte(usage.Raw)
 	}
-	hasRole := role.Type == gjson.String
-	if s.cur.cont {
-		return s.contChoice(ev, delta.IsObject(), dm[:], usage, content, hasCalls, hasFinish, hasText)
-	}
-	s.noteText(content)
+	d.hasRole = role.Type == gjson.String
+	d.isObject = delta.IsObject()
+	return d, nil
+}
 
-	if !hasCalls && !hasFinish {
+// passChoice renders a chunk of the first stream or a follow-up (not a
+// continuation) for the agent: text passes (a follow-up's without its
+// role), tool call deltas are held back, and a finish is held until the
+// engine decides the turn.
+func (s *chatSplicer) passChoice(ev Event, d *chatChunkDelta, usage gjson.Result) []byte {
+	if !d.hasCalls && !d.hasFinish {
 		if s.stream == 0 {
-			s.roleSent = s.roleSent || hasRole
-			return s.pass(ev.Raw), nil
+			s.roleSent = s.roleSent || d.hasRole
+			return s.pass(ev.Raw)
 		}
-		if !hasText {
-			return nil, nil // a follow-up's preamble or an empty delta
+		if !d.hasText {
+			return nil // a follow-up's preamble or an empty delta
 		}
 		cp := bytes.Clone(ev.Data)
-		if hasRole {
+		if d.hasRole {
 			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return oaDeleteMember(b, d, "role") })
 		}
-		return s.frame(nil, s.rewriteIDs(cp)), nil
+		return s.frame(nil, s.rewriteIDs(cp))
 	}
 
 	var out []byte
-	forward := hasText || (s.stream == 0 && hasRole && !s.roleSent)
+	forward := d.hasText || (s.stream == 0 && d.hasRole && !s.roleSent)
 	if forward {
 		cp := bytes.Clone(ev.Data)
-		if hasCalls {
+		if d.hasCalls {
 			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return oaDeleteMember(b, d, "tool_calls") })
 		}
-		if hasRole && s.stream > 0 {
+		if d.hasRole && s.stream > 0 {
 			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return oaDeleteMember(b, d, "role") })
 		}
-		if hasFinish {
+		if d.hasFinish {
 			cp = chatEditChoice(cp, "finish_reason", []byte("null"))
 		}
 		if usage.IsObject() {
 			cp = chatEditRoot(cp, "usage", []byte("null"))
 		}
 		out = s.frame(nil, s.rewriteIDs(cp))
-		s.roleSent = s.roleSent || hasRole
+		s.roleSent = s.roleSent || d.hasRole
 	}
-	if hasFinish {
+	if d.hasFinish {
 		h := chatHeld{data: bytes.Clone(ev.Data), finish: true, usage: usage.IsObject()}
-		if hasCalls || forward {
+		if d.hasCalls || forward {
 			h.data = chatEditChoice(h.data, "delta", []byte("{}"))
 		} else {
 			h.raw = s.complete(ev.Raw)
 		}
 		s.cur.held = append(s.cur.held, h)
 	}
-	return out, nil
+	return out
 }
 
 // contChoice handles a chunk of a continuation stream whose choice 0 was
@@ -386,7 +412,7 @@ func (s *chatSplicer) contChoice(ev Event, hasDelta bool, dm []gjson.Result, usa
 			}
 		}
 		if emit != content {
-			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return setMember(b, d, "content", jsonString(emit)) })
+			cp = chatEditDelta(cp, func(b []byte, d gjson.Result) []byte { return jsonkit.SetMember(b, d, "content", jsonkit.Quote(emit)) })
 		}
 		if hasFinish {
 			cp = chatEditChoice(cp, "finish_reason", []byte("null"))
@@ -439,7 +465,7 @@ func (s *chatSplicer) contentChunk(dst []byte, t string) []byte {
 	}
 	b := s.chunkHead()
 	b = append(b, `,"choices":[{"index":0,"delta":{"content":`...)
-	b = appendJSONString(b, t)
+	b = jsonkit.AppendString(b, t)
 	b = append(b, `},"finish_reason":null}]`...)
 	if s.usageNull {
 		b = append(b, `,"usage":null`...)
@@ -457,7 +483,7 @@ func (s *chatSplicer) takePending() []byte {
 // addCalls adds the tool-call fragments of one delta.
 func (s *chatSplicer) addCalls(calls gjson.Result) error {
 	var err error
-	eachElem(calls, func(pos int, tc gjson.Result) bool {
+	jsonkit.EachElement(calls, func(pos int, tc gjson.Result) bool {
 		if !tc.IsObject() {
 			err = fmt.Errorf("%w: tool_calls element is not an object", ErrMalformedReply)
 			return false
@@ -471,12 +497,12 @@ func (s *chatSplicer) addCalls(calls gjson.Result) error {
 		switch {
 		case idx.Type == gjson.Number:
 			key = idx.Num
-		case !isNull(idx):
+		case !jsonkit.IsNull(idx):
 			err = fmt.Errorf("%w: tool_calls index is not a number", ErrMalformedReply)
 			return false
 		}
 		var f [2]gjson.Result
-		if !isNull(fn) && !fn.IsObject() {
+		if !jsonkit.IsNull(fn) && !fn.IsObject() {
 			err = fmt.Errorf("%w: tool_calls function is not an object", ErrMalformedReply)
 			return false
 		}
@@ -484,20 +510,20 @@ func (s *chatSplicer) addCalls(calls gjson.Result) error {
 			return false
 		}
 		for _, v := range [...]gjson.Result{id, typ, f[0], f[1]} {
-			if !isNull(v) && v.Type != gjson.String {
+			if !jsonkit.IsNull(v) && v.Type != gjson.String {
 				err = fmt.Errorf("%w: tool call field is not a string", ErrMalformedReply)
 				return false
 			}
 		}
 		call := s.call(key)
 		if !call.hasID && id.Str != "" {
-			call.id, call.hasID = str(id), true
+			call.id, call.hasID = jsonkit.OwnedString(id), true
 		}
 		if call.typ == "" && typ.Str != "" {
-			call.typ = str(typ)
+			call.typ = jsonkit.OwnedString(typ)
 		}
 		if !call.hasName && f[0].Str != "" {
-			call.name, call.hasName = str(f[0]), true
+			call.name, call.hasName = jsonkit.OwnedString(f[0]), true
 		}
 		call.args = append(call.args, f[1].Str...)
 		return true
@@ -544,7 +570,7 @@ func (s *chatSplicer) rewriteIDs(data []byte) []byte {
 		key string
 		val []byte
 	}{{"id", s.firstID}, {"created", s.firstCreated}} {
-		root, ok := rootObject(bstr(data))
+		root, ok := jsonkit.RootObject(jsonkit.UnsafeString(data))
 		if !ok || kv.val == nil {
 			continue
 		}
@@ -553,7 +579,7 @@ func (s *chatSplicer) rewriteIDs(data []byte) []byte {
 			continue
 		}
 		if v := m[0]; v.Exists() && v.Raw != string(kv.val) {
-			data = setMember(data, root, kv.key, kv.val)
+			data = jsonkit.SetMember(data, root, kv.key, kv.val)
 		}
 	}
 	return data
@@ -561,16 +587,16 @@ func (s *chatSplicer) rewriteIDs(data []byte) []byte {
 
 // chatEditRoot sets a root member of a chunk.
 func chatEditRoot(data []byte, key string, raw []byte) []byte {
-	root, ok := rootObject(bstr(data))
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(data))
 	if !ok {
 		return data
 	}
-	return setMember(data, root, key, raw)
+	return jsonkit.SetMember(data, root, key, raw)
 }
 
 // chatEditChoice sets a member of a chunk's choice 0.
 func chatEditChoice(data []byte, key string, raw []byte) []byte {
-	root, ok := rootObject(bstr(data))
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(data))
 	if !ok {
 		return data
 	}
@@ -580,12 +606,12 @@ func chatEditChoice(data []byte, key string, raw []byte) []byte {
 	if !ok {
 		return data
 	}
-	return setMember(data, c, key, raw)
+	return jsonkit.SetMember(data, c, key, raw)
 }
 
 // chatEditDelta applies edit to a chunk's choice 0 delta object.
 func chatEditDelta(data []byte, edit func([]byte, gjson.Result) []byte) []byte {
-	root, ok := rootObject(bstr(data))
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(data))
 	if !ok {
 		return data
 	}
@@ -745,23 +771,23 @@ func (s *chatSplicer) Reply() ([]byte, error) {
 	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
 	switch {
 	case len(c.content) > 0 || (c.sawContent && len(c.calls) == 0):
-		b = appendJSONString(b, string(c.content))
+		b = jsonkit.AppendString(b, string(c.content))
 	default:
 		b = append(b, "null"...)
 	}
 	b = append(b, `,"refusal":`...)
 	if len(c.refusal) > 0 {
-		b = appendJSONString(b, string(c.refusal))
+		b = jsonkit.AppendString(b, string(c.refusal))
 	} else {
 		b = append(b, "null"...)
 	}
 	if len(c.reasoningContent) > 0 {
 		b = append(b, `,"reasoning_content":`...)
-		b = appendJSONString(b, string(c.reasoningContent))
+		b = jsonkit.AppendString(b, string(c.reasoningContent))
 	}
 	if len(c.reasoning) > 0 {
 		b = append(b, `,"reasoning":`...)
-		b = appendJSONString(b, string(c.reasoning))
+		b = jsonkit.AppendString(b, string(c.reasoning))
 	}
 	if len(c.calls) > 0 {
 		b = append(b, `,"tool_calls":[`...)
@@ -775,7 +801,7 @@ func (s *chatSplicer) Reply() ([]byte, error) {
 	}
 	b = append(b, `},"finish_reason":`...)
 	if c.finish != "" {
-		b = appendJSONString(b, c.finish)
+		b = jsonkit.AppendString(b, c.finish)
 	} else {
 		b = append(b, "null"...)
 	}
@@ -796,17 +822,17 @@ func (c *chatSpliceCall) appendCall(b []byte) []byte {
 // appendMembers appends "id":…,"type":…,"function":{"name":…,"arguments":…}.
 func (c *chatSpliceCall) appendMembers(b []byte) []byte {
 	b = append(b, `"id":`...)
-	b = appendJSONString(b, c.id)
+	b = jsonkit.AppendString(b, c.id)
 	b = append(b, `,"type":`...)
 	typ := c.typ
 	if typ == "" {
 		typ = "function"
 	}
-	b = appendJSONString(b, typ)
+	b = jsonkit.AppendString(b, typ)
 	b = append(b, `,"function":{"name":`...)
-	b = appendJSONString(b, c.name)
+	b = jsonkit.AppendString(b, c.name)
 	b = append(b, `,"arguments":`...)
-	b = appendJSONString(b, string(c.args))
+	b = jsonkit.AppendString(b, string(c.args))
 	return append(b, '}')
 }
 
@@ -921,15 +947,15 @@ func (s *chatSplicer) Finish() ([]byte, error) {
 			d = n
 		}
 		if h.finish && fr != c.finish {
-			d = chatEditChoice(d, "finish_reason", jsonString(fr))
+			d = chatEditChoice(d, "finish_reason", jsonkit.Quote(fr))
 			edited = true
 		}
 		if h.usage && final != nil {
-			if root, ok := rootObject(bstr(d)); ok {
+			if root, ok := jsonkit.RootObject(jsonkit.UnsafeString(d)); ok {
 				var m [7]gjson.Result
 				_ = chatMembers(root, chatRootKeys, m[:])
 				if m[4].Raw != string(final) {
-					d = setMember(d, root, "usage", final)
+					d = jsonkit.SetMember(d, root, "usage", final)
 					edited = true
 				}
 			}

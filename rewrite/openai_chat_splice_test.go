@@ -121,8 +121,8 @@ func chatToolIndices(t testing.TB, out []byte) []int {
 }
 
 func TestChatSplicerRegistered(t *testing.T) {
-	require.True(t, HasStreamSplicer(APIOpenAIChat))
-	_, ok := NewStreamSplicer(APIOpenAIChat).(*chatSplicer)
+	require.True(t, (OpenAIChat.NewSplicer != nil))
+	_, ok := OpenAIChat.NewSplicer().(*chatSplicer)
 	require.True(t, ok)
 }
 
@@ -134,7 +134,7 @@ func TestChatSplicePassThrough(t *testing.T) {
 		{"CR", strings.ReplaceAll(in, "\n", "\r")},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s := NewStreamSplicer(APIOpenAIChat)
+			s := OpenAIChat.NewSplicer()
 			out := chatMustSpliceFeed(t, s, tt.in)
 			rel, err := s.Release(nil, nil)
 			require.NoError(t, err)
@@ -149,7 +149,7 @@ func TestChatSplicePassThrough(t *testing.T) {
 }
 
 func TestChatSpliceRemoveFirstCall(t *testing.T) {
-	s := NewStreamSplicer(APIOpenAIChat)
+	s := OpenAIChat.NewSplicer()
 	out := chatMustSpliceFeed(t, s, chatSpliceFixture(t, "stream.sse"))
 	// The text passes through as it arrives, byte for byte.
 	require.Equal(t, 2, strings.Count(string(out), "data: "))
@@ -180,7 +180,7 @@ func TestChatSpliceRemoveFirstCall(t *testing.T) {
 }
 
 func TestChatSpliceReorder(t *testing.T) {
-	s := NewStreamSplicer(APIOpenAIChat)
+	s := OpenAIChat.NewSplicer()
 	out := chatMustSpliceFeed(t, s, chatSpliceFixture(t, "stream.sse"))
 	reply, err := s.Reply()
 	require.NoError(t, err)
@@ -199,22 +199,22 @@ func TestChatSpliceReorder(t *testing.T) {
 	require.Equal(t, `{"path":"main.go"}`, calls[1].Function.Arguments)
 
 	// The agent gets what EditReply makes of the reply.
-	edited, err := Turn(APIOpenAIChat).EditReply(reply, nil, []int{1})
+	edited, err := codecFor(OpenAIChat).EditReply(reply, nil, []int{1})
 	require.NoError(t, err)
-	want, err := For(APIOpenAIChat).ParseReply(edited)
+	want, err := codecFor(OpenAIChat).ParseReply(edited)
 	require.NoError(t, err)
 	require.Equal(t, want.ToolCalls[0].ID, calls[0].ID)
 	require.Equal(t, string(want.ToolCalls[1].Args), calls[1].Function.Arguments)
 }
 
 func TestChatSpliceReply(t *testing.T) {
-	s := NewStreamSplicer(APIOpenAIChat)
+	s := OpenAIChat.NewSplicer()
 	chatMustSpliceFeed(t, s, chatSpliceFixture(t, "stream.sse"))
 	reply, err := s.Reply()
 	require.NoError(t, err)
 	require.JSONEq(t, chatSpliceFixture(t, "splice_reply.json"), string(reply))
 
-	got, err := For(APIOpenAIChat).ParseReply(reply)
+	got, err := codecFor(OpenAIChat).ParseReply(reply)
 	require.NoError(t, err)
 	require.Equal(t, &conv.Reply{
 		Model: "gpt-4.1-2025-04-14", Text: "Reading it.",
@@ -225,11 +225,11 @@ func TestChatSpliceReply(t *testing.T) {
 		Stop: conv.StopToolUse, RawStop: "tool_calls",
 		Usage: conv.Usage{InputTokens: 50, OutputTokens: 12},
 	}, got)
-	ref, err := For(APIOpenAIChat).ParseReply([]byte(chatSpliceFixture(t, "splice_reply.json")))
+	ref, err := codecFor(OpenAIChat).ParseReply([]byte(chatSpliceFixture(t, "splice_reply.json")))
 	require.NoError(t, err)
 	require.Equal(t, ref, got)
 
-	msgs, err := Turn(APIOpenAIChat).ReplyAsMessages(reply)
+	msgs, err := codecFor(OpenAIChat).ReplyAsMessages(reply)
 	require.NoError(t, err)
 	require.Len(t, msgs, 1)
 	require.JSONEq(t, `{"role":"assistant","content":"Reading it.","tool_calls":[
@@ -238,7 +238,7 @@ func TestChatSpliceReply(t *testing.T) {
 }
 
 func TestChatSpliceFollowUp(t *testing.T) {
-	s := NewStreamSplicer(APIOpenAIChat)
+	s := OpenAIChat.NewSplicer()
 	out := chatMustSpliceFeed(t, s, chatSpliceFixture(t, "splice_topic.sse"))
 	// Only the role, split off the first tool-call chunk, reaches the agent.
 	require.Equal(t, []string{`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1","choices":[{"index":0,"delta":{"role":"assistant","content":null,"refusal":null},"finish_reason":null}],"usage":null}`},
@@ -275,12 +275,12 @@ func TestChatSpliceFollowUp(t *testing.T) {
 	require.EqualValues(t, 160, cc.Usage.TotalTokens)
 
 	// The same as the non-streaming path: EditReply then MergeReplies.
-	tc := Turn(APIOpenAIChat)
+	tc := codecFor(OpenAIChat)
 	e1, err := tc.EditReply(reply1, []int{0}, nil)
 	require.NoError(t, err)
 	merged, err := tc.MergeReplies(e1, reply2)
 	require.NoError(t, err)
-	want, err := For(APIOpenAIChat).ParseReply(merged)
+	want, err := codecFor(OpenAIChat).ParseReply(merged)
 	require.NoError(t, err)
 	require.Equal(t, want.Text, cc.Choices[0].Message.Content)
 	require.Equal(t, want.RawStop, cc.Choices[0].FinishReason)
@@ -289,7 +289,7 @@ func TestChatSpliceFollowUp(t *testing.T) {
 
 // Calls kept over two streams are numbered on across them.
 func TestChatSpliceFollowUpCalls(t *testing.T) {
-	s := NewStreamSplicer(APIOpenAIChat)
+	s := OpenAIChat.NewSplicer()
 	crlf := strings.ReplaceAll(chatSpliceFixture(t, "stream.sse"), "\n", "\r\n")
 	out := chatMustSpliceFeed(t, s, crlf)
 	rel, err := s.Release([]int{0}, nil)
@@ -322,7 +322,7 @@ func TestChatSpliceFollowUpCalls(t *testing.T) {
 }
 
 func TestChatSpliceStopWhenAllRemoved(t *testing.T) {
-	s := NewStreamSplicer(APIOpenAIChat)
+	s := OpenAIChat.NewSplicer()
 	out := chatMustSpliceFeed(t, s, chatSpliceFixture(t, "stream.sse"))
 	rel, err := s.Release([]int{1, 0}, nil)
 	require.NoError(t, err)
@@ -334,7 +334,7 @@ func TestChatSpliceStopWhenAllRemoved(t *testing.T) {
 	require.Empty(t, cc.Choices[0].Message.ToolCalls)
 
 	// length is kept: the agent must learn the reply was cut.
-	s = NewStreamSplicer(APIOpenAIChat)
+	s = OpenAIChat.NewSplicer()
 	out = chatMustSpliceFeed(t, s, strings.ReplaceAll(chatSpliceFixture(t, "stream.sse"), `"tool_calls"}`, `"length"}`))
 	_, err = s.Release([]int{0, 1}, nil)
 	require.NoError(t, err)
@@ -353,7 +353,7 @@ data: {"id":"x","created":3,"model":"m","choices":[{"index":1,"delta":{"content"
 data: {"id":"x","created":3,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}
 
 `
-	s := NewStreamSplicer(APIOpenAIChat)
+	s := OpenAIChat.NewSplicer()
 	out, err := chatSpliceFeed(s, in)
 	require.NoError(t, err)
 	require.False(t, s.Done())
@@ -394,12 +394,12 @@ func TestChatSpliceErrors(t *testing.T) {
 		`{"choices":[{"index":0,"finish_reason":1}]}`,
 		`{"choices":[],"usage":1}`,
 	} {
-		s := NewStreamSplicer(APIOpenAIChat)
+		s := OpenAIChat.NewSplicer()
 		_, err := chatSpliceFeed(s, "data: "+bad+"\n\n")
 		require.ErrorIs(t, err, ErrMalformedReply, bad)
 	}
 
-	s := NewStreamSplicer(APIOpenAIChat)
+	s := OpenAIChat.NewSplicer()
 	chatMustSpliceFeed(t, s, chatSpliceFixture(t, "stream.sse"))
 	_, err := s.Release([]int{2}, nil)
 	require.Error(t, err)
@@ -421,7 +421,7 @@ func TestChatSpliceErrors(t *testing.T) {
 func TestChatSpliceErrorChunk(t *testing.T) {
 	const in = "data: {\"id\":\"e\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n" +
 		"data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}\n\n"
-	s := NewStreamSplicer(APIOpenAIChat)
+	s := OpenAIChat.NewSplicer()
 	out, err := chatSpliceFeed(s, in)
 	require.NoError(t, err)
 	require.Equal(t, in, string(out))
@@ -433,7 +433,7 @@ func TestChatSpliceErrorChunk(t *testing.T) {
 
 // A stream cut inside its last event: what follows stays a separate event.
 func TestChatSpliceCutEvent(t *testing.T) {
-	s := NewStreamSplicer(APIOpenAIChat)
+	s := OpenAIChat.NewSplicer()
 	out, err := chatSpliceFeed(s, "data: {\"id\":\"a\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]}\n\ndata: [DONE]")
 	require.NoError(t, err)
 	fin, err := s.Finish()
@@ -462,7 +462,7 @@ func FuzzChatSplicer(f *testing.F) {
 	f.Add(cut, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"it.\"}}]}\n\ndata: {\"error\":{}}\n\n", []byte{1, 1, 0xc0})
 	f.Add(text, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\""+strings.Repeat("x", 300)+"\"},\"finish_reason\":\"stop\"}]}\n\n", []byte{0xc0})
 	f.Fuzz(func(t *testing.T, s1, s2 string, ctrl []byte) {
-		s := NewStreamSplicer(APIOpenAIChat)
+		s := OpenAIChat.NewSplicer()
 		var out []byte
 		kept := 0
 		next := func() byte {
@@ -483,9 +483,9 @@ func FuzzChatSplicer(f *testing.F) {
 			}
 			reply, err := s.Reply()
 			require.NoError(t, err)
-			r, err := For(APIOpenAIChat).ParseReply(reply)
+			r, err := codecFor(OpenAIChat).ParseReply(reply)
 			require.NoError(t, err, string(reply))
-			_, err = Turn(APIOpenAIChat).ReplyAsMessages(reply)
+			_, err = codecFor(OpenAIChat).ReplyAsMessages(reply)
 			require.NoError(t, err)
 			var remove, first []int
 			for i := range r.ToolCalls {

@@ -6,6 +6,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // This file holds the OpenAI Chat reply side: the JSON reply view and the
@@ -16,23 +17,23 @@ func (chatCodec) ParseReply(body []byte) (*conv.Reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &conv.Reply{Model: str(root.Get("model"))}
+	r := &conv.Reply{Model: jsonkit.OwnedString(root.Get("model"))}
 	choice := firstChoice(root.Get("choices"))
 	msg := choice.Get("message")
 	if c := msg.Get("content"); c.Type == gjson.String {
-		r.Text = str(c)
+		r.Text = jsonkit.OwnedString(c)
 	} else {
 		r.Text = resultText(c, "text", "text")
 	}
-	eachElem(msg.Get("tool_calls"), func(_ int, c gjson.Result) bool {
-		tc := conv.ToolCall{Index: len(r.ToolCalls), ID: str(c.Get("id")), Name: str(c.Get("function.name"))}
+	jsonkit.EachElement(msg.Get("tool_calls"), func(_ int, c gjson.Result) bool {
+		tc := conv.ToolCall{Index: len(r.ToolCalls), ID: jsonkit.OwnedString(c.Get("id")), Name: jsonkit.OwnedString(c.Get("function.name"))}
 		if a := c.Get("function.arguments"); a.Type == gjson.String && a.Str != "" {
 			tc.Args = []byte(a.Str)
 		}
 		r.ToolCalls = append(r.ToolCalls, tc)
 		return true
 	})
-	r.RawStop = str(choice.Get("finish_reason"))
+	r.RawStop = jsonkit.OwnedString(choice.Get("finish_reason"))
 	r.Stop = chatStop(r.RawStop)
 	if u := chatUsage(root.Get("usage")); u != nil {
 		r.Usage = *u
@@ -43,7 +44,7 @@ func (chatCodec) ParseReply(body []byte) (*conv.Reply, error) {
 // firstChoice returns the choice with index 0 (or the first one listed).
 func firstChoice(choices gjson.Result) gjson.Result {
 	var first gjson.Result
-	eachElem(choices, func(_ int, c gjson.Result) bool {
+	jsonkit.EachElement(choices, func(_ int, c gjson.Result) bool {
 		if !first.Exists() || c.Get("index").Int() == 0 {
 			first = c
 		}
@@ -105,20 +106,20 @@ func (d *chatDecoder) Decode(ev Event) ([]StreamEvent, error) {
 		return d.out, err
 	}
 	choices := root.Get("choices")
-	if e := root.Get("error"); !isNull(e) && lastElemEnd(choices) < 0 {
+	if e := root.Get("error"); !jsonkit.IsNull(e) && jsonkit.LastValueEnd(choices) < 0 {
 		msg := e.Get("message")
 		if e.Type == gjson.String {
 			msg = e
 		}
-		return append(d.out, StreamEvent{Kind: Error, Seq: -1, ErrorMessage: str(msg)}), nil
+		return append(d.out, StreamEvent{Kind: Error, Seq: -1, ErrorMessage: jsonkit.OwnedString(msg)}), nil
 	}
 	if !d.started {
 		d.started = true
-		d.out = append(d.out, StreamEvent{Kind: StreamStart, Seq: -1, Model: str(root.Get("model"))})
+		d.out = append(d.out, StreamEvent{Kind: StreamStart, Seq: -1, Model: jsonkit.OwnedString(root.Get("model"))})
 	}
 	usage := chatUsage(root.Get("usage"))
 	finished := false
-	eachElem(choices, func(_ int, c gjson.Result) bool {
+	jsonkit.EachElement(choices, func(_ int, c gjson.Result) bool {
 		if c.Get("index").Int() != 0 {
 			return true // another of n choices: not viewed
 		}
@@ -140,25 +141,25 @@ func (d *chatDecoder) choice(c gjson.Result, usage *conv.Usage) bool {
 	delta := c.Get("delta")
 	for _, k := range [...]string{"reasoning_content", "reasoning"} {
 		if t := delta.Get(k); t.Type == gjson.String && t.Str != "" {
-			d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, BlockKind: conv.BlockThinking, TextDelta: str(t)})
+			d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, BlockKind: conv.BlockThinking, TextDelta: jsonkit.OwnedString(t)})
 		}
 	}
 	if t := delta.Get("content"); t.Type == gjson.String && t.Str != "" {
-		d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, BlockKind: conv.BlockText, TextDelta: str(t)})
+		d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, BlockKind: conv.BlockText, TextDelta: jsonkit.OwnedString(t)})
 	}
 	if t := delta.Get("refusal"); t.Type == gjson.String && t.Str != "" {
-		d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, BlockKind: conv.BlockOther, TextDelta: str(t)})
+		d.out = append(d.out, StreamEvent{Kind: BlockDelta, Seq: -1, BlockKind: conv.BlockOther, TextDelta: jsonkit.OwnedString(t)})
 	}
 	pos := 0
-	eachElem(delta.Get("tool_calls"), func(_ int, tc gjson.Result) bool {
+	jsonkit.EachElement(delta.Get("tool_calls"), func(_ int, tc gjson.Result) bool {
 		idx := pos
 		if i := tc.Get("index"); i.Type == gjson.Number {
 			idx = int(i.Int())
 		}
 		pos++
 		e := StreamEvent{Kind: BlockDelta, Seq: -1, Index: idx, BlockKind: conv.BlockToolCall,
-			ToolCallID: str(tc.Get("id")), ToolName: str(tc.Get("function.name")),
-			ArgsDelta: str(tc.Get("function.arguments"))}
+			ToolCallID: jsonkit.OwnedString(tc.Get("id")), ToolName: jsonkit.OwnedString(tc.Get("function.name")),
+			ArgsDelta: jsonkit.OwnedString(tc.Get("function.arguments"))}
 		if !d.isOpen(idx) {
 			e.Kind = BlockStart
 			d.open = append(d.open, idx)
@@ -174,7 +175,7 @@ func (d *chatDecoder) choice(c gjson.Result, usage *conv.Usage) bool {
 		d.out = append(d.out, StreamEvent{Kind: BlockStop, Seq: -1, Index: idx, BlockKind: conv.BlockToolCall})
 	}
 	d.open = d.open[:0]
-	raw := str(fr)
+	raw := jsonkit.OwnedString(fr)
 	d.out = append(d.out, StreamEvent{Kind: Finish, Seq: -1, Stop: chatStop(raw), RawStop: raw, Usage: usage})
 	return true
 }

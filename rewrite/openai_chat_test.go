@@ -9,7 +9,7 @@ import (
 )
 
 func TestChatParseRequest(t *testing.T) {
-	req, err := For(APIOpenAIChat).ParseRequest(fixture(t, APIOpenAIChat, "request.json"))
+	req, err := codecFor(OpenAIChat).ParseRequest(fixture(t, OpenAIChat, "request.json"))
 	require.NoError(t, err)
 	require.Len(t, req.Fingerprint, 32)
 	req.Fingerprint = ""
@@ -34,7 +34,7 @@ func TestChatParseRequest(t *testing.T) {
 }
 
 func TestChatParseRequestDetails(t *testing.T) {
-	c := For(APIOpenAIChat)
+	c := codecFor(OpenAIChat)
 	req, err := c.ParseRequest([]byte(`{"max_tokens":77,"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}}]},
 	  {"role":"system","content":"late system"},{"role":"assistant","content":"ok","function_call":{"name":"f","arguments":"{}"}},
 	  {"role":"tool","tool_call_id":"c1","name":"f","content":[{"type":"text","text":"r1"},{"type":"text","text":"r2"}]}]}`))
@@ -62,7 +62,7 @@ func TestChatMalformed(t *testing.T) {
 		{`{"messages":[{"role":"tool","tool_call_id":3,"content":"x"}]}`, "messages[0].tool_call_id must be a string"},
 	}
 	for _, tt := range tests {
-		_, err := For(APIOpenAIChat).ParseRequest([]byte(tt.body))
+		_, err := codecFor(OpenAIChat).ParseRequest([]byte(tt.body))
 		require.ErrorIs(t, err, ErrMalformed, tt.body)
 		require.EqualError(t, err, "rewrite: malformed request body: "+tt.field)
 	}
@@ -118,14 +118,14 @@ func TestChatApplyEdits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out := checkEdit(t, For(APIOpenAIChat), []byte(tt.body), tt.edits)
+			out := checkEdit(t, codecFor(OpenAIChat), []byte(tt.body), tt.edits)
 			require.Equal(t, tt.want, string(out))
 		})
 	}
 }
 
 func TestChatParseReply(t *testing.T) {
-	r, err := For(APIOpenAIChat).ParseReply(fixture(t, APIOpenAIChat, "reply.json"))
+	r, err := codecFor(OpenAIChat).ParseReply(fixture(t, OpenAIChat, "reply.json"))
 	require.NoError(t, err)
 	require.Equal(t, &conv.Reply{
 		Model: "gpt-4.1-2025-04-14", Text: "Reading it.",
@@ -139,7 +139,7 @@ func TestChatParseReply(t *testing.T) {
 		"stop": conv.StopEnd, "length": conv.StopMaxTokens, "tool_calls": conv.StopToolUse,
 		"content_filter": conv.StopRefusal, "function_call": conv.StopToolUse, "weird": conv.StopOther,
 	} {
-		r, err := For(APIOpenAIChat).ParseReply([]byte(`{"choices":[{"index":0,"message":{"content":null},"finish_reason":"` + raw + `"}]}`))
+		r, err := codecFor(OpenAIChat).ParseReply([]byte(`{"choices":[{"index":0,"message":{"content":null},"finish_reason":"` + raw + `"}]}`))
 		require.NoError(t, err)
 		require.Equal(t, want, r.Stop)
 		require.Equal(t, raw, r.RawStop)
@@ -147,8 +147,8 @@ func TestChatParseReply(t *testing.T) {
 }
 
 func TestChatStream(t *testing.T) {
-	c := For(APIOpenAIChat)
-	evs, reply := decodeSSE(t, c, fixture(t, APIOpenAIChat, "stream.sse"))
+	c := codecFor(OpenAIChat)
+	evs, reply := decodeSSE(t, c, fixture(t, OpenAIChat, "stream.sse"))
 	require.Equal(t, []EventKind{
 		StreamStart, BlockDelta,
 		BlockDelta,
@@ -165,13 +165,13 @@ func TestChatStream(t *testing.T) {
 		ToolCallID: "call_b", ToolName: "read_file", ArgsDelta: `{"path":`}, evs[6])
 	require.Equal(t, StreamEvent{Kind: Finish, Seq: -1, Stop: conv.StopToolUse, RawStop: "tool_calls"}, evs[10])
 
-	want, err := c.ParseReply(fixture(t, APIOpenAIChat, "reply.json"))
+	want, err := c.ParseReply(fixture(t, OpenAIChat, "reply.json"))
 	require.NoError(t, err)
 	require.Equal(t, want, reply)
 }
 
 func TestChatStreamVariants(t *testing.T) {
-	d := For(APIOpenAIChat).NewStreamDecoder()
+	d := codecFor(OpenAIChat).NewStreamDecoder()
 	decode := func(data string) []StreamEvent {
 		evs, err := d.Decode(Event{Data: []byte(data), hasData: true})
 		require.NoError(t, err)

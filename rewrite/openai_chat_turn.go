@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
 
@@ -21,7 +22,7 @@ func chatMessages(body []byte) (root, msgs gjson.Result, elems []gjson.Result, e
 	if root, err = parseTrustedRoot(body); err != nil {
 		return
 	}
-	msgs = member(root, "messages")
+	msgs = jsonkit.Member(root, "messages")
 	if err = wantArray(msgs, "messages"); err != nil {
 		return
 	}
@@ -47,7 +48,7 @@ func (chatCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
 		return nil, fmt.Errorf("%w: no choices[0].message object", ErrMalformedReply)
 	}
 	out := append([]byte(nil), `{"role":"assistant","content":`...)
-	if c := msg.Get("content"); isNull(c) {
+	if c := msg.Get("content"); jsonkit.IsNull(c) {
 		out = append(out, "null"...)
 	} else {
 		out = append(out, c.Raw...)
@@ -67,7 +68,7 @@ func (chatCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
 			out = append(out, `,"tool_calls":`...)
 			out = append(out, calls.Raw...)
 		}
-	case !isNull(calls):
+	case !jsonkit.IsNull(calls):
 		return nil, fmt.Errorf("%w: choices[0].message.tool_calls is not an array", ErrMalformedReply)
 	}
 	if fc := msg.Get("function_call"); fc.IsObject() {
@@ -86,9 +87,9 @@ func (chatCodec) ToolResultMessages(results []conv.ToolResult) ([][]byte, error)
 			return nil, fmt.Errorf("rewrite: tool result %d has no call id", i)
 		}
 		b := append([]byte(nil), `{"role":"tool","tool_call_id":`...)
-		b = appendJSONString(b, r.CallID)
+		b = jsonkit.AppendString(b, r.CallID)
 		b = append(b, `,"content":`...)
-		b = appendJSONString(b, r.Content)
+		b = jsonkit.AppendString(b, r.Content)
 		items = append(items, append(b, '}'))
 	}
 	return items, nil
@@ -200,16 +201,16 @@ func (chatCodec) EditReply(reply []byte, remove, first []int) ([]byte, error) {
 	// reason other than a tool-call one (length: cut by the limit) is true
 	// of the edited reply too and stays.
 	fr := choice.Get("finish_reason")
-	if !isNull(fr) && fr.Str != "tool_calls" && fr.Str != "function_call" {
+	if !jsonkit.IsNull(fr) && fr.Str != "tool_calls" && fr.Str != "function_call" {
 		return oaDeleteMember(reply, msg, "tool_calls"), nil
 	}
 	if fr.Index > msg.Index {
-		out := setMember(reply, choice, "finish_reason", []byte(`"stop"`))
+		out := jsonkit.SetMember(reply, choice, "finish_reason", []byte(`"stop"`))
 		return oaDeleteMember(out, msg, "tool_calls"), nil
 	}
 	out := oaDeleteMember(reply, msg, "tool_calls")
-	root, _ = rootObject(bstr(out))
-	return setMember(out, firstChoice(root.Get("choices")), "finish_reason", []byte(`"stop"`)), nil
+	root, _ = jsonkit.RootObject(jsonkit.UnsafeString(out))
+	return jsonkit.SetMember(out, firstChoice(root.Get("choices")), "finish_reason", []byte(`"stop"`)), nil
 }
 
 // chatUsageKeys names Chat's usage members.
@@ -232,7 +233,7 @@ func (chatCodec) MergeReplies(first, next []byte) ([]byte, error) {
 	out := append([]byte(nil), first...)
 	// cur re-reads choice 0 of out after each splice.
 	cur := func() (root, choice, msg gjson.Result) {
-		root, _ = rootObject(bstr(out))
+		root, _ = jsonkit.RootObject(jsonkit.UnsafeString(out))
 		choice = firstChoice(root.Get("choices"))
 		return root, choice, choice.Get("message")
 	}
@@ -243,7 +244,7 @@ func (chatCodec) MergeReplies(first, next []byte) ([]byte, error) {
 			return nil, err
 		}
 		if merged != nil {
-			out = setMember(out, msg, key, merged)
+			out = jsonkit.SetMember(out, msg, key, merged)
 		}
 	}
 	out, err = chatAppendToolCalls(out, nmsg, func() gjson.Result { _, _, msg := cur(); return msg })
@@ -252,11 +253,11 @@ func (chatCodec) MergeReplies(first, next []byte) ([]byte, error) {
 	}
 	if fr := nchoice.Get("finish_reason"); fr.Exists() {
 		_, choice, _ := cur()
-		out = setMember(out, choice, "finish_reason", []byte(fr.Raw))
+		out = jsonkit.SetMember(out, choice, "finish_reason", []byte(fr.Raw))
 	}
 	root, _, _ := cur()
 	if u := oaMergeUsage(root.Get("usage"), nroot.Get("usage"), chatUsageKeys); u != nil {
-		out = setMember(out, root, "usage", u)
+		out = jsonkit.SetMember(out, root, "usage", u)
 	}
 	return out, nil
 }
@@ -312,9 +313,37 @@ func chatAppendToolCalls(out []byte, nmsg gjson.Result, msg func() gjson.Result)
 	m := msg()
 	switch fc := m.Get("tool_calls"); {
 	case fc.IsArray():
-		return appendItems(out, fc, []byte(inner)), nil
-	case isNull(fc):
-		return setMember(out, m, "tool_calls", []byte(nc.Raw)), nil
+		return jsonkit.AppendElements(out, fc, []byte(inner)), nil
+	case jsonkit.IsNull(fc):
+		return jsonkit.SetMember(out, m, "tool_calls", []byte(nc.Raw)), nil
 	}
 	return nil, fmt.Errorf("%w: choices[0].message.tool_calls is not an array", ErrMalformedReply)
+}
+
+func (chatCodec) conversationKey() string { return "messages" }
+
+func (chatCodec) fillerElem() string { return `{"role":"user","content":""}` }
+
+// userTurnElems: a user message is its own element; text for a tool
+// message goes in a new user message after the run of tool messages that
+// follows it, so its edit spans that run.
+func (chatCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
+	_, _, elems, err := chatMessages(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	return elems, func(pos int) (int, int, error) {
+		if pos < 0 || pos >= len(elems) {
+			return 0, 0, errNoBatch
+		}
+		if chatIsTool(elems[pos]) {
+			return pos, chatToolRunEnd(elems, pos), nil
+		}
+		return pos, pos + 1, nil
+	}, nil
+}
+
+// AppendUserTexts is AppendUserTextAt for several turns, batched.
+func (c chatCodec) AppendUserTexts(body []byte, ops []UserTexts) ([]byte, error) {
+	return appendUserTexts(c, c, body, ops)
 }

@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,10 +10,11 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 func TestChatReplyAsMessages(t *testing.T) {
-	c := Turn(APIOpenAIChat)
+	c := codecFor(OpenAIChat)
 	tests := []struct {
 		name, reply string
 		want        []string
@@ -49,7 +51,7 @@ func TestChatReplyAsMessages(t *testing.T) {
 }
 
 func TestChatToolResultMessages(t *testing.T) {
-	c := Turn(APIOpenAIChat)
+	c := codecFor(OpenAIChat)
 	items, err := c.ToolResultMessages([]conv.ToolResult{
 		{CallID: "call_1", Name: "create_new_topic", Content: "Topic \"auth\" started.\n"},
 		{CallID: "call_\"2", Name: "bash", Content: "Blocked by policy: rm -rf <dir> \u2028", IsError: true},
@@ -78,7 +80,7 @@ const chatConv = `{"model":"m","messages":[` +
 	`],"stream":true}`
 
 func TestChatPositionalEdits(t *testing.T) {
-	c := Turn(APIOpenAIChat)
+	c := codecFor(OpenAIChat)
 	res := []conv.ToolResult{{CallID: "x", Content: "r\"x"}, {CallID: "y", Content: "refused", IsError: true}}
 	tests := []struct {
 		name string
@@ -181,7 +183,7 @@ func TestChatPositionalEdits(t *testing.T) {
 }
 
 func TestChatPositionalErrors(t *testing.T) {
-	c := Turn(APIOpenAIChat)
+	c := codecFor(OpenAIChat)
 	body := []byte(chatConv)
 	item := [][]byte{[]byte(`{"role":"user","content":"x"}`)}
 	for name, f := range map[string]func() ([]byte, error){
@@ -216,7 +218,7 @@ const chatReplyCalls = `{"id":"r1","choices":[{"index":0,"message":{"role":"assi
  "usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`
 
 func TestChatEditReply(t *testing.T) {
-	c := Turn(APIOpenAIChat)
+	c := codecFor(OpenAIChat)
 	tests := []struct {
 		name          string
 		reply         string
@@ -286,7 +288,7 @@ func TestChatEditReply(t *testing.T) {
 }
 
 func TestChatMergeReplies(t *testing.T) {
-	c := Turn(APIOpenAIChat)
+	c := codecFor(OpenAIChat)
 	tests := []struct {
 		name, first, next, want string
 	}{
@@ -329,9 +331,9 @@ func TestChatMergeReplies(t *testing.T) {
 // as the assistant turn and its tool messages; EditReply and MergeReplies
 // read back as expected.
 func TestChatTurnRoundTrip(t *testing.T) {
-	c := Turn(APIOpenAIChat)
+	c := codecFor(OpenAIChat)
 	codec := c.(Codec)
-	body, reply := fixture(t, APIOpenAIChat, "request.json"), fixture(t, APIOpenAIChat, "reply.json")
+	body, reply := fixture(t, OpenAIChat, "request.json"), fixture(t, OpenAIChat, "reply.json")
 	before, err := codec.ParseRequest(body)
 	require.NoError(t, err)
 	before.Messages = stripDigests(t, before.Messages)
@@ -342,7 +344,7 @@ func TestChatTurnRoundTrip(t *testing.T) {
 	out, err := oaCheckTurn(t, body, func(b []byte) ([]byte, error) { return c.AppendMessages(b, append(asMsgs, results...)) })
 	require.NoError(t, err)
 	msgs := oaElems(gjson.GetBytes(body, "messages"))
-	last := end(msgs[len(msgs)-1])
+	last := jsonkit.ValueEnd(msgs[len(msgs)-1])
 	require.Equal(t, string(body[:last]), string(out[:last]), "the conversation must stay byte-identical")
 	require.Equal(t, string(body[last:]), string(out[len(out)-(len(body)-last):]))
 	after, err := codec.ParseRequest(out)
@@ -381,16 +383,16 @@ func TestChatTurnRoundTrip(t *testing.T) {
 // never panic, and on a body ParseRequest (or, for replies, gjson) accepts a
 // successful edit gives valid JSON.
 func FuzzChatTurn(f *testing.F) {
-	oaSeedTurnFuzz(f, APIOpenAIChat, chatConv, chatReplyCalls)
-	c := Turn(APIOpenAIChat)
+	oaSeedTurnFuzz(f, OpenAIChat, chatConv, chatReplyCalls)
+	c := codecFor(OpenAIChat)
 	f.Fuzz(func(t *testing.T, body []byte, pos int, text string) {
 		oaFuzzTurn(t, c, body, pos, text)
 	})
 }
 
 // oaSeedTurnFuzz seeds a turn fuzzer with the API's fixtures and extra bodies.
-func oaSeedTurnFuzz(f *testing.F, api API, extra ...string) {
-	dir := filepath.Join("testdata", string(api))
+func oaSeedTurnFuzz(f *testing.F, api *Descriptor, extra ...string) {
+	dir := filepath.Join("testdata", api.Name)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		f.Fatal(err)
@@ -417,7 +419,7 @@ func oaFuzzTurn(t *testing.T, c TurnCodec, body []byte, pos int, text string) {
 	if _, err := c.(Codec).ParseRequest(body); err == nil {
 		valid = true
 	}
-	item := []byte(`{"role":"user","content":` + string(jsonString(text)) + `}`)
+	item := []byte(`{"role":"user","content":` + string(jsonkit.Quote(text)) + `}`)
 	res := []conv.ToolResult{{CallID: "id" + text, Content: text, IsError: true}}
 	check := func(out []byte, err error, what string) {
 		if err == nil && valid {
@@ -456,4 +458,12 @@ func oaFuzzTurn(t *testing.T, c TurnCodec, body []byte, pos int, text string) {
 		}
 	}
 	require.Equal(t, orig, body)
+}
+
+// round is one round of longConversation (conversationRounds).
+func (chatCodec) round(i int, id string) []string {
+	return []string{fmt.Sprintf(`{"role":"user","content":"step %d"}`, i),
+		fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"id":%q,"type":"function","function":{"name":"Read","arguments":"{}"}},{"id":"%s-b","type":"function","function":{"name":"Read","arguments":"{}"}}]}`, id, id),
+		fmt.Sprintf(`{"role":"tool","tool_call_id":%q,"content":"r%d"}`, id, i),
+		fmt.Sprintf(`{"role":"tool","tool_call_id":"%s-b","content":"s%d"}`, id, i)}
 }

@@ -7,26 +7,27 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // responsesCodec speaks the OpenAI Responses API (POST /v1/responses).
-type responsesCodec struct{}
+type responsesCodec struct {
+	views *ViewCache // nil: no view cache
+}
 
 var _ Codec = responsesCodec{}
-
-func (responsesCodec) API() API { return APIOpenAIResponses }
 
 // responsesKeys are the top-level members the request view reads.
 var responsesKeys = []string{"model", "stream", "max_output_tokens", "instructions", "input", "tools",
 	"prompt_cache_key", "previous_response_id"}
 
-func (responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
+func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	_, idx, err := parseIndexed(body)
 	if err != nil {
 		return nil, err
 	}
 	var m [8]gjson.Result
-	idx.lookup(responsesKeys, m[:])
+	idx.Lookup(responsesKeys, m[:])
 	model, stream, mot, instr, input, tools, pck, prev := m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]
 	for _, err := range []error{
 		wantString(model, "model"), wantBool(stream, "stream"), wantNumber(mot, "max_output_tokens"),
@@ -37,7 +38,7 @@ func (responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 			return nil, err
 		}
 	}
-	req := &conv.Request{Model: str(model), Stream: stream.Bool(), PromptCacheKey: str(pck), PreviousResponseID: str(prev)}
+	req := &conv.Request{Model: jsonkit.OwnedString(model), Stream: stream.Bool(), PromptCacheKey: jsonkit.OwnedString(pck), PreviousResponseID: jsonkit.OwnedString(prev)}
 	if mot.Type == gjson.Number {
 		req.MaxOutputTokens, req.HasMaxOutputTokens = mot.Int(), true
 	}
@@ -45,8 +46,8 @@ func (responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 		return nil, at(err, "tools")
 	}
 	if input.Type == gjson.String {
-		req.Messages = []conv.Message{{Role: conv.RoleUser, Blocks: []conv.Block{{Kind: conv.BlockText, Text: str(input)}}}}
-	} else if req.Messages, err = responsesItems(idx, input); err != nil {
+		req.Messages = []conv.Message{{Role: conv.RoleUser, Blocks: []conv.Block{{Kind: conv.BlockText, Text: jsonkit.OwnedString(input)}}}}
+	} else if req.Messages, err = responsesItems(c.views, idx, input); err != nil {
 		return nil, err
 	}
 	var system []string
@@ -72,11 +73,11 @@ func (responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 // items (assistant messages, function and custom tool calls, reasoning) form
 // one assistant message; each function_call_output or custom_tool_call_output
 // is a tool message.
-func responsesItems(idx *docIndex, input gjson.Result) ([]conv.Message, error) {
+func responsesItems(views *ViewCache, idx *jsonkit.Index, input gjson.Result) ([]conv.Message, error) {
 	var msgs []conv.Message
-	r := viewResolver{parser: viewResponses, parse: responsesItem}
+	r := viewResolver{cache: views, parser: responsesViews, parse: responsesItem}
 	var err error
-	idx.each(input, func(j int, it gjson.Result) bool {
+	idx.Each(input, func(j int, it gjson.Result) bool {
 		var msg conv.Message
 		if msg, err = r.message(it); err != nil {
 			err = at(atIndex(err, j), "input")
@@ -123,21 +124,21 @@ func responsesItem(it gjson.Result, names *toolNames) (conv.Message, error) {
 		msg.Blocks, err = responsesContent(content)
 		return msg, at(err, "content")
 	case "function_call":
-		blk := conv.Block{Kind: conv.BlockToolCall, ToolCallID: str(want("call_id")), ToolName: str(want("name"))}
+		blk := conv.Block{Kind: conv.BlockToolCall, ToolCallID: jsonkit.OwnedString(want("call_id")), ToolName: jsonkit.OwnedString(want("name"))}
 		if a := want("arguments"); a.Type == gjson.String {
 			blk.Args = []byte(a.Str)
 		}
 		names.add(blk.ToolCallID, blk.ToolName)
 		return conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{blk}}, err
 	case "custom_tool_call":
-		blk := conv.Block{Kind: conv.BlockToolCall, Freeform: true, ToolCallID: str(want("call_id")), ToolName: str(want("name"))}
+		blk := conv.Block{Kind: conv.BlockToolCall, Freeform: true, ToolCallID: jsonkit.OwnedString(want("call_id")), ToolName: jsonkit.OwnedString(want("name"))}
 		if in := want("input"); in.Type == gjson.String {
 			blk.Args = freeformArgs(in.Str)
 		}
 		names.add(blk.ToolCallID, blk.ToolName)
 		return conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{blk}}, err
 	case "function_call_output", "custom_tool_call_output":
-		id := str(want("call_id"))
+		id := jsonkit.OwnedString(want("call_id"))
 		out := it.Get("output")
 		if err == nil {
 			err = wantStringOrArray(out, "output")
@@ -147,7 +148,7 @@ func responsesItem(it gjson.Result, names *toolNames) (conv.Message, error) {
 		return conv.Message{Role: conv.RoleTool, Blocks: []conv.Block{blk}}, err
 	case "reasoning":
 		var parts []string
-		eachElem(it.Get("summary"), func(_ int, s gjson.Result) bool {
+		jsonkit.EachElement(it.Get("summary"), func(_ int, s gjson.Result) bool {
 			parts = append(parts, s.Get("text").String())
 			return true
 		})
@@ -168,7 +169,7 @@ func responsesItem(it gjson.Result, names *toolNames) (conv.Message, error) {
 func freeformArgs(input string) []byte {
 	b := make([]byte, 0, len(input)+12)
 	b = append(b, `{"input":`...)
-	b = appendJSONString(b, input)
+	b = jsonkit.AppendString(b, input)
 	return append(b, '}')
 }
 
@@ -182,11 +183,11 @@ func responsesCallType(t string) bool {
 // responsesContent normalises message content: a string or content parts.
 func responsesContent(c gjson.Result) ([]conv.Block, error) {
 	if c.Type == gjson.String {
-		return []conv.Block{{Kind: conv.BlockText, Text: str(c)}}, nil
+		return []conv.Block{{Kind: conv.BlockText, Text: jsonkit.OwnedString(c)}}, nil
 	}
 	var blocks []conv.Block
 	var err error
-	eachElem(c, func(j int, p gjson.Result) bool {
+	jsonkit.EachElement(c, func(j int, p gjson.Result) bool {
 		if !p.IsObject() {
 			err = atIndex(typeErr("", "an object"), j)
 			return false
@@ -197,7 +198,7 @@ func responsesContent(c gjson.Result) ([]conv.Block, error) {
 			if err = atIndex(wantString(t, "text"), j); err != nil {
 				return false
 			}
-			blocks = append(blocks, conv.Block{Kind: conv.BlockText, Text: str(t)})
+			blocks = append(blocks, conv.Block{Kind: conv.BlockText, Text: jsonkit.OwnedString(t)})
 		default:
 			blocks = append(blocks, conv.Block{Kind: conv.BlockOther})
 		}
@@ -210,10 +211,10 @@ func responsesContent(c gjson.Result) ([]conv.Block, error) {
 // custom_tool_call_output output.
 func responsesText(out gjson.Result) string {
 	if out.Type == gjson.String {
-		return str(out)
+		return jsonkit.OwnedString(out)
 	}
 	var b strings.Builder
-	eachElem(out, func(_ int, p gjson.Result) bool {
+	jsonkit.EachElement(out, func(_ int, p gjson.Result) bool {
 		if t := p.Get("type").Str; t == "input_text" || t == "output_text" || t == "text" {
 			if b.Len() > 0 {
 				b.WriteByte('\n')
@@ -240,10 +241,10 @@ func (responsesCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, erro
 // that are not written for strict mode.
 func responsesTool(dst []byte, t conv.ToolSpec, params []byte) []byte {
 	dst = append(dst, `{"type":"function","name":`...)
-	dst = appendJSONString(dst, t.Name)
+	dst = jsonkit.AppendString(dst, t.Name)
 	if t.Description != "" {
 		dst = append(dst, `,"description":`...)
-		dst = appendJSONString(dst, t.Description)
+		dst = jsonkit.AppendString(dst, t.Description)
 	}
 	dst = append(dst, `,"parameters":`...)
 	dst = append(dst, params...)
@@ -251,16 +252,16 @@ func responsesTool(dst []byte, t conv.ToolSpec, params []byte) []byte {
 }
 
 func responsesAppendSystem(body []byte, texts []string) ([]byte, error) {
-	root, ok := rootObject(bstr(body))
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
 		return nil, errNotObject
 	}
-	instr := member(root, "instructions")
+	instr := jsonkit.Member(root, "instructions")
 	switch {
 	case instr.Type == gjson.String:
-		return appendToString(body, instr, suffixText(instr.Str, texts)), nil
-	case isNull(instr):
-		return setMember(body, root, "instructions", jsonString(joinTexts(texts))), nil
+		return jsonkit.AppendToString(body, instr, suffixText(instr.Str, texts)), nil
+	case jsonkit.IsNull(instr):
+		return jsonkit.SetMember(body, root, "instructions", jsonkit.Quote(joinTexts(texts))), nil
 	}
 	return nil, fmt.Errorf("rewrite: cannot edit instructions: not a string")
 }
@@ -270,29 +271,29 @@ func responsesAppendSystem(body []byte, texts []string) ([]byte, error) {
 // a string input becomes such a message); otherwise it appends a new user
 // message item, so function_call_output items stay where they are.
 func responsesAppendUser(body []byte, texts []string) ([]byte, error) {
-	root, ok := rootObject(bstr(body))
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
 		return nil, errNotObject
 	}
 	parts := textItems("input_text", texts)
 	const strPart = `{"type":"input_text","text":`
-	input := member(root, "input")
+	input := jsonkit.Member(root, "input")
 	switch {
 	case input.Type == gjson.String:
-		return splice(body, input.Index, end(input), []byte(`[{"role":"user","content":[`+strPart),
+		return jsonkit.Splice(body, input.Index, jsonkit.ValueEnd(input), []byte(`[{"role":"user","content":[`+strPart),
 			[]byte(input.Raw), []byte("},"), parts, []byte("]}]")), nil
 	case input.IsArray():
 		var last gjson.Result
-		eachElem(input, func(_ int, it gjson.Result) bool {
+		jsonkit.EachElement(input, func(_ int, it gjson.Result) bool {
 			last = it
 			return true
 		})
 		if t := last.Get("type").Str; last.IsObject() && (t == "" || t == "message") && last.Get("role").Str == "user" {
 			return appendContentParts(body, last, "content", parts, strPart)
 		}
-		return appendItems(body, input, responsesUserItem(parts)), nil
-	case isNull(input):
-		return setMember(body, root, "input", wrap('[', responsesUserItem(parts), ']')), nil
+		return jsonkit.AppendElements(body, input, responsesUserItem(parts)), nil
+	case jsonkit.IsNull(input):
+		return jsonkit.SetMember(body, root, "input", wrap('[', responsesUserItem(parts), ']')), nil
 	}
 	return nil, fmt.Errorf("rewrite: cannot edit input: unexpected type")
 }
@@ -312,9 +313,18 @@ func (responsesCodec) ErrorBody(status int, message string) []byte {
 // the codec cannot know the stream's; a caller that tracks it may add one.
 func (responsesCodec) StreamErrorEvent(status int, message string) []byte {
 	b := append([]byte(nil), `{"type":"error","code":`...)
-	b = appendJSONString(b, openAIErrorType(status))
+	b = jsonkit.AppendString(b, openAIErrorType(status))
 	b = append(b, `,"message":`...)
-	b = appendJSONString(b, message)
+	b = jsonkit.AppendString(b, message)
 	b = append(b, `,"param":null}`...)
 	return AppendEvent(nil, []byte("error"), b)
+}
+
+func (responsesCodec) sideRequest(body []byte) string {
+	r := topMembers(body, "tools", "tool_choice", "text")
+	return firstSide(
+		when(jsonFormat(r[2].Get("format.type")), SideJSONOutput),
+		when(r[1].Str == "none", SideToolChoiceNone),
+		when(!nonEmptyArray(r[0]), SideNoTools),
+	)
 }

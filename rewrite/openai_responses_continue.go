@@ -8,6 +8,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
 
@@ -87,12 +88,12 @@ func respReasoningKept(rest []gjson.Result) bool {
 // respMessageText reports whether item is a message with an output_text
 // part whose text is not empty.
 func respMessageText(item []byte) bool {
-	root, ok := rootObject(bstr(item))
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(item))
 	if !ok || root.Get("type").Str != "message" {
 		return false
 	}
 	found := false
-	eachElem(root.Get("content"), func(_ int, p gjson.Result) bool {
+	jsonkit.EachElement(root.Get("content"), func(_ int, p gjson.Result) bool {
 		t := p.Get("text")
 		found = p.Get("type").Str == "output_text" && t.Type == gjson.String && t.Str != ""
 		return !found
@@ -105,7 +106,7 @@ func respMessageText(item []byte) bool {
 func respPrefillItems(items [][]byte) [][]byte {
 	for len(items) > 0 {
 		n := len(items) - 1
-		root, _ := rootObject(bstr(items[n]))
+		root, _ := jsonkit.RootObject(jsonkit.UnsafeString(items[n]))
 		if root.Get("type").Str != "message" {
 			items = items[:n]
 			continue
@@ -139,9 +140,9 @@ func respPrefillItems(items [][]byte) [][]byte {
 			msg = oaSpliceElems(msg, content, parts, last+1, len(parts), nil)
 		}
 		if trimmed != text.Str {
-			root, _ = rootObject(bstr(msg))
+			root, _ = jsonkit.RootObject(jsonkit.UnsafeString(msg))
 			text = oaElems(root.Get("content"))[last].Get("text")
-			msg = splice(msg, text.Index, end(text), respTrimmedLiteral(text, trimmed))
+			msg = jsonkit.Splice(msg, text.Index, jsonkit.ValueEnd(text), respTrimmedLiteral(text, trimmed))
 		}
 		return append(items[:n:n], msg)
 	}
@@ -159,7 +160,7 @@ func respTrimmedLiteral(s gjson.Result, trimmed string) []byte {
 			return lit
 		}
 	}
-	return jsonString(trimmed)
+	return jsonkit.Quote(trimmed)
 }
 
 // respLiteralPrefix returns the offset in content, the inside of a JSON
@@ -269,7 +270,7 @@ func (e *respTextEdit) apply(item []byte) []byte {
 	if e.empty() {
 		return item
 	}
-	root, ok := rootObject(bstr(item))
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(item))
 	if !ok || !gjson.ValidBytes(item) {
 		return item
 	}
@@ -278,19 +279,19 @@ func (e *respTextEdit) apply(item []byte) []byte {
 		parts := oaElems(root.Get("content"))
 		if e.content >= 0 && e.content < len(parts) {
 			if t := parts[e.content].Get("text"); t.Type == gjson.String {
-				out = appendToString(out, t, e.added.String())
+				out = jsonkit.AppendToString(out, t, e.added.String())
 			}
 		}
 	}
 	if len(e.extra) > 0 {
-		root, _ = rootObject(bstr(out))
+		root, _ = jsonkit.RootObject(jsonkit.UnsafeString(out))
 		if c := root.Get("content"); c.IsArray() {
-			out = appendItems(out, c, oaJoin(e.extra))
+			out = jsonkit.AppendElements(out, c, oaJoin(e.extra))
 		}
 	}
 	if e.status != nil {
-		root, _ = rootObject(bstr(out))
-		out = setMember(out, root, "status", e.status)
+		root, _ = jsonkit.RootObject(jsonkit.UnsafeString(out))
+		out = jsonkit.SetMember(out, root, "status", e.status)
 	}
 	return out
 }
@@ -340,34 +341,34 @@ func (responsesCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 	if edit != nil {
 		msgParts := oaElems(msg.Get("content"))
 		edit.content = len(msgParts) - 1
-		out = splice(out, msg.Index, end(msg), edit.apply([]byte(msg.Raw)))
+		out = jsonkit.Splice(out, msg.Index, jsonkit.ValueEnd(msg), edit.apply([]byte(msg.Raw)))
 	}
 	if len(tail) > 0 {
-		root, _ := rootObject(bstr(out))
+		root, _ := jsonkit.RootObject(jsonkit.UnsafeString(out))
 		if o := root.Get("output"); o.IsArray() {
-			out = appendItems(out, o, oaJoin(tail))
+			out = jsonkit.AppendElements(out, o, oaJoin(tail))
 		} else {
-			out = setMember(out, root, "output", wrap('[', oaJoin(tail), ']'))
+			out = jsonkit.SetMember(out, root, "output", wrap('[', oaJoin(tail), ']'))
 		}
 	}
 	completed := nroot.Get("status").Str == "completed"
 	for _, key := range responsesOutcome {
-		root, _ := rootObject(bstr(out))
+		root, _ := jsonkit.RootObject(jsonkit.UnsafeString(out))
 		v := nroot.Get(key)
 		switch {
 		case key == "incomplete_details" && v.Exists() && completed:
-			out = setMember(out, root, key, []byte("null"))
+			out = jsonkit.SetMember(out, root, key, []byte("null"))
 		case v.Exists():
-			out = setMember(out, root, key, []byte(v.Raw))
+			out = jsonkit.SetMember(out, root, key, []byte(v.Raw))
 		case key == "incomplete_details":
 			out = oaDeleteMember(out, root, key)
 		case root.Get(key).Exists():
-			out = setMember(out, root, key, []byte("null"))
+			out = jsonkit.SetMember(out, root, key, []byte("null"))
 		}
 	}
-	root, _ := rootObject(bstr(out))
+	root, _ := jsonkit.RootObject(jsonkit.UnsafeString(out))
 	if u := oaMergeUsage(root.Get("usage"), nroot.Get("usage"), responsesUsageKeys); u != nil {
-		out = setMember(out, root, "usage", u)
+		out = jsonkit.SetMember(out, root, "usage", u)
 	}
 	return out, nil
 }

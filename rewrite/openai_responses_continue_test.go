@@ -18,7 +18,7 @@ import (
 )
 
 var respCC = func() ContinueCodec {
-	cc, ok := Continuer(APIOpenAIResponses)
+	cc, ok := Continuer(codecFor(OpenAIResponses))
 	if !ok {
 		panic("responses codec has no ContinueCodec")
 	}
@@ -45,7 +45,7 @@ func rcJSON(t testing.TB, r mock.Reply) []byte { return rcMock(t, r, false, 0) }
 func TestResponsesContinuer(t *testing.T) {
 	_, ok := respCC.(responsesCodec)
 	require.True(t, ok)
-	var sp StreamSplicer = NewStreamSplicer(APIOpenAIResponses)
+	var sp StreamSplicer = OpenAIResponses.NewSplicer()
 	_, ok = sp.(ContinueSplicer)
 	require.True(t, ok)
 }
@@ -74,9 +74,9 @@ func TestResponsesContinuationMessages(t *testing.T) {
 
 	// The items are accepted as input and read back as the reply's text.
 	body := []byte(`{"model":"gpt-5","input":[{"role":"user","content":"hi"}]}`)
-	body, err = responsesCodec{}.AppendMessages(body, items)
+	body, err = responsesCodec{views: testViews}.AppendMessages(body, items)
 	require.NoError(t, err)
-	req, err := responsesCodec{}.ParseRequest(body)
+	req, err := responsesCodec{views: testViews}.ParseRequest(body)
 	require.NoError(t, err)
 	require.Len(t, req.Messages, 2)
 	require.Equal(t, conv.RoleAssistant, req.Messages[1].Role)
@@ -173,9 +173,9 @@ func TestResponsesUserTextMessage(t *testing.T) {
 	b, err := respCC.UserTextMessage("Continue \"exactly\".")
 	require.NoError(t, err)
 	require.Equal(t, `{"role":"user","content":[{"type":"input_text","text":"Continue \"exactly\"."}]}`, string(b))
-	body, err := responsesCodec{}.AppendMessages([]byte(`{"input":"hi"}`), [][]byte{b})
+	body, err := responsesCodec{views: testViews}.AppendMessages([]byte(`{"input":"hi"}`), [][]byte{b})
 	require.NoError(t, err)
-	req, err := responsesCodec{}.ParseRequest(body)
+	req, err := responsesCodec{views: testViews}.ParseRequest(body)
 	require.NoError(t, err)
 	require.Len(t, req.Messages, 2)
 	require.Equal(t, conv.RoleUser, req.Messages[1].Role)
@@ -192,7 +192,7 @@ func TestResponsesContinueReply(t *testing.T) {
 		Usage:     mock.Usage{Input: 130, Output: 20, Reasoning: 3}})
 	got, err := respCC.ContinueReply(acc, next)
 	require.NoError(t, err)
-	r, err := responsesCodec{}.ParseReply(got)
+	r, err := responsesCodec{views: testViews}.ParseReply(got)
 	require.NoError(t, err)
 	require.Equal(t, partial+" the lazy dog.", r.Text, "the seam de-duplicated")
 	require.Equal(t, conv.StopToolUse, r.Stop)
@@ -299,7 +299,7 @@ type rcStep struct {
 // stream's Reply.
 func rcRun(t testing.TB, steps ...rcStep) (out []byte, parts [][]byte, replies [][]byte, sp StreamSplicer) {
 	t.Helper()
-	sp = NewStreamSplicer(APIOpenAIResponses)
+	sp = OpenAIResponses.NewSplicer()
 	for i, st := range steps {
 		if i > 0 {
 			if st.cont {
@@ -365,7 +365,7 @@ func rcAgent(t *testing.T, out []byte, sp StreamSplicer) (responses.Response, *c
 			}
 		}
 	}
-	dec := responsesCodec{}.NewStreamDecoder()
+	dec := responsesCodec{views: testViews}.NewStreamDecoder()
 	var acc StreamAccumulator
 	rd := NewReader(bytes.NewReader(out))
 	for {
@@ -540,7 +540,7 @@ func TestResponsesSpliceContinueThinkingAndCall(t *testing.T) {
 	for _, e := range rel[3:] {
 		require.EqualValues(t, 2, e.ev.OutputIndex)
 	}
-	view, err := responsesCodec{}.ParseReply(replies[1])
+	view, err := responsesCodec{views: testViews}.ParseReply(replies[1])
 	require.NoError(t, err)
 	require.Len(t, view.ToolCalls, 1)
 	resp, acc := rcAgent(t, out, sp)
@@ -677,21 +677,21 @@ func TestResponsesSpliceNoContinuationUnchanged(t *testing.T) {
 		}
 	}
 	// A ping after the text's close events keeps its place.
-	in := string(fixture(t, APIOpenAIResponses, "splice_text.sse"))
+	in := string(fixture(t, OpenAIResponses, "splice_text.sse"))
 	at := strings.Index(in, "event: response.completed")
 	in = in[:at] + ": ping\n\nevent: keepalive\ndata:\n\n" + in[at:]
 	out, _, _, _ := rcRun(t, rcStep{sse: []byte(in)})
 	require.Equal(t, in, string(out))
 	// A follow-up after the text: its events come after the held ones,
 	// numbered as before.
-	sp := NewStreamSplicer(APIOpenAIResponses)
-	first := respFeedSplice(t, sp, fixture(t, APIOpenAIResponses, "splice_text.sse"))
+	sp := OpenAIResponses.NewSplicer()
+	first := respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_text.sse"))
 	require.NotContains(t, string(first), "output_text.done")
 	b, err := sp.Release(nil, nil)
 	require.NoError(t, err)
 	require.Empty(t, b)
 	sp.Next()
-	next := respFeedSplice(t, sp, fixture(t, APIOpenAIResponses, "splice_followup.sse"))
+	next := respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_followup.sse"))
 	require.True(t, strings.HasPrefix(string(next), "event: response.output_text.done\n"), "the held events go first")
 	fin, err := sp.Finish()
 	require.NoError(t, err)

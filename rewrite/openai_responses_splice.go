@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
 
@@ -26,10 +27,6 @@ import (
 // A continuation (Continue) moves its first message's text onto the held
 // text's item (item_id, output_index, content_index), through a SeamFilter,
 // and the held events are rewritten to repeat the merged text.
-
-func init() {
-	splicerFactories[APIOpenAIResponses] = func() StreamSplicer { return newResponsesSplicer() }
-}
 
 // Event types the splicer treats specially.
 const (
@@ -229,6 +226,9 @@ func (s *responsesSplicer) out(b []byte) []byte {
 	return append(p, b...)
 }
 
+// feed handles one upstream event: data-less events and [DONE]
+// (feedDataless), response-level events (feedResponseEvent), then item
+// events routed to their item's state (itemFor, feedItem).
 func (s *responsesSplicer) feed(ev Event) ([]byte, error) {
 	if !s.framed && len(ev.Raw) > 0 {
 		s.framed, s.crlf = true, bytes.Contains(ev.Raw, []byte("\r\n"))
@@ -237,23 +237,8 @@ func (s *responsesSplicer) feed(ev Event) ([]byte, error) {
 		ev.Raw = bytes.TrimPrefix(ev.Raw, bom) // a follow-up's BOM is not the agent stream's start
 	}
 	data := bytes.TrimSpace(ev.Data)
-	if len(data) == 0 {
-		// Comments, pings without data: pass (on the stream that holds
-		// close events, behind them, keeping the order of its events).
-		h := respHeld{raw: bytes.Clone(ev.Raw), bare: true, counted: !ev.IsComment()}
-		if o := s.open; o != nil && len(o.held) > 0 && o.st == s.cur() {
-			o.held = append(o.held, h)
-			return nil, nil
-		}
-		return s.writeBare(h), nil
-	}
-	if bytes.Equal(data, dataDone) {
-		if s.failed {
-			s.events++
-			return respCompleteEvent(bytes.Clone(ev.Raw)), nil
-		}
-		s.doneRaw = respCompleteEvent(bytes.Clone(ev.Raw)) // sent after the terminal event
-		return nil, nil
+	if len(data) == 0 || bytes.Equal(data, dataDone) {
+		return s.feedDataless(&ev, len(data) == 0), nil
 	}
 	f, err := parseRespFields(ev.Data)
 	if err != nil {
@@ -270,38 +255,8 @@ func (s *responsesSplicer) feed(ev Event) ([]byte, error) {
 	if f.typ.Type != gjson.String {
 		typ = string(ev.Name)
 	}
-	switch typ {
-	case respEvCreated, respEvInProgress, respEvQueued:
-		if len(s.streams) > 1 {
-			if id := f.response.Get("id"); id.Type == gjson.String {
-				s.followID = str(id)
-			}
-			return nil, nil
-		}
-		s.breakOpen()
-		return s.emit(ev.Raw, ev.Name, ev.Data, -1)
-	case respEvCompleted, respEvIncomplete:
-		if st.done {
-			return nil, fmt.Errorf("%w: second terminal event %q", ErrMalformedReply, typ)
-		}
-		if !f.response.IsObject() {
-			return nil, fmt.Errorf("%w: %s without a response object", ErrMalformedReply, typ)
-		}
-		st.reply = st.buildReply(f.response)
-		st.term = respHoldEvent(&ev)
-		st.done = true
-		s.flushSeam() // the continuation's text ended with its stream
-		return nil, nil
-	case respEvFailed, respEvError:
-		if st.done {
-			return nil, fmt.Errorf("%w: %q after the terminal event", ErrMalformedReply, typ)
-		}
-		if typ == respEvFailed && f.response.IsObject() {
-			st.reply = []byte(f.response.Raw)
-		}
-		st.done, s.failed = true, true
-		s.closeOpen()
-		return s.emit(ev.Raw, ev.Name, ev.Data, -1)
+	if b, handled, err := s.feedResponseEvent(st, typ, &f, &ev); handled {
+		return b, err
 	}
 
 	// Item events are routed by output_index (or, lacking it, item_id).
@@ -324,6 +279,77 @@ func (s *responsesSplicer) feed(ev Event) ([]byte, error) {
 		s.breakOpen()
 		return s.emit(ev.Raw, ev.Name, ev.Data, -1) // unknown or item-less event
 	}
+	return s.feedItem(st, s.itemFor(st, idx, typ, &f), idx, typ, &f, &ev)
+}
+
+// feedDataless handles an event without data (bare: comments, pings) or
+// data [DONE].
+func (s *responsesSplicer) feedDataless(ev *Event, bare bool) []byte {
+	if bare {
+		// Comments, pings without data: pass (on the stream that holds
+		// close events, behind them, keeping the order of its events).
+		h := respHeld{raw: bytes.Clone(ev.Raw), bare: true, counted: !ev.IsComment()}
+		if o := s.open; o != nil && len(o.held) > 0 && o.st == s.cur() {
+			o.held = append(o.held, h)
+			return nil
+		}
+		return s.writeBare(h)
+	}
+	if s.failed {
+		s.events++
+		return respCompleteEvent(bytes.Clone(ev.Raw))
+	}
+	s.doneRaw = respCompleteEvent(bytes.Clone(ev.Raw)) // sent after the terminal event
+	return nil
+}
+
+// feedResponseEvent handles the response-level events of stream st
+// (created, in progress, queued, completed, incomplete, failed, error);
+// handled is false for any other event.
+func (s *responsesSplicer) feedResponseEvent(st *respStream, typ string, f *respFields, ev *Event) (b []byte, handled bool, err error) {
+	switch typ {
+	case respEvCreated, respEvInProgress, respEvQueued:
+		if len(s.streams) > 1 {
+			if id := f.response.Get("id"); id.Type == gjson.String {
+				s.followID = jsonkit.OwnedString(id)
+			}
+			return nil, true, nil
+		}
+		s.breakOpen()
+		b, err = s.emit(ev.Raw, ev.Name, ev.Data, -1)
+		return b, true, err
+	case respEvCompleted, respEvIncomplete:
+		if st.done {
+			return nil, true, fmt.Errorf("%w: second terminal event %q", ErrMalformedReply, typ)
+		}
+		if !f.response.IsObject() {
+			return nil, true, fmt.Errorf("%w: %s without a response object", ErrMalformedReply, typ)
+		}
+		st.reply = st.buildReply(f.response)
+		st.term = respHoldEvent(ev)
+		st.done = true
+		s.flushSeam() // the continuation's text ended with its stream
+		return nil, true, nil
+	case respEvFailed, respEvError:
+		if st.done {
+			return nil, true, fmt.Errorf("%w: %q after the terminal event", ErrMalformedReply, typ)
+		}
+		if typ == respEvFailed && f.response.IsObject() {
+			st.reply = []byte(f.response.Raw)
+		}
+		st.done, s.failed = true, true
+		s.closeOpen()
+		b, err = s.emit(ev.Raw, ev.Name, ev.Data, -1)
+		return b, true, err
+	}
+	return nil, false, nil
+}
+
+// itemFor returns the state of output item idx of stream st, creating it
+// on the item's first event (a call, a dropped reasoning item of a
+// continuation, or a message merged into the open text), and records the
+// item's body and id from output_item events.
+func (s *responsesSplicer) itemFor(st *respStream, idx int64, typ string, f *respFields) *respItemState {
 	it := st.items[idx]
 	if it == nil {
 		call := strings.HasPrefix(typ, respEvArgsPrefix) || strings.HasPrefix(typ, respEvInputPrefix) ||
@@ -345,11 +371,18 @@ func (s *responsesSplicer) feed(ev Event) ([]byte, error) {
 			st.ids[id.Str] = idx
 		}
 	}
+	return it
+}
+
+// feedItem handles an event of output item it (index idx of stream st):
+// dropped, merged into the open text, held (a call until the engine
+// decides), or emitted at the item's index in the agent's stream.
+func (s *responsesSplicer) feedItem(st *respStream, it *respItemState, idx int64, typ string, f *respFields, ev *Event) ([]byte, error) {
 	switch {
 	case it.drop:
 		return nil, nil
 	case it.merge:
-		return s.feedMerge(it, typ, &f, &ev)
+		return s.feedMerge(it, typ, f, ev)
 	case it.call:
 		if it.agent >= 0 {
 			return s.emit(ev.Raw, ev.Name, ev.Data, it.agent) // a late event of a released call
@@ -357,16 +390,16 @@ func (s *responsesSplicer) feed(ev Event) ([]byte, error) {
 		if st.released {
 			return nil, nil // a late event of a removed call
 		}
-		it.held = append(it.held, respHoldEvent(&ev))
+		it.held = append(it.held, respHoldEvent(ev))
 		return nil, nil
 	}
 	if o := s.open; o != nil {
 		if o.st != st || o.key != idx {
 			s.closeOpen() // another block follows the text
 		} else {
-			switch o.feed(typ, &f) {
+			switch o.feed(typ, f) {
 			case respHold:
-				h := respHoldEvent(&ev)
+				h := respHoldEvent(ev)
 				h.typ = strings.Clone(typ) // typ aliases the event's bytes
 				o.held = append(o.held, h)
 				return nil, nil
@@ -385,7 +418,7 @@ func (s *responsesSplicer) feed(ev Event) ([]byte, error) {
 		return nil, err
 	}
 	if s.open == nil {
-		s.open = newRespOpen(st, idx, it, typ, &f)
+		s.open = newRespOpen(st, idx, it, typ, f)
 	}
 	return b, nil
 }
@@ -435,11 +468,11 @@ func (st *respStream) buildReply(resp gjson.Result) []byte {
 	if len(items) == 0 {
 		return body
 	}
-	root, ok := rootObject(bstr(body))
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
 		return body
 	}
-	return setMember(body, root, "output", wrap('[', oaJoin(items), ']'))
+	return jsonkit.SetMember(body, root, "output", wrap('[', oaJoin(items), ']'))
 }
 
 // emit returns one event renumbered for the agent: sequence_number set to
@@ -508,12 +541,12 @@ func applyRespEdits(data []byte, edits []respEdit) []byte {
 	out := make([]byte, 0, len(data)+16)
 	pos := 0
 	for _, e := range edits {
-		if e.at.Index < pos || end(e.at) > len(data) {
+		if e.at.Index < pos || jsonkit.ValueEnd(e.at) > len(data) {
 			continue // cannot happen for distinct top-level members
 		}
 		out = append(out, data[pos:e.at.Index]...)
 		out = append(out, e.val...)
-		pos = end(e.at)
+		pos = jsonkit.ValueEnd(e.at)
 	}
 	return append(out, data[pos:]...)
 }
@@ -529,7 +562,7 @@ func (s *responsesSplicer) reframe(raw, name, oldData, newData []byte) []byte {
 		}
 		if bytes.IndexAny(newData, "\r\n") < 0 {
 			if a, b, ok := respSingleDataLine(raw); ok && bytes.Equal(raw[a:b], oldData) {
-				return respCompleteEvent(splice(raw, a, b, newData))
+				return respCompleteEvent(jsonkit.Splice(raw, a, b, newData))
 			}
 		}
 	}
@@ -863,13 +896,13 @@ func (s *responsesSplicer) mergedResponse() ([]byte, error) {
 		same = elems[i].Raw == string(shown[i])
 	}
 	if !same {
-		merged = setMember(merged, root, "output", wrap('[', oaJoin(shown), ']'))
+		merged = jsonkit.SetMember(merged, root, "output", wrap('[', oaJoin(shown), ']'))
 	}
 	if len(s.streams) > 1 && s.followID != "" {
 		// A follow-up whose terminal response lacks an id: the agent must
 		// still continue from the follow-up.
-		if root, ok := rootObject(bstr(merged)); ok && root.Get("id").Type != gjson.String {
-			merged = setMember(merged, root, "id", jsonString(s.followID))
+		if root, ok := jsonkit.RootObject(jsonkit.UnsafeString(merged)); ok && root.Get("id").Type != gjson.String {
+			merged = jsonkit.SetMember(merged, root, "id", jsonkit.Quote(s.followID))
 		}
 	}
 	return merged, nil
@@ -1029,14 +1062,14 @@ func (o *respOpen) closeRewrite(h respHeld) *respRewrite {
 	switch h.typ {
 	case respEvTextDone:
 		if added != "" && f.text.Type == gjson.String {
-			rw.text = appendToString([]byte(f.text.Raw), gjson.Result{Type: gjson.String, Raw: f.text.Raw}, added)
+			rw.text = jsonkit.AppendToString([]byte(f.text.Raw), gjson.Result{Type: gjson.String, Raw: f.text.Raw}, added)
 		}
 	case respEvPartDone:
 		if added != "" && f.part.IsObject() {
 			part := []byte(f.part.Raw)
-			if root, ok := rootObject(bstr(part)); ok {
+			if root, ok := jsonkit.RootObject(jsonkit.UnsafeString(part)); ok {
 				if t := root.Get("text"); t.Type == gjson.String {
-					rw.part = appendToString(part, t, added)
+					rw.part = jsonkit.AppendToString(part, t, added)
 				}
 			}
 		}
@@ -1084,7 +1117,7 @@ func (s *responsesSplicer) flushSeam() {
 // open text carrying delta.
 func (s *responsesSplicer) emitMerged(o *respOpen, raw, name, data []byte, delta string) ([]byte, error) {
 	b, err := s.emitRewrite(raw, name, data, o.agent, &respRewrite{
-		itemID: o.itemID, content: strconv.AppendInt(nil, o.content, 10), delta: jsonString(delta)})
+		itemID: o.itemID, content: strconv.AppendInt(nil, o.content, 10), delta: jsonkit.Quote(delta)})
 	if err != nil {
 		return nil, err
 	}
@@ -1112,39 +1145,11 @@ func (s *responsesSplicer) feedMerge(m *respItemState, typ string, f *respFields
 	case respEvItemAdded:
 		return nil, nil
 	case respEvItemDone:
-		s.flushSeam()
-		if st := f.item.Get("status"); st.Type == gjson.String {
-			o.edit.status = []byte(st.Raw)
-		}
-		parts := oaElems(f.item.Get("content"))
-		for mi, x := range o.extra {
-			if mi < int64(len(parts)) && parts[mi].IsObject() {
-				o.edit.extra[x.pos] = []byte(parts[mi].Raw)
-			}
-		}
-		if o.textClosed {
-			s.closeOpen() // the message ends with another part
-		}
+		s.mergeItemDone(o, f)
 		return nil, nil
 	case respEvPartAdded:
-		if !hasCI {
+		if s.mergePartAdded(o, f, ci, hasCI) {
 			return nil, nil
-		}
-		if o.mText < 0 && !o.textClosed && f.part.Get("type").Str == "output_text" {
-			o.mText = ci
-			return nil, nil
-		}
-		if _, ok := o.extra[ci]; !ok && ci != o.mText {
-			s.flushSeam()
-			s.flushPartCloses(o)
-			o.textClosed = true
-			o.extra[ci] = respExtraPart{agent: o.nextPart, pos: len(o.edit.extra)}
-			o.nextPart++
-			part := []byte("{}")
-			if f.part.IsObject() {
-				part = []byte(f.part.Raw)
-			}
-			o.edit.extra = append(o.edit.extra, part)
 		}
 	case respEvPartDone:
 		if hasCI && ci == o.mText {
@@ -1188,6 +1193,51 @@ func (s *responsesSplicer) feedMerge(m *respItemState, typ string, f *respFields
 	}
 	return s.emitRewrite(ev.Raw, ev.Name, ev.Data, o.agent, &respRewrite{
 		itemID: o.itemID, content: strconv.AppendInt(nil, x.agent, 10)})
+}
+
+// mergeItemDone takes the merged message's output_item.done: its status
+// and its extra parts as they finally are go to the open text's message.
+func (s *responsesSplicer) mergeItemDone(o *respOpen, f *respFields) {
+	s.flushSeam()
+	if st := f.item.Get("status"); st.Type == gjson.String {
+		o.edit.status = []byte(st.Raw)
+	}
+	parts := oaElems(f.item.Get("content"))
+	for mi, x := range o.extra {
+		if mi < int64(len(parts)) && parts[mi].IsObject() {
+			o.edit.extra[x.pos] = []byte(parts[mi].Raw)
+		}
+	}
+	if o.textClosed {
+		s.closeOpen() // the message ends with another part
+	}
+}
+
+// mergePartAdded takes a content_part.added of the merged message (content
+// index ci): its first output_text part becomes the merged text, and any
+// other new part an extra part of the open text's message, closing the
+// text. It reports whether the event is consumed (nothing to emit).
+func (s *responsesSplicer) mergePartAdded(o *respOpen, f *respFields, ci int64, hasCI bool) (consumed bool) {
+	if !hasCI {
+		return true
+	}
+	if o.mText < 0 && !o.textClosed && f.part.Get("type").Str == "output_text" {
+		o.mText = ci
+		return true
+	}
+	if _, ok := o.extra[ci]; !ok && ci != o.mText {
+		s.flushSeam()
+		s.flushPartCloses(o)
+		o.textClosed = true
+		o.extra[ci] = respExtraPart{agent: o.nextPart, pos: len(o.edit.extra)}
+		o.nextPart++
+		part := []byte("{}")
+		if f.part.IsObject() {
+			part = []byte(f.part.Raw)
+		}
+		o.edit.extra = append(o.edit.extra, part)
+	}
+	return false
 }
 
 // Continue starts a continuation stream: its first message continues the

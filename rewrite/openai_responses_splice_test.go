@@ -104,11 +104,11 @@ func TestResponsesSplicePassThrough(t *testing.T) {
 	for _, name := range []string{"splice_text.sse", "stream.sse", "splice_incomplete.sse", "splice_calls.sse", "splice_custom.sse"} {
 		for _, crlf := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/crlf=%v", name, crlf), func(t *testing.T) {
-				in := fixture(t, APIOpenAIResponses, name)
+				in := fixture(t, OpenAIResponses, name)
 				if crlf {
 					in = bytes.ReplaceAll(in, []byte("\n"), []byte("\r\n"))
 				}
-				sp := NewStreamSplicer(APIOpenAIResponses)
+				sp := OpenAIResponses.NewSplicer()
 				out := respFeedSplice(t, sp, in)
 				require.True(t, sp.Done())
 				reply, err := sp.Reply()
@@ -136,15 +136,15 @@ func TestResponsesSplicePassThrough(t *testing.T) {
 }
 
 func TestResponsesSpliceRemove(t *testing.T) {
-	sp := NewStreamSplicer(APIOpenAIResponses)
-	out := respFeedSplice(t, sp, fixture(t, APIOpenAIResponses, "splice_calls.sse"))
+	sp := OpenAIResponses.NewSplicer()
+	out := respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_calls.sse"))
 	require.True(t, sp.Done())
 	require.NotContains(t, string(out), "function_call", "calls are held until Release")
 	require.Contains(t, string(out), `"delta":"me look."`, "text passes at once")
 	require.NotContains(t, string(out), "response.output_text.done", "the last text's close events are held")
 	reply, err := sp.Reply()
 	require.NoError(t, err)
-	r, err := responsesCodec{}.ParseReply(reply)
+	r, err := responsesCodec{views: testViews}.ParseReply(reply)
 	require.NoError(t, err)
 	require.Len(t, r.ToolCalls, 2)
 
@@ -175,15 +175,15 @@ func TestResponsesSpliceRemove(t *testing.T) {
 		}
 	}
 	// The final response is EditReply's.
-	edited, err := responsesCodec{}.EditReply(reply, []int{0}, nil)
+	edited, err := responsesCodec{views: testViews}.EditReply(reply, []int{0}, nil)
 	require.NoError(t, err)
 	require.JSONEq(t, string(edited), gjson.Get(evs[len(evs)-1].data, "response").Raw)
 	require.Equal(t, len(evs), sp.Events())
 }
 
 func TestResponsesSpliceFirst(t *testing.T) {
-	sp := NewStreamSplicer(APIOpenAIResponses)
-	out := respFeedSplice(t, sp, fixture(t, APIOpenAIResponses, "splice_calls.sse"))
+	sp := OpenAIResponses.NewSplicer()
+	out := respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_calls.sse"))
 	b, err := sp.Release(nil, []int{1})
 	require.NoError(t, err)
 	out = append(out, b...)
@@ -196,8 +196,8 @@ func TestResponsesSpliceFirst(t *testing.T) {
 	require.Equal(t, "call_b", last.Response.Output[1].CallID)
 	require.Equal(t, "call_a", last.Response.Output[2].CallID)
 	// Bad plans are errors, and Release may then be retried.
-	sp = NewStreamSplicer(APIOpenAIResponses)
-	respFeedSplice(t, sp, fixture(t, APIOpenAIResponses, "splice_calls.sse"))
+	sp = OpenAIResponses.NewSplicer()
+	respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_calls.sse"))
 	_, err = sp.Release([]int{5}, nil)
 	require.Error(t, err)
 	_, err = sp.Release([]int{0}, []int{0})
@@ -209,8 +209,8 @@ func TestResponsesSpliceFirst(t *testing.T) {
 }
 
 func TestResponsesSpliceFollowUp(t *testing.T) {
-	sp := NewStreamSplicer(APIOpenAIResponses)
-	out := respFeedSplice(t, sp, fixture(t, APIOpenAIResponses, "splice_topic.sse"))
+	sp := OpenAIResponses.NewSplicer()
+	out := respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_topic.sse"))
 	require.True(t, sp.Done())
 	reply, err := sp.Reply()
 	require.NoError(t, err)
@@ -224,7 +224,7 @@ func TestResponsesSpliceFollowUp(t *testing.T) {
 	require.False(t, sp.Done())
 	_, err = sp.Reply()
 	require.Error(t, err)
-	out = append(out, respFeedSplice(t, sp, fixture(t, APIOpenAIResponses, "splice_followup.sse"))...)
+	out = append(out, respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_followup.sse"))...)
 	require.True(t, sp.Done())
 	reply2, err := sp.Reply()
 	require.NoError(t, err)
@@ -254,13 +254,13 @@ func TestResponsesSpliceFollowUp(t *testing.T) {
 
 func TestResponsesSpliceFollowUpKeepsCalls(t *testing.T) {
 	// stream 1: [message, A, B] keeping B first; stream 2: incomplete message.
-	sp := NewStreamSplicer(APIOpenAIResponses)
-	out := respFeedSplice(t, sp, fixture(t, APIOpenAIResponses, "splice_calls.sse"))
+	sp := OpenAIResponses.NewSplicer()
+	out := respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_calls.sse"))
 	b, err := sp.Release(nil, []int{1})
 	require.NoError(t, err)
 	out = append(out, b...)
 	sp.Next()
-	out = append(out, respFeedSplice(t, sp, fixture(t, APIOpenAIResponses, "splice_incomplete.sse"))...)
+	out = append(out, respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_incomplete.sse"))...)
 	b, err = sp.Release(nil, nil)
 	require.NoError(t, err)
 	out = append(out, b...)
@@ -305,7 +305,7 @@ func TestResponsesSpliceInterleaved(t *testing.T) {
 	w.ev("response.output_item.done", `,"output_index":1,"item":`+msg)
 	w.ev("response.output_item.done", `,"output_index":0,"item":`+fc)
 	w.ev("response.completed", `,"response":{"id":"r1","status":"completed","output":[`+fc+`,`+msg+`],"usage":{"input_tokens":1,"output_tokens":2,"total_tokens":3}}`)
-	sp := NewStreamSplicer(APIOpenAIResponses)
+	sp := OpenAIResponses.NewSplicer()
 	out := respFeedSplice(t, sp, []byte(w.b.String()))
 	b, err := sp.Release(nil, nil)
 	require.NoError(t, err)
@@ -332,7 +332,7 @@ func TestResponsesSpliceUnstreamedCall(t *testing.T) {
 	w.ev("response.output_item.added", `,"output_index":1,"item":`+fc1)
 	w.ev("response.output_item.done", `,"output_index":1,"item":`+fc1)
 	w.ev("response.completed", `,"response":{"id":"r1","status":"completed","output":[`+fc1+`,`+msg+`,`+fc2+`]}`)
-	sp := NewStreamSplicer(APIOpenAIResponses)
+	sp := OpenAIResponses.NewSplicer()
 	out := respFeedSplice(t, sp, []byte(w.b.String()))
 	b, err := sp.Release(nil, []int{1})
 	require.NoError(t, err)
@@ -352,11 +352,11 @@ func TestResponsesSpliceUnstreamedCall(t *testing.T) {
 	w.ev("response.output_item.added", `,"output_index":0,"item":`+fc1)
 	w.ev("response.output_item.done", `,"output_index":0,"item":`+fc1)
 	w.ev("response.completed", `,"response":{"id":"r1","status":"completed","output":[]}`)
-	sp = NewStreamSplicer(APIOpenAIResponses)
+	sp = OpenAIResponses.NewSplicer()
 	respFeedSplice(t, sp, []byte(w.b.String()))
 	reply, err := sp.Reply()
 	require.NoError(t, err)
-	r, err := responsesCodec{}.ParseReply(reply)
+	r, err := responsesCodec{views: testViews}.ParseReply(reply)
 	require.NoError(t, err)
 	require.Len(t, r.ToolCalls, 1)
 	b, err = sp.Release([]int{0}, nil)
@@ -365,8 +365,8 @@ func TestResponsesSpliceUnstreamedCall(t *testing.T) {
 }
 
 func TestResponsesSpliceError(t *testing.T) {
-	in := fixture(t, APIOpenAIResponses, "splice_error.sse")
-	sp := NewStreamSplicer(APIOpenAIResponses)
+	in := fixture(t, OpenAIResponses, "splice_error.sse")
+	sp := OpenAIResponses.NewSplicer()
 	out := respFeedSplice(t, sp, in)
 	require.True(t, sp.Done())
 	require.Equal(t, string(in), string(out), "the error is forwarded at once")
@@ -380,8 +380,8 @@ func TestResponsesSpliceError(t *testing.T) {
 	require.Empty(t, b)
 
 	// An error on a follow-up continues the numbering.
-	sp = NewStreamSplicer(APIOpenAIResponses)
-	out = respFeedSplice(t, sp, fixture(t, APIOpenAIResponses, "splice_topic.sse"))
+	sp = OpenAIResponses.NewSplicer()
+	out = respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_topic.sse"))
 	_, err = sp.Release([]int{0}, nil)
 	require.NoError(t, err)
 	sp.Next()
@@ -400,7 +400,7 @@ func TestResponsesSpliceError(t *testing.T) {
 	var w respSSE
 	w.ev("response.created", `,"response":{"id":"r1","status":"in_progress","output":[]}`)
 	w.ev("response.failed", `,"response":{"id":"r1","status":"failed","output":[],"error":{"code":"server_error","message":"x"}}`)
-	sp = NewStreamSplicer(APIOpenAIResponses)
+	sp = OpenAIResponses.NewSplicer()
 	out = respFeedSplice(t, sp, []byte(w.b.String()))
 	require.Equal(t, w.b.String(), string(out))
 	require.True(t, sp.Done())
@@ -410,9 +410,9 @@ func TestResponsesSpliceError(t *testing.T) {
 }
 
 func TestResponsesSpliceUnfinished(t *testing.T) {
-	in := fixture(t, APIOpenAIResponses, "splice_calls.sse")
+	in := fixture(t, OpenAIResponses, "splice_calls.sse")
 	cut := in[:bytes.LastIndex(in, []byte("event: response.completed"))]
-	sp := NewStreamSplicer(APIOpenAIResponses)
+	sp := OpenAIResponses.NewSplicer()
 	respFeedSplice(t, sp, cut)
 	require.False(t, sp.Done())
 	_, err := sp.Reply()
@@ -426,7 +426,7 @@ func TestResponsesSpliceUnfinished(t *testing.T) {
 	require.Error(t, err)
 
 	// An event cut by the end of the stream still reaches the agent whole.
-	sp = NewStreamSplicer(APIOpenAIResponses)
+	sp = OpenAIResponses.NewSplicer()
 	out := respFeedSplice(t, sp, []byte("event: foo\ndata: {\"type\":\"foo\",\"sequence_number\":3}"))
 	require.Equal(t, "event: foo\ndata: {\"type\":\"foo\",\"sequence_number\":3}\n\n", string(out))
 }
@@ -439,13 +439,13 @@ func TestResponsesSpliceMalformed(t *testing.T) {
 		`{"type":"foo","sequence_number":1,"sequence_number":2}`,
 		`{"type":"response.completed","response":[]}`,
 	} {
-		sp := NewStreamSplicer(APIOpenAIResponses)
+		sp := OpenAIResponses.NewSplicer()
 		_, err := sp.Feed(Event{Name: []byte("x"), Data: []byte(data), Raw: []byte("data: " + data + "\n\n")})
 		require.Error(t, err, data)
 	}
 	// [DONE] is held and sent after the terminal event.
-	in := string(fixture(t, APIOpenAIResponses, "splice_text.sse")) + "data: [DONE]\n\n"
-	sp := NewStreamSplicer(APIOpenAIResponses)
+	in := string(fixture(t, OpenAIResponses, "splice_text.sse")) + "data: [DONE]\n\n"
+	sp := OpenAIResponses.NewSplicer()
 	out := respFeedSplice(t, sp, []byte(in))
 	require.NotContains(t, string(out), "[DONE]")
 	b, err := sp.Finish()
@@ -511,7 +511,7 @@ func FuzzResponsesSplicer(f *testing.F) {
 			ctrl = ctrl[1:]
 			return c
 		}
-		sp := NewStreamSplicer(APIOpenAIResponses)
+		sp := OpenAIResponses.NewSplicer()
 		var out []byte
 		released := false
 		rd := NewReader(iotest.OneByteReader(bytes.NewReader(sse)), WithMaxEventSize(1<<16))
@@ -612,7 +612,7 @@ func respRenumbered(t *testing.T, raw string, seq, out int) string {
 // 0 = custom, 1 = function): held custom calls are released byte for byte
 // or renumbered exactly like function calls.
 func TestResponsesSpliceCustom(t *testing.T) {
-	in := fixture(t, APIOpenAIResponses, "splice_custom.sse")
+	in := fixture(t, OpenAIResponses, "splice_custom.sse")
 	raw := respRawEvents(t, in)
 	require.Len(t, raw, 19)
 	closes, custom, fn := raw[5:8], raw[8:13], raw[13:18]
@@ -620,13 +620,13 @@ func TestResponsesSpliceCustom(t *testing.T) {
 		require.Contains(t, e, `"output_index":1`)
 	}
 	run := func(t *testing.T, remove, first []int) (held, released string, evs []respSplicedEvent, last responses.ResponseStreamEventUnion) {
-		sp := NewStreamSplicer(APIOpenAIResponses)
+		sp := OpenAIResponses.NewSplicer()
 		out := respFeedSplice(t, sp, in)
 		require.True(t, sp.Done())
 		require.Equal(t, strings.Join(raw[:5], ""), string(out), "text passes at once, its close events and calls are held")
 		reply, err := sp.Reply()
 		require.NoError(t, err)
-		view, err := responsesCodec{}.ParseReply(reply)
+		view, err := responsesCodec{views: testViews}.ParseReply(reply)
 		require.NoError(t, err)
 		require.Len(t, view.ToolCalls, 2)
 		require.True(t, view.ToolCalls[0].Freeform)
@@ -640,7 +640,7 @@ func TestResponsesSpliceCustom(t *testing.T) {
 		all := append(append(append([]byte(nil), out...), b...), fin...)
 		evs = respParseSpliced(t, all)
 		last = respCheckSpliced(t, evs)
-		edited, err := responsesCodec{}.EditReply(reply, remove, first)
+		edited, err := responsesCodec{views: testViews}.EditReply(reply, remove, first)
 		require.NoError(t, err)
 		require.JSONEq(t, string(edited), gjson.Get(evs[len(evs)-1].data, "response").Raw, "the final response is EditReply's")
 		require.Equal(t, len(evs), sp.Events())
@@ -704,13 +704,13 @@ func TestResponsesSpliceCustom(t *testing.T) {
 // create_new_topic (answered by shepherd); the follow-up carries a custom
 // call, which reaches the agent.
 func TestResponsesSpliceCustomFollowUp(t *testing.T) {
-	sp := NewStreamSplicer(APIOpenAIResponses)
-	out := respFeedSplice(t, sp, fixture(t, APIOpenAIResponses, "splice_topic.sse"))
+	sp := OpenAIResponses.NewSplicer()
+	out := respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_topic.sse"))
 	b, err := sp.Release([]int{0}, nil)
 	require.NoError(t, err)
 	require.Empty(t, b)
 	sp.Next()
-	out = append(out, respFeedSplice(t, sp, fixture(t, APIOpenAIResponses, "splice_custom.sse"))...)
+	out = append(out, respFeedSplice(t, sp, fixture(t, OpenAIResponses, "splice_custom.sse"))...)
 	b, err = sp.Release([]int{1}, nil)
 	require.NoError(t, err)
 	out = append(out, b...)

@@ -6,6 +6,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // This file holds the Responses reply side: the response object view and the
@@ -22,25 +23,25 @@ func (responsesCodec) ParseReply(body []byte) (*conv.Reply, error) {
 // responsesReply views a response object (a reply body, or the response of a
 // terminal stream event).
 func responsesReply(resp gjson.Result) *conv.Reply {
-	r := &conv.Reply{Model: str(resp.Get("model"))}
+	r := &conv.Reply{Model: jsonkit.OwnedString(resp.Get("model"))}
 	var text []byte
-	eachElem(resp.Get("output"), func(_ int, it gjson.Result) bool {
+	jsonkit.EachElement(resp.Get("output"), func(_ int, it gjson.Result) bool {
 		switch it.Get("type").Str {
 		case "message":
-			eachElem(it.Get("content"), func(_ int, p gjson.Result) bool {
+			jsonkit.EachElement(it.Get("content"), func(_ int, p gjson.Result) bool {
 				if p.Get("type").Str == "output_text" {
 					text = append(text, p.Get("text").Str...)
 				}
 				return true
 			})
 		case "function_call":
-			tc := conv.ToolCall{Index: len(r.ToolCalls), ID: str(it.Get("call_id")), Name: str(it.Get("name"))}
+			tc := conv.ToolCall{Index: len(r.ToolCalls), ID: jsonkit.OwnedString(it.Get("call_id")), Name: jsonkit.OwnedString(it.Get("name"))}
 			if a := it.Get("arguments"); a.Type == gjson.String && a.Str != "" {
 				tc.Args = []byte(a.Str)
 			}
 			r.ToolCalls = append(r.ToolCalls, tc)
 		case "custom_tool_call":
-			tc := conv.ToolCall{Index: len(r.ToolCalls), ID: str(it.Get("call_id")), Name: str(it.Get("name")), Freeform: true}
+			tc := conv.ToolCall{Index: len(r.ToolCalls), ID: jsonkit.OwnedString(it.Get("call_id")), Name: jsonkit.OwnedString(it.Get("name")), Freeform: true}
 			if in := it.Get("input"); in.Type == gjson.String {
 				tc.Args = freeformArgs(in.Str)
 			}
@@ -59,7 +60,7 @@ func responsesReply(resp gjson.Result) *conv.Reply {
 // responsesStop normalises a response's status. RawStop is the status, or
 // for an incomplete response the incomplete_details.reason when given.
 func responsesStop(resp gjson.Result, calls bool) (conv.StopReason, string) {
-	status := str(resp.Get("status"))
+	status := jsonkit.OwnedString(resp.Get("status"))
 	switch status {
 	case "completed":
 		if calls {
@@ -67,7 +68,7 @@ func responsesStop(resp gjson.Result, calls bool) (conv.StopReason, string) {
 		}
 		return conv.StopEnd, status
 	case "incomplete":
-		switch reason := str(resp.Get("incomplete_details.reason")); reason {
+		switch reason := jsonkit.OwnedString(resp.Get("incomplete_details.reason")); reason {
 		case "max_output_tokens":
 			return conv.StopMaxTokens, reason
 		case "content_filter":
@@ -122,7 +123,7 @@ func freeformFragment(text string) string {
 	if text == "" {
 		return ""
 	}
-	b := appendJSONString(make([]byte, 0, len(text)+2), text)
+	b := jsonkit.AppendString(make([]byte, 0, len(text)+2), text)
 	return string(b[1 : len(b)-1])
 }
 
@@ -162,7 +163,7 @@ func (d *responsesDecoder) Decode(ev Event) ([]StreamEvent, error) {
 	}
 	typ := root.Get("type").Str
 	if typ == "" {
-		typ = bstr(ev.Name)
+		typ = jsonkit.UnsafeString(ev.Name)
 	}
 	e := StreamEvent{Seq: -1, Index: int(root.Get("output_index").Int())}
 	if s := root.Get("sequence_number"); s.Type == gjson.Number {
@@ -171,7 +172,7 @@ func (d *responsesDecoder) Decode(ev Event) ([]StreamEvent, error) {
 	switch typ {
 	case "response.created":
 		resp := root.Get("response")
-		e.Kind, e.Model, e.Usage = StreamStart, str(resp.Get("model")), responsesUsage(resp.Get("usage"))
+		e.Kind, e.Model, e.Usage = StreamStart, jsonkit.OwnedString(resp.Get("model")), responsesUsage(resp.Get("usage"))
 	case "response.output_item.added", "response.output_item.done":
 		item := root.Get("item")
 		e.Kind, e.BlockKind = BlockStart, responsesItemKind(item.Get("type").Str)
@@ -179,8 +180,8 @@ func (d *responsesDecoder) Decode(ev Event) ([]StreamEvent, error) {
 			e.Kind = BlockStop
 		}
 		if e.BlockKind == conv.BlockToolCall && item.Get("type").Str == "custom_tool_call" {
-			e.ToolCallID, e.ToolName = str(item.Get("call_id")), str(item.Get("name"))
-			input := str(item.Get("input"))
+			e.ToolCallID, e.ToolName = jsonkit.OwnedString(item.Get("call_id")), jsonkit.OwnedString(item.Get("name"))
+			input := jsonkit.OwnedString(item.Get("input"))
 			st := d.call(e.Index)
 			switch {
 			case e.Kind == BlockStart:
@@ -197,31 +198,31 @@ func (d *responsesDecoder) Decode(ev Event) ([]StreamEvent, error) {
 				st.custom = false // closed
 			}
 		} else if e.BlockKind == conv.BlockToolCall {
-			e.ToolCallID, e.ToolName = str(item.Get("call_id")), str(item.Get("name"))
+			e.ToolCallID, e.ToolName = jsonkit.OwnedString(item.Get("call_id")), jsonkit.OwnedString(item.Get("name"))
 			st := d.call(e.Index)
 			if e.Kind == BlockStart {
 				d.calls = append(d.calls, responsesCallState{index: e.Index})
-				e.ArgsDelta = str(item.Get("arguments"))
+				e.ArgsDelta = jsonkit.OwnedString(item.Get("arguments"))
 				if e.ArgsDelta != "" {
 					d.calls[len(d.calls)-1].sawArgs = true
 				}
 			} else if st == nil || !st.sawArgs {
-				e.ArgsDelta = str(item.Get("arguments")) // arguments never streamed
+				e.ArgsDelta = jsonkit.OwnedString(item.Get("arguments")) // arguments never streamed
 			}
 		}
 	case "response.output_text.delta":
-		e.Kind, e.BlockKind, e.TextDelta = BlockDelta, conv.BlockText, str(root.Get("delta"))
+		e.Kind, e.BlockKind, e.TextDelta = BlockDelta, conv.BlockText, jsonkit.OwnedString(root.Get("delta"))
 	case "response.refusal.delta":
-		e.Kind, e.BlockKind, e.TextDelta = BlockDelta, conv.BlockOther, str(root.Get("delta"))
+		e.Kind, e.BlockKind, e.TextDelta = BlockDelta, conv.BlockOther, jsonkit.OwnedString(root.Get("delta"))
 	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
-		e.Kind, e.BlockKind, e.TextDelta = BlockDelta, conv.BlockThinking, str(root.Get("delta"))
+		e.Kind, e.BlockKind, e.TextDelta = BlockDelta, conv.BlockThinking, jsonkit.OwnedString(root.Get("delta"))
 	case "response.function_call_arguments.delta":
-		e.Kind, e.BlockKind, e.ArgsDelta = BlockDelta, conv.BlockToolCall, str(root.Get("delta"))
+		e.Kind, e.BlockKind, e.ArgsDelta = BlockDelta, conv.BlockToolCall, jsonkit.OwnedString(root.Get("delta"))
 		if st := d.call(e.Index); st != nil && e.ArgsDelta != "" {
 			st.sawArgs = true
 		}
 	case "response.custom_tool_call_input.delta":
-		delta := str(root.Get("delta"))
+		delta := jsonkit.OwnedString(root.Get("delta"))
 		e.Kind, e.BlockKind, e.ArgsDelta = BlockDelta, conv.BlockToolCall, freeformFragment(delta)
 		st := d.call(e.Index)
 		if st == nil || !st.custom {
@@ -236,19 +237,19 @@ func (d *responsesDecoder) Decode(ev Event) ([]StreamEvent, error) {
 	case "response.completed", "response.incomplete", "response.failed":
 		resp := root.Get("response")
 		calls := len(d.calls) > 0
-		eachElem(resp.Get("output"), func(_ int, it gjson.Result) bool {
+		jsonkit.EachElement(resp.Get("output"), func(_ int, it gjson.Result) bool {
 			calls = calls || responsesCallType(it.Get("type").Str)
 			return !calls
 		})
 		e.Kind, e.Usage = Finish, responsesUsage(resp.Get("usage"))
 		e.Stop, e.RawStop = responsesStop(resp, calls)
 		if typ == "response.failed" {
-			e.ErrorMessage = str(resp.Get("error.message"))
+			e.ErrorMessage = jsonkit.OwnedString(resp.Get("error.message"))
 		}
 	case "error":
-		e.Kind, e.ErrorMessage = Error, str(root.Get("message"))
+		e.Kind, e.ErrorMessage = Error, jsonkit.OwnedString(root.Get("message"))
 		if !root.Get("message").Exists() {
-			e.ErrorMessage = str(root.Get("error.message"))
+			e.ErrorMessage = jsonkit.OwnedString(root.Get("error.message"))
 		}
 	default:
 		e.Kind = Other

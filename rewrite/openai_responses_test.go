@@ -9,10 +9,11 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 func TestResponsesParseRequest(t *testing.T) {
-	req, err := For(APIOpenAIResponses).ParseRequest(fixture(t, APIOpenAIResponses, "request.json"))
+	req, err := codecFor(OpenAIResponses).ParseRequest(fixture(t, OpenAIResponses, "request.json"))
 	require.NoError(t, err)
 	require.Len(t, req.Fingerprint, 32)
 	req.Fingerprint = ""
@@ -38,7 +39,7 @@ func TestResponsesParseRequest(t *testing.T) {
 }
 
 func TestResponsesParseRequestStringInput(t *testing.T) {
-	c := For(APIOpenAIResponses)
+	c := codecFor(OpenAIResponses)
 	req, err := c.ParseRequest([]byte(`{"model":"m","input":"hi"}`))
 	require.NoError(t, err)
 	require.Equal(t, []conv.Message{{Role: conv.RoleUser, Blocks: []conv.Block{{Kind: conv.BlockText, Text: "hi"}}}}, req.Messages)
@@ -76,7 +77,7 @@ func TestResponsesMalformed(t *testing.T) {
 		{`{"input":[{"type":"custom_tool_call_output","call_id":"a","output":1}]}`, "input[0].output must be a string or an array"},
 	}
 	for _, tt := range tests {
-		_, err := For(APIOpenAIResponses).ParseRequest([]byte(tt.body))
+		_, err := codecFor(OpenAIResponses).ParseRequest([]byte(tt.body))
 		require.ErrorIs(t, err, ErrMalformed, tt.body)
 		require.EqualError(t, err, "rewrite: malformed request body: "+tt.field)
 	}
@@ -114,15 +115,15 @@ func TestResponsesApplyEdits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out := checkEdit(t, For(APIOpenAIResponses), []byte(tt.body), tt.edits)
+			out := checkEdit(t, codecFor(OpenAIResponses), []byte(tt.body), tt.edits)
 			require.Equal(t, tt.want, string(out))
 		})
 	}
 }
 
 func TestResponsesParseReply(t *testing.T) {
-	c := For(APIOpenAIResponses)
-	r, err := c.ParseReply(fixture(t, APIOpenAIResponses, "reply.json"))
+	c := codecFor(OpenAIResponses)
+	r, err := c.ParseReply(fixture(t, OpenAIResponses, "reply.json"))
 	require.NoError(t, err)
 	require.Equal(t, &conv.Reply{
 		Model: "gpt-5-codex", Text: "Reading it.",
@@ -153,8 +154,8 @@ func TestResponsesParseReply(t *testing.T) {
 }
 
 func TestResponsesStream(t *testing.T) {
-	c := For(APIOpenAIResponses)
-	evs, reply := decodeSSE(t, c, fixture(t, APIOpenAIResponses, "stream.sse"))
+	c := codecFor(OpenAIResponses)
+	evs, reply := decodeSSE(t, c, fixture(t, OpenAIResponses, "stream.sse"))
 	require.Equal(t, []EventKind{
 		StreamStart, Other,
 		BlockStart, BlockDelta, BlockStop,
@@ -172,13 +173,13 @@ func TestResponsesStream(t *testing.T) {
 	require.Equal(t, conv.BlockThinking, evs[3].BlockKind)
 	require.Equal(t, "Look at it.", evs[3].TextDelta)
 
-	want, err := c.ParseReply(fixture(t, APIOpenAIResponses, "reply.json"))
+	want, err := c.ParseReply(fixture(t, OpenAIResponses, "reply.json"))
 	require.NoError(t, err)
 	require.Equal(t, want, reply)
 }
 
 func TestResponsesStreamVariants(t *testing.T) {
-	d := For(APIOpenAIResponses).NewStreamDecoder()
+	d := codecFor(OpenAIResponses).NewStreamDecoder()
 	decode := func(data string) []StreamEvent {
 		evs, err := d.Decode(Event{Data: []byte(data), hasData: true})
 		require.NoError(t, err)
@@ -221,7 +222,7 @@ const respCustomConv = `{"model":"gpt-5-codex","tools":[` +
 	`]}`
 
 func TestResponsesParseRequestCustom(t *testing.T) {
-	c := For(APIOpenAIResponses)
+	c := codecFor(OpenAIResponses)
 	req, err := c.ParseRequest([]byte(respCustomConv))
 	require.NoError(t, err)
 	req.Messages = stripDigests(t, req.Messages)
@@ -267,7 +268,7 @@ const respReplyCustom = `{"id":"resp_c","status":"completed","model":"gpt-5-code
  ],"usage":{"input_tokens":10,"output_tokens":5,"total_tokens":15}}`
 
 func TestResponsesParseReplyCustom(t *testing.T) {
-	r, err := For(APIOpenAIResponses).ParseReply([]byte(respReplyCustom))
+	r, err := codecFor(OpenAIResponses).ParseReply([]byte(respReplyCustom))
 	require.NoError(t, err)
 	require.Equal(t, &conv.Reply{
 		Model: "gpt-5-codex", Text: "Patching.",
@@ -281,7 +282,7 @@ func TestResponsesParseReplyCustom(t *testing.T) {
 	}, r)
 
 	// A reply whose only call is a custom one is a tool-use turn.
-	r, err = For(APIOpenAIResponses).ParseReply([]byte(`{"status":"completed","output":[{"type":"custom_tool_call","call_id":"p","name":"apply_patch","input":"x"}]}`))
+	r, err = codecFor(OpenAIResponses).ParseReply([]byte(`{"status":"completed","output":[{"type":"custom_tool_call","call_id":"p","name":"apply_patch","input":"x"}]}`))
 	require.NoError(t, err)
 	require.Equal(t, conv.StopToolUse, r.Stop)
 	require.Equal(t, []conv.ToolCall{{ID: "p", Name: "apply_patch", Args: []byte(`{"input":"x"}`), Freeform: true}}, r.ToolCalls)
@@ -298,8 +299,8 @@ func respWithoutFreeform(calls []conv.ToolCall) []conv.ToolCall {
 }
 
 func TestResponsesStreamCustom(t *testing.T) {
-	c := For(APIOpenAIResponses)
-	sse := fixture(t, APIOpenAIResponses, "splice_custom.sse")
+	c := codecFor(OpenAIResponses)
+	sse := fixture(t, OpenAIResponses, "splice_custom.sse")
 	evs, reply := decodeSSE(t, c, sse)
 	var last Event
 	rd := NewReader(bytes.NewReader(sse))
@@ -325,7 +326,7 @@ func TestResponsesStreamCustom(t *testing.T) {
 	// Variants: input only in the done item, in the added item, or deltas
 	// without an added item; each gives ParseReply's arguments.
 	item := func(input string) string {
-		return `{"type":"custom_tool_call","id":"ctc","call_id":"c","name":"n","input":` + string(jsonString(input)) + `}`
+		return `{"type":"custom_tool_call","id":"ctc","call_id":"c","name":"n","input":` + string(jsonkit.Quote(input)) + `}`
 	}
 	for name, events := range map[string][]string{
 		"done only": {

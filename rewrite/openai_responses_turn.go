@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
 
@@ -73,7 +74,7 @@ func readResponsesInput(body []byte) (*responsesInput, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &responsesInput{root: root, input: member(root, "input")}
+	in := &responsesInput{root: root, input: jsonkit.Member(root, "input")}
 	if err := wantStringOrArray(in.input, "input"); err != nil {
 		return nil, err
 	}
@@ -96,7 +97,7 @@ func (in *responsesInput) stringAsItem() []byte {
 
 // setInput replaces the whole input member with an array of items.
 func (in *responsesInput) setInput(body []byte, items [][]byte) []byte {
-	return setMember(body, in.root, "input", wrap('[', oaJoin(items), ']'))
+	return jsonkit.SetMember(body, in.root, "input", wrap('[', oaJoin(items), ']'))
 }
 
 // ReplyAsMessages returns the reply's output items as input items, byte for
@@ -139,9 +140,9 @@ func (responsesCodec) ToolResultMessages(results []conv.ToolResult) ([][]byte, e
 		b := append([]byte(nil), `{"type":"`...)
 		b = append(b, typ...)
 		b = append(b, `","call_id":`...)
-		b = appendJSONString(b, r.CallID)
+		b = jsonkit.AppendString(b, r.CallID)
 		b = append(b, `,"output":`...)
-		b = appendJSONString(b, r.Content)
+		b = jsonkit.AppendString(b, r.Content)
 		items = append(items, append(b, '}'))
 	}
 	return items, nil
@@ -163,7 +164,7 @@ func (responsesCodec) AppendMessages(body []byte, items [][]byte) ([]byte, error
 		return body, nil
 	case in.str:
 		return in.setInput(body, append([][]byte{in.stringAsItem()}, items...)), nil
-	case isNull(in.input):
+	case jsonkit.IsNull(in.input):
 		return in.setInput(body, items), nil
 	}
 	return oaSpliceElems(body, in.input, in.elems, len(in.elems), len(in.elems), items), nil
@@ -234,7 +235,7 @@ func (responsesCodec) AppendUserTextAt(body []byte, pos int, texts []string) ([]
 	parts := textItems("input_text", texts)
 	const strPart = `{"type":"input_text","text":`
 	if in.str {
-		return splice(body, in.input.Index, end(in.input), []byte(`[{"role":"user","content":[`+strPart),
+		return jsonkit.Splice(body, in.input.Index, jsonkit.ValueEnd(in.input), []byte(`[{"role":"user","content":[`+strPart),
 			[]byte(in.input.Raw), []byte("},"), parts, []byte("]}]")), nil
 	}
 	it := in.elems[in.ranges[pos][0]]
@@ -330,23 +331,23 @@ func (responsesCodec) MergeReplies(first, next []byte) ([]byte, error) {
 	out := append([]byte(nil), first...)
 	if inner := oaInnerString(nout); inner != "" {
 		if fout.IsArray() {
-			out = appendItems(out, fout, []byte(inner))
+			out = jsonkit.AppendElements(out, fout, []byte(inner))
 		} else {
-			out = setMember(out, froot, "output", []byte(nout.Raw))
+			out = jsonkit.SetMember(out, froot, "output", []byte(nout.Raw))
 		}
 	}
 	for _, key := range responsesOutcome {
-		root, _ := rootObject(bstr(out))
+		root, _ := jsonkit.RootObject(jsonkit.UnsafeString(out))
 		switch v := nroot.Get(key); {
 		case v.Exists():
-			out = setMember(out, root, key, []byte(v.Raw))
+			out = jsonkit.SetMember(out, root, key, []byte(v.Raw))
 		case root.Get(key).Exists():
-			out = setMember(out, root, key, []byte("null"))
+			out = jsonkit.SetMember(out, root, key, []byte("null"))
 		}
 	}
-	root, _ := rootObject(bstr(out))
+	root, _ := jsonkit.RootObject(jsonkit.UnsafeString(out))
 	if u := oaMergeUsage(root.Get("usage"), nroot.Get("usage"), responsesUsageKeys); u != nil {
-		out = setMember(out, root, "usage", u)
+		out = jsonkit.SetMember(out, root, "usage", u)
 	}
 	return out, nil
 }
@@ -369,4 +370,32 @@ func (in *responsesInput) resultRunEnd(pos int) int {
 		}
 	}
 	return v
+}
+
+func (responsesCodec) conversationKey() string { return "input" }
+
+func (responsesCodec) fillerElem() string { return `{"role":"user","content":""}` }
+
+// userTurnElems maps view positions to input items: a user message is one
+// item; text for a tool output goes in a new user message after the run of
+// outputs that follows it, so its edit spans that run.
+func (responsesCodec) userTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
+	in, err := readResponsesInput(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	if in.str {
+		return nil, nil, errNoBatch
+	}
+	return in.elems, func(pos int) (int, int, error) {
+		if pos < 0 || pos >= len(in.ranges) {
+			return 0, 0, errNoBatch
+		}
+		return in.ranges[pos][0], in.ranges[in.resultRunEnd(pos)-1][1], nil
+	}, nil
+}
+
+// AppendUserTexts is AppendUserTextAt for several turns, batched.
+func (c responsesCodec) AppendUserTexts(body []byte, ops []UserTexts) ([]byte, error) {
+	return appendUserTexts(c, c, body, ops)
 }

@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -36,7 +37,7 @@ func TestResponsesRanges(t *testing.T) {
 		in, err := readResponsesInput(body)
 		require.NoError(t, err)
 		require.Equal(t, tt.want, in.ranges, tt.input)
-		req, err := For(APIOpenAIResponses).ParseRequest(body)
+		req, err := codecFor(OpenAIResponses).ParseRequest(body)
 		require.NoError(t, err)
 		require.Len(t, req.Messages, len(tt.want), "ranges must match the view")
 	}
@@ -54,8 +55,8 @@ func TestResponsesRanges(t *testing.T) {
 }
 
 func TestResponsesReplyAsMessages(t *testing.T) {
-	c := Turn(APIOpenAIResponses)
-	items, err := oaCheckItemsOut(t, fixture(t, APIOpenAIResponses, "reply.json"), c.ReplyAsMessages)
+	c := codecFor(OpenAIResponses)
+	items, err := oaCheckItemsOut(t, fixture(t, OpenAIResponses, "reply.json"), c.ReplyAsMessages)
 	require.NoError(t, err)
 	require.Equal(t, []string{
 		`{"type":"reasoning","id":"rs_2","summary":[{"type":"summary_text","text":"Look at it."}]}`,
@@ -75,7 +76,7 @@ func TestResponsesReplyAsMessages(t *testing.T) {
 }
 
 func TestResponsesToolResultMessages(t *testing.T) {
-	c := Turn(APIOpenAIResponses)
+	c := codecFor(OpenAIResponses)
 	items, err := c.ToolResultMessages([]conv.ToolResult{
 		{CallID: "call_1", Content: "ok"},
 		{CallID: "call_2", Content: "Refused: \"bash\" is outside intent <fix-bug>\n", IsError: true},
@@ -151,7 +152,7 @@ func respConvWith(s, e int, ins string) string {
 }
 
 func TestResponsesPositionalEdits(t *testing.T) {
-	c := Turn(APIOpenAIResponses)
+	c := codecFor(OpenAIResponses)
 	require.Equal(t, respConv, respConvWith(0, 0, ""))
 	res := []conv.ToolResult{{CallID: "x", Content: "r\"x"}, {CallID: "y", Content: "refused", IsError: true}}
 	const resItems = `{"type":"function_call_output","call_id":"x","output":"r\"x"},{"type":"function_call_output","call_id":"y","output":"refused"}`
@@ -234,7 +235,7 @@ func TestResponsesPositionalEdits(t *testing.T) {
 }
 
 func TestResponsesPositionalErrors(t *testing.T) {
-	c := Turn(APIOpenAIResponses)
+	c := codecFor(OpenAIResponses)
 	body := []byte(respConv)
 	item := [][]byte{[]byte(`{"role":"user","content":"x"}`)}
 	for name, f := range map[string]func() ([]byte, error){
@@ -274,7 +275,7 @@ const respReplyCalls = `{"id":"resp_1","status":"completed","output":[
  ],"usage":{"input_tokens":10,"output_tokens":5,"total_tokens":15}}`
 
 func TestResponsesEditReply(t *testing.T) {
-	c := Turn(APIOpenAIResponses)
+	c := codecFor(OpenAIResponses)
 	const (
 		rs  = `{"type":"reasoning","id":"rs_1","summary":[]}`
 		m1  = `{"type":"message","role":"assistant","content":[{"type":"output_text","text":"On it."}]}`
@@ -337,7 +338,7 @@ func TestResponsesEditReply(t *testing.T) {
 }
 
 func TestResponsesMergeReplies(t *testing.T) {
-	c := Turn(APIOpenAIResponses)
+	c := codecFor(OpenAIResponses)
 	tests := []struct {
 		name, first, next, want string
 	}{
@@ -372,9 +373,9 @@ func TestResponsesMergeReplies(t *testing.T) {
 // TestResponsesTurnRoundTrip runs the turn engine's sequence on the
 // fixtures, for an array input and a string input.
 func TestResponsesTurnRoundTrip(t *testing.T) {
-	c := Turn(APIOpenAIResponses)
+	c := codecFor(OpenAIResponses)
 	codec := c.(Codec)
-	reply := fixture(t, APIOpenAIResponses, "reply.json")
+	reply := fixture(t, OpenAIResponses, "reply.json")
 	asMsgs, err := c.ReplyAsMessages(reply)
 	require.NoError(t, err)
 	results, err := c.ToolResultMessages([]conv.ToolResult{{CallID: "call_9", Content: "refused: outside scope", IsError: true}})
@@ -387,7 +388,7 @@ func TestResponsesTurnRoundTrip(t *testing.T) {
 		}},
 		{Role: conv.RoleTool, Blocks: []conv.Block{{Kind: conv.BlockToolResult, ToolCallID: "call_9", ToolName: "read_file", Text: "refused: outside scope"}}},
 	}
-	for _, body := range [][]byte{fixture(t, APIOpenAIResponses, "request.json"), []byte(`{"model":"m","input":"Show me main.go"}`)} {
+	for _, body := range [][]byte{fixture(t, OpenAIResponses, "request.json"), []byte(`{"model":"m","input":"Show me main.go"}`)} {
 		before, err := codec.ParseRequest(body)
 		require.NoError(t, err)
 		before.Messages = stripDigests(t, before.Messages)
@@ -426,13 +427,13 @@ func TestResponsesTurnRoundTrip(t *testing.T) {
 // FuzzResponsesTurn is FuzzChatTurn for Responses; it also checks that the
 // view ranges match the view ParseRequest builds.
 func FuzzResponsesTurn(f *testing.F) {
-	oaSeedTurnFuzz(f, APIOpenAIResponses, respConv, respReplyCalls, `{"input":"hi"}`,
+	oaSeedTurnFuzz(f, OpenAIResponses, respConv, respReplyCalls, `{"input":"hi"}`,
 		`{"input":[{"type":"function_call","call_id":"x"},{"type":"function_call_output","call_id":"x","output":"o"}]}`,
 		respCustomConv, respReplyCustom,
 		`{"input":[{"type":"custom_tool_call","call_id":"x","name":"apply_patch","input":"a\n\"b"},{"type":"custom_tool_call_output","call_id":"x","output":"o"}]}`,
 		`{"input":[{"role":"user","content":"q"},{"type":"custom_tool_call","call_id":"x","input":""},{"type":"function_call","call_id":"y"}]}`,
 		`{"status":"completed","output":[{"type":"custom_tool_call","call_id":"x","input":"p"},{"type":"function_call","call_id":"y"}]}`)
-	c := Turn(APIOpenAIResponses)
+	c := codecFor(OpenAIResponses)
 	f.Fuzz(func(t *testing.T, body []byte, pos int, text string) {
 		if req, err := c.(Codec).ParseRequest(body); err == nil {
 			in, err := readResponsesInput(body)
@@ -447,7 +448,7 @@ func FuzzResponsesTurn(f *testing.F) {
 }
 
 func TestResponsesEditReplyCustom(t *testing.T) {
-	c := Turn(APIOpenAIResponses)
+	c := codecFor(OpenAIResponses)
 	const (
 		m   = `{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Patching."}]}`
 		ft  = `{"type":"function_call","call_id":"t","name":"create_new_topic","arguments":"{\"title\":\"Fix\"}"}`
@@ -508,7 +509,7 @@ func TestResponsesEditReplyCustom(t *testing.T) {
 }
 
 func TestResponsesCustomPositional(t *testing.T) {
-	c := Turn(APIOpenAIResponses)
+	c := codecFor(OpenAIResponses)
 	body := `{"input":[{"role":"user","content":"q"},{"type":"custom_tool_call","call_id":"p","name":"apply_patch","input":"x"},{"type":"function_call","call_id":"t","name":"create_new_topic","arguments":"{}"},{"type":"custom_tool_call_output","call_id":"p","output":"ok"}]}`
 	res := []conv.ToolResult{{CallID: "t", Name: "create_new_topic", Content: "Topic changed"}, {CallID: "z", Content: "no", IsError: true, Freeform: true}}
 	out, err := oaCheckTurn(t, []byte(body), func(b []byte) ([]byte, error) { return c.PrependToolResults(b, 1, res) })
@@ -528,7 +529,7 @@ func TestResponsesCustomPositional(t *testing.T) {
 // reply with a custom call and a claimed function call: the model's items
 // and shepherd's results append to the request as the view expects.
 func TestResponsesTurnRoundTripCustom(t *testing.T) {
-	c := Turn(APIOpenAIResponses)
+	c := codecFor(OpenAIResponses)
 	codec := c.(Codec)
 	view, err := codec.ParseReply([]byte(respReplyCustom))
 	require.NoError(t, err)
@@ -572,4 +573,13 @@ func TestResponsesTurnRoundTripCustom(t *testing.T) {
 	req2, err := codec.ParseRequest(out2)
 	require.NoError(t, err)
 	require.Equal(t, conv.Anchors(req.Messages), conv.Anchors(req2.Messages))
+}
+
+// round is one round of longConversation (conversationRounds).
+func (responsesCodec) round(i int, id string) []string {
+	return []string{fmt.Sprintf(`{"role":"user","content":"step %d"}`, i),
+		fmt.Sprintf(`{"type":"function_call","call_id":%q,"name":"Read","arguments":"{}"}`, id),
+		fmt.Sprintf(`{"type":"function_call","call_id":"%s-b","name":"Read","arguments":"{}"}`, id),
+		fmt.Sprintf(`{"type":"function_call_output","call_id":%q,"output":"r%d"}`, id, i),
+		fmt.Sprintf(`{"type":"function_call_output","call_id":"%s-b","output":"s%d"}`, id, i)}
 }

@@ -8,11 +8,11 @@ import (
 )
 
 func TestPeekRequest(t *testing.T) {
-	h, err := PeekRequest(APIAnthropic, []byte(`{"model":"m","stream":true,"metadata":{"user_id":"u_1"},"prompt_cache_key":"conv-9","messages":[{"role":"user","content":"x"}]}`))
+	h, err := PeekRequest(Anthropic, []byte(`{"model":"m","stream":true,"metadata":{"user_id":"u_1"},"prompt_cache_key":"conv-9","messages":[{"role":"user","content":"x"}]}`))
 	require.NoError(t, err)
 	require.Equal(t, SessionHints{Stream: true, MetadataUserID: "u_1", PromptCacheKey: "conv-9"}, h)
 
-	h, err = PeekRequest(APIAnthropic, []byte(" {\"stream\":null,\"metadata\":null}\n"))
+	h, err = PeekRequest(Anthropic, []byte(" {\"stream\":null,\"metadata\":null}\n"))
 	require.NoError(t, err)
 	require.Equal(t, SessionHints{}, h)
 
@@ -24,7 +24,7 @@ func TestPeekRequest(t *testing.T) {
 		`{"metadata":"x"}`:             "metadata must be an object",
 		`{"prompt_cache_key":{"a":1}}`: "prompt_cache_key must be a string",
 	} {
-		_, err := PeekRequest(APIAnthropic, []byte(body))
+		_, err := PeekRequest(Anthropic, []byte(body))
 		require.Error(t, err, body)
 		require.True(t, errors.Is(err, ErrMalformed), body)
 		require.Contains(t, err.Error(), want, body)
@@ -33,9 +33,9 @@ func TestPeekRequest(t *testing.T) {
 
 // The hints agree with the full view on every fixture.
 func TestPeekRequestAgreesWithParseRequest(t *testing.T) {
-	for _, api := range []API{APIAnthropic, APIOpenAIChat, APIOpenAIResponses, APIGemini} {
+	for _, api := range []*Descriptor{Anthropic, OpenAIChat, OpenAIResponses, Gemini} {
 		body := fixture(t, api, "request.json")
-		view, err := For(api).ParseRequest(body)
+		view, err := codecFor(api).ParseRequest(body)
 		require.NoError(t, err)
 		h, err := PeekRequest(api, body)
 		require.NoError(t, err)
@@ -46,11 +46,11 @@ func TestPeekRequestAgreesWithParseRequest(t *testing.T) {
 }
 
 func BenchmarkPeekRequest(b *testing.B) {
-	body := fixture(b, APIAnthropic, "request.json")
+	body := fixture(b, Anthropic, "request.json")
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if _, err := PeekRequest(APIAnthropic, body); err != nil {
+		if _, err := PeekRequest(Anthropic, body); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -58,22 +58,22 @@ func BenchmarkPeekRequest(b *testing.B) {
 
 func TestPeekRequestTopLevelPerAPI(t *testing.T) {
 	for _, tc := range []struct {
-		api  API
+		api  *Descriptor
 		body string
 		want string
 	}{
-		{APIOpenAIChat, `{"model":"m","messages":{"role":"user"}}`, "messages must be an array"},
-		{APIOpenAIChat, `{"max_completion_tokens":"9"}`, "max_completion_tokens must be a number"},
-		{APIOpenAIResponses, `{"input":42}`, "input must be a string or an array"},
-		{APIOpenAIResponses, `{"store":"no"}`, "store must be a boolean"},
-		{APIGemini, `{"contents":{}}`, "contents must be an array"},
-		{APIGemini, `{"generationConfig":[]}`, "generationConfig must be an object"},
+		{OpenAIChat, `{"model":"m","messages":{"role":"user"}}`, "messages must be an array"},
+		{OpenAIChat, `{"max_completion_tokens":"9"}`, "max_completion_tokens must be a number"},
+		{OpenAIResponses, `{"input":42}`, "input must be a string or an array"},
+		{OpenAIResponses, `{"store":"no"}`, "store must be a boolean"},
+		{Gemini, `{"contents":{}}`, "contents must be an array"},
+		{Gemini, `{"generationConfig":[]}`, "generationConfig must be an object"},
 	} {
 		_, err := PeekRequest(tc.api, []byte(tc.body))
 		require.ErrorIs(t, err, ErrMalformed, tc.body)
 		require.Contains(t, err.Error(), tc.want, tc.body)
 	}
 	// A field of another API is not checked.
-	_, err := PeekRequest(APIGemini, []byte(`{"messages":"whatever"}`))
+	_, err := PeekRequest(Gemini, []byte(`{"messages":"whatever"}`))
 	require.NoError(t, err)
 }

@@ -1,8 +1,7 @@
 package rewrite
 
 import (
-	"strings"
-
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
 
@@ -60,7 +59,7 @@ func when(cond bool, kind string) string {
 // nonEmptyArray reports an array with at least one element.
 func nonEmptyArray(r gjson.Result) bool {
 	found := false
-	eachElem(r, func(int, gjson.Result) bool {
+	jsonkit.EachElement(r, func(int, gjson.Result) bool {
 		found = true
 		return false
 	})
@@ -81,54 +80,7 @@ func jsonFormat(typ gjson.Result) bool {
 func topMembers(body []byte, keys ...string) []gjson.Result {
 	out := make([]gjson.Result, len(keys))
 	if root, err := parseTrustedRoot(body); err == nil {
-		members(root, keys, out)
+		jsonkit.Members(root, keys, out)
 	}
 	return out
-}
-
-func (anthropicCodec) sideRequest(body []byte) string {
-	r := topMembers(body, "tools", "tool_choice", "output_format", "output_config")
-	return firstSide(
-		when(r[2].Get("type").Str == "json_schema" || r[3].Get("format.type").Str == "json_schema", SideJSONOutput),
-		when(r[1].Get("type").Str == "none", SideToolChoiceNone),
-		when(!nonEmptyArray(r[0]), SideNoTools),
-	)
-}
-
-func (chatCodec) sideRequest(body []byte) string {
-	r := topMembers(body, "tools", "functions", "tool_choice", "function_call", "response_format")
-	return firstSide(
-		when(jsonFormat(r[4].Get("type")), SideJSONOutput),
-		when(r[2].Str == "none" || (r[3].Str == "none" && !present(r[2])), SideToolChoiceNone),
-		when(!nonEmptyArray(r[0]) && !nonEmptyArray(r[1]), SideNoTools),
-	)
-}
-
-func (responsesCodec) sideRequest(body []byte) string {
-	r := topMembers(body, "tools", "tool_choice", "text")
-	return firstSide(
-		when(jsonFormat(r[2].Get("format.type")), SideJSONOutput),
-		when(r[1].Str == "none", SideToolChoiceNone),
-		when(!nonEmptyArray(r[0]), SideNoTools),
-	)
-}
-
-func (geminiCodec) sideRequest(body []byte) string {
-	r := topMembers(body, "tools", "generationConfig", "generation_config", "toolConfig", "tool_config")
-	camel, snake := r[1], r[2]
-	jsonMode := strings.EqualFold(camel.Get("responseMimeType").Str, "application/json") ||
-		strings.EqualFold(snake.Get("response_mime_type").Str, "application/json") ||
-		present(camel.Get("responseSchema")) || present(camel.Get("responseJsonSchema")) ||
-		present(snake.Get("response_schema")) || present(snake.Get("response_json_schema"))
-	functions := false
-	eachElem(r[0], func(_ int, t gjson.Result) bool {
-		functions = nonEmptyArray(t.Get("functionDeclarations")) || nonEmptyArray(t.Get("function_declarations"))
-		return !functions
-	})
-	return firstSide(
-		when(jsonMode, SideJSONOutput),
-		when(strings.EqualFold(r[3].Get("functionCallingConfig.mode").Str, "NONE") ||
-			strings.EqualFold(r[4].Get("function_calling_config.mode").Str, "NONE"), SideToolChoiceNone),
-		when(!functions, SideNoTools),
-	)
 }

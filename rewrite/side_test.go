@@ -8,59 +8,59 @@ import (
 
 func TestSideRequest(t *testing.T) {
 	cases := []struct {
-		api  API
+		api  *Descriptor
 		name string
 		body string
 		want string
 	}{
 		// Anthropic Messages.
-		{APIAnthropic, "agent turn", `{"model":"m","messages":[],"tools":[{"name":"Bash","input_schema":{}}]}`, ""},
-		{APIAnthropic, "tool_choice auto", `{"tools":[{"name":"Bash"}],"tool_choice":{"type":"auto"}}`, ""},
-		{APIAnthropic, "title call without tools", `{"model":"m","system":"Summarize in a title","messages":[{"role":"user","content":"hi"}]}`, SideNoTools},
-		{APIAnthropic, "empty tools", `{"tools":[],"messages":[]}`, SideNoTools},
-		{APIAnthropic, "tool_choice none", `{"tools":[{"name":"Bash"}],"tool_choice":{"type":"none"}}`, SideToolChoiceNone},
-		{APIAnthropic, "structured output", `{"tools":[{"name":"Bash"}],"output_format":{"type":"json_schema","schema":{}}}`, SideJSONOutput},
+		{Anthropic, "agent turn", `{"model":"m","messages":[],"tools":[{"name":"Bash","input_schema":{}}]}`, ""},
+		{Anthropic, "tool_choice auto", `{"tools":[{"name":"Bash"}],"tool_choice":{"type":"auto"}}`, ""},
+		{Anthropic, "title call without tools", `{"model":"m","system":"Summarize in a title","messages":[{"role":"user","content":"hi"}]}`, SideNoTools},
+		{Anthropic, "empty tools", `{"tools":[],"messages":[]}`, SideNoTools},
+		{Anthropic, "tool_choice none", `{"tools":[{"name":"Bash"}],"tool_choice":{"type":"none"}}`, SideToolChoiceNone},
+		{Anthropic, "structured output", `{"tools":[{"name":"Bash"}],"output_format":{"type":"json_schema","schema":{}}}`, SideJSONOutput},
 		// OpenAI Chat.
-		{APIOpenAIChat, "agent turn", `{"messages":[],"tools":[{"type":"function","function":{"name":"x"}}]}`, ""},
-		{APIOpenAIChat, "legacy functions", `{"messages":[],"functions":[{"name":"x"}]}`, ""},
-		{APIOpenAIChat, "no tools", `{"messages":[]}`, SideNoTools},
-		{APIOpenAIChat, "json_object", `{"tools":[{"type":"function"}],"response_format":{"type":"json_object"}}`, SideJSONOutput},
-		{APIOpenAIChat, "json_schema", `{"response_format":{"type":"json_schema","json_schema":{"name":"r"}}}`, SideJSONOutput},
-		{APIOpenAIChat, "text format", `{"tools":[{"type":"function"}],"response_format":{"type":"text"}}`, ""},
-		{APIOpenAIChat, "tool_choice none", `{"tools":[{"type":"function"}],"tool_choice":"none"}`, SideToolChoiceNone},
-		{APIOpenAIChat, "tool_choice object", `{"tools":[{"type":"function"}],"tool_choice":{"type":"function","function":{"name":"x"}}}`, ""},
-		{APIOpenAIChat, "function_call none", `{"functions":[{"name":"x"}],"function_call":"none"}`, SideToolChoiceNone},
+		{OpenAIChat, "agent turn", `{"messages":[],"tools":[{"type":"function","function":{"name":"x"}}]}`, ""},
+		{OpenAIChat, "legacy functions", `{"messages":[],"functions":[{"name":"x"}]}`, ""},
+		{OpenAIChat, "no tools", `{"messages":[]}`, SideNoTools},
+		{OpenAIChat, "json_object", `{"tools":[{"type":"function"}],"response_format":{"type":"json_object"}}`, SideJSONOutput},
+		{OpenAIChat, "json_schema", `{"response_format":{"type":"json_schema","json_schema":{"name":"r"}}}`, SideJSONOutput},
+		{OpenAIChat, "text format", `{"tools":[{"type":"function"}],"response_format":{"type":"text"}}`, ""},
+		{OpenAIChat, "tool_choice none", `{"tools":[{"type":"function"}],"tool_choice":"none"}`, SideToolChoiceNone},
+		{OpenAIChat, "tool_choice object", `{"tools":[{"type":"function"}],"tool_choice":{"type":"function","function":{"name":"x"}}}`, ""},
+		{OpenAIChat, "function_call none", `{"functions":[{"name":"x"}],"function_call":"none"}`, SideToolChoiceNone},
 		// OpenAI Responses.
-		{APIOpenAIResponses, "agent turn", `{"input":[],"tools":[{"type":"function","name":"shell"}]}`, ""},
-		{APIOpenAIResponses, "no tools", `{"input":"title this"}`, SideNoTools},
-		{APIOpenAIResponses, "text.format json_schema", `{"tools":[{"type":"function"}],"text":{"format":{"type":"json_schema","name":"r","schema":{}}}}`, SideJSONOutput},
-		{APIOpenAIResponses, "text.format json_object", `{"tools":[{"type":"function"}],"text":{"format":{"type":"json_object"}}}`, SideJSONOutput},
-		{APIOpenAIResponses, "text.format text", `{"tools":[{"type":"function"}],"text":{"format":{"type":"text"},"verbosity":"low"}}`, ""},
-		{APIOpenAIResponses, "tool_choice none", `{"tools":[{"type":"function"}],"tool_choice":"none"}`, SideToolChoiceNone},
+		{OpenAIResponses, "agent turn", `{"input":[],"tools":[{"type":"function","name":"shell"}]}`, ""},
+		{OpenAIResponses, "no tools", `{"input":"title this"}`, SideNoTools},
+		{OpenAIResponses, "text.format json_schema", `{"tools":[{"type":"function"}],"text":{"format":{"type":"json_schema","name":"r","schema":{}}}}`, SideJSONOutput},
+		{OpenAIResponses, "text.format json_object", `{"tools":[{"type":"function"}],"text":{"format":{"type":"json_object"}}}`, SideJSONOutput},
+		{OpenAIResponses, "text.format text", `{"tools":[{"type":"function"}],"text":{"format":{"type":"text"},"verbosity":"low"}}`, ""},
+		{OpenAIResponses, "tool_choice none", `{"tools":[{"type":"function"}],"tool_choice":"none"}`, SideToolChoiceNone},
 		// Gemini.
-		{APIGemini, "agent turn", `{"contents":[],"tools":[{"functionDeclarations":[{"name":"run_shell_command"}]}]}`, ""},
-		{APIGemini, "snake case", `{"contents":[],"tools":[{"function_declarations":[{"name":"x"}]}]}`, ""},
-		{APIGemini, "no tools", `{"contents":[]}`, SideNoTools},
-		{APIGemini, "only google search", `{"contents":[],"tools":[{"googleSearch":{}}]}`, SideNoTools},
-		{APIGemini, "json mime type", `{"tools":[{"functionDeclarations":[{"name":"x"}]}],"generationConfig":{"responseMimeType":"application/json"}}`, SideJSONOutput},
-		{APIGemini, "text mime type", `{"tools":[{"functionDeclarations":[{"name":"x"}]}],"generationConfig":{"responseMimeType":"text/plain"}}`, ""},
-		{APIGemini, "response schema", `{"contents":[],"generationConfig":{"responseSchema":{"type":"OBJECT"}}}`, SideJSONOutput},
-		{APIGemini, "response json schema", `{"contents":[],"generationConfig":{"responseJsonSchema":{"type":"object"}}}`, SideJSONOutput},
-		{APIGemini, "null schema", `{"tools":[{"functionDeclarations":[{"name":"x"}]}],"generationConfig":{"responseSchema":null}}`, ""},
-		{APIGemini, "mode NONE", `{"tools":[{"functionDeclarations":[{"name":"x"}]}],"toolConfig":{"functionCallingConfig":{"mode":"NONE"}}}`, SideToolChoiceNone},
-		{APIGemini, "mode AUTO", `{"tools":[{"functionDeclarations":[{"name":"x"}]}],"toolConfig":{"functionCallingConfig":{"mode":"AUTO"}}}`, ""},
+		{Gemini, "agent turn", `{"contents":[],"tools":[{"functionDeclarations":[{"name":"run_shell_command"}]}]}`, ""},
+		{Gemini, "snake case", `{"contents":[],"tools":[{"function_declarations":[{"name":"x"}]}]}`, ""},
+		{Gemini, "no tools", `{"contents":[]}`, SideNoTools},
+		{Gemini, "only google search", `{"contents":[],"tools":[{"googleSearch":{}}]}`, SideNoTools},
+		{Gemini, "json mime type", `{"tools":[{"functionDeclarations":[{"name":"x"}]}],"generationConfig":{"responseMimeType":"application/json"}}`, SideJSONOutput},
+		{Gemini, "text mime type", `{"tools":[{"functionDeclarations":[{"name":"x"}]}],"generationConfig":{"responseMimeType":"text/plain"}}`, ""},
+		{Gemini, "response schema", `{"contents":[],"generationConfig":{"responseSchema":{"type":"OBJECT"}}}`, SideJSONOutput},
+		{Gemini, "response json schema", `{"contents":[],"generationConfig":{"responseJsonSchema":{"type":"object"}}}`, SideJSONOutput},
+		{Gemini, "null schema", `{"tools":[{"functionDeclarations":[{"name":"x"}]}],"generationConfig":{"responseSchema":null}}`, ""},
+		{Gemini, "mode NONE", `{"tools":[{"functionDeclarations":[{"name":"x"}]}],"toolConfig":{"functionCallingConfig":{"mode":"NONE"}}}`, SideToolChoiceNone},
+		{Gemini, "mode AUTO", `{"tools":[{"functionDeclarations":[{"name":"x"}]}],"toolConfig":{"functionCallingConfig":{"mode":"AUTO"}}}`, ""},
 	}
 	for _, c := range cases {
-		t.Run(string(c.api)+"/"+c.name, func(t *testing.T) {
-			require.Equal(t, c.want, SideRequest(For(c.api), []byte(c.body)))
+		t.Run(c.api.Name+"/"+c.name, func(t *testing.T) {
+			require.Equal(t, c.want, SideRequest(codecFor(c.api), []byte(c.body)))
 		})
 	}
 }
 
 func TestSideRequestEveryCodec(t *testing.T) {
-	for _, api := range []API{APIAnthropic, APIOpenAIChat, APIOpenAIResponses, APIGemini} {
-		_, ok := For(api).(sideClassifier)
+	for _, api := range []*Descriptor{Anthropic, OpenAIChat, OpenAIResponses, Gemini} {
+		_, ok := codecFor(api).(sideClassifier)
 		require.True(t, ok, "%s codec classifies side requests", api)
-		require.Equal(t, SideNoTools, SideRequest(For(api), []byte(`not json`)))
+		require.Equal(t, SideNoTools, SideRequest(codecFor(api), []byte(`not json`)))
 	}
 }

@@ -1,7 +1,5 @@
 package rewrite
 
-import "fmt"
-
 // StreamSplicer rewrites the reply stream(s) of one turn into the single
 // stream the agent receives. It is the streaming counterpart of EditReply
 // and MergeReplies: text and thinking reach the agent as they arrive,
@@ -63,22 +61,4 @@ type StreamSplicer interface {
 	// Events returns the number of events the splicer emitted so far
 	// (metrics, Responses sequence numbers).
 	Events() int
-}
-
-// splicerFactories is filled by each API's splicer file.
-var splicerFactories = map[API]func() StreamSplicer{}
-
-// NewStreamSplicer returns a splicer for one turn of api.
-func NewStreamSplicer(api API) StreamSplicer {
-	f, ok := splicerFactories[api]
-	if !ok {
-		panic(fmt.Sprintf("rewrite: no stream splicer for %s", api))
-	}
-	return f()
-}
-
-// HasStreamSplicer reports whether api has a splicer.
-func HasStreamSplicer(api API) bool {
-	_, ok := splicerFactories[api]
-	return ok
 }

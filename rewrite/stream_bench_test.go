@@ -65,7 +65,7 @@ func BenchmarkAnthropicSplicerFeed(b *testing.B) {
 		b.SetBytes(int64(n))
 		b.ReportAllocs()
 		for b.Loop() {
-			sp := NewStreamSplicer(APIAnthropic)
+			sp := Anthropic.NewSplicer()
 			for _, ev := range evs {
 				if _, err := sp.Feed(ev); err != nil {
 					b.Fatal(err)
@@ -78,7 +78,7 @@ func BenchmarkAnthropicSplicerFeed(b *testing.B) {
 		b.SetBytes(int64(n))
 		b.ReportAllocs()
 		for b.Loop() {
-			sp := NewStreamSplicer(APIAnthropic)
+			sp := Anthropic.NewSplicer()
 			for _, ev := range evs {
 				if _, err := sp.Feed(ev); err != nil {
 					b.Fatal(err)
@@ -105,7 +105,7 @@ func TestAgentStreamShape(t *testing.T) {
 	for _, ev := range evs {
 		in.Write(ev.Raw)
 	}
-	sp := NewStreamSplicer(APIAnthropic)
+	sp := Anthropic.NewSplicer()
 	var out []byte
 	for _, ev := range evs {
 		b, err := sp.Feed(ev)

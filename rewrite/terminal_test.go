@@ -4,27 +4,27 @@ import "testing"
 
 func TestIsTerminalEvent(t *testing.T) {
 	tests := []struct {
-		api        API
+		api        *Descriptor
 		name, data string
 		want       bool
 	}{
-		{APIAnthropic, "message_stop", `{"type":"message_stop"}`, true},
-		{APIAnthropic, "error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, true},
-		{APIAnthropic, "message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"}}`, false},
-		{APIAnthropic, "ping", `{"type": "ping"}`, false},
-		{APIOpenAIChat, "", `[DONE]`, true},
-		{APIOpenAIChat, "", `{"error":{"message":"boom","type":"server_error"}}`, true},
-		{APIOpenAIChat, "", `{"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, false},
-		{APIOpenAIChat, "", `{"id":"c1","choices":[],"usage":{"prompt_tokens":1},"error_note":"x"}`, false},
-		{APIOpenAIResponses, "response.completed", `{"type":"response.completed"}`, true},
-		{APIOpenAIResponses, "response.incomplete", `{"type":"response.incomplete"}`, true},
-		{APIOpenAIResponses, "response.failed", `{"type":"response.failed"}`, true},
-		{APIOpenAIResponses, "error", `{"type":"error","message":"x"}`, true},
-		{APIOpenAIResponses, "", `{"type":"response.completed","response":{}}`, true},
-		{APIOpenAIResponses, "response.output_text.delta", `{"type":"response.output_text.delta","delta":"hi"}`, false},
-		{APIGemini, "", `{"candidates":[{"content":{"parts":[{"text":"a"}]},"finishReason":"STOP"}]}`, true},
-		{APIGemini, "", `{"candidates":[{"content":{"parts":[{"text":"a"}]}}]}`, false},
-		{APIGemini, "", `{"error":{"code":500,"message":"x","status":"INTERNAL"}}`, true},
+		{Anthropic, "message_stop", `{"type":"message_stop"}`, true},
+		{Anthropic, "error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, true},
+		{Anthropic, "message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"}}`, false},
+		{Anthropic, "ping", `{"type": "ping"}`, false},
+		{OpenAIChat, "", `[DONE]`, true},
+		{OpenAIChat, "", `{"error":{"message":"boom","type":"server_error"}}`, true},
+		{OpenAIChat, "", `{"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, false},
+		{OpenAIChat, "", `{"id":"c1","choices":[],"usage":{"prompt_tokens":1},"error_note":"x"}`, false},
+		{OpenAIResponses, "response.completed", `{"type":"response.completed"}`, true},
+		{OpenAIResponses, "response.incomplete", `{"type":"response.incomplete"}`, true},
+		{OpenAIResponses, "response.failed", `{"type":"response.failed"}`, true},
+		{OpenAIResponses, "error", `{"type":"error","message":"x"}`, true},
+		{OpenAIResponses, "", `{"type":"response.completed","response":{}}`, true},
+		{OpenAIResponses, "response.output_text.delta", `{"type":"response.output_text.delta","delta":"hi"}`, false},
+		{Gemini, "", `{"candidates":[{"content":{"parts":[{"text":"a"}]},"finishReason":"STOP"}]}`, true},
+		{Gemini, "", `{"candidates":[{"content":{"parts":[{"text":"a"}]}}]}`, false},
+		{Gemini, "", `{"error":{"code":500,"message":"x","status":"INTERNAL"}}`, true},
 	}
 	for _, tt := range tests {
 		ev := Event{Data: []byte(tt.data)}

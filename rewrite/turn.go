@@ -1,8 +1,6 @@
 package rewrite
 
 import (
-	"fmt"
-
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
@@ -76,13 +74,4 @@ type TurnCodec interface {
 	// for Responses, where it is next's (the agent must continue the chain
 	// from the last response upstream).
 	MergeReplies(first, next []byte) ([]byte, error)
-}
-
-// Turn returns the TurnCodec of api.
-func Turn(api API) TurnCodec {
-	tc, ok := For(api).(TurnCodec)
-	if !ok {
-		panic(fmt.Sprintf("rewrite: codec %s has no turn support", api))
-	}
-	return tc
 }

@@ -14,9 +14,9 @@ import (
 // userTurns lists the view positions AppendUserTextAt accepts in body;
 // with last, only the last of each run of tool messages (where the turn
 // engine puts a turn's reminder).
-func userTurns(t testing.TB, api API, body []byte, last bool) []int {
+func userTurns(t testing.TB, api *Descriptor, body []byte, last bool) []int {
 	t.Helper()
-	req, err := parseUncached(t, For(api), body)
+	req, err := parseUncached(t, codecFor(api), body)
 	require.NoError(t, err)
 	var out []int
 	for i, m := range req.Messages {
@@ -31,34 +31,21 @@ func userTurns(t testing.TB, api API, body []byte, last bool) []int {
 	return out
 }
 
+// conversationRounds is implemented by every codec in its test file: the
+// elements of round i of a long conversation (user text, assistant call(s)
+// with id, tool result(s)).
+type conversationRounds interface {
+	round(i int, id string) []string
+}
+
 // longConversation builds a body of api with n rounds: user text, assistant
 // call, tool result(s); spacing varies so separators are exercised.
-func longConversation(api API, n int) []byte {
+func longConversation(api *Descriptor, n int) []byte {
 	var els []string
 	sep := []string{",", ", ", ",\n  "}
 	for i := range n {
 		id := fmt.Sprintf("c%d", i)
-		switch api {
-		case APIAnthropic:
-			els = append(els, fmt.Sprintf(`{"role":"user","content":"step %d"}`, i),
-				fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_use","id":%q,"name":"Read","input":{"n":%d}}]}`, id, i),
-				fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":%q,"content":"r%d"}]}`, id, i))
-		case APIOpenAIChat:
-			els = append(els, fmt.Sprintf(`{"role":"user","content":"step %d"}`, i),
-				fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"id":%q,"type":"function","function":{"name":"Read","arguments":"{}"}},{"id":"%s-b","type":"function","function":{"name":"Read","arguments":"{}"}}]}`, id, id),
-				fmt.Sprintf(`{"role":"tool","tool_call_id":%q,"content":"r%d"}`, id, i),
-				fmt.Sprintf(`{"role":"tool","tool_call_id":"%s-b","content":"s%d"}`, id, i))
-		case APIOpenAIResponses:
-			els = append(els, fmt.Sprintf(`{"role":"user","content":"step %d"}`, i),
-				fmt.Sprintf(`{"type":"function_call","call_id":%q,"name":"Read","arguments":"{}"}`, id),
-				fmt.Sprintf(`{"type":"function_call","call_id":"%s-b","name":"Read","arguments":"{}"}`, id),
-				fmt.Sprintf(`{"type":"function_call_output","call_id":%q,"output":"r%d"}`, id, i),
-				fmt.Sprintf(`{"type":"function_call_output","call_id":"%s-b","output":"s%d"}`, id, i))
-		case APIGemini:
-			els = append(els, fmt.Sprintf(`{"role":"user","parts":[{"text":"step %d"}]}`, i),
-				fmt.Sprintf(`{"role":"model","parts":[{"functionCall":{"name":"Read","args":{"n":%d}}}]}`, i),
-				fmt.Sprintf(`{"role":"user","parts":[{"functionResponse":{"name":"Read","response":{"content":"r%d"}}}]}`, i))
-		}
+		els = append(els, codecFor(api).(conversationRounds).round(i, id)...)
 	}
 	var b strings.Builder
 	for i, e := range els {
@@ -67,7 +54,7 @@ func longConversation(api API, n int) []byte {
 		}
 		b.WriteString(e)
 	}
-	key := map[API]string{APIAnthropic: "messages", APIOpenAIChat: "messages", APIOpenAIResponses: "input", APIGemini: "contents"}[api]
+	key := codecFor(api).(userTurnLocator).conversationKey()
 	return []byte(`{"model":"m","` + key + `":[` + b.String() + `]}`)
 }
 
@@ -76,8 +63,8 @@ func longConversation(api API, n int) []byte {
 func TestAppendUserTextsMatchesOneByOne(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, api := range allAPIs {
-		t.Run(string(api), func(t *testing.T) {
-			tc := Turn(api)
+		t.Run(api.Name, func(t *testing.T) {
+			tc := codecFor(api)
 			for _, body := range [][]byte{fixture(t, api, "request.json"), longConversation(api, 12)} {
 				for _, last := range []bool{true, false} {
 					turns := userTurns(t, api, body, last)
@@ -109,7 +96,7 @@ func TestAppendUserTextsMatchesOneByOne(t *testing.T) {
 // Errors are the one-by-one path's: they name the position.
 func TestAppendUserTextsErrors(t *testing.T) {
 	for _, api := range allAPIs {
-		tc := Turn(api)
+		tc := codecFor(api)
 		body := longConversation(api, 3)
 		turns := userTurns(t, api, body, true)
 		for _, bad := range []int{-1, 1000} {
@@ -123,13 +110,13 @@ func TestAppendUserTextsErrors(t *testing.T) {
 }
 
 func BenchmarkReplayUserTexts(b *testing.B) {
-	body := longConversation(APIAnthropic, 100)
-	turns := userTurns(b, APIAnthropic, body, true)
+	body := longConversation(Anthropic, 100)
+	turns := userTurns(b, Anthropic, body, true)
 	ops := make([]UserTexts, len(turns))
 	for i, p := range turns {
 		ops[i] = UserTexts{Pos: p, Texts: []string{"<system-reminder>Active topic: benchmarking</system-reminder>"}}
 	}
-	tc := Turn(APIAnthropic)
+	tc := codecFor(Anthropic)
 	b.Run("one-by-one", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		b.ReportAllocs()

@@ -24,7 +24,9 @@ import (
 // (viewResolver). Digests are kept per resolution: an entry's digest is
 // reused only when its tool results resolve to the same names again.
 //
-// The cache is process-wide and shared by every server, route and tenant:
+// A ViewCache is owned by whoever parses requests (the proxy server builds
+// one with its configured budget and hands it to the codecs it creates:
+// Descriptor.NewCodec) and shared by every route and tenant of that owner:
 // its key is the content, so sharing changes nothing but the hit rate. It is
 // bounded in bytes (the raw size of the elements, a fair measure of the
 // strings their views hold) and evicts by generation: when the current
@@ -38,16 +40,15 @@ const viewCacheShards = 16
 const DefaultViewCacheBytes = 64 << 20
 
 // viewParser tags the element parser an entry came from, so that the same
-// bytes parsed by two codecs are two entries.
-type viewParser uint8
+// bytes parsed by two codecs are two entries. Each parser declares its own
+// tag (newViewParser) next to its code: a pointer, so that keys compare
+// and hash as cheaply as a small integer and no list of parsers exists.
+type viewParser *viewParserTag
 
-const (
-	viewAnthropic viewParser = iota + 1
-	viewChat
-	viewResponses
-	viewGemini
-	viewAnthropicSystem
-)
+// viewParserTag names a parser (for debugging; identity is the pointer).
+type viewParserTag struct{ name string }
+
+func newViewParser(name string) viewParser { return &viewParserTag{name: name} }
 
 type viewKey struct {
 	parser viewParser
@@ -75,7 +76,9 @@ type viewShard struct {
 	curBytes int64
 }
 
-type viewCache struct {
+// ViewCache is the view cache: safe for concurrent use; a nil *ViewCache
+// caches nothing.
+type ViewCache struct {
 	seeds  [2]maphash.Seed
 	limit  atomic.Int64 // bytes per shard generation; 0 disables the cache
 	shards [viewCacheShards]viewShard
@@ -83,24 +86,27 @@ type viewCache struct {
 	misses atomic.Uint64
 }
 
-var views = newViewCache(DefaultViewCacheBytes)
-
-func newViewCache(budget int64) *viewCache {
-	c := &viewCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
+// NewViewCache returns a view cache holding up to budget bytes of cached
+// elements (two generations of half the budget each); 0 caches nothing.
+func NewViewCache(budget int64) *ViewCache {
+	c := &ViewCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
 	c.setBudget(budget)
 	return c
 }
 
-// SetViewCacheBytes sets the view cache's budget in bytes of cached
-// elements (two generations of half the budget each); 0 disables it and
-// drops what it holds. Safe to call at any time.
-func SetViewCacheBytes(budget int64) { views.setBudget(budget) }
+// Stats reports the cache's hits and misses since it was built (elements
+// looked up while parsing requests); zeros for a nil cache.
+func (c *ViewCache) Stats() (hits, misses uint64) {
+	if c == nil {
+		return 0, 0
+	}
+	return c.hits.Load(), c.misses.Load()
+}
 
-// ViewCacheStats reports the cache's hits and misses since the process
-// started (elements looked up while parsing requests).
-func ViewCacheStats() (hits, misses uint64) { return views.hits.Load(), views.misses.Load() }
+// enabled reports whether c caches anything.
+func (c *ViewCache) enabled() bool { return c != nil && c.limit.Load() != 0 }
 
-func (c *viewCache) setBudget(budget int64) {
+func (c *ViewCache) setBudget(budget int64) {
 	per := max(budget/2/viewCacheShards, 0)
 	c.limit.Store(per)
 	if per == 0 {
@@ -113,11 +119,11 @@ func (c *viewCache) setBudget(budget int64) {
 	}
 }
 
-func (c *viewCache) key(p viewParser, raw string) viewKey {
+func (c *ViewCache) key(p viewParser, raw string) viewKey {
 	return viewKey{parser: p, n: len(raw), h1: maphash.String(c.seeds[0], raw), h2: maphash.String(c.seeds[1], raw)}
 }
 
-func (c *viewCache) get(k viewKey) *viewEntry {
+func (c *ViewCache) get(k viewKey) *viewEntry {
 	sh := &c.shards[k.h1%viewCacheShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -132,7 +138,7 @@ func (c *viewCache) get(k viewKey) *viewEntry {
 	return e
 }
 
-func (c *viewCache) put(k viewKey, e *viewEntry) {
+func (c *ViewCache) put(k viewKey, e *viewEntry) {
 	limit := c.limit.Load()
 	if limit == 0 || e.size > limit {
 		return
@@ -162,6 +168,7 @@ func (sh *viewShard) insert(k viewKey, e *viewEntry, limit int64) {
 // viewResolver parses the elements of one conversation in order through the
 // cache, resolving tool-result names against the calls seen so far.
 type viewResolver struct {
+	cache  *ViewCache // nil: no caching
 	parser viewParser
 	parse  func(gjson.Result, *toolNames) (conv.Message, error)
 	names  toolNames // the calls seen so far, when the cache is off
@@ -226,7 +233,8 @@ const entryOverhead = 256
 // message returns the view of element el. The returned message owns its
 // Blocks slice (callers may append to it) and carries its digest.
 func (r *viewResolver) message(el gjson.Result) (conv.Message, error) {
-	if views.limit.Load() == 0 {
+	views := r.cache
+	if !views.enabled() {
 		msg, err := r.parse(el, &r.names)
 		return msg, err
 	}
@@ -260,7 +268,7 @@ func (r *viewResolver) message(el gjson.Result) (conv.Message, error) {
 // it). The calls of a checked element are not recorded: check is for the
 // elements after the last one whose view is needed.
 func (r *viewResolver) check(el gjson.Result) error {
-	if views.limit.Load() != 0 && views.get(views.key(r.parser, el.Raw)) != nil {
+	if views := r.cache; views.enabled() && views.get(views.key(r.parser, el.Raw)) != nil {
 		views.hits.Add(1)
 		return nil
 	}
@@ -298,10 +306,10 @@ func (r *viewResolver) resolve(e *viewEntry) conv.Message {
 
 // cachedText returns what compute returns for the member raw (a system
 // prompt: 8 KB of an agent's request, the same on every request), from the
-// cache when these bytes were seen before under tag p. Errors are not
+// cache views when these bytes were seen before under tag p. Errors are not
 // cached.
-func cachedText(p viewParser, raw string, compute func() (string, error)) (string, error) {
-	if views.limit.Load() == 0 || raw == "" {
+func cachedText(views *ViewCache, p viewParser, raw string, compute func() (string, error)) (string, error) {
+	if !views.enabled() || raw == "" {
 		return compute()
 	}
 	k := views.key(p, raw)

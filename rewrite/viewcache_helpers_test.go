@@ -23,3 +23,21 @@ func stripDigests(t *testing.T, msgs []conv.Message) []conv.Message {
 	}
 	return out
 }
+
+// testViews is the view cache the tests' codecs parse through (tests that
+// study the cache replace it).
+var testViews = NewViewCache(DefaultViewCacheBytes)
+
+// codecFor returns api's codec parsing through testViews.
+func codecFor(api *Descriptor) Codec { return api.NewCodec(testViews) }
+
+// viewBinder is a codec that can be rebound to another view cache.
+type viewBinder interface{ withViews(*ViewCache) Codec }
+
+func (c anthropicCodec) withViews(v *ViewCache) Codec { c.views = v; return c }
+func (c chatCodec) withViews(v *ViewCache) Codec      { c.views = v; return c }
+func (c responsesCodec) withViews(v *ViewCache) Codec { c.views = v; return c }
+func (c geminiCodec) withViews(v *ViewCache) Codec    { c.views = v; return c }
+
+// rebind returns c parsing through v instead (nil: no cache).
+func rebind(c Codec, v *ViewCache) Codec { return c.(viewBinder).withViews(v) }

@@ -13,19 +13,17 @@ import (
 // parseUncached parses body with the view cache out of the way.
 func parseUncached(t testing.TB, c Codec, body []byte) (*conv.Request, error) {
 	t.Helper()
-	saved := views
-	views = newViewCache(0)
-	defer func() { views = saved }()
-	return c.ParseRequest(body)
+	return rebind(c, nil).ParseRequest(body)
 }
 
-// withViewCache runs fn with a fresh cache of the given budget.
-func withViewCache(t *testing.T, budget int64, fn func(c *viewCache)) {
+// withViewCache runs fn with a fresh cache of the given budget, which the
+// codecs codecFor returns meanwhile parse through (rebind binds others).
+func withViewCache(t *testing.T, budget int64, fn func(c *ViewCache)) {
 	t.Helper()
-	saved := views
-	views = newViewCache(budget)
-	defer func() { views = saved }()
-	fn(views)
+	saved := testViews
+	testViews = NewViewCache(budget)
+	defer func() { testViews = saved }()
+	fn(testViews)
 }
 
 // requireSameView checks that a view served from the cache is the view a
@@ -57,9 +55,9 @@ func stripAll(msgs []conv.Message) []conv.Message {
 
 func TestViewCacheGivesTheUncachedView(t *testing.T) {
 	for _, api := range allAPIs {
-		t.Run(string(api), func(t *testing.T) {
-			withViewCache(t, 1<<20, func(vc *viewCache) {
-				c := For(api)
+		t.Run(api.Name, func(t *testing.T) {
+			withViewCache(t, 1<<20, func(vc *ViewCache) {
+				c := codecFor(api)
 				body := fixture(t, api, "request.json")
 				want, err := parseUncached(t, c, body)
 				require.NoError(t, err)
@@ -98,8 +96,8 @@ func TestViewCacheResolvesToolNamesPerConversation(t *testing.T) {
 		return []byte(`{"model":"m","messages":[{"role":"user","content":"go"},` +
 			`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"` + name + `","input":{}}]},` + result + `]}`)
 	}
-	withViewCache(t, 1<<20, func(vc *viewCache) {
-		c := For(APIAnthropic)
+	withViewCache(t, 1<<20, func(vc *ViewCache) {
+		c := codecFor(Anthropic)
 		for _, name := range []string{"Read", "Grep", "Read", ""} {
 			body := conv(name)
 			want, err := parseUncached(t, c, body)
@@ -113,8 +111,8 @@ func TestViewCacheResolvesToolNamesPerConversation(t *testing.T) {
 	})
 	// A name on the wire (Chat tool message) wins over the call's name,
 	// cached or not.
-	withViewCache(t, 1<<20, func(*viewCache) {
-		c := For(APIOpenAIChat)
+	withViewCache(t, 1<<20, func(*ViewCache) {
+		c := codecFor(OpenAIChat)
 		body := []byte(`{"model":"m","messages":[{"role":"user","content":"go"},` +
 			`{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"Read","arguments":"{}"}}]},` +
 			`{"role":"tool","tool_call_id":"c1","name":"Wire","content":"x"}]}`)
@@ -140,10 +138,11 @@ func TestViewCacheBudget(t *testing.T) {
 		}
 		return []byte(`{"model":"m","messages":[` + strings.Join(els, ",") + `]}`)
 	}
-	c := For(APIAnthropic)
+	c := codecFor(Anthropic)
 	// Room for a few entries per shard generation: old elements are
 	// evicted, and what is looked up again stays.
-	withViewCache(t, 2*viewCacheShards*4*(entryOverhead+160), func(vc *viewCache) {
+	withViewCache(t, 2*viewCacheShards*4*(entryOverhead+160), func(vc *ViewCache) {
+		c := rebind(c, vc)
 		_, err := c.ParseRequest(body(0, 2000))
 		require.NoError(t, err)
 		held := 0
@@ -159,7 +158,8 @@ func TestViewCacheBudget(t *testing.T) {
 		require.Equal(t, misses, vc.misses.Load(), "the newest elements are still cached")
 	})
 	// Budget 0: nothing is cached and views carry no digest.
-	withViewCache(t, 0, func(vc *viewCache) {
+	withViewCache(t, 0, func(vc *ViewCache) {
+		c := rebind(c, vc)
 		for range 2 {
 			req, err := c.ParseRequest(body(0, 3))
 			require.NoError(t, err)
@@ -170,7 +170,8 @@ func TestViewCacheBudget(t *testing.T) {
 		require.Zero(t, vc.hits.Load()+vc.misses.Load())
 	})
 	// Turning it off drops what it holds.
-	withViewCache(t, 1<<20, func(vc *viewCache) {
+	withViewCache(t, 1<<20, func(vc *ViewCache) {
+		c := rebind(c, vc)
 		_, err := c.ParseRequest(body(0, 3))
 		require.NoError(t, err)
 		vc.setBudget(0)
@@ -193,8 +194,9 @@ func TestViewCacheManyCalls(t *testing.T) {
 			fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":%q,"content":"r"},{"type":"tool_result","tool_use_id":"t0","content":"r"}]}`, id))
 	}
 	body := []byte(`{"model":"m","messages":[` + strings.Join(els, ",") + `]}`)
-	c := For(APIAnthropic)
-	withViewCache(t, 1<<20, func(*viewCache) {
+	c := codecFor(Anthropic)
+	withViewCache(t, 1<<20, func(vc *ViewCache) {
+		c := rebind(c, vc)
 		want, err := parseUncached(t, c, body)
 		require.NoError(t, err)
 		for range 2 {

@@ -1,5 +1,7 @@
 package mock
 
+import "github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
+
 func (p *plan) anthropicStop() string {
 	switch p.stop {
 	case "end":
@@ -35,9 +37,9 @@ func (p *plan) anthropicUsage(b []byte, output int, tier bool) []byte {
 func (p *plan) anthropicJSON() []byte {
 	b := make([]byte, 0, 256+len(p.text)+len(p.text)/8)
 	b = append(b, `{"id":`...)
-	b = appendStr(b, p.id)
+	b = jsonkit.AppendString(b, p.id)
 	b = append(b, `,"type":"message","role":"assistant","model":`...)
-	b = appendStr(b, p.model)
+	b = jsonkit.AppendString(b, p.model)
 	b = append(b, `,"content":[`...)
 	n := 0
 	sep := func() {
@@ -49,29 +51,29 @@ func (p *plan) anthropicJSON() []byte {
 	if t := p.thinking; t != nil {
 		sep()
 		b = append(b, `{"type":"thinking","thinking":`...)
-		b = appendStr(b, t.Text)
+		b = jsonkit.AppendString(b, t.Text)
 		b = append(b, `,"signature":`...)
-		b = appendStr(b, t.Signature)
+		b = jsonkit.AppendString(b, t.Signature)
 		b = append(b, '}')
 	}
 	if p.text != "" {
 		sep()
 		b = append(b, `{"type":"text","text":`...)
-		b = appendStr(b, p.text)
+		b = jsonkit.AppendString(b, p.text)
 		b = append(b, '}')
 	}
 	for _, c := range p.calls {
 		sep()
 		b = append(b, `{"type":"tool_use","id":`...)
-		b = appendStr(b, c.id)
+		b = jsonkit.AppendString(b, c.id)
 		b = append(b, `,"name":`...)
-		b = appendStr(b, c.name)
+		b = jsonkit.AppendString(b, c.name)
 		b = append(b, `,"input":`...)
 		b = append(b, c.obj...)
 		b = append(b, '}')
 	}
 	b = append(b, `],"stop_reason":`...)
-	b = appendStr(b, p.anthropicStop())
+	b = jsonkit.AppendString(b, p.anthropicStop())
 	b = append(b, `,"stop_sequence":`...)
 	b = p.anthropicStopSequence(b)
 	b = append(b, `,"usage":`...)
@@ -83,9 +85,9 @@ func (p *plan) anthropicStream(e *events) {
 	e.b = make([]byte, 0, 1024+len(p.text)*6)
 	e.sse("message_start")
 	e.b = append(e.b, `{"type":"message_start","message":{"id":`...)
-	e.b = appendStr(e.b, p.id)
+	e.b = jsonkit.AppendString(e.b, p.id)
 	e.b = append(e.b, `,"type":"message","role":"assistant","model":`...)
-	e.b = appendStr(e.b, p.model)
+	e.b = jsonkit.AppendString(e.b, p.model)
 	e.b = append(e.b, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":`...)
 	e.b = p.anthropicUsage(e.b, 1, true)
 	e.b = append(e.b, `}}`...)
@@ -115,7 +117,7 @@ func (p *plan) anthropicStream(e *events) {
 		if stamp {
 			e.stampAt(len(e.b) + 1) // after the opening quote
 		}
-		e.b = appendStr(e.b, val)
+		e.b = jsonkit.AppendString(e.b, val)
 		e.b = append(e.b, `}}`...)
 		e.end()
 	}
@@ -148,9 +150,9 @@ func (p *plan) anthropicStream(e *events) {
 	for _, c := range p.calls {
 		block := make([]byte, 0, 64+len(c.id)+len(c.name))
 		block = append(block, `{"type":"tool_use","id":`...)
-		block = appendStr(block, c.id)
+		block = jsonkit.AppendString(block, c.id)
 		block = append(block, `,"name":`...)
-		block = appendStr(block, c.name)
+		block = jsonkit.AppendString(block, c.name)
 		block = append(block, `,"input":{}}`...)
 		start(string(block))
 		delta("input_json_delta", "partial_json", "", false)
@@ -162,7 +164,7 @@ func (p *plan) anthropicStream(e *events) {
 
 	e.sse("message_delta")
 	e.b = append(e.b, `{"type":"message_delta","delta":{"stop_reason":`...)
-	e.b = appendStr(e.b, p.anthropicStop())
+	e.b = jsonkit.AppendString(e.b, p.anthropicStop())
 	e.b = append(e.b, `,"stop_sequence":`...)
 	e.b = p.anthropicStopSequence(e.b)
 	e.b = append(e.b, `},"usage":`...)

@@ -1,6 +1,10 @@
 package mock
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
+)
 
 // Chat Completions has no standard reasoning field; the mock sends
 // Thinking.Text as reasoning_content (the DeepSeek / vLLM convention), which
@@ -39,13 +43,13 @@ func (p *plan) chatUsage(b []byte) []byte {
 
 func (p *plan) chatHead(b []byte, object string) []byte {
 	b = append(b, `{"id":`...)
-	b = appendStr(b, p.id)
+	b = jsonkit.AppendString(b, p.id)
 	b = append(b, `,"object":"`...)
 	b = append(b, object...)
 	b = append(b, `","created":`...)
 	b = strconv.AppendInt(b, p.created, 10)
 	b = append(b, `,"model":`...)
-	b = appendStr(b, p.model)
+	b = jsonkit.AppendString(b, p.model)
 	return b
 }
 
@@ -56,11 +60,11 @@ func (p *plan) chatJSON() []byte {
 	if p.text == "" && len(p.calls) > 0 {
 		b = append(b, "null"...)
 	} else {
-		b = appendStr(b, p.text)
+		b = jsonkit.AppendString(b, p.text)
 	}
 	if p.thinking != nil {
 		b = append(b, `,"reasoning_content":`...)
-		b = appendStr(b, p.thinking.Text)
+		b = jsonkit.AppendString(b, p.thinking.Text)
 	}
 	b = append(b, `,"refusal":null,"annotations":[]`...)
 	if len(p.calls) > 0 {
@@ -70,17 +74,17 @@ func (p *plan) chatJSON() []byte {
 				b = append(b, ',')
 			}
 			b = append(b, `{"id":`...)
-			b = appendStr(b, c.id)
+			b = jsonkit.AppendString(b, c.id)
 			b = append(b, `,"type":"function","function":{"name":`...)
-			b = appendStr(b, c.name)
+			b = jsonkit.AppendString(b, c.name)
 			b = append(b, `,"arguments":`...)
-			b = appendStr(b, c.args)
+			b = jsonkit.AppendString(b, c.args)
 			b = append(b, `}}`...)
 		}
 		b = append(b, ']')
 	}
 	b = append(b, `},"logprobs":null,"finish_reason":`...)
-	b = appendStr(b, p.chatFinish())
+	b = jsonkit.AppendString(b, p.chatFinish())
 	b = append(b, `}],"usage":`...)
 	b = p.chatUsage(b)
 	b = append(b, `,"service_tier":"default","system_fingerprint":null}`...)
@@ -113,7 +117,7 @@ func (p *plan) chatStream(e *events) {
 		if stamp {
 			e.stampAt(len(e.b) + 1) // after the opening quote
 		}
-		e.b = appendStr(e.b, s)
+		e.b = jsonkit.AppendString(e.b, s)
 		e.b = append(e.b, '}')
 		closeChunk("")
 	}
@@ -134,9 +138,9 @@ func (p *plan) chatStream(e *events) {
 		e.b = append(e.b, `{"tool_calls":[{"index":`...)
 		e.b = appendInt(e.b, i)
 		e.b = append(e.b, `,"id":`...)
-		e.b = appendStr(e.b, c.id)
+		e.b = jsonkit.AppendString(e.b, c.id)
 		e.b = append(e.b, `,"type":"function","function":{"name":`...)
-		e.b = appendStr(e.b, c.name)
+		e.b = jsonkit.AppendString(e.b, c.name)
 		e.b = append(e.b, `,"arguments":""}}]}`...)
 		closeChunk("")
 		for _, piece := range split(c.args, p.chunk) {
@@ -144,7 +148,7 @@ func (p *plan) chatStream(e *events) {
 			e.b = append(e.b, `{"tool_calls":[{"index":`...)
 			e.b = appendInt(e.b, i)
 			e.b = append(e.b, `,"function":{"arguments":`...)
-			e.b = appendStr(e.b, piece)
+			e.b = jsonkit.AppendString(e.b, piece)
 			e.b = append(e.b, `}}]}`...)
 			closeChunk("")
 		}

@@ -1,5 +1,7 @@
 package mock
 
+import "github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
+
 // Gemini generateContent / streamGenerateContent. Thinking becomes thought
 // parts ({"text":…,"thought":true}); the signature is sent base64-encoded as
 // thoughtSignature (the SDK decodes it back to the scripted bytes), on the
@@ -56,18 +58,18 @@ func (p *plan) geminiUsage(b []byte, final bool) []byte {
 
 func (p *plan) appendThought(b []byte, text string, sig bool) []byte {
 	b = append(b, `{"text":`...)
-	b = appendStr(b, text)
+	b = jsonkit.AppendString(b, text)
 	b = append(b, `,"thought":true`...)
 	if sig {
 		b = append(b, `,"thoughtSignature":`...)
-		b = appendStr(b, b64(p.thinking.Signature))
+		b = jsonkit.AppendString(b, b64(p.thinking.Signature))
 	}
 	return append(b, '}')
 }
 
 func (p *plan) appendText(b []byte, text string) []byte {
 	b = append(b, `{"text":`...)
-	b = appendStr(b, text)
+	b = jsonkit.AppendString(b, text)
 	return append(b, '}')
 }
 
@@ -80,17 +82,17 @@ func (p *plan) appendCalls(b []byte) []byte {
 		b = append(b, `{"functionCall":{`...)
 		if c.id != "" {
 			b = append(b, `"id":`...)
-			b = appendStr(b, c.id)
+			b = jsonkit.AppendString(b, c.id)
 			b = append(b, ',')
 		}
 		b = append(b, `"name":`...)
-		b = appendStr(b, c.name)
+		b = jsonkit.AppendString(b, c.name)
 		b = append(b, `,"args":`...)
 		b = append(b, c.obj...)
 		b = append(b, '}')
 		if i == 0 && sig {
 			b = append(b, `,"thoughtSignature":`...)
-			b = appendStr(b, b64(p.thinking.Signature))
+			b = jsonkit.AppendString(b, b64(p.thinking.Signature))
 		}
 		b = append(b, '}')
 	}
@@ -110,14 +112,14 @@ func (p *plan) geminiClose(b []byte, final bool) []byte {
 	b = append(b, `],"role":"model"}`...)
 	if final {
 		b = append(b, `,"finishReason":`...)
-		b = appendStr(b, p.geminiFinish())
+		b = jsonkit.AppendString(b, p.geminiFinish())
 	}
 	b = append(b, `,"index":0}],"usageMetadata":`...)
 	b = p.geminiUsage(b, final)
 	b = append(b, `,"modelVersion":`...)
-	b = appendStr(b, p.model)
+	b = jsonkit.AppendString(b, p.model)
 	b = append(b, `,"responseId":`...)
-	b = appendStr(b, p.id)
+	b = jsonkit.AppendString(b, p.id)
 	return append(b, '}')
 }
 

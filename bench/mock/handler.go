@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 )
@@ -139,9 +140,9 @@ func (s *Server) serveModels(ctx *fasthttp.RequestCtx, gemini bool) {
 				b = append(b, ',')
 			}
 			b = append(b, `{"name":`...)
-			b = appendStr(b, "models/"+m)
+			b = jsonkit.AppendString(b, "models/"+m)
 			b = append(b, `,"displayName":`...)
-			b = appendStr(b, m)
+			b = jsonkit.AppendString(b, m)
 			b = append(b, `,"inputTokenLimit":1048576,"outputTokenLimit":65536,"supportedGenerationMethods":["generateContent","countTokens"]}`...)
 		}
 		b = append(b, `]}`...)
@@ -152,17 +153,17 @@ func (s *Server) serveModels(ctx *fasthttp.RequestCtx, gemini bool) {
 				b = append(b, ',')
 			}
 			b = append(b, `{"type":"model","id":`...)
-			b = appendStr(b, m)
+			b = jsonkit.AppendString(b, m)
 			b = append(b, `,"display_name":`...)
-			b = appendStr(b, m)
+			b = jsonkit.AppendString(b, m)
 			b = append(b, `,"created_at":`...)
-			b = appendStr(b, time.Unix(s.opts.Created, 0).UTC().Format(time.RFC3339))
+			b = jsonkit.AppendString(b, time.Unix(s.opts.Created, 0).UTC().Format(time.RFC3339))
 			b = append(b, '}')
 		}
 		b = append(b, `],"has_more":false,"first_id":`...)
-		b = appendStr(b, s.opts.Models[0])
+		b = jsonkit.AppendString(b, s.opts.Models[0])
 		b = append(b, `,"last_id":`...)
-		b = appendStr(b, s.opts.Models[len(s.opts.Models)-1])
+		b = jsonkit.AppendString(b, s.opts.Models[len(s.opts.Models)-1])
 		b = append(b, '}')
 	default:
 		b = append(b, `{"object":"list","data":[`...)
@@ -171,7 +172,7 @@ func (s *Server) serveModels(ctx *fasthttp.RequestCtx, gemini bool) {
 				b = append(b, ',')
 			}
 			b = append(b, `{"id":`...)
-			b = appendStr(b, m)
+			b = jsonkit.AppendString(b, m)
 			b = append(b, `,"object":"model","created":`...)
 			b = strconv.AppendInt(b, s.opts.Created, 10)
 			b = append(b, `,"owned_by":"mock"}`...)
@@ -506,9 +507,9 @@ func (p *plan) streamError(e *events) {
 		}
 		e.sse("error")
 		e.b = append(e.b, `{"type":"error","error":{"type":`...)
-		e.b = appendStr(e.b, typ)
+		e.b = jsonkit.AppendString(e.b, typ)
 		e.b = append(e.b, `,"message":`...)
-		e.b = appendStr(e.b, msg)
+		e.b = jsonkit.AppendString(e.b, msg)
 		e.b = append(e.b, `}}`...)
 		e.end()
 	case apiChat:
@@ -521,9 +522,9 @@ func (p *plan) streamError(e *events) {
 		}
 		e.sse("")
 		e.b = append(e.b, `{"error":{"message":`...)
-		e.b = appendStr(e.b, msg)
+		e.b = jsonkit.AppendString(e.b, msg)
 		e.b = append(e.b, `,"type":`...)
-		e.b = appendStr(e.b, typ)
+		e.b = jsonkit.AppendString(e.b, typ)
 		e.b = append(e.b, `,"param":null,"code":null}}`...)
 		e.end()
 	case apiResponses:
@@ -538,9 +539,9 @@ func (p *plan) streamError(e *events) {
 		e.b = append(e.b, `{"type":"error","sequence_number":`...)
 		e.b = appendInt(e.b, len(e.ends)) // every Responses event is numbered from 0
 		e.b = append(e.b, `,"code":`...)
-		e.b = appendStr(e.b, code)
+		e.b = jsonkit.AppendString(e.b, code)
 		e.b = append(e.b, `,"message":`...)
-		e.b = appendStr(e.b, msg)
+		e.b = jsonkit.AppendString(e.b, msg)
 		e.b = append(e.b, `,"param":null}`...)
 		e.end()
 	case apiGemini:
@@ -567,9 +568,9 @@ func (p *plan) streamError(e *events) {
 		e.b = append(e.b, `{"error":{"code":`...)
 		e.b = appendInt(e.b, code)
 		e.b = append(e.b, `,"message":`...)
-		e.b = appendStr(e.b, msg)
+		e.b = jsonkit.AppendString(e.b, msg)
 		e.b = append(e.b, `,"status":`...)
-		e.b = appendStr(e.b, status)
+		e.b = jsonkit.AppendString(e.b, status)
 		e.b = append(e.b, `}}`...)
 		if p.geminiSSE {
 			e.b = append(e.b, p.geminiEOL()...)
@@ -630,11 +631,11 @@ func errorBody(api apiKind, status int, typ, msg, reqID string) []byte {
 			}
 		}
 		b = append(b, `{"type":"error","error":{"type":`...)
-		b = appendStr(b, typ)
+		b = jsonkit.AppendString(b, typ)
 		b = append(b, `,"message":`...)
-		b = appendStr(b, msg)
+		b = jsonkit.AppendString(b, msg)
 		b = append(b, `},"request_id":`...)
-		b = appendStr(b, reqID)
+		b = jsonkit.AppendString(b, reqID)
 		b = append(b, '}')
 	case apiChat, apiResponses:
 		code := ""
@@ -651,9 +652,9 @@ func errorBody(api apiKind, status int, typ, msg, reqID string) []byte {
 			}
 		}
 		b = append(b, `{"error":{"message":`...)
-		b = appendStr(b, msg)
+		b = jsonkit.AppendString(b, msg)
 		b = append(b, `,"type":`...)
-		b = appendStr(b, typ)
+		b = jsonkit.AppendString(b, typ)
 		b = append(b, `,"param":null,"code":`...)
 		b = appendStrOrNull(b, code)
 		b = append(b, `}}`...)
@@ -670,9 +671,9 @@ func errorBody(api apiKind, status int, typ, msg, reqID string) []byte {
 		b = append(b, `{"error":{"code":`...)
 		b = appendInt(b, status)
 		b = append(b, `,"message":`...)
-		b = appendStr(b, msg)
+		b = jsonkit.AppendString(b, msg)
 		b = append(b, `,"status":`...)
-		b = appendStr(b, typ)
+		b = jsonkit.AppendString(b, typ)
 		b = append(b, `}}`...)
 	}
 	return b

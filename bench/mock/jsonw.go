@@ -7,62 +7,19 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // The mock writes every payload by hand with append calls: no reflection, no
 // map iteration, so the bytes are deterministic and cheap to produce.
-
-const hexDigits = "0123456789abcdef"
-
-// appendStr appends s as a JSON string literal. Invalid UTF-8 becomes U+FFFD,
-// as encoding/json does; HTML characters are left alone.
-func appendStr(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
 
 // appendStrOrNull appends s as a JSON string, or null when s is empty.
 func appendStrOrNull(b []byte, s string) []byte {
 	if s == "" {
 		return append(b, "null"...)
 	}
-	return appendStr(b, s)
+	return jsonkit.AppendString(b, s)
 }
 
 func appendInt(b []byte, n int) []byte { return strconv.AppendInt(b, int64(n), 10) }

@@ -1,6 +1,10 @@
 package mock
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
+)
 
 // OpenAI Responses API. Output items, in order: a reasoning item (Thinking:
 // summary text, signature as encrypted_content), a message item (Text), one
@@ -58,19 +62,19 @@ func (p *plan) appendItem(b []byte, it *respItem, done, last bool) []byte {
 		}
 	}
 	b = append(b, `{"id":`...)
-	b = appendStr(b, it.id)
+	b = jsonkit.AppendString(b, it.id)
 	switch it.kind {
 	case 'r':
 		b = append(b, `,"type":"reasoning","summary":[`...)
 		if done && p.thinking.Text != "" {
 			b = append(b, `{"type":"summary_text","text":`...)
-			b = appendStr(b, p.thinking.Text)
+			b = jsonkit.AppendString(b, p.thinking.Text)
 			b = append(b, '}')
 		}
 		b = append(b, ']')
 		if done && p.thinking.Signature != "" {
 			b = append(b, `,"encrypted_content":`...)
-			b = appendStr(b, p.thinking.Signature)
+			b = jsonkit.AppendString(b, p.thinking.Signature)
 		}
 	case 'm':
 		b = append(b, `,"type":"message","status":"`...)
@@ -85,34 +89,34 @@ func (p *plan) appendItem(b []byte, it *respItem, done, last bool) []byte {
 		b = append(b, status...)
 		b = append(b, `","arguments":`...)
 		if done {
-			b = appendStr(b, it.call.args)
+			b = jsonkit.AppendString(b, it.call.args)
 		} else {
 			b = append(b, `""`...)
 		}
 		b = append(b, `,"call_id":`...)
-		b = appendStr(b, it.call.id)
+		b = jsonkit.AppendString(b, it.call.id)
 		b = append(b, `,"name":`...)
-		b = appendStr(b, it.call.name)
+		b = jsonkit.AppendString(b, it.call.name)
 	case 'c':
 		b = append(b, `,"type":"custom_tool_call","status":"`...)
 		b = append(b, status...)
 		b = append(b, `","call_id":`...)
-		b = appendStr(b, it.call.id)
+		b = jsonkit.AppendString(b, it.call.id)
 		b = append(b, `,"input":`...)
 		if done {
-			b = appendStr(b, it.input)
+			b = jsonkit.AppendString(b, it.input)
 		} else {
 			b = append(b, `""`...)
 		}
 		b = append(b, `,"name":`...)
-		b = appendStr(b, it.call.name)
+		b = jsonkit.AppendString(b, it.call.name)
 	}
 	return append(b, '}')
 }
 
 func (p *plan) appendTextPart(b []byte, text string) []byte {
 	b = append(b, `{"type":"output_text","annotations":[],"logprobs":[],"text":`...)
-	b = appendStr(b, text)
+	b = jsonkit.AppendString(b, text)
 	return append(b, '}')
 }
 
@@ -124,7 +128,7 @@ func (p *plan) appendResponse(b []byte, items []respItem, final bool) []byte {
 		status, reason = p.respStatus()
 	}
 	b = append(b, `{"id":`...)
-	b = appendStr(b, p.id)
+	b = jsonkit.AppendString(b, p.id)
 	b = append(b, `,"object":"response","created_at":`...)
 	b = strconv.AppendInt(b, p.created, 10)
 	b = append(b, `,"status":"`...)
@@ -138,7 +142,7 @@ func (p *plan) appendResponse(b []byte, items []respItem, final bool) []byte {
 		b = append(b, "null"...)
 	}
 	b = append(b, `,"instructions":null,"max_output_tokens":null,"model":`...)
-	b = appendStr(b, p.model)
+	b = jsonkit.AppendString(b, p.model)
 	b = append(b, `,"output":[`...)
 	if final {
 		for i := range items {
@@ -187,7 +191,7 @@ func (p *plan) responsesStream(e *events) {
 	}
 	at := func(it *respItem) {
 		e.b = append(e.b, `,"item_id":`...)
-		e.b = appendStr(e.b, it.id)
+		e.b = jsonkit.AppendString(e.b, it.id)
 		e.b = append(e.b, `,"output_index":`...)
 		e.b = appendInt(e.b, it.index)
 	}
@@ -220,7 +224,7 @@ func (p *plan) responsesStream(e *events) {
 					open(typ)
 					at(it)
 					e.b = append(e.b, `,"summary_index":0,"part":{"type":"summary_text","text":`...)
-					e.b = appendStr(e.b, text)
+					e.b = jsonkit.AppendString(e.b, text)
 					e.b = append(e.b, '}')
 					closeEv()
 				}
@@ -229,13 +233,13 @@ func (p *plan) responsesStream(e *events) {
 					open("response.reasoning_summary_text.delta")
 					at(it)
 					e.b = append(e.b, `,"summary_index":0,"delta":`...)
-					e.b = appendStr(e.b, piece)
+					e.b = jsonkit.AppendString(e.b, piece)
 					closeEv()
 				}
 				open("response.reasoning_summary_text.done")
 				at(it)
 				e.b = append(e.b, `,"summary_index":0,"text":`...)
-				e.b = appendStr(e.b, t)
+				e.b = jsonkit.AppendString(e.b, t)
 				closeEv()
 				part("response.reasoning_summary_part.done", t)
 			}
@@ -252,14 +256,14 @@ func (p *plan) responsesStream(e *events) {
 				open("response.output_text.delta")
 				at(it)
 				e.b = append(e.b, `,"content_index":0,"delta":`...)
-				e.b = appendStr(e.b, piece)
+				e.b = jsonkit.AppendString(e.b, piece)
 				e.b = append(e.b, `,"logprobs":[]`...)
 				closeEv()
 			}
 			open("response.output_text.done")
 			at(it)
 			e.b = append(e.b, `,"content_index":0,"text":`...)
-			e.b = appendStr(e.b, p.text)
+			e.b = jsonkit.AppendString(e.b, p.text)
 			e.b = append(e.b, `,"logprobs":[]`...)
 			closeEv()
 			part("response.content_part.done", p.text)
@@ -268,28 +272,28 @@ func (p *plan) responsesStream(e *events) {
 				open("response.function_call_arguments.delta")
 				at(it)
 				e.b = append(e.b, `,"delta":`...)
-				e.b = appendStr(e.b, piece)
+				e.b = jsonkit.AppendString(e.b, piece)
 				closeEv()
 			}
 			open("response.function_call_arguments.done")
 			at(it)
 			e.b = append(e.b, `,"name":`...)
-			e.b = appendStr(e.b, it.call.name)
+			e.b = jsonkit.AppendString(e.b, it.call.name)
 			e.b = append(e.b, `,"arguments":`...)
-			e.b = appendStr(e.b, it.call.args)
+			e.b = jsonkit.AppendString(e.b, it.call.args)
 			closeEv()
 		case 'c':
 			for _, piece := range split(it.input, p.chunk) {
 				open("response.custom_tool_call_input.delta")
 				at(it)
 				e.b = append(e.b, `,"delta":`...)
-				e.b = appendStr(e.b, piece)
+				e.b = jsonkit.AppendString(e.b, piece)
 				closeEv()
 			}
 			open("response.custom_tool_call_input.done")
 			at(it)
 			e.b = append(e.b, `,"input":`...)
-			e.b = appendStr(e.b, it.input)
+			e.b = jsonkit.AppendString(e.b, it.input)
 			closeEv()
 		}
 		itemEvent("response.output_item.done", it, true)

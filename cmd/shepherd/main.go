@@ -48,6 +48,9 @@ func run() error {
 	// Every line, shepherd's and its libraries', passes one redacting core.
 	log = logging.Redacting(log)
 	logging.RouteLibraries(log)
+	for _, w := range cfg.Deprecations() {
+		log.Warn(w)
+	}
 	defer func() { _ = log.Sync() }()
 
 	metrics := proxy.NewMetrics()

@@ -25,9 +25,9 @@ type Config struct {
 	// after every cache breakpoint) or system (for models without prompt
 	// caching: it changes the cache prefix whenever the topic changes).
 	Placement Placement `mapstructure:"placement"`
-	// MaxFollowups: key topics.max_followups; the most follow-up requests
-	// shepherd sends upstream within one turn after answering the model's
-	// calls itself; default 4, at most 16. The turn engine reads it.
+	// MaxFollowups: key topics.max_followups; deprecated alias of
+	// turns.max_followups (the configuration loader maps it there with a
+	// warning); -1, the default, means unset.
 	MaxFollowups int `mapstructure:"max_followups"`
 	// Guidance: key topics.guidance; the system-prompt guidance; "" uses the
 	// built-in text.
@@ -44,7 +44,7 @@ var _ hooks.Section = (*Config)(nil)
 
 // SetDefaults implements hooks.Section.
 func (c *Config) SetDefaults() {
-	*c = Config{Enabled: true, ToolName: DefaultTopicTool, Placement: PlacementLastUser, MaxFollowups: 4}
+	*c = Config{Enabled: true, ToolName: DefaultTopicTool, Placement: PlacementLastUser, MaxFollowups: -1}
 }
 
 // Validate implements hooks.Section.
@@ -58,7 +58,7 @@ func (c *Config) Validate() []hooks.Problem {
 	if !hooks.ToolName(c.ToolName) {
 		p.Add("topics.tool_name", "%q is not a valid tool name (1-64 letters, digits, _ or -)", c.ToolName)
 	}
-	if c.MaxFollowups < 0 || c.MaxFollowups > 16 {
+	if c.MaxFollowups < -1 || c.MaxFollowups > 16 {
 		p.Add("topics.max_followups", "%d is out of range: must be between 0 and 16", c.MaxFollowups)
 	}
 	return p

@@ -64,6 +64,9 @@ type CallDecision struct {
 	Verdict   Verdict
 	// Result is the tool-result text given to the model for Claim and Refuse.
 	Result string
+	// Hook names the hook that decided; the chain sets it (a hook leaves
+	// it empty).
+	Hook string
 }
 
 // Continuation says how the turn engine continues a reply cut by the output

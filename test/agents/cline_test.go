@@ -20,7 +20,7 @@ type clineCLI struct{}
 
 func (clineCLI) name() string      { return "cline" }
 func (clineCLI) bin() string       { return "cline" }
-func (clineCLI) api() string       { return "chat" }
+func (clineCLI) api() string       { return "openai_chat" }
 func (clineCLI) writeTool() string { return "apply_patch" }
 
 // writeCall is an apply_patch call (a function tool taking the patch as

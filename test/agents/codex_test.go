@@ -19,7 +19,7 @@ type codexCLI struct{}
 
 func (codexCLI) name() string      { return "codex" }
 func (codexCLI) bin() string       { return "codex" }
-func (codexCLI) api() string       { return "responses" }
+func (codexCLI) api() string       { return "openai_responses" }
 func (codexCLI) writeTool() string { return "apply_patch" }
 
 // writeCall is an apply_patch call (a free-form custom tool) adding path.

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // driver is everything the suite knows about one agent CLI.
@@ -21,7 +22,8 @@ type driver interface {
 	name() string
 	// bin is the executable under node_modules/.bin.
 	bin() string
-	// api is the mock's name for the wire API the CLI speaks (mock.Recorded.API).
+	// api is the test kit's name of the wire API the CLI speaks
+	// (kit.Lookup).
 	api() string
 	// writeTool is the name of the CLI's own file-writing tool; requests
 	// declaring it are turns of the agent loop.
@@ -36,6 +38,15 @@ type driver interface {
 	args(r *run, prompt string) []string
 	// answer extracts the agent's final answer from what it printed.
 	answer(stdout []byte) string
+}
+
+// wire is the kit's wire driver of the API d speaks.
+func wire(d driver) kit.Driver {
+	w, ok := kit.Lookup(d.api())
+	if !ok {
+		panic("no kit driver for " + d.api())
+	}
+	return w
 }
 
 // run is one invocation of an agent CLI.

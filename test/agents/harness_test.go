@@ -2,25 +2,21 @@ package agents
 
 import (
 	"context"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/proxy"
 	"github.com/shepherd-proxy/shepherd/state"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // stack is a mock provider behind a real shepherd server, both on loopback
@@ -53,7 +49,7 @@ type stackOptions struct {
 func newStack(t *testing.T, d driver, o stackOptions) *stack {
 	t.Helper()
 	s := &stack{Workdir: t.TempDir()}
-	s.mock = mock.New(mock.Options{
+	s.mock = kit.StartMock(t, mock.Options{
 		ChunkSize: 24,
 		Models:    []string{"claude-sonnet-4-5", "gpt-5-codex", "gemini-2.5-flash"},
 		Responder: func(req mock.Recorded) (mock.Reply, bool) {
@@ -66,8 +62,6 @@ func newStack(t *testing.T, d driver, o stackOptions) *stack {
 			return r(req, isMainTurn(d, req)), true
 		},
 	})
-	require.NoError(t, s.mock.Start())
-	t.Cleanup(s.mock.Close)
 
 	cfg := config.Defaults()
 	cfg.Upstreams.Anthropic = s.mock.URL()
@@ -98,8 +92,7 @@ func newStack(t *testing.T, d driver, o stackOptions) *stack {
 	t.Cleanup(func() { _ = features.Close() })
 	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics, Features: features})
 	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	ln := kit.Listen(t)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -138,40 +131,16 @@ func (s *stack) mainRequests(d driver) []mock.Recorded {
 // the agent's own loop sends its tools on every turn, its side requests
 // (titles, summaries, checks) do not.
 func isMainTurn(d driver, req mock.Recorded) bool {
-	if req.API != d.api() {
+	w := wire(d)
+	if req.API != w.MockAPI() {
 		return false
 	}
-	for _, p := range []string{"tools.#.name", "tools.#.function.name", "tools.#.functionDeclarations.#.name"} {
-		for _, n := range gjson.GetBytes(req.Body, p).Array() {
-			for _, m := range n.Array() {
-				if m.String() == d.writeTool() {
-					return true
-				}
-			}
-			if n.String() == d.writeTool() {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.Contains(w.DeclaredTools(req.Body), d.writeTool())
 }
 
-// metric returns the value of the first sample of shepherd's /metrics whose
-// line starts with prefix (a name, optionally with labels), 0 when absent.
-func (s *stack) metric(t *testing.T, prefix string) float64 {
+// metric sums the samples of shepherd's metric name whose labels include
+// every one of labels (e.g. `result="recovered"`), 0 when absent.
+func (s *stack) metric(t *testing.T, name string, labels ...string) float64 {
 	t.Helper()
-	resp, err := http.Get(s.URL + "/metrics")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, prefix) {
-			f := strings.Fields(line)
-			v, err := strconv.ParseFloat(f[len(f)-1], 64)
-			require.NoError(t, err, line)
-			return v
-		}
-	}
-	return 0
+	return kit.Metrics(t, s.URL+"/metrics").Sum(name, labels...)
 }

@@ -21,17 +21,6 @@ var injectedTools = []string{"create_new_topic", "select_active_intent"}
 // newest user message (topics, intents).
 var reminderPrefixes = []string{"[Active Topic:", "[Active Intent:"}
 
-// historyPath is where a request of api keeps the model's history.
-func historyPath(api string) string {
-	switch api {
-	case "responses":
-		return "input"
-	case "gemini":
-		return "contents"
-	}
-	return "messages"
-}
-
 // (f) What the provider receives over a two-turn run with topics and
 // intents on (the model writes a file in scope, then answers): the second
 // turn's history extends the first's, item by item as canonical JSON. That
@@ -61,7 +50,7 @@ func TestAgentHistoryAppendOnly(t *testing.T) {
 
 		mains := s.mainRequests(d)
 		require.GreaterOrEqual(t, len(mains), 2, "the tool-call turn and the turn after it")
-		path := historyPath(d.api())
+		path := wire(d).HistoryPath()
 		h1 := gjson.GetBytes(mains[0].Body, path).Array()
 		h2 := gjson.GetBytes(mains[1].Body, path).Array()
 		require.NotEmpty(t, h1)
@@ -72,7 +61,7 @@ func TestAgentHistoryAppendOnly(t *testing.T) {
 			require.Equal(t, a, b, "history item %d of the second request differs from the first's", i)
 		}
 		for _, name := range injectedTools {
-			require.Contains(t, toolNames(mains[0].Body), name, "shepherd offers %s on agent turns", name)
+			require.Contains(t, wire(d).DeclaredTools(mains[0].Body), name, "shepherd offers %s on agent turns", name)
 		}
 		for _, p := range reminderPrefixes {
 			require.Contains(t, h1[last].Raw, p, "shepherd's reminder is on the first turn's last user message, and stays there on the second")

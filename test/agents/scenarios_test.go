@@ -153,7 +153,7 @@ func TestAgentTruncationRecovery(t *testing.T) {
 		// complete reply and never retried a cut one itself (Claude Code
 		// would, on a max_tokens stop).
 		require.Equal(t, 1.0, s.metric(t, "shepherd_recovery_attempts_total"), "shepherd sent the retry")
-		require.Equal(t, 1.0, s.metric(t, `shepherd_recoveries_total{result="recovered"`))
+		require.Equal(t, 1.0, s.metric(t, "shepherd_recoveries_total", `result="recovered"`))
 	})
 }
 

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
-	"github.com/tidwall/gjson"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 func splitLines(b []byte) [][]byte {
@@ -19,22 +19,8 @@ func splitLines(b []byte) [][]byte {
 
 func sprintf(format string, a ...any) string { return fmt.Sprintf(format, a...) }
 
-// toolNames lists the tools a model request declares, for failure messages.
-func toolNames(body []byte) []string {
-	var out []string
-	for _, p := range []string{"tools.#.name", "tools.#.function.name", "tools.#.functionDeclarations.#.name"} {
-		gjson.GetBytes(body, p).ForEach(func(_, v gjson.Result) bool {
-			if v.IsArray() {
-				for _, n := range v.Array() {
-					out = append(out, n.String())
-				}
-			} else {
-				out = append(out, v.String())
-			}
-			return true
-		})
-	}
-	return out
-}
+// toolNames lists the tools a model request of any API declares, for
+// failure messages and side requests.
+func toolNames(body []byte) []string { return kit.AnyDeclaredTools(body) }
 
 func indexByte(b []byte, c byte) int { return bytes.IndexByte(b, c) }

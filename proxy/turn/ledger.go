@@ -1,0 +1,164 @@
+package turn
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/state"
+)
+
+// maxLedgerEntries bounds a session's ledger; the oldest entries go first.
+// Unmatched entries are kept (another conversation may share the session id,
+// e.g. a sub-agent), so the bound is what keeps the ledger finite.
+const maxLedgerEntries = 512
+
+// replayStats counts what a replay did, for metrics.
+type replayStats struct {
+	applied, missed, unreadable int
+}
+
+// replayLedger rebuilds the model's view of the conversation in body (the
+// agent's copy, whose messages have anchors) from the session's ledger.
+// Entries are matched by anchor; an entry whose anchor is not in the
+// conversation is a miss (history edited or compacted, or another
+// conversation) and is skipped, as is an entry of an unknown record version
+// (unreadable). Edits are applied from the last message to the first so
+// earlier positions stay valid.
+//
+// fresh, when not nil, is this request's own text for its newest user turn
+// (the highest position): it is applied with the first run of user-text
+// entries, in the same pass.
+func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []state.LedgerEntry, fresh *rewrite.UserTexts) ([]byte, replayStats, error) {
+	var st replayStats
+	if len(ledger) == 0 && fresh == nil {
+		return body, st, nil
+	}
+	pos := make(map[string]int, len(anchors))
+	for i, a := range anchors {
+		pos[a] = i
+	}
+	type op struct {
+		pos   int
+		order int // user text before turn at the same position is impossible; keep stable
+		e     *state.LedgerEntry
+	}
+	var ops []op
+	for i := range ledger {
+		p, ok := pos[ledger[i].Anchor]
+		if !ok {
+			st.missed++
+			continue
+		}
+		ops = append(ops, op{pos: p, order: i, e: &ledger[i]})
+	}
+	sort.SliceStable(ops, func(a, b int) bool {
+		if ops[a].pos != ops[b].pos {
+			return ops[a].pos > ops[b].pos
+		}
+		return ops[a].order > ops[b].order
+	})
+	// Runs of user-text entries go to the codec as one batch (one pass over
+	// the body instead of one per entry); a turn entry, which renumbers the
+	// messages after it, ends a run. In descending order every position of
+	// a run is still valid when the run is applied.
+	out := body
+	var batch []rewrite.UserTexts
+	replayed := 0 // ledger entries in batch (fresh is not one)
+	if fresh != nil {
+		batch = append(batch, *fresh)
+	}
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		var err error
+		if out, err = tc.AppendUserTexts(out, batch); err != nil {
+			return fmt.Errorf("turn: applying user text to %d turns: %w", len(batch), err)
+		}
+		st.applied += replayed
+		batch, replayed = batch[:0], 0
+		return nil
+	}
+	for _, o := range ops {
+		var err error
+		switch o.e.Kind {
+		case kindUserText:
+			var texts []string
+			if texts, err = decodeUserText(o.e.Data); err == nil {
+				batch = append(batch, rewrite.UserTexts{Pos: o.pos, Texts: texts})
+				replayed++
+				continue
+			}
+		case kindTurn:
+			var r turnRecord
+			if r, err = decodeTurnRecord(o.e.Data); err == nil {
+				if err = flush(); err != nil {
+					return body, st, err
+				}
+				out, err = replayTurn(tc, out, o.pos, &r)
+			}
+		default:
+			st.missed++
+			continue
+		}
+		if errors.Is(err, errRecordVersion) {
+			st.unreadable++
+			continue
+		}
+		if err != nil {
+			return body, st, fmt.Errorf("turn: replaying %s entry at message %d: %w", o.e.Kind, o.pos, err)
+		}
+		st.applied++
+	}
+	if err := flush(); err != nil {
+		return body, st, err
+	}
+	return out, st, nil
+}
+
+func replayTurn(tc rewrite.TurnCodec, body []byte, pos int, r *turnRecord) ([]byte, error) {
+	items := make([][]byte, len(r.Items))
+	for i, it := range r.Items {
+		items[i] = []byte(it)
+	}
+	if ac, ok := tc.(rewrite.AgentCallIDs); ok {
+		// The agent answers the calls it ran under the ids it gave them;
+		// the replayed calls must carry those ids too.
+		var err error
+		if items, err = ac.AdoptAgentCallIDs(body, pos, items); err != nil {
+			return nil, err
+		}
+	}
+	out, err := tc.ReplaceMessages(body, pos, items)
+	if err != nil {
+		return nil, err
+	}
+	if len(r.Results) > 0 {
+		out, err = tc.PrependToolResults(out, pos+r.Tail-1, r.Results)
+	}
+	return out, err
+}
+
+// appendLedger appends entries to a session's ledger, dropping the oldest
+// beyond maxLedgerEntries. An entry with the same kind and anchor as an
+// existing one replaces it (a retried request records the same turn again).
+func appendLedger(s *state.Session, entries []state.LedgerEntry) {
+	for _, e := range entries {
+		replaced := false
+		for i := range s.Ledger {
+			if s.Ledger[i].Kind == e.Kind && s.Ledger[i].Anchor == e.Anchor {
+				s.Ledger[i] = e
+				replaced = true
+				break
+			}
+		}
+		if !replaced {
+			s.Ledger = append(s.Ledger, e)
+		}
+	}
+	if n := len(s.Ledger) - maxLedgerEntries; n > 0 {
+		s.Ledger = append(s.Ledger[:0], s.Ledger[n:]...)
+	}
+}

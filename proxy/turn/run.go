@@ -1,0 +1,131 @@
+package turn
+
+import (
+	"context"
+	"errors"
+)
+
+// errProviderError marks a turn whose reply the provider ended with its own
+// error event, which reached the agent as it was.
+var errProviderError = errors.New("turn: the provider ended the reply with an error")
+
+// errNoContinuer: a hook asked to continue a reply on an API without a
+// continue codec.
+var errNoContinuer = errors.New("turn: the API cannot continue a reply")
+
+// Run serves the reply side of the turn, JSON or streamed alike: it reads
+// each reply through w, decides it (reply hooks, claimed and refused calls,
+// recovery), releases the agent's copy, sends the follow-up or
+// continuation through up while one is due, then records the turn in the
+// ledger, saves the session, ends the agent's reply and reports the
+// outcome to the chain. ctx is the context the hooks run under.
+//
+// On a reply it cannot process Run degrades to what it has (the replies
+// merged so far, or the reply as it came); on a failed follow-up the agent
+// gets the replies so far. It returns an error only when the turn ended
+// without a reply (the writer's error, or ErrClientGone); the session then
+// still keeps what the turn changed.
+func (t *Turn) Run(ctx context.Context, w Writer, up Sender) error {
+	t.ctx = ctx
+	loop := replyLoop{t: t, sent: t.sent}
+	l := &loop
+	l.outcome.rounds = 1
+	var first []byte
+	for round := 0; ; round++ {
+		cur, ok, err := w.Read()
+		if err != nil {
+			return t.abort(l, err)
+		}
+		if !ok {
+			return t.pass(l, w, cur, round)
+		}
+		if round == 0 {
+			first = cur
+		}
+		st, ok := l.step(cur)
+		if !ok {
+			// Degrade: the agent gets the reply as it came after what was
+			// merged so far.
+			if err := w.Release(nil, nil); err != nil {
+				return t.abort(l, err)
+			}
+			return t.end(l, w, first, l.fallback(cur))
+		}
+		if err := w.Release(st.remove, st.first); err != nil {
+			return t.abort(l, err)
+		}
+		l.outcome.released()
+		if st.follow == nil {
+			return t.end(l, w, first, nil)
+		}
+		resp, err := up.Send(st.follow)
+		l.countSent(st.cont)
+		if err == nil {
+			err = w.Follow(resp, st.cont)
+		}
+		if errors.Is(err, ErrClientGone) {
+			return t.abort(l, err)
+		}
+		if err != nil {
+			t.warn("follow-up upstream failed; the agent gets the reply so far", err)
+			l.endRecovery(true)
+			return t.end(l, w, first, nil)
+		}
+	}
+}
+
+// end finishes a turn whose replies were decided: the ledger records what
+// the agent's copy lacks, the session is saved, the writer ends the reply
+// (the agent's copy, or fallback when a reply could not be processed) and
+// the outcome is reported.
+func (t *Turn) end(l *replyLoop, w Writer, first, fallback []byte) error {
+	l.endRecovery(false)
+	out := l.finish(first)
+	if fallback != nil {
+		out = fallback
+	}
+	t.agentReply = out
+	// Save before the agent sees the end of the reply: an SDK returns at a
+	// stream's terminal event and may send the next request at once, which
+	// must find this turn's ledger entries.
+	f := Final{Reply: out, Continuations: l.recovery.attempts}
+	if key, saved := t.save(); saved && t.opening {
+		f.Session = key.Session
+	}
+	w.Finish(f)
+	t.report(l, nil)
+	return nil
+}
+
+// pass ends a turn whose reply is not the model's to decide on: it reached
+// (or reaches) the agent as it came. After a follow-up, the turn failed.
+func (t *Turn) pass(l *replyLoop, w Writer, reply []byte, round int) error {
+	t.save()
+	w.Finish(Final{Reply: reply, Passed: true})
+	var err error
+	if round > 0 {
+		err = errProviderError
+	}
+	t.report(l, err)
+	return nil
+}
+
+// abort ends a turn that has no reply for the agent (client gone, stream
+// broken): the session keeps what the turn changed.
+func (t *Turn) abort(l *replyLoop, err error) error {
+	t.save()
+	t.report(l, err)
+	return err
+}
+
+// report gives the chain the turn's outcome, once, when the reply chain
+// ran.
+func (t *Turn) report(l *replyLoop, err error) {
+	if !l.outcome.ran {
+		return
+	}
+	l.outcome.result(&t.outcome, err)
+	if herr := t.chain.RunOutcome(t.ctx, &t.call, &t.outcome); herr != nil {
+		t.hookFailed(herr)
+	}
+}

@@ -1,0 +1,76 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/shepherd-proxy/shepherd/proxy/turn"
+)
+
+// upstreamSender sends a turn's follow-ups and continuations upstream with
+// the agent's request line and headers: tmpl, or on a stream (whose writer
+// runs after the handler returned) head, parsed at the first send.
+type upstreamSender struct {
+	s    *Server
+	x    *exchange
+	tmpl *fasthttp.Request
+	head requestHead
+}
+
+var _ turn.Sender = (*upstreamSender)(nil)
+
+// Send implements turn.Sender.
+func (u *upstreamSender) Send(body []byte) (*fasthttp.Response, error) {
+	if u.tmpl == nil {
+		tmpl, err := u.head.request()
+		if err != nil {
+			return nil, err
+		}
+		u.tmpl = tmpl
+	}
+	resp, err := u.s.sendFollowUp(u.tmpl, u.x, body)
+	if err != nil && u.x.watch.left() {
+		return nil, fmt.Errorf("%w: %w", turn.ErrClientGone, err)
+	}
+	return resp, err
+}
+
+// sendFollowUp sends body upstream and returns the response with its body
+// not yet read (streamed). The caller releases it.
+func (s *Server) sendFollowUp(tmpl *fasthttp.Request, x *exchange, body []byte) (*fasthttp.Response, error) {
+	up := s.upstreams[x.route.provider]
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	resp := fasthttp.AcquireResponse()
+	prepareUpstreamRequest(req, tmpl, up, body, true)
+	setWatchedBody(req, resp, body, x.watch)
+	t0 := time.Now()
+	err := up.client.DoTimeout(req, resp, s.cfg.Limits.UpstreamTimeout)
+	x.upWait += time.Since(t0)
+	if err == nil {
+		x.watch.received(resp, "")
+	} else {
+		x.watch.received(nil, phaseWaitingUpstream)
+	}
+	if err != nil {
+		fasthttp.ReleaseResponse(resp)
+		return nil, classifyUpstreamError(err)
+	}
+	return resp, nil
+}
+
+// readAll reads a (possibly streamed) upstream body completely.
+func readAll(resp *fasthttp.Response) ([]byte, error) {
+	bs := resp.BodyStream()
+	if bs == nil {
+		return append([]byte(nil), resp.Body()...), nil
+	}
+	b, err := io.ReadAll(bs)
+	if cerr := resp.CloseBodyStream(); err == nil {
+		err = cerr
+	}
+	return b, err
+}

@@ -1,0 +1,187 @@
+package rewrite
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
+	"github.com/tidwall/gjson"
+)
+
+// This file holds the byte-level JSON helpers every codec uses: aliasing-free
+// reads from gjson results and splices that edit a body without touching the
+// bytes around the edit.
+
+// This file holds how codecs read bodies: validation that reports errors
+// wrapping ErrMalformed or ErrMalformedReply, field type checks that name
+// the offending field, and small text helpers shared by the codecs.
+
+// parseIndexed validates body like parseRoot and indexes its top level.
+func parseIndexed(body []byte) (gjson.Result, *jsonkit.Index, error) {
+	idx, ok := jsonkit.ValidIndexed(body)
+	if !ok {
+		return gjson.Result{}, nil, fmt.Errorf("%w: body is not valid JSON", ErrMalformed)
+	}
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
+	if !ok {
+		return gjson.Result{}, nil, fmt.Errorf("%w: body must be a JSON object", ErrMalformed)
+	}
+	return root, idx, nil
+}
+
+// parseRoot validates a request body and returns its top-level object.
+func parseRoot(body []byte) (gjson.Result, error) {
+	if !jsonkit.Valid(body) {
+		return gjson.Result{}, fmt.Errorf("%w: body is not valid JSON", ErrMalformed)
+	}
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
+	if !ok {
+		return gjson.Result{}, fmt.Errorf("%w: body must be a JSON object", ErrMalformed)
+	}
+	return root, nil
+}
+
+// parseTrustedRoot returns the top-level object of a request body that is
+// known to be valid JSON (ParseRequest accepted it, or a codec built it from
+// one), without validating it again: the turn engine edits the same 50 KB
+// body several times per request, and validation was a third of that work.
+// Invalid input never panics; it gives an error or a garbled result.
+func parseTrustedRoot(body []byte) (gjson.Result, error) {
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
+	if !ok {
+		return gjson.Result{}, fmt.Errorf("%w: body must be a JSON object", ErrMalformed)
+	}
+	return root, nil
+}
+
+// parseReplyRoot validates a reply body or event payload and returns its
+// top-level object.
+func parseReplyRoot(body []byte) (gjson.Result, error) {
+	if !jsonkit.Valid(body) {
+		return gjson.Result{}, fmt.Errorf("%w: not valid JSON", ErrMalformedReply)
+	}
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
+	if !ok {
+		return gjson.Result{}, fmt.Errorf("%w: not a JSON object", ErrMalformedReply)
+	}
+	return root, nil
+}
+
+// Field type checks. Each returns nil when r is absent or null, and an error
+// wrapping ErrMalformed naming field when r has another type.
+
+func wantString(r gjson.Result, field string) error {
+	if jsonkit.IsNull(r) || r.Type == gjson.String {
+		return nil
+	}
+	return typeErr(field, "a string")
+}
+
+func wantBool(r gjson.Result, field string) error {
+	if jsonkit.IsNull(r) || r.Type == gjson.True || r.Type == gjson.False {
+		return nil
+	}
+	return typeErr(field, "a boolean")
+}
+
+func wantNumber(r gjson.Result, field string) error {
+	if jsonkit.IsNull(r) || r.Type == gjson.Number {
+		return nil
+	}
+	return typeErr(field, "a number")
+}
+
+func wantArray(r gjson.Result, field string) error {
+	if jsonkit.IsNull(r) || r.IsArray() {
+		return nil
+	}
+	return typeErr(field, "an array")
+}
+
+func wantObject(r gjson.Result, field string) error {
+	if jsonkit.IsNull(r) || r.IsObject() {
+		return nil
+	}
+	return typeErr(field, "an object")
+}
+
+// wantStringOrArray accepts the string-or-blocks shape of message content.
+func wantStringOrArray(r gjson.Result, field string) error {
+	if jsonkit.IsNull(r) || r.Type == gjson.String || r.IsArray() {
+		return nil
+	}
+	return typeErr(field, "a string or an array")
+}
+
+// fieldError is a malformed-body error naming the offending field. Parsers
+// create it with a name relative to what they parse and callers prefix
+// their own member name or element index as it propagates (at, atIndex), so
+// field names are only formatted when a body is rejected.
+type fieldError struct{ field, want string }
+
+func (e *fieldError) Error() string {
+	return ErrMalformed.Error() + ": " + e.field + " must be " + e.want
+}
+
+func (e *fieldError) Unwrap() error { return ErrMalformed }
+
+// typeErr reports that field must be want ("a string", "an object", ...).
+// field is "" for the value being parsed itself.
+func typeErr(field, want string) error { return &fieldError{field: field, want: want} }
+
+// at prefixes a field error with the member name it was found under; other
+// errors, and nil, pass through.
+func at(err error, name string) error {
+	if fe, ok := err.(*fieldError); ok {
+		fe.field = joinField(name, fe.field)
+	}
+	return err
+}
+
+// atIndex prefixes a field error with the array index it was found at.
+func atIndex(err error, i int) error {
+	if fe, ok := err.(*fieldError); ok {
+		fe.field = joinField("["+strconv.Itoa(i)+"]", fe.field)
+	}
+	return err
+}
+
+func joinField(prefix, field string) string {
+	switch {
+	case field == "":
+		return prefix
+	case field[0] == '[':
+		return prefix + field
+	}
+	return prefix + "." + field
+}
+
+// joinTexts joins texts with a blank line, the separator every codec uses
+// when it appends to existing prose.
+func joinTexts(texts []string) string { return strings.Join(texts, "\n\n") }
+
+// suffixText returns what to append to existing prose orig: each text with a
+// blank line before it (none before the first when orig is empty).
+func suffixText(orig string, texts []string) string {
+	var b strings.Builder
+	for i, t := range texts {
+		if i > 0 || orig != "" {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(t)
+	}
+	return b.String()
+}
+
+// toolParams returns a tool's parameter schema, defaulting to an empty object
+// schema, or an error when the hook gave invalid JSON.
+func toolParams(name string, p []byte) ([]byte, error) {
+	if len(p) == 0 {
+		return []byte(`{"type":"object","properties":{}}`), nil
+	}
+	if !jsonkit.Valid(p) || !gjson.ParseBytes(p).IsObject() {
+		return nil, fmt.Errorf("rewrite: parameters of tool %q are not a JSON object", name)
+	}
+	return p, nil
+}

@@ -1,0 +1,114 @@
+package jsonkit
+
+import (
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// Index is what validating a request body learns on the way about its
+// top level: where each member of the root object is and, for array
+// members (messages, tools, system blocks, input items, contents), where
+// each element is. With it, a codec's ParseRequest reads the members it needs and
+// walks the conversation without scanning the body again: validation is the
+// only full pass.
+type Index struct {
+	body    string
+	members []memberSpan
+}
+
+type memberSpan struct {
+	key        string // raw key text between the quotes (escapes not decoded)
+	start, end int    // the value
+	elems      []span // elements, when the value is an array
+	isArray    bool
+}
+
+type span struct{ start, end int }
+
+// key notes the next root member's key (the validator calls it at depth 1).
+func (d *Index) key(raw []byte) {
+	d.members = append(d.members, memberSpan{key: UnsafeString(raw)})
+}
+
+// note records a value the validator finished: a root member's value
+// (depth 1, object) or an element of a root member that is an array
+// (depth 2, array).
+func (d *Index) note(depth int, close byte, start, end int) {
+	if len(d.members) == 0 {
+		return // the root is not an object
+	}
+	m := &d.members[len(d.members)-1]
+	switch {
+	case depth == 1 && close == '}':
+		m.start, m.end = start, end
+		m.isArray = d.body[start] == '['
+	case depth == 2 && close == ']' && m.isArray && m.end == 0:
+		m.elems = append(m.elems, span{start, end})
+	}
+}
+
+// ValidIndexed validates body as Valid does and indexes its top level in
+// the same pass. ok is false when body is not valid JSON; the index of a
+// valid body whose top level is not an object has no members. The index
+// aliases body.
+func ValidIndexed(body []byte) (idx *Index, ok bool) {
+	idx = &Index{body: UnsafeString(body)}
+	v := validator{b: body, idx: idx}
+	v.ws()
+	ok = v.value(0)
+	v.ws()
+	if !ok || v.i != len(body) {
+		return nil, false
+	}
+	return idx, true
+}
+
+// Lookup fills out[i] with the root member named keys[i] (the first when a
+// key repeats), as Members does on the root object.
+func (d *Index) Lookup(keys []string, out []gjson.Result) {
+	for i := range d.members {
+		m := &d.members[i]
+		key := m.key
+		if strings.IndexByte(key, '\\') >= 0 {
+			key = gjson.Parse(`"` + key + `"`).Str
+		}
+		for k, want := range keys {
+			if !out[k].Exists() && key == want {
+				out[k] = ValueAt(d.body[m.start:m.end], 0, m.start)
+				break
+			}
+		}
+	}
+}
+
+// elems returns the element spans of the root member whose value is arr
+// (a result Lookup returned), or nil when arr is not such an array.
+func (d *Index) elems(arr gjson.Result) []span {
+	for i := range d.members {
+		if m := &d.members[i]; m.isArray && m.start == arr.Index && m.end == arr.Index+len(arr.Raw) {
+			return m.elems
+		}
+	}
+	return nil
+}
+
+// Each calls fn with each element of arr, a root array member, like
+// EachElement but from the index (EachElement itself for a nil index or any
+// other array).
+func (d *Index) Each(arr gjson.Result, fn func(i int, v gjson.Result) bool) {
+	if d == nil || !arr.IsArray() {
+		EachElement(arr, fn)
+		return
+	}
+	spans := d.elems(arr)
+	if spans == nil && len(arr.Raw) > 2 {
+		EachElement(arr, fn) // not a root member (cannot happen from Lookup), or empty
+		return
+	}
+	for i, sp := range spans {
+		if !fn(i, ValueAt(d.body[sp.start:sp.end], 0, sp.start)) {
+			return
+		}
+	}
+}

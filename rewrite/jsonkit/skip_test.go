@@ -1,0 +1,122 @@
+package jsonkit
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
+)
+
+// checkIteration holds EachElement and Members to gjson's own iteration on a
+// valid document: the same elements and members, with the same raw text,
+// type, decoded value and document offset.
+func checkIteration(t *testing.T, doc string) {
+	t.Helper()
+	if !Valid([]byte(doc)) {
+		// Outside the contract: only no panic and no endless loop.
+		r := gjson.Parse(doc)
+		EachElement(r, func(int, gjson.Result) bool { return true })
+		var out [2]gjson.Result
+		Members(r, []string{"a", ""}, out[:])
+		return
+	}
+	var walk func(r gjson.Result)
+	walk = func(r gjson.Result) {
+		if r.IsArray() || r.IsObject() {
+			last := -1
+			r.ForEach(func(_, v gjson.Result) bool { last = v.Index + len(v.Raw); return true })
+			require.Equal(t, last, LastValueEnd(r), "end of the last value of %s", r.Raw)
+		}
+		switch {
+		case r.IsArray():
+			var want []gjson.Result
+			r.ForEach(func(_, v gjson.Result) bool { want = append(want, v); return true })
+			var got []gjson.Result
+			EachElement(r, func(i int, v gjson.Result) bool {
+				require.Equal(t, len(got), i)
+				got = append(got, v)
+				return true
+			})
+			require.Len(t, got, len(want), "elements of %s", r.Raw)
+			for i := range want {
+				requireSameResult(t, want[i], got[i])
+				walk(got[i])
+			}
+		case r.IsObject():
+			var keys []string
+			var want []gjson.Result
+			seen := map[string]bool{}
+			r.ForEach(func(k, v gjson.Result) bool {
+				if !seen[k.Str] {
+					seen[k.Str] = true
+					keys = append(keys, k.Str)
+					want = append(want, v)
+				}
+				return true
+			})
+			keys = append(keys, "\x00absent")
+			got := make([]gjson.Result, len(keys))
+			Members(r, keys, got)
+			for i := range want {
+				requireSameResult(t, want[i], got[i])
+				walk(got[i])
+			}
+			require.False(t, got[len(keys)-1].Exists())
+		}
+	}
+	walk(gjson.Parse(doc))
+}
+
+func requireSameResult(t *testing.T, want, got gjson.Result) {
+	t.Helper()
+	require.Equal(t, want.Raw, got.Raw)
+	require.Equal(t, want.Type, got.Type, "type of %s", want.Raw)
+	require.Equal(t, want.Index, got.Index, "offset of %s", want.Raw)
+	require.Equal(t, want.Str, got.Str)
+	require.Equal(t, want.Num, got.Num)
+}
+
+var iterationSeeds = []string{
+	`[]`, `{}`, ` [ 1 , "a" , true , null , -2.5e3 , [ ] , { } ] `,
+	`{"a":1,"a":2,"b":"x\"y","c":{"d":[1,{"e":"\\"}]}}`,
+	`{"k\u00e9y":"v","\"q\"":[ "\\\\", "]" , "}" ],"n":null}`,
+	`[{"role":"user","content":[{"type":"tool_result","content":"a \"quoted\" ] } string\\"}]}]`,
+	`[1`, `{"a":`, `{"a" 1}`, `["\"]`, `[1,,2]`, `{"a":1,}`, `[tru]`, `"\\"`,
+}
+
+func TestIterationMatchesGJSON(t *testing.T) {
+	for _, s := range iterationSeeds {
+		checkIteration(t, s)
+	}
+	for _, b := range codecRequestFixtures(t) {
+		checkIteration(t, string(b))
+	}
+}
+
+// codecRequestFixtures returns the request.json fixture of every codec
+// package under rewrite/ (one per wire API).
+func codecRequestFixtures(t *testing.T) [][]byte {
+	t.Helper()
+	var out [][]byte
+	err := filepath.WalkDir("..", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "request.json" || filepath.Base(filepath.Dir(p)) == "jsonkit" {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		out = append(out, b)
+		return err
+	})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(out), 4, "one request fixture per wire API")
+	return out
+}
+
+func FuzzIteration(f *testing.F) {
+	for _, s := range iterationSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, doc string) { checkIteration(t, doc) })
+}
