@@ -9,7 +9,12 @@
 // Config through String or Redacted, which mask secrets.
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks/registry"
+)
 
 // Config is the whole configuration. Each field documents its key, default
 // and meaning; config.example.yaml documents the same keys for operators.
@@ -31,12 +36,19 @@ type Config struct {
 	Log Log `mapstructure:"log"`
 	// Session configures how sessions are identified.
 	Session Session `mapstructure:"session"`
-	// Topics configures topic chapters (docs/features.md).
-	Topics Topics `mapstructure:"topics"`
-	// Intents configures intent governance (docs/features.md).
-	Intents Intents `mapstructure:"intents"`
-	// Recovery configures truncation recovery (docs/features.md).
-	Recovery Recovery `mapstructure:"recovery"`
+	// Sections holds the features' sections (intents, topics, recovery:
+	// docs/features.md), each typed by its feature's Config. Its fields are
+	// promoted: c.Topics.Enabled is key topics.enabled.
+	//
+	// The types live with the features (hooks/<feature>) and are listed
+	// once, in hooks/registry; embedding that list here keeps the
+	// configuration one typed struct, loaded, defaulted and validated once
+	// at start-up with every other key (Load lists every problem of every
+	// section together), while package config names no feature. The
+	// alternative, keeping raw sections for the registry to decode later,
+	// would lose the per-key environment variables, the unknown-key check
+	// and the single list of problems.
+	registry.Sections `mapstructure:",squash"`
 	// Turns bounds the upstream rounds the turn engine makes within one
 	// turn, per cause.
 	Turns Turns `mapstructure:"turns"`
@@ -57,7 +69,7 @@ const (
 	SideRequestsInject = "inject"
 )
 
-// Features holds settings shared by topics, intents and recovery.
+// Features holds settings shared by the features.
 type Features struct {
 	// SideRequests: key features.side_requests; pass (default) or inject.
 	// A side request is one that is not an agent turn: it declares no
@@ -200,160 +212,16 @@ type Session struct {
 	Header string `mapstructure:"header"`
 }
 
-// Topics configures the topic-chapters feature and the turn engine's bounds.
-type Topics struct {
-	// Enabled: key topics.enabled; default true. Off, requests and replies
-	// pass through untouched.
-	Enabled bool `mapstructure:"enabled"`
-	// ToolName: key topics.tool_name; the tool offered to the model; default
-	// create_new_topic.
-	ToolName string `mapstructure:"tool_name"`
-	// Placement: key topics.placement; where the per-turn "[Active Topic: …]"
-	// reminder goes: last_user (default; the end of the newest user turn,
-	// after every cache breakpoint) or system (for models without prompt
-	// caching: it changes the cache prefix whenever the topic changes).
-	Placement string `mapstructure:"placement"`
-	// MaxFollowups: key topics.max_followups; deprecated alias of
-	// turns.max_followups (Load maps it there with a warning, see
-	// Deprecations); -1, the default, means unset.
-	MaxFollowups int `mapstructure:"max_followups"`
-	// Guidance: key topics.guidance; the system-prompt guidance; "" uses the
-	// built-in text.
-	Guidance string `mapstructure:"guidance"`
-	// Reminder: key topics.reminder; the per-turn reminder, {title} replaced
-	// by the active topic; "" uses the built-in text.
-	Reminder string `mapstructure:"reminder"`
-	// NoTopicReminder: key topics.no_topic_reminder; the reminder before the
-	// first chapter; "" uses the built-in text.
-	NoTopicReminder string `mapstructure:"no_topic_reminder"`
-}
-
-// Switch is a three-way setting: auto, true or false. YAML booleans and the
-// strings "true"/"false"/"auto" all decode into it.
-type Switch string
+// Switch is a three-way setting: auto, true or false (hooks.Switch). YAML
+// booleans and the strings "true"/"false"/"auto" all decode into it.
+type Switch = hooks.Switch
 
 // Switch values.
 const (
-	SwitchAuto Switch = "auto"
-	SwitchOn   Switch = "true"
-	SwitchOff  Switch = "false"
+	SwitchAuto = hooks.SwitchAuto
+	SwitchOn   = hooks.SwitchOn
+	SwitchOff  = hooks.SwitchOff
 )
-
-// FailMode says what governance does when it cannot decide.
-type FailMode string
-
-// Fail modes for intents.on_error.
-const (
-	// FailClosed refuses every tool call except the always-allowed ones.
-	FailClosed FailMode = "closed"
-	// FailOpen lets every tool call through (and audits it as such).
-	FailOpen FailMode = "open"
-)
-
-// Intents configures intent governance (docs/features.md): the
-// select_active_intent tool, the gatekeeper, and scope and constraint
-// enforcement from a watched policy file.
-type Intents struct {
-	// Enabled: key intents.enabled; auto (default: on when the policy file
-	// exists at start-up), true or false. With true and no loadable file,
-	// governance follows OnError.
-	Enabled Switch `mapstructure:"enabled"`
-	// File: key intents.file; the policy file, relative to WorkspaceRoot
-	// unless absolute; default .orchestration/active_intents.yaml. It is
-	// watched: changes apply without restart, a broken file keeps the last
-	// good policy.
-	File string `mapstructure:"file"`
-	// WorkspaceRoot: key intents.workspace_root; the directory the agent's
-	// file paths are relative to and must stay inside; default "" (the
-	// proxy's working directory). When set it must be an existing directory.
-	WorkspaceRoot string `mapstructure:"workspace_root"`
-	// AlwaysAllowed: key intents.always_allowed; tools that bypass the
-	// gatekeeper (may run with no intent selected); by default the common
-	// agents' read-only tools. Constraints and scope still apply to them once
-	// an intent is active.
-	AlwaysAllowed []string `mapstructure:"always_allowed"`
-	// PathArgs: key intents.path_args; which arguments of which tools are
-	// file paths, as "Tool:argpath" entries (argpath a gjson path to a
-	// string or array of strings) or "Tool:patch(argpath)" for an
-	// apply_patch-format patch. Default: the common agents' file-writing
-	// tools. Setting it replaces the whole default list.
-	PathArgs []string `mapstructure:"path_args"`
-	// ShellArgs: key intents.shell_args; which tools run shell commands, as
-	// "Tool:argpath" (a script, or an array of scripts) or
-	// "Tool:argv(argpath)" (an argument vector) entries, each optionally
-	// followed by "@dirpath" naming the working-directory argument. The
-	// files such a command writes (redirections, tee, sed -i, cp, mv, rm,
-	// touch, mkdir, ln, truncate, dd, bash -c scripts) are checked against
-	// the active intent's scope. Default: the common agents' shell tools.
-	// Setting it replaces the whole default list.
-	ShellArgs []string `mapstructure:"shell_args"`
-	// UnparsedCommands: key intents.unparsed_commands; refuse (default) or
-	// allow: what happens, while an intent is active, to a shell command
-	// whose written files cannot all be known (dynamic targets like $VAR,
-	// command substitution in a target, eval, xargs, a syntax error).
-	UnparsedCommands string `mapstructure:"unparsed_commands"`
-	// InferPathArgs: key intents.infer_path_args; default true. A tool
-	// listed in neither always_allowed, path_args nor shell_args is still
-	// scope-checked on the arguments that look like file paths (path,
-	// file_path, filepath, filePath, notebook_path, paths, target_file,
-	// files[].path, an apply_patch patch in input or patch).
-	InferPathArgs bool `mapstructure:"infer_path_args"`
-	// OnError: key intents.on_error; closed (default) or open: what happens
-	// to tool calls when no valid policy could ever be loaded or the state
-	// store is down. closed refuses every call except always-allowed ones,
-	// with a reason saying the policy is unavailable; open lets them through.
-	OnError FailMode `mapstructure:"on_error"`
-	// Routes override File and WorkspaceRoot per wire API.
-	Routes IntentRoutes `mapstructure:"routes"`
-}
-
-// IntentRoutes holds per-API overrides of the policy file and workspace
-// root; an empty field inherits intents.file / intents.workspace_root.
-type IntentRoutes struct {
-	// Anthropic: keys intents.routes.anthropic.{file,workspace_root}
-	// (Messages API).
-	Anthropic IntentRoute `mapstructure:"anthropic"`
-	// OpenAIChat: keys intents.routes.openai_chat.{file,workspace_root}.
-	OpenAIChat IntentRoute `mapstructure:"openai_chat"`
-	// OpenAIResponses: keys intents.routes.openai_responses.{file,workspace_root}.
-	OpenAIResponses IntentRoute `mapstructure:"openai_responses"`
-	// Gemini: keys intents.routes.gemini.{file,workspace_root}.
-	Gemini IntentRoute `mapstructure:"gemini"`
-}
-
-// IntentRoute overrides where one API's policy comes from.
-type IntentRoute struct {
-	File          string `mapstructure:"file"`
-	WorkspaceRoot string `mapstructure:"workspace_root"`
-}
-
-// Recovery configures truncation recovery and the output-limit floor
-// (docs/features.md).
-type Recovery struct {
-	// Enabled: key recovery.enabled; default true. Off, replies cut by the
-	// output limit reach the agent as they are and limits are not raised.
-	Enabled bool `mapstructure:"enabled"`
-	// MaxAttempts: key recovery.max_attempts; continuations per turn;
-	// default 2, at most 8.
-	MaxAttempts int `mapstructure:"max_attempts"`
-	// MinOutputTokens: key recovery.min_output_tokens; a request's output
-	// limit below this is raised to it (never above the model's maximum);
-	// 0 disables the floor. Default 1200.
-	MinOutputTokens int64 `mapstructure:"min_output_tokens"`
-	// Strategy: key recovery.strategy; "model-glob=prefill|instruction"
-	// rules, first match wins, * matches anything; a model no rule matches
-	// uses instruction. prefill is used only where the request has no
-	// extended thinking. Default: claude-3*=prefill, *=instruction.
-	Strategy []string `mapstructure:"strategy"`
-	// MaxOutputTokens: key recovery.max_output_tokens; "model-glob=N" rules
-	// giving each model's largest output limit, the cap of the floor and of
-	// the doubled limit after a cut tool call. Default: a table of current
-	// Anthropic, OpenAI and Gemini models.
-	MaxOutputTokens []string `mapstructure:"max_output_tokens"`
-	// Instruction: key recovery.instruction; the continue instruction of
-	// the instruction strategy; "" uses the built-in text.
-	Instruction string `mapstructure:"instruction"`
-}
 
 // Turns bounds, per cause, the requests the turn engine sends upstream
 // within one turn after the agent's own request. Continuations of a reply

@@ -71,6 +71,12 @@ func walkFields(t reflect.Type, prefix string, index []int, out *[]field) {
 			continue
 		}
 		tag := sf.Tag.Get("mapstructure")
+		if sf.Anonymous && tag == ",squash" && sf.Type.Kind() == reflect.Struct {
+			// An embedded struct's keys sit at its parent's level
+			// (registry.Sections: topics.*, intents.*, …).
+			walkFields(sf.Type, prefix, append(append([]int(nil), index...), i), out)
+			continue
+		}
 		if tag == "" || tag == "-" || strings.ContainsAny(tag, ",.") || tag != strings.ToLower(tag) {
 			panic(fmt.Sprintf("config: field %s.%s needs a plain lower-case mapstructure tag, got %q", t.Name(), sf.Name, tag))
 		}

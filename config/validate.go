@@ -119,20 +119,9 @@ func (c *Config) Validate() error {
 		p.add("session.header", "%q is not a valid HTTP header name", c.Session.Header)
 	}
 
-	switch c.Topics.Placement {
-	case "last_user", "system":
-	default:
-		p.add("topics.placement", "%q is not one of last_user, system", c.Topics.Placement)
+	for _, hp := range c.Sections.Validate() {
+		p = append(p, Problem(hp))
 	}
-	if !isToolName(c.Topics.ToolName) {
-		p.add("topics.tool_name", "%q is not a valid tool name (1-64 letters, digits, _ or -)", c.Topics.ToolName)
-	}
-	if c.Topics.MaxFollowups < -1 || c.Topics.MaxFollowups > 16 {
-		p.add("topics.max_followups", "%d is out of range: must be between 0 and 16", c.Topics.MaxFollowups)
-	}
-
-	c.Intents.validate(&p)
-	c.Recovery.validate(&p)
 	c.Turns.validate(&p)
 	c.Features.validate(&p)
 
@@ -304,19 +293,6 @@ func isToken(s string) bool {
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
 		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
 		default:
-			return false
-		}
-	}
-	return true
-}
-
-// isToolName reports whether s is a tool name every provider accepts.
-func isToolName(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
 			return false
 		}
 	}

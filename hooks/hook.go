@@ -1,3 +1,9 @@
+// Package hooks is the contract between the proxy and its features: the
+// phases a hook may implement (request, reply, outcome), the Chain that runs
+// them, and the plug-in lifecycle (Section, Plugin: provision from a config
+// section, validate, close). Each feature lives in a package of its own
+// below (hooks/topics, hooks/intents, hooks/recovery), listed once in
+// hooks/registry.
 package hooks
 
 import (
@@ -136,6 +142,46 @@ func NewChain(hs ...Hook) *Chain {
 // Empty reports whether the chain has no hooks at all, so the proxy can take
 // the pure pass-through path.
 func (c *Chain) Empty() bool { return c == nil || len(c.hooks) == 0 }
+
+// FailClosed is implemented by a hook that must run even when the session
+// state cannot be read (intents with on_error closed): the proxy then runs
+// the chain on an empty session with Call.StateUnavailable set instead of
+// passing the request through.
+type FailClosed interface {
+	FailsClosed() bool
+}
+
+// FailsClosed reports whether a hook of the chain fails closed.
+func (c *Chain) FailsClosed() bool {
+	if c == nil {
+		return false
+	}
+	for _, h := range c.hooks {
+		if fc, ok := h.(FailClosed); ok && fc.FailsClosed() {
+			return true
+		}
+	}
+	return false
+}
+
+// Continuer is implemented by a reply hook that may ask the turn engine to
+// continue a reply (ReplyDecision.Continue).
+type Continuer interface {
+	MayContinue() bool
+}
+
+// Continues reports whether a hook of the chain may ask for continuations.
+func (c *Chain) Continues() bool {
+	if c == nil {
+		return false
+	}
+	for _, h := range c.hooks {
+		if ct, ok := h.(Continuer); ok && ct.MayContinue() {
+			return true
+		}
+	}
+	return false
+}
 
 // HasReplyHooks reports whether any hook inspects replies.
 func (c *Chain) HasReplyHooks() bool { return c != nil && len(c.reply) > 0 }

@@ -128,15 +128,13 @@ func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 	c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	out := map[string]any{"status": "ok", "store": string(s.cfg.State.Backend)}
-	// A broken policy file does not make the proxy unready (the last good
-	// policy stays in force, or governance fails closed): it is reported
-	// as "degraded" with the detail per file.
-	if ps := s.features.PolicyStatus(); len(ps) > 0 {
-		out["policies"] = ps
-		for _, p := range ps {
-			if !p.Loaded || p.Error != "" {
-				out["status"] = "degraded"
-			}
+	// A feature's trouble (a broken policy file) does not make the proxy
+	// unready (the last good policy stays in force, or governance fails
+	// closed): it is reported as "degraded" with the feature's detail.
+	for _, r := range s.features.Reports() {
+		out[r.Name] = r.Detail
+		if r.Degraded {
+			out["status"] = "degraded"
 		}
 	}
 	if err := s.store.Ping(c); err != nil {

@@ -3,6 +3,9 @@ package proxy
 import (
 	"time"
 
+	"github.com/shepherd-proxy/shepherd/hooks/intents"
+	"github.com/shepherd-proxy/shepherd/hooks/recovery"
+	"github.com/shepherd-proxy/shepherd/hooks/topics"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -83,28 +86,42 @@ func summariesJSON(list []state.Summary) []sessionSummaryJSON {
 	out := make([]sessionSummaryJSON, len(list))
 	for i, s := range list {
 		out[i] = sessionSummaryJSON{ID: s.ID, Tenant: s.Tenant, UpdatedAt: s.UpdatedAt,
-			Requests: s.Requests, Topic: s.Topic, Intent: s.Intent}
+			Requests: s.Requests, Topic: s.Notes[topics.Name], Intent: s.Notes[intents.Name]}
 	}
 	return out
 }
 
+// sessionAnswer reads the features' slots (a slot this build cannot read
+// shows as empty).
 func sessionAnswer(s *state.Session, withLedger bool) sessionJSON {
+	tp, _ := topics.Of(s)
+	if tp == nil {
+		tp = &topics.State{}
+	}
+	in, _ := intents.Of(s)
+	if in == nil {
+		in = &intents.State{}
+	}
+	rc, _ := recovery.Of(s)
+	if rc == nil {
+		rc = &recovery.State{}
+	}
 	out := sessionJSON{
 		ID: s.ID, Tenant: s.Tenant, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
-		Requests: s.Requests, Version: s.Version, Topic: s.Topic, Intent: s.Intent,
-		Chapters:      make([]chapterJSON, len(s.Chapters)),
-		Audit:         make([]auditJSON, len(s.Audit)),
-		Recovery:      recoveryJSON(s.Recovery),
+		Requests: s.Requests, Version: s.Version, Topic: tp.Topic, Intent: in.Intent,
+		Chapters:      make([]chapterJSON, len(tp.Chapters)),
+		Audit:         make([]auditJSON, len(in.Audit)),
+		Recovery:      recoveryJSON(*rc),
 		LedgerEntries: len(s.Ledger),
 	}
-	for i, c := range s.Chapters {
+	for i, c := range tp.Chapters {
 		ch := chapterJSON{Title: c.Title, StartedAt: c.StartedAt}
 		for _, n := range c.Calls {
 			ch.Calls = append(ch.Calls, callJSON(n))
 		}
 		out.Chapters[i] = ch
 	}
-	for i, a := range s.Audit {
+	for i, a := range in.Audit {
 		out.Audit[i] = auditJSON(a)
 	}
 	if withLedger {

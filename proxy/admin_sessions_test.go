@@ -8,6 +8,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/hooks/intents"
+	"github.com/shepherd-proxy/shepherd/hooks/topics"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -19,10 +21,9 @@ func TestSessionsAPIAnswerShapes(t *testing.T) {
 	key := state.Key{Tenant: "t1", Session: "s1"}
 	_, err := h.store.Update(context.Background(), key, func(s *state.Session) error {
 		s.Requests = 2
-		s.Topic, s.Intent = "fix login", "INT-7"
-		s.Chapters = []state.Chapter{{Title: "fix login"}}
+		s.SetSlot(topics.Name, &topics.State{Topic: "fix login", Chapters: []topics.Chapter{{Title: "fix login"}}})
 		s.Ledger = []state.LedgerEntry{{Kind: "reply", Anchor: "a1", Data: []byte(`{"text":"model output"}`)}}
-		s.Audit = []state.AuditEntry{{Tool: "Write", Decision: "allowed"}}
+		s.SetSlot(intents.Name, &intents.State{Intent: "INT-7", Audit: []intents.AuditEntry{{Tool: "Write", Decision: "allowed"}}})
 		return nil
 	})
 	require.NoError(t, err)

@@ -21,7 +21,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks/intents"
 )
 
 // claudeCodeTool declares one of Claude Code's tools with its input schema
@@ -175,7 +175,7 @@ func TestIntentsClaudeCodeSession(t *testing.T) {
 		// Turn 1: a Read, allowed before any intent.
 		mock.Reply{ID: "msg_01", Text: "I'll look at the login handler first.", ToolCalls: []mock.ToolCall{{ID: "toolu_01", Name: "Read", Args: readArgs}}},
 		// Turn 2: the selection (answered by shepherd), then an in-scope Edit.
-		mock.Reply{ID: "msg_02", ToolCalls: []mock.ToolCall{{ID: "toolu_02", Name: hooks.IntentTool, Args: `{"intent_id":"INT-001"}`}}},
+		mock.Reply{ID: "msg_02", ToolCalls: []mock.ToolCall{{ID: "toolu_02", Name: intents.IntentTool, Args: `{"intent_id":"INT-001"}`}}},
 		mock.Reply{ID: "msg_03", Text: "Rejecting empty passwords.", ToolCalls: []mock.ToolCall{{ID: "toolu_03", Name: "Edit", Args: editArgs}}},
 		// Turn 3: a Write outside the workspace, alone: refused; the model
 		// says why it stopped and edits in scope instead.
@@ -267,7 +267,7 @@ func TestIntentsClaudeCodeSession(t *testing.T) {
 
 	// The audit trail tells the story.
 	sess := intentSession(t, h, sessionID)
-	require.Equal(t, "INT-001", sess.Intent)
+	require.Equal(t, "INT-001", intentsOf(t, sess).Intent)
 	require.Equal(t, []string{
 		"allowed always_allowed Read toolu_01 ",
 		"selected select_intent select_active_intent toolu_02 INT-001",
@@ -276,10 +276,10 @@ func TestIntentsClaudeCodeSession(t *testing.T) {
 		"allowed checks_passed Edit toolu_05 INT-001",
 		"refused scope Write toolu_06 INT-001",
 		"refused scope Write toolu_07 INT-001",
-	}, auditTrail(sess.Audit))
-	require.Contains(t, sess.Audit[3].Reason, cronReason)
-	require.Contains(t, sess.Audit[5].Reason, secretReason)
-	require.Contains(t, sess.Audit[6].Reason, outsideReason)
+	}, auditTrail(intentsOf(t, sess).Audit))
+	require.Contains(t, intentsOf(t, sess).Audit[3].Reason, cronReason)
+	require.Contains(t, intentsOf(t, sess).Audit[5].Reason, secretReason)
+	require.Contains(t, intentsOf(t, sess).Audit[6].Reason, outsideReason)
 }
 
 // normalizeToolUses re-encodes the input of each "Name input" entry so

@@ -14,7 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks/intents"
 )
 
 const (
@@ -66,10 +66,10 @@ func TestIntentsCodexApplyPatch(t *testing.T) {
 				}
 			}
 			require.Contains(t, refusal, `"../outside.txt" is outside the workspace`)
-			require.Contains(t, gjson.GetBytes(reqs[0].Body, "tools").Raw, hooks.IntentTool)
+			require.Contains(t, gjson.GetBytes(reqs[0].Body, "tools").Raw, intents.IntentTool)
 
 			sess := intentSession(t, h, "codex-"+name)
-			require.Equal(t, []string{"refused scope apply_patch p1 INT-001", "allowed checks_passed apply_patch p2 INT-001"}, auditTrail(sess.Audit))
+			require.Equal(t, []string{"refused scope apply_patch p1 INT-001", "allowed checks_passed apply_patch p2 INT-001"}, auditTrail(intentsOf(t, sess).Audit))
 		})
 	}
 }

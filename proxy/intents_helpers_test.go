@@ -20,6 +20,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/hooks/intents"
 	"github.com/shepherd-proxy/shepherd/state"
 	"github.com/shepherd-proxy/shepherd/test/kit"
 )
@@ -348,7 +349,7 @@ func intentSession(t *testing.T, h *harness, id string) *state.Session {
 
 // auditTrail renders an audit trail as "decision rule tool call_id intent"
 // lines.
-func auditTrail(entries []state.AuditEntry) []string {
+func auditTrail(entries []intents.AuditEntry) []string {
 	out := []string{}
 	for _, e := range entries {
 		out = append(out, strings.Join([]string{e.Decision, e.Rule, e.Tool, e.CallID, e.Intent}, " "))

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks/intents"
 )
 
 // TestIntentsClaudeCodeBashOutOfScope streams a Claude Code session (its
@@ -39,7 +39,7 @@ func TestIntentsClaudeCodeBashOutOfScope(t *testing.T) {
 	requireRefusal(t, "anthropic", reqs[1].Body,
 		"toolu_01", `this Bash command writes "src/auth/login.go", which is outside the scope of intent INT-002`)
 	sess := intentSession(t, h, "cc-bash")
-	require.Equal(t, []string{"refused scope Bash toolu_01 INT-002", "allowed checks_passed Bash toolu_02 INT-002"}, auditTrail(sess.Audit))
+	require.Equal(t, []string{"refused scope Bash toolu_01 INT-002", "allowed checks_passed Bash toolu_02 INT-002"}, auditTrail(intentsOf(t, sess).Audit))
 }
 
 // TestIntentsShellToolsOutOfScope drives each agent's shell tool (and Cline
@@ -94,13 +94,13 @@ func TestIntentsShellToolsOutOfScope(t *testing.T) {
 			reqs := h.mock.Requests()
 			require.Len(t, reqs, 2, "the refusal is followed up")
 			requireRefusal(t, c.api, reqs[1].Body, "c1", c.reason)
-			rule := hooks.RuleScope
+			rule := intents.RuleScope
 			if strings.Contains(c.reason, "cannot tell") {
-				rule = hooks.RuleUnparsedCommand
+				rule = intents.RuleUnparsedCommand
 			}
 			sess := intentSession(t, h, session)
 			require.Equal(t, []string{"refused " + rule + " " + c.tool + " c1 INT-002", "allowed checks_passed " + c.tool + " c2 INT-002"},
-				auditTrail(sess.Audit))
+				auditTrail(intentsOf(t, sess).Audit))
 		})
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks/intents"
 )
 
 // TestIntentsGatekeeperThenSelectionStreaming is scenario 1 streamed on
@@ -57,7 +57,7 @@ func TestIntentsStreamMixedTurns(t *testing.T) {
 				}},
 				// Turn 2 (unary): the selection alone, then a Write beside a
 				// refused out-of-scope one.
-				mock.Reply{ID: "m2", ToolCalls: []mock.ToolCall{{ID: "s1", Name: hooks.IntentTool, Args: `{"intent_id":"INT-001"}`}}},
+				mock.Reply{ID: "m2", ToolCalls: []mock.ToolCall{{ID: "s1", Name: intents.IntentTool, Args: `{"intent_id":"INT-001"}`}}},
 				mock.Reply{ID: "m3", ToolCalls: []mock.ToolCall{
 					{ID: "w2", Name: "Write", Args: writeDocsArgs},
 					{ID: "w3", Name: "Write", Args: writeSrcArgs},
@@ -83,7 +83,7 @@ func TestIntentsStreamMixedTurns(t *testing.T) {
 			require.Len(t, reqs, 4, "the selection alone was followed up")
 			requireAllAppendOnly(t, c.api, reqs)
 			last := reqs[3].Body
-			requireRefusal(t, c.api.name, last, "w1", hooks.GatekeeperMessage)
+			requireRefusal(t, c.api.name, last, "w1", intents.GatekeeperMessage)
 			requireRefusal(t, c.api.name, last, "w2", `"docs/x.md" is outside the scope of intent INT-001`)
 			require.Contains(t, requireResult(t, c.api.name, last, "s1").content, `<intent_context intent_id="INT-001">`)
 			require.Equal(t, []string{
@@ -92,7 +92,7 @@ func TestIntentsStreamMixedTurns(t *testing.T) {
 				"selected select_intent select_active_intent s1 INT-001",
 				"refused scope Write w2 INT-001",
 				"allowed checks_passed Write w3 INT-001",
-			}, auditTrail(intentSession(t, h, session).Audit))
+			}, auditTrail(intentsOf(t, intentSession(t, h, session)).Audit))
 		})
 	}
 }

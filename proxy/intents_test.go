@@ -17,7 +17,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/config"
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks/intents"
 	"github.com/shepherd-proxy/shepherd/state"
 	"github.com/shepherd-proxy/shepherd/test/kit"
 )
@@ -43,7 +43,7 @@ func runIntentGatekeeperFlow(t *testing.T, c intentCase) {
 	session := "gate-" + strings.ReplaceAll(c.name(), "/", "-")
 	h.mock.Script(
 		mock.Reply{ID: "m1", ToolCalls: []mock.ToolCall{{ID: "w1", Name: "Write", Args: writeSrcArgs}}},
-		mock.Reply{ID: "m2", ToolCalls: []mock.ToolCall{{ID: "s1", Name: hooks.IntentTool, Args: `{"intent_id":"INT-001"}`}}},
+		mock.Reply{ID: "m2", ToolCalls: []mock.ToolCall{{ID: "s1", Name: intents.IntentTool, Args: `{"intent_id":"INT-001"}`}}},
 		mock.Reply{ID: "m3", ToolCalls: []mock.ToolCall{{ID: "w2", Name: "Write", Args: writeSrcArgs}}},
 		mock.Reply{ID: "m4", Text: "Done."},
 	)
@@ -60,13 +60,13 @@ func runIntentGatekeeperFlow(t *testing.T, c intentCase) {
 		require.Equal(t, streamed, r.Stream, "upstream request %d", i+1)
 	}
 	r1, r2, r3 := reqs[0].Body, reqs[1].Body, reqs[2].Body
-	require.Contains(t, gjson.GetBytes(r1, "tools").Raw, `"`+hooks.IntentTool+`"`, "the model is offered select_active_intent")
-	require.Contains(t, string(r1), hooks.IntentRule, "the intent-first rule is in the system prompt")
+	require.Contains(t, gjson.GetBytes(r1, "tools").Raw, `"`+intents.IntentTool+`"`, "the model is offered select_active_intent")
+	require.Contains(t, string(r1), intents.IntentRule, "the intent-first rule is in the system prompt")
 	require.Contains(t, lastHistoryItem(c.api, r1), "[Active Intent: none]", "the newest user turn names no intent")
 	requireAppendOnly(t, c.api, r1, r2)
 	requireAppendOnly(t, c.api, r2, r3)
-	_, res := requireRefusal(t, c.api.name, r2, "w1", hooks.GatekeeperMessage)
-	require.Equal(t, hooks.GatekeeperMessage, modelHistory(t, c.api.name, r2)[res].content, "the documented text")
+	_, res := requireRefusal(t, c.api.name, r2, "w1", intents.GatekeeperMessage)
+	require.Equal(t, intents.GatekeeperMessage, modelHistory(t, c.api.name, r2)[res].content, "the documented text")
 	sel := requireResult(t, c.api.name, r3, "s1")
 	require.Contains(t, sel.content, `<intent_context intent_id="INT-001">`)
 	require.False(t, sel.isError)
@@ -93,13 +93,13 @@ func runIntentGatekeeperFlow(t *testing.T, c intentCase) {
 	require.Equal(t, "ok", items[order[5]].content, "the agent's result of the allowed Write")
 
 	sess := intentSession(t, h, session)
-	require.Equal(t, "INT-001", sess.Intent)
+	require.Equal(t, "INT-001", intentsOf(t, sess).Intent)
 	require.Equal(t, []string{
 		"refused gatekeeper Write w1 ",
 		"selected select_intent select_active_intent s1 INT-001",
 		"allowed checks_passed Write w2 INT-001",
-	}, auditTrail(sess.Audit))
-	require.Equal(t, hooks.GatekeeperMessage, sess.Audit[0].Reason)
+	}, auditTrail(intentsOf(t, sess).Audit))
+	require.Equal(t, intents.GatekeeperMessage, intentsOf(t, sess).Audit[0].Reason)
 	require.Equal(t, 1.0, decisions(t, h, "refused", "gatekeeper"))
 	require.Equal(t, 1.0, decisions(t, h, "selected", "select_intent"))
 	require.Equal(t, 1.0, decisions(t, h, "allowed", "checks_passed"))
@@ -168,12 +168,12 @@ func runIntentScopeFlow(t *testing.T, c intentCase) {
 	}
 
 	sess := intentSession(t, h, session)
-	require.Equal(t, "INT-001", sess.Intent, "the starting intent is saved")
+	require.Equal(t, "INT-001", intentsOf(t, sess).Intent, "the starting intent is saved")
 	require.Equal(t, []string{
 		"refused scope Write w1 INT-001",
 		"allowed checks_passed Read r1 INT-001",
-	}, auditTrail(sess.Audit))
-	require.Contains(t, sess.Audit[0].Reason, reason)
+	}, auditTrail(intentsOf(t, sess).Audit))
+	require.Contains(t, intentsOf(t, sess).Audit[0].Reason, reason)
 }
 
 // TestIntentsScopeRefusalBesideAllowedCall runs scenario 2 non-streaming on
@@ -257,7 +257,7 @@ func TestIntentsPolicyHotReload(t *testing.T) {
 		"allowed checks_passed Write w2 INT-001",
 		"allowed checks_passed Write w3 INT-001",
 		"refused scope Write w4 INT-001",
-	}, auditTrail(intentSession(t, h, "reload").Audit))
+	}, auditTrail(intentsOf(t, intentSession(t, h, "reload")).Audit))
 }
 
 // TestIntentsBrokenPolicyKeepsLastGood: a broken edit of the policy file is
@@ -300,7 +300,7 @@ func TestIntentsBrokenPolicyKeepsLastGood(t *testing.T) {
 	require.Equal(t, []string{
 		"allowed checks_passed Write w1 INT-001",
 		"refused scope Write w2 INT-001",
-	}, auditTrail(sess.Audit))
+	}, auditTrail(intentsOf(t, sess).Audit))
 
 	// Fixed again: healthy.
 	ok := policyLoads(t, h, "ok")
@@ -321,12 +321,12 @@ func TestIntentsNoValidPolicy(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		policy string // "" for no file
-		mode   config.FailMode
+		mode   intents.FailMode
 	}{
-		{"broken_closed", intentBrokenPolicy, config.FailClosed},
-		{"broken_open", intentBrokenPolicy, config.FailOpen},
-		{"missing_closed", "", config.FailClosed},
-		{"missing_open", "", config.FailOpen},
+		{"broken_closed", intentBrokenPolicy, intents.FailClosed},
+		{"broken_open", intentBrokenPolicy, intents.FailOpen},
+		{"missing_closed", "", intents.FailClosed},
+		{"missing_open", "", intents.FailOpen},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -342,7 +342,7 @@ func TestIntentsNoValidPolicy(t *testing.T) {
 			}
 
 			a := intentCase{api: api, mode: "raw"}.agent(t, h, "nopolicy")
-			if tc.mode == config.FailOpen {
+			if tc.mode == intents.FailOpen {
 				h.mock.Script(mock.Reply{ID: "m1", ToolCalls: []mock.ToolCall{
 					{ID: "w1", Name: "Write", Args: writeSrcArgs},
 					{ID: "r1", Name: "Read", Args: readSrcArgs},
@@ -353,7 +353,7 @@ func TestIntentsNoValidPolicy(t *testing.T) {
 				require.Equal(t, []string{
 					"allowed fail_open Write w1 ",
 					"allowed always_allowed Read r1 ",
-				}, auditTrail(intentSession(t, h, "nopolicy").Audit))
+				}, auditTrail(intentsOf(t, intentSession(t, h, "nopolicy")).Audit))
 				return
 			}
 			// Closed: the lone Write is refused and the model told why;
@@ -377,8 +377,8 @@ func TestIntentsNoValidPolicy(t *testing.T) {
 			require.Equal(t, []string{
 				"refused policy_unavailable Write w1 ",
 				"allowed always_allowed Read r1 ",
-			}, auditTrail(sess.Audit))
-			require.Equal(t, refusal, sess.Audit[0].Reason)
+			}, auditTrail(intentsOf(t, sess).Audit))
+			require.Equal(t, refusal, intentsOf(t, sess).Audit[0].Reason)
 			require.Equal(t, 1.0, decisions(t, h, "refused", "policy_unavailable"))
 		})
 	}
@@ -389,14 +389,14 @@ func TestIntentsNoValidPolicy(t *testing.T) {
 // session state is unavailable) and lets always-allowed tools run; open
 // passes the request through untouched.
 func TestIntentsStoreDown(t *testing.T) {
-	for _, mode := range []config.FailMode{config.FailClosed, config.FailOpen} {
+	for _, mode := range []intents.FailMode{intents.FailClosed, intents.FailOpen} {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
 			api := topicAPINamed(t, "anthropic")
 			dir := intentWorkspace(t, intentPolicy("INT-001"))
 			h := newHarness(t, harnessOptions{Store: &failingStore{}, Config: intentsOn(dir, func(c *config.Config) { c.Intents.OnError = mode })})
 			a := intentCase{api: api, mode: "raw"}.agent(t, h, "down")
-			if mode == config.FailOpen {
+			if mode == intents.FailOpen {
 				h.mock.Script(mock.Reply{ID: "m1", ToolCalls: []mock.ToolCall{{ID: "w1", Name: "Write", Args: writeDocsArgs}}})
 				a.user("go")
 				reply := a.send(t)
@@ -442,7 +442,7 @@ func TestIntentsTwoReplicasShareRedis(t *testing.T) {
 		c.Upstreams.Anthropic = a.mock.URL() // one provider behind both replicas
 	})})
 	a.mock.Script(
-		mock.Reply{ID: "m1", ToolCalls: []mock.ToolCall{{ID: "s1", Name: hooks.IntentTool, Args: `{"intent_id":"INT-001"}`}}},
+		mock.Reply{ID: "m1", ToolCalls: []mock.ToolCall{{ID: "s1", Name: intents.IntentTool, Args: `{"intent_id":"INT-001"}`}}},
 		mock.Reply{ID: "m2", Text: "Working on INT-001."},
 		mock.Reply{ID: "m3", ToolCalls: []mock.ToolCall{{ID: "w1", Name: "Write", Args: writeSrcArgs}}},
 	)

@@ -12,8 +12,10 @@ import (
 	"github.com/shepherd-proxy/shepherd/rewrite"
 )
 
-// Metrics holds shepherd's Prometheus collectors on a private registry (never
-// the global one), so several servers can live in one process (tests).
+// Metrics holds the proxy's Prometheus collectors on a private registry
+// (never the global one), so several servers can live in one process
+// (tests). The features register their own collectors on the same registry
+// when they are provisioned (BuildFeatures).
 type Metrics struct {
 	Registry *prometheus.Registry
 
@@ -31,11 +33,10 @@ type Metrics struct {
 	upstreamErrors *prometheus.CounterVec
 	clientAborts   *prometheus.CounterVec
 	// disconnects counts clients found gone, by route and phase.
-	disconnects  *prometheus.CounterVec
-	ledger       *prometheus.CounterVec
-	answered     prometheus.Counter
-	followups    *prometheus.CounterVec
-	topicChanges prometheus.Counter
+	disconnects *prometheus.CounterVec
+	ledger      *prometheus.CounterVec
+	answered    prometheus.Counter
+	followups   *prometheus.CounterVec
 
 	acceptErrors     prometheus.Counter
 	truncations      *prometheus.CounterVec
@@ -43,10 +44,7 @@ type Metrics struct {
 	recoveryAttempts *prometheus.CounterVec
 	recoveryAdded    *prometheus.HistogramVec
 
-	intentDecisions *prometheus.CounterVec
-	sideRequests    *prometheus.CounterVec
-	policyLoads     *prometheus.CounterVec
-	policyValid     *prometheus.GaugeVec
+	sideRequests *prometheus.CounterVec
 
 	// reqCounters caches the counter of each (route, status) pair so the hot
 	// path does not format labels per request.
@@ -105,9 +103,6 @@ func NewMetrics() *Metrics {
 		followups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shepherd_followups_total", Help: "Follow-up requests the turn engine sent upstream.",
 		}, []string{"route"}),
-		topicChanges: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "shepherd_topic_changes_total", Help: "create_new_topic calls accepted (new chapters opened).",
-		}),
 		acceptErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shepherd_accept_errors_total", Help: "Failed accepts of client connections that shepherd retried (out of file descriptors or socket memory).",
 		}),
@@ -127,17 +122,8 @@ func NewMetrics() *Metrics {
 			Name: "shepherd_side_requests_total",
 			Help: "Side requests (no tools, tool_choice none, JSON output) passed upstream untouched, by route and kind.",
 		}, []string{"route", "kind"}),
-		intentDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shepherd_intent_decisions_total", Help: "Intent governance decisions on tool calls, by decision (allowed, refused, selected, listed) and the rule that decided.",
-		}, []string{"decision", "rule"}),
-		policyLoads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shepherd_intents_policy_loads_total", Help: "Intents policy load attempts that found a change, by result (ok, error).",
-		}, []string{"result"}),
-		policyValid: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "shepherd_intents_policy_valid", Help: "1 when the policy file's latest content is valid and in force, 0 when it is broken (the last good policy stays in force).",
-		}, []string{"file"}),
 	}
-	r.MustRegister(m.acceptErrors, m.truncations, m.recoveries, m.recoveryAttempts, m.recoveryAdded, m.intentDecisions, m.policyLoads, m.policyValid, m.topicChanges, m.ledger, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
+	r.MustRegister(m.acceptErrors, m.truncations, m.recoveries, m.recoveryAttempts, m.recoveryAdded, m.ledger, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
 		m.storeErrors, m.hookErrors, m.upstreamErrors, m.clientAborts, m.disconnects, m.sideRequests,
 		viewCacheLookups("hit", func() uint64 { h, _ := m.views.Load().Stats(); return h }),
 		viewCacheLookups("miss", func() uint64 { _, n := m.views.Load().Stats(); return n }),

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
+	"github.com/shepherd-proxy/shepherd/hooks/recovery"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -167,7 +168,7 @@ func TestRecoveryHundredTurns(t *testing.T) {
 
 			sess, err := h.store.Get(t.Context(), state.Key{Tenant: tenantOfHarness(t, h, session), Session: session})
 			require.NoError(t, err)
-			require.Equal(t, state.RecoveryStats{Truncated: 15, Attempts: 20, Recovered: 14}, sess.Recovery)
+			require.Equal(t, recovery.State{Truncated: 15, Attempts: 20, Recovered: 14}, *recoveryOf(t, sess))
 			require.EqualValues(t, turns, sess.Requests)
 
 			t.Logf("%s: %d turns, %d truncated upstream (%d cut replies, %d continuations, %d upstream requests), agent saw %d truncated (%.1f%%), recovery success %.1f%% (%d recovered, %d exhausted, %d failed)",

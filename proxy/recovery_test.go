@@ -17,7 +17,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/config"
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks/recovery"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -25,7 +25,7 @@ const (
 	recPangram  = "The quick brown fox jumps over the lazy dog."
 	recPartial  = "The quick brown fox jumps over the"
 	recRest     = " lazy dog."
-	recInstruct = hooks.DefaultRecoveryInstruction
+	recInstruct = recovery.DefaultRecoveryInstruction
 )
 
 // recHarness starts a harness with the default configuration (recovery on,
@@ -370,7 +370,7 @@ func recNextTurns(t *testing.T, c recCase) {
 	require.Zero(t, metricValue(t, h, "shepherd_ledger_entries_total", `result="missed"`))
 	sess, err := h.store.Get(t.Context(), state.Key{Tenant: tenantOfHarness(t, h, session), Session: session})
 	require.NoError(t, err)
-	require.Equal(t, state.RecoveryStats{Truncated: 1, Attempts: 1, Recovered: 1}, sess.Recovery)
+	require.Equal(t, recovery.State{Truncated: 1, Attempts: 1, Recovered: 1}, *recoveryOf(t, sess))
 }
 
 // recPrefill (Anthropic, claude-3*): the continuation's last message is the
@@ -748,8 +748,8 @@ func TestRecoveryCutTopicCall(t *testing.T) {
 		require.Equal(t, -1, histIndex(modelHistory(t, c.api.api.name, reqs[2].Body), true, "t1"))
 		require.Equal(t, 1.0, metricValue(t, h, "shepherd_topic_changes_total", ""))
 		sess := intentSession(t, h, session)
-		require.Len(t, sess.Chapters, 1)
-		require.Equal(t, "Alpha", sess.Topic)
+		require.Len(t, topicsOf(t, sess).Chapters, 1)
+		require.Equal(t, "Alpha", topicsOf(t, sess).Topic)
 
 		a.user("Next.")
 		h.mock.Script(mock.Reply{ID: "r4", Text: "Ok."})

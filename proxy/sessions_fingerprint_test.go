@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks/intents"
 	"github.com/shepherd-proxy/shepherd/state"
 	"github.com/shepherd-proxy/shepherd/test/kit"
 )
@@ -96,7 +96,7 @@ func TestFingerprintSessionsKeepRunsApartStreamed(t *testing.T) {
 func requireRunsApart(t *testing.T, h *harness, api topicAPI, run1, run2 intentAgent) {
 	t.Helper()
 	h.mock.Script(
-		mock.Reply{ID: "m1", ToolCalls: []mock.ToolCall{{ID: "s1", Name: hooks.IntentTool, Args: `{"intent_id":"INT-001"}`}}},
+		mock.Reply{ID: "m1", ToolCalls: []mock.ToolCall{{ID: "s1", Name: intents.IntentTool, Args: `{"intent_id":"INT-001"}`}}},
 		mock.Reply{ID: "m2", Text: "Working on INT-001."},
 		mock.Reply{ID: "m3", Text: "Run two, no intent yet."},
 		mock.Reply{ID: "m4", Text: "Run one goes on."},
@@ -121,7 +121,7 @@ func requireRunsApart(t *testing.T, h *harness, api topicAPI, run1, run2 intentA
 	require.Len(t, reqs, 5)
 	require.Contains(t, lastHistoryItem(api, reqs[3].Body), "[Active Intent: INT-001", "run 1 finds its session")
 	require.Contains(t, lastHistoryItem(api, reqs[4].Body), "[Active Intent: none]", "run 2 has its own")
-	require.Contains(t, string(reqs[3].Body), hooks.IntentTool+`"`, "run 1's history has the selection shepherd answered (ledger)")
+	require.Contains(t, string(reqs[3].Body), intents.IntentTool+`"`, "run 1's history has the selection shepherd answered (ledger)")
 	requireAppendOnly(t, api, reqs[1].Body, reqs[3].Body)
 	requireAppendOnly(t, api, reqs[2].Body, reqs[4].Body)
 }

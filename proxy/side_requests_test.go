@@ -15,7 +15,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/config"
-	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks/intents"
 	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
@@ -52,7 +52,7 @@ func TestSideRequestsPassUntouched(t *testing.T) {
 				reqs := h.mock.Requests()
 				up := reqs[len(reqs)-1].Body
 				require.Equal(t, gjson.Get(body, "tools").Raw, gjson.GetBytes(up, "tools").Raw, "%s: no tool is added", kind)
-				for _, injected := range []string{hooks.IntentTool, hooks.IntentRule, "create_new_topic", "[Active Intent", "[Active Topic"} {
+				for _, injected := range []string{intents.IntentTool, intents.IntentRule, "create_new_topic", "[Active Intent", "[Active Topic"} {
 					require.NotContains(t, string(up), injected, "%s: nothing is injected", kind)
 				}
 				require.Equal(t, gjson.Get(body, api.history).Raw, gjson.GetBytes(up, api.history).Raw, "%s: the conversation is untouched", kind)
@@ -70,7 +70,7 @@ func TestSideRequestsPassUntouched(t *testing.T) {
 			require.Equal(t, "On it.", a.send(t).text)
 			reqs := h.mock.Requests()
 			last := reqs[len(reqs)-1].Body
-			require.Contains(t, gjson.GetBytes(last, "tools").Raw, hooks.IntentTool)
+			require.Contains(t, gjson.GetBytes(last, "tools").Raw, intents.IntentTool)
 			require.Contains(t, lastHistoryItem(api, last), "[Active Intent: INT-001")
 		})
 	}
@@ -89,7 +89,7 @@ func TestSideRequestsInject(t *testing.T) {
 			resp, got := do(t, "POST", h.URL+api.path, sideRequestBodies(t, api)["no_tools"], hdr)
 			require.Equal(t, 200, resp.StatusCode, string(got))
 			up := h.mock.Requests()[0].Body
-			require.Contains(t, gjson.GetBytes(up, "tools").Raw, hooks.IntentTool)
+			require.Contains(t, gjson.GetBytes(up, "tools").Raw, intents.IntentTool)
 			require.True(t, strings.Contains(string(up), "[Active Intent:"), "the reminder is injected")
 			require.Equal(t, 0.0, metricValue(t, h, "shepherd_side_requests_total", `kind="no_tools",route="`+api.d.Route(false)+`"`))
 		})

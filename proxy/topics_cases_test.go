@@ -35,7 +35,7 @@ func TestTopicsAgentDeclaresTool(t *testing.T) {
 	require.Len(t, h.mock.Requests(), 1, "no follow-up: the agent answers its own call")
 	sess, err := h.store.Get(t.Context(), state.Key{Tenant: tenantOfHarness(t, h, "own-tool"), Session: "own-tool"})
 	require.NoError(t, err)
-	require.Equal(t, "Research", sess.Topic)
+	require.Equal(t, "Research", topicsOf(t, sess).Topic)
 }
 
 // TestTopicsTwoCallsOneTurn: two topic calls in one reply are both answered
@@ -68,8 +68,8 @@ func TestTopicsTwoCallsOneTurn(t *testing.T) {
 			require.True(t, first >= 0 && second > first, "both results, in call order")
 			sess, err := h.store.Get(t.Context(), state.Key{Tenant: tenantOfHarness(t, h, "two-"+api.name), Session: "two-" + api.name})
 			require.NoError(t, err)
-			require.Equal(t, "Strategy", sess.Topic)
-			require.Len(t, sess.Chapters, 2)
+			require.Equal(t, "Strategy", topicsOf(t, sess).Topic)
+			require.Len(t, topicsOf(t, sess).Chapters, 2)
 		})
 	}
 }

@@ -27,6 +27,9 @@ import (
 type outcomePolicy struct{}
 
 func (outcomePolicy) Name() string { return "policy" }
+
+// MayContinue implements hooks.Continuer: the chain runs truncation recovery.
+func (outcomePolicy) MayContinue() bool { return true }
 func (outcomePolicy) OnReply(_ context.Context, call *hooks.Call, r *conv.Reply) (hooks.ReplyDecision, error) {
 	var d hooks.ReplyDecision
 	if r.Stop == conv.StopMaxTokens && call.Recoveries < 1 {
@@ -74,9 +77,7 @@ func TestTurnOutcomeJSONAndStream(t *testing.T) {
 	cfg.Admin.Listen = ""
 	rec := &outcomes{}
 	f := &Features{
-		chains:     map[*rewrite.Descriptor]*hooks.Chain{anthropic.Descriptor: hooks.NewChain(outcomePolicy{}, rec)},
-		failClosed: map[*rewrite.Descriptor]bool{},
-		recovery:   true,
+		chains: map[*rewrite.Descriptor]*hooks.Chain{anthropic.Descriptor: hooks.NewChain(outcomePolicy{}, rec)},
 	}
 	srv, err := New(Options{Config: &cfg, Logger: zaptest.NewLogger(t), Store: state.NewMemory(state.MemoryOptions{MaxSessions: 10, TTL: time.Hour}), Features: f})
 	require.NoError(t, err)

@@ -6,7 +6,7 @@ import "slices"
 func (s *Session) Clone() *Session { return s.clone() }
 
 // clone returns a deep copy of s that shares no memory with it: every slice,
-// including Chapter.Calls and LedgerEntry.Data, is copied. Nil slices stay
+// including LedgerEntry.Data and every slot (Slot.CloneSlot), is copied. Nil slices stay
 // nil. A Session field added later must be handled here; clone_test.go
 // checks that nothing is shared.
 func (s *Session) clone() *Session {
@@ -14,13 +14,6 @@ func (s *Session) clone() *Session {
 		return nil
 	}
 	c := *s
-	if s.Chapters != nil {
-		c.Chapters = make([]Chapter, len(s.Chapters))
-		for i, ch := range s.Chapters {
-			ch.Calls = slices.Clone(ch.Calls)
-			c.Chapters[i] = ch
-		}
-	}
 	if s.Ledger != nil {
 		c.Ledger = make([]LedgerEntry, len(s.Ledger))
 		for i, e := range s.Ledger {
@@ -28,7 +21,6 @@ func (s *Session) clone() *Session {
 			c.Ledger[i] = e
 		}
 	}
-	c.Audit = slices.Clone(s.Audit)
 	c.Slots = s.Slots.clone()
 	return &c
 }

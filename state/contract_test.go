@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -47,7 +48,7 @@ func runContract(t *testing.T, newStore storeFactory) {
 		var seen Session
 		got, err := st.Update(ctx, key, func(s *Session) error {
 			seen = *s
-			s.Topic = "intro"
+			s.SetSlot("notes", noteSlot("intro"))
 			return nil
 		})
 		require.NoError(t, err)
@@ -60,7 +61,7 @@ func runContract(t *testing.T, newStore storeFactory) {
 		assert.Equal(t, key.Session, got.ID)
 		assert.Equal(t, key.Tenant, got.Tenant)
 		assert.Equal(t, int64(1), got.Version)
-		assert.Equal(t, "intro", got.Topic)
+		assert.Equal(t, "intro", noteOf(got, "notes"))
 		assert.False(t, got.UpdatedAt.IsZero(), "UpdatedAt set")
 		assert.False(t, got.UpdatedAt.Before(got.CreatedAt))
 
@@ -144,7 +145,7 @@ func runContract(t *testing.T, newStore storeFactory) {
 		require.NoError(t, err)
 		_, err = st.Update(ctx, key, func(s *Session) error {
 			s.Requests = 99
-			s.Topic = "changed"
+			s.SetSlot("notes", noteSlot("changed"))
 			return fmt.Errorf("wrapped: %w", errBoom)
 		})
 		require.ErrorIs(t, err, errBoom)
@@ -152,7 +153,7 @@ func runContract(t *testing.T, newStore storeFactory) {
 		require.NoError(t, err)
 		assert.Equal(t, int64(1), got.Version)
 		assert.Equal(t, int64(1), got.Requests)
-		assert.Empty(t, got.Topic)
+		assert.Empty(t, noteOf(got, "notes"))
 	})
 
 	t.Run("CopiesAreIndependent", func(t *testing.T) {
@@ -169,12 +170,11 @@ func runContract(t *testing.T, newStore storeFactory) {
 
 		mutate := func(s *Session) {
 			s.Requests = 1000
-			s.Topic = "mutated"
-			s.Chapters[0].Title = "mutated"
-			s.Chapters[0].Calls[0].Name = "mutated"
+			s.Slots["notes"].(*RawSlot).Noted = "mutated"
+			s.Slots["example"].(*RawSlot).Data[0] = 'X'
 			s.Ledger[0].Data[0] = 'X'
-			s.Audit[0].Decision = "mutated"
-			s.Chapters = append(s.Chapters, Chapter{Title: "extra"})
+			s.Ledger = append(s.Ledger, LedgerEntry{Kind: "extra"})
+			s.SetSlot("extra", noteSlot("extra"))
 		}
 		mutate(inFn)
 		if ret != inFn {
@@ -199,19 +199,19 @@ func runContract(t *testing.T, newStore storeFactory) {
 		st, pass := newStore(t, longTTL)
 		a := Key{Tenant: "ta", Session: "same"}
 		b := Key{Tenant: "tb", Session: "same"}
-		_, err := st.Update(ctx, a, func(s *Session) error { s.Topic = "A"; return nil })
+		_, err := st.Update(ctx, a, func(s *Session) error { s.SetSlot("notes", noteSlot("A")); return nil })
 		require.NoError(t, err)
 		_, err = st.Get(ctx, b)
 		require.ErrorIs(t, err, ErrNotFound)
 		pass(2 * time.Millisecond)
-		_, err = st.Update(ctx, b, func(s *Session) error { s.Topic = "B"; return nil })
+		_, err = st.Update(ctx, b, func(s *Session) error { s.SetSlot("notes", noteSlot("B")); return nil })
 		require.NoError(t, err)
 		ga, err := st.Get(ctx, a)
 		require.NoError(t, err)
 		gb, err := st.Get(ctx, b)
 		require.NoError(t, err)
-		assert.Equal(t, "A", ga.Topic)
-		assert.Equal(t, "B", gb.Topic)
+		assert.Equal(t, "A", noteOf(ga, "notes"))
+		assert.Equal(t, "B", noteOf(gb, "notes"))
 		assert.Equal(t, int64(1), gb.Version)
 
 		la, err := st.List(ctx, "ta", 0)
@@ -233,8 +233,8 @@ func runContract(t *testing.T, newStore storeFactory) {
 		for i := range 5 {
 			_, err := st.Update(ctx, k(i), func(s *Session) error {
 				s.Requests = int64(i)
-				s.Topic = fmt.Sprintf("topic %d", i)
-				s.Intent = "intent"
+				s.SetSlot("topic", noteSlot(fmt.Sprintf("topic %d", i)))
+				s.SetSlot("intent", noteSlot("intent"))
 				return nil
 			})
 			require.NoError(t, err)
@@ -251,7 +251,7 @@ func runContract(t *testing.T, newStore storeFactory) {
 		assert.Equal(t, []Key{k(1), k(4), k(3)}, summaryKeys(list))
 		assert.Equal(t, Summary{
 			ID: "s1", Tenant: "tl", UpdatedAt: touched.UpdatedAt,
-			Topic: "topic 1", Intent: "intent", Requests: 2,
+			Requests: 2, Notes: map[string]string{"topic": "topic 1", "intent": "intent"},
 		}, list[0])
 
 		list, err = st.List(ctx, "tl", 0)
@@ -349,7 +349,7 @@ func runContract(t *testing.T, newStore storeFactory) {
 				for i := range each {
 					_, err := st.Update(ctx, key, func(s *Session) error {
 						s.Requests++
-						s.Audit = append(s.Audit, AuditEntry{Tool: fmt.Sprintf("w%d-%d", w, i)})
+						s.Ledger = append(s.Ledger, LedgerEntry{Kind: fmt.Sprintf("w%d-%d", w, i)})
 						return nil
 					})
 					if err != nil {
@@ -367,7 +367,7 @@ func runContract(t *testing.T, newStore storeFactory) {
 		require.NoError(t, err)
 		assert.Equal(t, int64(workers*each), got.Requests)
 		assert.Equal(t, int64(workers*each), got.Version)
-		assert.Len(t, got.Audit, workers*each)
+		assert.Len(t, got.Ledger, workers*each)
 	})
 
 	t.Run("ConcurrentKeys", func(t *testing.T) {
@@ -511,21 +511,13 @@ func runContract(t *testing.T, newStore storeFactory) {
 // fullSession returns a session with every field set, in the form the stores
 // return times (UTC, no monotonic reading).
 func fullSession() *Session {
-	at := time.Date(2025, 3, 4, 5, 6, 7, 8, time.UTC)
 	return &Session{
 		Requests: 3,
-		Topic:    "refactor",
-		Chapters: []Chapter{{
-			Title: "refactor", StartedAt: at,
-			Calls: []CallNote{{Name: "edit", ID: "call_1", At: at}},
-		}},
-		Intent: "clean up",
-		Ledger: []LedgerEntry{{Kind: "inject", Anchor: "call_1", Data: []byte(`{"x":1}`)}},
-		Audit: []AuditEntry{{
-			At: at, Tool: "edit", CallID: "call_1", Decision: "allow",
-			Reason: "on topic", Intent: "clean up", Topic: "refactor",
-		}},
-		Slots: Slots{"example": &RawSlot{V: 2, Data: json.RawMessage(`{"n":1}`)}},
+		Ledger:   []LedgerEntry{{Kind: "inject", Anchor: "call_1", Data: []byte(`{"x":1}`)}},
+		Slots: Slots{
+			"example": &RawSlot{V: 2, Data: json.RawMessage(`{"n":1}`)},
+			"notes":   noteSlot("refactor"),
+		},
 	}
 }
 
@@ -535,4 +527,18 @@ func summaryKeys(list []Summary) []Key {
 		keys = append(keys, Key{Tenant: s.Tenant, Session: s.ID})
 	}
 	return keys
+}
+
+// noteSlot is a slot as a hook with a listing note stores it (the test
+// stores keep it raw, so it compares equal after a round trip).
+func noteSlot(note string) *RawSlot {
+	return &RawSlot{V: 1, Data: json.RawMessage(strconv.Quote(note)), Noted: note}
+}
+
+// noteOf is the note of s's slot name ("" when it has none).
+func noteOf(s *Session, name string) string {
+	if n, ok := s.Slots[name].(Noter); ok {
+		return n.Note()
+	}
+	return ""
 }

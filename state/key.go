@@ -41,8 +41,7 @@ func summarize(s *Session) Summary {
 		ID:        s.ID,
 		Tenant:    s.Tenant,
 		UpdatedAt: s.UpdatedAt,
-		Topic:     s.Topic,
-		Intent:    s.Intent,
 		Requests:  s.Requests,
+		Notes:     s.Slots.notes(),
 	}
 }

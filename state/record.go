@@ -67,9 +67,11 @@ var legacySlots = []struct {
 	fields []string
 	// whole: the slot is the field's value itself, not an object of fields.
 	whole bool
+	// note: the field that was the slot's listing note (see Noter).
+	note string
 }{
-	{slot: "topics", fields: []string{"topic", "chapters"}},
-	{slot: "intents", fields: []string{"intent", "audit"}},
+	{slot: "topics", fields: []string{"topic", "chapters"}, note: "topic"},
+	{slot: "intents", fields: []string{"intent", "audit"}, note: "intent"},
 	{slot: "recovery", fields: []string{"recovery"}, whole: true},
 }
 
@@ -98,7 +100,40 @@ func decodeLegacyRecord(raw []byte, s *Session) error {
 				return err
 			}
 		}
-		s.SetSlot(ls.slot, &RawSlot{V: 0, Data: data})
+		raw := &RawSlot{V: 0, Data: data}
+		if ls.note != "" {
+			// The active topic and intent were plain strings.
+			_ = json.Unmarshal(values[ls.note], &raw.Noted)
+		}
+		s.SetSlot(ls.slot, raw)
+	}
+	return nil
+}
+
+// UnmarshalJSON reads a summary of any version: one stored before slots
+// (no "notes") carried the active topic and intent at the top level, which
+// become the notes of the slots they moved to (see legacySlots).
+func (s *Summary) UnmarshalJSON(b []byte) error {
+	type plain Summary
+	var v struct {
+		plain
+		Topic  string `json:"topic"`
+		Intent string `json:"intent"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*s = Summary(v.plain)
+	for slot, note := range map[string]string{"topics": v.Topic, "intents": v.Intent} {
+		if note == "" {
+			continue
+		}
+		if s.Notes == nil {
+			s.Notes = map[string]string{}
+		}
+		if _, ok := s.Notes[slot]; !ok {
+			s.Notes[slot] = note
+		}
 	}
 	return nil
 }

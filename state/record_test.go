@@ -35,6 +35,10 @@ func TestDecodeLegacyRecordMovesHookFieldsIntoSlots(t *testing.T) {
 	assert.JSONEq(t, `{"topic":"refactor","chapters":[{"title":"refactor","started_at":"2025-03-04T05:06:07Z"}]}`, string(slot("topics").Data))
 	assert.JSONEq(t, `{"intent":"clean-up","audit":[{"at":"2025-03-04T05:06:07Z","tool":"Edit","decision":"allowed"}]}`, string(slot("intents").Data))
 	assert.JSONEq(t, `{"truncated":2,"attempts":3,"recovered":1}`, string(slot("recovery").Data))
+	assert.Equal(t, "refactor", s.Note("topics"), "the active topic stays the listing note")
+	assert.Equal(t, "clean-up", s.Note("intents"))
+	assert.Empty(t, s.Note("recovery"))
+	assert.Equal(t, map[string]string{"topics": "refactor", "intents": "clean-up"}, summarize(&s).Notes)
 
 	var bare Session
 	require.NoError(t, decodeRecord([]byte(`{"id":"s","requests":1}`), &bare))
@@ -99,4 +103,15 @@ func mustSlots(t *testing.T, rec map[string]json.RawMessage) map[string]json.Raw
 	var slots map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(rec["slots"], &slots))
 	return slots
+}
+
+// TestLegacySummary: a listing summary stored before slots carried the
+// topic and intent at the top level; they read as the slots' notes.
+func TestLegacySummary(t *testing.T) {
+	var sum Summary
+	require.NoError(t, json.Unmarshal([]byte(`{"id":"s","tenant":"t","requests":2,"topic":"refactor","intent":"clean-up"}`), &sum))
+	assert.Equal(t, Summary{ID: "s", Tenant: "t", Requests: 2, Notes: map[string]string{"topics": "refactor", "intents": "clean-up"}}, sum)
+	var cur Summary
+	require.NoError(t, json.Unmarshal([]byte(`{"id":"s","requests":1,"notes":{"topics":"x"}}`), &cur))
+	assert.Equal(t, Summary{ID: "s", Requests: 1, Notes: map[string]string{"topics": "x"}}, cur)
 }

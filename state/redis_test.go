@@ -99,15 +99,15 @@ func TestRedisKeyLayout(t *testing.T) {
 	prefix := testPrefix(t)
 	r := newTestRedis(t, RedisOptions{KeyPrefix: prefix, TTL: time.Hour})
 	k := Key{Tenant: "abc123", Session: "sess-1"}
-	s, err := r.Update(ctx, k, func(s *Session) error { s.Topic = "x"; return nil })
+	s, err := r.Update(ctx, k, func(s *Session) error { s.SetSlot("notes", noteSlot("x")); return nil })
 	require.NoError(t, err)
 
 	sk := prefix + ":{abc123:sess-1}:s"
 	fields, err := raw.HGetAll(ctx, sk).Result()
 	require.NoError(t, err)
 	assert.Equal(t, "1", fields["v"])
-	assert.Contains(t, fields["d"], `"topic":"x"`)
-	assert.Contains(t, fields["m"], `"topic":"x"`)
+	assert.Contains(t, fields["d"], `"slots":{"notes":{"v":1,"data":"x","note":"x"}}`)
+	assert.Contains(t, fields["m"], `"notes":{"notes":"x"}`)
 	assert.NotEmpty(t, fields["w"])
 	ttl, err := raw.PTTL(ctx, sk).Result()
 	require.NoError(t, err)
@@ -388,7 +388,7 @@ func TestRedisUpdateFrom(t *testing.T) {
 	st := newTestRedis(t, RedisOptions{})
 	key := Key{Tenant: "t", Session: "update-from"}
 
-	s, err := st.UpdateFrom(ctx, key, nil, func(s *Session) error { s.Topic = "a"; return nil })
+	s, err := st.UpdateFrom(ctx, key, nil, func(s *Session) error { s.SetSlot("notes", noteSlot("a")); return nil })
 	require.NoError(t, err)
 	require.Equal(t, int64(1), s.Version)
 
@@ -397,15 +397,15 @@ func TestRedisUpdateFrom(t *testing.T) {
 	s, err = st.UpdateFrom(ctx, key, base, func(s *Session) error { s.Requests++; return nil })
 	require.NoError(t, err)
 	require.Equal(t, int64(2), s.Version)
-	require.Equal(t, "a", s.Topic)
+	require.Equal(t, "a", noteOf(s, "notes"))
 
 	// base is now stale: the update still lands, on the current session.
-	_, err = st.Update(ctx, key, func(s *Session) error { s.Intent = "INT-001"; return nil })
+	_, err = st.Update(ctx, key, func(s *Session) error { s.SetSlot("intents", noteSlot("INT-001")); return nil })
 	require.NoError(t, err)
 	s, err = st.UpdateFrom(ctx, key, base, func(s *Session) error { s.Requests++; return nil })
 	require.NoError(t, err)
 	require.Equal(t, int64(4), s.Version)
-	require.Equal(t, "INT-001", s.Intent, "the concurrent write is kept")
+	require.Equal(t, "INT-001", noteOf(s, "intents"), "the concurrent write is kept")
 	require.Equal(t, int64(2), s.Requests)
 	require.Equal(t, int64(0), base.Requests, "base is not modified")
 

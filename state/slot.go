@@ -27,13 +27,27 @@ type Slot interface {
 type RawSlot struct {
 	V    int             `json:"v"`
 	Data json.RawMessage `json:"data,omitempty"`
+	// Note is the slot's Noter note when it was written, kept so that a
+	// session listing shows it without decoding the slot.
+	Noted string `json:"note,omitempty"`
 }
+
+// Noter is implemented by a slot with a short note worth showing in session
+// listings (Summary.Notes): topics' active topic, intents' active intent.
+type Noter interface {
+	Note() string
+}
+
+// Note implements Noter.
+func (r *RawSlot) Note() string { return r.Noted }
 
 // SlotVersion implements Slot.
 func (r *RawSlot) SlotVersion() int { return r.V }
 
 // CloneSlot implements Slot.
-func (r *RawSlot) CloneSlot() Slot { return &RawSlot{V: r.V, Data: slices.Clone(r.Data)} }
+func (r *RawSlot) CloneSlot() Slot {
+	return &RawSlot{V: r.V, Data: slices.Clone(r.Data), Noted: r.Noted}
+}
 
 // Slots maps a hook's name to its slot.
 type Slots map[string]Slot
@@ -53,7 +67,11 @@ func (s Slots) MarshalJSON() ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("state: encoding slot %q: %w", name, err)
 		}
-		out[name] = RawSlot{V: sl.SlotVersion(), Data: data}
+		r := RawSlot{V: sl.SlotVersion(), Data: data}
+		if n, ok := sl.(Noter); ok {
+			r.Noted = n.Note()
+		}
+		out[name] = r
 	}
 	return json.Marshal(out)
 }
@@ -90,6 +108,36 @@ func (s Slots) clone() Slots {
 		}
 	}
 	return out
+}
+
+// notes collects the notes of the slots that have one (nil for none).
+func (s Slots) notes() map[string]string {
+	var out map[string]string
+	for name, sl := range s {
+		n, ok := sl.(Noter)
+		if !ok {
+			continue
+		}
+		if note := n.Note(); note != "" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[name] = note
+		}
+	}
+	return out
+}
+
+// Note is the note of the slot called name ("" when s or the slot is nil or
+// the slot has none): another hook's short public summary of its state.
+func (s *Session) Note(name string) string {
+	if s == nil {
+		return ""
+	}
+	if n, ok := s.Slots[name].(Noter); ok {
+		return n.Note()
+	}
+	return ""
 }
 
 // SetSlot stores v as the slot called name (nil removes it).

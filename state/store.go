@@ -24,20 +24,6 @@ type Key struct {
 	Session string
 }
 
-// Chapter is one topic chapter of a session.
-type Chapter struct {
-	Title     string     `json:"title"`
-	StartedAt time.Time  `json:"started_at"`
-	Calls     []CallNote `json:"calls,omitempty"`
-}
-
-// CallNote records a tool call made under a chapter.
-type CallNote struct {
-	Name string    `json:"name"`
-	ID   string    `json:"id,omitempty"`
-	At   time.Time `json:"at"`
-}
-
 // LedgerEntry records what shepherd changed in one turn so it can be replayed
 // identically on later requests. Kind and Data are owned by the hook that wrote
 // the entry; the store treats them as opaque.
@@ -47,29 +33,6 @@ type LedgerEntry struct {
 	Data   []byte `json:"data,omitempty"`
 }
 
-// AuditEntry is one recorded governance decision on a tool call.
-type AuditEntry struct {
-	At       time.Time `json:"at"`
-	Tool     string    `json:"tool"`
-	CallID   string    `json:"call_id,omitempty"`
-	Decision string    `json:"decision"`
-	// Rule is the check that decided (a stable code for metrics, e.g.
-	// gatekeeper, scope); Reason is the text the model was given, if any.
-	Rule   string `json:"rule,omitempty"`
-	Reason string `json:"reason,omitempty"`
-	Intent string `json:"intent,omitempty"`
-	Topic  string `json:"topic,omitempty"`
-}
-
-// RecoveryStats counts truncation recovery over a session: turns with a
-// reply cut by the output limit that recovery tried to continue, the
-// continuations sent, and the turns that ended complete.
-type RecoveryStats struct {
-	Truncated int64 `json:"truncated"`
-	Attempts  int64 `json:"attempts"`
-	Recovered int64 `json:"recovered"`
-}
-
 // Session is the state of one agent session.
 type Session struct {
 	ID        string        `json:"id"`
@@ -77,14 +40,10 @@ type Session struct {
 	CreatedAt time.Time     `json:"created_at"`
 	UpdatedAt time.Time     `json:"updated_at"`
 	Requests  int64         `json:"requests"`
-	Topic     string        `json:"topic,omitempty"`
-	Chapters  []Chapter     `json:"chapters,omitempty"`
-	Intent    string        `json:"intent,omitempty"`
 	Ledger    []LedgerEntry `json:"ledger,omitempty"`
-	Audit     []AuditEntry  `json:"audit,omitempty"`
-	// Recovery counts the session's turns cut by the output limit.
-	Recovery RecoveryStats `json:"recovery,omitzero"`
-	// Slots holds each hook's own state under the hook's name (see Slot).
+	// Slots holds each hook's own state under the hook's name (see Slot):
+	// topics' chapters, intents' selection and audit trail, recovery's
+	// counters.
 	Slots Slots `json:"slots,omitempty"`
 	// Version increases by one on every successful Update.
 	Version int64 `json:"version"`
@@ -95,9 +54,11 @@ type Summary struct {
 	ID        string    `json:"id"`
 	Tenant    string    `json:"tenant"`
 	UpdatedAt time.Time `json:"updated_at"`
-	Topic     string    `json:"topic,omitempty"`
-	Intent    string    `json:"intent,omitempty"`
 	Requests  int64     `json:"requests"`
+	// Notes holds the short note of each slot that has one (see Noter),
+	// by slot name: the active topic under "topics", the active intent
+	// under "intents".
+	Notes map[string]string `json:"notes,omitempty"`
 }
 
 // Store persists sessions.

@@ -3,8 +3,8 @@ package turn
 import (
 	"time"
 
+	recoveryhook "github.com/shepherd-proxy/shepherd/hooks/recovery"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
-	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // Recovery results, for Metrics.Recovery.
@@ -175,13 +175,5 @@ func (l *replyLoop) endRecovery(failed bool) {
 		result = Exhausted
 	}
 	l.t.e.metrics.Recovery(l.t.call.Route, result, l.t.e.now().Sub(r.started))
-	attempts := int64(r.attempts)
-	recovered := result == Recovered
-	l.t.effects = append(l.t.effects, func(s *state.Session) {
-		s.Recovery.Truncated++
-		s.Recovery.Attempts += attempts
-		if recovered {
-			s.Recovery.Recovered++
-		}
-	})
+	l.t.effects = append(l.t.effects, recoveryhook.CountTurn(int64(r.attempts), result == Recovered))
 }

@@ -1,4 +1,4 @@
-package hooks
+package intents
 
 import (
 	"context"
@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shepherd-proxy/shepherd/config/policy"
+	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks/intents/policy"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
-	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // BenchmarkIntentsOnReply measures the governance checks on a reply of four
@@ -20,7 +20,7 @@ func BenchmarkIntentsOnReply(b *testing.B) {
 		b.Fatal(err)
 	}
 	pa, _ := policy.ParsePathArgs([]string{"Write:file_path", "Edit:file_path"})
-	h := NewIntents(IntentsConfig{Policy: func() *policy.Policy { return p }, Root: "/work/app",
+	h := New(Options{Policy: func() *policy.Policy { return p }, Root: "/work/app",
 		AlwaysAllowed: []string{"Read"}, PathArgs: pa})
 	content := strings.Repeat("func f() { return }\n", 200) // ~4 KB of code per edit
 	reply := &conv.Reply{ToolCalls: []conv.ToolCall{
@@ -29,7 +29,7 @@ func BenchmarkIntentsOnReply(b *testing.B) {
 		{Index: 2, ID: "c", Name: "Write", Args: []byte(fmt.Sprintf(`{"file_path":"src/b.go","content":%q}`, content))},
 		{Index: 3, ID: "d", Name: "Write", Args: []byte(`{"file_path":"/etc/passwd","content":"x"}`)},
 	}}
-	call := &Call{Session: &state.Session{Intent: "INT-001", Requests: 3}, Request: &conv.Request{}}
+	call := &hooks.Call{Session: sessionWith("INT-001", 3), Request: &conv.Request{}}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := h.OnReply(context.Background(), call, reply); err != nil {

@@ -1,4 +1,8 @@
-package hooks
+// Package topics is the topic-chapters feature (docs/features.md): it offers
+// the model a create_new_topic tool, reminds it of the active topic on every
+// turn, and records the chapters of a session with the tool calls made under
+// each, in the session's "topics" slot.
+package topics
 
 import (
 	"context"
@@ -7,6 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
@@ -40,8 +45,9 @@ const (
 	PlacementSystem   Placement = "system"
 )
 
-// TopicsConfig configures the Topics hook. Zero fields take the defaults.
-type TopicsConfig struct {
+// Options configure the hook (Config.Provision builds them from the
+// configuration section). Zero fields take the defaults.
+type Options struct {
 	ToolName        string
 	Placement       Placement
 	Guidance        string
@@ -54,27 +60,28 @@ type TopicsConfig struct {
 	OnTopicChange func()
 }
 
-// Topics is topic chapters (docs/features.md): it offers the model a create_new_topic
+// Hook is topic chapters (docs/features.md): it offers the model a create_new_topic
 // tool and guidance, reminds it of the active topic on every turn, answers
 // its create_new_topic calls itself (unless the agent declares the tool, in
 // which case it only tracks them), moves those calls first, and records the
 // chapters of the session with the tool calls made under each.
 //
-// Topics is stateless: all state lives in the session it reads from Call and
-// changes through ReplyDecision.Effects. It is safe for concurrent use.
-type Topics struct {
-	cfg  TopicsConfig
+// Hook is stateless: all state lives in the session's slot (State), read
+// from Call and changed through ReplyDecision.Effects. It is safe for
+// concurrent use.
+type Hook struct {
+	cfg  Options
 	spec conv.ToolSpec
 }
 
 var (
-	_ RequestHook = (*Topics)(nil)
-	_ ReplyHook   = (*Topics)(nil)
+	_ hooks.RequestHook = (*Hook)(nil)
+	_ hooks.ReplyHook   = (*Hook)(nil)
 )
 
-// NewTopics builds the hook. The tool definition is rendered once, so it is
+// New builds the hook. The tool definition is rendered once, so it is
 // byte-identical on every request.
-func NewTopics(cfg TopicsConfig) *Topics {
+func New(cfg Options) *Hook {
 	if cfg.ToolName == "" {
 		cfg.ToolName = DefaultTopicTool
 	}
@@ -93,7 +100,7 @@ func NewTopics(cfg TopicsConfig) *Topics {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Topics{cfg: cfg, spec: conv.ToolSpec{
+	return &Hook{cfg: cfg, spec: conv.ToolSpec{
 		Name:        cfg.ToolName,
 		Description: topicToolDescription,
 		Parameters: []byte(`{"type":"object","properties":{"title":{"type":"string",` +
@@ -102,21 +109,22 @@ func NewTopics(cfg TopicsConfig) *Topics {
 }
 
 // Name implements Hook.
-func (t *Topics) Name() string { return "topics" }
+func (t *Hook) Name() string { return Name }
 
 // OnRequest injects the tool and guidance (static, identical on every
 // request) and the reminder of the active topic (dynamic, at the end of the
 // newest user turn unless Placement is system). When the agent declares a
 // tool of the same name it injects nothing: the agent runs the tool and
 // Topics only tracks its calls.
-func (t *Topics) OnRequest(_ context.Context, call *Call, req *conv.Request) (conv.RequestEdits, *Response, error) {
+func (t *Hook) OnRequest(_ context.Context, call *hooks.Call, req *conv.Request) (conv.RequestEdits, *hooks.Response, error) {
 	if call.Side != "" || req.HasTool(t.cfg.ToolName) {
 		return conv.RequestEdits{}, nil, nil
 	}
-	var topic string
-	if call.Session != nil {
-		topic = call.Session.Topic
+	st, err := Of(call.Session)
+	if err != nil {
+		return conv.RequestEdits{}, nil, err
 	}
+	topic := st.Active()
 	e := conv.RequestEdits{AddTools: []conv.ToolSpec{t.spec}, AppendSystem: []string{t.cfg.Guidance}}
 	reminder := t.Reminder(topic)
 	if t.cfg.Placement == PlacementSystem {
@@ -129,7 +137,7 @@ func (t *Topics) OnRequest(_ context.Context, call *Call, req *conv.Request) (co
 
 // Reminder renders the per-turn reminder for topic ("" before the first
 // chapter).
-func (t *Topics) Reminder(topic string) string {
+func (t *Hook) Reminder(topic string) string {
 	if topic == "" {
 		return t.cfg.NoTopicReminder
 	}
@@ -142,15 +150,15 @@ func TopicResult(title string) string { return `Topic changed to: "` + title + `
 // OnReply moves create_new_topic calls first, answers them (when the agent
 // does not know the tool), and records chapters and the calls made under
 // them. A call without a usable title is refused with a reason.
-func (t *Topics) OnReply(_ context.Context, call *Call, reply *conv.Reply) (ReplyDecision, error) {
+func (t *Hook) OnReply(_ context.Context, call *hooks.Call, reply *conv.Reply) (hooks.ReplyDecision, error) {
 	agentOwns := call.Request != nil && call.Request.HasTool(t.cfg.ToolName)
 	now := t.cfg.Now()
-	var d ReplyDecision
+	var d hooks.ReplyDecision
 	var titles []string
-	var others []state.CallNote
+	var others []CallNote
 	for _, c := range reply.ToolCalls {
 		if c.Name != t.cfg.ToolName {
-			others = append(others, state.CallNote{Name: c.Name, ID: c.ID, At: now})
+			others = append(others, CallNote{Name: c.Name, ID: c.ID, At: now})
 			continue
 		}
 		d.MoveFirst = append(d.MoveFirst, c.Index)
@@ -171,17 +179,25 @@ func (t *Topics) OnReply(_ context.Context, call *Call, reply *conv.Reply) (Repl
 		}
 	}
 	if len(titles) > 0 || len(others) > 0 {
-		d.Effects = append(d.Effects, func(s *state.Session) {
+		d.Effects = append(d.Effects, func(sess *state.Session) {
+			s, err := Of(sess)
+			if err != nil {
+				return // a slot this build cannot read is left as it is
+			}
+			if s == nil {
+				s = &State{}
+				sess.SetSlot(Name, s)
+			}
 			for _, title := range titles {
 				s.Topic = title
-				s.Chapters = append(s.Chapters, state.Chapter{Title: title, StartedAt: now})
+				s.Chapters = append(s.Chapters, Chapter{Title: title, StartedAt: now})
 			}
 			if len(others) == 0 {
 				return
 			}
 			if len(s.Chapters) == 0 {
 				// Calls before any chapter are kept under an untitled one.
-				s.Chapters = append(s.Chapters, state.Chapter{StartedAt: now})
+				s.Chapters = append(s.Chapters, Chapter{StartedAt: now})
 			}
 			last := &s.Chapters[len(s.Chapters)-1]
 			last.Calls = append(last.Calls, others...)

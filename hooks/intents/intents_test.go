@@ -1,15 +1,15 @@
-package hooks
+package intents
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/shepherd-proxy/shepherd/config/policy"
+	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks/intents/policy"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
@@ -43,36 +43,54 @@ func mustPolicy(t *testing.T, yaml string) *policy.Policy {
 }
 
 type intentsFixture struct {
-	h         *Intents
-	decisions []state.AuditEntry
+	h         *Hook
+	decisions []AuditEntry
 }
 
-func newIntentsFixture(t *testing.T, p *policy.Policy, mod func(*IntentsConfig)) *intentsFixture {
+func newIntentsFixture(t *testing.T, p *policy.Policy, mod func(*Options)) *intentsFixture {
 	t.Helper()
 	pa, err := policy.ParsePathArgs([]string{"Write:file_path", "Edit:file_path", "apply_patch:patch(input)"})
 	require.NoError(t, err)
 	f := &intentsFixture{}
-	cfg := IntentsConfig{
+	cfg := Options{
 		Policy:        func() *policy.Policy { return p },
 		Root:          "/work/app",
 		AlwaysAllowed: []string{"Read", "Grep"},
 		Exempt:        []string{"create_new_topic"},
 		PathArgs:      pa,
 		Now:           func() time.Time { return time.Unix(1700000000, 0).UTC() },
-		OnDecision:    func(_ *Call, e state.AuditEntry) { f.decisions = append(f.decisions, e) },
+		OnDecision:    func(_ *hooks.Call, e AuditEntry) { f.decisions = append(f.decisions, e) },
 	}
 	if mod != nil {
 		mod(&cfg)
 	}
-	f.h = NewIntents(cfg)
+	f.h = New(cfg)
 	return f
 }
 
-func callWith(sess *state.Session) *Call {
-	return &Call{Session: sess, Request: &conv.Request{}}
+// sessionWith is a session of requests turns that selected intent.
+func sessionWith(intent string, requests int64) *state.Session {
+	s := &state.Session{Requests: requests}
+	s.SetSlot(Name, &State{Intent: intent})
+	return s
 }
 
-func decide(t *testing.T, h *Intents, call *Call, calls ...conv.ToolCall) (ReplyDecision, *state.Session) {
+// slotOf is the intents slot of s (an empty one when it has none).
+func slotOf(t testing.TB, s *state.Session) *State {
+	t.Helper()
+	st, err := Of(s)
+	require.NoError(t, err)
+	if st == nil {
+		return &State{}
+	}
+	return st
+}
+
+func callWith(sess *state.Session) *hooks.Call {
+	return &hooks.Call{Session: sess, Request: &conv.Request{}}
+}
+
+func decide(t *testing.T, h *Hook, call *hooks.Call, calls ...conv.ToolCall) (hooks.ReplyDecision, *state.Session) {
 	t.Helper()
 	for i := range calls {
 		calls[i].Index = i
@@ -82,16 +100,14 @@ func decide(t *testing.T, h *Intents, call *Call, calls ...conv.ToolCall) (Reply
 	}
 	d, err := h.OnReply(context.Background(), call, &conv.Reply{ToolCalls: calls})
 	require.NoError(t, err)
-	cp := *call.Session
-	cp.Audit = slices.Clone(cp.Audit)
-	s := &cp
+	s := call.Session.Clone()
 	for _, fx := range d.Effects {
 		fx(s)
 	}
 	return d, s
 }
 
-func verdictOf(d ReplyDecision, index int) (conv.Verdict, string) {
+func verdictOf(d hooks.ReplyDecision, index int) (conv.Verdict, string) {
 	for _, cd := range d.Calls {
 		if cd.CallIndex == index {
 			return cd.Verdict, cd.Result
@@ -135,7 +151,7 @@ func TestIntentsCheckOrder(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newIntentsFixture(t, p, nil)
-			call := callWith(&state.Session{Intent: tc.intent, Requests: 3})
+			call := callWith(sessionWith(tc.intent, 3))
 			call.StateUnavailable = tc.state
 			d, s := decide(t, f.h, call, conv.ToolCall{Name: tc.tool, Args: []byte(tc.args)})
 			v, res := verdictOf(d, 0)
@@ -159,14 +175,14 @@ func TestIntentsCheckOrder(t *testing.T) {
 			} else {
 				require.Equal(t, DecisionAllowed, e.Decision)
 			}
-			require.Equal(t, []state.AuditEntry{e}, s.Audit)
+			require.Equal(t, []AuditEntry{e}, slotOf(t, s).Audit)
 		})
 	}
 }
 
 func TestIntentsWithoutPolicy(t *testing.T) {
 	for _, open := range []bool{false, true} {
-		f := newIntentsFixture(t, nil, func(c *IntentsConfig) {
+		f := newIntentsFixture(t, nil, func(c *Options) {
 			c.FailOpen = open
 			c.PolicyProblem = func() string { return "active_intents.yaml:3: version must be 1" }
 		})
@@ -218,7 +234,7 @@ func TestSelectActiveIntent(t *testing.T) {
 			v, res := verdictOf(d, 0)
 			require.Equal(t, tc.verdict, v)
 			require.Contains(t, res, tc.result)
-			require.Equal(t, tc.intent, s.Intent)
+			require.Equal(t, tc.intent, slotOf(t, s).Intent)
 			require.Equal(t, tc.decision, f.decisions[0].Decision)
 			require.Equal(t, RuleSelectIntent, f.decisions[0].Rule)
 		})
@@ -252,10 +268,10 @@ func TestIntentSelectionGovernsLaterCallsOfTheReply(t *testing.T) {
 	require.Equal(t, conv.Pass, v2)
 	v3, _ := verdictOf(d, 3)
 	require.Equal(t, conv.Refuse, v3)
-	require.Equal(t, "INT-001", s.Intent)
-	require.Len(t, s.Audit, 4)
+	require.Equal(t, "INT-001", slotOf(t, s).Intent)
+	require.Len(t, slotOf(t, s).Audit, 4)
 	require.Equal(t, []string{"", "INT-001", "INT-001", "INT-001"},
-		[]string{s.Audit[0].Intent, s.Audit[1].Intent, s.Audit[2].Intent, s.Audit[3].Intent})
+		[]string{slotOf(t, s).Audit[0].Intent, slotOf(t, s).Audit[1].Intent, slotOf(t, s).Audit[2].Intent, slotOf(t, s).Audit[3].Intent})
 }
 
 func TestIntentsStartingIntentAndReminder(t *testing.T) {
@@ -272,7 +288,7 @@ func TestIntentsStartingIntentAndReminder(t *testing.T) {
 	d, s := decide(t, f.h, newSess, conv.ToolCall{Name: "Write", Args: []byte(`{"file_path":"docs/guide.md"}`)})
 	v, _ := verdictOf(d, 0)
 	require.Equal(t, conv.Pass, v)
-	require.Equal(t, "INT-002", s.Intent, "the starting intent is saved with the first reply")
+	require.Equal(t, "INT-002", slotOf(t, s).Intent, "the starting intent is saved with the first reply")
 
 	// An older session that never selected one has none.
 	old := callWith(&state.Session{Requests: 4})
@@ -292,12 +308,12 @@ func TestIntentsExemptAndAgentOwned(t *testing.T) {
 	f := newIntentsFixture(t, p, nil)
 	d, s := decide(t, f.h, callWith(&state.Session{Requests: 1}), conv.ToolCall{Name: "create_new_topic", Args: []byte(`{"title":"x"}`)})
 	require.Empty(t, d.Calls)
-	require.Empty(t, s.Audit)
+	require.Empty(t, slotOf(t, s).Audit)
 	require.Empty(t, f.decisions)
 
 	// An agent that declares select_active_intent answers it itself:
 	// nothing is injected, the call passes, the selection is tracked.
-	call := &Call{Session: &state.Session{Requests: 1}, Request: &conv.Request{Tools: []conv.ToolDef{{Name: IntentTool}}}}
+	call := &hooks.Call{Session: &state.Session{Requests: 1}, Request: &conv.Request{Tools: []conv.ToolDef{{Name: IntentTool}}}}
 	e, _, _ := f.h.OnRequest(context.Background(), call, call.Request)
 	require.True(t, e.Empty())
 	d, s = decide(t, f.h, call,
@@ -305,20 +321,20 @@ func TestIntentsExemptAndAgentOwned(t *testing.T) {
 		conv.ToolCall{Name: "Write", Args: []byte(`{"file_path":"src/a.go"}`)})
 	v, _ := verdictOf(d, 0)
 	require.Equal(t, conv.Pass, v)
-	require.Equal(t, "INT-002", s.Intent)
+	require.Equal(t, "INT-002", slotOf(t, s).Intent)
 	v, res := verdictOf(d, 1)
 	require.Equal(t, conv.Refuse, v, "checks still apply")
 	require.Contains(t, res, "INT-002")
 }
 
 func TestIntentsAuditIsBounded(t *testing.T) {
-	f := newIntentsFixture(t, mustPolicy(t, intentsYAML), func(c *IntentsConfig) { c.MaxAudit = 3 })
-	sess := &state.Session{Requests: 1, Intent: "INT-001"}
+	f := newIntentsFixture(t, mustPolicy(t, intentsYAML), func(c *Options) { c.MaxAudit = 3 })
+	sess := sessionWith("INT-001", 1)
 	for i := range 5 {
 		_, next := decide(t, f.h, callWith(sess), conv.ToolCall{Name: "Grep", ID: "g" + string(rune('0'+i)), Args: []byte(`{}`)})
 		sess = next
 	}
-	require.Len(t, sess.Audit, 3)
-	require.Equal(t, "g4", sess.Audit[2].CallID)
-	require.Equal(t, "g2", sess.Audit[0].CallID)
+	require.Len(t, slotOf(t, sess).Audit, 3)
+	require.Equal(t, "g4", slotOf(t, sess).Audit[2].CallID)
+	require.Equal(t, "g2", slotOf(t, sess).Audit[0].CallID)
 }

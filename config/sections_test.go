@@ -1,10 +1,11 @@
 package config
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/shepherd-proxy/shepherd/hooks/intents"
 )
 
 func TestValidateIntents(t *testing.T) {
@@ -40,22 +41,10 @@ func TestIntentsEnabledAcceptsBooleans(t *testing.T) {
 		"SHEPHERD_INTENTS_PATH_ARGS=Write:file_path,apply_patch:patch(input)"}})
 	require.NoError(t, err)
 	require.Equal(t, SwitchOff, c.Intents.Enabled)
-	require.Equal(t, FailOpen, c.Intents.OnError)
+	require.Equal(t, intents.FailOpen, c.Intents.OnError)
 	require.Equal(t, []string{"Write:file_path", "apply_patch:patch(input)"}, c.Intents.PathArgs)
 	_, err = Load(LoadOptions{File: writeFile(t, "intents:\n  enabled: 1\n"), Env: []string{}})
 	require.Error(t, err)
-}
-
-func TestPolicySources(t *testing.T) {
-	in := Defaults().Intents
-	in.Routes.Gemini = IntentRoute{WorkspaceRoot: "/srv/other"}
-	in.Routes.OpenAIChat = IntentRoute{File: "/etc/shepherd/chat.yaml"}
-	src := in.PolicySources("/work/app")
-	require.Equal(t, PolicySource{File: filepath.FromSlash("/work/app/.orchestration/active_intents.yaml"), Root: "/work/app"}, src["anthropic"])
-	require.Equal(t, PolicySource{File: "/etc/shepherd/chat.yaml", Root: "/work/app"}, src["openai_chat"])
-	require.Equal(t, PolicySource{File: "/srv/other/.orchestration/active_intents.yaml", Root: "/srv/other"}, src["gemini"])
-	in.WorkspaceRoot = "/ws"
-	require.Equal(t, "/ws", in.PolicySources("/ignored")["openai_responses"].Root)
 }
 
 func TestValidateRecovery(t *testing.T) {
@@ -68,14 +57,6 @@ func TestValidateRecovery(t *testing.T) {
 	require.ErrorAs(t, c.Validate(), &ve)
 	require.Equal(t, []string{"recovery.max_attempts", "recovery.min_output_tokens", "recovery.strategy", "recovery.max_output_tokens"}, problemKeys(ve))
 	require.Contains(t, ve.Error(), `"gpt-*=guess": strategy "guess" is not prefill or instruction`)
-
-	d := Defaults().Recovery
-	rules, err := d.StrategyRules()
-	require.NoError(t, err)
-	require.Equal(t, []ModelRule[bool]{{"claude-3*", true}, {"*", false}}, rules)
-	maxes, err := d.MaxOutputRules()
-	require.NoError(t, err)
-	require.Equal(t, ModelRule[int64]{"*", 16384}, maxes[len(maxes)-1])
 }
 
 func TestValidateShellAndSideKeys(t *testing.T) {
@@ -91,7 +72,7 @@ func TestValidateShellAndSideKeys(t *testing.T) {
 	got, err := Load(LoadOptions{Env: []string{"SHEPHERD_INTENTS_UNPARSED_COMMANDS=allow",
 		"SHEPHERD_FEATURES_SIDE_REQUESTS=inject", "SHEPHERD_INTENTS_SHELL_ARGS=Bash:command,shell:argv(command)@workdir"}})
 	require.NoError(t, err)
-	require.Equal(t, UnparsedAllow, got.Intents.UnparsedCommands)
+	require.Equal(t, intents.UnparsedAllow, got.Intents.UnparsedCommands)
 	require.Equal(t, SideRequestsInject, got.Features.SideRequests)
 	require.Equal(t, []string{"Bash:command", "shell:argv(command)@workdir"}, got.Intents.ShellArgs)
 }

@@ -1,4 +1,4 @@
-package hooks
+package shell
 
 import (
 	"fmt"
@@ -98,7 +98,7 @@ func TestAnalyzeShellTargets(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.cmd, func(t *testing.T) {
-			got := AnalyzeShell(c.cmd)
+			got := Analyze(c.cmd)
 			require.Empty(t, got.Unparsed)
 			require.Equal(t, c.targets, got.Targets)
 		})
@@ -135,7 +135,7 @@ func TestAnalyzeShellUnparsed(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.cmd, func(t *testing.T) {
-			got := AnalyzeShell(c.cmd)
+			got := Analyze(c.cmd)
 			require.Contains(t, got.Unparsed, c.reason)
 			require.Equal(t, c.targets, got.Targets)
 		})
@@ -151,7 +151,7 @@ func TestAnalyzeArgv(t *testing.T) {
 	require.Empty(t, got.Unparsed)
 	require.Equal(t, []string{"a b", "$notavar"}, got.Targets)
 
-	require.Equal(t, ShellWrites{}, AnalyzeArgv(nil))
+	require.Equal(t, Writes{}, AnalyzeArgv(nil))
 }
 
 // FuzzAnalyzeShell checks that the analyser never panics or hangs, and that
@@ -174,10 +174,10 @@ func FuzzAnalyzeShell(f *testing.F) {
 			select {
 			case <-done:
 			case <-time.After(10 * time.Second):
-				panic(fmt.Sprintf("AnalyzeShell(%q) takes over 10s", s))
+				panic(fmt.Sprintf("Analyze(%q) takes over 10s", s))
 			}
 		}()
-		got := AnalyzeShell(s)
+		got := Analyze(s)
 		close(done)
 		for _, p := range got.Targets {
 			if p == "" {

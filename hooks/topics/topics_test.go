@@ -1,4 +1,4 @@
-package hooks
+package topics
 
 import (
 	"context"
@@ -7,19 +7,38 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
 var fixedNow = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
-func newTestTopics(p Placement) *Topics {
-	return NewTopics(TopicsConfig{Placement: p, Now: func() time.Time { return fixedNow }})
+// withState is a session holding st in its topics slot.
+func withState(st *State) *state.Session {
+	s := &state.Session{}
+	s.SetSlot(Name, st)
+	return s
+}
+
+// slotOf is the topics slot of s (an empty one when it has none).
+func slotOf(t *testing.T, s *state.Session) *State {
+	t.Helper()
+	st, err := Of(s)
+	require.NoError(t, err)
+	if st == nil {
+		return &State{}
+	}
+	return st
+}
+
+func newTestTopics(p Placement) *Hook {
+	return New(Options{Placement: p, Now: func() time.Time { return fixedNow }})
 }
 
 func TestTopicsRequestInjection(t *testing.T) {
 	h := newTestTopics("")
-	call := &Call{Session: &state.Session{}}
+	call := &hooks.Call{Session: &state.Session{}}
 	e, resp, err := h.OnRequest(context.Background(), call, &conv.Request{})
 	require.NoError(t, err)
 	require.Nil(t, resp)
@@ -29,7 +48,7 @@ func TestTopicsRequestInjection(t *testing.T) {
 	require.Equal(t, []string{DefaultTopicGuidance}, e.AppendSystem)
 	require.Equal(t, []string{DefaultNoTopicReminder}, e.AppendUserText)
 
-	call.Session.Topic = "Implementing Fix"
+	call.Session.SetSlot(Name, &State{Topic: "Implementing Fix"})
 	e2, _, _ := h.OnRequest(context.Background(), call, &conv.Request{})
 	require.Equal(t, e.AddTools, e2.AddTools, "static injections are identical on every request")
 	require.Equal(t, e.AppendSystem, e2.AppendSystem)
@@ -38,7 +57,7 @@ func TestTopicsRequestInjection(t *testing.T) {
 
 func TestTopicsSystemPlacement(t *testing.T) {
 	h := newTestTopics(PlacementSystem)
-	e, _, _ := h.OnRequest(context.Background(), &Call{Session: &state.Session{Topic: "Research"}}, &conv.Request{})
+	e, _, _ := h.OnRequest(context.Background(), &hooks.Call{Session: withState(&State{Topic: "Research"})}, &conv.Request{})
 	require.Empty(t, e.AppendUserText)
 	require.Equal(t, []string{DefaultTopicGuidance, h.Reminder("Research")}, e.AppendSystem)
 }
@@ -46,7 +65,7 @@ func TestTopicsSystemPlacement(t *testing.T) {
 func TestTopicsAgentDeclaresTool(t *testing.T) {
 	h := newTestTopics("")
 	req := &conv.Request{Tools: []conv.ToolDef{{Name: "Read"}, {Name: "create_new_topic"}}}
-	call := &Call{Session: &state.Session{}, Request: req}
+	call := &hooks.Call{Session: &state.Session{}, Request: req}
 	e, _, _ := h.OnRequest(context.Background(), call, req)
 	require.True(t, e.Empty(), "an agent that has the tool gets nothing injected")
 
@@ -62,12 +81,12 @@ func TestTopicsAgentDeclaresTool(t *testing.T) {
 	for _, fx := range d.Effects {
 		fx(s)
 	}
-	require.Equal(t, "Research", s.Topic, "and the chapter is tracked")
+	require.Equal(t, "Research", slotOf(t, s).Topic, "and the chapter is tracked")
 }
 
 func TestTopicsReplyClaimsAndRecords(t *testing.T) {
 	h := newTestTopics("")
-	call := &Call{Session: &state.Session{}, Request: &conv.Request{}}
+	call := &hooks.Call{Session: &state.Session{}, Request: &conv.Request{}}
 	reply := &conv.Reply{ToolCalls: []conv.ToolCall{
 		{Index: 0, ID: "r1", Name: "Read", Args: []byte(`{"file_path":"a.go"}`)},
 		{Index: 1, ID: "t1", Name: "create_new_topic", Args: []byte(`{"title":"  Implementing Fix "}`)},
@@ -84,29 +103,29 @@ func TestTopicsReplyClaimsAndRecords(t *testing.T) {
 		{CallIndex: 3, Verdict: conv.Claim, Result: `Topic changed to: "Testing"`},
 	}, d.Calls)
 
-	s := &state.Session{Topic: "Research", Chapters: []state.Chapter{{Title: "Research", StartedAt: fixedNow.Add(-time.Hour)}}}
+	s := withState(&State{Topic: "Research", Chapters: []Chapter{{Title: "Research", StartedAt: fixedNow.Add(-time.Hour)}}})
 	for _, fx := range d.Effects {
 		fx(s)
 	}
-	require.Equal(t, "Testing", s.Topic, "the last topic of the turn is active")
-	require.Len(t, s.Chapters, 3)
-	require.Equal(t, "Implementing Fix", s.Chapters[1].Title)
-	require.Empty(t, s.Chapters[1].Calls)
-	require.Equal(t, []state.CallNote{{Name: "Read", ID: "r1", At: fixedNow}, {Name: "Edit", ID: "e1", At: fixedNow}}, s.Chapters[2].Calls,
+	require.Equal(t, "Testing", slotOf(t, s).Topic, "the last topic of the turn is active")
+	require.Len(t, slotOf(t, s).Chapters, 3)
+	require.Equal(t, "Implementing Fix", slotOf(t, s).Chapters[1].Title)
+	require.Empty(t, slotOf(t, s).Chapters[1].Calls)
+	require.Equal(t, []CallNote{{Name: "Read", ID: "r1", At: fixedNow}, {Name: "Edit", ID: "e1", At: fixedNow}}, slotOf(t, s).Chapters[2].Calls,
 		"the turn's other calls run after the topic calls, so they belong to the new chapter")
 }
 
 func TestTopicsCallsBeforeAnyChapter(t *testing.T) {
 	h := newTestTopics("")
-	d, _ := h.OnReply(context.Background(), &Call{Session: &state.Session{}}, &conv.Reply{ToolCalls: []conv.ToolCall{{Index: 0, ID: "x", Name: "Bash"}}})
+	d, _ := h.OnReply(context.Background(), &hooks.Call{Session: &state.Session{}}, &conv.Reply{ToolCalls: []conv.ToolCall{{Index: 0, ID: "x", Name: "Bash"}}})
 	require.Empty(t, d.Calls)
 	require.Empty(t, d.MoveFirst)
 	s := &state.Session{}
 	for _, fx := range d.Effects {
 		fx(s)
 	}
-	require.Equal(t, []state.Chapter{{StartedAt: fixedNow, Calls: []state.CallNote{{Name: "Bash", ID: "x", At: fixedNow}}}}, s.Chapters)
-	require.Empty(t, s.Topic)
+	require.Equal(t, []Chapter{{StartedAt: fixedNow, Calls: []CallNote{{Name: "Bash", ID: "x", At: fixedNow}}}}, slotOf(t, s).Chapters)
+	require.Empty(t, slotOf(t, s).Topic)
 }
 
 func TestTopicsTitleWithQuotes(t *testing.T) {

@@ -1,15 +1,16 @@
-package hooks
+package recovery
 
 import (
 	"context"
 	"testing"
 
+	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/stretchr/testify/require"
 )
 
-func newTestRecovery() *Recovery {
-	return NewRecovery(RecoveryConfig{
+func newTestRecovery() *Hook {
+	return New(Options{
 		MaxAttempts:     2,
 		MinOutputTokens: 1200,
 		Prefill:         []ModelRule[bool]{{"claude-3*", true}, {"*", false}},
@@ -46,7 +47,7 @@ func TestRecoveryFloor(t *testing.T) {
 		{"zero (cache pre-warm) is left", conv.Request{Model: "claude-x", MaxOutputTokens: 0, HasMaxOutputTokens: true}, 0},
 		{"never above the model's maximum", conv.Request{Model: "tiny-1", MaxOutputTokens: 300, HasMaxOutputTokens: true}, 1000},
 	} {
-		e, resp, err := r.OnRequest(context.Background(), &Call{}, &c.req)
+		e, resp, err := r.OnRequest(context.Background(), &hooks.Call{}, &c.req)
 		require.NoError(t, err)
 		require.Nil(t, resp)
 		require.Equal(t, c.limit, e.SetMaxOutputTokens, c.name)
@@ -56,7 +57,7 @@ func TestRecoveryFloor(t *testing.T) {
 func TestRecoveryDecisions(t *testing.T) {
 	r := newTestRecovery()
 	decide := func(model string, thinking bool, limit int64, recoveries int, reply conv.Reply) *conv.Continuation {
-		call := &Call{Request: &conv.Request{Model: model, Thinking: thinking}, OutputLimit: limit, Recoveries: recoveries}
+		call := &hooks.Call{Request: &conv.Request{Model: model, Thinking: thinking}, OutputLimit: limit, Recoveries: recoveries}
 		d, err := r.OnReply(context.Background(), call, &reply)
 		require.NoError(t, err)
 		return d.Continue
@@ -88,20 +89,20 @@ func TestRecoveryDecisions(t *testing.T) {
 
 func TestChainShortCircuitsOnContinue(t *testing.T) {
 	seen := false
-	other := replyFunc(func(*conv.Reply) ReplyDecision { seen = true; return ReplyDecision{} })
-	c := NewChain(other, newTestRecovery()) // reply hooks run in reverse: recovery first
-	d, err := c.RunReply(context.Background(), &Call{Request: &conv.Request{}}, &conv.Reply{Stop: conv.StopMaxTokens})
+	other := replyFunc(func(*conv.Reply) hooks.ReplyDecision { seen = true; return hooks.ReplyDecision{} })
+	c := hooks.NewChain(other, newTestRecovery()) // reply hooks run in reverse: recovery first
+	d, err := c.RunReply(context.Background(), &hooks.Call{Request: &conv.Request{}}, &conv.Reply{Stop: conv.StopMaxTokens})
 	require.NoError(t, err)
 	require.NotNil(t, d.Continue)
 	require.False(t, seen, "no later hook sees a reply that is being continued")
-	_, err = c.RunReply(context.Background(), &Call{Request: &conv.Request{}}, &conv.Reply{Stop: conv.StopEnd})
+	_, err = c.RunReply(context.Background(), &hooks.Call{Request: &conv.Request{}}, &conv.Reply{Stop: conv.StopEnd})
 	require.NoError(t, err)
 	require.True(t, seen)
 }
 
-type replyFunc func(*conv.Reply) ReplyDecision
+type replyFunc func(*conv.Reply) hooks.ReplyDecision
 
 func (replyFunc) Name() string { return "func" }
-func (f replyFunc) OnReply(_ context.Context, _ *Call, r *conv.Reply) (ReplyDecision, error) {
+func (f replyFunc) OnReply(_ context.Context, _ *hooks.Call, r *conv.Reply) (hooks.ReplyDecision, error) {
 	return f(r), nil
 }

@@ -1,4 +1,7 @@
-package hooks
+// Package shell finds the files a shell command writes (redirections, tee, sed -i, cp, mv, rm, …)
+// by parsing it with mvdan.cc/sh, so intents can check them against the active
+// intent's scope. It is pure: it never runs a command or touches the filesystem.
+package shell
 
 import (
 	"fmt"
@@ -8,8 +11,8 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// ShellWrites is what AnalyzeShell found in a shell command.
-type ShellWrites struct {
+// Writes is what Analyze found in a shell command.
+type Writes struct {
 	// Targets are the files and directories the command writes, creates,
 	// truncates, moves or removes (a statement's redirections before its
 	// command), de-duplicated. A
@@ -28,7 +31,7 @@ type ShellWrites struct {
 // maxShellDepth bounds nested "bash -c" scripts.
 const maxShellDepth = 8
 
-// AnalyzeShell parses script as a bash command line and extracts the files
+// Analyze parses script as a bash command line and extracts the files
 // it writes through the shell itself: redirections (>, >>, &>, >|, <>, but
 // not /dev/null or fd duplications), and the commands tee, sed -i, cp, mv
 // (source and destination), rm, rmdir, unlink, shred, touch, mkdir, ln,
@@ -41,27 +44,27 @@ const maxShellDepth = 8
 //
 // It never panics and does not touch the filesystem. It is safe for
 // concurrent use.
-func AnalyzeShell(script string) ShellWrites {
+func Analyze(script string) Writes {
 	a := &shellAnalysis{seen: map[string]bool{}}
 	a.script(script, ".", 0)
-	return ShellWrites{Targets: a.targets, Unparsed: a.unparsed}
+	return Writes{Targets: a.targets, Unparsed: a.unparsed}
 }
 
 // AnalyzeArgv analyses a command given as an argument vector (Codex shell's
-// ["bash", "-lc", "..."]) as AnalyzeShell does.
-func AnalyzeArgv(argv []string) ShellWrites {
+// ["bash", "-lc", "..."]) as Analyze does.
+func AnalyzeArgv(argv []string) Writes {
 	if len(argv) == 0 {
-		return ShellWrites{}
+		return Writes{}
 	}
 	quoted := make([]string, len(argv))
 	for i, s := range argv {
 		q, err := syntax.Quote(s, syntax.LangBash)
 		if err != nil {
-			return ShellWrites{Unparsed: fmt.Sprintf("argument %d cannot be quoted for the shell: %v", i, err)}
+			return Writes{Unparsed: fmt.Sprintf("argument %d cannot be quoted for the shell: %v", i, err)}
 		}
 		quoted[i] = q
 	}
-	return AnalyzeShell(strings.Join(quoted, " "))
+	return Analyze(strings.Join(quoted, " "))
 }
 
 type shellAnalysis struct {
@@ -389,3 +392,5 @@ func unescape(s string, dquoted bool) string {
 	}
 	return b.String()
 }
+
+func quote(s string) string { return `"` + s + `"` }

@@ -1,9 +1,14 @@
-package hooks
+// Package recovery is truncation recovery (docs/features.md): it raises a
+// request's output limit to a floor and asks the turn engine to continue a
+// reply cut by the output limit. Its per-session counters live in the
+// session's "recovery" slot.
+package recovery
 
 import (
 	"context"
 	"strings"
 
+	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
@@ -56,8 +61,9 @@ func globMatch(pattern, s string) bool {
 	return strings.HasSuffix(s, last)
 }
 
-// RecoveryConfig configures the Recovery hook.
-type RecoveryConfig struct {
+// Options configure the hook (Config.Provision builds them from the
+// configuration section).
+type Options struct {
 	// MaxAttempts bounds the continuations of one turn.
 	MaxAttempts int
 	// MinOutputTokens is the output-limit floor; 0 disables it.
@@ -72,32 +78,36 @@ type RecoveryConfig struct {
 	Instruction string
 }
 
-// Recovery continues replies cut by the output limit (docs/features.md): it raises a request's output
+// Hook continues replies cut by the output limit (docs/features.md): it raises a request's output
 // limit to a floor (P0.2) and asks the turn engine to continue a reply cut
 // by the output limit (P0.3): text is continued where it stopped, a reply
 // cut inside a tool call is continued with a doubled limit and the cut call
 // discarded. A reply that filled the context window is not continued. It
 // keeps no state and is safe for concurrent use.
-type Recovery struct{ cfg RecoveryConfig }
+type Hook struct{ cfg Options }
 
 var (
-	_ RequestHook = (*Recovery)(nil)
-	_ ReplyHook   = (*Recovery)(nil)
+	_ hooks.RequestHook = (*Hook)(nil)
+	_ hooks.ReplyHook   = (*Hook)(nil)
+	_ hooks.Continuer   = (*Hook)(nil)
 )
 
-// NewRecovery builds the hook.
-func NewRecovery(cfg RecoveryConfig) *Recovery {
+// New builds the hook.
+func New(cfg Options) *Hook {
 	if cfg.Instruction == "" {
 		cfg.Instruction = DefaultRecoveryInstruction
 	}
-	return &Recovery{cfg: cfg}
+	return &Hook{cfg: cfg}
 }
 
 // Name implements Hook.
-func (r *Recovery) Name() string { return "recovery" }
+func (r *Hook) Name() string { return Name }
+
+// MayContinue implements hooks.Continuer.
+func (r *Hook) MayContinue() bool { return true }
 
 // modelMax is the model's configured output maximum (0: unknown).
-func (r *Recovery) modelMax(model string) int64 {
+func (r *Hook) modelMax(model string) int64 {
 	v, _ := MatchModel(r.cfg.MaxOutputTokens, model)
 	return v
 }
@@ -106,7 +116,7 @@ func (r *Recovery) modelMax(model string) int64 {
 // above the model's maximum. A request without a limit is left alone: the
 // provider's default then applies, which for current models is at least
 // the floor, and adding a limit could only lower it.
-func (r *Recovery) OnRequest(_ context.Context, _ *Call, req *conv.Request) (conv.RequestEdits, *Response, error) {
+func (r *Hook) OnRequest(_ context.Context, _ *hooks.Call, req *conv.Request) (conv.RequestEdits, *hooks.Response, error) {
 	floor := r.cfg.MinOutputTokens
 	if max := r.modelMax(req.Model); max > 0 && floor > max {
 		floor = max
@@ -120,9 +130,9 @@ func (r *Recovery) OnRequest(_ context.Context, _ *Call, req *conv.Request) (con
 
 // OnReply asks for a continuation when the reply stopped on the output
 // limit and attempts remain.
-func (r *Recovery) OnReply(_ context.Context, call *Call, reply *conv.Reply) (ReplyDecision, error) {
+func (r *Hook) OnReply(_ context.Context, call *hooks.Call, reply *conv.Reply) (hooks.ReplyDecision, error) {
 	if reply.Stop != conv.StopMaxTokens || call.Recoveries >= r.cfg.MaxAttempts {
-		return ReplyDecision{}, nil
+		return hooks.ReplyDecision{}, nil
 	}
 	model := ""
 	thinking := false
@@ -145,5 +155,5 @@ func (r *Recovery) OnReply(_ context.Context, call *Call, reply *conv.Reply) (Re
 			}
 		}
 	}
-	return ReplyDecision{Continue: c}, nil
+	return hooks.ReplyDecision{Continue: c}, nil
 }

@@ -1,13 +1,12 @@
-package hooks
+package intents
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/shepherd-proxy/shepherd/config/policy"
+	"github.com/shepherd-proxy/shepherd/hooks/intents/policy"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
-	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // TestIntentsShellCommands checks the files shell commands write against
@@ -40,11 +39,11 @@ func TestIntentsShellCommands(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newIntentsFixture(t, p, func(c *IntentsConfig) {
+			f := newIntentsFixture(t, p, func(c *Options) {
 				c.ShellArgs = sa
 				c.AllowUnparsed = tc.allowUnparsed
 			})
-			d, _ := decide(t, f.h, callWith(&state.Session{Intent: "INT-002", Requests: 2}),
+			d, _ := decide(t, f.h, callWith(sessionWith("INT-002", 2)),
 				conv.ToolCall{Name: tc.tool, Args: []byte(tc.args)})
 			v, res := verdictOf(d, 0)
 			require.Equal(t, tc.verdict, v, res)
@@ -74,8 +73,8 @@ func TestIntentsInferPaths(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newIntentsFixture(t, p, func(c *IntentsConfig) { c.InferPaths = tc.infer })
-			d, _ := decide(t, f.h, callWith(&state.Session{Intent: "INT-002", Requests: 2}),
+			f := newIntentsFixture(t, p, func(c *Options) { c.InferPaths = tc.infer })
+			d, _ := decide(t, f.h, callWith(sessionWith("INT-002", 2)),
 				conv.ToolCall{Name: tc.tool, Args: []byte(tc.args)})
 			v, res := verdictOf(d, 0)
 			require.Equal(t, tc.verdict, v, res)

@@ -1,4 +1,9 @@
-package hooks
+// Package intents is intent governance (docs/features.md): the
+// select_active_intent tool, the gatekeeper, and scope and constraint
+// checks of every tool call against a watched policy file (package policy;
+// the files shell commands write come from package shell). The active
+// intent and the audit trail live in the session's "intents" slot.
+package intents
 
 import (
 	"context"
@@ -8,7 +13,9 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/shepherd-proxy/shepherd/config/policy"
+	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks/intents/policy"
+	"github.com/shepherd-proxy/shepherd/hooks/intents/shell"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
@@ -55,8 +62,9 @@ const (
 	RuleSelectIntent      = "select_intent"
 )
 
-// IntentsConfig configures the Intents hook.
-type IntentsConfig struct {
+// Options configure the hook (Config.Provision builds them from the
+// configuration section and a policy source).
+type Options struct {
 	// Policy returns the current good policy, or nil when none could ever be
 	// loaded. It is called once per request and once per reply.
 	Policy func() *policy.Policy
@@ -73,7 +81,7 @@ type IntentsConfig struct {
 	// PathArgs says which arguments are file paths; nil checks no paths.
 	PathArgs *policy.PathArgs
 	// ShellArgs says which tools run shell commands; the files those
-	// commands write (AnalyzeShell) are scope-checked. nil checks none.
+	// commands write (shell.Analyze) are scope-checked. nil checks none.
 	ShellArgs *policy.ShellArgs
 	// AllowUnparsed lets a shell command through when the files it writes
 	// cannot all be known; otherwise it is refused while an intent is
@@ -93,10 +101,14 @@ type IntentsConfig struct {
 	Now func() time.Time
 	// OnDecision, when set, is called once per decision (logs, metrics). It
 	// must be safe for concurrent use.
-	OnDecision func(call *Call, e state.AuditEntry)
+	OnDecision func(call *hooks.Call, e AuditEntry)
+	// OnOutcome, when set, is called once per tool call the hook allowed,
+	// with its final fate (delivered, undelivered, dropped), in the outcome
+	// phase. It must be safe for concurrent use.
+	OnOutcome func(fate string)
 }
 
-// Intents is intent governance (docs/features.md): it offers the select_active_intent tool
+// Hook is intent governance (docs/features.md): it offers the select_active_intent tool
 // and the intent-first rule, names the active intent in the per-turn
 // reminder, answers select_active_intent itself, and checks every other tool
 // call of a reply, in order: gatekeeper, disallow_tools, disallow_patterns,
@@ -104,24 +116,26 @@ type IntentsConfig struct {
 // with the reason; the agent never sees it. Every decision is audited in the
 // session.
 //
-// Intents keeps no state of its own: the session carries the active intent
-// and the audit trail; the policy comes from Config.Policy. It is safe for
-// concurrent use.
-type Intents struct {
-	cfg     IntentsConfig
+// Hook keeps no state of its own: the session's slot (State) carries the
+// active intent and the audit trail; the policy comes from Options.Policy.
+// It is safe for concurrent use.
+type Hook struct {
+	cfg     Options
 	spec    conv.ToolSpec
 	allowed map[string]bool
 	exempt  map[string]bool
 }
 
 var (
-	_ RequestHook = (*Intents)(nil)
-	_ ReplyHook   = (*Intents)(nil)
+	_ hooks.RequestHook = (*Hook)(nil)
+	_ hooks.ReplyHook   = (*Hook)(nil)
+	_ hooks.OutcomeHook = (*Hook)(nil)
+	_ hooks.FailClosed  = (*Hook)(nil)
 )
 
-// NewIntents builds the hook. The tool definition and rule are rendered
-// once, so they are byte-identical on every request.
-func NewIntents(cfg IntentsConfig) *Intents {
+// New builds the hook. The tool definition and rule are rendered once, so
+// they are byte-identical on every request.
+func New(cfg Options) *Hook {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -131,7 +145,7 @@ func NewIntents(cfg IntentsConfig) *Intents {
 	if cfg.Policy == nil {
 		cfg.Policy = func() *policy.Policy { return nil }
 	}
-	h := &Intents{cfg: cfg, allowed: set(cfg.AlwaysAllowed), exempt: set(cfg.Exempt)}
+	h := &Hook{cfg: cfg, allowed: set(cfg.AlwaysAllowed), exempt: set(cfg.Exempt)}
 	h.spec = conv.ToolSpec{
 		Name:        IntentTool,
 		Description: intentToolDescription,
@@ -150,20 +164,24 @@ func set(names []string) map[string]bool {
 }
 
 // Name implements Hook.
-func (h *Intents) Name() string { return "intents" }
+func (h *Hook) Name() string { return Name }
+
+// FailsClosed implements hooks.FailClosed: with on_error closed the chain
+// runs even when the session state cannot be read, and refuses calls.
+func (h *Hook) FailsClosed() bool { return !h.cfg.FailOpen }
 
 // OnRequest injects the tool and the rule (static) and the reminder naming
 // the active intent (dynamic, at the end of the newest user turn). When the
 // agent declares select_active_intent itself, nothing is injected: the agent
 // answers it, and Intents tracks valid selections and still checks calls.
-func (h *Intents) OnRequest(_ context.Context, call *Call, req *conv.Request) (conv.RequestEdits, *Response, error) {
+func (h *Hook) OnRequest(_ context.Context, call *hooks.Call, req *conv.Request) (conv.RequestEdits, *hooks.Response, error) {
 	if call.Side != "" || req.HasTool(IntentTool) {
 		return conv.RequestEdits{}, nil, nil
 	}
 	p := h.cfg.Policy()
 	reminder := "[Active Intent: unknown — shepherd cannot read this session's state]"
-	if !call.StateUnavailable {
-		reminder = h.Reminder(p, activeIntent(call.Session, p))
+	if st, err := Of(call.Session); !call.StateUnavailable && err == nil {
+		reminder = h.Reminder(p, activeIntent(call.Session, st, p))
 	}
 	return conv.RequestEdits{
 		AddTools:       []conv.ToolSpec{h.spec},
@@ -174,7 +192,7 @@ func (h *Intents) OnRequest(_ context.Context, call *Call, req *conv.Request) (c
 
 // Reminder renders the per-turn reminder for the active intent id ("" for
 // none) under policy p (nil when unavailable).
-func (h *Intents) Reminder(p *policy.Policy, id string) string {
+func (h *Hook) Reminder(p *policy.Policy, id string) string {
 	if id != "" && p != nil {
 		if in, ok := p.Intent(id); ok {
 			return "[Active Intent: " + in.ID + " — " + in.Summary + "]\n" +
@@ -188,14 +206,14 @@ func (h *Intents) Reminder(p *policy.Policy, id string) string {
 		"Call select_active_intent with a valid intent ID (INT-XXX) before any file-modifying or constrained action."
 }
 
-// activeIntent is the session's intent: the one it selected, or for a new
-// session the policy's current_intent_id.
-func activeIntent(sess *state.Session, p *policy.Policy) string {
+// activeIntent is the session's intent: the one it selected (in st, its
+// slot), or for a new session the policy's current_intent_id.
+func activeIntent(sess *state.Session, st *State, p *policy.Policy) string {
 	if sess == nil {
 		return ""
 	}
-	if sess.Intent != "" {
-		return sess.Intent
+	if st.Active() != "" {
+		return st.Active()
 	}
 	if sess.Requests == 0 && p != nil {
 		return p.CurrentIntentID
@@ -206,27 +224,34 @@ func activeIntent(sess *state.Session, p *policy.Policy) string {
 // OnReply answers select_active_intent calls and checks every other call,
 // in reply order: a successful selection governs the calls after it in the
 // same reply.
-func (h *Intents) OnReply(_ context.Context, call *Call, reply *conv.Reply) (ReplyDecision, error) {
+func (h *Hook) OnReply(_ context.Context, call *hooks.Call, reply *conv.Reply) (hooks.ReplyDecision, error) {
 	p := h.cfg.Policy()
 	agentOwns := call.Request != nil && call.Request.HasTool(IntentTool)
 	now := h.cfg.Now()
-	var topic string
-	if call.Session != nil {
-		topic = call.Session.Topic
+	// The active topic, as the topics feature notes it in its slot ("" when
+	// topics is off): audit entries name it.
+	topic := call.Session.Note("topics")
+	st, err := Of(call.Session)
+	if err != nil {
+		// A slot this build cannot read: the active intent is unknown,
+		// as when the state store is down.
+		c := *call
+		c.StateUnavailable = true
+		call = &c
 	}
-	cur := activeIntent(call.Session, p)
+	cur := activeIntent(call.Session, st, p)
 	start := ""
-	if call.Session != nil && call.Session.Intent == "" && cur != "" && call.Side == "" {
+	if call.Session != nil && st.Active() == "" && cur != "" && call.Side == "" && err == nil {
 		start = cur // a new session's starting intent, saved below
 	}
 	selected := ""
-	var d ReplyDecision
-	var audit []state.AuditEntry
+	var d hooks.ReplyDecision
+	var audit []AuditEntry
 	for _, c := range reply.ToolCalls {
 		if h.exempt[c.Name] {
 			continue
 		}
-		e := state.AuditEntry{At: now, Tool: c.Name, CallID: c.ID, Topic: topic}
+		e := AuditEntry{At: now, Tool: c.Name, CallID: c.ID, Topic: topic}
 		var verdict conv.Verdict
 		var result string
 		if c.Name == IntentTool {
@@ -262,7 +287,15 @@ func (h *Intents) OnReply(_ context.Context, call *Call, reply *conv.Reply) (Rep
 	}
 	if len(audit) > 0 || start != "" {
 		maxAudit := h.cfg.MaxAudit
-		d.Effects = append(d.Effects, func(s *state.Session) {
+		d.Effects = append(d.Effects, func(sess *state.Session) {
+			s, err := Of(sess)
+			if err != nil {
+				return // a slot this build cannot read is left as it is
+			}
+			if s == nil {
+				s = &State{}
+				sess.SetSlot(Name, s)
+			}
 			if s.Intent == "" && start != "" {
 				s.Intent = start
 			}
@@ -281,7 +314,7 @@ func (h *Intents) OnReply(_ context.Context, call *Call, reply *conv.Reply) (Rep
 // selectIntent answers one select_active_intent call. It returns Claim with
 // the intent's context (and id set) on success, Claim with the list of
 // intents when no id was given, and Refuse with a reason otherwise.
-func (h *Intents) selectIntent(p *policy.Policy, args []byte) (v conv.Verdict, id, result string) {
+func (h *Hook) selectIntent(p *policy.Policy, args []byte) (v conv.Verdict, id, result string) {
 	if p == nil {
 		return conv.Refuse, "", "No intents policy is loaded" + h.problem() + ", so no intent can be selected."
 	}
@@ -305,7 +338,7 @@ func (h *Intents) selectIntent(p *policy.Policy, args []byte) (v conv.Verdict, i
 
 // check decides on one call other than select_active_intent. It returns the
 // verdict (Pass or Refuse), the rule that decided and the refusal text.
-func (h *Intents) check(call *Call, p *policy.Policy, cur string, c conv.ToolCall) (conv.Verdict, string, string) {
+func (h *Hook) check(call *hooks.Call, p *policy.Policy, cur string, c conv.ToolCall) (conv.Verdict, string, string) {
 	switch {
 	case call.StateUnavailable:
 		return h.failMode(c.Name, RuleStateUnavailable,
@@ -355,7 +388,7 @@ func (h *Intents) check(call *Call, p *policy.Policy, cur string, c conv.ToolCal
 
 // checkPath checks one raw path a call of tool names against the scope of
 // in; shell says the path is a file a shell command writes.
-func (h *Intents) checkPath(in *policy.Intent, tool, raw string, shell bool) (conv.Verdict, string, string) {
+func (h *Hook) checkPath(in *policy.Intent, tool, raw string, shell bool) (conv.Verdict, string, string) {
 	rel, inside := policy.NormalizePath(h.cfg.Root, raw)
 	if !inside {
 		what := quote(raw) + " is"
@@ -380,7 +413,7 @@ func (h *Intents) checkPath(in *policy.Intent, tool, raw string, shell bool) (co
 // the scope of in. A target out of scope is refused first, naming it; a
 // command whose targets cannot all be known is refused next unless
 // AllowUnparsed.
-func (h *Intents) checkShell(in *policy.Intent, c conv.ToolCall) (conv.Verdict, string, string) {
+func (h *Hook) checkShell(in *policy.Intent, c conv.ToolCall) (conv.Verdict, string, string) {
 	cmds, known, err := h.cfg.ShellArgs.Commands(c.Name, c.Args)
 	if !known {
 		return conv.Pass, "", ""
@@ -390,11 +423,11 @@ func (h *Intents) checkShell(in *policy.Intent, c conv.ToolCall) (conv.Verdict, 
 		unparsed = err.Error()
 	}
 	for _, cmd := range cmds {
-		var w ShellWrites
+		var w shell.Writes
 		if cmd.Argv != nil {
-			w = AnalyzeArgv(cmd.Argv)
+			w = shell.AnalyzeArgv(cmd.Argv)
 		} else {
-			w = AnalyzeShell(cmd.Script)
+			w = shell.Analyze(cmd.Script)
 		}
 		for _, t := range w.Targets {
 			if cmd.Dir != "" && !path.IsAbs(t) {
@@ -418,7 +451,7 @@ func (h *Intents) checkShell(in *policy.Intent, c conv.ToolCall) (conv.Verdict, 
 
 // failMode decides a call when governance cannot: always-allowed tools and
 // fail-open pass, everything else is refused with msg.
-func (h *Intents) failMode(tool, rule, msg string) (conv.Verdict, string, string) {
+func (h *Hook) failMode(tool, rule, msg string) (conv.Verdict, string, string) {
 	if h.allowed[tool] {
 		return conv.Pass, RuleAlwaysAllowed, ""
 	}
@@ -428,7 +461,7 @@ func (h *Intents) failMode(tool, rule, msg string) (conv.Verdict, string, string
 	return conv.Refuse, rule, msg
 }
 
-func (h *Intents) problem() string {
+func (h *Hook) problem() string {
 	if h.cfg.PolicyProblem == nil {
 		return ""
 	}
@@ -484,4 +517,26 @@ func stringArg(args []byte, name string) (val string, ok bool, problem string) {
 		return v.String(), true, ""
 	}
 	return "", false, name + " is " + strings.ToLower(v.Type.String()) + ", not a string"
+}
+
+// OnOutcome implements hooks.OutcomeHook: it reports what finally happened
+// to the calls governance allowed (Options.OnOutcome), so an operator sees
+// how many allowed calls reached the agent and how many were lost on the
+// way (the turn ended first, or the call was cut by the output limit).
+// Claimed and refused calls, exempt tools and
+// select_active_intent are not counted.
+func (h *Hook) OnOutcome(_ context.Context, _ *hooks.Call, out *conv.TurnOutcome) error {
+	if h.cfg.OnOutcome == nil || out == nil {
+		return nil
+	}
+	for _, o := range out.Calls {
+		if h.exempt[o.Call.Name] || o.Call.Name == IntentTool {
+			continue
+		}
+		switch o.Fate {
+		case conv.FateDelivered, conv.FateUndelivered, conv.FateDropped:
+			h.cfg.OnOutcome(string(o.Fate))
+		}
+	}
+	return nil
 }

@@ -1,0 +1,77 @@
+package recovery
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/shepherd-proxy/shepherd/state"
+)
+
+// SlotVersion is the schema version of State's JSON encoding.
+//
+// Version history:
+//   - 0: the session record's top-level "recovery" object, before hooks
+//     owned their state (the store hands it over as a version-0 slot, the
+//     object itself).
+//   - 1: the current form, the same object.
+const SlotVersion = 1
+
+// State is recovery's per-session slot: it counts truncation recovery over
+// the session: turns with a reply cut by the output limit that recovery
+// tried to continue, the continuations sent, and the turns that ended
+// complete.
+type State struct {
+	Truncated int64 `json:"truncated"`
+	Attempts  int64 `json:"attempts"`
+	Recovered int64 `json:"recovered"`
+}
+
+// SlotVersion implements state.Slot.
+func (s *State) SlotVersion() int { return SlotVersion }
+
+// CloneSlot implements state.Slot.
+func (s *State) CloneSlot() state.Slot { c := *s; return &c }
+
+// Of returns the recovery slot of sess: nil when it has none, an error when
+// the stored slot cannot be read (an unknown version, bad JSON). Decoding a
+// stored slot caches the result in sess (state.SlotAs).
+func Of(sess *state.Session) (*State, error) {
+	return state.SlotAs(sess, Name, decodeSlot)
+}
+
+// decodeSlot reads a stored slot of any supported version.
+func decodeSlot(version int, data []byte) (*State, error) {
+	switch version {
+	case 0, 1: // version 0 has the same shape
+		s := &State{}
+		if len(data) > 0 {
+			if err := json.Unmarshal(data, s); err != nil {
+				return nil, fmt.Errorf("recovery: slot version %d: %w", version, err)
+			}
+		}
+		return s, nil
+	}
+	return nil, fmt.Errorf("recovery: slot version %d is newer than this build reads (%d)", version, SlotVersion)
+}
+
+// CountTurn returns the session effect that records one turn recovery
+// continued: attempts continuations, and whether the agent got a complete
+// reply. The turn engine applies it with the turn's other effects. A slot
+// this build cannot read is left as it is.
+func CountTurn(attempts int64, recovered bool) func(*state.Session) {
+	return func(sess *state.Session) {
+		s, err := Of(sess)
+		if err != nil {
+			return
+		}
+		if s == nil {
+			s = &State{}
+			sess.SetSlot(Name, s)
+		}
+		s.Truncated++
+		s.Attempts += attempts
+		if recovered {
+			s.Recovered++
+		}
+	}
+}
