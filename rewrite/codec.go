@@ -1,12 +1,16 @@
-// Package rewrite translates between shepherd's provider-neutral views
-// (package rewrite/conv) and the wire formats of the LLM APIs it proxies:
-// Anthropic Messages, OpenAI Chat Completions, OpenAI Responses and Gemini
-// generateContent. It reads request and reply bodies with gjson, applies
-// hook edits to the original bytes (never re-marshalling a body), decodes
-// SSE streams event by event, splices the streams of a turn shepherd
-// continues, and renders errors in each API's own shape.
+// Package rewrite is the shared machinery of the wire APIs shepherd
+// proxies: the interfaces through which shepherd's provider-neutral views
+// (package rewrite/conv) are read from and edited into the wire formats
+// (Codec, TurnCodec, ContinueCodec, StreamDecoder, StreamSplicer), the
+// Descriptor type, the SSE reader and writer, the seam filter, the view
+// cache, and the edit helpers more than one API uses. Codecs read request
+// and reply bodies with gjson, apply hook edits to the original bytes (never
+// re-marshalling a body), decode SSE streams event by event, splice the
+// streams of a turn shepherd continues, and render errors in each API's own
+// shape.
 //
-// Each wire API is described by one Descriptor (its name and config key,
+// Each wire API is a package under rewrite/ (anthropic, openaichat,
+// responses, gemini) exporting one Descriptor (its name and config key,
 // routes, codec, stream splicer, terminal events, top-level request shape);
 // the table of all of them is package rewrite/apis. Callers pick a
 // descriptor by route once and work with conv views, Codecs and
