@@ -1,27 +1,33 @@
-package rewrite
+package rewrite_test
 
 import (
 	"bytes"
 	"io"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/bench/workload"
+	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/apis"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 func BenchmarkReader(b *testing.B) {
-	stream := fixture(b, Anthropic, "stream.sse")
+	for _, api := range apis.All() {
+		b.Run(api.Name, func(b *testing.B) { benchmarkReader(b, apitest.Fixture(b, api, "stream.sse")) })
+	}
+}
+
+func benchmarkReader(b *testing.B, stream []byte) {
 	b.SetBytes(int64(len(stream)))
 	b.ReportAllocs()
 	r := bytes.NewReader(stream)
 	for b.Loop() {
 		r.Reset(stream)
-		rd := NewReader(r)
+		rd := rewrite.NewReader(r)
 		for {
 			if _, err := rd.Next(); err == io.EOF {
 				break
@@ -31,21 +37,26 @@ func BenchmarkReader(b *testing.B) {
 }
 
 func BenchmarkDecodeStream(b *testing.B) {
-	for _, api := range allAPIs {
+	for _, api := range apis.All() {
 		b.Run(api.Name, func(b *testing.B) {
-			stream := fixture(b, api, "stream.sse")
-			var evs []Event
-			rd := NewReader(bytes.NewReader(stream))
+			stream := apitest.Fixture(b, api, "stream.sse")
+			var evs []rewrite.Event
+			rd := rewrite.NewReader(bytes.NewReader(stream))
 			for {
 				ev, err := rd.Next()
 				if err == io.EOF {
 					break
 				}
-				evs = append(evs, Event{Name: bytes.Clone(ev.Name), Data: bytes.Clone(ev.Data), hasData: ev.hasData})
+				e := rewrite.Event{Data: bytes.Clone(ev.Data)}
+				if ev.HasData() {
+					e = rewrite.DataEvent(e.Data)
+				}
+				e.Name = bytes.Clone(ev.Name)
+				evs = append(evs, e)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				d := codecFor(api).NewStreamDecoder()
+				d := apitest.CodecFor(api).NewStreamDecoder()
 				for _, ev := range evs {
 					_, _ = d.Decode(ev)
 				}
@@ -55,13 +66,13 @@ func BenchmarkDecodeStream(b *testing.B) {
 }
 
 func BenchmarkParseRequest(b *testing.B) {
-	for _, api := range allAPIs {
+	for _, api := range apis.All() {
 		b.Run(api.Name, func(b *testing.B) {
-			body := fixture(b, api, "request.json")
+			body := apitest.Fixture(b, api, "request.json")
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := codecFor(api).ParseRequest(body); err != nil {
+				if _, err := apitest.CodecFor(api).ParseRequest(body); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -72,14 +83,14 @@ func BenchmarkParseRequest(b *testing.B) {
 // BenchmarkSideRequest is the side-request check every parsed request pays:
 // one pass over the top level of the body.
 func BenchmarkSideRequest(b *testing.B) {
-	for _, api := range allAPIs {
+	for _, api := range apis.All() {
 		b.Run(api.Name, func(b *testing.B) {
-			body := fixture(b, api, "request.json")
+			body := apitest.Fixture(b, api, "request.json")
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
-			c := codecFor(api)
+			c := apitest.CodecFor(api)
 			for b.Loop() {
-				SideRequest(c, body)
+				rewrite.SideRequest(c, body)
 			}
 		})
 	}
@@ -87,54 +98,16 @@ func BenchmarkSideRequest(b *testing.B) {
 
 func BenchmarkApplyEdits(b *testing.B) {
 	e := conv.RequestEdits{AddTools: allEdits.AddTools, AppendUserText: allEdits.AppendUserText}
-	for _, api := range allAPIs {
+	for _, api := range apis.All() {
 		b.Run(api.Name, func(b *testing.B) {
-			body := fixture(b, api, "request.json")
+			body := apitest.Fixture(b, api, "request.json")
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := codecFor(api).ApplyEdits(body, e); err != nil {
+				if _, err := apitest.CodecFor(api).ApplyEdits(body, e); err != nil {
 					b.Fatal(err)
 				}
 			}
-		})
-	}
-}
-
-// reportCPU adds the process CPU time per operation to a benchmark: on a
-// shared machine it moves less than the wall time ns/op does.
-func reportCPU(b *testing.B, run func()) {
-	cpu := func() time.Duration {
-		var ru syscall.Rusage
-		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	start, n := cpu(), 0
-	for b.Loop() {
-		run()
-		n++
-	}
-	b.ReportMetric(float64(cpu()-start)/float64(n), "cpu-ns/op")
-}
-
-// BenchmarkParseAgent parses the 50 KB agent request of the load bench:
-// cold with the view cache off (every element decoded), warm with every
-// element cached (an agent resending its history).
-func BenchmarkParseAgent(b *testing.B) {
-	body := workload.AnthropicAgent(30, false)
-	for _, tc := range []struct {
-		name   string
-		budget int64
-	}{{"cold", 0}, {"warm", DefaultViewCacheBytes}} {
-		b.Run(tc.name, func(b *testing.B) {
-			c := Anthropic.NewCodec(NewViewCache(tc.budget))
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			reportCPU(b, func() {
-				if _, err := c.ParseRequest(body); err != nil {
-					b.Fatal(err)
-				}
-			})
 		})
 	}
 }
@@ -155,7 +128,7 @@ func BenchmarkIterateAgent(b *testing.B) {
 		walk := walks[name]
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(msgs.Raw)))
-			reportCPU(b, func() {
+			apitest.ReportCPU(b, func() {
 				walk(msgs, func(_ int, m gjson.Result) bool {
 					walk(m.Get("content"), func(int, gjson.Result) bool { return true })
 					return true

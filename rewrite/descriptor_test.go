@@ -22,17 +22,6 @@ func TestRouteMatches(t *testing.T) {
 	require.False(t, (&Route{Name: "none"}).Matches([]byte("/v1/messages")), "a route with neither path nor method matches nothing")
 }
 
-// Every API of this package supports continuation today; an API without a
-// ContinueCodec or a ContinueSplicer would not.
-func TestCanContinue(t *testing.T) {
-	for _, api := range allAPIs {
-		require.True(t, api.CanContinue(), api.Name)
-	}
-	noSplicer := *Anthropic
-	noSplicer.NewSplicer = nil
-	require.False(t, noSplicer.CanContinue())
-}
-
 func TestIsTerminalEventWithoutAPI(t *testing.T) {
 	require.True(t, IsTerminalEvent(nil, &Event{Data: []byte(`{}`)}), "a stream shepherd does not parse ends anywhere")
 }

@@ -1,23 +1,46 @@
 package rewrite
 
-// The wire API packages under rewrite/ import this package, so its own
-// tests cannot import them. apis_test.go (package rewrite_test, which can)
-// hands their descriptors in through SetTestAPIs before any test runs.
-var (
-	// allAPIs is every API of the table rewrite/apis, in its order.
-	allAPIs []*Descriptor
-	// The descriptors of packages rewrite/anthropic, rewrite/openaichat,
-	// rewrite/responses and rewrite/gemini, for tests that name an API.
-	Anthropic, OpenAIChat, OpenAIResponses, Gemini *Descriptor
+// Internals the cross-API tests (package rewrite_test, which iterates the
+// table rewrite/apis) check.
+
+// AppendUserTextsOneByOne is the reference path AppendUserTexts must agree
+// with.
+var AppendUserTextsOneByOne = appendUserTextsOneByOne
+
+// UserTextFallbacks is how many user-text batches were applied one by one.
+func UserTextFallbacks() int64 { return userTextFallbacks.Load() }
+
+// DataEvent is an SSE event with a data field holding data.
+func DataEvent(data []byte) Event { return Event{Data: data, hasData: true} }
+
+// The view cache's sizing: shards, bytes counted per entry beyond its
+// element, and calls the resolver tracks before switching to a map.
+const (
+	ViewCacheShards = viewCacheShards
+	EntryOverhead   = entryOverhead
+	RecentCalls     = recentCalls
 )
 
-// SetTestAPIs sets the descriptors this package's tests run on: all, the
-// table of rewrite/apis, and the four APIs those tests name.
-func SetTestAPIs(all []*Descriptor, anthropic, openaichat, responses, gemini *Descriptor) {
-	allAPIs = all
-	Anthropic, OpenAIChat, OpenAIResponses, Gemini = anthropic, openaichat, responses, gemini
-	rounds[anthropic] = anthropicRound
-	rounds[openaichat] = chatRound
-	rounds[responses] = responsesRound
-	rounds[gemini] = geminiRound
+// SetBudget changes the cache's budget, as the config reload does.
+func (c *ViewCache) SetBudget(budget int64) { c.setBudget(budget) }
+
+// Held checks each shard against the limit (ok false when one holds more
+// bytes) and returns how many entries the shards hold.
+func (c *ViewCache) Held() (held int, ok bool) {
+	ok = true
+	for i := range c.shards {
+		held += len(c.shards[i].cur) + len(c.shards[i].old)
+		ok = ok && c.shards[i].curBytes <= c.limit.Load()
+	}
+	return held, ok
+}
+
+// CurEmpty reports whether every shard's current generation is empty.
+func (c *ViewCache) CurEmpty() bool {
+	for i := range c.shards {
+		if len(c.shards[i].cur) != 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -1,4 +1,4 @@
-package rewrite
+package rewrite_test
 
 import (
 	"bytes"
@@ -9,16 +9,16 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/apis"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
 )
 
 // seedRequests adds every request fixture and a few small bodies.
 func seedRequests(f *testing.F) {
-	for i, api := range allAPIs {
-		b, err := fixtures.ReadFile("testdata/" + api.Name + "/request.json")
-		if err != nil {
-			f.Fatal(err)
-		}
+	for i, api := range apis.All() {
+		b := apitest.Fixture(f, api, "request.json")
 		f.Add(uint8(i), b, "reminder", int64(0))
 		f.Add(uint8(i), b, "x\"\n\xff", int64(100))
 	}
@@ -38,7 +38,7 @@ func seedRequests(f *testing.F) {
 		`{"contents":[{"parts":[{"text":"q"}]},{"role":"model","parts":[]}],"generation_config":{"max_output_tokens":1}}`,
 		"{\n  \"model\": \"m\",\n  \"messages\": []\n}\n", `{"a":1,"a":2,"messages":[],"messages":{}}`,
 	} {
-		for i := range allAPIs {
+		for i := range apis.All() {
 			f.Add(uint8(i), []byte(s), "t", int64(7))
 		}
 	}
@@ -47,7 +47,8 @@ func seedRequests(f *testing.F) {
 func FuzzParseRequestApplyEdits(f *testing.F) {
 	seedRequests(f)
 	f.Fuzz(func(t *testing.T, api uint8, body []byte, text string, limit int64) {
-		c := codecFor(allAPIs[int(api)%len(allAPIs)])
+		all := apis.All()
+		c := apitest.CodecFor(all[int(api)%len(all)])
 		e := conv.RequestEdits{
 			AddTools:       []conv.ToolSpec{{Name: "tool" + text, Description: text}},
 			AppendSystem:   []string{text},
@@ -58,16 +59,16 @@ func FuzzParseRequestApplyEdits(f *testing.F) {
 		}
 		before, err := c.ParseRequest(body)
 		if err != nil {
-			require.ErrorIs(t, err, ErrMalformed)
+			require.ErrorIs(t, err, rewrite.ErrMalformed)
 			// Outside its contract ApplyEdits may fail or produce garbage,
 			// but must not panic.
 			_, _ = c.ApplyEdits(body, e)
 			return
 		}
 		// A view served from the view cache is the view of a fresh parse.
-		fresh, err := parseUncached(t, c, body)
+		fresh, err := apitest.ParseUncached(all[int(api)%len(all)], body)
 		require.NoError(t, err)
-		requireSameView(t, fresh, before)
+		apitest.RequireSameView(t, fresh, before)
 		orig := append([]byte(nil), body...)
 		out, err := c.ApplyEdits(body, e)
 		require.NoError(t, err, "a body ParseRequest accepts must take every edit")
@@ -77,7 +78,7 @@ func FuzzParseRequestApplyEdits(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, out, again)
 		if limit <= 0 {
-			require.True(t, isSubsequence(bytes.ReplaceAll(body, []byte("null"), nil), out))
+			require.True(t, apitest.IsSubsequence(bytes.ReplaceAll(body, []byte("null"), nil), out))
 		}
 		after, err := c.ParseRequest(out)
 		require.NoError(t, err, "edited body must parse:\n%s", out)
@@ -87,14 +88,14 @@ func FuzzParseRequestApplyEdits(f *testing.F) {
 		}
 		// Text for every user turn at once gives the bytes (or the error)
 		// of one turn at a time.
-		var ops []UserTexts
+		var ops []rewrite.UserTexts
 		for i, m := range before.Messages {
 			if (m.Role == conv.RoleUser || m.Role == conv.RoleTool) && (i+1 == len(before.Messages) || before.Messages[i+1].Role != conv.RoleTool) {
-				ops = append(ops, UserTexts{Pos: i, Texts: []string{text}})
+				ops = append(ops, rewrite.UserTexts{Pos: i, Texts: []string{text}})
 			}
 		}
 		tc := c
-		want, wantErr := appendUserTextsOneByOne(tc, body, ops)
+		want, wantErr := rewrite.AppendUserTextsOneByOne(tc, body, ops)
 		got, err := tc.AppendUserTexts(body, ops)
 		if wantErr != nil {
 			require.EqualError(t, err, wantErr.Error())
@@ -107,13 +108,10 @@ func FuzzParseRequestApplyEdits(f *testing.F) {
 
 // seedStreams adds every stream fixture, whole and as single events.
 func seedStreams(f *testing.F) {
-	for i, api := range allAPIs {
-		b, err := fixtures.ReadFile("testdata/" + api.Name + "/stream.sse")
-		if err != nil {
-			f.Fatal(err)
-		}
+	for i, api := range apis.All() {
+		b := apitest.Fixture(f, api, "stream.sse")
 		f.Add(uint8(i), b)
-		rd := NewReader(bytes.NewReader(b))
+		rd := rewrite.NewReader(bytes.NewReader(b))
 		for {
 			ev, err := rd.Next()
 			if err != nil {
@@ -124,8 +122,8 @@ func seedStreams(f *testing.F) {
 	}
 	// Streams with a custom (free-form) tool call, for the APIs that have
 	// them (Responses).
-	for i, api := range allAPIs {
-		if b, err := fixtures.ReadFile("testdata/" + api.Name + "/splice_custom.sse"); err == nil {
+	for i, api := range apis.All() {
+		if b, err := apitest.ReadFixture(api, "splice_custom.sse"); err == nil {
 			f.Add(uint8(i), b)
 		}
 	}
@@ -134,10 +132,11 @@ func seedStreams(f *testing.F) {
 func FuzzStreamDecoders(f *testing.F) {
 	seedStreams(f)
 	f.Fuzz(func(t *testing.T, api uint8, stream []byte) {
-		c := codecFor(allAPIs[int(api)%len(allAPIs)])
+		all := apis.All()
+		c := apitest.CodecFor(all[int(api)%len(all)])
 		dec := c.NewStreamDecoder()
-		var acc StreamAccumulator
-		rd := NewReader(bytes.NewReader(stream))
+		var acc rewrite.StreamAccumulator
+		rd := rewrite.NewReader(bytes.NewReader(stream))
 		for {
 			ev, err := rd.Next()
 			if err == io.EOF {
@@ -146,7 +145,7 @@ func FuzzStreamDecoders(f *testing.F) {
 			require.NoError(t, err)
 			evs, err := dec.Decode(ev)
 			if err != nil {
-				require.ErrorIs(t, err, ErrMalformedReply)
+				require.ErrorIs(t, err, rewrite.ErrMalformedReply)
 				continue
 			}
 			acc.Add(evs...)
@@ -154,7 +153,7 @@ func FuzzStreamDecoders(f *testing.F) {
 		_ = acc.Reply()
 		// The same bytes as a complete reply body must not panic either.
 		if _, err := c.ParseReply(stream); err != nil {
-			require.True(t, errors.Is(err, ErrMalformedReply))
+			require.True(t, errors.Is(err, rewrite.ErrMalformedReply))
 		}
 	})
 }

@@ -494,3 +494,9 @@ func FuzzOpenAITurn(t *testing.T, c rewrite.TurnCodec, body []byte, pos int, tex
 	}
 	require.Equal(t, orig, body)
 }
+
+// ReadFixture returns rewrite/testdata/<api>/<name>, or the error reading
+// it (for fixtures only some APIs have).
+func ReadFixture(api *rewrite.Descriptor, name string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(testdataDir, api.Name, name))
+}

@@ -1,4 +1,4 @@
-package rewrite
+package anthropic
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/bench/workload"
+	"github.com/shepherd-proxy/shepherd/rewrite"
 )
 
 // mockStream fetches one streamed reply of the bench mock with shape's text,
@@ -38,7 +39,7 @@ func mockStream(tb testing.TB, shape workload.MockShape, path string, body []byt
 
 // agentStreamEvents is the load bench's agent50k-stream reply (300 events:
 // 289 text deltas, then a tool_use block), split into events (copied).
-func agentStreamEvents(tb testing.TB) []Event {
+func agentStreamEvents(tb testing.TB) []rewrite.Event {
 	tb.Helper()
 	w, ok := workload.ByName("agent50k-stream")
 	if !ok {
@@ -65,7 +66,7 @@ func BenchmarkAnthropicSplicerFeed(b *testing.B) {
 		b.SetBytes(int64(n))
 		b.ReportAllocs()
 		for b.Loop() {
-			sp := Anthropic.NewSplicer()
+			sp := Descriptor.NewSplicer()
 			for _, ev := range evs {
 				if _, err := sp.Feed(ev); err != nil {
 					b.Fatal(err)
@@ -78,7 +79,7 @@ func BenchmarkAnthropicSplicerFeed(b *testing.B) {
 		b.SetBytes(int64(n))
 		b.ReportAllocs()
 		for b.Loop() {
-			sp := Anthropic.NewSplicer()
+			sp := Descriptor.NewSplicer()
 			for _, ev := range evs {
 				if _, err := sp.Feed(ev); err != nil {
 					b.Fatal(err)
@@ -105,7 +106,7 @@ func TestAgentStreamShape(t *testing.T) {
 	for _, ev := range evs {
 		in.Write(ev.Raw)
 	}
-	sp := Anthropic.NewSplicer()
+	sp := Descriptor.NewSplicer()
 	var out []byte
 	for _, ev := range evs {
 		b, err := sp.Feed(ev)
@@ -134,14 +135,14 @@ func TestAgentStreamShape(t *testing.T) {
 
 // cloneEvents reads every event of stream s, each a copy that outlives the
 // reader.
-func cloneEvents(s []byte) []Event {
-	r := NewReader(strings.NewReader(string(s)))
-	var evs []Event
+func cloneEvents(s []byte) []rewrite.Event {
+	r := rewrite.NewReader(strings.NewReader(string(s)))
+	var evs []rewrite.Event
 	for {
 		ev, err := r.Next()
 		if err != nil {
 			return evs
 		}
-		evs = append(evs, Event{Name: bytes.Clone(ev.Name), Data: bytes.Clone(ev.Data), Raw: bytes.Clone(ev.Raw), ID: bytes.Clone(ev.ID)})
+		evs = append(evs, rewrite.Event{Name: bytes.Clone(ev.Name), Data: bytes.Clone(ev.Data), Raw: bytes.Clone(ev.Raw), ID: bytes.Clone(ev.ID)})
 	}
 }
