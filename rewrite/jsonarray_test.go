@@ -1,13 +1,14 @@
-package rewrite
+package rewrite_test
 
 import (
 	"bytes"
 	"errors"
 	"io"
-	"math/rand"
 	"strings"
 	"testing"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,8 +19,8 @@ type arrItem struct {
 }
 
 // readArray reads every item, checking that the raws reproduce the input.
-func readArray(t testing.TB, r io.Reader, in string, opts ...ReaderOption) ([]arrItem, error) {
-	a := NewJSONArrayReader(r, opts...)
+func readArray(t testing.TB, r io.Reader, in string, opts ...rewrite.ReaderOption) ([]arrItem, error) {
+	a := rewrite.NewJSONArrayReader(r, opts...)
 	var out []arrItem
 	var raw []byte
 	for range 100000 {
@@ -42,7 +43,7 @@ func readArray(t testing.TB, r io.Reader, in string, opts ...ReaderOption) ([]ar
 	return nil, nil
 }
 
-func errorsIsMalformed(err error) bool { return errors.Is(err, ErrMalformedReply) }
+func errorsIsMalformed(err error) bool { return errors.Is(err, rewrite.ErrMalformedReply) }
 
 func TestJSONArrayReader(t *testing.T) {
 	tests := []struct {
@@ -88,7 +89,7 @@ func TestJSONArrayReader(t *testing.T) {
 		{"unclosed scalar", `[1`, []arrItem{{Raw: `[1`, Err: true}}},
 	}
 	for _, tt := range tests {
-		for how, mk := range readers(tt.in) {
+		for how, mk := range apitest.Readers(tt.in) {
 			t.Run(tt.name+"/"+how, func(t *testing.T) {
 				got, err := readArray(t, mk(), tt.in)
 				require.NoError(t, err)
@@ -119,14 +120,14 @@ func joinItems(items []arrItem) []arrItem {
 
 func TestJSONArrayReaderMaxSize(t *testing.T) {
 	in := `[{"a":1},{"b":"` + strings.Repeat("x", 100) + `"}]`
-	a := NewJSONArrayReader(strings.NewReader(in), WithMaxEventSize(32))
+	a := rewrite.NewJSONArrayReader(strings.NewReader(in), rewrite.WithMaxEventSize(32))
 	elem, _, err := a.Next()
 	require.NoError(t, err)
 	require.Equal(t, `{"a":1}`, string(elem))
 	_, _, err = a.Next()
-	require.ErrorIs(t, err, ErrEventTooLarge)
+	require.ErrorIs(t, err, rewrite.ErrEventTooLarge)
 	_, _, err = a.Next()
-	require.ErrorIs(t, err, ErrEventTooLarge)
+	require.ErrorIs(t, err, rewrite.ErrEventTooLarge)
 }
 
 func TestJSONArrayReaderLarge(t *testing.T) {
@@ -139,7 +140,7 @@ func TestJSONArrayReaderLarge(t *testing.T) {
 		in.WriteString(`{"i":"` + strings.Repeat("\\\"", i*300) + `"}`)
 	}
 	in.WriteString("]")
-	for how, mk := range readers(in.String()) {
+	for how, mk := range apitest.Readers(in.String()) {
 		t.Run(how, func(t *testing.T) {
 			got, err := readArray(t, mk(), in.String())
 			require.NoError(t, err)
@@ -155,7 +156,7 @@ func FuzzJSONArrayReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte, seed int64) {
 		whole, err := readArray(t, bytes.NewReader(in), string(in))
 		require.NoError(t, err)
-		chunked, err := readArray(t, &chunkReader{data: in, rng: rand.New(rand.NewSource(seed))}, string(in))
+		chunked, err := readArray(t, apitest.NewChunkReader(in, seed), string(in))
 		require.NoError(t, err)
 		require.Equal(t, joinItems(whole), joinItems(chunked))
 	})

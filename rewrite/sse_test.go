@@ -1,56 +1,28 @@
-package rewrite
+package rewrite_test
 
 import (
 	"bytes"
 	"errors"
 	"io"
-	"math/rand"
 	"strings"
 	"testing"
 	"testing/iotest"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
 	"github.com/stretchr/testify/require"
 )
 
-// sseEvent is an Event copied out of the reader for comparison.
+// sseEvent is an rewrite.Event copied out of the reader for comparison.
 type sseEvent struct {
 	Name, Data, ID string
 	HasData        bool
 	Raw            string
 }
 
-// chunkReader returns its input in random-sized chunks.
-type chunkReader struct {
-	data []byte
-	rng  *rand.Rand
-}
-
-func (c *chunkReader) Read(p []byte) (int, error) {
-	if len(c.data) == 0 {
-		return 0, io.EOF
-	}
-	n := 1 + c.rng.Intn(min(len(c.data), 17))
-	n = copy(p, c.data[:n])
-	c.data = c.data[n:]
-	return n, nil
-}
-
-// readers returns the ways every stream test feeds its input.
-func readers(in string) map[string]func() io.Reader {
-	return map[string]func() io.Reader{
-		"whole":    func() io.Reader { return strings.NewReader(in) },
-		"one-byte": func() io.Reader { return iotest.OneByteReader(strings.NewReader(in)) },
-		"half":     func() io.Reader { return iotest.HalfReader(strings.NewReader(in)) },
-		"data-err": func() io.Reader { return iotest.DataErrReader(strings.NewReader(in)) },
-		"random-1": func() io.Reader { return &chunkReader{data: []byte(in), rng: rand.New(rand.NewSource(1))} },
-		"random-2": func() io.Reader { return &chunkReader{data: []byte(in), rng: rand.New(rand.NewSource(2))} },
-		"random-3": func() io.Reader { return &chunkReader{data: []byte(in), rng: rand.New(rand.NewSource(3))} },
-	}
-}
-
 // readAll reads every event, checking that the Raws reproduce the input.
-func readAll(t testing.TB, r io.Reader, opts ...ReaderOption) ([]sseEvent, error) {
-	rd := NewReader(r, opts...)
+func readAll(t testing.TB, r io.Reader, opts ...rewrite.ReaderOption) ([]sseEvent, error) {
+	rd := rewrite.NewReader(r, opts...)
 	var out []sseEvent
 	var raw []byte
 	for {
@@ -144,7 +116,7 @@ func TestReader(t *testing.T) {
 		}},
 	}
 	for _, tt := range tests {
-		for how, mk := range readers(tt.in) {
+		for how, mk := range apitest.Readers(tt.in) {
 			t.Run(tt.name+"/"+how, func(t *testing.T) {
 				got, err := readAll(t, mk())
 				require.NoError(t, err)
@@ -155,7 +127,7 @@ func TestReader(t *testing.T) {
 }
 
 func TestReaderIsComment(t *testing.T) {
-	rd := NewReader(strings.NewReader(": c\n\ndata:\n\nid: 1\n\nretry: 5\n\n"))
+	rd := rewrite.NewReader(strings.NewReader(": c\n\ndata:\n\nid: 1\n\nretry: 5\n\n"))
 	var got []bool
 	for {
 		ev, err := rd.Next()
@@ -170,16 +142,16 @@ func TestReaderIsComment(t *testing.T) {
 
 func TestReaderMaxEventSize(t *testing.T) {
 	in := "data: ok\n\ndata: " + strings.Repeat("x", 100) + "\n\n"
-	for how, mk := range readers(in) {
+	for how, mk := range apitest.Readers(in) {
 		t.Run(how, func(t *testing.T) {
-			got, err := readAll(t, mk(), WithMaxEventSize(64))
-			require.ErrorIs(t, err, ErrEventTooLarge)
+			got, err := readAll(t, mk(), rewrite.WithMaxEventSize(64))
+			require.ErrorIs(t, err, rewrite.ErrEventTooLarge)
 			require.Equal(t, []sseEvent{{Data: "ok", HasData: true, Raw: "data: ok\n\n"}}, got)
 		})
 	}
 	// An event of exactly the limit fits.
 	ev := "data: " + strings.Repeat("y", 10) + "\n\n"
-	got, err := readAll(t, iotest.OneByteReader(strings.NewReader(ev+ev)), WithMaxEventSize(len(ev)))
+	got, err := readAll(t, iotest.OneByteReader(strings.NewReader(ev+ev)), rewrite.WithMaxEventSize(len(ev)))
 	require.NoError(t, err)
 	require.Len(t, got, 2)
 }
@@ -187,7 +159,7 @@ func TestReaderMaxEventSize(t *testing.T) {
 func TestReaderReadError(t *testing.T) {
 	boom := errors.New("boom")
 	r := io.MultiReader(strings.NewReader("data: a\n\ndata: partial"), iotest.ErrReader(boom))
-	rd := NewReader(r)
+	rd := rewrite.NewReader(r)
 	ev, err := rd.Next()
 	require.NoError(t, err)
 	require.Equal(t, "a", string(ev.Data))
@@ -199,7 +171,7 @@ func TestReaderReadError(t *testing.T) {
 }
 
 func TestReaderEOFIsSticky(t *testing.T) {
-	rd := NewReader(strings.NewReader("data: x"))
+	rd := rewrite.NewReader(strings.NewReader("data: x"))
 	ev, err := rd.Next()
 	require.NoError(t, err)
 	require.Equal(t, "data: x", string(ev.Raw))
@@ -210,7 +182,7 @@ func TestReaderEOFIsSticky(t *testing.T) {
 }
 
 func TestReaderNoProgress(t *testing.T) {
-	rd := NewReader(zeroReader{})
+	rd := rewrite.NewReader(zeroReader{})
 	_, err := rd.Next()
 	require.ErrorIs(t, err, io.ErrNoProgress)
 }
@@ -228,7 +200,7 @@ func TestReaderLargeEvents(t *testing.T) {
 		want = append(want, d)
 		in.WriteString("event: e\ndata: " + d + "\n\n")
 	}
-	for how, mk := range readers(in.String()) {
+	for how, mk := range apitest.Readers(in.String()) {
 		t.Run(how, func(t *testing.T) {
 			got, err := readAll(t, mk())
 			require.NoError(t, err)
@@ -253,7 +225,7 @@ func TestAppendEvent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out := AppendEvent([]byte("prefix"), []byte(tt.ev), []byte(tt.data))
+			out := rewrite.AppendEvent([]byte("prefix"), []byte(tt.ev), []byte(tt.data))
 			require.Equal(t, "prefix"+tt.want, string(out))
 			// Round trip through the reader.
 			got, err := readAll(t, strings.NewReader(tt.want))
@@ -264,7 +236,7 @@ func TestAppendEvent(t *testing.T) {
 			require.Equal(t, wantData, got[0].Data)
 		})
 	}
-	require.Equal(t, "data: z\n\n", string(AppendData(nil, []byte("z"))))
+	require.Equal(t, "data: z\n\n", string(rewrite.AppendData(nil, []byte("z"))))
 }
 
 func FuzzReader(f *testing.F) {
@@ -275,16 +247,16 @@ func FuzzReader(f *testing.F) {
 		f.Add([]byte(s), int64(1), uint16(0))
 	}
 	f.Fuzz(func(t *testing.T, in []byte, seed int64, max uint16) {
-		var opts []ReaderOption
+		var opts []rewrite.ReaderOption
 		if max > 0 {
-			opts = append(opts, WithMaxEventSize(int(max)))
+			opts = append(opts, rewrite.WithMaxEventSize(int(max)))
 		}
 		whole, errWhole := readAll(t, bytes.NewReader(in), opts...)
-		chunked, errChunked := readAll(t, &chunkReader{data: in, rng: rand.New(rand.NewSource(seed))}, opts...)
+		chunked, errChunked := readAll(t, apitest.NewChunkReader(in, seed), opts...)
 		if errWhole != nil || errChunked != nil {
 			// Only the size limit may fail, and then for both readings.
-			require.ErrorIs(t, errWhole, ErrEventTooLarge)
-			require.ErrorIs(t, errChunked, ErrEventTooLarge)
+			require.ErrorIs(t, errWhole, rewrite.ErrEventTooLarge)
+			require.ErrorIs(t, errChunked, rewrite.ErrEventTooLarge)
 			return
 		}
 		require.Equal(t, whole, chunked, "events must not depend on chunking")

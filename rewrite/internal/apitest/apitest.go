@@ -154,6 +154,12 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// NewChunkReader returns data in random-sized chunks (1 to 17 bytes),
+// the sizes drawn from seed.
+func NewChunkReader(data []byte, seed int64) io.Reader {
+	return &chunkReader{data: data, rng: rand.New(rand.NewSource(seed))}
+}
+
 // Readers returns the ways every stream test feeds its input.
 func Readers(in string) map[string]func() io.Reader {
 	return map[string]func() io.Reader{
