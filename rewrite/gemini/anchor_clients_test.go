@@ -6,10 +6,10 @@ import (
 	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
 )
 
-// TestAnchorsSurviveClientRewrites: the pair is one conversation as the
+// TestAnchorsSurviveClientRewrites: one conversation as the
 // API produced it and as a real client sends it back. The anchors of every
 // message must match, or the ledger would not be replayed (refused calls
-// vanish from the model's history). The last case is a real
+// vanish from the model's history). Edited is a real
 // change, which must change the anchor.
 func TestAnchorsSurviveClientRewrites(t *testing.T) {
 	apitest.CheckAnchorsSurvive(t, Descriptor, []apitest.ClientRewrite{{

@@ -1,9 +1,11 @@
 // Package apitest holds the helpers the tests of the wire API packages
-// (rewrite/<api>) and the cross-API tests of package rewrite share: fixtures
-// from rewrite/testdata/<api>/, a codec parsing through a shared view cache,
-// stream decoding in every chunking, the properties every edit must have,
-// and the table runner and fuzz body of TurnCodec edits. It is imported by
-// tests only.
+// (rewrite/<api>) and the cross-API tests (package rewrite_test, which
+// iterate rewrite/apis) share: fixtures from rewrite/testdata/<api>/, a
+// codec parsing through a shared view cache, stream decoding in every
+// chunking, the properties every edit must have, the table runner and fuzz
+// body of TurnCodec edits, and the checks each API runs on its own table of
+// error shapes, terminal events, side requests and client rewrites. It is
+// imported by tests only.
 package apitest
 
 import (
