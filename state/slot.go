@@ -181,3 +181,28 @@ func SlotAs[T any, PT interface {
 		return nil, fmt.Errorf("state: slot %q holds a %T", name, v)
 	}
 }
+
+// SameShapeJSON returns a SlotAs decoder for a slot whose JSON has kept the
+// same shape from version oldest to version current: those versions are
+// unmarshalled into a fresh *T (empty data gives the zero T); any other
+// version is an error naming owner, the hook.
+func SameShapeJSON[T any, PT interface {
+	*T
+	Slot
+}](owner string, oldest, current int) func(version int, data []byte) (PT, error) {
+	return func(version int, data []byte) (PT, error) {
+		switch {
+		case version > current:
+			return nil, fmt.Errorf("%s: slot version %d is newer than this build reads (%d)", owner, version, current)
+		case version < oldest:
+			return nil, fmt.Errorf("%s: slot version %d is older than this build reads (%d)", owner, version, oldest)
+		}
+		s := PT(new(T))
+		if len(data) > 0 {
+			if err := json.Unmarshal(data, s); err != nil {
+				return nil, fmt.Errorf("%s: slot version %d: %w", owner, version, err)
+			}
+		}
+		return s, nil
+	}
+}

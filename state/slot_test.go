@@ -71,3 +71,19 @@ func TestSlotAsErrors(t *testing.T) {
 	s.SetSlot("other", nil)
 	assert.NotContains(t, s.Slots, "other")
 }
+
+func TestSameShapeJSON(t *testing.T) {
+	decode := SameShapeJSON[counterSlot]("counter", 1, 2)
+	c, err := decode(1, []byte(`{"n":4}`))
+	require.NoError(t, err)
+	assert.Equal(t, 4, c.N)
+	c, err = decode(2, nil)
+	require.NoError(t, err)
+	assert.Equal(t, &counterSlot{}, c, "no data is the zero slot")
+	_, err = decode(0, []byte(`{}`))
+	assert.ErrorContains(t, err, "counter: slot version 0 is older than this build reads (1)")
+	_, err = decode(3, []byte(`{}`))
+	assert.ErrorContains(t, err, "counter: slot version 3 is newer than this build reads (2)")
+	_, err = decode(2, []byte(`{"n":"x"}`))
+	assert.ErrorContains(t, err, "counter: slot version 2:")
+}

@@ -1,9 +1,6 @@
 package recovery
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -39,20 +36,8 @@ func Of(sess *state.Session) (*State, error) {
 	return state.SlotAs(sess, Name, decodeSlot)
 }
 
-// decodeSlot reads a stored slot of any supported version.
-func decodeSlot(version int, data []byte) (*State, error) {
-	switch version {
-	case 0, 1: // version 0 has the same shape
-		s := &State{}
-		if len(data) > 0 {
-			if err := json.Unmarshal(data, s); err != nil {
-				return nil, fmt.Errorf("recovery: slot version %d: %w", version, err)
-			}
-		}
-		return s, nil
-	}
-	return nil, fmt.Errorf("recovery: slot version %d is newer than this build reads (%d)", version, SlotVersion)
-}
+// decodeSlot reads a stored slot: versions 0 and 1 have the same shape.
+var decodeSlot = state.SameShapeJSON[State]("recovery", 0, SlotVersion)
 
 // CountTurn returns the session effect that records one turn recovery
 // continued: attempts continuations, and whether the agent got a complete
