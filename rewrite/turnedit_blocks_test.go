@@ -1,40 +1,12 @@
 package rewrite
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 )
-
-func TestAgReorder(t *testing.T) {
-	body := []byte("[ 1,\n  2 , 3,4 ]")
-	arr, _ := agRootArray(body)
-	elems := BlocksElems(arr)
-	for _, tt := range []struct {
-		order []int
-		want  string
-	}{
-		{[]int{0, 1, 2, 3}, "[ 1,\n  2 , 3,4 ]"},
-		{[]int{0, 2, 3}, "[ 1,\n  3 , 4 ]"},
-		{[]int{3, 2, 1, 0}, "[ 4,\n  3 , 2,1 ]"},
-		{[]int{1}, "[ 2 ]"},
-		{nil, "[  ]"},
-	} {
-		out := BlocksReorder(body, elems, tt.order)
-		require.Equal(t, tt.want, string(out), tt.order)
-	}
-	require.Equal(t, "[ 1,\n  2 , 3,4 ]", string(body))
-}
-
-// agRootArray returns the top-level array of b with offsets into b.
-func agRootArray(b []byte) (gjson.Result, bool) {
-	r := gjson.ParseBytes(b)
-	r.Index = bytes.IndexByte(b, '[')
-	return r, r.IsArray()
-}
 
 func TestAgCallOrder(t *testing.T) {
 	// Elements: 0 text, 1 call0, 2 text, 3 call1, 4 call2.
