@@ -206,3 +206,20 @@ func SameShapeJSON[T any, PT interface {
 		return s, nil
 	}
 }
+
+// SlotForUpdate returns the slot called name for an effect to change, as
+// SlotAs reads it, creating and storing a fresh zero *T when s has none.
+// Its error is SlotAs's: a stored slot that cannot be read is left as it is
+// (the caller should then change nothing, so nothing it holds is lost).
+func SlotForUpdate[T any, PT interface {
+	*T
+	Slot
+}](s *Session, name string, decode func(version int, data []byte) (PT, error)) (PT, error) {
+	sl, err := SlotAs(s, name, decode)
+	if err != nil || sl != nil {
+		return sl, err
+	}
+	sl = PT(new(T))
+	s.SetSlot(name, sl)
+	return sl, nil
+}

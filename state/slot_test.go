@@ -87,3 +87,21 @@ func TestSameShapeJSON(t *testing.T) {
 	_, err = decode(2, []byte(`{"n":"x"}`))
 	assert.ErrorContains(t, err, "counter: slot version 2:")
 }
+
+func TestSlotForUpdate(t *testing.T) {
+	s := &Session{}
+	c, err := SlotForUpdate(s, "counter", decodeCounter)
+	require.NoError(t, err)
+	c.N = 5
+	assert.Same(t, c, s.Slots["counter"], "a missing slot is created and stored")
+
+	again, err := SlotForUpdate(s, "counter", decodeCounter)
+	require.NoError(t, err)
+	assert.Same(t, c, again, "an existing slot is returned, not replaced")
+
+	stored := &RawSlot{V: 1, Data: json.RawMessage(`{"n":1}`)}
+	s.SetSlot("counter", stored)
+	_, err = SlotForUpdate(s, "counter", decodeCounter)
+	require.ErrorIs(t, err, errOldVersion)
+	assert.Same(t, Slot(stored), s.Slots["counter"], "an unreadable slot is left as stored")
+}

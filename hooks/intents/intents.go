@@ -288,13 +288,9 @@ func (h *Hook) OnReply(_ context.Context, call *hooks.Call, reply *conv.Reply) (
 	if len(audit) > 0 || start != "" {
 		maxAudit := h.cfg.MaxAudit
 		d.Effects = append(d.Effects, func(sess *state.Session) {
-			s, err := Of(sess)
+			s, err := state.SlotForUpdate(sess, Name, decodeSlot)
 			if err != nil {
 				return // a slot this build cannot read is left as it is
-			}
-			if s == nil {
-				s = &State{}
-				sess.SetSlot(Name, s)
 			}
 			if s.Intent == "" && start != "" {
 				s.Intent = start

@@ -45,13 +45,9 @@ var decodeSlot = state.SameShapeJSON[State]("recovery", 0, SlotVersion)
 // this build cannot read is left as it is.
 func CountTurn(attempts int64, recovered bool) func(*state.Session) {
 	return func(sess *state.Session) {
-		s, err := Of(sess)
+		s, err := state.SlotForUpdate(sess, Name, decodeSlot)
 		if err != nil {
-			return
-		}
-		if s == nil {
-			s = &State{}
-			sess.SetSlot(Name, s)
+			return // a slot this build cannot read is left as it is
 		}
 		s.Truncated++
 		s.Attempts += attempts

@@ -180,13 +180,9 @@ func (t *Hook) OnReply(_ context.Context, call *hooks.Call, reply *conv.Reply) (
 	}
 	if len(titles) > 0 || len(others) > 0 {
 		d.Effects = append(d.Effects, func(sess *state.Session) {
-			s, err := Of(sess)
+			s, err := state.SlotForUpdate(sess, Name, decodeSlot)
 			if err != nil {
 				return // a slot this build cannot read is left as it is
-			}
-			if s == nil {
-				s = &State{}
-				sess.SetSlot(Name, s)
 			}
 			for _, title := range titles {
 				s.Topic = title
