@@ -52,6 +52,10 @@ type Call struct {
 	// inject no tool, rule or reminder; the proxy does not count it as a
 	// turn of the session.
 	Side string
+	// Agent names the client as the proxy recognised it (claude-code,
+	// codex, gemini-cli, cline, an SDK, or "" when unknown); for display
+	// and events only, never to special-case behaviour.
+	Agent string
 }
 
 // Hook is the base every feature implements.

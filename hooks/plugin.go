@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/shepherd-proxy/shepherd/events"
 )
 
 // A feature is a plug-in with a lifecycle:
@@ -87,6 +89,10 @@ type Env struct {
 	// Owned lists the tools other enabled plug-ins answer or track
 	// themselves (their Section.OwnedTools).
 	Owned []string
+	// Events is the live feed a plug-in reports what it decided to
+	// (chapter opened, intent selected); never nil (events.Nop when the
+	// feed is off).
+	Events events.Emitter
 }
 
 // Problem is one invalid setting of a configuration section.

@@ -38,6 +38,13 @@ type Noter interface {
 	Note() string
 }
 
+// Counter is implemented by a slot with counters worth showing in session
+// listings (Summary.Counts): topics' "chapters", intents' "refusals".
+// Names must not collide across slots.
+type Counter interface {
+	Counts() map[string]int64
+}
+
 // Note implements Noter.
 func (r *RawSlot) Note() string { return r.Noted }
 

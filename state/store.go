@@ -35,12 +35,18 @@ type LedgerEntry struct {
 
 // Session is the state of one agent session.
 type Session struct {
-	ID        string        `json:"id"`
-	Tenant    string        `json:"tenant"`
-	CreatedAt time.Time     `json:"created_at"`
-	UpdatedAt time.Time     `json:"updated_at"`
-	Requests  int64         `json:"requests"`
-	Ledger    []LedgerEntry `json:"ledger,omitempty"`
+	ID        string    `json:"id"`
+	Tenant    string    `json:"tenant"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Requests  int64     `json:"requests"`
+	// Agent names the client (claude-code, codex, gemini-cli, cline, an
+	// SDK) as the proxy recognised it; Model the model of its latest turn.
+	Agent string `json:"agent,omitempty"`
+	Model string `json:"model,omitempty"`
+	// Usage sums the tokens and cost of the session's turns.
+	Usage  Usage         `json:"usage"`
+	Ledger []LedgerEntry `json:"ledger,omitempty"`
 	// Slots holds each hook's own state under the hook's name (see Slot):
 	// topics' chapters, intents' selection and audit trail, recovery's
 	// counters.
@@ -49,12 +55,33 @@ type Session struct {
 	Version int64 `json:"version"`
 }
 
+// Usage is token and cost accounting, summed over a session's turns.
+type Usage struct {
+	// Turns counts the turns whose usage is summed (side requests
+	// included: they cost tokens too).
+	Turns            int64 `json:"turns"`
+	InputTokens      int64 `json:"input_tokens"`
+	OutputTokens     int64 `json:"output_tokens"`
+	CacheReadTokens  int64 `json:"cache_read_tokens"`
+	CacheWriteTokens int64 `json:"cache_write_tokens"`
+	// CostUSD is the list-price cost of those tokens (0 for a model
+	// without a price).
+	CostUSD float64 `json:"cost_usd"`
+}
+
 // Summary is the listing form of a session.
 type Summary struct {
 	ID        string    `json:"id"`
 	Tenant    string    `json:"tenant"`
+	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 	Requests  int64     `json:"requests"`
+	Agent     string    `json:"agent,omitempty"`
+	Model     string    `json:"model,omitempty"`
+	Usage     Usage     `json:"usage"`
+	// Counts holds each slot's counters worth listing (see Counter), by
+	// name: "chapters", "refusals".
+	Counts map[string]int64 `json:"counts,omitempty"`
 	// Notes holds the short note of each slot that has one (see Noter),
 	// by slot name: the active topic under "topics", the active intent
 	// under "intents".

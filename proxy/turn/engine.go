@@ -23,6 +23,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/shepherd-proxy/shepherd/events"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -78,6 +79,9 @@ type Options struct {
 	// recovery hook): a reply still cut inside a tool call after the last
 	// attempt then loses that call.
 	Recovery bool
+	// Events is the live feed the engine reports each turn's calls,
+	// continuations and usage to (nil: events.Nop).
+	Events events.Emitter
 	// SessionFor names the session of a conversation known by its
 	// fingerprint (an opening request's state is saved under the
 	// fingerprint of its continuation).
@@ -95,6 +99,7 @@ type Engine struct {
 	limits       Limits
 	recovery     bool
 	sessionFor   func(string) string
+	events       events.Emitter
 }
 
 // New builds an Engine from its dependencies.
@@ -102,6 +107,10 @@ func New(o Options) *Engine {
 	e := &Engine{
 		store: o.Store, metrics: o.Metrics, log: o.Log, now: o.Now,
 		storeTimeout: o.StoreTimeout, limits: o.Limits, recovery: o.Recovery, sessionFor: o.SessionFor,
+		events: o.Events,
+	}
+	if e.events == nil {
+		e.events = events.Nop{}
 	}
 	if e.log == nil {
 		e.log = zap.NewNop()

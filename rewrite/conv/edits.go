@@ -55,6 +55,11 @@ const (
 	// Refuse blocks the call: the model receives Result as an error tool
 	// result; the agent never sees the call.
 	Refuse
+	// Hold asks a person: the turn engine holds the call until it is
+	// approved (then it passes) or denied or expires (then it is refused
+	// with the reason given). Result is the reason shown to the person
+	// and, unless the denial says otherwise, to the model.
+	Hold
 )
 
 // CallDecision is a reply hook's decision on one tool call of a reply.
@@ -64,6 +69,9 @@ type CallDecision struct {
 	Verdict   Verdict
 	// Result is the tool-result text given to the model for Claim and Refuse.
 	Result string
+	// Rule names the policy rule behind a Refuse or Hold, for display
+	// ("" when none).
+	Rule string
 	// Hook names the hook that decided; the chain sets it (a hook leaves
 	// it empty).
 	Hook string

@@ -159,8 +159,16 @@ type ToolCall struct {
 
 // Usage is token accounting for a reply, normalised.
 type Usage struct {
+	// InputTokens counts the input tokens not read from or written to the
+	// prompt cache (Anthropic's input_tokens; OpenAI's and Gemini's
+	// prompt tokens minus their cached part), so the four fields add up
+	// to the request's whole input and output.
 	InputTokens  int64
 	OutputTokens int64
+	// CacheReadTokens counts input tokens read from the prompt cache;
+	// CacheWriteTokens those written to it (Anthropic only; 0 elsewhere).
+	CacheReadTokens  int64
+	CacheWriteTokens int64
 }
 
 // Reply is the provider-neutral, read-only view of a complete model reply

@@ -1,0 +1,87 @@
+// Package events is shepherd's live feed: what the proxy did in each
+// session (requests, chapters, intents, tool-call decisions, approvals,
+// continuations, usage), published without slowing a request and kept per
+// session in the state store so any replica can show it.
+//
+// This file is the contract every producer and consumer shares: the Event
+// and its types. The package imports nothing of the project, so hooks, the
+// turn engine and the proxy may all emit.
+package events
+
+import "time"
+
+// Type names what happened. The data each type carries is listed with it;
+// data keys are snake_case JSON and stable (the console and API clients
+// read them).
+type Type string
+
+const (
+	// RequestStarted: a model request arrived. Data: model, agent, stream
+	// (bool), side (side-request kind, "" for an agent turn).
+	RequestStarted Type = "request.started"
+	// RequestFinished: the agent got its reply (or an error). Data:
+	// status, duration_ms, model, stop, rounds, continuations, usage
+	// {input_tokens, output_tokens, cache_read_tokens, cache_write_tokens},
+	// cost_usd, error (when the turn failed).
+	RequestFinished Type = "request.finished"
+	// ChapterOpened: topics opened a chapter. Data: title, previous.
+	ChapterOpened Type = "chapter.opened"
+	// IntentSelected: intents selected an intent. Data: intent,
+	// description, criteria ([]string, acceptance criteria).
+	IntentSelected Type = "intent.selected"
+	// CallAllowed: a tool call reached the agent. Data: tool, call_id.
+	CallAllowed Type = "call.allowed"
+	// CallClaimed: shepherd answered a call of its own tools. Data: tool,
+	// call_id, hook.
+	CallClaimed Type = "call.claimed"
+	// CallRefused: a call was refused; the model was told why. Data: tool,
+	// call_id, hook, reason, rule, observed (true in observe mode: the call
+	// would have been refused and was let through).
+	CallRefused Type = "call.refused"
+	// CallHeld: a call waits for a person's approval. Data: approval (the
+	// approval id, also the {call} of the approvals API), tool, call_id,
+	// args (truncated), intent, reason, rule, expires_at.
+	CallHeld Type = "call.held"
+	// CallApproved / CallDenied: a held call was decided. Data: approval,
+	// tool, call_id, by ("console", "api", "timeout"), note.
+	CallApproved Type = "call.approved"
+	CallDenied   Type = "call.denied"
+	// Continuation: a reply cut by the output limit was continued. Data:
+	// attempt, stop.
+	Continuation Type = "continuation"
+	// EditStarted / EditFinished: a file-writing call, announced while it
+	// streams. Data: tool, path, operation, size (finished only).
+	EditStarted  Type = "edit.started"
+	EditFinished Type = "edit.finished"
+)
+
+// Event is one thing that happened in a session.
+type Event struct {
+	// ID is assigned by the log the event is read from (increasing within
+	// that log; the SSE id); empty while it is being published.
+	ID   string    `json:"id,omitempty"`
+	Type Type      `json:"type"`
+	At   time.Time `json:"at"`
+	// Session and Tenant (a hash of the credential, never the credential)
+	// address the session.
+	Session   string `json:"session"`
+	Tenant    string `json:"tenant"`
+	Route     string `json:"route,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+	// Data holds the type's fields (see Type). It is encoded off the
+	// request path; producers must not change it after Emit.
+	Data map[string]any `json:"data,omitempty"`
+}
+
+// Emitter accepts events. Emit never blocks and never fails: a full queue
+// drops its oldest event and counts it. Implementations are safe for
+// concurrent use.
+type Emitter interface {
+	Emit(ev Event)
+}
+
+// Nop is an Emitter that drops every event (the feed is off).
+type Nop struct{}
+
+// Emit implements Emitter.
+func (Nop) Emit(Event) {}
