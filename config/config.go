@@ -54,6 +54,8 @@ type Config struct {
 	Turns Turns `mapstructure:"turns"`
 	// Features holds settings shared by the features.
 	Features Features `mapstructure:"features"`
+	// Events configures the live event feed (events.go).
+	Events Events `mapstructure:"events"`
 
 	// deprecations are the warnings Load noted for deprecated keys.
 	deprecations []string
