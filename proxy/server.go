@@ -15,7 +15,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/events"
 	"github.com/shepherd-proxy/shepherd/logging"
+	"github.com/shepherd-proxy/shepherd/pricing"
 	"github.com/shepherd-proxy/shepherd/proxy/turn"
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/state"
@@ -30,6 +32,12 @@ type Options struct {
 	// The caller keeps ownership and closes them after Shutdown.
 	Features *Features
 	Metrics  *Metrics
+	// Events is the live feed the proxy, the turn engine and the admin
+	// feed endpoints use (nil: events.Nop, and the feed endpoints answer
+	// 404). A feed.Publisher also wakes the open feeds of this replica.
+	Events events.Emitter
+	// Prices prices request.finished's usage (nil: no cost).
+	Prices *pricing.Table
 }
 
 // Server is shepherd's proxy. Build it with New, run it with Serve or
@@ -46,6 +54,9 @@ type Server struct {
 	upstreams map[Provider]*upstream
 	recorder  *sessionRecorder
 	metricsH  fasthttp.RequestHandler
+	events    events.Emitter // never nil
+	prices    *pricing.Table // may be nil
+	feeds     *feedSet       // the SSE feeds (admin_events.go)
 
 	srv      *fasthttp.Server
 	adminSrv *fasthttp.Server
@@ -85,7 +96,8 @@ func New(o Options) (*Server, error) {
 		ridPrefix: newRequestIDPrefix(),
 		metricsH:  newMetricsHandler(o.Metrics),
 	}
-	s.engine = newEngine(cfg, o.Store, o.Metrics, o.Logger, o.Features)
+	s.events, s.prices, s.feeds = emitterOrNop(o.Events), o.Prices, newFeedSet(cfg, o.Store, o.Events, o.Metrics)
+	s.engine = newEngine(cfg, o.Store, o.Metrics, o.Logger, o.Features, s.events)
 	o.Metrics.views.Store(s.views)
 	uo := upstreamOptions{
 		DialTimeout: 10 * time.Second,
@@ -201,6 +213,7 @@ func (s *Server) ListenAndServe() error {
 // done, then cuts the streams still open (each gets the API's stream error
 // event), and flushes pending session writes.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.feeds.close() // open event feeds end, so no listener waits on them
 	done := make(chan error, 1)
 	go func() { done <- s.srv.ShutdownWithContext(ctx) }()
 	var err error

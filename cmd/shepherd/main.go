@@ -59,15 +59,20 @@ func run() error {
 		return err
 	}
 	defer store.Close()
+	em, closeEvents, err := newEvents(cfg, store, metrics, log)
+	if err != nil {
+		return err
+	}
+	defer closeEvents() // after the server stopped, before the store closes
 
-	features, err := proxy.BuildFeatures(cfg, metrics, log)
+	features, err := proxy.BuildFeaturesWithEvents(cfg, metrics, log, em)
 	if err != nil {
 		return err
 	}
 	defer features.Close()
 
 	srv, err := proxy.New(proxy.Options{
-		Config: cfg, Logger: log, Store: store, Metrics: metrics, Features: features,
+		Config: cfg, Logger: log, Store: store, Metrics: metrics, Features: features, Events: em,
 	})
 	if err != nil {
 		return err
