@@ -90,7 +90,8 @@ func isEventsRoute(path string) bool {
 //	tenant is looked up as for GET /shepherd/v1/sessions/{id} when absent).
 //
 // The events kept after the cursor (header Last-Event-ID, or ?after=;
-// none: every event kept) come first, then each new one. Each is one frame
+// none: every event kept) come first, after the comment line ": open",
+// then each new one. Each is one frame
 // "id: <id>\nevent: <type>\ndata: <event JSON>\n\n"; a comment line
 // ": heartbeat" follows every events.heartbeat without one. The feed ends
 // when the client leaves or the server shuts down. Authorization as for
@@ -161,6 +162,9 @@ func (fs *feedSet) serve(w *bufio.Writer, q feed.Query, first []feed.Item) {
 		case <-ctx.Done():
 		}
 	}()
+	// The comment makes the headers go out at once, even with nothing to
+	// replay.
+	_, _ = w.WriteString(": open\n\n")
 	for _, it := range first {
 		writeFrame(w, it)
 	}
