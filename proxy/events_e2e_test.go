@@ -127,3 +127,36 @@ func TestEventFeedTopicsSessionEndToEnd(t *testing.T) {
 		})
 	}
 }
+
+// A reply cut twice by the output limit and continued: one continuation
+// event per attempt, and request.finished with the rounds, the
+// continuations and the usage summed over them.
+func TestEventFeedContinuations(t *testing.T) {
+	d, _ := kit.Lookup("anthropic")
+	h := newFeedHarness(t, feedOptions{Config: func(c *config.Config) { c.Recovery.Enabled = true }})
+	h.mock.Script(
+		mock.Reply{ID: "r1", Text: "One, ", Stop: "max_tokens", Usage: mock.Usage{Input: 100, Output: 10}},
+		mock.Reply{ID: "r2", Text: "two, ", Stop: "max_tokens", Usage: mock.Usage{Input: 130, Output: 5}},
+		mock.Reply{ID: "r3", Text: "three.", Usage: mock.Usage{Input: 160, Output: 7}},
+	)
+	feed := openFeed(t, h.URL+"/shepherd/v1/events", nil)
+	hdr := map[string]string{"X-Session-Id": "feed-cont"}
+	for k, v := range d.Headers() {
+		hdr[k] = v
+	}
+	body := d.Request(kit.Request{History: []string{d.User("Count to three.")}})
+	resp, reply := do(t, "POST", h.URL+d.Path("", false), body, hdr)
+	require.Equal(t, 200, resp.StatusCode, string(reply))
+
+	evs := untilFinished(t, feed, "feed-cont")
+	require.Equal(t, []string{"request.started", "continuation", "continuation", "request.finished"}, types(evs))
+	require.Equal(t, int64(1), evs[1].data.Get("data.attempt").Int())
+	require.Equal(t, int64(2), evs[2].data.Get("data.attempt").Int())
+	require.Equal(t, "max_tokens", evs[2].data.Get("data.stop").String())
+	fin := evs[3].data.Get("data")
+	require.Equal(t, int64(3), fin.Get("rounds").Int(), fin.Raw)
+	require.Equal(t, int64(2), fin.Get("continuations").Int(), fin.Raw)
+	require.Equal(t, int64(390), fin.Get("usage.input_tokens").Int(), fin.Raw)
+	require.Equal(t, int64(22), fin.Get("usage.output_tokens").Int(), fin.Raw)
+	require.Equal(t, "end", fin.Get("stop").String(), fin.Raw)
+}

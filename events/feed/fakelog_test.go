@@ -87,3 +87,10 @@ func (l *fakeLog) all() []state.EventRecord {
 	defer l.mu.Unlock()
 	return append([]state.EventRecord(nil), l.global...)
 }
+
+// discardLog accepts every append and keeps nothing.
+type discardLog struct{ fakeLog }
+
+func newFakeLogDiscard() *discardLog { return &discardLog{} }
+
+func (*discardLog) AppendEvents(context.Context, state.Key, [][]byte) error { return nil }

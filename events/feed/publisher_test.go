@@ -159,3 +159,20 @@ func value(c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// BenchmarkEmit measures what the request path pays per event, with the
+// publisher writing to a log that answers at once.
+func BenchmarkEmit(b *testing.B) {
+	p, err := New(Options{Log: newFakeLogDiscard()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	e := ev("s1", 1)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			p.Emit(e)
+		}
+	})
+}
