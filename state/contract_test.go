@@ -250,7 +250,7 @@ func runContract(t *testing.T, newStore storeFactory) {
 		require.NoError(t, err)
 		assert.Equal(t, []Key{k(1), k(4), k(3)}, summaryKeys(list))
 		assert.Equal(t, Summary{
-			ID: "s1", Tenant: "tl", UpdatedAt: touched.UpdatedAt,
+			ID: "s1", Tenant: "tl", CreatedAt: touched.CreatedAt, UpdatedAt: touched.UpdatedAt,
 			Requests: 2, Notes: map[string]string{"topic": "topic 1", "intent": "intent"},
 		}, list[0])
 
