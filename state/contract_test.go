@@ -513,9 +513,13 @@ func runContract(t *testing.T, newStore storeFactory) {
 func fullSession() *Session {
 	return &Session{
 		Requests: 3,
-		Ledger:   []LedgerEntry{{Kind: "inject", Anchor: "call_1", Data: []byte(`{"x":1}`)}},
+		Agent:    "claude-code",
+		Model:    "claude-sonnet-4-5",
+		Usage: Usage{Turns: 3, InputTokens: 120, OutputTokens: 45, CacheReadTokens: 9000,
+			CacheWriteTokens: 700, CostUSD: 0.04321},
+		Ledger: []LedgerEntry{{Kind: "inject", Anchor: "call_1", Data: []byte(`{"x":1}`)}},
 		Slots: Slots{
-			"example": &RawSlot{V: 2, Data: json.RawMessage(`{"n":1}`)},
+			"example": &RawSlot{V: 2, Data: json.RawMessage(`{"n":1}`), Counted: map[string]int64{"examples": 4}},
 			"notes":   noteSlot("refactor"),
 		},
 	}
