@@ -14,7 +14,7 @@ var _ EventLog = (*Memory)(nil)
 // eventRing is a bounded log: the newest max records, oldest first, and
 // the last id it assigned.
 type eventRing struct {
-	recs []EventRecord // ring once full: recs[head] is the oldest
+	recs []ringRecord // ring once full: recs[head] is the oldest
 	head int
 	max  int
 	last eventID
@@ -24,7 +24,7 @@ type eventRing struct {
 // overwriting the oldest record when the ring is full.
 func (r *eventRing) add(ms uint64, data []byte) {
 	r.last = r.last.next(ms)
-	rec := EventRecord{ID: r.last.String(), Data: slices.Clone(data)}
+	rec := ringRecord{id: r.last, EventRecord: EventRecord{ID: r.last.String(), Data: slices.Clone(data)}}
 	if len(r.recs) < r.max {
 		r.recs = append(r.recs, rec)
 		return
@@ -33,15 +33,21 @@ func (r *eventRing) add(ms uint64, data []byte) {
 	r.head = (r.head + 1) % r.max
 }
 
-func (r *eventRing) at(i int) EventRecord { return r.recs[(r.head+i)%len(r.recs)] }
+// ringRecord is a record with its parsed id.
+type ringRecord struct {
+	id eventID
+	EventRecord
+}
+
+func (r *eventRing) at(i int) ringRecord { return r.recs[(r.head+i)%len(r.recs)] }
 
 // after returns copies of the records after id after ("" for all), oldest
-// first, at most limit.
+// first, at most limit. after must be "" or well-formed (checkAfter).
 func (r *eventRing) after(after string, limit int) []EventRecord {
 	n := len(r.recs)
 	start := 0
-	if after != "" {
-		start = sort.Search(n, func(i int) bool { return CompareEventIDs(r.at(i).ID, after) > 0 })
+	if id, ok := parseEventID(after); ok {
+		start = sort.Search(n, func(i int) bool { return r.at(i).id.compare(id) > 0 })
 	}
 	out := make([]EventRecord, 0, min(limit, n-start))
 	for i := start; i < n && len(out) < limit; i++ {
