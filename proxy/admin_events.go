@@ -135,6 +135,10 @@ func (s *Server) serveEvents(ctx *fasthttp.RequestCtx, path string) {
 	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	first, next, _, err := fl.Page(c, q)
 	cancel()
+	if errors.Is(err, state.ErrInvalidEventID) || errors.Is(err, state.ErrInvalidKey) {
+		writeJSON(ctx, fasthttp.StatusBadRequest, map[string]string{"error": "invalid cursor, tenant or session id"})
+		return
+	}
 	if err != nil {
 		s.metrics.StoreError("events")
 		writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{"error": "state store unavailable"})

@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -52,7 +53,19 @@ func sessionFrame(t *testing.T, h *feedHarness, key state.Key, i int, typ string
 // first, scoped by ?tenant= and by session; resume after Last-Event-ID or
 // ?after=.
 func TestEventFeedFramesAndResume(t *testing.T) {
-	h := newFeedHarness(t, feedOptions{})
+	t.Run("memory", func(t *testing.T) { testFeedFramesAndResume(t, nil) })
+	t.Run("redis", func(t *testing.T) {
+		url := kit.RedisURL(t)
+		prefix := fmt.Sprintf("shepherd-feedframes-%d", time.Now().UnixNano())
+		st, err := state.NewRedis(state.RedisOptions{URL: url, KeyPrefix: prefix, TTL: time.Minute, Timeout: time.Second})
+		require.NoError(t, err)
+		t.Cleanup(func() { cleanupRedisPrefix(t, url, prefix) })
+		testFeedFramesAndResume(t, st)
+	})
+}
+
+func testFeedFramesAndResume(t *testing.T, st state.Store) {
+	h := newFeedHarness(t, feedOptions{Store: st})
 	frames := seed(t, h,
 		[3]string{"t1", "a", "request.started"},
 		[3]string{"t2", "b", "request.started"},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/state"
 	"github.com/shepherd-proxy/shepherd/test/kit"
 )
@@ -27,7 +28,8 @@ func TestEventFeedAcrossReplicas(t *testing.T) {
 		return st
 	}
 	a := newFeedHarness(t, feedOptions{Store: open()})
-	b := newFeedHarness(t, feedOptions{Store: open()}) // poll_interval 50ms
+	// B polls at the default interval: A's events reach B only that way.
+	b := newFeedHarness(t, feedOptions{Store: open(), Config: func(c *config.Config) { c.Events.PollInterval = 500 * time.Millisecond }})
 	t.Cleanup(func() { cleanupRedisPrefix(t, url, prefix) })
 
 	feedB := openFeed(t, b.URL+"/shepherd/v1/events", nil)

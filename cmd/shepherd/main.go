@@ -109,9 +109,11 @@ func openStore(cfg *config.Config, log *zap.Logger) (state.Store, error) {
 		return state.NewRedis(state.RedisOptions{
 			URL: r.URL, Addrs: r.Addrs, MasterName: r.MasterName, Timeout: r.Timeout,
 			KeyPrefix: r.KeyPrefix, TTL: cfg.State.TTL,
+			EventsPerSession: cfg.Events.PerSession, EventsGlobal: cfg.Events.Global,
 		})
 	default:
-		return state.NewMemory(state.MemoryOptions{MaxSessions: cfg.State.MaxSessions, TTL: cfg.State.TTL}), nil
+		return state.NewMemory(state.MemoryOptions{MaxSessions: cfg.State.MaxSessions, TTL: cfg.State.TTL,
+			EventsPerSession: cfg.Events.PerSession, EventsGlobal: cfg.Events.Global}), nil
 	}
 }
 
