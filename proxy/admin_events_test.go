@@ -185,3 +185,13 @@ func feedServing() bool {
 	n := runtime.Stack(buf, true)
 	return strings.Contains(string(buf[:n]), "proxy.(*feedSet).serve")
 }
+
+// The feed is served on a dedicated admin listener too.
+func TestEventFeedOnAdminListener(t *testing.T) {
+	h := newFeedHarness(t, feedOptions{Config: func(c *config.Config) { c.Admin.Token = "adm1n" }})
+	ln := kit.Listen(t)
+	go func() { _ = h.srv.ServeAdmin(ln) }()
+	seedOne(t, h, "t1", "a", "request.started")
+	s := openFeed(t, "http://"+ln.Addr().String()+"/shepherd/v1/sessions/a/events?tenant=t1", map[string]string{"Authorization": "Bearer adm1n"})
+	require.Equal(t, sessionFrame(t, h, state.Key{Tenant: "t1", Session: "a"}, 0, "request.started"), s.frame(t, 2*time.Second))
+}

@@ -41,8 +41,8 @@ func (f *requestFeed) handOff() { f.done = true }
 // requestStarted emits request.started for a model request that belongs to
 // a session (a request without one has no feed).
 func (s *Server) requestStarted(x *exchange, in *inspection) {
-	if !x.route.inspect || x.call.SessionID == "" {
-		return
+	if _, off := s.events.(events.Nop); off || !x.route.inspect || x.call.SessionID == "" {
+		return // with the feed off, a request pays nothing for it
 	}
 	x.feed.started = true
 	stream := in.stream()

@@ -18,6 +18,9 @@ func (t *Turn) Outcome() conv.TurnOutcome { return t.outcome }
 // output limit. Dropped and undelivered calls are not announced.
 func (t *Turn) emitOutcome() {
 	em := t.e.events
+	if _, off := em.(events.Nop); off {
+		return
+	}
 	base := events.Event{At: t.e.now(), Session: t.key.Session, Tenant: t.key.Tenant,
 		Route: t.call.Route, RequestID: t.call.RequestID}
 	for _, c := range t.outcome.Calls {
