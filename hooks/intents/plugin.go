@@ -51,6 +51,8 @@ func (c *Config) Provision(env hooks.Env) (hooks.Plugin, error) {
 			AllowUnparsed: c.UnparsedCommands == UnparsedAllow,
 			InferPaths:    c.InferPathArgs,
 			FailOpen:      c.OnError == FailOpen,
+			Observe:       c.Mode == ModeObserve,
+			Events:        env.Events,
 		},
 		built: map[PolicySource]*Hook{},
 	}, nil
