@@ -71,7 +71,7 @@ func (s *Server) beginTurn(ctx *fasthttp.RequestCtx, x *exchange, view *conv.Req
 // engine and writes the agent's copy to the client.
 func (s *Server) runJSONTurn(ctx *fasthttp.RequestCtx, x *exchange, t *turn.Turn) error {
 	tio := &x.turnIO
-	tio.json = turnJSON{ctx: ctx, resp: x.upResp}
+	tio.json = turnJSON{ctx: ctx, resp: x.upResp, watch: x.watch}
 	tio.sender = upstreamSender{s: s, x: x, tmpl: &ctx.Request}
 	return t.Run(ctx, &tio.json, &tio.sender)
 }

@@ -137,6 +137,23 @@ func (ts *turnStream) Finish(f turn.Final) {
 	write(ts.w, out)
 }
 
+// keepAlive is the SSE comment line a held turn writes between events:
+// every SSE parser ignores comment lines.
+var keepAlive, keepAliveCRLF = []byte(": keepalive\n\n"), []byte(": keepalive\r\n\r\n")
+
+// KeepAlive implements turn.Writer: an SSE comment, flushed, in the
+// stream's line endings.
+func (ts *turnStream) KeepAlive() error {
+	b := keepAlive
+	if ts.x.crlf {
+		b = keepAliveCRLF
+	}
+	if ts.x.watch.left() || !write(ts.w, b) {
+		return turn.ErrClientGone
+	}
+	return nil
+}
+
 // spliceStream feeds one upstream stream through the splicer, writing what
 // it returns (sent before the upstream is read again, and at the end). It
 // reports whether the client went away and the upstream's error, and closes

@@ -82,6 +82,12 @@ type Options struct {
 	// Events is the live feed the engine reports each turn's calls,
 	// continuations and usage to (nil: events.Nop).
 	Events events.Emitter
+	// Approvals keeps the calls a reply hook holds (conv.Hold) until a
+	// person decides (any replica may record the decision); nil refuses
+	// held calls, saying approvals are unavailable.
+	Approvals state.Approvals
+	// Holds time held calls (zero fields: DefaultHolds').
+	Holds Holds
 	// SessionFor names the session of a conversation known by its
 	// fingerprint (an opening request's state is saved under the
 	// fingerprint of its continuation).
@@ -100,6 +106,8 @@ type Engine struct {
 	recovery     bool
 	sessionFor   func(string) string
 	events       events.Emitter
+	approvals    state.Approvals
+	holds        Holds
 }
 
 // New builds an Engine from its dependencies.
@@ -107,7 +115,7 @@ func New(o Options) *Engine {
 	e := &Engine{
 		store: o.Store, metrics: o.Metrics, log: o.Log, now: o.Now,
 		storeTimeout: o.StoreTimeout, limits: o.Limits, recovery: o.Recovery, sessionFor: o.SessionFor,
-		events: o.Events,
+		events: o.Events, approvals: o.Approvals, holds: o.Holds.withDefaults(),
 	}
 	if e.events == nil {
 		e.events = events.Nop{}
