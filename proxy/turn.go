@@ -27,7 +27,16 @@ func newEngine(cfg *config.Config, store state.Store, m *Metrics, log *zap.Logge
 		},
 		Recovery:   f.recovers(),
 		SessionFor: fingerprintSessionID,
+		Approvals:  approvalsOf(store),
+		Holds:      turn.Holds(cfg.Intents.Holds()),
 	})
+}
+
+// approvalsOf is the store's approvals (nil when it keeps none: held calls
+// are then refused).
+func approvalsOf(store state.Store) state.Approvals {
+	a, _ := store.(state.Approvals)
+	return a
 }
 
 // storeTimeout bounds one store call of a turn.
