@@ -109,7 +109,8 @@ type Config struct {
 	ApprovalPoll time.Duration `mapstructure:"approval_poll"`
 	// KeepAlive: key intents.keepalive; while a call is held, a streamed
 	// reply gets an SSE comment line this often so the agent's client and
-	// the proxies between keep the connection open; default 15s.
+	// the proxies between keep the connection open; default 15s, at least
+	// 10ms.
 	KeepAlive time.Duration `mapstructure:"keepalive"`
 	// Routes override File and WorkspaceRoot per wire API.
 	Routes Routes `mapstructure:"routes"`
@@ -228,8 +229,8 @@ func (c *Config) Validate() []hooks.Problem {
 	if c.ApprovalPoll <= 0 || c.ApprovalPoll > c.ApprovalTimeout && c.ApprovalTimeout > 0 {
 		p.Add("intents.approval_poll", "%v must be more than 0 and at most intents.approval_timeout", c.ApprovalPoll)
 	}
-	if c.KeepAlive < 100*time.Millisecond {
-		p.Add("intents.keepalive", "%v must be at least 100ms", c.KeepAlive)
+	if c.KeepAlive < 10*time.Millisecond {
+		p.Add("intents.keepalive", "%v must be at least 10ms", c.KeepAlive)
 	}
 	for _, r := range c.Routes.byKey() {
 		if r.route.WorkspaceRoot != "" && !filepath.IsAbs(r.route.WorkspaceRoot) {
