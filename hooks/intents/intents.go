@@ -134,8 +134,11 @@ type Options struct {
 // reminder, answers select_active_intent itself, and checks every other tool
 // call of a reply, in order: gatekeeper, disallow_tools, disallow_patterns,
 // file scope. A refused call is answered to the model as an error result
-// with the reason; the agent never sees it. Every decision is audited in the
-// session.
+// with the reason; the agent never sees it. A call only an ask rule matches
+// (ask_tools, ask_patterns, ask_glob) is held (conv.Hold): the turn engine
+// waits for a person's approval (docs/approvals.md). In observe mode every
+// call passes and what enforce would do is audited and reported. Every
+// decision is audited in the session.
 //
 // Hook keeps no state of its own: the session's slot (State) carries the
 // active intent and the audit trail; the policy comes from Options.Policy.
