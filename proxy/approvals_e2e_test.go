@@ -58,7 +58,7 @@ func askHarness(t *testing.T, st state.Store, mods ...func(*config.Config)) *har
 		c.Intents.ApprovalPoll = 10 * time.Millisecond
 		c.Intents.KeepAlive = 50 * time.Millisecond
 	}
-	return newHarness(t, harnessOptions{Store: withApprovals(st), Config: intentsOn(dir, append([]func(*config.Config){fast}, mods...)...)})
+	return newHarness(t, harnessOptions{Store: st, Config: intentsOn(dir, append([]func(*config.Config){fast}, mods...)...)})
 }
 
 func askClient(h *harness) anthropic.Client { return e2eAnthropicClient(h.URL) }
@@ -218,7 +218,7 @@ func TestApprovalsExpired(t *testing.T) {
 	c := askClient(h)
 	msg, err := c.Messages.New(e2eCtx(t), askParams(), aoption.WithHeader("X-Session-Id", "ask-expire"))
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+	require.GreaterOrEqual(t, time.Since(start), 250*time.Millisecond)
 	for _, b := range msg.Content {
 		require.NotEqual(t, "tool_use", b.Type)
 	}
@@ -227,6 +227,15 @@ func TestApprovalsExpired(t *testing.T) {
 	requireRefusal(t, "anthropic", reqs[1].Body, "b1", turn.ReasonNotApproved)
 	_, body := do(t, "GET", h.URL+"/shepherd/v1/approvals", "", nil)
 	require.Equal(t, int64(0), gjson.GetBytes(body, "approvals.#").Int(), "nothing pending: %s", body)
+	// The store shows who ended it.
+	list, err := h.store.List(context.Background(), "", 10)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	a, err := h.store.(state.Approvals).GetApproval(context.Background(), state.Key{Tenant: list[0].Tenant, Session: "ask-expire"},
+		turn.ApprovalID("ask-expire", "b1", "Bash", []byte(askBashArgs)))
+	require.NoError(t, err)
+	require.Equal(t, state.ApprovalDenied, a.Decision)
+	require.Equal(t, turn.ByTimeout, a.By)
 }
 
 // While a call is held, the stream carries SSE comment lines, flushed:
@@ -369,4 +378,48 @@ func TestApprovalsAPIErrors(t *testing.T) {
 	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
 	resp, _ = do(t, "POST", h.URL+"/shepherd/v1/sessions/s", "", auth)
 	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "the sessions API stays GET only")
+}
+
+// Two replicas on one Redis: the call is held on A, a person decides on
+// B's API, and A releases (approve) or refuses (deny) it.
+func TestApprovalsAcrossReplicasRedis(t *testing.T) {
+	url := kit.RedisURL(t)
+	for _, verdict := range []string{"approve", "deny"} {
+		t.Run(verdict, func(t *testing.T) {
+			prefix := fmt.Sprintf("shepherd-asktest-%s-%d", verdict, time.Now().UnixNano())
+			t.Cleanup(func() { cleanupRedisPrefix(t, url, prefix) })
+			open := func() state.Store {
+				st, err := state.NewRedis(state.RedisOptions{URL: url, KeyPrefix: prefix, TTL: time.Minute, Timeout: time.Second})
+				require.NoError(t, err)
+				return st
+			}
+			a := askHarness(t, open())
+			b := askHarness(t, open())
+			a.mock.Script(bashReply("m1"), mock.Reply{ID: "m2", Text: "Understood."})
+			session := "ask-replicas-" + verdict
+			decided := decideWhenHeld(b.URL, session, verdict, "decided on B", 0)
+			r := e2eRunAnthropicStream(t, e2eCtx(t), askClient(a), askParams(), aoption.WithHeader("X-Session-Id", session))
+			require.NoError(t, r.err)
+			d := <-decided
+			require.NoError(t, d.err)
+			require.Equal(t, http.StatusOK, d.status, d.body)
+			require.Equal(t, "b1", gjson.Get(d.listed, "approvals.0.call_id").String(), "B lists the call A holds")
+			var calls []string
+			for _, blk := range r.msg.Content {
+				if blk.Type == "tool_use" {
+					calls = append(calls, blk.ID)
+				}
+			}
+			reqs := a.mock.Requests()
+			if verdict == "approve" {
+				require.Equal(t, []string{"b1"}, calls)
+				require.Len(t, reqs, 1)
+				return
+			}
+			require.Empty(t, calls)
+			require.Len(t, reqs, 2)
+			_, res := requireRefusal(t, "anthropic", reqs[1].Body, "b1", turn.ReasonDenied)
+			require.Contains(t, modelHistory(t, "anthropic", reqs[1].Body)[res].content, "decided on B")
+		})
+	}
 }

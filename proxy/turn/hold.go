@@ -175,7 +175,11 @@ func (l *replyLoop) waitHolds(key state.Key, hs []*held) error {
 	defer poll.Stop()
 	keep := time.NewTicker(t.e.holds.KeepAlive)
 	defer keep.Stop()
-	deadline := time.NewTimer(hs[0].a.ExpiresAt.Sub(t.e.now()))
+	// The holder records the timeout itself, a moment before the store
+	// stops taking decisions (past ExpiresAt), so the approval shows who
+	// ended it; of that and a person's last-moment decision one wins.
+	margin := min(t.e.holds.Poll, 250*time.Millisecond, t.e.holds.Timeout/4)
+	deadline := time.NewTimer(hs[0].a.ExpiresAt.Sub(t.e.now()) - margin)
 	defer deadline.Stop()
 	var done <-chan struct{}
 	if t.ctx != nil {

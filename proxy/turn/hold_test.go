@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"runtime"
-	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,61 +17,6 @@ import (
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
-
-// fakeApprovals is a minimal in-test state.Approvals following the
-// contract (the real stores are tested in package state and end to end).
-type fakeApprovals struct {
-	mu sync.Mutex
-	m  map[string]state.Approval
-}
-
-func (f *fakeApprovals) HoldApproval(_ context.Context, key state.Key, a state.Approval) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.m == nil {
-		f.m = map[string]state.Approval{}
-	}
-	f.m[key.Tenant+"/"+key.Session+"/"+a.ID] = a
-	return nil
-}
-
-func (f *fakeApprovals) DecideApproval(_ context.Context, key state.Key, id, decision, by, note string) (state.Approval, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	a, ok := f.m[key.Tenant+"/"+key.Session+"/"+id]
-	switch {
-	case !ok:
-		return state.Approval{}, state.ErrNotFound
-	case a.Decision != state.ApprovalPending || time.Now().After(a.ExpiresAt):
-		return a, state.ErrDecided
-	}
-	a.Decision, a.By, a.Note, a.DecidedAt = decision, by, note, time.Now()
-	f.m[key.Tenant+"/"+key.Session+"/"+id] = a
-	return a, nil
-}
-
-func (f *fakeApprovals) GetApproval(_ context.Context, key state.Key, id string) (state.Approval, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	a, ok := f.m[key.Tenant+"/"+key.Session+"/"+id]
-	if !ok {
-		return a, state.ErrNotFound
-	}
-	return a, nil
-}
-
-func (f *fakeApprovals) PendingApprovals(_ context.Context, tenant string, _ int) ([]state.Approval, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []state.Approval
-	for _, a := range f.m {
-		if a.Decision == state.ApprovalPending && (tenant == "" || a.Tenant == tenant) && time.Now().Before(a.ExpiresAt) {
-			out = append(out, a)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].HeldAt.Before(out[j].HeldAt) })
-	return out, nil
-}
 
 // eventLog records emitted events.
 type eventLog struct {
@@ -111,19 +54,25 @@ func (askHook) OnReply(_ context.Context, _ *hooks.Call, r *conv.Reply) (hooks.R
 
 type holdFixture struct {
 	e    *Engine
-	apps *fakeApprovals
+	apps state.Approvals
 	evs  *eventLog
 	out  *outcomeHook
 }
 
-func newHoldFixture(t *testing.T, apps state.Approvals, holds Holds) *holdFixture {
+// newHoldFixture builds an engine over a memory store; withApprovals
+// false leaves the engine without approvals.
+func newHoldFixture(t *testing.T, withApprovals bool, holds Holds) *holdFixture {
 	t.Helper()
 	f := &holdFixture{evs: &eventLog{}, out: &outcomeHook{}}
-	if fa, ok := apps.(*fakeApprovals); ok {
-		f.apps = fa
+	store := state.NewMemory(state.MemoryOptions{MaxSessions: 10, TTL: time.Hour})
+	t.Cleanup(func() { _ = store.Close() })
+	var apps state.Approvals
+	if withApprovals {
+		apps = store
 	}
+	f.apps = apps
 	f.e = New(Options{
-		Store: state.NewMemory(state.MemoryOptions{MaxSessions: 10, TTL: time.Hour}), Metrics: &countingMetrics{},
+		Store: store, Metrics: &countingMetrics{},
 		Limits: Limits{MaxFollowups: 4, MaxRefusalRounds: 4}, SessionFor: func(fp string) string { return "fp-" + fp },
 		Approvals: apps, Holds: holds, Events: f.evs,
 	})
@@ -174,7 +123,7 @@ var fastHolds = Holds{Timeout: 5 * time.Second, Poll: 5 * time.Millisecond, Keep
 // Approved: the held call reaches the agent; the approval names the exact
 // call; events say held then approved.
 func TestHoldApproved(t *testing.T) {
-	f := newHoldFixture(t, &fakeApprovals{}, fastHolds)
+	f := newHoldFixture(t, true, fastHolds)
 	decided := decideWhenHeld(t, f.apps, state.ApprovalApproved, "")
 	w := &scriptWriter{}
 	up, err := f.run(t, w, reply("tool_use", "removing", "rm", "ls"))
@@ -199,7 +148,7 @@ func TestHoldApproved(t *testing.T) {
 // Denied with a note: the call is refused, the model gets the refusal and
 // the note in the follow-up; the agent never sees the call.
 func TestHoldDenied(t *testing.T) {
-	f := newHoldFixture(t, &fakeApprovals{}, fastHolds)
+	f := newHoldFixture(t, true, fastHolds)
 	decideWhenHeld(t, f.apps, state.ApprovalDenied, "use git clean instead")
 	w := &scriptWriter{}
 	up, err := f.run(t, w, reply("tool_use", "removing", "rm"), reply("end_turn", "ok"))
@@ -215,23 +164,28 @@ func TestHoldDenied(t *testing.T) {
 // Expired: no decision in time; the call is refused "not approved in
 // time" and the denial is by timeout.
 func TestHoldExpired(t *testing.T) {
-	f := newHoldFixture(t, &fakeApprovals{}, Holds{Timeout: 80 * time.Millisecond, Poll: 10 * time.Millisecond, KeepAlive: 20 * time.Millisecond})
+	f := newHoldFixture(t, true, Holds{Timeout: 80 * time.Millisecond, Poll: 10 * time.Millisecond, KeepAlive: 20 * time.Millisecond})
 	w := &scriptWriter{}
 	start := time.Now()
 	up, err := f.run(t, w, reply("tool_use", "removing", "rm"), reply("end_turn", "ok"))
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, time.Since(start), 80*time.Millisecond)
+	require.GreaterOrEqual(t, time.Since(start), 60*time.Millisecond, "held until (just before) the expiry")
 	require.Len(t, up.sent, 1)
 	require.Contains(t, up.sent[0], ReasonNotApproved)
 	require.Positive(t, w.keepAlives, "the connection was kept alive while waiting")
 	den := f.evs.ofType(events.CallDenied)
 	require.Len(t, den, 1)
 	require.Equal(t, ByTimeout, den[0].Data["by"])
+	// The store records who ended it.
+	a, err := f.apps.GetApproval(context.Background(), state.Key{Tenant: "t", Session: "s1"}, ApprovalID("s1", "toolu_rm_0", "rm", []byte(`{}`)))
+	require.NoError(t, err)
+	require.Equal(t, state.ApprovalDenied, a.Decision)
+	require.Equal(t, ByTimeout, a.By)
 }
 
 // No approvals store: the call is refused at once, saying why.
 func TestHoldWithoutStore(t *testing.T) {
-	f := newHoldFixture(t, nil, fastHolds)
+	f := newHoldFixture(t, false, fastHolds)
 	up, err := f.run(t, &scriptWriter{}, reply("tool_use", "removing", "rm"), reply("end_turn", "ok"))
 	require.NoError(t, err)
 	require.Len(t, up.sent, 1)
@@ -241,20 +195,18 @@ func TestHoldWithoutStore(t *testing.T) {
 // The agent leaves while the call is held: the turn ends with
 // ErrClientGone, the approval is denied by shepherd, nothing keeps running.
 func TestHoldClientGone(t *testing.T) {
-	f := newHoldFixture(t, &fakeApprovals{}, fastHolds)
+	f := newHoldFixture(t, true, fastHolds)
 	before := runtime.NumGoroutine()
 	w := &scriptWriter{gone: true}
 	up, err := f.run(t, w, reply("tool_use", "removing", "rm"), reply("end_turn", "ok"))
 	require.True(t, errors.Is(err, ErrClientGone), "%v", err)
 	require.Empty(t, up.sent)
 	require.Nil(t, w.final)
-	f.apps.mu.Lock()
-	for _, a := range f.apps.m {
-		require.Equal(t, state.ApprovalDenied, a.Decision)
-		require.Equal(t, ByShepherd, a.By)
-		require.True(t, strings.Contains(a.Note, "closed"))
-	}
-	f.apps.mu.Unlock()
+	a, err := f.apps.GetApproval(context.Background(), state.Key{Tenant: "t", Session: "s1"}, ApprovalID("s1", "toolu_rm_0", "rm", []byte(`{}`)))
+	require.NoError(t, err)
+	require.Equal(t, state.ApprovalDenied, a.Decision)
+	require.Equal(t, ByShepherd, a.By)
+	require.Contains(t, a.Note, "closed")
 	// Polled by hand: require.Eventually runs its condition on goroutines
 	// of its own.
 	deadline := time.Now().Add(2 * time.Second)
