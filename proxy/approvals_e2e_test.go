@@ -218,7 +218,7 @@ func TestApprovalsExpired(t *testing.T) {
 	c := askClient(h)
 	msg, err := c.Messages.New(e2eCtx(t), askParams(), aoption.WithHeader("X-Session-Id", "ask-expire"))
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, time.Since(start), 250*time.Millisecond)
+	require.GreaterOrEqual(t, time.Since(start), 225*time.Millisecond, "held until (just before) the expiry")
 	for _, b := range msg.Content {
 		require.NotEqual(t, "tool_use", b.Type)
 	}
@@ -234,6 +234,18 @@ func TestApprovalsExpired(t *testing.T) {
 	a, err := h.store.(state.Approvals).GetApproval(context.Background(), state.Key{Tenant: list[0].Tenant, Session: "ask-expire"},
 		turn.ApprovalID("ask-expire", "b1", "Bash", []byte(askBashArgs)))
 	require.NoError(t, err)
+	requireTimedOut(t, a)
+}
+
+// requireTimedOut asserts that a ended by timeout: denied by "timeout",
+// or (when the holder came too late, past ExpiresAt, where the store
+// takes no decision) still undecided and expired.
+func requireTimedOut(t *testing.T, a state.Approval) {
+	t.Helper()
+	if a.Decision == state.ApprovalPending {
+		require.False(t, time.Now().Before(a.ExpiresAt), "undecided, so expired: %+v", a)
+		return
+	}
 	require.Equal(t, state.ApprovalDenied, a.Decision)
 	require.Equal(t, turn.ByTimeout, a.By)
 }
@@ -420,6 +432,27 @@ func TestApprovalsAcrossReplicasRedis(t *testing.T) {
 			require.Len(t, reqs, 2)
 			_, res := requireRefusal(t, "anthropic", reqs[1].Body, "b1", turn.ReasonDenied)
 			require.Contains(t, modelHistory(t, "anthropic", reqs[1].Body)[res].content, "decided on B")
+		})
+	}
+}
+
+// Every API's official SDK, streaming, reads through the keepalive
+// comments of a held call and receives the call once approved.
+func TestApprovalsKeepAliveEverySDK(t *testing.T) {
+	for _, c := range intentCases("stream") {
+		t.Run(c.api.name, func(t *testing.T) {
+			t.Parallel()
+			h := askHarness(t, nil, func(cfg *config.Config) { cfg.Intents.KeepAlive = 20 * time.Millisecond })
+			session := "ask-sdk-" + c.api.name
+			a := c.agent(t, h, session)
+			a.user("List the sources")
+			h.mock.Script(bashReply("m1"))
+			decided := decideWhenHeld(h.URL, session, "approve", "", 200*time.Millisecond)
+			r := a.send(t)
+			d := <-decided
+			require.NoError(t, d.err)
+			require.Equal(t, http.StatusOK, d.status, d.body)
+			requireCalls(t, []mock.ToolCall{{ID: "b1", Name: "Bash", Args: askBashArgs}}, r.calls)
 		})
 	}
 }

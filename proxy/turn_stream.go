@@ -137,16 +137,21 @@ func (ts *turnStream) Finish(f turn.Final) {
 	write(ts.w, out)
 }
 
-// keepAlive is the SSE comment line a held turn writes between events:
-// every SSE parser ignores comment lines.
-var keepAlive, keepAliveCRLF = []byte(": keepalive\n\n"), []byte(": keepalive\r\n\r\n")
+// keepAlive is the SSE comment line a held turn writes between events,
+// for the APIs whose clients ignore comment lines (the descriptor's
+// KeepAlive otherwise).
+var keepAlive = []byte(": keepalive\n\n")
 
-// KeepAlive implements turn.Writer: an SSE comment, flushed, in the
-// stream's line endings.
+// KeepAlive implements turn.Writer: the API's keepalive bytes (an SSE
+// comment unless its descriptor says otherwise), flushed, in the stream's
+// line endings.
 func (ts *turnStream) KeepAlive() error {
 	b := keepAlive
+	if api := ts.x.route.api; api != nil && api.KeepAlive != nil {
+		b = api.KeepAlive
+	}
 	if ts.x.crlf {
-		b = keepAliveCRLF
+		b = bytes.ReplaceAll(b, lf, crlf)
 	}
 	if ts.x.watch.left() || !write(ts.w, b) {
 		return turn.ErrClientGone

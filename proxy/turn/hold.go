@@ -178,7 +178,7 @@ func (l *replyLoop) waitHolds(key state.Key, hs []*held) error {
 	// The holder records the timeout itself, a moment before the store
 	// stops taking decisions (past ExpiresAt), so the approval shows who
 	// ended it; of that and a person's last-moment decision one wins.
-	margin := min(t.e.holds.Poll, 250*time.Millisecond, t.e.holds.Timeout/4)
+	margin := min(time.Second, t.e.holds.Timeout/4)
 	deadline := time.NewTimer(hs[0].a.ExpiresAt.Sub(t.e.now()) - margin)
 	defer deadline.Stop()
 	var done <-chan struct{}
@@ -203,7 +203,8 @@ func (l *replyLoop) waitHolds(key state.Key, hs []*held) error {
 				return nil
 			}
 		case <-deadline.C:
-			l.pollHolds(key, hs) // a decision made just before the end counts
+			// A decision made meanwhile wins over the timeout (settle
+			// reads it).
 			l.settle(key, hs, ByTimeout, ReasonNotApproved)
 			return nil
 		}
