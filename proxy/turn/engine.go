@@ -86,7 +86,7 @@ type Options struct {
 	// person decides (any replica may record the decision); nil refuses
 	// held calls, saying approvals are unavailable.
 	Approvals state.Approvals
-	// Holds time held calls (zero fields: DefaultHolds').
+	// Holds time held calls (a zero field takes DefaultHolds' value).
 	Holds Holds
 	// SessionFor names the session of a conversation known by its
 	// fingerprint (an opening request's state is saved under the
