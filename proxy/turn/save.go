@@ -29,7 +29,8 @@ type baseUpdater interface {
 // nothing leaves the session alone.
 func (t *Turn) save() (state.Key, bool) {
 	side := t.call.Side != ""
-	if side && len(t.effects) == 0 && len(t.entries) == 0 {
+	acct := t.usage()
+	if side && len(t.effects) == 0 && len(t.entries) == 0 && acct == nil {
 		return t.key, false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), t.e.storeTimeout)
@@ -53,6 +54,7 @@ func (t *Turn) save() (state.Key, bool) {
 			fx(s)
 		}
 		appendLedger(s, t.entries)
+		acct.addTo(s)
 		return nil
 	}
 	var err error
