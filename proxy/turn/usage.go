@@ -20,7 +20,7 @@ type turnUsage struct {
 	cost  float64
 	model string
 	agent string
-	side  bool // a side request: its model is not the session's
+	side  bool // a side request: its model is the session's only when it has none
 }
 
 // usage returns the turn's usage, reporting it to the metrics, or nil when
@@ -55,7 +55,7 @@ func (a *turnUsage) addTo(s *state.Session) {
 	u.CacheReadTokens += a.usage.CacheReadTokens
 	u.CacheWriteTokens += a.usage.CacheWriteTokens
 	u.CostUSD += a.cost
-	if a.model != "" && !a.side {
+	if a.model != "" && (!a.side || s.Model == "") {
 		s.Model = a.model
 	}
 	if a.agent != "" {
