@@ -25,8 +25,9 @@ type turnUsage struct {
 
 // usage returns the turn's usage, reporting it to the metrics, or nil when
 // no reply was read (nothing was spent that shepherd saw). It is called
-// once per turn, by save. Side requests count too: their tokens cost money;
-// save does not count them as requests of the session.
+// once per turn, by save. Side requests count too, their tokens cost money:
+// save adds them to a session that exists (never creating one for them) and
+// does not count them as requests of the session.
 func (t *Turn) usage() *turnUsage {
 	if t.tally == nil || !t.tally.ran {
 		return nil

@@ -110,3 +110,14 @@ func TestSessionUsageUnpriced(t *testing.T) {
 	require.Equal(t, "m", sess.Model, "the request's model")
 	require.Empty(t, sess.Agent)
 }
+
+// A side request never creates a session for its usage alone.
+func TestSideUsageCreatesNoSession(t *testing.T) {
+	store := state.NewMemory(state.MemoryOptions{MaxSessions: 10, TTL: time.Hour})
+	e := New(Options{Store: store, Metrics: &usageMetrics{}, Prices: pricing.Builtin(),
+		SessionFor: func(fp string) string { return "fp-" + fp }})
+	runCall(t, e, hooks.Call{Route: "messages", Tenant: "t", SessionID: "s3", Side: "no_tools"}, hooks.NewChain(),
+		pricedReply("claude-haiku-4-5", "end_turn", "Title"))
+	_, err := store.Get(context.Background(), state.Key{Tenant: "t", Session: "s3"})
+	require.ErrorIs(t, err, state.ErrNotFound)
+}
