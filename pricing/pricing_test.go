@@ -103,3 +103,15 @@ func TestRules(t *testing.T) {
 	require.Equal(t, "new-model", name)
 	require.Equal(t, Price{}, p)
 }
+
+func BenchmarkLookup(b *testing.B) {
+	tab := Builtin()
+	for _, m := range []string{"claude-sonnet-4-5", "claude-sonnet-4-5-20250929", "gemini-2.5-flash-preview-09-2025", "unknown-model-x"} {
+		b.Run(m, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				tab.Lookup(m)
+			}
+		})
+	}
+}

@@ -56,3 +56,12 @@ func TestAgentOfAllocs(t *testing.T) {
 	h.Set("User-Agent", "google-genai-sdk/1.77.0 gl-go/go1.26.0")
 	require.Zero(t, testing.AllocsPerRun(100, func() { _ = agentOf(&h) }))
 }
+
+func BenchmarkAgentOf(b *testing.B) {
+	var h fasthttp.RequestHeader
+	h.Set("User-Agent", "google-genai-sdk/1.77.0 gl-go/go1.26.0")
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = agentOf(&h)
+	}
+}
