@@ -23,12 +23,27 @@ type turnUsage struct {
 	side  bool // a side request: its model is the session's only when it has none
 }
 
-// usage returns the turn's usage, reporting it to the metrics, or nil when
-// no reply was read (nothing was spent that shepherd saw). It is called
-// once per turn, by save. Side requests count too, their tokens cost money:
-// save adds them to a session that exists (never creating one for them) and
+// usage returns the turn's usage and reports it to the metrics, or nil when
+// no reply was read (nothing was spent that shepherd saw). save calls it
+// once per turn. Side requests count too, their tokens cost money: save
+// adds them to a session that exists (never creating one for them) and
 // does not count them as requests of the session.
 func (t *Turn) usage() *turnUsage {
+	a := t.spent()
+	if a == nil {
+		return nil
+	}
+	if m, ok := t.e.metrics.(UsageMetrics); ok {
+		m.Usage(t.call.Route, a.model, a.usage, a.cost)
+	}
+	return a
+}
+
+// spent computes what the turn spent so far: the tokens summed over its
+// replies, the model that answered (the request's when no reply names
+// one), and their list-price cost. It has no side effect (the live feed's
+// request.finished may read it too); nil when no reply was read.
+func (t *Turn) spent() *turnUsage {
 	if t.tally == nil || !t.tally.ran {
 		return nil
 	}
@@ -37,9 +52,6 @@ func (t *Turn) usage() *turnUsage {
 		a.model = t.view.Model
 	}
 	a.cost, _ = t.e.prices.Cost(a.model, a.usage)
-	if m, ok := t.e.metrics.(UsageMetrics); ok {
-		m.Usage(t.call.Route, a.model, a.usage, a.cost)
-	}
 	return a
 }
 
