@@ -31,7 +31,7 @@ func isAdminPath(p []byte) bool {
 	case "/healthz", "/readyz", "/metrics", eventsPath:
 		return true
 	}
-	return bytes.HasPrefix(p, []byte(sessionsPrefix))
+	return bytes.HasPrefix(p, []byte(sessionsPrefix)) || string(p) == approvalsPath
 }
 
 // handleWithAdmin serves admin paths and proxies everything else; used when
@@ -54,6 +54,9 @@ func (s *Server) handleWithAdmin(ctx *fasthttp.RequestCtx) {
 //     sessions (sessionSummaryJSON).
 //   - GET /shepherd/v1/sessions/{id}[?tenant=T][&include=ledger]: one
 //     session (sessionJSON); its ledger only with include=ledger.
+//   - the approvals API (admin_approvals.go): GET /shepherd/v1/approvals,
+//     GET /shepherd/v1/sessions/{id}/approvals, POST
+//     /shepherd/v1/sessions/{id}/approvals/{approval}.
 //   - GET /shepherd/v1/events and /shepherd/v1/sessions/{id}/events: the
 //     live event feeds, SSE (admin_events.go).
 //   - /debug/pprof/...: Go runtime profiles (net/http/pprof's endpoints),
@@ -93,9 +96,16 @@ func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx, dedicated bool) {
 		s.metricsH(ctx)
 	case isEventsRoute(path):
 		s.serveEvents(ctx, path)
-	case strings.HasPrefix(path, sessionsPrefix):
+	case path == approvalsPath || strings.HasPrefix(path, sessionsPrefix):
 		if !s.adminAuthorized(ctx) {
 			writeJSON(ctx, fasthttp.StatusUnauthorized, map[string]string{"error": "admin token required"})
+			return
+		}
+		if path == approvalsPath {
+			s.listApprovals(ctx)
+			return
+		}
+		if s.sessionApprovals(ctx, strings.Trim(strings.TrimPrefix(path, sessionsPrefix), "/")) {
 			return
 		}
 		if !ctx.IsGet() {

@@ -36,7 +36,8 @@ type Options struct {
 	// feed endpoints use (nil: events.Nop, and the feed endpoints answer
 	// 404). A feed.Publisher also wakes the open feeds of this replica.
 	Events events.Emitter
-	// Prices prices request.finished's usage (nil: no cost).
+	// Prices turns usage into cost (pricing.New(cfg.Pricing.Models), built
+	// once at start-up); nil builds it from Config.
 	Prices *pricing.Table
 }
 
@@ -96,8 +97,15 @@ func New(o Options) (*Server, error) {
 		ridPrefix: newRequestIDPrefix(),
 		metricsH:  newMetricsHandler(o.Metrics),
 	}
+	if o.Prices == nil {
+		prices, err := pricing.New(cfg.Pricing.Models)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: %w", err)
+		}
+		o.Prices = prices
+	}
 	s.events, s.prices, s.feeds = emitterOrNop(o.Events), o.Prices, newFeedSet(cfg, o.Store, o.Events, o.Metrics)
-	s.engine = newEngine(cfg, o.Store, o.Metrics, o.Logger, o.Features, s.events)
+	s.engine = newEngine(cfg, o.Store, o.Metrics, o.Logger, o.Features, o.Prices, s.events)
 	o.Metrics.views.Store(s.views)
 	uo := upstreamOptions{
 		DialTimeout: 10 * time.Second,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/events"
+	"github.com/shepherd-proxy/shepherd/pricing"
 	"github.com/shepherd-proxy/shepherd/proxy/turn"
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
@@ -15,7 +16,7 @@ import (
 )
 
 // newEngine builds the turn engine from the server's dependencies, once.
-func newEngine(cfg *config.Config, store state.Store, m *Metrics, log *zap.Logger, f *Features, ev events.Emitter) *turn.Engine {
+func newEngine(cfg *config.Config, store state.Store, m *Metrics, log *zap.Logger, f *Features, prices *pricing.Table, ev events.Emitter) *turn.Engine {
 	return turn.New(turn.Options{
 		Store:        store,
 		Metrics:      m,
@@ -27,9 +28,19 @@ func newEngine(cfg *config.Config, store state.Store, m *Metrics, log *zap.Logge
 			MaxRefusalRounds: cfg.Turns.MaxRefusalRounds,
 		},
 		Recovery:   f.recovers(),
+		Prices:     prices,
 		SessionFor: fingerprintSessionID,
+		Approvals:  approvalsOf(store),
+		Holds:      turn.Holds(cfg.Intents.Holds()),
 		Events:     ev,
 	})
+}
+
+// approvalsOf is the store's approvals (nil when it keeps none: held calls
+// are then refused).
+func approvalsOf(store state.Store) state.Approvals {
+	a, _ := store.(state.Approvals)
+	return a
 }
 
 // storeTimeout bounds one store call of a turn.
@@ -73,7 +84,7 @@ func (s *Server) beginTurn(ctx *fasthttp.RequestCtx, x *exchange, view *conv.Req
 // engine and writes the agent's copy to the client.
 func (s *Server) runJSONTurn(ctx *fasthttp.RequestCtx, x *exchange, t *turn.Turn) error {
 	tio := &x.turnIO
-	tio.json = turnJSON{ctx: ctx, resp: x.upResp}
+	tio.json = turnJSON{ctx: ctx, resp: x.upResp, watch: x.watch}
 	tio.sender = upstreamSender{s: s, x: x, tmpl: &ctx.Request}
 	return t.Run(ctx, &tio.json, &tio.sender)
 }

@@ -18,9 +18,9 @@ const (
 )
 
 // Approval is a tool call held until a person approves or denies it. It
-// is bound to that exact call: ID is a hash of the call's id, tool and
-// arguments (package hooks computes it), so a decision never applies to
-// another call.
+// is bound to that exact call: ID is a hash of the session id and the
+// call's id, tool and arguments (turn.ApprovalID computes it), so a
+// decision never applies to another call.
 type Approval struct {
 	ID      string `json:"id"`
 	Session string `json:"session"`

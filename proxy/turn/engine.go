@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shepherd-proxy/shepherd/events"
+	"github.com/shepherd-proxy/shepherd/pricing"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -82,6 +83,15 @@ type Options struct {
 	// Events is the live feed the engine reports each turn's calls,
 	// continuations and usage to (nil: events.Nop).
 	Events events.Emitter
+	// Prices turns each turn's usage into the cost added to its session
+	// (nil: usage is counted, cost stays 0).
+	Prices *pricing.Table
+	// Approvals keeps the calls a reply hook holds (conv.Hold) until a
+	// person decides (any replica may record the decision); nil refuses
+	// held calls, saying approvals are unavailable.
+	Approvals state.Approvals
+	// Holds time held calls (a zero field takes DefaultHolds' value).
+	Holds Holds
 	// SessionFor names the session of a conversation known by its
 	// fingerprint (an opening request's state is saved under the
 	// fingerprint of its continuation).
@@ -100,6 +110,9 @@ type Engine struct {
 	recovery     bool
 	sessionFor   func(string) string
 	events       events.Emitter
+	prices       *pricing.Table
+	approvals    state.Approvals
+	holds        Holds
 }
 
 // New builds an Engine from its dependencies.
@@ -107,7 +120,7 @@ func New(o Options) *Engine {
 	e := &Engine{
 		store: o.Store, metrics: o.Metrics, log: o.Log, now: o.Now,
 		storeTimeout: o.StoreTimeout, limits: o.Limits, recovery: o.Recovery, sessionFor: o.SessionFor,
-		events: o.Events,
+		events: o.Events, prices: o.Prices, approvals: o.Approvals, holds: o.Holds.withDefaults(),
 	}
 	if e.events == nil {
 		e.events = events.Nop{}
