@@ -118,6 +118,7 @@ func TestEventFeedTopicsSessionEndToEnd(t *testing.T) {
 			require.Equal(t, int64(40), fin.Get("usage.input_tokens").Int(), fin.Raw)
 			require.Equal(t, int64(31), fin.Get("usage.output_tokens").Int(), fin.Raw)
 			require.False(t, fin.Get("error").Exists(), fin.Raw)
+			require.False(t, fin.Get("cost_usd").Exists(), "a model without a price has no cost: "+fin.Raw)
 			require.True(t, fin.Get("duration_ms").Exists(), fin.Raw)
 
 			// The session's own feed holds the same events.
@@ -144,7 +145,7 @@ func TestEventFeedContinuations(t *testing.T) {
 	for k, v := range d.Headers() {
 		hdr[k] = v
 	}
-	body := d.Request(kit.Request{History: []string{d.User("Count to three.")}})
+	body := d.Request(kit.Request{Model: "claude-sonnet-4-5", History: []string{d.User("Count to three.")}})
 	resp, reply := do(t, "POST", h.URL+d.Path("", false), body, hdr)
 	require.Equal(t, 200, resp.StatusCode, string(reply))
 
@@ -159,4 +160,6 @@ func TestEventFeedContinuations(t *testing.T) {
 	require.Equal(t, int64(390), fin.Get("usage.input_tokens").Int(), fin.Raw)
 	require.Equal(t, int64(22), fin.Get("usage.output_tokens").Int(), fin.Raw)
 	require.Equal(t, "end", fin.Get("stop").String(), fin.Raw)
+	// 390 input and 22 output tokens at $3 and $15 per million.
+	require.InDelta(t, 390*3e-6+22*15e-6, fin.Get("cost_usd").Float(), 1e-12, fin.Raw)
 }
