@@ -52,7 +52,7 @@ const (
 	ReasonDenied = "denied by a person"
 	// ByTimeout is Approval.By of an approval that expired; ByShepherd of
 	// one denied because the agent left while its call was held.
-	ByTimeout  = "timeout"
+	ByTimeout  = state.ApprovalByTimeout
 	ByShepherd = "shepherd"
 )
 
@@ -175,11 +175,10 @@ func (l *replyLoop) waitHolds(key state.Key, hs []*held) error {
 	defer poll.Stop()
 	keep := time.NewTicker(t.e.holds.KeepAlive)
 	defer keep.Stop()
-	// The holder records the timeout itself, a moment before the store
-	// stops taking decisions (past ExpiresAt), so the approval shows who
+	// The holder records the timeout itself at ExpiresAt (the store takes
+	// that denial however late the timer fires), so the approval shows who
 	// ended it; of that and a person's last-moment decision one wins.
-	margin := min(time.Second, t.e.holds.Timeout/4)
-	deadline := time.NewTimer(hs[0].a.ExpiresAt.Sub(t.e.now()) - margin)
+	deadline := time.NewTimer(hs[0].a.ExpiresAt.Sub(t.e.now()))
 	defer deadline.Stop()
 	var done <-chan struct{}
 	if t.ctx != nil {
