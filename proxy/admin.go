@@ -28,7 +28,7 @@ const (
 // path is proxied.
 func isAdminPath(p []byte) bool {
 	switch string(p) {
-	case "/healthz", "/readyz", "/metrics":
+	case "/healthz", "/readyz", "/metrics", eventsPath:
 		return true
 	}
 	return bytes.HasPrefix(p, []byte(sessionsPrefix)) || string(p) == approvalsPath
@@ -57,6 +57,8 @@ func (s *Server) handleWithAdmin(ctx *fasthttp.RequestCtx) {
 //   - the approvals API (admin_approvals.go): GET /shepherd/v1/approvals,
 //     GET /shepherd/v1/sessions/{id}/approvals, POST
 //     /shepherd/v1/sessions/{id}/approvals/{approval}.
+//   - GET /shepherd/v1/events and /shepherd/v1/sessions/{id}/events: the
+//     live event feeds, SSE (admin_events.go).
 //   - /debug/pprof/...: Go runtime profiles (net/http/pprof's endpoints),
 //     only on a dedicated admin listener (admin.listen set): on the shared
 //     listener these paths are proxied like any other.
@@ -92,6 +94,8 @@ func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx, dedicated bool) {
 		s.readyz(ctx)
 	case path == "/metrics":
 		s.metricsH(ctx)
+	case isEventsRoute(path):
+		s.serveEvents(ctx, path)
 	case path == approvalsPath || strings.HasPrefix(path, sessionsPrefix):
 		if !s.adminAuthorized(ctx) {
 			writeJSON(ctx, fasthttp.StatusUnauthorized, map[string]string{"error": "admin token required"})
