@@ -121,6 +121,13 @@ func TestClaudeFeedApprove(t *testing.T) {
 	require.NotEmpty(t, session)
 	require.NotEmpty(t, approval)
 	require.Equal(t, session, chapter.Data.Get("session").String(), "one session: the chapter and the held call")
+	// The session's own feed, opened mid-hold with the tenant (the session
+	// is not saved before its first turn ends), replays the same events.
+	tenant := held.Data.Get("tenant").String()
+	sessFeed := followFeed(t, s.URL, "/shepherd/v1/sessions/"+session+"/events?tenant="+tenant)
+	sessFeed.waitFor(t, feedLive, 0, "call.held on the session's feed", func(e feedEvent) bool {
+		return ofType("call.held")(e) && e.Data.Get("data.approval").String() == approval
+	})
 
 	// The console's pending list shows it; nothing ran yet.
 	pending := getJSON(t, s.URL+"/shepherd/v1/approvals").Get("approvals")
@@ -171,7 +178,9 @@ func TestClaudeFeedApprove(t *testing.T) {
 	})
 	requireUsage(t, lastFin.Data.Get("data.usage"))
 
-	requireSessionShown(t, s.URL, session)
+	sessFeed.waitFor(t, feedLive, 0, "call.approved on the session's feed", ofType("call.approved"))
+	sess := requireSessionShown(t, s.URL, session)
+	requireUsageAgrees(t, feed.snapshot(), session, sess)
 	t.Logf("timings: call.held seen %s after the run started; approve→feed call.approved %s; approve→Claude Code's tool_result request %s; run %s",
 		heldSeen.Sub(res.Start).Round(time.Millisecond), approved.Received.Sub(approvedAt).Round(time.Millisecond),
 		resultReq.Time.Sub(approvedAt).Round(time.Millisecond), res.Elapsed.Round(time.Millisecond))
@@ -234,7 +243,8 @@ func TestClaudeFeedDeny(t *testing.T) {
 	}
 	fin, _ := feed.waitFor(t, feedLive, di, "request.finished", ofType("request.finished"))
 	requireUsage(t, fin.Data.Get("data.usage"))
-	requireSessionShown(t, s.URL, session)
+	sess := requireSessionShown(t, s.URL, session)
+	requireUsageAgrees(t, feed.snapshot(), session, sess)
 	t.Logf("feed:\n%s", listEvents(feed.snapshot()))
 }
 
@@ -274,8 +284,8 @@ func requireUsage(t *testing.T, u gjson.Result) {
 }
 
 // requireSessionShown checks the sessions API shows the session as Claude
-// Code's, with its model and its usage.
-func requireSessionShown(t *testing.T, base, session string) {
+// Code's, with its model and its usage, and returns it.
+func requireSessionShown(t *testing.T, base, session string) gjson.Result {
 	t.Helper()
 	sess := getJSON(t, base+"/shepherd/v1/sessions/"+session)
 	require.Equal(t, "claude-code", sess.Get("agent").String(), sess.Raw)
@@ -293,4 +303,23 @@ func requireSessionShown(t *testing.T, base, session string) {
 		}
 	}
 	require.True(t, found, "the session is listed: %s", list.Raw)
+	return sess
+}
+
+// requireUsageAgrees checks the session's usage (sessions API) is the sum of
+// its request.finished events' usage and cost on the feed.
+func requireUsageAgrees(t *testing.T, evs []feedEvent, session string, sess gjson.Result) {
+	t.Helper()
+	var in, out int64
+	var cost float64
+	for _, e := range evs {
+		if e.Type == "request.finished" && e.Data.Get("session").String() == session {
+			in += e.Data.Get("data.usage.input_tokens").Int()
+			out += e.Data.Get("data.usage.output_tokens").Int()
+			cost += e.Data.Get("data.cost_usd").Float()
+		}
+	}
+	require.Equal(t, in, sess.Get("usage.input_tokens").Int(), "input tokens: feed vs sessions API")
+	require.Equal(t, out, sess.Get("usage.output_tokens").Int(), "output tokens: feed vs sessions API")
+	require.InDelta(t, cost, sess.Get("usage.cost_usd").Float(), 1e-9, "cost: feed vs sessions API")
 }

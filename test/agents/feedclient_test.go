@@ -193,3 +193,16 @@ func getJSON(t *testing.T, u string) gjson.Result {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "GET %s: %s", u, b)
 	return gjson.ParseBytes(b)
 }
+
+// tryDecide is decideApproval that returns the status and body, whatever
+// the status.
+func tryDecide(t *testing.T, base, session, approval, decision string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"decision": decision, "by": "console"})
+	u := fmt.Sprintf("%s/shepherd/v1/sessions/%s/approvals/%s", base, url.PathEscape(session), url.PathEscape(approval))
+	resp, err := http.Post(u, "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return fmt.Sprintf("%d %s", resp.StatusCode, b)
+}

@@ -25,6 +25,8 @@ type feedStackOptions struct {
 	Policy string
 	// ApprovalTimeout bounds a held call's wait.
 	ApprovalTimeout time.Duration
+	// KeepAlive is intents.keepalive (0: 250ms).
+	KeepAlive time.Duration
 }
 
 // newFeedStack is newStack wired like cmd/shepherd wires the console: the
@@ -67,6 +69,9 @@ func newFeedStack(t *testing.T, d driver, o feedStackOptions) *stack {
 	cfg.Intents.ApprovalTimeout = o.ApprovalTimeout
 	cfg.Intents.ApprovalPoll = 50 * time.Millisecond
 	cfg.Intents.KeepAlive = 250 * time.Millisecond
+	if o.KeepAlive > 0 {
+		cfg.Intents.KeepAlive = o.KeepAlive
+	}
 	require.NoError(t, cfg.Validate())
 
 	st := state.NewMemory(state.MemoryOptions{MaxSessions: 100, TTL: time.Hour,
