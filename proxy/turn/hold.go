@@ -51,7 +51,7 @@ const (
 	// ReasonDenied: a person denied the call.
 	ReasonDenied = "denied by a person"
 	// ByTimeout is Approval.By of an approval that expired; ByShepherd of
-	// one denied because the agent left while its call was held.
+	// one shepherd could not keep (lost from the state store).
 	ByTimeout  = state.ApprovalByTimeout
 	ByShepherd = "shepherd"
 )
@@ -78,6 +78,35 @@ type held struct {
 	call conv.ToolCall
 	a    state.Approval // as held, then as decided
 	done bool
+	// adopted: the approval was held already, by an earlier copy of this
+	// request (the agent resent it after dropping the connection).
+	adopted bool
+}
+
+// adoptHold looks for an approval of h's exact call held before: the agent
+// resent a request whose reply held the call (a retry after a dropped
+// connection), and the model made the same call again. A pending one not
+// yet expired is waited on as it is (same expiry; call.held again, with
+// retry true); one a
+// person decided applies at once. Otherwise (none, expired, or ended by
+// timeout) it reports false and the call is held anew.
+func (l *replyLoop) adoptHold(key state.Key, h *held, now time.Time) bool {
+	t := l.t
+	ctx, cancel := context.WithTimeout(context.Background(), t.e.storeTimeout)
+	a, err := t.e.approvals.GetApproval(ctx, key, h.a.ID)
+	cancel()
+	if err != nil {
+		return false
+	}
+	switch {
+	case a.Decision == state.ApprovalPending && now.Before(a.ExpiresAt):
+		h.a, h.adopted = a, true
+		return true
+	case a.Decision != state.ApprovalPending && a.By != ByTimeout && a.By != ByShepherd:
+		h.a, h.adopted, h.done = a, true, true
+		return true
+	}
+	return false
 }
 
 // holdCalls resolves the calls d holds (conv.Hold): each is stored as a
@@ -85,7 +114,7 @@ type held struct {
 // the agent's connection alive, until every one is approved (it passes),
 // denied or expired (it is refused, the model told why). It returns d with
 // no Hold left, or an error wrapping ErrClientGone when the agent left
-// while waiting (the pending approvals are then denied).
+// while waiting (the approvals stay pending for a retry to adopt).
 func (l *replyLoop) holdCalls(view *conv.Reply, d hooks.ReplyDecision) (hooks.ReplyDecision, error) {
 	t := l.t
 	byIndex := map[int]conv.ToolCall{}
@@ -120,6 +149,16 @@ func (l *replyLoop) holdCalls(view *conv.Reply, d hooks.ReplyDecision) (hooks.Re
 			Intent: t.call.Session.Note("intents"), Reason: cd.Result, Rule: cd.Rule,
 			HeldAt: now, ExpiresAt: expires,
 		}
+		if l.adoptHold(key, h, now) {
+			if !h.done {
+				t.emit(events.CallHeld, map[string]any{
+					"approval": h.a.ID, "tool": h.a.Tool, "call_id": h.a.CallID, "args": h.a.Args, "intent": h.a.Intent,
+					"reason": h.a.Reason, "rule": h.a.Rule, "expires_at": h.a.ExpiresAt, "retry": true,
+				})
+				waiting = append(waiting, h)
+			}
+			continue
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), t.e.storeTimeout)
 		err := store.HoldApproval(ctx, key, h.a)
 		cancel()
@@ -135,6 +174,13 @@ func (l *replyLoop) holdCalls(view *conv.Reply, d hooks.ReplyDecision) (hooks.Re
 		})
 		waiting = append(waiting, h)
 	}
+	for _, h := range hs {
+		if h.done && h.adopted {
+			// Decided while the agent's earlier copy of this request was
+			// held: apply that decision below.
+			waiting = append(waiting, h)
+		}
+	}
 	err := l.waitHolds(key, waiting)
 	for _, h := range waiting {
 		if !h.done {
@@ -147,6 +193,8 @@ func (l *replyLoop) holdCalls(view *conv.Reply, d hooks.ReplyDecision) (hooks.Re
 			cd.Verdict, cd.Result = conv.Pass, ""
 		case h.a.By == ByTimeout:
 			refuse(cd, "Tool call refused: "+ReasonNotApproved+" (it was held "+t.e.holds.Timeout.String()+" for a person's approval).")
+		case h.a.By == ByShepherd:
+			refuse(cd, "Tool call refused: it needed a person's approval and shepherd could not keep it held ("+h.a.Note+").")
 		default:
 			msg := "Tool call refused: " + ReasonDenied + "."
 			if h.a.Note != "" {
@@ -164,8 +212,8 @@ func refuse(cd *conv.CallDecision, result string) {
 
 // waitHolds waits until every call of hs is decided or expired, polling
 // the store and keeping the agent's connection alive. It returns an error
-// wrapping ErrClientGone when the agent left (the pending approvals are
-// then denied by shepherd).
+// wrapping ErrClientGone when the agent left (the approvals then stay
+// pending, for a retry to adopt, until they expire).
 func (l *replyLoop) waitHolds(key state.Key, hs []*held) error {
 	if len(hs) == 0 {
 		return nil
@@ -178,7 +226,13 @@ func (l *replyLoop) waitHolds(key state.Key, hs []*held) error {
 	// The holder records the timeout itself at ExpiresAt (the store takes
 	// that denial however late the timer fires), so the approval shows who
 	// ended it; of that and a person's last-moment decision one wins.
-	deadline := time.NewTimer(hs[0].a.ExpiresAt.Sub(t.e.now()))
+	first := hs[0].a.ExpiresAt
+	for _, h := range hs[1:] {
+		if h.a.ExpiresAt.Before(first) {
+			first = h.a.ExpiresAt
+		}
+	}
+	deadline := time.NewTimer(first.Sub(t.e.now()))
 	defer deadline.Stop()
 	var done <-chan struct{}
 	if t.ctx != nil {
@@ -187,11 +241,11 @@ func (l *replyLoop) waitHolds(key state.Key, hs []*held) error {
 	for {
 		select {
 		case <-done:
-			l.settle(key, hs, ByShepherd, "the turn ended while the call was held")
+			// The approvals stay pending: a retry of this request adopts
+			// them (adoptHold), or they expire.
 			return fmt.Errorf("%w: %w", ErrClientGone, context.Cause(t.ctx))
 		case <-keep.C:
 			if err := l.w.KeepAlive(); err != nil {
-				l.settle(key, hs, ByShepherd, "the agent's connection closed while the call was held")
 				if !errors.Is(err, ErrClientGone) {
 					err = fmt.Errorf("%w: %w", ErrClientGone, err)
 				}

@@ -194,7 +194,8 @@ func TestHoldWithoutStore(t *testing.T) {
 }
 
 // The agent leaves while the call is held: the turn ends with
-// ErrClientGone, the approval is denied by shepherd, nothing keeps running.
+// ErrClientGone, the approval stays pending (for a retry to adopt),
+// nothing keeps running.
 func TestHoldClientGone(t *testing.T) {
 	f := newHoldFixture(t, true, fastHolds)
 	before := runtime.NumGoroutine()
@@ -205,9 +206,8 @@ func TestHoldClientGone(t *testing.T) {
 	require.Nil(t, w.final)
 	a, err := f.apps.GetApproval(context.Background(), state.Key{Tenant: "t", Session: "s1"}, ApprovalID("s1", "toolu_rm_0", "rm", []byte(`{}`)))
 	require.NoError(t, err)
-	require.Equal(t, state.ApprovalDenied, a.Decision)
-	require.Equal(t, ByShepherd, a.By)
-	require.Contains(t, a.Note, "closed")
+	require.Equal(t, state.ApprovalPending, a.Decision, "no one denied it")
+	require.Empty(t, f.evs.ofType(events.CallDenied))
 	// Polled by hand: require.Eventually runs its condition on goroutines
 	// of its own.
 	deadline := time.Now().Add(2 * time.Second)
@@ -220,4 +220,52 @@ func TestHoldClientGone(t *testing.T) {
 func dumpGoroutines() string {
 	buf := make([]byte, 1<<20)
 	return string(buf[:runtime.Stack(buf, true)])
+}
+
+// The agent drops a held request and resends it (Claude Code does past its
+// idle limit); the model makes the same call again: the retry waits on the
+// approval already pending (no second call.held, the same expiry), and a
+// person's decision on it releases the retry's call.
+func TestHoldRetryAdoptsPendingApproval(t *testing.T) {
+	f := newHoldFixture(t, true, fastHolds)
+	_, err := f.run(t, &scriptWriter{gone: true}, reply("tool_use", "removing", "rm"))
+	require.True(t, errors.Is(err, ErrClientGone), "%v", err)
+	key := state.Key{Tenant: "t", Session: "s1"}
+	id := ApprovalID("s1", "toolu_rm_0", "rm", []byte(`{}`))
+	first, err := f.apps.GetApproval(context.Background(), key, id)
+	require.NoError(t, err)
+
+	decided := decideWhenHeld(t, f.apps, state.ApprovalApproved, "")
+	w := &scriptWriter{}
+	up, err := f.run(t, w, reply("tool_use", "removing", "rm"))
+	require.NoError(t, err)
+	a := <-decided
+	require.Equal(t, id, a.ID)
+	require.Equal(t, first.ExpiresAt, a.ExpiresAt, "the retry kept the first hold's expiry")
+	require.Empty(t, up.sent)
+	require.Equal(t, "0:rm:delivered", fates(f.out.got[len(f.out.got)-1])[0])
+	held := f.evs.ofType(events.CallHeld)
+	require.Len(t, held, 2, "held, then held again by the retry")
+	require.Nil(t, held[0].Data["retry"])
+	require.Equal(t, true, held[1].Data["retry"])
+	require.Len(t, f.evs.ofType(events.CallApproved), 1)
+}
+
+// A call a person already decided (while the agent's earlier copy of the
+// request was held) is decided at once when the retry makes it again.
+func TestHoldRetryAppliesDecision(t *testing.T) {
+	f := newHoldFixture(t, true, fastHolds)
+	_, err := f.run(t, &scriptWriter{gone: true}, reply("tool_use", "removing", "rm"))
+	require.True(t, errors.Is(err, ErrClientGone), "%v", err)
+	key := state.Key{Tenant: "t", Session: "s1"}
+	_, err = f.apps.DecideApproval(context.Background(), key, ApprovalID("s1", "toolu_rm_0", "rm", []byte(`{}`)), state.ApprovalDenied, "console", "not now")
+	require.NoError(t, err)
+
+	w := &scriptWriter{}
+	up, err := f.run(t, w, reply("tool_use", "removing", "rm"), reply("end_turn", "ok"))
+	require.NoError(t, err)
+	require.Len(t, up.sent, 1)
+	require.Contains(t, up.sent[0], ReasonDenied)
+	require.Contains(t, up.sent[0], "not now")
+	require.Zero(t, w.keepAlives, "nothing to wait for")
 }

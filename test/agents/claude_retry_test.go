@@ -2,7 +2,6 @@ package agents
 
 import (
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,28 +11,20 @@ import (
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 )
 
-// KNOWN BUG (run with SHEPHERD_AGENTS_KNOWN_BUGS=1; fails on main): an
-// agent that abandons a held request and sends it again loses the call to
-// a denial no person made.
+// An agent that abandons a held request and sends it again keeps its
+// call: the retry waits on the same pending approval, and a person's
+// approval releases it.
 //
 // Claude Code abandons a stream that carries no byte for its byte-idle limit
 // (here 10s; intents.keepalive 12s lets the limit pass) and sends the same
 // request again, non-streamed. The retry's call has the same approval id
-// (a hash of session, call id, tool and arguments), so shepherd holds it
-// under the same pending approval. At its next keepalive the original hold
-// finds its client gone and denies that shared approval "by shepherd";
-// the retry, whose client is still connected, reads the denial and tells
-// the model "Tool call refused: denied by a person. Their note: the agent's
-// connection closed while the call was held". The person's approval a
-// moment later gets 409. Measured on main (561fcec): exactly that.
-//
-// Expected: the agent's leaving ends only its own wait; the approval stays
-// pending for the retry, the person approves it, and Claude Code runs the
-// command.
-func TestClaudeFeedRetriedHoldKnownBug(t *testing.T) {
-	if os.Getenv("SHEPHERD_AGENTS_KNOWN_BUGS") != "1" {
-		t.Skip("known bug: SHEPHERD_AGENTS_KNOWN_BUGS=1 runs it")
-	}
+// (a hash of session, call id, tool and arguments), so shepherd adopts the
+// pending approval (call.held again, retry true). The original hold, finding
+// its client gone at its next keepalive, ends its own wait only; the
+// approval stays pending, the person approves it, and Claude Code runs the
+// command. (Before this was fixed the original hold denied the shared
+// approval "by shepherd" and the retry told the model so.)
+func TestClaudeFeedRetriedHold(t *testing.T) {
 	d := claudeEnv{env: []string{sprintf("CLAUDE_BYTE_STREAM_IDLE_TIMEOUT_MS=%d", claudeByteIdleLimit.Milliseconds())}}
 	requireCLI(t, d)
 	s := newFeedStack(t, d, feedStackOptions{Policy: feedPolicy, ApprovalTimeout: time.Minute,
