@@ -86,7 +86,9 @@ func (s *Server) requestFinished(x *exchange, status int) {
 	}
 	switch {
 	case errors.Is(failure, turn.ErrClientGone) || status == statusClientClosed:
-		data["error"] = "client went away"
+		// A streamed reply's headers said 200; the agent left before its
+		// end, which the feed reports as the proxy's logs do.
+		data["status"], data["error"] = statusClientClosed, "client went away"
 	case failure != nil:
 		data["error"] = config.RedactText(failure.Error())
 	case status >= 400:
