@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 	"github.com/valyala/fasthttp/pprofhandler"
 
+	"github.com/shepherd-proxy/shepherd/console"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -31,7 +32,7 @@ func isAdminPath(p []byte) bool {
 	case "/healthz", "/readyz", "/metrics":
 		return true
 	}
-	return bytes.HasPrefix(p, []byte(sessionsPrefix))
+	return bytes.HasPrefix(p, []byte(sessionsPrefix)) || console.IsPath(p)
 }
 
 // handleWithAdmin serves admin paths and proxies everything else; used when
@@ -54,6 +55,8 @@ func (s *Server) handleWithAdmin(ctx *fasthttp.RequestCtx) {
 //     sessions (sessionSummaryJSON).
 //   - GET /shepherd/v1/sessions/{id}[?tenant=T][&include=ledger]: one
 //     session (sessionJSON); its ledger only with include=ledger.
+//   - /console/...: the web console (package console); its data fragments
+//     need the token like the sessions API.
 //   - /debug/pprof/...: Go runtime profiles (net/http/pprof's endpoints),
 //     only on a dedicated admin listener (admin.listen set): on the shared
 //     listener these paths are proxied like any other.
@@ -89,6 +92,8 @@ func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx, dedicated bool) {
 		s.readyz(ctx)
 	case path == "/metrics":
 		s.metricsH(ctx)
+	case console.IsPath(ctx.Path()):
+		s.console.Serve(ctx)
 	case strings.HasPrefix(path, sessionsPrefix):
 		if !s.adminAuthorized(ctx) {
 			writeJSON(ctx, fasthttp.StatusUnauthorized, map[string]string{"error": "admin token required"})

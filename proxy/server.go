@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/console"
 	"github.com/shepherd-proxy/shepherd/logging"
 	"github.com/shepherd-proxy/shepherd/proxy/turn"
 	"github.com/shepherd-proxy/shepherd/rewrite"
@@ -46,6 +47,7 @@ type Server struct {
 	upstreams map[Provider]*upstream
 	recorder  *sessionRecorder
 	metricsH  fasthttp.RequestHandler
+	console   *console.Handler // the web console on the admin endpoints
 
 	srv      *fasthttp.Server
 	adminSrv *fasthttp.Server
@@ -105,6 +107,7 @@ func New(o Options) (*Server, error) {
 	s.watcher = newDisconnectWatcher(func(route, phase string) {
 		s.metrics.disconnects.WithLabelValues(route, phase).Inc()
 	})
+	s.console = console.New(console.Options{Store: o.Store, Authorized: s.adminAuthorized, Logger: o.Logger.Named("console")})
 	s.recorder = newSessionRecorder(o.Store, o.Logger.Named("sessions"), o.Metrics, cfg.State.Redis.Timeout)
 	handler := s.handle
 	if cfg.Admin.Listen == "" {
