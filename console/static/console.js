@@ -116,11 +116,14 @@
     });
   }
 
-  // refresh reloads the fragments named (data-refresh), debounced.
+  // refresh reloads the fragments named (data-refresh) soon: events that
+  // arrive together cause one load, and a steady stream of events still
+  // refreshes every 200 ms.
   function refresh(names) {
     names.forEach(function (name) {
-      clearTimeout(timers[name]);
+      if (timers[name]) { return; }
       timers[name] = setTimeout(function () {
+        timers[name] = null;
         fragments().forEach(function (el) {
           if (el.dataset.refresh === name) {
             load(el).then(function (ok) { if (!ok) { askToken(true); } });
