@@ -162,10 +162,10 @@ var funcs = template.FuncMap{
 		return fmt.Sprintf("%.1f s", float64(n)/1000)
 	},
 	"short": func(s string) string {
-		if len(s) <= 14 {
+		if len(s) <= 22 {
 			return s
 		}
-		return s[:12] + "…"
+		return s[:20] + "…"
 	},
 }
 
