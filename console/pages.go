@@ -162,10 +162,11 @@ var funcs = template.FuncMap{
 		return fmt.Sprintf("%.1f s", float64(n)/1000)
 	},
 	"short": func(s string) string {
-		if len(s) <= 22 {
+		r := []rune(s)
+		if len(r) <= 22 {
 			return s
 		}
-		return s[:20] + "…"
+		return string(r[:20]) + "…"
 	},
 }
 
