@@ -153,8 +153,13 @@ var funcs = template.FuncMap{
 	"tokens": tokens,
 	"cost":   func(f float64) string { return fmt.Sprintf("$%.4f", f) },
 	"ts":     func(t time.Time) string { return stamp(t) },
-	"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"ago":    ago,
+	"iso": func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339)
+	},
+	"ago": ago,
 	"ms": func(n int64) string {
 		if n < 1000 {
 			return fmt.Sprintf("%d ms", n)

@@ -135,6 +135,7 @@
 
   function localTimes(root) {
     root.querySelectorAll('time[datetime]').forEach(function (t) {
+      if (!t.getAttribute('datetime')) { return; }
       var d = new Date(t.getAttribute('datetime'));
       if (!isNaN(d)) {
         t.title = t.getAttribute('datetime');

@@ -76,4 +76,13 @@ func TestConsoleTokenChapterRefusal(t *testing.T) {
 		}
 	}
 	require.Positive(t, fragments, "the page loaded its fragments: %v", urls)
+
+	// On a phone that prefers dark colours: dark, and the sessions table
+	// becomes one card per session. The token is still in the tab.
+	run(t, ctx, "a dark phone", darkPhone(), chromedp.Navigate(s.Admin+"/console/"))
+	waitText(t, ctx, "#sessions", "console-1")
+	require.Equal(t, "rgb(17, 19, 21)", eval[string](t, ctx, `getComputedStyle(document.body).backgroundColor`))
+	require.Equal(t, "none", eval[string](t, ctx, `getComputedStyle(document.querySelector("table.sessions thead")).display`))
+	require.LessOrEqual(t, eval[float64](t, ctx, `document.documentElement.scrollWidth`), 390.0, "nothing wider than the phone")
+	screenshot(t, ctx, "sessions-phone-dark")
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
@@ -121,4 +123,25 @@ func requireNoToken(t *testing.T, urls []string, token string) {
 	for _, u := range urls {
 		require.NotContains(t, u, token, "the token must never be in a URL")
 	}
+}
+
+// darkPhone makes the tab a phone-sized screen that prefers dark colours.
+func darkPhone() chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
+		chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}},
+			})
+			return err
+		}),
+	)
+}
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	require.NoError(t, err, expr)
+	return v
 }
