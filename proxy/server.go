@@ -151,6 +151,7 @@ func New(o Options) (*Server, error) {
 		Handler:               recoverMiddleware(s.handleAdminListener, s.log),
 		Name:                  "shepherd-admin",
 		NoDefaultServerHeader: true,
+		CloseOnShutdown:       true, // a browser's idle keep-alive connection (the console) must not hold Shutdown
 		ReadTimeout:           30 * time.Second,
 		Logger:                logging.FastHTTP(o.Logger.Named("fasthttp-admin")),
 	}

@@ -81,12 +81,17 @@
 
   // load fetches one fragment and puts it in place. It resolves to false
   // when the token was refused.
+  // Loads of one fragment may overlap (an event arrives while one is in
+  // flight); only the latest one started is put in place, so an older
+  // answer never overwrites a newer one.
   function load(el) {
+    var seq = (el.loadSeq || 0) + 1;
+    el.loadSeq = seq;
     return fetch(fragmentURL(el), { headers: headers(), cache: 'no-store', credentials: 'omit' })
       .then(function (res) {
         if (res.status === 401) { return false; }
         return res.text().then(function (html) {
-          replace(el, html);
+          if (el.loadSeq === seq) { replace(el, html); }
           return true;
         });
       })
@@ -94,15 +99,27 @@
   }
 
   function replace(el, html) {
-    // Keep what a person is typing in approval notes across a refresh.
+    // An unchanged fragment is left alone: nothing flickers, and a click
+    // or a note being typed is never interrupted by a refresh.
+    if (el.lastHTML === html) { return; }
+    el.lastHTML = html;
+    // Keep what a person is typing in approval notes across a refresh:
+    // the text, the focus and the caret.
     var notes = {};
+    var focused = null;
     el.querySelectorAll('[data-approval] .note').forEach(function (n) {
-      notes[n.closest('[data-approval]').dataset.approval] = n.value;
+      var id = n.closest('[data-approval]').dataset.approval;
+      notes[id] = n.value;
+      if (document.activeElement === n) { focused = { id: id, start: n.selectionStart, end: n.selectionEnd }; }
     });
     el.innerHTML = html;
     el.querySelectorAll('[data-approval] .note').forEach(function (n) {
-      var v = notes[n.closest('[data-approval]').dataset.approval];
-      if (v) { n.value = v; }
+      var id = n.closest('[data-approval]').dataset.approval;
+      if (notes[id]) { n.value = notes[id]; }
+      if (focused && focused.id === id) {
+        n.focus();
+        n.setSelectionRange(focused.start, focused.end);
+      }
     });
     localTimes(el);
     countdowns();
