@@ -64,6 +64,9 @@ type Approval struct {
 //   - PendingApprovals lists undecided approvals not yet expired, oldest
 //     first, of one tenant ("" for every tenant), at most limit (<= 0:
 //     100).
+//   - Store.Delete of the session drops its approvals. A key must be
+//     Valid: HoldApproval returns ErrInvalidKey, DecideApproval and
+//     GetApproval ErrNotFound (wrapping ErrInvalidKey).
 type Approvals interface {
 	HoldApproval(ctx context.Context, key Key, a Approval) error
 	DecideApproval(ctx context.Context, key Key, id, decision, by, note string) (Approval, error)

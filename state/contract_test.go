@@ -250,7 +250,7 @@ func runContract(t *testing.T, newStore storeFactory) {
 		require.NoError(t, err)
 		assert.Equal(t, []Key{k(1), k(4), k(3)}, summaryKeys(list))
 		assert.Equal(t, Summary{
-			ID: "s1", Tenant: "tl", UpdatedAt: touched.UpdatedAt,
+			ID: "s1", Tenant: "tl", CreatedAt: touched.CreatedAt, UpdatedAt: touched.UpdatedAt,
 			Requests: 2, Notes: map[string]string{"topic": "topic 1", "intent": "intent"},
 		}, list[0])
 
@@ -513,9 +513,13 @@ func runContract(t *testing.T, newStore storeFactory) {
 func fullSession() *Session {
 	return &Session{
 		Requests: 3,
-		Ledger:   []LedgerEntry{{Kind: "inject", Anchor: "call_1", Data: []byte(`{"x":1}`)}},
+		Agent:    "claude-code",
+		Model:    "claude-sonnet-4-5",
+		Usage: Usage{Turns: 3, InputTokens: 120, OutputTokens: 45, CacheReadTokens: 9000,
+			CacheWriteTokens: 700, CostUSD: 0.04321},
+		Ledger: []LedgerEntry{{Kind: "inject", Anchor: "call_1", Data: []byte(`{"x":1}`)}},
 		Slots: Slots{
-			"example": &RawSlot{V: 2, Data: json.RawMessage(`{"n":1}`)},
+			"example": &RawSlot{V: 2, Data: json.RawMessage(`{"n":1}`), Counted: map[string]int64{"examples": 4}},
 			"notes":   noteSlot("refactor"),
 		},
 	}

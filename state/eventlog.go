@@ -24,9 +24,11 @@ type EventRecord struct {
 //   - SessionEvents and AllEvents return the records whose id is after
 //     after ("" for the oldest kept), oldest first, at most limit (<= 0:
 //     100). An after older than everything kept returns from the oldest
-//     kept; the caller cannot tell what was dropped.
+//     kept; the caller cannot tell what was dropped. An after that is not
+//     "" or of that form is ErrInvalidEventID (a Last-Event-ID is input).
 //   - A session's log expires with the session (the store's TTL since its
-//     last append) and is deleted with it.
+//     last append) and is deleted with it (Store.Delete); the global log
+//     keeps its copies until newer records push them out.
 //   - The key must be Valid (ErrInvalidKey otherwise).
 type EventLog interface {
 	AppendEvents(ctx context.Context, key Key, recs [][]byte) error

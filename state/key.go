@@ -40,8 +40,13 @@ func summarize(s *Session) Summary {
 	return Summary{
 		ID:        s.ID,
 		Tenant:    s.Tenant,
+		CreatedAt: s.CreatedAt,
 		UpdatedAt: s.UpdatedAt,
 		Requests:  s.Requests,
+		Agent:     s.Agent,
+		Model:     s.Model,
+		Usage:     s.Usage,
+		Counts:    s.Slots.counts(),
 		Notes:     s.Slots.notes(),
 	}
 }

@@ -27,6 +27,12 @@ type MemoryOptions struct {
 	JanitorInterval time.Duration
 	// Now is the clock; default time.Now. Tests inject a fake one.
 	Now func() time.Time
+	// EventsPerSession and EventsGlobal bound the event logs (EventLog):
+	// the newest records kept per session and for all sessions. Defaults
+	// DefaultEventsPerSession and DefaultEventsGlobal; <= 0 means the
+	// default.
+	EventsPerSession int
+	EventsGlobal     int
 }
 
 // Memory defaults.
@@ -40,7 +46,9 @@ const (
 const lockStripes = 256
 
 // Memory is the embedded Store: a bounded in-process map. It is safe for
-// concurrent use.
+// concurrent use. It also implements EventLog (bounded rings per session and
+// for all sessions, at most MaxSessions session logs) and Approvals; both
+// are dropped with their session by Delete and by eviction.
 //
 // Stored sessions are immutable snapshots: Update clones the current one for
 // fn and stores a clone of the result, Get hands out a clone, so callers
@@ -60,6 +68,17 @@ type Memory struct {
 	order   *list.List            // front = most recently updated
 	closed  bool
 
+	// Event logs (memory_events.go); evMu is taken after mu, never before.
+	eventsPerSession int
+	evMu             sync.Mutex
+	evLogs           map[Key]*sessionEvents
+	evOrder          *list.List // of *sessionEvents, front = most recently appended
+	evGlobal         eventRing
+
+	// Approvals (memory_approvals.go); apMu is taken after mu, never before.
+	apMu      sync.Mutex
+	approvals map[Key]map[string]*Approval
+
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -77,8 +96,20 @@ func NewMemory(opts MemoryOptions) *Memory {
 		seed:        maphash.MakeSeed(),
 		entries:     make(map[Key]*list.Element),
 		order:       list.New(),
+		evLogs:      make(map[Key]*sessionEvents),
+		evOrder:     list.New(),
+		approvals:   make(map[Key]map[string]*Approval),
 		stop:        make(chan struct{}),
 		done:        make(chan struct{}),
+
+		eventsPerSession: opts.EventsPerSession,
+		evGlobal:         eventRing{max: opts.EventsGlobal},
+	}
+	if m.eventsPerSession <= 0 {
+		m.eventsPerSession = DefaultEventsPerSession
+	}
+	if m.evGlobal.max <= 0 {
+		m.evGlobal.max = DefaultEventsGlobal
 	}
 	if m.maxSessions <= 0 {
 		m.maxSessions = DefaultMaxSessions
@@ -191,7 +222,9 @@ func (m *Memory) Update(ctx context.Context, key Key, fn func(*Session) error) (
 		m.purgeLocked(stored.UpdatedAt)
 	}
 	for len(m.entries) > m.maxSessions {
-		m.removeLocked(m.order.Back())
+		evicted := m.removeLocked(m.order.Back())
+		m.dropEvents(evicted)
+		m.dropApprovals(evicted)
 	}
 	return w, nil
 }
@@ -217,6 +250,8 @@ func (m *Memory) Delete(ctx context.Context, key Key) error {
 	if el, ok := m.entries[key]; ok {
 		m.removeLocked(el)
 	}
+	m.dropEvents(key)
+	m.dropApprovals(key)
 	return nil
 }
 
@@ -267,6 +302,13 @@ func (m *Memory) Close() error {
 		m.closed = true
 		m.entries = make(map[Key]*list.Element)
 		m.order.Init()
+		m.evMu.Lock()
+		m.evLogs, m.evGlobal.recs = make(map[Key]*sessionEvents), nil
+		m.evOrder.Init()
+		m.evMu.Unlock()
+		m.apMu.Lock()
+		m.approvals = make(map[Key]map[string]*Approval)
+		m.apMu.Unlock()
 		m.mu.Unlock()
 		close(m.stop)
 		<-m.done
@@ -280,6 +322,13 @@ func (m *Memory) Len() int {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return len(m.entries)
+}
+
+// isClosed reports whether Close was called.
+func (m *Memory) isClosed() bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.closed
 }
 
 // clock returns the current time in UTC without a monotonic reading, the
@@ -310,9 +359,12 @@ func (m *Memory) removeIf(key Key, s *Session) {
 	}
 }
 
-func (m *Memory) removeLocked(el *list.Element) {
+// removeLocked removes a session and returns its key.
+func (m *Memory) removeLocked(el *list.Element) Key {
 	s := m.order.Remove(el).(*Session)
-	delete(m.entries, Key{Tenant: s.Tenant, Session: s.ID})
+	key := Key{Tenant: s.Tenant, Session: s.ID}
+	delete(m.entries, key)
+	return key
 }
 
 // purgeLocked removes expired sessions, oldest first, stopping at the first
@@ -337,10 +389,15 @@ func (m *Memory) janitor(interval time.Duration) {
 		case <-t.C:
 			now := m.clock()
 			m.mu.Lock()
-			if !m.closed {
+			closed := m.closed
+			if !closed {
 				m.purgeLocked(now)
 			}
 			m.mu.Unlock()
+			if !closed {
+				m.purgeEvents(now)
+				m.purgeApprovals(now)
+			}
 		}
 	}
 }

@@ -55,6 +55,45 @@ func TestRecordRoundTrip(t *testing.T) {
 	assert.Equal(t, s, &back)
 }
 
+// recordV1BeforeUsage is a version-1 record as written before sessions
+// carried their agent, model and usage.
+const recordV1BeforeUsage = `{"v":1,"id":"s","tenant":"t","created_at":"2025-03-04T05:06:07Z",` +
+	`"updated_at":"2025-03-04T05:06:08Z","requests":2,` +
+	`"slots":{"topics":{"v":1,"data":{"topic":"refactor"},"note":"refactor"}},"version":4}`
+
+// TestRecordWithoutUsage: a version-1 record from before agent, model and
+// usage decodes with them empty, and its summary too; once set they
+// survive a round trip.
+func TestRecordWithoutUsage(t *testing.T) {
+	var s Session
+	require.NoError(t, decodeRecord([]byte(recordV1BeforeUsage), &s))
+	assert.Equal(t, "s", s.ID)
+	assert.EqualValues(t, 2, s.Requests)
+	assert.EqualValues(t, 4, s.Version)
+	assert.Empty(t, s.Agent)
+	assert.Empty(t, s.Model)
+	assert.Zero(t, s.Usage)
+	assert.Equal(t, "refactor", s.Note("topics"))
+	sum := summarize(&s)
+	assert.Nil(t, sum.Counts, "a slot stored before counts has none")
+	assert.Equal(t, s.CreatedAt, sum.CreatedAt)
+
+	s.Agent, s.Model = "codex", "gpt-5"
+	s.Usage = Usage{Turns: 1, InputTokens: 10, OutputTokens: 5, CacheReadTokens: 100, CacheWriteTokens: 1, CostUSD: 0.001}
+	b, err := encodeRecord(&s)
+	require.NoError(t, err)
+	var back Session
+	require.NoError(t, decodeRecord(b, &back))
+	assert.Equal(t, s, back)
+
+	var oldSum Summary
+	require.NoError(t, json.Unmarshal([]byte(`{"id":"s","tenant":"t","updated_at":"2025-03-04T05:06:08Z","requests":2,"notes":{"topics":"x"}}`), &oldSum))
+	assert.Zero(t, oldSum.Usage)
+	assert.Empty(t, oldSum.Agent)
+	assert.Nil(t, oldSum.Counts)
+	assert.True(t, oldSum.CreatedAt.IsZero())
+}
+
 func TestDecodeRecordRefusesUnknownVersions(t *testing.T) {
 	for _, v := range []string{"2", "99", "0", "-1", `"1"`, "1.5", "null"} {
 		var s Session

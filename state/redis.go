@@ -36,8 +36,14 @@ type RedisOptions struct {
 	// MaxAttempts bounds how often Update re-reads and retries after losing
 	// a compare-and-set race before it returns ErrConflict; default 64.
 	MaxAttempts int
+	// EventsPerSession and EventsGlobal bound the event streams (EventLog):
+	// the newest records kept per session and for all sessions. Defaults
+	// DefaultEventsPerSession and DefaultEventsGlobal; <= 0 means the
+	// default.
+	EventsPerSession int
+	EventsGlobal     int
 	// OnError, when set, is called with the operation ("get", "update",
-	// "delete", "list", "ping" or "index") for every failure of the store
+	// "delete", "list", "ping", "index", "events" or "approvals") for every failure of the store
 	// itself: not for ErrNotFound, ErrInvalidKey, ErrClosed, errors returned
 	// by an Update's fn, or a caller's context ending. The proxy counts these
 	// in a metric. It must be safe for concurrent use and must not block.
@@ -64,6 +70,10 @@ const (
 //	            w = token of the last write; expires TTL after each Update
 //	P:idx:T     sorted set of S scored by UpdatedAt (unix ms)
 //	P:idx       sorted set of T+"\x00"+S scored by UpdatedAt (unix ms)
+//	P:{T:S}:e   stream: the session's event log (EventLog, redis_events.go)
+//	P:events    stream: every session's events
+//	P:{T:S}:a   hash: the session's approvals (Approvals, redis_approvals.go)
+//	P:approvals sorted set of T+"\x00"+S+"\x00"+id scored by HeldAt (unix ms)
 //
 // A session is one key, so every operation on it is single-slot in cluster
 // mode (the {T:S} hash tag keeps it so should fields ever move to sibling
@@ -84,6 +94,9 @@ type Redis struct {
 	attempts   int
 	onError    func(op string, err error)
 	closed     atomic.Bool
+
+	eventsPerSession int
+	eventsGlobal     int
 }
 
 var _ Store = (*Redis)(nil)
@@ -98,6 +111,15 @@ func NewRedis(opts RedisOptions) (*Redis, error) {
 		ttl:      opts.TTL,
 		attempts: opts.MaxAttempts,
 		onError:  opts.OnError,
+
+		eventsPerSession: opts.EventsPerSession,
+		eventsGlobal:     opts.EventsGlobal,
+	}
+	if r.eventsPerSession <= 0 {
+		r.eventsPerSession = DefaultEventsPerSession
+	}
+	if r.eventsGlobal <= 0 {
+		r.eventsGlobal = DefaultEventsGlobal
 	}
 	if r.timeout <= 0 {
 		r.timeout = DefaultRedisTimeout
@@ -210,7 +232,9 @@ func (r *Redis) Get(ctx context.Context, key Key) (*Session, error) {
 	return s, nil
 }
 
-// Delete implements Store. Deleting a missing session is not an error.
+// Delete implements Store: it removes the session, its event stream and
+// its approvals (one DEL: the keys share the session's slot). Deleting a
+// missing session is not an error.
 func (r *Redis) Delete(ctx context.Context, key Key) error {
 	if err := r.check(ctx, "delete"); err != nil {
 		return err
@@ -220,7 +244,7 @@ func (r *Redis) Delete(ctx context.Context, key Key) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	if err := r.client.Del(cctx, r.sessionKey(key)).Err(); err != nil {
+	if err := r.client.Del(cctx, r.sessionKey(key), r.eventsKey(key), r.approvalsKey(key)).Err(); err != nil {
 		return r.fail(ctx, "delete", err)
 	}
 	r.unindex(ctx, []Key{key})

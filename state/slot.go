@@ -3,6 +3,7 @@ package state
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -30,6 +31,9 @@ type RawSlot struct {
 	// Note is the slot's Noter note when it was written, kept so that a
 	// session listing shows it without decoding the slot.
 	Noted string `json:"note,omitempty"`
+	// Counted is the slot's Counter counts when it was written, kept for
+	// the same reason.
+	Counted map[string]int64 `json:"counts,omitempty"`
 }
 
 // Noter is implemented by a slot with a short note worth showing in session
@@ -48,12 +52,16 @@ type Counter interface {
 // Note implements Noter.
 func (r *RawSlot) Note() string { return r.Noted }
 
+// Counts implements Counter: the counts kept when the slot was written (nil
+// when it had none).
+func (r *RawSlot) Counts() map[string]int64 { return r.Counted }
+
 // SlotVersion implements Slot.
 func (r *RawSlot) SlotVersion() int { return r.V }
 
 // CloneSlot implements Slot.
 func (r *RawSlot) CloneSlot() Slot {
-	return &RawSlot{V: r.V, Data: slices.Clone(r.Data), Noted: r.Noted}
+	return &RawSlot{V: r.V, Data: slices.Clone(r.Data), Noted: r.Noted, Counted: maps.Clone(r.Counted)}
 }
 
 // Slots maps a hook's name to its slot.
@@ -77,6 +85,9 @@ func (s Slots) MarshalJSON() ([]byte, error) {
 		r := RawSlot{V: sl.SlotVersion(), Data: data}
 		if n, ok := sl.(Noter); ok {
 			r.Noted = n.Note()
+		}
+		if c, ok := sl.(Counter); ok {
+			r.Counted = maps.Clone(c.Counts())
 		}
 		out[name] = r
 	}
@@ -130,6 +141,27 @@ func (s Slots) notes() map[string]string {
 				out = map[string]string{}
 			}
 			out[name] = note
+		}
+	}
+	return out
+}
+
+// counts merges the counts of the slots that have some (nil for none).
+// Names are unique across slots (see Counter); should two collide, the
+// slot whose name sorts last wins, so the result does not depend on map
+// order.
+func (s Slots) counts() map[string]int64 {
+	var out map[string]int64
+	for _, name := range slices.Sorted(maps.Keys(s)) {
+		c, ok := s[name].(Counter)
+		if !ok {
+			continue
+		}
+		for k, v := range c.Counts() {
+			if out == nil {
+				out = map[string]int64{}
+			}
+			out[k] = v
 		}
 	}
 	return out

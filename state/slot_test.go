@@ -51,6 +51,41 @@ func TestSlotsRoundTripThroughJSON(t *testing.T) {
 	assert.JSONEq(t, string(b), string(again))
 }
 
+// countingSlot is a slot with counts and a note (as topics and intents).
+type countingSlot struct {
+	N int `json:"n"`
+}
+
+func (c *countingSlot) SlotVersion() int         { return 1 }
+func (c *countingSlot) CloneSlot() Slot          { d := *c; return &d }
+func (c *countingSlot) Note() string             { return "note" }
+func (c *countingSlot) Counts() map[string]int64 { return map[string]int64{"things": int64(c.N)} }
+
+// TestCountsSurviveStorage: a Counter slot's counts are written beside its
+// data, read back by RawSlot without decoding, and merged into summaries.
+func TestCountsSurviveStorage(t *testing.T) {
+	s := &Session{}
+	s.SetSlot("counting", &countingSlot{N: 3})
+	s.SetSlot("plain", &counterSlot{N: 1})
+	s.SetSlot("other", &RawSlot{V: 1, Counted: map[string]int64{"others": 2}})
+	assert.Equal(t, map[string]int64{"things": 3, "others": 2}, summarize(s).Counts)
+
+	b, err := json.Marshal(s)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"counting":{"v":1,"data":{"n":3},"note":"note","counts":{"things":3}}`)
+	assert.NotContains(t, string(b), `"plain":{"v":2,"data":{"n":1},"counts"`, "no counts for a slot without")
+	var back Session
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.IsType(t, &RawSlot{}, back.Slots["counting"])
+	assert.Equal(t, map[string]int64{"things": 3, "others": 2}, summarize(&back).Counts)
+
+	raw := back.Slots["counting"].(*RawSlot)
+	c := raw.CloneSlot().(*RawSlot)
+	c.Counted["things"] = 99
+	assert.EqualValues(t, 3, raw.Counts()["things"], "a clone owns its counts")
+	assert.Nil(t, (&Session{}).Slots.counts())
+}
+
 func TestSlotAsErrors(t *testing.T) {
 	s := &Session{}
 	c, err := SlotAs(s, "counter", decodeCounter)

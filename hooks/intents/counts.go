@@ -1,0 +1,17 @@
+package intents
+
+// CountRefusals is the Summary.Counts name of the number of refused calls.
+const CountRefusals = "refusals"
+
+// Counts implements state.Counter: the refusals among the audit entries
+// kept (the audit is bounded by Options.MaxAudit, so this counts the
+// recent ones), for session listings.
+func (s *State) Counts() map[string]int64 {
+	var n int64
+	for _, e := range s.Audit {
+		if e.Decision == DecisionRefused {
+			n++
+		}
+	}
+	return map[string]int64{CountRefusals: n}
+}
