@@ -31,32 +31,6 @@ func newFakeStore() *fakeStore {
 	return &fakeStore{Memory: state.NewMemory(state.MemoryOptions{}), evs: map[state.Key][]state.EventRecord{}}
 }
 
-// List fills the summary fields the stores fill (Agent, Model, Usage,
-// Counts), whether or not this build's Memory does yet.
-func (f *fakeStore) List(ctx context.Context, tenant string, limit int) ([]state.Summary, error) {
-	list, err := f.Memory.List(ctx, tenant, limit)
-	for i, sum := range list {
-		s, err := f.Get(ctx, state.Key{Tenant: sum.Tenant, Session: sum.ID})
-		if err != nil {
-			return nil, err
-		}
-		sum.CreatedAt, sum.Agent, sum.Model, sum.Usage = s.CreatedAt, s.Agent, s.Model, s.Usage
-		sum.Counts = map[string]int64{}
-		if tp, _ := topics.Of(s); tp != nil {
-			sum.Counts["chapters"] = int64(len(tp.Chapters))
-		}
-		if in, _ := intents.Of(s); in != nil {
-			for _, a := range in.Audit {
-				if a.Decision == intents.DecisionRefused {
-					sum.Counts["refusals"]++
-				}
-			}
-		}
-		list[i] = sum
-	}
-	return list, err
-}
-
 func (f *fakeStore) AppendEvents(_ context.Context, key state.Key, recs [][]byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -280,7 +254,7 @@ func TestApprovalsFragment(t *testing.T) {
 	require.NotContains(t, body, "ap1")
 
 	// A store without approvals says so on the list page.
-	h = newTestHandler(state.NewMemory(state.MemoryOptions{}), "")
+	h = newTestHandler(struct{ state.Store }{state.NewMemory(state.MemoryOptions{})}, "")
 	_, body, _ = get(h, "/console/f/approvals")
 	require.Contains(t, body, "keeps no approvals")
 }
