@@ -219,7 +219,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			err = ctx.Err()
 		}
 	}
-	_ = s.adminSrv.Shutdown()
+	_ = s.adminSrv.ShutdownWithContext(ctx) // a browser's unused preconnection would hold Shutdown() for the read timeout
 	s.watcher.close()
 	s.recorder.close(2 * time.Second)
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {

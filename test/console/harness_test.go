@@ -100,7 +100,9 @@ func startShepherd(t *testing.T, o shepherdOptions) *shepherd {
 	go func() { _ = srv.Serve(ln); served <- struct{}{} }()
 	go func() { _ = srv.ServeAdmin(aln); served <- struct{}{} }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// The browser may hold an unused connection open on the admin
+		// listener: Shutdown waits for it until ctx is done.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 		<-served
