@@ -155,8 +155,9 @@
       if (!t.getAttribute('datetime')) { return; }
       var d = new Date(t.getAttribute('datetime'));
       if (!isNaN(d)) {
-        t.title = t.getAttribute('datetime');
-        t.textContent = d.toLocaleString();
+        t.title = d.toLocaleString() + ' (' + t.getAttribute('datetime') + ')';
+        // Lines of a timeline or of the activity list show the time of day.
+        t.textContent = t.closest('.items, .activity') ? d.toLocaleTimeString() : d.toLocaleString();
       }
     });
   }

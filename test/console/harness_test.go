@@ -114,9 +114,11 @@ func startShepherd(t *testing.T, o shepherdOptions) *shepherd {
 }
 
 // agent is a raw-HTTP Anthropic Messages conversation through s in
-// session id (X-Session-Id), declaring the tools Read, Bash and Write.
+// session id (X-Session-Id), as Claude Code (its User-Agent) on a priced
+// model, declaring the tools Read, Bash, Write and Deploy.
 func (s *shepherd) agent(t *testing.T, id string) *kit.Agent {
-	a := kit.NewAgent(kit.Get(t, "anthropic"), s.URL, map[string]string{"X-Session-Id": id})
+	a := kit.NewAgent(kit.Get(t, "anthropic"), s.URL, map[string]string{"X-Session-Id": id, "User-Agent": "claude-cli/2.1.0 (external, cli)"})
+	a.Request.Model = "claude-sonnet-4-5"
 	a.Request.Tools = append(a.Request.Tools,
 		kit.Tool{Name: "Bash", Description: "Run a command", Schema: `{"type":"object"}`},
 		kit.Tool{Name: "Write", Description: "Write a file", Schema: `{"type":"object"}`})
