@@ -54,6 +54,8 @@ type Config struct {
 	Turns Turns `mapstructure:"turns"`
 	// Features holds settings shared by the features.
 	Features Features `mapstructure:"features"`
+	// Pricing overrides or adds model prices for the usage cost.
+	Pricing Pricing `mapstructure:"pricing"`
 
 	// deprecations are the warnings Load noted for deprecated keys.
 	deprecations []string

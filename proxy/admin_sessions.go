@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/shepherd-proxy/shepherd/hooks/intents"
@@ -16,14 +18,35 @@ import (
 // the turn engine) only on request.
 
 // sessionSummaryJSON is one entry of GET /shepherd/v1/sessions: identity,
-// time, request count and the current topic and intent names.
+// times, request count, the agent and model, usage and cost, the features'
+// counts (chapters, refusals) and the current topic and intent names.
 type sessionSummaryJSON struct {
 	ID        string    `json:"id"`
 	Tenant    string    `json:"tenant"`
+	CreatedAt time.Time `json:"created_at,omitzero"`
 	UpdatedAt time.Time `json:"updated_at"`
 	Requests  int64     `json:"requests"`
-	Topic     string    `json:"topic,omitempty"`
-	Intent    string    `json:"intent,omitempty"`
+	Agent     string    `json:"agent,omitempty"`
+	Model     string    `json:"model,omitempty"`
+	Usage     usageJSON `json:"usage"`
+	// Counts are the features' counters by name ("chapters", "refusals");
+	// absent when no feature counts anything.
+	Counts map[string]int64 `json:"counts,omitempty"`
+	Topic  string           `json:"topic,omitempty"`
+	Intent string           `json:"intent,omitempty"`
+}
+
+// usageJSON is a session's token usage summed over its turns (side
+// requests included), and its list-price cost in US dollars (0 for models
+// without a price). Input counts the input tokens not read from or written
+// to the prompt cache (docs/usage.md).
+type usageJSON struct {
+	Turns            int64   `json:"turns"`
+	InputTokens      int64   `json:"input_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
+	CacheReadTokens  int64   `json:"cache_read_tokens"`
+	CacheWriteTokens int64   `json:"cache_write_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
 }
 
 // sessionJSON is GET /shepherd/v1/sessions/{id}: the session's metadata,
@@ -36,6 +59,10 @@ type sessionJSON struct {
 	UpdatedAt     time.Time         `json:"updated_at"`
 	Requests      int64             `json:"requests"`
 	Version       int64             `json:"version"`
+	Agent         string            `json:"agent,omitempty"`
+	Model         string            `json:"model,omitempty"`
+	Usage         usageJSON         `json:"usage"`
+	Counts        map[string]int64  `json:"counts,omitempty"`
 	Topic         string            `json:"topic,omitempty"`
 	Intent        string            `json:"intent,omitempty"`
 	Chapters      []chapterJSON     `json:"chapters"`
@@ -85,8 +112,9 @@ type ledgerEntryJSON struct {
 func summariesJSON(list []state.Summary) []sessionSummaryJSON {
 	out := make([]sessionSummaryJSON, len(list))
 	for i, s := range list {
-		out[i] = sessionSummaryJSON{ID: s.ID, Tenant: s.Tenant, UpdatedAt: s.UpdatedAt,
-			Requests: s.Requests, Topic: s.Notes[topics.Name], Intent: s.Notes[intents.Name]}
+		out[i] = sessionSummaryJSON{ID: s.ID, Tenant: s.Tenant, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
+			Requests: s.Requests, Agent: s.Agent, Model: s.Model, Usage: usageJSON(s.Usage), Counts: s.Counts,
+			Topic: s.Notes[topics.Name], Intent: s.Notes[intents.Name]}
 	}
 	return out
 }
@@ -109,6 +137,7 @@ func sessionAnswer(s *state.Session, withLedger bool) sessionJSON {
 	out := sessionJSON{
 		ID: s.ID, Tenant: s.Tenant, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		Requests: s.Requests, Version: s.Version, Topic: tp.Topic, Intent: in.Intent,
+		Agent: s.Agent, Model: s.Model, Usage: usageJSON(s.Usage), Counts: slotCounts(s.Slots),
 		Chapters:      make([]chapterJSON, len(tp.Chapters)),
 		Audit:         make([]auditJSON, len(in.Audit)),
 		Recovery:      recoveryJSON(*rc),
@@ -129,6 +158,24 @@ func sessionAnswer(s *state.Session, withLedger bool) sessionJSON {
 		for i, e := range s.Ledger {
 			out.Ledger[i] = ledgerEntryJSON(e)
 		}
+	}
+	return out
+}
+
+// slotCounts merges the counters of the slots that have some (state.Counter),
+// as the session list's summaries do: should two names collide, the slot
+// whose name sorts last wins.
+func slotCounts(slots state.Slots) map[string]int64 {
+	var out map[string]int64
+	for _, name := range slices.Sorted(maps.Keys(slots)) {
+		c, ok := slots[name].(state.Counter)
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = map[string]int64{}
+		}
+		maps.Copy(out, c.Counts())
 	}
 	return out
 }

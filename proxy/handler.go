@@ -179,6 +179,7 @@ func (s *Server) identify(ctx *fasthttp.RequestCtx, x *exchange, in *inspection)
 	x.call.Route = x.route.name
 	x.call.RequestID = x.requestID
 	x.call.Tenant = tenantOf(&ctx.Request)
+	x.call.Agent = agentOf(&ctx.Request.Header)
 	var hints *rewrite.SessionHints
 	if in.hasHints {
 		hints = &in.hints

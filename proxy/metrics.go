@@ -45,6 +45,8 @@ type Metrics struct {
 	recoveryAdded    *prometheus.HistogramVec
 
 	sideRequests *prometheus.CounterVec
+	// usage counts tokens and cost by route and model (metrics_usage.go).
+	usage *usageCounters
 
 	// reqCounters caches the counter of each (route, status) pair so the hot
 	// path does not format labels per request.
@@ -128,6 +130,7 @@ func NewMetrics() *Metrics {
 		viewCacheLookups("hit", func() uint64 { h, _ := m.views.Load().Stats(); return h }),
 		viewCacheLookups("miss", func() uint64 { _, n := m.views.Load().Stats(); return n }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.usage = newUsageCounters(r)
 	return m
 }
 

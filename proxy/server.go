@@ -17,6 +17,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/console"
 	"github.com/shepherd-proxy/shepherd/logging"
+	"github.com/shepherd-proxy/shepherd/pricing"
 	"github.com/shepherd-proxy/shepherd/proxy/turn"
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/state"
@@ -31,6 +32,9 @@ type Options struct {
 	// The caller keeps ownership and closes them after Shutdown.
 	Features *Features
 	Metrics  *Metrics
+	// Prices turns usage into cost (pricing.New(cfg.Pricing.Models), built
+	// once at start-up); nil builds it from Config.
+	Prices *pricing.Table
 }
 
 // Server is shepherd's proxy. Build it with New, run it with Serve or
@@ -87,7 +91,14 @@ func New(o Options) (*Server, error) {
 		ridPrefix: newRequestIDPrefix(),
 		metricsH:  newMetricsHandler(o.Metrics),
 	}
-	s.engine = newEngine(cfg, o.Store, o.Metrics, o.Logger, o.Features)
+	if o.Prices == nil {
+		prices, err := pricing.New(cfg.Pricing.Models)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: %w", err)
+		}
+		o.Prices = prices
+	}
+	s.engine = newEngine(cfg, o.Store, o.Metrics, o.Logger, o.Features, o.Prices)
 	o.Metrics.views.Store(s.views)
 	uo := upstreamOptions{
 		DialTimeout: 10 * time.Second,

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/pricing"
 	"github.com/shepherd-proxy/shepherd/proxy/turn"
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
@@ -14,7 +15,7 @@ import (
 )
 
 // newEngine builds the turn engine from the server's dependencies, once.
-func newEngine(cfg *config.Config, store state.Store, m *Metrics, log *zap.Logger, f *Features) *turn.Engine {
+func newEngine(cfg *config.Config, store state.Store, m *Metrics, log *zap.Logger, f *Features, prices *pricing.Table) *turn.Engine {
 	return turn.New(turn.Options{
 		Store:        store,
 		Metrics:      m,
@@ -26,6 +27,7 @@ func newEngine(cfg *config.Config, store state.Store, m *Metrics, log *zap.Logge
 			MaxRefusalRounds: cfg.Turns.MaxRefusalRounds,
 		},
 		Recovery:   f.recovers(),
+		Prices:     prices,
 		SessionFor: fingerprintSessionID,
 	})
 }

@@ -126,13 +126,11 @@ func (a *StreamAccumulator) add(e *StreamEvent) {
 	if e.Model != "" {
 		a.reply.Model = e.Model
 	}
-	if e.Usage != nil {
-		if e.Usage.InputTokens > 0 {
-			a.reply.Usage.InputTokens = e.Usage.InputTokens
-		}
-		if e.Usage.OutputTokens > 0 {
-			a.reply.Usage.OutputTokens = e.Usage.OutputTokens
-		}
+	if u := e.Usage; u != nil {
+		overwrite(&a.reply.Usage.InputTokens, u.InputTokens)
+		overwrite(&a.reply.Usage.OutputTokens, u.OutputTokens)
+		overwrite(&a.reply.Usage.CacheReadTokens, u.CacheReadTokens)
+		overwrite(&a.reply.Usage.CacheWriteTokens, u.CacheWriteTokens)
 	}
 	switch e.Kind {
 	case BlockStart, BlockDelta, BlockStop:
@@ -144,6 +142,13 @@ func (a *StreamAccumulator) add(e *StreamEvent) {
 		}
 	case Finish:
 		a.reply.Stop, a.reply.RawStop = e.Stop, e.RawStop
+	}
+}
+
+// overwrite sets *dst to a usage count reported as non-zero.
+func overwrite(dst *int64, n int64) {
+	if n > 0 {
+		*dst = n
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/logging"
+	"github.com/shepherd-proxy/shepherd/pricing"
 	"github.com/shepherd-proxy/shepherd/proxy"
 	"github.com/shepherd-proxy/shepherd/state"
 )
@@ -66,8 +67,12 @@ func run() error {
 	}
 	defer features.Close()
 
+	prices, err := pricing.New(cfg.Pricing.Models)
+	if err != nil {
+		return err
+	}
 	srv, err := proxy.New(proxy.Options{
-		Config: cfg, Logger: log, Store: store, Metrics: metrics, Features: features,
+		Config: cfg, Logger: log, Store: store, Metrics: metrics, Features: features, Prices: prices,
 	})
 	if err != nil {
 		return err

@@ -63,6 +63,9 @@ type Turn struct {
 	// outcome is what the outcome hooks get (kept here: the Turn is
 	// allocated anyway).
 	outcome conv.TurnOutcome
+	// tally is the reply loop's outcome log, for the usage save adds to
+	// the session (usage.go); nil until Run.
+	tally *outcomeLog
 }
 
 // Start is how Begin left a request.

@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shepherd-proxy/shepherd/events"
+	"github.com/shepherd-proxy/shepherd/pricing"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -82,6 +83,9 @@ type Options struct {
 	// Events is the live feed the engine reports each turn's calls,
 	// continuations and usage to (nil: events.Nop).
 	Events events.Emitter
+	// Prices turns each turn's usage into the cost added to its session
+	// (nil: usage is counted, cost stays 0).
+	Prices *pricing.Table
 	// SessionFor names the session of a conversation known by its
 	// fingerprint (an opening request's state is saved under the
 	// fingerprint of its continuation).
@@ -100,6 +104,7 @@ type Engine struct {
 	recovery     bool
 	sessionFor   func(string) string
 	events       events.Emitter
+	prices       *pricing.Table
 }
 
 // New builds an Engine from its dependencies.
@@ -107,7 +112,7 @@ func New(o Options) *Engine {
 	e := &Engine{
 		store: o.Store, metrics: o.Metrics, log: o.Log, now: o.Now,
 		storeTimeout: o.StoreTimeout, limits: o.Limits, recovery: o.Recovery, sessionFor: o.SessionFor,
-		events: o.Events,
+		events: o.Events, prices: o.Prices,
 	}
 	if e.events == nil {
 		e.events = events.Nop{}

@@ -16,6 +16,7 @@ type outcomeLog struct {
 	calls         []conv.Outcome
 	awaiting      []int // indices in calls of passed calls not yet released
 	usage         conv.Usage
+	model         string // the model of the latest reply that names one
 	stop          conv.StopReason
 }
 
@@ -24,6 +25,11 @@ func (o *outcomeLog) reply(view *conv.Reply) {
 	o.ran = true
 	o.usage.InputTokens += view.Usage.InputTokens
 	o.usage.OutputTokens += view.Usage.OutputTokens
+	o.usage.CacheReadTokens += view.Usage.CacheReadTokens
+	o.usage.CacheWriteTokens += view.Usage.CacheWriteTokens
+	if view.Model != "" {
+		o.model = view.Model
+	}
 	o.stop = view.Stop
 }
 

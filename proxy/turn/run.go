@@ -30,6 +30,7 @@ func (t *Turn) Run(ctx context.Context, w Writer, up Sender) error {
 	loop := replyLoop{t: t, sent: t.sent}
 	l := &loop
 	l.outcome.rounds = 1
+	t.tally = &l.outcome
 	var first []byte
 	for round := 0; ; round++ {
 		cur, ok, err := w.Read()

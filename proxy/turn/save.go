@@ -26,10 +26,12 @@ type baseUpdater interface {
 // agent got appended: only the request that sends that reply back finds
 // it. Without a reply (the upstream failed, the client went away) there is
 // nothing to continue and nothing is saved. A side request that changed
-// nothing leaves the session alone.
+// nothing only adds its usage to a session that exists (never creating
+// one).
 func (t *Turn) save() (state.Key, bool) {
 	side := t.call.Side != ""
-	if side && len(t.effects) == 0 && len(t.entries) == 0 {
+	acct := t.usage()
+	if side && len(t.effects) == 0 && len(t.entries) == 0 && (acct == nil || t.base == nil) {
 		return t.key, false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), t.e.storeTimeout)
@@ -53,6 +55,7 @@ func (t *Turn) save() (state.Key, bool) {
 			fx(s)
 		}
 		appendLedger(s, t.entries)
+		acct.addTo(s)
 		return nil
 	}
 	var err error

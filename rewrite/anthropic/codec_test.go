@@ -185,7 +185,7 @@ func TestAnthropicParseReply(t *testing.T) {
 			{Index: 1, ID: "toolu_01Y", Name: "list_dir", Args: []byte(`{}`)},
 		},
 		Stop: conv.StopToolUse, RawStop: "tool_use",
-		Usage: conv.Usage{InputTokens: 812 + 100 + 2048, OutputTokens: 57},
+		Usage: conv.Usage{InputTokens: 812, OutputTokens: 57, CacheReadTokens: 2048, CacheWriteTokens: 100},
 	}, r)
 }
 

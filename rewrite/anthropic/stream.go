@@ -64,16 +64,18 @@ func anthropicStop(s string) conv.StopReason {
 	return conv.StopOther
 }
 
-// anthropicUsage normalises a usage object: input counts cache creation and
-// cache reads too. nil when u is not an object.
+// anthropicUsage normalises a usage object: input_tokens (already without
+// the cached part), output_tokens, cache_read_input_tokens and
+// cache_creation_input_tokens. nil when u is not an object.
 func anthropicUsage(u gjson.Result) *conv.Usage {
 	if !u.IsObject() {
 		return nil
 	}
 	return &conv.Usage{
-		InputTokens: u.Get("input_tokens").Int() + u.Get("cache_creation_input_tokens").Int() +
-			u.Get("cache_read_input_tokens").Int(),
-		OutputTokens: u.Get("output_tokens").Int(),
+		InputTokens:      u.Get("input_tokens").Int(),
+		OutputTokens:     u.Get("output_tokens").Int(),
+		CacheReadTokens:  u.Get("cache_read_input_tokens").Int(),
+		CacheWriteTokens: u.Get("cache_creation_input_tokens").Int(),
 	}
 }
 

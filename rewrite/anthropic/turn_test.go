@@ -264,7 +264,7 @@ func TestAnthropicMergeReplies(t *testing.T) {
 	r, err := apitest.CodecFor(Descriptor).ParseReply(out)
 	require.NoError(t, err)
 	require.Equal(t, "Hello world", r.Text)
-	require.Equal(t, conv.Usage{InputTokens: 280, OutputTokens: 16}, r.Usage)
+	require.Equal(t, conv.Usage{InputTokens: 130, OutputTokens: 16, CacheReadTokens: 150}, r.Usage)
 	require.Equal(t, "c", r.Model)
 	require.Equal(t, conv.StopToolUse, r.Stop)
 	require.Equal(t, []conv.ToolCall{{ID: "t", Name: "read", Args: []byte(`{"p":1}`)}}, r.ToolCalls)
@@ -279,7 +279,7 @@ func TestAnthropicMergeReplies(t *testing.T) {
 	require.Equal(t, "Reading it.Reading it.", r.Text)
 	require.Len(t, r.ToolCalls, 4)
 	require.Equal(t, int64(114), r.Usage.OutputTokens)
-	require.Equal(t, int64(812+100+2048), r.Usage.InputTokens)
+	require.Equal(t, conv.Usage{InputTokens: 812, OutputTokens: 114, CacheReadTokens: 2048, CacheWriteTokens: 100}, r.Usage)
 }
 
 // TestAnthropicTurnRoundTrip appends a reply and shepherd's results to a

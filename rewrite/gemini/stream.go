@@ -68,16 +68,19 @@ func geminiStop(s string, calls bool) conv.StopReason {
 	return conv.StopOther
 }
 
-// geminiUsage normalises usageMetadata: input counts the prompt (cached
-// tokens included) and tool-use prompt tokens; output counts candidates and
-// thoughts. nil when u is not an object.
+// geminiUsage normalises usageMetadata: input counts the prompt and
+// tool-use prompt tokens without the cached part (cachedContentTokenCount,
+// the cache read); output counts candidates and thoughts. nil when u is not
+// an object.
 func geminiUsage(u gjson.Result) *conv.Usage {
 	if !u.IsObject() {
 		return nil
 	}
+	cached := u.Get("cachedContentTokenCount").Int()
 	return &conv.Usage{
-		InputTokens:  u.Get("promptTokenCount").Int() + u.Get("toolUsePromptTokenCount").Int(),
-		OutputTokens: u.Get("candidatesTokenCount").Int() + u.Get("thoughtsTokenCount").Int(),
+		InputTokens:     max(0, u.Get("promptTokenCount").Int()+u.Get("toolUsePromptTokenCount").Int()-cached),
+		OutputTokens:    u.Get("candidatesTokenCount").Int() + u.Get("thoughtsTokenCount").Int(),
+		CacheReadTokens: cached,
 	}
 }
 

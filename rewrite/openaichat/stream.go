@@ -77,7 +77,12 @@ func chatUsage(u gjson.Result) *conv.Usage {
 	if !u.IsObject() {
 		return nil
 	}
-	return &conv.Usage{InputTokens: u.Get("prompt_tokens").Int(), OutputTokens: u.Get("completion_tokens").Int()}
+	cached := u.Get("prompt_tokens_details.cached_tokens").Int()
+	return &conv.Usage{
+		InputTokens:     max(0, u.Get("prompt_tokens").Int()-cached),
+		OutputTokens:    u.Get("completion_tokens").Int(),
+		CacheReadTokens: cached,
+	}
 }
 
 func (chatCodec) NewStreamDecoder() rewrite.StreamDecoder { return &chatDecoder{} }

@@ -90,7 +90,12 @@ func responsesUsage(u gjson.Result) *conv.Usage {
 	if !u.IsObject() {
 		return nil
 	}
-	return &conv.Usage{InputTokens: u.Get("input_tokens").Int(), OutputTokens: u.Get("output_tokens").Int()}
+	cached := u.Get("input_tokens_details.cached_tokens").Int()
+	return &conv.Usage{
+		InputTokens:     max(0, u.Get("input_tokens").Int()-cached),
+		OutputTokens:    u.Get("output_tokens").Int(),
+		CacheReadTokens: cached,
+	}
 }
 
 func (responsesCodec) NewStreamDecoder() rewrite.StreamDecoder { return &responsesDecoder{} }
