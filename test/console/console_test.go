@@ -55,6 +55,16 @@ func TestConsoleTokenChapterRefusal(t *testing.T) {
 	giveToken(t, ctx, adminToken)
 	list := waitText(t, ctx, "#sessions", "console-1")
 	require.Contains(t, list, "INT-001", "the session's intent is listed")
+	row := waitText(t, ctx, `tr[data-session="console-1"]`, "claude-code", "claude-sonnet-4-5")
+	require.Regexp(t, `\$0\.\d*[1-9]`, row, "the session's cost is listed")
+
+	// Search: a word that matches nothing empties the list; the agent's
+	// name finds the session again.
+	run(t, ctx, "search", chromedp.SendKeys(chromedp.CSS("#q"), "no-such-session"))
+	waitText(t, ctx, "#sessions", "No session matches")
+	eval[string](t, ctx, `document.getElementById("q").value = ""`)
+	run(t, ctx, "search by agent", chromedp.SendKeys(chromedp.CSS("#q"), "claude-code"))
+	waitText(t, ctx, "#sessions", "console-1")
 	run(t, ctx, "the token form is gone", chromedp.WaitNotVisible(chromedp.CSS("#token-form")))
 
 	// The session's own page, by its link: the chapter and the refusal.
