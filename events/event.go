@@ -43,7 +43,8 @@ const (
 	// args (truncated), intent, reason, rule, expires_at.
 	CallHeld Type = "call.held"
 	// CallApproved / CallDenied: a held call was decided. Data: approval,
-	// tool, call_id, by ("console", "api", "timeout"), note.
+	// tool, call_id, by ("console", "api", "timeout", or "shepherd" when
+	// the agent left while the call was held), note.
 	CallApproved Type = "call.approved"
 	CallDenied   Type = "call.denied"
 	// Continuation: a reply cut by the output limit was continued. Data:

@@ -32,7 +32,7 @@ func isAdminPath(p []byte) bool {
 	case "/healthz", "/readyz", "/metrics":
 		return true
 	}
-	return bytes.HasPrefix(p, []byte(sessionsPrefix)) || console.IsPath(p)
+	return bytes.HasPrefix(p, []byte(sessionsPrefix)) || string(p) == approvalsPath || console.IsPath(p)
 }
 
 // handleWithAdmin serves admin paths and proxies everything else; used when
@@ -55,6 +55,9 @@ func (s *Server) handleWithAdmin(ctx *fasthttp.RequestCtx) {
 //     sessions (sessionSummaryJSON).
 //   - GET /shepherd/v1/sessions/{id}[?tenant=T][&include=ledger]: one
 //     session (sessionJSON); its ledger only with include=ledger.
+//   - the approvals API (admin_approvals.go): GET /shepherd/v1/approvals,
+//     GET /shepherd/v1/sessions/{id}/approvals, POST
+//     /shepherd/v1/sessions/{id}/approvals/{approval}.
 //   - /console/...: the web console (package console); its data fragments
 //     need the token like the sessions API.
 //   - /debug/pprof/...: Go runtime profiles (net/http/pprof's endpoints),
@@ -94,9 +97,16 @@ func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx, dedicated bool) {
 		s.metricsH(ctx)
 	case console.IsPath(ctx.Path()):
 		s.console.Serve(ctx)
-	case strings.HasPrefix(path, sessionsPrefix):
+	case path == approvalsPath || strings.HasPrefix(path, sessionsPrefix):
 		if !s.adminAuthorized(ctx) {
 			writeJSON(ctx, fasthttp.StatusUnauthorized, map[string]string{"error": "admin token required"})
+			return
+		}
+		if path == approvalsPath {
+			s.listApprovals(ctx)
+			return
+		}
+		if s.sessionApprovals(ctx, strings.Trim(strings.TrimPrefix(path, sessionsPrefix), "/")) {
 			return
 		}
 		if !ctx.IsGet() {

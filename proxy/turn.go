@@ -29,7 +29,16 @@ func newEngine(cfg *config.Config, store state.Store, m *Metrics, log *zap.Logge
 		Recovery:   f.recovers(),
 		Prices:     prices,
 		SessionFor: fingerprintSessionID,
+		Approvals:  approvalsOf(store),
+		Holds:      turn.Holds(cfg.Intents.Holds()),
 	})
+}
+
+// approvalsOf is the store's approvals (nil when it keeps none: held calls
+// are then refused).
+func approvalsOf(store state.Store) state.Approvals {
+	a, _ := store.(state.Approvals)
+	return a
 }
 
 // storeTimeout bounds one store call of a turn.
@@ -73,7 +82,7 @@ func (s *Server) beginTurn(ctx *fasthttp.RequestCtx, x *exchange, view *conv.Req
 // engine and writes the agent's copy to the client.
 func (s *Server) runJSONTurn(ctx *fasthttp.RequestCtx, x *exchange, t *turn.Turn) error {
 	tio := &x.turnIO
-	tio.json = turnJSON{ctx: ctx, resp: x.upResp}
+	tio.json = turnJSON{ctx: ctx, resp: x.upResp, watch: x.watch}
 	tio.sender = upstreamSender{s: s, x: x, tmpl: &ctx.Request}
 	return t.Run(ctx, &tio.json, &tio.sender)
 }

@@ -16,9 +16,10 @@ const headerRecoveryAttempts = "X-Shepherd-Recovery-Attempts"
 // turnJSON is the turn engine's writer for a complete reply: it reads each
 // reply whole and writes the merged copy to the client at the end.
 type turnJSON struct {
-	ctx  *fasthttp.RequestCtx
-	resp *fasthttp.Response // the first reply, until read
-	next []byte             // a follow-up's reply, read by Follow
+	ctx   *fasthttp.RequestCtx
+	watch *clientWatch       // the client's connection, nil when not watched
+	resp  *fasthttp.Response // the first reply, until read
+	next  []byte             // a follow-up's reply, read by Follow
 }
 
 var _ turn.Writer = (*turnJSON)(nil)
@@ -55,6 +56,15 @@ func (w *turnJSON) Follow(resp *fasthttp.Response, _ bool) error {
 		return fmt.Errorf("proxy: follow-up answered %d", status)
 	}
 	w.next = b
+	return nil
+}
+
+// KeepAlive implements turn.Writer: nothing can reach the client before
+// the reply, so it only reports a client that left.
+func (w *turnJSON) KeepAlive() error {
+	if w.watch.left() {
+		return turn.ErrClientGone
+	}
 	return nil
 }
 

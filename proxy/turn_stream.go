@@ -137,6 +137,28 @@ func (ts *turnStream) Finish(f turn.Final) {
 	write(ts.w, out)
 }
 
+// keepAlive is the SSE comment line a held turn writes between events,
+// for the APIs whose clients ignore comment lines (the descriptor's
+// KeepAlive otherwise).
+var keepAlive = []byte(": keepalive\n\n")
+
+// KeepAlive implements turn.Writer: the API's keepalive bytes (an SSE
+// comment unless its descriptor says otherwise), flushed, in the stream's
+// line endings.
+func (ts *turnStream) KeepAlive() error {
+	b := keepAlive
+	if api := ts.x.route.api; api != nil && api.KeepAlive != nil {
+		b = api.KeepAlive
+	}
+	if ts.x.crlf {
+		b = bytes.ReplaceAll(b, lf, crlf)
+	}
+	if ts.x.watch.left() || !write(ts.w, b) {
+		return turn.ErrClientGone
+	}
+	return nil
+}
+
 // spliceStream feeds one upstream stream through the splicer, writing what
 // it returns (sent before the upstream is read again, and at the end). It
 // reports whether the client went away and the upstream's error, and closes

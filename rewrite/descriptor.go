@@ -49,6 +49,13 @@ type Descriptor struct {
 	// TopLevel lists the top-level request members whose JSON type
 	// PeekRequest checks: the structure of the wire API, not the content.
 	TopLevel map[string]JSONKind
+
+	// KeepAlive is what a stream writer sends between events while it
+	// holds a reply (a call waiting for approval), so the connection stays
+	// open: bytes the API's clients ignore, with "\n" line endings. nil
+	// sends the SSE comment line ": keepalive"; empty sends nothing (the
+	// API's clients ignore nothing between events).
+	KeepAlive []byte
 }
 
 // Route is one model route of a wire API: a POST on an exact path, or on a

@@ -49,12 +49,13 @@ func pendingForm(key Key, a Approval) Approval {
 }
 
 // decide returns cur decided at now, or ErrDecided when it was decided
-// already or expired.
+// already or expired (except the holder's own denial by
+// ApprovalByTimeout, which records the expiry).
 func decide(cur Approval, decision, by, note string, now time.Time) (Approval, error) {
 	if cur.Decision != ApprovalPending {
 		return Approval{}, fmt.Errorf("state: approval %q (%s): %w", cur.ID, cur.Decision, ErrDecided)
 	}
-	if !now.Before(cur.ExpiresAt) {
+	if !now.Before(cur.ExpiresAt) && (decision != ApprovalDenied || by != ApprovalByTimeout) {
 		return Approval{}, fmt.Errorf("state: approval %q (expired): %w", cur.ID, ErrDecided)
 	}
 	cur.Decision, cur.By, cur.Note, cur.DecidedAt = decision, by, note, now.UTC().Round(0)

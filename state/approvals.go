@@ -17,10 +17,15 @@ const (
 	ApprovalDenied   = "denied"
 )
 
+// ApprovalByTimeout is Approval.By of a call denied because nobody decided
+// in time. DecideApproval accepts that denial past ExpiresAt: the replica
+// holding the call records the expiry however late its timer fires.
+const ApprovalByTimeout = "timeout"
+
 // Approval is a tool call held until a person approves or denies it. It
-// is bound to that exact call: ID is a hash of the call's id, tool and
-// arguments (package hooks computes it), so a decision never applies to
-// another call.
+// is bound to that exact call: ID is a hash of the session id and the
+// call's id, tool and arguments (turn.ApprovalID computes it), so a
+// decision never applies to another call.
 type Approval struct {
 	ID      string `json:"id"`
 	Session string `json:"session"`
@@ -58,7 +63,7 @@ type Approval struct {
 //     ApprovalDenied), by and note on a pending approval, atomically: of
 //     two racing decisions exactly one wins; the other gets ErrDecided.
 //     An unknown or dropped id is ErrNotFound; one past ExpiresAt is
-//     ErrDecided. It returns the approval as decided.
+//     ErrDecided, except a denial by ApprovalByTimeout. It returns the approval as decided.
 //   - GetApproval returns the approval as stored (ErrNotFound when
 //     unknown or dropped).
 //   - PendingApprovals lists undecided approvals not yet expired, oldest

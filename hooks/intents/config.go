@@ -2,6 +2,7 @@ package intents
 
 import (
 	"path/filepath"
+	"time"
 
 	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/hooks/intents/policy"
@@ -20,6 +21,15 @@ const (
 	FailClosed FailMode = "closed"
 	// FailOpen lets every tool call through (and audits it as such).
 	FailOpen FailMode = "open"
+)
+
+// Values of intents.mode.
+const (
+	// ModeEnforce refuses and holds calls as the policy says.
+	ModeEnforce = "enforce"
+	// ModeObserve (shadow mode) lets every call through and records what
+	// enforce mode would have refused or held.
+	ModeObserve = "observe"
 )
 
 // Values of intents.unparsed_commands.
@@ -81,8 +91,40 @@ type Config struct {
 	// store is down. closed refuses every call except always-allowed ones,
 	// with a reason saying the policy is unavailable; open lets them through.
 	OnError FailMode `mapstructure:"on_error"`
+	// Mode: key intents.mode; enforce (default) or observe. observe is
+	// shadow mode: every call the policy would refuse or hold is let
+	// through, audited as would_refuse / would_ask and reported on the live
+	// feed (call.refused with observed true), so a policy can be tried on
+	// real work first.
+	Mode string `mapstructure:"mode"`
+	// ApprovalTimeout: key intents.approval_timeout; how long a call an
+	// ask rule holds waits for a person's decision; default 2m, at most
+	// 24h. On expiry the call is refused with the reason "not approved in
+	// time".
+	ApprovalTimeout time.Duration `mapstructure:"approval_timeout"`
+	// ApprovalPoll: key intents.approval_poll; how often the replica
+	// holding a call reads its approval from the state store (a decision
+	// may be made on any replica); default 500ms, at most
+	// approval_timeout.
+	ApprovalPoll time.Duration `mapstructure:"approval_poll"`
+	// KeepAlive: key intents.keepalive; while a call is held, a streamed
+	// reply gets an SSE comment line this often so the agent's client and
+	// the proxies between keep the connection open; default 15s, at least
+	// 10ms.
+	KeepAlive time.Duration `mapstructure:"keepalive"`
 	// Routes override File and WorkspaceRoot per wire API.
 	Routes Routes `mapstructure:"routes"`
+}
+
+// Holds are the settings of held calls the turn engine needs
+// (intents.approval_timeout, approval_poll, keepalive).
+type Holds struct {
+	Timeout, Poll, KeepAlive time.Duration
+}
+
+// Holds returns the section's settings for held calls.
+func (c *Config) Holds() Holds {
+	return Holds{Timeout: c.ApprovalTimeout, Poll: c.ApprovalPoll, KeepAlive: c.KeepAlive}
 }
 
 // Routes holds per-API overrides of the policy file and workspace root; an
@@ -134,6 +176,10 @@ func (c *Config) SetDefaults() {
 		UnparsedCommands: UnparsedRefuse,
 		InferPathArgs:    true,
 		OnError:          FailClosed,
+		Mode:             ModeEnforce,
+		ApprovalTimeout:  2 * time.Minute,
+		ApprovalPoll:     500 * time.Millisecond,
+		KeepAlive:        15 * time.Second,
 	}
 }
 
@@ -171,6 +217,20 @@ func (c *Config) Validate() []hooks.Problem {
 	case FailClosed, FailOpen:
 	default:
 		p.Add("intents.on_error", "%q is not one of closed, open", c.OnError)
+	}
+	switch c.Mode {
+	case ModeEnforce, ModeObserve:
+	default:
+		p.Add("intents.mode", "%q is not one of enforce, observe", c.Mode)
+	}
+	if c.ApprovalTimeout <= 0 || c.ApprovalTimeout > 24*time.Hour {
+		p.Add("intents.approval_timeout", "%v must be more than 0 and at most 24h", c.ApprovalTimeout)
+	}
+	if c.ApprovalPoll <= 0 || c.ApprovalPoll > c.ApprovalTimeout && c.ApprovalTimeout > 0 {
+		p.Add("intents.approval_poll", "%v must be more than 0 and at most intents.approval_timeout", c.ApprovalPoll)
+	}
+	if c.KeepAlive < 10*time.Millisecond {
+		p.Add("intents.keepalive", "%v must be at least 10ms", c.KeepAlive)
 	}
 	for _, r := range c.Routes.byKey() {
 		if r.route.WorkspaceRoot != "" && !filepath.IsAbs(r.route.WorkspaceRoot) {

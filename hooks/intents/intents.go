@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/shepherd-proxy/shepherd/events"
 	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/hooks/intents/policy"
 	"github.com/shepherd-proxy/shepherd/hooks/intents/shell"
@@ -45,6 +46,14 @@ const (
 	DecisionRefused  = "refused"
 	DecisionSelected = "selected" // select_active_intent set the intent
 	DecisionListed   = "listed"   // select_active_intent without an id
+	// DecisionHeld: an ask rule matched; the turn engine holds the call
+	// until a person approves or denies it (its final fate is in the turn's
+	// outcome and the call.approved / call.denied events).
+	DecisionHeld = "held"
+	// DecisionWouldRefuse and DecisionWouldAsk: observe mode let through a
+	// call enforce mode would have refused or held.
+	DecisionWouldRefuse = "would_refuse"
+	DecisionWouldAsk    = "would_ask"
 )
 
 // Audit rules: the check that decided. They are metric label values.
@@ -60,6 +69,10 @@ const (
 	RuleStateUnavailable  = "state_unavailable"
 	RuleFailOpen          = "fail_open"
 	RuleSelectIntent      = "select_intent"
+	// The ask rules: a call they match is held for a person's approval.
+	RuleAskTools    = "ask_tools"
+	RuleAskPatterns = "ask_patterns"
+	RuleAskScope    = "ask_glob"
 )
 
 // Options configure the hook (Config.Provision builds them from the
@@ -102,6 +115,14 @@ type Options struct {
 	// OnDecision, when set, is called once per decision (logs, metrics). It
 	// must be safe for concurrent use.
 	OnDecision func(call *hooks.Call, e AuditEntry)
+	// Observe is shadow mode (intents.mode observe): every call that would
+	// be refused or held is let through, audited as would_refuse or
+	// would_ask and reported as a call.refused event with observed true.
+	// Answers to select_active_intent are given as in enforce mode.
+	Observe bool
+	// Events is the live feed decisions are reported to (intent.selected,
+	// observed refusals); nil reports nothing.
+	Events events.Emitter
 	// OnOutcome, when set, is called once per tool call the hook allowed,
 	// with its final fate (delivered, undelivered, dropped), in the outcome
 	// phase. It must be safe for concurrent use.
@@ -113,8 +134,11 @@ type Options struct {
 // reminder, answers select_active_intent itself, and checks every other tool
 // call of a reply, in order: gatekeeper, disallow_tools, disallow_patterns,
 // file scope. A refused call is answered to the model as an error result
-// with the reason; the agent never sees it. Every decision is audited in the
-// session.
+// with the reason; the agent never sees it. A call only an ask rule matches
+// (ask_tools, ask_patterns, ask_glob) is held (conv.Hold): the turn engine
+// waits for a person's approval (docs/approvals.md). In observe mode every
+// call passes and what enforce would do is audited and reported. Every
+// decision is audited in the session.
 //
 // Hook keeps no state of its own: the session's slot (State) carries the
 // active intent and the audit trail; the policy comes from Options.Policy.
@@ -144,6 +168,9 @@ func New(cfg Options) *Hook {
 	}
 	if cfg.Policy == nil {
 		cfg.Policy = func() *policy.Policy { return nil }
+	}
+	if cfg.Events == nil {
+		cfg.Events = events.Nop{}
 	}
 	h := &Hook{cfg: cfg, allowed: set(cfg.AlwaysAllowed), exempt: set(cfg.Exempt)}
 	h.spec = conv.ToolSpec{
@@ -261,6 +288,7 @@ func (h *Hook) OnReply(_ context.Context, call *hooks.Call, reply *conv.Reply) (
 			switch {
 			case id != "":
 				e.Decision, cur, selected = DecisionSelected, id, id
+				h.selectedEvent(call, p, id, now)
 			case verdict == conv.Claim:
 				e.Decision = DecisionListed
 			default:
@@ -272,13 +300,24 @@ func (h *Hook) OnReply(_ context.Context, call *hooks.Call, reply *conv.Reply) (
 		} else {
 			verdict, e.Rule, result = h.check(call, p, cur, c)
 			e.Decision = DecisionAllowed
-			if verdict == conv.Refuse {
+			switch verdict {
+			case conv.Refuse:
 				e.Decision, e.Reason = DecisionRefused, result
+			case conv.Hold:
+				e.Decision, e.Reason = DecisionHeld, result
+			}
+			if h.cfg.Observe && verdict != conv.Pass {
+				e.Decision = DecisionWouldRefuse
+				if verdict == conv.Hold {
+					e.Decision = DecisionWouldAsk
+				}
+				h.observedEvent(call, c, e, cur, now)
+				verdict = conv.Pass
 			}
 		}
 		e.Intent = cur
 		if verdict != conv.Pass {
-			d.Calls = append(d.Calls, conv.CallDecision{CallIndex: c.Index, Verdict: verdict, Result: result})
+			d.Calls = append(d.Calls, conv.CallDecision{CallIndex: c.Index, Verdict: verdict, Result: result, Rule: e.Rule})
 		}
 		audit = append(audit, e)
 		if h.cfg.OnDecision != nil {
@@ -361,6 +400,17 @@ func (h *Hook) check(call *hooks.Call, p *policy.Policy, cur string, c conv.Tool
 		return conv.Refuse, RuleDisallowPatterns, "Tool call refused: the arguments of this " + c.Name + " call match " + quote(pat) +
 			", a pattern intent " + in.ID + " disallows (disallow_patterns)."
 	}
+	// An ask rule holds the call unless a refusing rule below refuses it:
+	// the first ask found gives the reason.
+	var ask asked
+	if entry, ok := in.AsksTool(c.Name); ok {
+		ask.note(RuleAskTools, "Tool call held for a person's approval: intent "+in.ID+" asks before the tool "+quote(c.Name)+
+			" (ask_tools entry "+quote(entry)+").")
+	}
+	if pat, ok := in.MatchAskPattern(c.Args); ok {
+		ask.note(RuleAskPatterns, "Tool call held for a person's approval: the arguments of this "+c.Name+" call match "+quote(pat)+
+			", a pattern intent "+in.ID+" asks about (ask_patterns).")
+	}
 	// A listed tool's paths come from its table entry (an error only then);
 	// an unlisted one's are inferred from path-like arguments.
 	paths, known, err := h.cfg.PathArgs.Paths(c.Name, c.Args)
@@ -372,18 +422,39 @@ func (h *Hook) check(call *hooks.Call, p *policy.Policy, cur string, c conv.Tool
 			" call touches (" + err.Error() + "), so it cannot check them against the scope of intent " + in.ID + "."
 	}
 	for _, raw := range paths {
-		if v, rule, msg := h.checkPath(in, c.Name, raw, false); v == conv.Refuse {
+		v, rule, msg := h.checkPath(in, c.Name, raw, false)
+		if v == conv.Refuse {
 			return v, rule, msg
 		}
+		if v == conv.Hold {
+			ask.note(rule, msg)
+		}
 	}
-	if v, rule, msg := h.checkShell(in, c); v == conv.Refuse {
+	v, rule, msg := h.checkShell(in, c)
+	if v == conv.Refuse {
 		return v, rule, msg
+	}
+	if v == conv.Hold {
+		ask.note(rule, msg)
+	}
+	if ask.rule != "" {
+		return conv.Hold, ask.rule, ask.reason
 	}
 	return conv.Pass, RuleChecksPassed, ""
 }
 
+// asked is the first ask rule a call matched.
+type asked struct{ rule, reason string }
+
+func (a *asked) note(rule, reason string) {
+	if a.rule == "" {
+		a.rule, a.reason = rule, reason
+	}
+}
+
 // checkPath checks one raw path a call of tool names against the scope of
-// in; shell says the path is a file a shell command writes.
+// in; shell says the path is a file a shell command writes. It returns
+// Hold for a path an ask_glob matches.
 func (h *Hook) checkPath(in *policy.Intent, tool, raw string, shell bool) (conv.Verdict, string, string) {
 	rel, inside := policy.NormalizePath(h.cfg.Root, raw)
 	if !inside {
@@ -394,13 +465,21 @@ func (h *Hook) checkPath(in *policy.Intent, tool, raw string, shell bool) (conv.
 		return conv.Refuse, RuleScope, "Tool call refused: " + what + " outside the workspace (" + h.cfg.Root +
 			"), so it is outside the scope of intent " + in.ID + "."
 	}
-	if ok, reason := in.CheckPath(rel); !ok {
+	switch v, reason := in.ScopePath(rel); v {
+	case policy.ScopeRefuse:
 		what := tool + " on " + quote(rel) + " is"
 		if shell {
 			what = "this " + tool + " command writes " + quote(rel) + ", which is"
 		}
 		return conv.Refuse, RuleScope, "Tool call refused: " + what + " outside the scope of intent " +
 			in.ID + ": " + reason + ". Work on files in scope, or select an intent whose scope covers this file."
+	case policy.ScopeAsk:
+		what := tool + " on " + quote(rel)
+		if shell {
+			what = "this " + tool + " command writing " + quote(rel)
+		}
+		return conv.Hold, RuleAskScope, "Tool call held for a person's approval: " + what + " needs approval under intent " +
+			in.ID + ": " + reason + "."
 	}
 	return conv.Pass, "", ""
 }
@@ -408,8 +487,9 @@ func (h *Hook) checkPath(in *policy.Intent, tool, raw string, shell bool) (conv.
 // checkShell checks the files the shell commands of call c write against
 // the scope of in. A target out of scope is refused first, naming it; a
 // command whose targets cannot all be known is refused next unless
-// AllowUnparsed.
+// AllowUnparsed; a target an ask_glob matches holds the call last.
 func (h *Hook) checkShell(in *policy.Intent, c conv.ToolCall) (conv.Verdict, string, string) {
+	var ask asked
 	cmds, known, err := h.cfg.ShellArgs.Commands(c.Name, c.Args)
 	if !known {
 		return conv.Pass, "", ""
@@ -429,8 +509,12 @@ func (h *Hook) checkShell(in *policy.Intent, c conv.ToolCall) (conv.Verdict, str
 			if cmd.Dir != "" && !path.IsAbs(t) {
 				t = path.Join(cmd.Dir, t)
 			}
-			if v, rule, msg := h.checkPath(in, c.Name, t, true); v == conv.Refuse {
+			v, rule, msg := h.checkPath(in, c.Name, t, true)
+			if v == conv.Refuse {
 				return v, rule, msg
+			}
+			if v == conv.Hold {
+				ask.note(rule, msg)
 			}
 		}
 		if unparsed == "" && w.Unparsed != "" {
@@ -441,6 +525,9 @@ func (h *Hook) checkShell(in *policy.Intent, c conv.ToolCall) (conv.Verdict, str
 		return conv.Refuse, RuleUnparsedCommand, "Tool call refused: shepherd cannot tell which files this " + c.Name +
 			" command writes (" + unparsed + "), so it cannot check them against the scope of intent " + in.ID +
 			". Write the command with literal file paths, or use the file-editing tools."
+	}
+	if ask.rule != "" {
+		return conv.Hold, ask.rule, ask.reason
 	}
 	return conv.Pass, "", ""
 }

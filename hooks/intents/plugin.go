@@ -51,6 +51,8 @@ func (c *Config) Provision(env hooks.Env) (hooks.Plugin, error) {
 			AllowUnparsed: c.UnparsedCommands == UnparsedAllow,
 			InferPaths:    c.InferPathArgs,
 			FailOpen:      c.OnError == FailOpen,
+			Observe:       c.Mode == ModeObserve,
+			Events:        env.Events,
 		},
 		built: map[PolicySource]*Hook{},
 	}, nil
@@ -185,7 +187,7 @@ type metrics struct {
 func newMetrics() *metrics {
 	return &metrics{
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shepherd_intent_decisions_total", Help: "Intent governance decisions on tool calls, by decision (allowed, refused, selected, listed) and the rule that decided.",
+			Name: "shepherd_intent_decisions_total", Help: "Intent governance decisions on tool calls, by decision (allowed, refused, held, would_refuse, would_ask, selected, listed) and the rule that decided.",
 		}, []string{"decision", "rule"}),
 		policyLoads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shepherd_intents_policy_loads_total", Help: "Intents policy load attempts that found a change, by result (ok, error).",

@@ -86,6 +86,12 @@ type Options struct {
 	// Prices turns each turn's usage into the cost added to its session
 	// (nil: usage is counted, cost stays 0).
 	Prices *pricing.Table
+	// Approvals keeps the calls a reply hook holds (conv.Hold) until a
+	// person decides (any replica may record the decision); nil refuses
+	// held calls, saying approvals are unavailable.
+	Approvals state.Approvals
+	// Holds time held calls (a zero field takes DefaultHolds' value).
+	Holds Holds
 	// SessionFor names the session of a conversation known by its
 	// fingerprint (an opening request's state is saved under the
 	// fingerprint of its continuation).
@@ -105,6 +111,8 @@ type Engine struct {
 	sessionFor   func(string) string
 	events       events.Emitter
 	prices       *pricing.Table
+	approvals    state.Approvals
+	holds        Holds
 }
 
 // New builds an Engine from its dependencies.
@@ -112,7 +120,7 @@ func New(o Options) *Engine {
 	e := &Engine{
 		store: o.Store, metrics: o.Metrics, log: o.Log, now: o.Now,
 		storeTimeout: o.StoreTimeout, limits: o.Limits, recovery: o.Recovery, sessionFor: o.SessionFor,
-		events: o.Events, prices: o.Prices,
+		events: o.Events, prices: o.Prices, approvals: o.Approvals, holds: o.Holds.withDefaults(),
 	}
 	if e.events == nil {
 		e.events = events.Nop{}

@@ -87,6 +87,9 @@ type scriptWriter struct {
 	released [][]int
 	final    *Final
 	readErr  error
+	// keepAlives counts KeepAlive calls; gone makes them fail.
+	keepAlives int
+	gone       bool
 }
 
 func (w *scriptWriter) Read() ([]byte, bool, error) {
@@ -107,6 +110,14 @@ func (w *scriptWriter) Follow(resp *fasthttp.Response, _ bool) error {
 	return nil
 }
 func (w *scriptWriter) Finish(f Final) { w.final = &f }
+
+func (w *scriptWriter) KeepAlive() error {
+	w.keepAlives++
+	if w.gone {
+		return ErrClientGone
+	}
+	return nil
+}
 
 // scriptSender answers each request with the next scripted reply and
 // keeps the bodies sent.

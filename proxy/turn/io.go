@@ -46,6 +46,12 @@ type Writer interface {
 	Follow(resp *fasthttp.Response, cont bool) error
 	// Finish ends the agent's reply, after the session was saved.
 	Finish(f Final)
+	// KeepAlive keeps the agent's connection open while the turn waits
+	// (a call held for approval) between Release and the next write: a
+	// stream writer writes and flushes something every parser ignores (an
+	// SSE comment line); a JSON writer writes nothing. An error wrapping
+	// ErrClientGone means the agent went away: the turn stops waiting.
+	KeepAlive() error
 }
 
 // Final is what a Writer's Finish gets.

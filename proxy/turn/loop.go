@@ -25,6 +25,10 @@ type replyLoop struct {
 	refusalRounds int
 	recovery      recovery
 	outcome       outcomeLog
+	// w is the turn's writer (kept alive while calls are held); gone is
+	// set when the agent left while they were (the turn then aborts).
+	w    Writer
+	gone error
 }
 
 // step is what one reply decided.
@@ -71,6 +75,10 @@ func (l *replyLoop) step(cur []byte) (step, bool) {
 	}
 	if d.Continue != nil {
 		return l.continueReply(cur, view, d.Continue)
+	}
+	if d, err = l.holdCalls(view, d); err != nil {
+		l.gone = err
+		return step{}, false
 	}
 	remove, results := answered(view, d)
 	msgItems, err := t.tc.ReplyAsMessages(cur)

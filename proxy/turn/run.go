@@ -27,7 +27,7 @@ var errNoContinuer = errors.New("turn: the API cannot continue a reply")
 // still keeps what the turn changed.
 func (t *Turn) Run(ctx context.Context, w Writer, up Sender) error {
 	t.ctx = ctx
-	loop := replyLoop{t: t, sent: t.sent}
+	loop := replyLoop{t: t, sent: t.sent, w: w}
 	l := &loop
 	l.outcome.rounds = 1
 	t.tally = &l.outcome
@@ -44,6 +44,9 @@ func (t *Turn) Run(ctx context.Context, w Writer, up Sender) error {
 			first = cur
 		}
 		st, ok := l.step(cur)
+		if l.gone != nil { // the agent left while a call was held
+			return t.abort(l, l.gone)
+		}
 		if !ok {
 			// Degrade: the agent gets the reply as it came after what was
 			// merged so far.

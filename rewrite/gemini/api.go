@@ -22,6 +22,11 @@ var Descriptor = &rewrite.Descriptor{
 	NewCodec:   func(views *rewrite.ViewCache) rewrite.Codec { return geminiCodec{views: views} },
 	NewSplicer: func() rewrite.StreamSplicer { return newGeminiSplicer() },
 	IsTerminal: geminiTerminal,
+	// Gemini's clients accept nothing between chunks but a chunk (the Go
+	// SDK rejects an SSE comment as an invalid chunk, the JS SDK matches
+	// "data: " at the start of its buffer): a held reply sends no
+	// keepalive bytes.
+	KeepAlive: []byte{},
 	TopLevel: map[string]rewrite.JSONKind{
 		"contents": rewrite.KindArray, "systemInstruction": rewrite.KindObject, "system_instruction": rewrite.KindObject,
 		"tools": rewrite.KindArray, "generationConfig": rewrite.KindObject, "generation_config": rewrite.KindObject,

@@ -17,7 +17,17 @@ import (
 // matches it. Matching is case-sensitive. It returns ("", false) when no
 // entry matches.
 func (in *Intent) DisallowsTool(name string) (entry string, ok bool) {
-	for _, e := range in.DisallowTools {
+	return matchTool(in.DisallowTools, name)
+}
+
+// AsksTool reports the first ask_tools entry matching the tool name, with
+// DisallowsTool's matching rules.
+func (in *Intent) AsksTool(name string) (entry string, ok bool) {
+	return matchTool(in.AskTools, name)
+}
+
+func matchTool(entries []string, name string) (string, bool) {
+	for _, e := range entries {
 		if e == name {
 			return e, true
 		}
@@ -34,13 +44,22 @@ func (in *Intent) DisallowsTool(name string) (entry string, ok bool) {
 // object keys are not included). When args is not valid JSON only the raw
 // text is matched. It returns ("", false) when no pattern matches.
 func (in *Intent) MatchPattern(args []byte) (pattern string, ok bool) {
-	if len(in.DisallowPatterns) == 0 {
+	return matchPatterns(in.DisallowPatterns, in.res, args)
+}
+
+// MatchAskPattern reports the first ask_patterns entry matching the call's
+// arguments, with MatchPattern's matching rules.
+func (in *Intent) MatchAskPattern(args []byte) (pattern string, ok bool) {
+	return matchPatterns(in.AskPatterns, in.askRes, args)
+}
+
+func matchPatterns(srcs []string, res []*regexp.Regexp, args []byte) (string, bool) {
+	if len(srcs) == 0 {
 		return "", false
 	}
-	res := in.res
-	if len(res) != len(in.DisallowPatterns) { // built by hand, not by Parse
-		res = make([]*regexp.Regexp, len(in.DisallowPatterns))
-		for i, src := range in.DisallowPatterns {
+	if len(res) != len(srcs) { // built by hand, not by Parse
+		res = make([]*regexp.Regexp, len(srcs))
+		for i, src := range srcs {
 			res[i], _ = regexp.Compile(src) // nil (skipped) when invalid
 		}
 	}
@@ -51,7 +70,7 @@ func (in *Intent) MatchPattern(args []byte) (pattern string, ok bool) {
 			continue
 		}
 		if re.Match(args) {
-			return in.DisallowPatterns[i], true
+			return srcs[i], true
 		}
 		if !decoded {
 			decoded = true
@@ -62,7 +81,7 @@ func (in *Intent) MatchPattern(args []byte) (pattern string, ok bool) {
 		}
 		for _, s := range strs {
 			if re.MatchString(s) {
-				return in.DisallowPatterns[i], true
+				return srcs[i], true
 			}
 		}
 	}
@@ -95,24 +114,52 @@ func stringValues(v any, out []string) []string {
 // model, e.g. `"secrets/key.pem" matches deny_glob "secrets/**"`. A path that
 // is not normalised (empty, absolute or with ".." segments) is refused.
 func (in *Intent) CheckPath(rel string) (ok bool, reason string) {
+	v, reason := in.ScopePath(rel)
+	if v == ScopeAsk { // CheckPath predates ask_glob: an asked path is in scope
+		return true, ""
+	}
+	return v == ScopeAllow, reason
+}
+
+// ScopeVerdict is what an intent's scope says about a path.
+type ScopeVerdict int
+
+// Scope verdicts.
+const (
+	ScopeAllow ScopeVerdict = iota
+	ScopeAsk
+	ScopeRefuse
+)
+
+// ScopePath checks a path like CheckPath, with the ask rule: deny_glob
+// refuses first; then a path matching ask_glob (case-insensitively, like
+// deny_glob) is ScopeAsk, whether or not allow_glob covers it; then
+// allow_glob allows; anything else is refused. reason says why for
+// ScopeAsk and ScopeRefuse.
+func (in *Intent) ScopePath(rel string) (ScopeVerdict, string) {
 	if rel == "" || strings.HasPrefix(rel, "/") || hasDotDot(rel) {
-		return false, fmt.Sprintf("%q is not a workspace-relative path", rel)
+		return ScopeRefuse, fmt.Sprintf("%q is not a workspace-relative path", rel)
 	}
 	folded := foldCase(rel)
 	for _, g := range in.DenyGlob {
 		if m, _ := doublestar.Match(foldCase(g), folded); m {
-			return false, fmt.Sprintf("%q matches deny_glob %q", rel, g)
+			return ScopeRefuse, fmt.Sprintf("%q matches deny_glob %q", rel, g)
+		}
+	}
+	for _, g := range in.AskGlob {
+		if m, _ := doublestar.Match(foldCase(g), folded); m {
+			return ScopeAsk, fmt.Sprintf("%q matches ask_glob %q", rel, g)
 		}
 	}
 	if len(in.AllowGlob) == 0 {
-		return false, fmt.Sprintf("%q is outside the scope of %s: it has no allow_glob", rel, in.ID)
+		return ScopeRefuse, fmt.Sprintf("%q is outside the scope of %s: it has no allow_glob", rel, in.ID)
 	}
 	for _, g := range in.AllowGlob {
 		if m, _ := doublestar.Match(g, rel); m {
-			return true, ""
+			return ScopeAllow, ""
 		}
 	}
-	return false, fmt.Sprintf("%q matches no allow_glob of %s (%s)", rel, in.ID, strings.Join(in.AllowGlob, ", "))
+	return ScopeRefuse, fmt.Sprintf("%q matches no allow_glob of %s (%s)", rel, in.ID, strings.Join(in.AllowGlob, ", "))
 }
 
 func hasDotDot(p string) bool {

@@ -384,38 +384,20 @@ func (ps *parser) intent(n *yaml.Node, path string, seen map[string]int) (Intent
 
 	if s := f["scope"]; !isNull(s) {
 		sp := join(path, "scope")
-		if sf := ps.fields(s, sp, "allow_glob", "deny_glob"); sf != nil {
+		if sf := ps.fields(s, sp, "allow_glob", "deny_glob", "ask_glob"); sf != nil {
 			in.AllowGlob = ps.globs(sf["allow_glob"], join(sp, "allow_glob"))
 			in.DenyGlob = ps.globs(sf["deny_glob"], join(sp, "deny_glob"))
+			in.AskGlob = ps.globs(sf["ask_glob"], join(sp, "ask_glob"))
 		}
 	}
 
 	if c := f["constraints"]; !isNull(c) {
 		cp := join(path, "constraints")
-		if cf := ps.fields(c, cp, "disallow_tools", "disallow_patterns"); cf != nil {
-			for _, it := range ps.strList(cf["disallow_tools"], join(cp, "disallow_tools")) {
-				switch {
-				case strings.TrimSpace(it.val) == "":
-					ps.add(it.line, it.path, "empty tool name")
-				case !doublestar.ValidatePattern(it.val):
-					ps.add(it.line, it.path, "invalid tool glob %q", it.val)
-				default:
-					in.DisallowTools = append(in.DisallowTools, it.val)
-				}
-			}
-			for _, it := range ps.strList(cf["disallow_patterns"], join(cp, "disallow_patterns")) {
-				if it.val == "" {
-					ps.add(it.line, it.path, "empty pattern (it would match every call)")
-					continue
-				}
-				re, err := regexp.Compile(it.val)
-				if err != nil {
-					ps.add(it.line, it.path, "invalid regexp: %v", err)
-					continue
-				}
-				in.DisallowPatterns = append(in.DisallowPatterns, it.val)
-				in.res = append(in.res, re)
-			}
+		if cf := ps.fields(c, cp, "disallow_tools", "disallow_patterns", "ask_tools", "ask_patterns"); cf != nil {
+			in.DisallowTools = ps.toolGlobs(cf["disallow_tools"], join(cp, "disallow_tools"))
+			in.DisallowPatterns, in.res = ps.patterns(cf["disallow_patterns"], join(cp, "disallow_patterns"))
+			in.AskTools = ps.toolGlobs(cf["ask_tools"], join(cp, "ask_tools"))
+			in.AskPatterns, in.askRes = ps.patterns(cf["ask_patterns"], join(cp, "ask_patterns"))
 		}
 	}
 
@@ -448,6 +430,44 @@ func (ps *parser) intent(n *yaml.Node, path string, seen map[string]int) (Intent
 		in.Criteria = append(in.Criteria, c)
 	}
 	return in, len(ps.probs) == before
+}
+
+// toolGlobs validates a list of tool names or globs (disallow_tools,
+// ask_tools).
+func (ps *parser) toolGlobs(n *yaml.Node, path string) []string {
+	var out []string
+	for _, it := range ps.strList(n, path) {
+		switch {
+		case strings.TrimSpace(it.val) == "":
+			ps.add(it.line, it.path, "empty tool name")
+		case !doublestar.ValidatePattern(it.val):
+			ps.add(it.line, it.path, "invalid tool glob %q", it.val)
+		default:
+			out = append(out, it.val)
+		}
+	}
+	return out
+}
+
+// patterns validates and compiles a list of regexps (disallow_patterns,
+// ask_patterns).
+func (ps *parser) patterns(n *yaml.Node, path string) ([]string, []*regexp.Regexp) {
+	var srcs []string
+	var res []*regexp.Regexp
+	for _, it := range ps.strList(n, path) {
+		if it.val == "" {
+			ps.add(it.line, it.path, "empty pattern (it would match every call)")
+			continue
+		}
+		re, err := regexp.Compile(it.val)
+		if err != nil {
+			ps.add(it.line, it.path, "invalid regexp: %v", err)
+			continue
+		}
+		srcs = append(srcs, it.val)
+		res = append(res, re)
+	}
+	return srcs, res
 }
 
 // globs validates and normalises a list of workspace globs.

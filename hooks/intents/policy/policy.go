@@ -2,9 +2,10 @@
 // (by default .orchestration/active_intents.yaml).
 //
 // The file declares the intents an agent may work under: each intent has an
-// id, a summary, a file scope (allow_glob / deny_glob), constraints on the
-// tools it may call (disallow_tools / disallow_patterns) and acceptance
-// criteria. Parse turns the file's bytes into an immutable *Policy, reporting
+// id, a summary, a file scope (allow_glob / deny_glob / ask_glob),
+// constraints on the tools it may call (disallow_tools / disallow_patterns,
+// and ask_tools / ask_patterns for calls a person must approve) and
+// acceptance criteria. Parse turns the file's bytes into an immutable *Policy, reporting
 // every problem with its line number. Matching helpers (CheckPath,
 // DisallowsTool, MatchPattern), workspace path normalisation (NormalizePath),
 // extraction of the paths a tool call touches (PathArgs, PatchPaths) and a
@@ -46,9 +47,17 @@ type Intent struct {
 	DenyGlob         []string
 	DisallowTools    []string
 	DisallowPatterns []string // sources, in file order
-	Criteria         []Criterion
+	// AskGlob, AskTools and AskPatterns are the "ask" rules: a call they
+	// match is held until a person approves it (instead of refused), unless
+	// a refusing rule matches it too. They match like their refusing
+	// counterparts (deny_glob, disallow_tools, disallow_patterns).
+	AskGlob     []string
+	AskTools    []string
+	AskPatterns []string // sources, in file order
+	Criteria    []Criterion
 
-	res []*regexp.Regexp // compiled DisallowPatterns, same order; set by Parse
+	res    []*regexp.Regexp // compiled DisallowPatterns, same order; set by Parse
+	askRes []*regexp.Regexp // compiled AskPatterns, same order; set by Parse
 }
 
 // Policy is a parsed, validated policy file. It is immutable once returned

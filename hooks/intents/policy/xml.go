@@ -24,6 +24,8 @@ import (
 //	</acceptance_criteria>
 //	</intent_context>
 //
+// ask_glob, ask_tool and ask_pattern elements (calls a person must
+// approve) follow their section's other elements when the intent has them.
 // Empty sections are rendered as <scope/>, <constraints/> and
 // <acceptance_criteria/>.
 func (in *Intent) ContextXML() string {
@@ -33,7 +35,7 @@ func (in *Intent) ContextXML() string {
 	b.WriteString("\">\n")
 	element(&b, "summary", in.Summary)
 
-	if len(in.AllowGlob)+len(in.DenyGlob) == 0 {
+	if len(in.AllowGlob)+len(in.DenyGlob)+len(in.AskGlob) == 0 {
 		b.WriteString("<scope/>\n")
 	} else {
 		b.WriteString("<scope>\n")
@@ -43,10 +45,13 @@ func (in *Intent) ContextXML() string {
 		for _, g := range in.DenyGlob {
 			element(&b, "deny_glob", g)
 		}
+		for _, g := range in.AskGlob {
+			element(&b, "ask_glob", g)
+		}
 		b.WriteString("</scope>\n")
 	}
 
-	if len(in.DisallowTools)+len(in.DisallowPatterns) == 0 {
+	if len(in.DisallowTools)+len(in.DisallowPatterns)+len(in.AskTools)+len(in.AskPatterns) == 0 {
 		b.WriteString("<constraints/>\n")
 	} else {
 		b.WriteString("<constraints>\n")
@@ -55,6 +60,12 @@ func (in *Intent) ContextXML() string {
 		}
 		for _, p := range in.DisallowPatterns {
 			element(&b, "disallow_pattern", p)
+		}
+		for _, t := range in.AskTools {
+			element(&b, "ask_tool", t)
+		}
+		for _, p := range in.AskPatterns {
+			element(&b, "ask_pattern", p)
 		}
 		b.WriteString("</constraints>\n")
 	}
