@@ -109,3 +109,18 @@ func screenshot(t *testing.T, ctx context.Context, name string) string {
 	t.Logf("screenshot: %s", p)
 	return p
 }
+
+// viewShot saves what the window shows (not the whole page) as PNG under
+// name in the artifacts directory.
+func viewShot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	p := filepath.Join(artifactsDir(t), name+".png")
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	t.Logf("screenshot: %s", p)
+}

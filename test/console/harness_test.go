@@ -2,6 +2,10 @@ package console_test
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,7 +25,8 @@ import (
 const adminToken = "console-test-token-7f3a"
 
 // policy is the intents policy the proxies govern with: INT-001 is the
-// starting intent and Bash is not allowed under it.
+// starting intent; Bash is not allowed under it and Deploy waits for a
+// person's approval.
 const policy = `version: 1
 current_intent_id: INT-001
 intents:
@@ -31,6 +36,7 @@ intents:
       allow_glob: ["src/**", "tests/**"]
     constraints:
       disallow_tools: ["Bash"]
+      ask_tools: ["Deploy"]
     acceptance_criteria:
       - id: AC-1
         description: "empty passwords are rejected"
@@ -77,6 +83,8 @@ func startShepherd(t *testing.T, o shepherdOptions) *shepherd {
 	cfg.Recovery.Enabled = true
 	cfg.Intents.Enabled = config.SwitchOn
 	cfg.Intents.WorkspaceRoot = work
+	cfg.Intents.ApprovalTimeout = 30 * time.Second
+	cfg.Intents.ApprovalPoll = 20 * time.Millisecond
 	if o.Config != nil {
 		o.Config(&cfg)
 	}
@@ -121,8 +129,70 @@ func (s *shepherd) agent(t *testing.T, id string) *kit.Agent {
 	a.Request.Model = "claude-sonnet-4-5"
 	a.Request.Tools = append(a.Request.Tools,
 		kit.Tool{Name: "Bash", Description: "Run a command", Schema: `{"type":"object"}`},
-		kit.Tool{Name: "Write", Description: "Write a file", Schema: `{"type":"object"}`})
+		kit.Tool{Name: "Write", Description: "Write a file", Schema: `{"type":"object"}`},
+		kit.Tool{Name: "Deploy", Description: "Deploy the service", Schema: `{"type":"object"}`})
 	return a
+}
+
+// turnResult is one agent turn sent off the test goroutine.
+type turnResult struct {
+	reply kit.Reply
+	err   error
+}
+
+// sendAsync sends a's next turn (non-streaming) in a goroutine, for a turn
+// that waits on a person, and delivers what the agent got.
+func sendAsync(a *kit.Agent) <-chan turnResult {
+	body := a.Body()
+	url := a.URL + a.D.Path(a.Request.Model, a.Request.Stream)
+	hdr := a.D.Headers()
+	for k, v := range a.Header {
+		hdr[k] = v
+	}
+	ch := make(chan turnResult, 1)
+	go func() {
+		var r turnResult
+		defer func() { ch <- r }()
+		req, err := http.NewRequest("POST", url, strings.NewReader(body))
+		if err != nil {
+			r.err = err
+			return
+		}
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := kit.Client.Do(req)
+		if err != nil {
+			r.err = err
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			r.err = err
+			return
+		}
+		if resp.StatusCode != http.StatusOK {
+			r.err = fmt.Errorf("status %d: %s", resp.StatusCode, b)
+			return
+		}
+		r.reply, r.err = a.D.ParseReply(b)
+	}()
+	return ch
+}
+
+// wait waits for a turn sent with sendAsync.
+func wait(t *testing.T, ch <-chan turnResult, within time.Duration) kit.Reply {
+	t.Helper()
+	select {
+	case r := <-ch:
+		require.NoError(t, r.err)
+		return r.reply
+	case <-time.After(within):
+		t.Fatalf("the agent's turn did not end within %s", within)
+		return kit.Reply{}
+	}
 }
 
 // api GETs an admin API path of s with the token and returns the body.
