@@ -56,6 +56,8 @@ type Config struct {
 	Features Features `mapstructure:"features"`
 	// Pricing overrides or adds model prices for the usage cost.
 	Pricing Pricing `mapstructure:"pricing"`
+	// Events configures the live event feed (events.go).
+	Events Events `mapstructure:"events"`
 
 	// deprecations are the warnings Load noted for deprecated keys.
 	deprecations []string

@@ -60,5 +60,6 @@ func Defaults() Config {
 			MaxFollowups:     4,
 			MaxRefusalRounds: 4,
 		},
+		Events: defaultEvents(),
 	}
 }

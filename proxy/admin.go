@@ -29,7 +29,7 @@ const (
 // path is proxied.
 func isAdminPath(p []byte) bool {
 	switch string(p) {
-	case "/healthz", "/readyz", "/metrics":
+	case "/healthz", "/readyz", "/metrics", eventsPath:
 		return true
 	}
 	return bytes.HasPrefix(p, []byte(sessionsPrefix)) || string(p) == approvalsPath || console.IsPath(p)
@@ -60,6 +60,8 @@ func (s *Server) handleWithAdmin(ctx *fasthttp.RequestCtx) {
 //     /shepherd/v1/sessions/{id}/approvals/{approval}.
 //   - /console/...: the web console (package console); its data fragments
 //     need the token like the sessions API.
+//   - GET /shepherd/v1/events and /shepherd/v1/sessions/{id}/events: the
+//     live event feeds, SSE (admin_events.go).
 //   - /debug/pprof/...: Go runtime profiles (net/http/pprof's endpoints),
 //     only on a dedicated admin listener (admin.listen set): on the shared
 //     listener these paths are proxied like any other.
@@ -97,6 +99,8 @@ func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx, dedicated bool) {
 		s.metricsH(ctx)
 	case console.IsPath(ctx.Path()):
 		s.console.Serve(ctx)
+	case isEventsRoute(path):
+		s.serveEvents(ctx, path)
 	case path == approvalsPath || strings.HasPrefix(path, sessionsPrefix):
 		if !s.adminAuthorized(ctx) {
 			writeJSON(ctx, fasthttp.StatusUnauthorized, map[string]string{"error": "admin token required"})

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/events"
 	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/hooks/registry"
 	"github.com/shepherd-proxy/shepherd/logging"
@@ -32,8 +33,14 @@ var wireAPIs = apis.All()
 // BuildFeatures provisions the features cfg enables (hooks/registry, in
 // chain order) and builds each wire API's chain from them. The features
 // register their metrics on m's registry and log to log. The binary and
-// the tests build features only through it.
+// the tests build features only through it (or BuildFeaturesWithEvents).
 func BuildFeatures(cfg *config.Config, m *Metrics, log *zap.Logger) (*Features, error) {
+	return BuildFeaturesWithEvents(cfg, m, log, nil)
+}
+
+// BuildFeaturesWithEvents is BuildFeatures with the live feed the features
+// report to (hooks.Env.Events; nil: events.Nop).
+func BuildFeaturesWithEvents(cfg *config.Config, m *Metrics, log *zap.Logger, ev events.Emitter) (*Features, error) {
 	log = logging.Redacting(log) // nil gives a no-op logger
 	wd, err := os.Getwd()
 	if err != nil {
@@ -43,7 +50,7 @@ func BuildFeatures(cfg *config.Config, m *Metrics, log *zap.Logger) (*Features, 
 	if m != nil {
 		reg = m.Registry
 	}
-	plugins, err := registry.Provision(&cfg.Sections, hooks.Env{Metrics: reg, Log: log, WorkDir: wd})
+	plugins, err := registry.Provision(&cfg.Sections, hooks.Env{Metrics: reg, Log: log, WorkDir: wd, Events: emitterOrNop(ev)})
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}

@@ -45,6 +45,8 @@ type exchange struct {
 	// watch notices the client leaving while the upstream is waited on;
 	// the stream writer takes it over from the handler.
 	watch *clientWatch
+	// feed is what the live feed knows of the request (events.go).
+	feed requestFeed
 	// turnIO holds a turn's writer and sender, so that they cost no
 	// allocation of their own.
 	turnIO struct {
@@ -73,10 +75,12 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	s.identify(ctx, &x, &in)
+	s.requestStarted(&x, &in)
 	t, body, ok := s.startTurn(ctx, &x, &in, body)
 	if !ok {
 		return
 	}
+	x.feed.turn = t
 	x.watch = s.watchClient(ctx, x.route.name)
 	defer func() { x.watch.stop() }() // nil once a stream's writer owns it
 	if !s.forward(ctx, &x, body) {
@@ -345,6 +349,7 @@ func (s *Server) setServerTiming(ctx *fasthttp.RequestCtx, x *exchange) {
 // finish records metrics and the access log of a request whose response is
 // fully decided (for streams: whose headers are decided).
 func (s *Server) finish(ctx *fasthttp.RequestCtx, x *exchange, status int) {
+	s.requestFinished(x, status)
 	if ctx.Response.Header.Peek(headerRequestID) == nil {
 		ctx.Response.Header.Set(headerRequestID, x.requestID)
 	}

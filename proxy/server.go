@@ -16,6 +16,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/console"
+	"github.com/shepherd-proxy/shepherd/events"
 	"github.com/shepherd-proxy/shepherd/logging"
 	"github.com/shepherd-proxy/shepherd/pricing"
 	"github.com/shepherd-proxy/shepherd/proxy/turn"
@@ -32,6 +33,10 @@ type Options struct {
 	// The caller keeps ownership and closes them after Shutdown.
 	Features *Features
 	Metrics  *Metrics
+	// Events is the live feed the proxy, the turn engine and the admin
+	// feed endpoints use (nil: events.Nop, and the feed endpoints answer
+	// 404). A feed.Publisher also wakes the open feeds of this replica.
+	Events events.Emitter
 	// Prices turns usage into cost (pricing.New(cfg.Pricing.Models), built
 	// once at start-up); nil builds it from Config.
 	Prices *pricing.Table
@@ -52,6 +57,9 @@ type Server struct {
 	recorder  *sessionRecorder
 	metricsH  fasthttp.RequestHandler
 	console   *console.Handler // the web console on the admin endpoints
+	events    events.Emitter   // never nil
+	prices    *pricing.Table   // may be nil
+	feeds     *feedSet         // the SSE feeds (admin_events.go)
 
 	srv      *fasthttp.Server
 	adminSrv *fasthttp.Server
@@ -98,7 +106,8 @@ func New(o Options) (*Server, error) {
 		}
 		o.Prices = prices
 	}
-	s.engine = newEngine(cfg, o.Store, o.Metrics, o.Logger, o.Features, o.Prices)
+	s.events, s.prices, s.feeds = emitterOrNop(o.Events), o.Prices, newFeedSet(cfg, o.Store, o.Events, o.Metrics)
+	s.engine = newEngine(cfg, o.Store, o.Metrics, o.Logger, o.Features, o.Prices, s.events)
 	o.Metrics.views.Store(s.views)
 	uo := upstreamOptions{
 		DialTimeout: 10 * time.Second,
@@ -216,6 +225,7 @@ func (s *Server) ListenAndServe() error {
 // done, then cuts the streams still open (each gets the API's stream error
 // event), and flushes pending session writes.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.feeds.close() // open event feeds end, so no listener waits on them
 	done := make(chan error, 1)
 	go func() { done <- s.srv.ShutdownWithContext(ctx) }()
 	var err error

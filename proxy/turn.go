@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/events"
 	"github.com/shepherd-proxy/shepherd/pricing"
 	"github.com/shepherd-proxy/shepherd/proxy/turn"
 	"github.com/shepherd-proxy/shepherd/rewrite"
@@ -15,7 +16,7 @@ import (
 )
 
 // newEngine builds the turn engine from the server's dependencies, once.
-func newEngine(cfg *config.Config, store state.Store, m *Metrics, log *zap.Logger, f *Features, prices *pricing.Table) *turn.Engine {
+func newEngine(cfg *config.Config, store state.Store, m *Metrics, log *zap.Logger, f *Features, prices *pricing.Table, ev events.Emitter) *turn.Engine {
 	return turn.New(turn.Options{
 		Store:        store,
 		Metrics:      m,
@@ -31,6 +32,7 @@ func newEngine(cfg *config.Config, store state.Store, m *Metrics, log *zap.Logge
 		SessionFor: fingerprintSessionID,
 		Approvals:  approvalsOf(store),
 		Holds:      turn.Holds(cfg.Intents.Holds()),
+		Events:     ev,
 	})
 }
 

@@ -27,6 +27,7 @@ import (
 func (s *Server) streamTurn(ctx *fasthttp.RequestCtx, x *exchange, t *turn.Turn) {
 	head := newRequestHead(&ctx.Request.Header)
 	xs := *x
+	x.feed.handOff() // xs emits request.finished when the stream ends
 	releaseRequestBody(ctx)
 	ctx.SetBodyStream(newStreamBody(func(w io.Writer) { s.pipeTurn(w, &xs, t, head) }), -1)
 }
@@ -48,6 +49,7 @@ func (s *Server) pipeTurn(w io.Writer, x *exchange, t *turn.Turn, head requestHe
 	if errors.Is(err, turn.ErrClientGone) {
 		s.streamClientGone(x)
 	}
+	s.requestFinished(x, fasthttp.StatusOK)
 }
 
 // turnStream is the turn engine's writer for an SSE reply: a stream

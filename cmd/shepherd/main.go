@@ -60,8 +60,13 @@ func run() error {
 		return err
 	}
 	defer store.Close()
+	em, closeEvents, err := newEvents(cfg, store, metrics, log)
+	if err != nil {
+		return err
+	}
+	defer closeEvents() // after the server stopped, before the store closes
 
-	features, err := proxy.BuildFeatures(cfg, metrics, log)
+	features, err := proxy.BuildFeaturesWithEvents(cfg, metrics, log, em)
 	if err != nil {
 		return err
 	}
@@ -72,7 +77,7 @@ func run() error {
 		return err
 	}
 	srv, err := proxy.New(proxy.Options{
-		Config: cfg, Logger: log, Store: store, Metrics: metrics, Features: features, Prices: prices,
+		Config: cfg, Logger: log, Store: store, Metrics: metrics, Features: features, Prices: prices, Events: em,
 	})
 	if err != nil {
 		return err
@@ -109,9 +114,11 @@ func openStore(cfg *config.Config, log *zap.Logger) (state.Store, error) {
 		return state.NewRedis(state.RedisOptions{
 			URL: r.URL, Addrs: r.Addrs, MasterName: r.MasterName, Timeout: r.Timeout,
 			KeyPrefix: r.KeyPrefix, TTL: cfg.State.TTL,
+			EventsPerSession: cfg.Events.PerSession, EventsGlobal: cfg.Events.Global,
 		})
 	default:
-		return state.NewMemory(state.MemoryOptions{MaxSessions: cfg.State.MaxSessions, TTL: cfg.State.TTL}), nil
+		return state.NewMemory(state.MemoryOptions{MaxSessions: cfg.State.MaxSessions, TTL: cfg.State.TTL,
+			EventsPerSession: cfg.Events.PerSession, EventsGlobal: cfg.Events.Global}), nil
 	}
 }
 

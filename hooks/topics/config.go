@@ -89,6 +89,7 @@ func (c *Config) Provision(env hooks.Env) (hooks.Plugin, error) {
 		ToolName: c.ToolName, Placement: c.Placement,
 		Guidance: c.Guidance, Reminder: c.Reminder, NoTopicReminder: c.NoTopicReminder,
 		OnTopicChange: changes.Inc,
+		Events:        env.Events,
 	})}, nil
 }
 

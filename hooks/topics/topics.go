@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/shepherd-proxy/shepherd/events"
 	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
@@ -58,6 +59,8 @@ type Options struct {
 	// OnTopicChange, when set, is called once per accepted create_new_topic
 	// call (metrics).
 	OnTopicChange func()
+	// Events is the live feed chapter.opened is emitted to (nil: none).
+	Events events.Emitter
 }
 
 // Hook is topic chapters (docs/features.md): it offers the model a create_new_topic
@@ -171,6 +174,7 @@ func (t *Hook) OnReply(_ context.Context, call *hooks.Call, reply *conv.Reply) (
 			continue
 		}
 		titles = append(titles, title)
+		t.chapterOpened(call, title, titles, now)
 		if t.cfg.OnTopicChange != nil {
 			t.cfg.OnTopicChange()
 		}

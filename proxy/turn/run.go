@@ -129,6 +129,7 @@ func (t *Turn) report(l *replyLoop, err error) {
 		return
 	}
 	l.outcome.result(&t.outcome, err)
+	t.emitOutcome()
 	if herr := t.chain.RunOutcome(t.ctx, &t.call, &t.outcome); herr != nil {
 		t.hookFailed(herr)
 	}
