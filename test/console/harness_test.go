@@ -16,6 +16,8 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/events"
+	"github.com/shepherd-proxy/shepherd/events/feed"
 	"github.com/shepherd-proxy/shepherd/proxy"
 	"github.com/shepherd-proxy/shepherd/state"
 	"github.com/shepherd-proxy/shepherd/test/kit"
@@ -85,6 +87,7 @@ func startShepherd(t *testing.T, o shepherdOptions) *shepherd {
 	cfg.Intents.WorkspaceRoot = work
 	cfg.Intents.ApprovalTimeout = 30 * time.Second
 	cfg.Intents.ApprovalPoll = 20 * time.Millisecond
+	cfg.Events.PollInterval = 50 * time.Millisecond // another replica's events
 	if o.Config != nil {
 		o.Config(&cfg)
 	}
@@ -99,9 +102,23 @@ func startShepherd(t *testing.T, o shepherdOptions) *shepherd {
 	if os.Getenv("SHEPHERD_CONSOLE_LOG") != "" {
 		log, _ = zap.NewDevelopment()
 	}
-	features, err := proxy.BuildFeatures(&cfg, metrics, log)
+	// The live feed, as cmd/shepherd builds it: a publisher over the
+	// store's event log.
+	var em events.Emitter = events.Nop{}
+	closeFeed := func() {}
+	if el, ok := st.(state.EventLog); ok && cfg.Events.Enabled {
+		pub, err := feed.New(feed.Options{Log: el, Logger: log})
+		require.NoError(t, err)
+		em = pub
+		closeFeed = func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			_ = pub.Close(ctx)
+		}
+	}
+	features, err := proxy.BuildFeaturesWithEvents(&cfg, metrics, log, em)
 	require.NoError(t, err)
-	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics, Features: features})
+	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics, Features: features, Events: em})
 	require.NoError(t, err)
 	ln, aln := kit.Listen(t), kit.Listen(t)
 	served := make(chan struct{}, 2)
@@ -116,6 +133,7 @@ func startShepherd(t *testing.T, o shepherdOptions) *shepherd {
 		<-served
 		<-served
 		_ = features.Close()
+		closeFeed()
 		_ = st.Close()
 	})
 	return &shepherd{URL: "http://" + ln.Addr().String(), Admin: "http://" + aln.Addr().String(), Mock: m, Store: st, Workdir: work}
