@@ -247,7 +247,7 @@ func TestApprovalsFragment(t *testing.T) {
 		require.NotContains(t, body, "<script>")
 		require.Contains(t, body, "INT-001")
 		require.Contains(t, body, "writes outside scope")
-		require.Contains(t, body, "3m 00s") // expires 5m after t0+62s, now t0+2m
+		require.Contains(t, body, `data-expires="2026-11-25T22:05:00Z"`) // the script counts down to it
 		require.Contains(t, body, `data-action="/shepherd/v1/sessions/sess-1/approvals/ap1?tenant=tenant1"`)
 	}
 	_, body, _ := get(h, "/console/f/approvals?session=other")

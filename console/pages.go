@@ -136,9 +136,8 @@ func (h *Handler) approvalsFragment(ctx *fasthttp.RequestCtx) {
 		h.log.Warn("console: listing approvals", zap.Error(err))
 		d.Error = "The state store did not answer."
 	}
-	now := h.now()
 	for _, a := range list {
-		d.Items = append(d.Items, approvalOf(a, now))
+		d.Items = append(d.Items, approvalOf(a))
 	}
 	h.render(ctx, "frag_approvals", d)
 }

@@ -380,28 +380,10 @@ type approvalView struct {
 	state.Approval
 	SessionURL string
 	Action     string // the approvals API URL of this approval
-	TimeLeft   string
 }
 
-func approvalOf(a state.Approval, now time.Time) approvalView {
-	return approvalView{
-		Approval:   a,
-		SessionURL: sessionURL(a.Session, a.Tenant),
-		Action:     approvalAction(a),
-		TimeLeft:   left(a.ExpiresAt.Sub(now)),
-	}
-}
-
-// left is a duration as a person reads a countdown.
-func left(d time.Duration) string {
-	if d <= 0 {
-		return "expired"
-	}
-	d = d.Round(time.Second)
-	if d < time.Minute {
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	}
-	return fmt.Sprintf("%dm %02ds", int(d.Minutes()), int(d.Seconds())%60)
+func approvalOf(a state.Approval) approvalView {
+	return approvalView{Approval: a, SessionURL: sessionURL(a.Session, a.Tenant), Action: approvalAction(a)}
 }
 
 // ---- reading event data (JSON decoded into map[string]any) ----
