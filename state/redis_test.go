@@ -78,6 +78,11 @@ func newTestRedis(t *testing.T, opts RedisOptions) *Redis {
 	if opts.OnError == nil {
 		opts.OnError = func(op string, err error) { t.Errorf("OnError(%q, %v)", op, err) }
 	}
+	if opts.Timeout == 0 {
+		// Generous: -race on a busy 2-core machine can stall a round trip
+		// past the 200 ms default; tests of the timeout set their own.
+		opts.Timeout = 2 * time.Second
+	}
 	r, err := NewRedis(opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
