@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 	"github.com/valyala/fasthttp/pprofhandler"
 
+	"github.com/shepherd-proxy/shepherd/console"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -31,7 +32,7 @@ func isAdminPath(p []byte) bool {
 	case "/healthz", "/readyz", "/metrics", eventsPath:
 		return true
 	}
-	return bytes.HasPrefix(p, []byte(sessionsPrefix)) || string(p) == approvalsPath
+	return bytes.HasPrefix(p, []byte(sessionsPrefix)) || string(p) == approvalsPath || console.IsPath(p)
 }
 
 // handleWithAdmin serves admin paths and proxies everything else; used when
@@ -57,6 +58,8 @@ func (s *Server) handleWithAdmin(ctx *fasthttp.RequestCtx) {
 //   - the approvals API (admin_approvals.go): GET /shepherd/v1/approvals,
 //     GET /shepherd/v1/sessions/{id}/approvals, POST
 //     /shepherd/v1/sessions/{id}/approvals/{approval}.
+//   - /console/...: the web console (package console); its data fragments
+//     need the token like the sessions API.
 //   - GET /shepherd/v1/events and /shepherd/v1/sessions/{id}/events: the
 //     live event feeds, SSE (admin_events.go).
 //   - /debug/pprof/...: Go runtime profiles (net/http/pprof's endpoints),
@@ -94,6 +97,8 @@ func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx, dedicated bool) {
 		s.readyz(ctx)
 	case path == "/metrics":
 		s.metricsH(ctx)
+	case console.IsPath(ctx.Path()):
+		s.console.Serve(ctx)
 	case isEventsRoute(path):
 		s.serveEvents(ctx, path)
 	case path == approvalsPath || strings.HasPrefix(path, sessionsPrefix):

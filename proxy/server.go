@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/console"
 	"github.com/shepherd-proxy/shepherd/events"
 	"github.com/shepherd-proxy/shepherd/logging"
 	"github.com/shepherd-proxy/shepherd/pricing"
@@ -55,9 +56,10 @@ type Server struct {
 	upstreams map[Provider]*upstream
 	recorder  *sessionRecorder
 	metricsH  fasthttp.RequestHandler
-	events    events.Emitter // never nil
-	prices    *pricing.Table // may be nil
-	feeds     *feedSet       // the SSE feeds (admin_events.go)
+	console   *console.Handler // the web console on the admin endpoints
+	events    events.Emitter   // never nil
+	prices    *pricing.Table   // may be nil
+	feeds     *feedSet         // the SSE feeds (admin_events.go)
 
 	srv      *fasthttp.Server
 	adminSrv *fasthttp.Server
@@ -125,6 +127,7 @@ func New(o Options) (*Server, error) {
 	s.watcher = newDisconnectWatcher(func(route, phase string) {
 		s.metrics.disconnects.WithLabelValues(route, phase).Inc()
 	})
+	s.console = console.New(console.Options{Store: o.Store, Authorized: s.adminAuthorized, Logger: o.Logger.Named("console")})
 	s.recorder = newSessionRecorder(o.Store, o.Logger.Named("sessions"), o.Metrics, cfg.State.Redis.Timeout)
 	handler := s.handle
 	if cfg.Admin.Listen == "" {
@@ -168,6 +171,7 @@ func New(o Options) (*Server, error) {
 		Handler:               recoverMiddleware(s.handleAdminListener, s.log),
 		Name:                  "shepherd-admin",
 		NoDefaultServerHeader: true,
+		CloseOnShutdown:       true, // a browser's idle keep-alive connection (the console) must not hold Shutdown
 		ReadTimeout:           30 * time.Second,
 		Logger:                logging.FastHTTP(o.Logger.Named("fasthttp-admin")),
 	}
@@ -236,7 +240,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			err = ctx.Err()
 		}
 	}
-	_ = s.adminSrv.Shutdown()
+	_ = s.adminSrv.ShutdownWithContext(ctx) // a browser's unused preconnection would hold Shutdown() for the read timeout
 	s.watcher.close()
 	s.recorder.close(2 * time.Second)
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {

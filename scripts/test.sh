@@ -10,6 +10,8 @@
 #                 keys under a random per-test prefix and delete them)
 #   GOTEST_PKGS   packages to vet and test (default ./...)
 #   GOTEST_FLAGS  extra `go test` flags (word-split), e.g. '-run Redis -v'
+#   SHEPHERD_CHROMIUM=0  do not install Chromium (test/console's browser
+#                 tests then skip unless one is installed)
 #   SHEPHERD_AGENTS=0  skip the agents suite (test/agents), which otherwise
 #                 runs with the rest after scripts/agents.sh installed the CLIs
 set -euo pipefail
@@ -133,6 +135,10 @@ if [[ -n "${REDIS_URL:-}" ]]; then
 else
   start_private_redis
 fi
+
+# The console's browser tests (test/console) drive a headless Chromium:
+# install Debian's chromium when none is there (they skip only if that fails).
+bash scripts/ensure-chromium.sh
 
 # The agents suite (test/agents) needs the pinned agent CLIs: install them
 # and make their absence a failure rather than a skip.
