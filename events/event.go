@@ -26,8 +26,10 @@ const (
 	RequestFinished Type = "request.finished"
 	// ChapterOpened: topics opened a chapter. Data: title, previous.
 	ChapterOpened Type = "chapter.opened"
-	// IntentSelected: intents selected an intent. Data: intent,
-	// description, criteria ([]string, acceptance criteria).
+	// IntentSelected: intents selected an intent, or a session's first
+	// request starts under the policy's current intent. Data: intent,
+	// description, criteria ([]string, acceptance criteria), starting
+	// (true for the policy's starting intent).
 	IntentSelected Type = "intent.selected"
 	// CallAllowed: a tool call reached the agent. Data: tool, call_id.
 	CallAllowed Type = "call.allowed"

@@ -1,12 +1,15 @@
 package intents
 
 import (
+	"context"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherd-proxy/shepherd/events"
+	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/hooks/intents/policy"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
@@ -214,4 +217,30 @@ func TestIntentsConfigHolds(t *testing.T) {
 	require.True(t, keys["intents.approval_timeout"])
 	require.True(t, keys["intents.approval_poll"])
 	require.True(t, keys["intents.keepalive"])
+}
+
+// A session that starts under the policy's current_intent_id reports it
+// (intent.selected, starting true) on its first request only, so the
+// console shows the intent and its criteria before any selection.
+func TestIntentsStartingIntentAnnounced(t *testing.T) {
+	rec := &recordedEvents{}
+	yaml := strings.Replace(askYAML, "current_intent_id: null", "current_intent_id: INT-001", 1)
+	f := newIntentsFixture(t, mustPolicy(t, yaml), func(o *Options) { o.Events = rec })
+	req := &conv.Request{}
+	for _, requests := range []int64{0, 1, 5} {
+		_, _, err := f.h.OnRequest(context.Background(), &hooks.Call{Session: sessionWith("", requests), Request: req}, req)
+		require.NoError(t, err)
+	}
+	require.Len(t, rec.evs, 1, "first request only")
+	ev := rec.evs[0]
+	require.Equal(t, events.IntentSelected, ev.Type)
+	require.Equal(t, "INT-001", ev.Data["intent"])
+	require.Equal(t, true, ev.Data["starting"])
+	require.Equal(t, "Fix the login bug", ev.Data["description"])
+	// A side request, or a session that selected already, reports nothing.
+	_, _, err := f.h.OnRequest(context.Background(), &hooks.Call{Session: sessionWith("", 0), Request: req, Side: "json"}, req)
+	require.NoError(t, err)
+	_, _, err = f.h.OnRequest(context.Background(), &hooks.Call{Session: sessionWith("INT-001", 0), Request: req}, req)
+	require.NoError(t, err)
+	require.Len(t, rec.evs, 1)
 }

@@ -22,8 +22,13 @@ func event(call *hooks.Call, typ events.Type, at time.Time, data map[string]any)
 
 // selectedEvent reports intent.selected: the intent id p defines, its
 // summary and its acceptance criteria.
-func (h *Hook) selectedEvent(call *hooks.Call, p *policy.Policy, id string, at time.Time) {
+// starting marks the policy's current_intent_id announced on a session's
+// first request.
+func (h *Hook) selectedEvent(call *hooks.Call, p *policy.Policy, id string, at time.Time, starting bool) {
 	data := map[string]any{"intent": id}
+	if starting {
+		data["starting"] = true
+	}
 	if in, ok := p.Intent(id); ok {
 		crit := make([]string, 0, len(in.Criteria))
 		for _, c := range in.Criteria {
@@ -32,6 +37,20 @@ func (h *Hook) selectedEvent(call *hooks.Call, p *policy.Policy, id string, at t
 		data["description"], data["criteria"] = in.Summary, crit
 	}
 	h.cfg.Events.Emit(event(call, events.IntentSelected, at, data))
+}
+
+// announceStartingIntent reports intent.selected (with starting true) for
+// the policy's current_intent_id on a session's first request, which
+// governs it until it selects another; a retry of that request reports it
+// again.
+func (h *Hook) announceStartingIntent(call *hooks.Call, p *policy.Policy) {
+	if p == nil || p.CurrentIntentID == "" || call.Session == nil || call.Session.Requests != 0 || call.StateUnavailable {
+		return
+	}
+	if st, err := Of(call.Session); err != nil || st.Active() != "" {
+		return
+	}
+	h.selectedEvent(call, p, p.CurrentIntentID, h.cfg.Now(), true)
 }
 
 // observedEvent reports, in observe mode, a call enforce mode would have

@@ -202,10 +202,14 @@ func (h *Hook) FailsClosed() bool { return !h.cfg.FailOpen }
 // agent declares select_active_intent itself, nothing is injected: the agent
 // answers it, and Intents tracks valid selections and still checks calls.
 func (h *Hook) OnRequest(_ context.Context, call *hooks.Call, req *conv.Request) (conv.RequestEdits, *hooks.Response, error) {
-	if call.Side != "" || req.HasTool(IntentTool) {
+	if call.Side != "" {
 		return conv.RequestEdits{}, nil, nil
 	}
 	p := h.cfg.Policy()
+	h.announceStartingIntent(call, p)
+	if req.HasTool(IntentTool) {
+		return conv.RequestEdits{}, nil, nil
+	}
 	reminder := "[Active Intent: unknown — shepherd cannot read this session's state]"
 	if st, err := Of(call.Session); !call.StateUnavailable && err == nil {
 		reminder = h.Reminder(p, activeIntent(call.Session, st, p))
@@ -288,7 +292,7 @@ func (h *Hook) OnReply(_ context.Context, call *hooks.Call, reply *conv.Reply) (
 			switch {
 			case id != "":
 				e.Decision, cur, selected = DecisionSelected, id, id
-				h.selectedEvent(call, p, id, now)
+				h.selectedEvent(call, p, id, now, false)
 			case verdict == conv.Claim:
 				e.Decision = DecisionListed
 			default:
