@@ -235,7 +235,21 @@ func TestHoldRetryAdoptsPendingApproval(t *testing.T) {
 	first, err := f.apps.GetApproval(context.Background(), key, id)
 	require.NoError(t, err)
 
-	decided := decideWhenHeld(t, f.apps, state.ApprovalApproved, "")
+	// The person approves once the retry waits (its call.held).
+	decided := make(chan state.Approval, 1)
+	go func() {
+		defer close(decided)
+		for range 1000 {
+			if len(f.evs.ofType(events.CallHeld)) == 2 {
+				a, err := f.apps.DecideApproval(context.Background(), key, id, state.ApprovalApproved, "api", "")
+				if err == nil {
+					decided <- a
+				}
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
 	w := &scriptWriter{}
 	up, err := f.run(t, w, reply("tool_use", "removing", "rm"))
 	require.NoError(t, err)
