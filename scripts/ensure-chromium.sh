@@ -2,8 +2,8 @@
 # Makes sure a headless-capable Chromium is installed for the console's
 # browser tests (test/console, driven by chromedp). When none is found it
 # installs Debian's `chromium` package (as root or via sudo, like
-# redis-server in scripts/test.sh). It never fails the caller: when
-# Chromium cannot be installed it says so and the browser tests skip.
+# redis-server in scripts/test.sh). When Chromium cannot be installed it
+# fails, so `make test` never passes with the browser tests skipped.
 #
 #   SHEPHERD_CHROMIUM=0   do not install anything (the tests skip unless a
 #                         browser is already there)
@@ -37,12 +37,13 @@ if [[ "${SHEPHERD_CHROMIUM:-}" == 0 ]]; then
 fi
 log "Chromium not found: installing Debian's chromium for the console's browser tests"
 if ! apt_install chromium; then
-  log "WARNING: could not install chromium: the console's browser tests will skip"
-  exit 0
+  log "ERROR: could not install chromium (SHEPHERD_CHROMIUM=0 skips the browser tests)"
+  exit 1
 fi
 if path="$(find_chromium)"; then
   log "installed: $path"
 else
-  log "WARNING: chromium still missing after install: the console's browser tests will skip"
+  log "ERROR: chromium still missing after install (SHEPHERD_CHROMIUM=0 skips the browser tests)"
+  exit 1
 fi
 exit 0

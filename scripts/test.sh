@@ -137,8 +137,12 @@ else
 fi
 
 # The console's browser tests (test/console) drive a headless Chromium:
-# install Debian's chromium when none is there (they skip only if that fails).
+# install Debian's chromium when none is there; failing to is a failure, not a
+# skip (SHEPHERD_CHROMIUM=0 opts out).
 bash scripts/ensure-chromium.sh
+if [[ "${SHEPHERD_CHROMIUM:-}" != 0 ]]; then
+  export SHEPHERD_REQUIRE_BROWSER=1
+fi
 
 # The agents suite (test/agents) needs the pinned agent CLIs: install them
 # and make their absence a failure rather than a skip.

@@ -66,6 +66,9 @@ func newTab(t *testing.T, within time.Duration) context.Context {
 		browser.cancel = func() { cancelCtx(); cancelAlloc() }
 		browser.err = chromedp.Do(ctx) // starts the browser
 	})
+	if browser.path == "" && os.Getenv("SHEPHERD_REQUIRE_BROWSER") == "1" {
+		t.Fatal("no Chromium found and SHEPHERD_REQUIRE_BROWSER=1 (make test sets it): scripts/ensure-chromium.sh should have installed one")
+	}
 	if browser.path == "" {
 		t.Skip("no Chromium found (chromium, chromium-browser, google-chrome): run scripts/ensure-chromium.sh, " +
 			"which make test runs, or set SHEPHERD_CHROMIUM_PATH")
