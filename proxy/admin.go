@@ -187,26 +187,8 @@ func (s *Server) getSession(ctx *fasthttp.RequestCtx, id string) {
 	defer cancel()
 	tenant := string(ctx.QueryArgs().Peek("tenant"))
 	if tenant == "" {
-		list, err := s.store.List(c, "", 10000)
-		if err != nil {
-			s.metrics.StoreError("list")
-			writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{"error": "state store unavailable"})
-			return
-		}
-		var tenants []string
-		for _, sum := range list {
-			if sum.ID == id {
-				tenants = append(tenants, sum.Tenant)
-			}
-		}
-		switch len(tenants) {
-		case 0:
-			writeJSON(ctx, fasthttp.StatusNotFound, map[string]string{"error": "session not found"})
-			return
-		case 1:
-			tenant = tenants[0]
-		default:
-			writeJSON(ctx, fasthttp.StatusConflict, map[string]any{"error": "session id exists under several tenants; add ?tenant=", "tenants": tenants})
+		var ok bool
+		if tenant, ok = s.sessionTenant(ctx, id, "session not found"); !ok {
 			return
 		}
 	}
@@ -220,6 +202,37 @@ func (s *Server) getSession(ctx *fasthttp.RequestCtx, id string) {
 	default:
 		withLedger := string(ctx.QueryArgs().Peek("include")) == "ledger"
 		writeJSON(ctx, fasthttp.StatusOK, sessionAnswer(sess, withLedger))
+	}
+}
+
+// sessionTenant finds the tenant of session id among the most recent
+// sessions of every tenant (the sessions, events and approvals APIs' rule
+// when no ?tenant= is given): the id must be unambiguous. It returns false
+// when it answered the request (404 with notFound, 409, 503).
+func (s *Server) sessionTenant(ctx *fasthttp.RequestCtx, id, notFound string) (string, bool) {
+	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	list, err := s.store.List(c, "", 10000)
+	if err != nil {
+		s.metrics.StoreError("list")
+		writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{"error": "state store unavailable"})
+		return "", false
+	}
+	var tenants []string
+	for _, sum := range list {
+		if sum.ID == id {
+			tenants = append(tenants, sum.Tenant)
+		}
+	}
+	switch len(tenants) {
+	case 0:
+		writeJSON(ctx, fasthttp.StatusNotFound, map[string]string{"error": notFound})
+		return "", false
+	case 1:
+		return tenants[0], true
+	default:
+		writeJSON(ctx, fasthttp.StatusConflict, map[string]any{"error": "session id exists under several tenants; add ?tenant=", "tenants": tenants})
+		return "", false
 	}
 }
 

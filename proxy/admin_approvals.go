@@ -196,24 +196,11 @@ func (s *Server) approvalTenant(ctx *fasthttp.RequestCtx, c context.Context, app
 			add(a.Tenant)
 		}
 	}
-	if len(tenants) == 0 {
-		// Decided or expired (a 409 to come), or never held (404): the
-		// session's tenant.
-		list, err := s.store.List(c, "", 10000)
-		if err != nil {
-			s.storeUnavailable(ctx, "list")
-			return "", false
-		}
-		for _, sum := range list {
-			if sum.ID == session {
-				add(sum.Tenant)
-			}
-		}
-	}
 	switch len(tenants) {
 	case 0:
-		writeJSON(ctx, fasthttp.StatusNotFound, map[string]string{"error": "approval not found"})
-		return "", false
+		// Decided or expired (a 409 to come), or never held (404): the
+		// session's tenant.
+		return s.sessionTenant(ctx, session, "approval not found")
 	case 1:
 		return tenants[0], true
 	}

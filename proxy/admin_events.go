@@ -122,7 +122,7 @@ func (s *Server) serveEvents(ctx *fasthttp.RequestCtx, path string) {
 	q := feed.Query{Tenant: string(ctx.QueryArgs().Peek("tenant")), Session: session, After: after}
 	if session != "" && q.Tenant == "" {
 		var ok bool
-		if q.Tenant, ok = s.sessionTenant(ctx, session); !ok {
+		if q.Tenant, ok = s.sessionTenant(ctx, session, "session not found; add ?tenant= to follow a session not saved yet"); !ok {
 			return
 		}
 	}
@@ -211,34 +211,4 @@ func digits(s string) bool {
 		}
 	}
 	return true
-}
-
-// sessionTenant finds the tenant of session id among the most recent
-// sessions of every tenant, as GET /shepherd/v1/sessions/{id} does; false
-// when it answered (not found, ambiguous, store down).
-func (s *Server) sessionTenant(ctx *fasthttp.RequestCtx, id string) (string, bool) {
-	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	list, err := s.store.List(c, "", 10000)
-	if err != nil {
-		s.metrics.StoreError("list")
-		writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{"error": "state store unavailable"})
-		return "", false
-	}
-	var tenants []string
-	for _, sum := range list {
-		if sum.ID == id {
-			tenants = append(tenants, sum.Tenant)
-		}
-	}
-	switch len(tenants) {
-	case 0:
-		writeJSON(ctx, fasthttp.StatusNotFound, map[string]string{"error": "session not found; add ?tenant= to follow a session not saved yet"})
-		return "", false
-	case 1:
-		return tenants[0], true
-	default:
-		writeJSON(ctx, fasthttp.StatusConflict, map[string]any{"error": "session id exists under several tenants; add ?tenant=", "tenants": tenants})
-		return "", false
-	}
 }
