@@ -27,6 +27,7 @@ import (
 const (
 	DefaultQueue         = 4096
 	DefaultAppendTimeout = 2 * time.Second
+	DefaultBatch         = 20 * time.Millisecond
 )
 
 // Reasons an event is dropped (label reason of shepherd_events_dropped_total).
@@ -47,6 +48,12 @@ type Options struct {
 	// AppendTimeout bounds each append (one per session per batch; <= 0:
 	// DefaultAppendTimeout).
 	AppendTimeout time.Duration
+	// Batch is how long the publisher lets events gather after the first
+	// one is queued before it appends them (<= 0: DefaultBatch). Waking
+	// once per batch rather than per event keeps the feed's cost on a busy
+	// proxy to the encoding (measured: waking per event cost a third of
+	// the small-request throughput on one core).
+	Batch time.Duration
 	// Metrics registers shepherd_events_dropped_total and
 	// shepherd_events_published_total (nil: not registered).
 	Metrics prometheus.Registerer
@@ -62,6 +69,7 @@ type Options struct {
 type Publisher struct {
 	log     state.EventLog
 	timeout time.Duration
+	batch   time.Duration
 	logger  *zap.Logger
 
 	mu       sync.Mutex
@@ -97,8 +105,11 @@ func New(o Options) (*Publisher, error) {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
+	if o.Batch <= 0 {
+		o.Batch = DefaultBatch
+	}
 	p := &Publisher{
-		log: o.Log, timeout: o.AppendTimeout, logger: o.Logger,
+		log: o.Log, timeout: o.AppendTimeout, batch: o.Batch, logger: o.Logger,
 		queue:   make([]events.Event, o.Queue),
 		changed: make(chan struct{}),
 		kick:    make(chan struct{}, 1),
@@ -180,22 +191,38 @@ func (p *Publisher) Close(ctx context.Context) error {
 	}
 }
 
-// loop appends what is queued whenever something is, and the rest once
-// Close was called.
+// loop appends what is queued a batch time after something was, and the
+// rest once Close was called.
 func (p *Publisher) loop() {
 	defer close(p.done)
+	gather := time.NewTimer(p.batch)
+	gather.Stop()
 	for {
 		select {
 		case <-p.kick:
-			p.flush(context.Background())
+			gather.Reset(p.batch)
+			select {
+			case <-gather.C:
+				p.flush(context.Background())
+				continue
+			case <-p.stop:
+				gather.Stop()
+			}
+			p.finish()
+			return
 		case <-p.stop:
-			p.mu.Lock()
-			ctx := p.closeCtx
-			p.mu.Unlock()
-			p.flush(ctx)
+			p.finish()
 			return
 		}
 	}
+}
+
+// finish appends what is left within Close's deadline.
+func (p *Publisher) finish() {
+	p.mu.Lock()
+	ctx := p.closeCtx
+	p.mu.Unlock()
+	p.flush(ctx)
 }
 
 // take empties the queue, oldest first.
