@@ -35,7 +35,7 @@ func (t *Turn) emitOutcome() {
 		case conv.FateRefused:
 			ev.Type = events.CallRefused
 			ev.Data = map[string]any{"tool": c.Call.Name, "call_id": c.Call.ID, "hook": c.Hook,
-				"reason": c.Result, "observed": false}
+				"reason": c.Result, "rule": c.Rule, "observed": false}
 		default:
 			continue
 		}

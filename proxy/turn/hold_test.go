@@ -158,6 +158,10 @@ func TestHoldDenied(t *testing.T) {
 	require.Contains(t, up.sent[0], "use git clean instead")
 	require.Equal(t, []int{0}, w.released[0], "the agent never sees the call")
 	require.Equal(t, "0:rm:refused", fates(f.out.got[0])[0])
+	ref := f.evs.ofType(events.CallRefused)
+	require.Len(t, ref, 1)
+	require.Equal(t, "ask_tools", ref[0].Data["rule"], "the refusal names the rule behind it")
+	require.Contains(t, ref[0].Data["reason"], "use git clean instead")
 	require.Len(t, f.evs.ofType(events.CallDenied), 1)
 }
 

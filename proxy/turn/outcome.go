@@ -34,10 +34,14 @@ func (o *outcomeLog) reply(view *conv.Reply) {
 }
 
 func (o *outcomeLog) add(c conv.ToolCall, fate conv.Fate, hook, result string) {
+	o.addRule(c, fate, hook, result, "")
+}
+
+func (o *outcomeLog) addRule(c conv.ToolCall, fate conv.Fate, hook, result, rule string) {
 	if fate == conv.FateUndelivered {
 		o.awaiting = append(o.awaiting, len(o.calls))
 	}
-	o.calls = append(o.calls, conv.Outcome{Round: o.rounds - 1, Call: c, Fate: fate, Hook: hook, Result: result})
+	o.calls = append(o.calls, conv.Outcome{Round: o.rounds - 1, Call: c, Fate: fate, Hook: hook, Result: result, Rule: rule})
 }
 
 // decided notes the fate of every call of a reply the hooks decided on:
@@ -57,7 +61,7 @@ func (o *outcomeLog) decided(view *conv.Reply, d hooks.ReplyDecision, cut []int)
 		case ok && cd.Verdict == conv.Claim:
 			o.add(c, conv.FateClaimed, cd.Hook, cd.Result)
 		case ok && cd.Verdict == conv.Refuse:
-			o.add(c, conv.FateRefused, cd.Hook, cd.Result)
+			o.addRule(c, conv.FateRefused, cd.Hook, cd.Result, cd.Rule)
 		case dropped[c.Index]:
 			o.add(c, conv.FateDropped, "", "")
 		default:

@@ -37,6 +37,8 @@ type Outcome struct {
 	// a claimed or refused call.
 	Hook   string
 	Result string
+	// Rule names the policy rule behind a refusal ("" when none).
+	Rule string
 }
 
 // TurnOutcome is what finally happened in one turn: the outcome of every
