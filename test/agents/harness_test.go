@@ -14,6 +14,8 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/events"
+	"github.com/shepherd-proxy/shepherd/events/feed"
 	"github.com/shepherd-proxy/shepherd/proxy"
 	"github.com/shepherd-proxy/shepherd/state"
 	"github.com/shepherd-proxy/shepherd/test/kit"
@@ -44,6 +46,13 @@ type stackOptions struct {
 	// the workdir and turns intent governance on.
 	Policy   string
 	Recovery bool
+	// Feed wires the live event feed as cmd/shepherd does: a
+	// feed.Publisher over the store's event log, given to the features and
+	// the proxy, closed after them and before the store.
+	Feed bool
+	// Configure, when set, adjusts the configuration before it is
+	// validated.
+	Configure func(*config.Config)
 }
 
 func newStack(t *testing.T, d driver, o stackOptions) *stack {
@@ -79,18 +88,32 @@ func newStack(t *testing.T, d driver, o stackOptions) *stack {
 		cfg.Intents.Enabled = config.SwitchOn
 		cfg.Intents.WorkspaceRoot = s.Workdir
 	}
+	if o.Configure != nil {
+		o.Configure(&cfg)
+	}
 	require.NoError(t, cfg.Validate())
 
-	st := state.NewMemory(state.MemoryOptions{MaxSessions: 100, TTL: time.Hour})
+	st := state.NewMemory(state.MemoryOptions{MaxSessions: 100, TTL: time.Hour,
+		EventsPerSession: cfg.Events.PerSession, EventsGlobal: cfg.Events.Global})
 	metrics := proxy.NewMetrics()
 	log := zap.NewNop()
 	if os.Getenv("SHEPHERD_AGENTS_LOG") != "" {
 		log, _ = zap.NewDevelopment()
 	}
-	features, err := proxy.BuildFeatures(&cfg, metrics, log)
+	var pub *feed.Publisher
+	if o.Feed {
+		var err error
+		pub, err = feed.New(feed.Options{Log: st, Queue: cfg.Events.Queue, Metrics: metrics.Registry, Logger: log})
+		require.NoError(t, err)
+	}
+	var emitter events.Emitter // nil interface, not a nil *feed.Publisher
+	if pub != nil {
+		emitter = pub
+	}
+	features, err := proxy.BuildFeaturesWithEvents(&cfg, metrics, log, emitter)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = features.Close() })
-	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics, Features: features})
+	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics,
+		Features: features, Events: emitter})
 	require.NoError(t, err)
 	ln := kit.Listen(t)
 	served := make(chan struct{})
@@ -99,11 +122,17 @@ func newStack(t *testing.T, d driver, o stackOptions) *stack {
 		_ = srv.Serve(ln)
 	}()
 	s.URL = "http://" + ln.Addr().String()
+	// The order cmd/shepherd stops in: server, features, publisher (flushes
+	// what is queued), store.
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 		<-served
+		_ = features.Close()
+		if pub != nil {
+			_ = pub.Close(ctx)
+		}
 		_ = st.Close()
 	})
 	return s
