@@ -79,7 +79,7 @@ func (s *Server) requestFinished(x *exchange, status int) {
 			"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
 			"cache_read_tokens": u.CacheReadTokens, "cache_write_tokens": u.CacheWriteTokens,
 		}
-		if usd, known := s.prices.Cost(x.feed.model, u); known {
+		if usd, priced := t.Cost(); priced {
 			data["cost_usd"] = usd
 		}
 		failure = o.Err

@@ -58,7 +58,6 @@ type Server struct {
 	metricsH  fasthttp.RequestHandler
 	console   *console.Handler // the web console on the admin endpoints
 	events    events.Emitter   // never nil
-	prices    *pricing.Table   // may be nil
 	feeds     *feedSet         // the SSE feeds (admin_events.go)
 
 	srv      *fasthttp.Server
@@ -106,7 +105,7 @@ func New(o Options) (*Server, error) {
 		}
 		o.Prices = prices
 	}
-	s.events, s.prices, s.feeds = emitterOrNop(o.Events), o.Prices, newFeedSet(cfg, o.Store, o.Events, o.Metrics)
+	s.events, s.feeds = emitterOrNop(o.Events), newFeedSet(cfg, o.Store, o.Events, o.Metrics)
 	s.engine = newEngine(cfg, o.Store, o.Metrics, o.Logger, o.Features, o.Prices, s.events)
 	o.Metrics.views.Store(s.views)
 	uo := upstreamOptions{

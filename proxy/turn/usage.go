@@ -16,11 +16,12 @@ type UsageMetrics interface {
 // upstream reply of the turn (the agent's request, follow-ups and
 // continuations each cost tokens), their cost, the model and the agent.
 type turnUsage struct {
-	usage conv.Usage
-	cost  float64
-	model string
-	agent string
-	side  bool // a side request: its model is the session's only when it has none
+	usage  conv.Usage
+	cost   float64
+	priced bool // the model has a price (cost is 0 otherwise)
+	model  string
+	agent  string
+	side   bool // a side request: its model is the session's only when it has none
 }
 
 // usage returns the turn's usage and reports it to the metrics, or nil when
@@ -51,8 +52,18 @@ func (t *Turn) spent() *turnUsage {
 	if a.model == "" && t.view != nil {
 		a.model = t.view.Model
 	}
-	a.cost, _ = t.e.prices.Cost(a.model, a.usage)
+	a.cost, a.priced = t.e.prices.Cost(a.model, a.usage)
 	return a
+}
+
+// Cost is the list-price cost of the turn's replies, as saved with the
+// session (the model that answered, priced once per turn), and whether
+// that model has a price. The proxy's request.finished reads it.
+func (t *Turn) Cost() (usd float64, priced bool) {
+	if a := t.spent(); a != nil {
+		return a.cost, a.priced
+	}
+	return 0, false
 }
 
 // addTo adds the turn's usage to s (inside the store's atomic update: no
