@@ -15,11 +15,10 @@ import (
 
 // Bounds of what one fragment reads from the store.
 const (
-	listLimit      = 500   // sessions in the list
-	lookupLimit    = 10000 // sessions searched for an id without a tenant (as the sessions API)
-	eventPage      = 500   // events per EventLog read
-	maxEvents      = 5000  // events read for one session page
-	approvalsLimit = 200   // pending approvals shown
+	listLimit      = 500  // sessions in the list
+	eventPage      = 500  // events per EventLog read
+	maxEvents      = 5000 // events read for one session page
+	approvalsLimit = 200  // pending approvals shown
 	storeTimeout   = 5 * time.Second
 )
 
@@ -32,22 +31,16 @@ var errAmbiguous = errors.New("console: session id exists under several tenants"
 // sessions API.
 func (h *Handler) findSession(ctx context.Context, id, tenant string) (*state.Session, error) {
 	if tenant == "" {
-		list, err := h.store.List(ctx, "", lookupLimit)
-		if err != nil {
+		tenants, err := state.SessionTenants(ctx, h.store, id)
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		for _, s := range list {
-			if s.ID != id {
-				continue
-			}
-			if tenant != "" && tenant != s.Tenant {
-				return nil, errAmbiguous
-			}
-			tenant = s.Tenant
-		}
-		if tenant == "" {
+		case len(tenants) == 0:
 			return nil, state.ErrNotFound
+		case len(tenants) > 1:
+			return nil, errAmbiguous
 		}
+		tenant = tenants[0]
 	}
 	return h.store.Get(ctx, state.Key{Tenant: tenant, Session: id})
 }

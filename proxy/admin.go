@@ -212,17 +212,11 @@ func (s *Server) getSession(ctx *fasthttp.RequestCtx, id string) {
 func (s *Server) sessionTenant(ctx *fasthttp.RequestCtx, id, notFound string) (string, bool) {
 	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	list, err := s.store.List(c, "", 10000)
+	tenants, err := state.SessionTenants(c, s.store, id)
 	if err != nil {
 		s.metrics.StoreError("list")
 		writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{"error": "state store unavailable"})
 		return "", false
-	}
-	var tenants []string
-	for _, sum := range list {
-		if sum.ID == id {
-			tenants = append(tenants, sum.Tenant)
-		}
 	}
 	switch len(tenants) {
 	case 0:

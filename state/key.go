@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"errors"
 	"strings"
 )
@@ -49,4 +50,26 @@ func summarize(s *Session) Summary {
 		Counts:    s.Slots.counts(),
 		Notes:     s.Slots.notes(),
 	}
+}
+
+// LookupLimit is how many of the most recent sessions SessionTenants
+// searches.
+const LookupLimit = 10000
+
+// SessionTenants lists the tenants under which session id exists among the
+// LookupLimit most recently updated sessions of every tenant (the rule the
+// admin APIs and the console follow for a session id given without its
+// tenant: it must name exactly one). The list is empty when none has it.
+func SessionTenants(ctx context.Context, st Store, id string) ([]string, error) {
+	list, err := st.List(ctx, "", LookupLimit)
+	if err != nil {
+		return nil, err
+	}
+	var tenants []string
+	for _, sum := range list {
+		if sum.ID == id {
+			tenants = append(tenants, sum.Tenant)
+		}
+	}
+	return tenants, nil
 }
