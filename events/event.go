@@ -52,10 +52,19 @@ const (
 	// Continuation: a reply cut by the output limit was continued. Data:
 	// attempt, stop.
 	Continuation Type = "continuation"
-	// EditStarted / EditFinished: a file-writing call, announced while it
-	// streams. Data: tool, path, operation, size (finished only).
-	EditStarted  Type = "edit.started"
+	// EditStarted: a file-writing call, announced as soon as its path is
+	// complete in the stream (long before its content ends). Data: tool,
+	// call_id, path, operation (create, rewrite, modify, delete), chapter,
+	// intent.
+	EditStarted Type = "edit.started"
+	// EditFinished: the file-writing call is complete. Data: as
+	// EditStarted, and size (bytes of the content or patch it carries).
 	EditFinished Type = "edit.finished"
+	// RouteSelected: a routing rule picked the model and upstream of a
+	// request. Data: rule, requested_model, model, upstream, sticky (true
+	// when the session's earlier choice was kept), refused (true when the
+	// rule refused the request).
+	RouteSelected Type = "route.selected"
 )
 
 // Event is one thing that happened in a session.

@@ -37,6 +37,10 @@ type Call struct {
 	// pass-through); when a hook must fail closed (intents.on_error closed)
 	// the chain runs on an empty session with StateUnavailable set.
 	Session *state.Session
+	// Saved is the session as this turn saved it (its effects applied:
+	// a chapter opened or an intent selected during the turn), set before
+	// the outcome hooks run; nil before then and when nothing was saved.
+	Saved *state.Session
 	// StateUnavailable reports that Session is an empty stand-in because the
 	// state store could not be read; effects will probably not be saved.
 	StateUnavailable bool

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shepherd-proxy/shepherd/events"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // A feature is a plug-in with a lifecycle:
@@ -93,6 +94,9 @@ type Env struct {
 	// (chapter opened, intent selected); never nil (events.Nop when the
 	// feed is off).
 	Events events.Emitter
+	// Journal is the state store's edit journal (the edits feature
+	// writes it); nil when the store keeps none.
+	Journal state.EditJournal
 }
 
 // Problem is one invalid setting of a configuration section.

@@ -15,6 +15,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/logging"
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/apis"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // Features is what the proxy runs between agent and provider: the plug-ins
@@ -41,6 +42,20 @@ func BuildFeatures(cfg *config.Config, m *Metrics, log *zap.Logger) (*Features, 
 // BuildFeaturesWithEvents is BuildFeatures with the live feed the features
 // report to (hooks.Env.Events; nil: events.Nop).
 func BuildFeaturesWithEvents(cfg *config.Config, m *Metrics, log *zap.Logger, ev events.Emitter) (*Features, error) {
+	return BuildFeaturesWith(cfg, m, log, FeatureDeps{Events: ev})
+}
+
+// FeatureDeps are what the features may use beyond their configuration.
+// Every field is optional.
+type FeatureDeps struct {
+	// Events is the live feed the features report to (nil: events.Nop).
+	Events events.Emitter
+	// Journal is the state store's edit journal (nil: edits keeps none).
+	Journal state.EditJournal
+}
+
+// BuildFeaturesWith is BuildFeatures with the dependencies in deps.
+func BuildFeaturesWith(cfg *config.Config, m *Metrics, log *zap.Logger, deps FeatureDeps) (*Features, error) {
 	log = logging.Redacting(log) // nil gives a no-op logger
 	wd, err := os.Getwd()
 	if err != nil {
@@ -50,7 +65,8 @@ func BuildFeaturesWithEvents(cfg *config.Config, m *Metrics, log *zap.Logger, ev
 	if m != nil {
 		reg = m.Registry
 	}
-	plugins, err := registry.Provision(&cfg.Sections, hooks.Env{Metrics: reg, Log: log, WorkDir: wd, Events: emitterOrNop(ev)})
+	plugins, err := registry.Provision(&cfg.Sections, hooks.Env{Metrics: reg, Log: log, WorkDir: wd,
+		Events: emitterOrNop(deps.Events), Journal: deps.Journal})
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}

@@ -193,3 +193,11 @@ func (a *StreamAccumulator) Reply() *conv.Reply {
 	}
 	return &r
 }
+
+// CallObserving is implemented by stream splicers that report tool-call
+// arguments while they stream (conv.ToolCallDelta). ObserveCalls sets the
+// observer, before the first Feed; nil removes it. With no observer set
+// the splicer does no work for it (no allocation per event).
+type CallObserving interface {
+	ObserveCalls(fn conv.CallObserver)
+}

@@ -66,7 +66,8 @@ func run() error {
 	}
 	defer closeEvents() // after the server stopped, before the store closes
 
-	features, err := proxy.BuildFeaturesWithEvents(cfg, metrics, log, em)
+	journal, _ := store.(state.EditJournal)
+	features, err := proxy.BuildFeaturesWith(cfg, metrics, log, proxy.FeatureDeps{Events: em, Journal: journal})
 	if err != nil {
 		return err
 	}

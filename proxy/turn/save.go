@@ -59,16 +59,18 @@ func (t *Turn) save() (state.Key, bool) {
 		return nil
 	}
 	var err error
+	var saved *state.Session
 	if u, ok := t.e.store.(baseUpdater); ok && !t.call.StateUnavailable {
-		_, err = u.UpdateFrom(ctx, key, t.base, fn)
+		saved, err = u.UpdateFrom(ctx, key, t.base, fn)
 	} else {
-		_, err = t.e.store.Update(ctx, key, fn)
+		saved, err = t.e.store.Update(ctx, key, fn)
 	}
 	if err != nil {
 		t.e.metrics.StoreError("update")
 		t.warn("saving session failed; the next request may not replay this turn", err)
 		return key, false
 	}
+	t.call.Saved = saved
 	return key, true
 }
 
