@@ -23,6 +23,8 @@ require (
 	mvdan.cc/sh/v3 v3.14.1
 )
 
+require github.com/aymanbagabas/go-udiff v0.4.1
+
 require (
 	cloud.google.com/go v0.116.0 // indirect
 	cloud.google.com/go/auth v0.9.3 // indirect
@@ -43,8 +45,8 @@ require (
 	github.com/googleapis/enterprise-certificate-proxy v0.3.4 // indirect
 	github.com/gorilla/websocket v1.5.3 // indirect
 	github.com/invopop/jsonschema v0.14.0 // indirect
-	github.com/klauspost/compress v1.20.1 // indirect
-	github.com/molecule-man/go-brrr v1.0.1 // indirect
+	github.com/klauspost/compress v1.20.1
+	github.com/molecule-man/go-brrr v1.0.1
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect
 	github.com/pelletier/go-toml/v2 v2.2.4 // indirect
