@@ -90,30 +90,30 @@ type Rule struct {
 	Tool string
 	Kind Kind
 
-	PathArg    string // the file path (all kinds but patch and shell)
-	ContentArg string // write, insert, notebook (new source), editor create
-	OldArg     string // edit, multiedit and editor: the text replaced
-	NewArg     string // edit, multiedit and editor: its replacement (editor insert: the text)
-	AllArg     string // edit, multiedit: a boolean, replace every occurrence
-	CountArg   string // edit: the number of occurrences expected (all replaced)
-	All        bool   // edit: every occurrence is replaced, whatever AllArg says
-	EditsArg   string // multiedit (and edit, when present): the array of replacements
-	RegexArg   string // edit: a boolean, OldArg is a regular expression
-	CaseArg    string // edit: a boolean, matching ignores case
-	FromArg    string // edit: first line the replacement is limited to
-	ToArg      string // edit: last line the replacement is limited to
-	DiffArg    string // search_replace: the SEARCH/REPLACE blocks
-	LineArg    string // insert, editor insert: the line number
-	CommandArg string // editor: the command; shell: the command
-	Argv       bool   // shell: CommandArg is an argument vector
-	DirArg     string // shell: the working directory
-	InputArg   string // patch: the patch (a JSON call's member)
-	CellArg    string // notebook: the cell id
-	ModeArg    string // notebook: replace, insert or delete
+	PathArg     string // the file path (all kinds but patch and shell)
+	ContentArg  string // write, insert, notebook (new source), editor create
+	OldArg      string // edit, multiedit and editor: the text replaced
+	NewArg      string // edit, multiedit and editor: its replacement (editor insert: the text)
+	AllArg      string // edit, multiedit: a boolean, replace every occurrence
+	CountArg    string // edit: the number of occurrences expected (all replaced)
+	All         bool   // edit: every occurrence is replaced, whatever AllArg says
+	EditsArg    string // multiedit (and edit, when present): the array of replacements
+	RegexArg    string // edit: a boolean, OldArg is a regular expression
+	CaseArg     string // edit: a boolean, matching ignores case
+	FromArg     string // edit: first line the replacement is limited to
+	ToArg       string // edit: last line the replacement is limited to
+	DiffArg     string // search_replace: the SEARCH/REPLACE blocks
+	LineArg     string // insert, editor insert: the line number
+	CommandArg  string // editor: the command; shell: the command
+	Argv        bool   // shell: CommandArg is an argument vector
+	DirArg      string // shell: the working directory
+	InputArg    string // patch: the patch (a JSON call's member)
+	CellArg     string // notebook: the cell id
+	ModeArg     string // notebook: replace, insert or delete
 	CellTypeArg string // notebook: code or markdown
-	OffsetArg  string // read: the first line read (absent: from the top)
-	LimitArg   string // read: the number of lines read (absent: all)
-	Format     string // read: FormatNumbered or FormatPlain
+	OffsetArg   string // read: the first line read (absent: from the top)
+	LimitArg    string // read: the number of lines read (absent: all)
+	Format      string // read: FormatNumbered or FormatPlain
 }
 
 // kindDefaults are the argument names a kind uses when a rule leaves them
