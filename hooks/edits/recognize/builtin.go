@@ -40,9 +40,11 @@ func Builtin() []Rule {
 		{Tool: "replace_in_file", Kind: KindSearchReplace, PathArg: "path", DiffArg: "diff"},
 		{Tool: "execute_command", Kind: KindShell, CommandArg: "command", DirArg: "cwd"},
 
-		// Cline CLI.
-		{Tool: "editor", Kind: KindEditor, PathArg: "path", CommandArg: "command", ContentArg: "file_text",
-			OldArg: "old_str", NewArg: "new_str,insert_text", LineArg: "insert_line"},
+		// Cline CLI: editor has no command (old_text replaced by new_text,
+		// or new_text inserted before insert_line, or the file created
+		// with new_text); the str_replace_editor form is read too.
+		{Tool: "editor", Kind: KindEditor, PathArg: "path", CommandArg: "command", ContentArg: "file_text,new_text",
+			OldArg: "old_text,old_str", NewArg: "new_text,new_str,insert_text", LineArg: "insert_line"},
 		{Tool: "run_commands", Kind: KindShell, CommandArg: "commands"},
 		// Anthropic's text editor tool, as agents built on it name it.
 		{Tool: "str_replace_based_edit_tool", Kind: KindEditor, PathArg: "path", CommandArg: "command", ContentArg: "file_text",

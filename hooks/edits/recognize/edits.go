@@ -155,6 +155,10 @@ func editsFor(r *Rule, args []byte, freeform bool) ([]Edit, error) {
 		c := a.str(r.ContentArg, true)
 		e.Op, e.Changes, e.Size = OpModify, []Change{{New: c, Line: line}}, int64(len(c))
 	case KindEditor:
+		if !a.has(r.CommandArg) {
+			a.commandless(r, &e)
+			break
+		}
 		switch cmd := a.str(r.CommandArg, true); cmd {
 		case "create":
 			c := a.str(r.ContentArg, true)
@@ -183,6 +187,27 @@ func editsFor(r *Rule, args []byte, freeform bool) ([]Edit, error) {
 		return nil, a.err
 	}
 	return []Edit{e}, nil
+}
+
+// commandless reads an editor call without a command (Cline CLI's
+// editor): with an insert line, NewArg is inserted before that line
+// (1-based); with an old text, it is replaced by NewArg once; otherwise
+// the file is created with NewArg.
+func (a *argReader) commandless(r *Rule, e *Edit) {
+	neu := a.str(r.NewArg, true)
+	e.Op, e.Size = OpModify, int64(len(neu))
+	switch old := a.str(r.OldArg, false); {
+	case a.get(r.LineArg).Exists() && a.get(r.LineArg).Type != gjson.Null:
+		line := a.int(r.LineArg, true)
+		if line < 1 && a.err == nil {
+			a.err = fmt.Errorf("argument %q is not a line number from 1", r.LineArg)
+		}
+		e.Changes = []Change{{New: neu, Line: line}}
+	case old != "":
+		e.Changes = []Change{{Old: old, New: neu}}
+	default:
+		e.Op, e.Content = OpWrite, &neu
+	}
 }
 
 // changes reads the replacements of an edit or multiedit call into e.

@@ -49,6 +49,12 @@ func TestEdits(t *testing.T) {
 		{"editor insert_text", "str_replace_based_edit_tool", false, `{"command":"insert","path":"e.txt","insert_line":2,"insert_text":"mid"}`,
 			[]Edit{{Path: "e.txt", Op: OpModify, Changes: []Change{{New: "mid", Line: 3}}, Size: 3}}},
 		{"editor view", "editor", false, `{"command":"view","path":"e.txt"}`, nil},
+		{"cline editor replace", "editor", false, `{"path":"/w/e.txt","old_text":"a","new_text":"b"}`,
+			[]Edit{{Path: "/w/e.txt", Op: OpModify, Changes: []Change{{Old: "a", New: "b"}}, Size: 1}}},
+		{"cline editor create", "editor", false, `{"path":"/w/e.txt","old_text":null,"new_text":"all","insert_line":null}`,
+			[]Edit{{Path: "/w/e.txt", Op: OpWrite, Content: sp("all"), Size: 3}}},
+		{"cline editor insert", "editor", false, `{"path":"/w/e.txt","new_text":"x","insert_line":"4"}`,
+			[]Edit{{Path: "/w/e.txt", Op: OpModify, Changes: []Change{{New: "x", Line: 4}}, Size: 1}}},
 		{"read", "Read", false, `{"file_path":"e.txt"}`, nil},
 		{"unknown", "Nope", false, `{}`, nil},
 		{"patch", "apply_patch", true, "*** Begin Patch\n*** Add File: a.txt\n+one\n+two\n*** Update File: b.txt\n*** Move to: c.txt\n@@\n-x\n+y\n*** Delete File: d.txt\n*** End Patch\n",
@@ -86,8 +92,10 @@ func TestEditsErrors(t *testing.T) {
 		{"apply_patch", `{"input":"hello"}`, "no file header"},
 		{"apply_patch", `{"input":"*** Add File: a\nno plus\n"}`, "does not start with +"},
 		{"insert_content", `{"path":"a","line":-1,"content":"x"}`, "not a non-negative integer"},
-		{"editor", `{"command":"str_replace","path":"a","old_str":"","new_str":"x"}`, `"old_str" is empty`},
+		{"editor", `{"command":"str_replace","path":"a","old_str":"","new_str":"x"}`, `"old_text,old_str" is empty`},
 		{"shell", `{"command":"ls"}`, "not an array"},
+		{"editor", `{"path":"a","new_text":"x","insert_line":0}`, "not a line number from 1"},
+		{"editor", `{"path":"a","old_text":"x"}`, `"new_text,new_str,insert_text" is missing`},
 	}
 	tab := builtinTable()
 	for _, c := range cases {

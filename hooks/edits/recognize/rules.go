@@ -62,8 +62,10 @@ const (
 	KindInsert Kind = "insert"
 	// KindEditor is a str_replace_editor-style tool: CommandArg is create
 	// (ContentArg is the file), str_replace (OldArg, NewArg), insert (NewArg
-	// after line LineArg, 0 for the top) or a command that writes nothing
-	// (view).
+	// after line LineArg, 0 for the top), undo_edit, or a command that
+	// writes nothing (view). Without a command (Cline CLI's editor), NewArg
+	// is inserted before line LineArg when it is given, replaces OldArg
+	// when that is not empty, and is the new file's content otherwise.
 	KindEditor Kind = "editor"
 	// KindShell runs a shell command (CommandArg, a script or with Argv an
 	// argument vector, run in DirArg); the files it writes are known only

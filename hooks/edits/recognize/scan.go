@@ -48,10 +48,12 @@ const (
 	sDead                        // not a JSON object
 )
 
-// scanSink receives the decoded bytes of wanted string values.
+// scanSink receives the values of wanted keys.
 type scanSink interface {
-	// value starts the value of wanted key k.
-	value(k int)
+	// start starts the value of wanted key k, whose first byte is c; for a
+	// string (c is '"'), it returns whether to decode it (text and end
+	// follow) or skip it.
+	start(k int, c byte) bool
 	// text continues it with decoded bytes.
 	text(k int, s string)
 	// end ends it.
@@ -115,14 +117,15 @@ func (j *jsonScanner) feed(s string, sink scanSink) {
 			if isSpace(c) {
 				continue
 			}
+			decode := false
 			if j.cur >= 0 {
 				j.done |= 1 << j.cur // the first occurrence counts, string or not
+				decode = sink.start(j.cur, c)
 			}
 			switch {
-			case c == '"' && j.cur >= 0:
+			case c == '"' && decode:
 				j.state = sWantedStr
 				j.str = strDecoder{}
-				sink.value(j.cur)
 			case c == '"':
 				j.state, j.esc = sSkipStr, false
 			case c == '{' || c == '[':

@@ -21,7 +21,9 @@ type Watch struct {
 	roles []role // per wanted key
 	path  capture
 	cmd   capture // editor: the command
-	patch patchScanner
+	// editor without a command (Cline CLI): what tells its operation.
+	oldText, lineSeen, newSeen bool
+	patch                      patchScanner
 	buf   []byte // modeBuffer: the arguments so far
 
 	announced []string
@@ -43,6 +45,9 @@ const (
 	rolePath role = iota
 	roleCommand
 	rolePatch
+	roleOld  // editor: the text replaced
+	roleNew  // editor: the new text or content
+	roleLine // editor: the insert line
 )
 
 // maxPathLen bounds a captured path (a longer one is left to Finish);
@@ -109,12 +114,19 @@ func newWatch(r *Rule, freeform bool) *Watch {
 		w.roles = append(w.roles, rolePath)
 	}
 	if r.Kind == KindEditor {
-		if !simpleKey(r.CommandArg) {
-			w.mode = modeBuffer
-			return w
+		for _, a := range []struct {
+			spec string
+			role role
+		}{{r.CommandArg, roleCommand}, {r.OldArg, roleOld}, {r.NewArg, roleNew}, {r.ContentArg, roleNew}, {r.LineArg, roleLine}} {
+			for _, alt := range strings.Split(a.spec, ",") {
+				if !simpleKey(alt) {
+					w.mode = modeBuffer
+					return w
+				}
+				keys = append(keys, alt)
+				w.roles = append(w.roles, a.role)
+			}
 		}
-		keys = append(keys, r.CommandArg)
-		w.roles = append(w.roles, roleCommand)
 	}
 	w.mode = modePath
 	w.js = newJSONScanner(keys)
@@ -179,9 +191,7 @@ func (w *Watch) Finish() []Started {
 			w.announce(e.Path, e.Op)
 		}
 	case modePath:
-		if w.path.done && !w.path.tooLong && w.rule.Kind != KindEditor {
-			w.announce(string(w.path.b), pathOp(w.rule.Kind, ""))
-		}
+		w.pathReady()
 	}
 	out := w.out
 	w.out = nil
@@ -202,19 +212,33 @@ func (w *Watch) announce(path, op string) {
 	w.out = append(w.out, Started{Path: path, Op: op})
 }
 
-// value, text and end are the jsonScanner's sink.
-func (w *Watch) value(k int) {
+// start, text and end are the jsonScanner's sink.
+func (w *Watch) start(k int, c byte) bool {
 	switch w.roles[k] {
 	case rolePath:
-		if w.path.seen {
-			return // an earlier alternative won
+		if w.path.seen || c != '"' {
+			return false // an earlier alternative won, or not a string
 		}
 		w.path.reset()
 	case roleCommand:
+		if w.cmd.seen || c != '"' {
+			return false
+		}
 		w.cmd.reset()
 	case rolePatch:
 		w.patch.reset()
+	case roleOld:
+		return c == '"' // non-empty text makes it a replacement
+	case roleLine:
+		w.lineSeen = w.lineSeen || c != 'n'
+		w.pathReady()
+		return false
+	case roleNew:
+		w.newSeen = true
+		w.pathReady()
+		return false
 	}
+	return c == '"'
 }
 
 func (w *Watch) text(k int, s string) {
@@ -227,6 +251,11 @@ func (w *Watch) text(k int, s string) {
 		w.cmd.add(s, 64)
 	case rolePatch:
 		w.patch.write(s, w)
+	case roleOld:
+		if s != "" && !w.oldText {
+			w.oldText = true
+			w.pathReady()
+		}
 	}
 }
 
@@ -239,24 +268,33 @@ func (w *Watch) end(k int) {
 	case rolePatch:
 		w.patch.flush(w)
 		return
+	default:
+		return
 	}
 	w.pathReady()
 }
 
 // pathReady announces the path once it and what its operation depends on
-// are complete.
+// are known: for an editor, its command, or without one (Cline CLI's
+// editor) an old text or insert line (a replacement or insert) or the
+// start of the new text with neither before it (taken for a creation).
 func (w *Watch) pathReady() {
 	if !w.path.done || w.path.tooLong || len(w.announced) > 0 {
 		return
 	}
-	cmd := ""
-	if w.rule.Kind == KindEditor {
-		if !w.cmd.done {
-			return
-		}
-		cmd = string(w.cmd.b)
+	if w.rule.Kind != KindEditor {
+		w.announce(string(w.path.b), pathOp(w.rule.Kind, ""))
+		return
 	}
-	w.announce(string(w.path.b), pathOp(w.rule.Kind, cmd))
+	switch {
+	case w.cmd.done:
+		w.announce(string(w.path.b), pathOp(KindEditor, string(w.cmd.b)))
+	case w.cmd.seen:
+	case w.oldText || w.lineSeen:
+		w.announce(string(w.path.b), OpModify)
+	case w.newSeen:
+		w.announce(string(w.path.b), OpWrite)
+	}
 }
 
 // pathOp is the operation a call of kind asks for its file, as far as it
