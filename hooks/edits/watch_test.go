@@ -72,6 +72,7 @@ func TestWatchOperation(t *testing.T) {
 	feedBytes(obs, 0, 2, "w2", "Write", string(args("file_path", "b.txt", "content", "x")), nil)
 	feedBytes(obs, 1, 0, "w3", "Write", string(args("file_path", "b.txt", "content", "y")), nil)
 	feedBytes(obs, 1, 1, "e1", "Edit", string(args("file_path", "c.txt", "old_string", "a", "new_string", "bb")), nil)
+	feedBytes(obs, 1, 2, "w4", "Write", string(args("file_path", "c.txt", "content", "z")), nil)
 
 	var got []string
 	for _, ev := range r.ev.all() {
@@ -79,7 +80,7 @@ func TestWatchOperation(t *testing.T) {
 			got = append(got, ev.Data["path"].(string)+" "+ev.Data["operation"].(string))
 		}
 	}
-	require.Equal(t, []string{"a.txt rewrite", "b.txt create", "b.txt rewrite", "c.txt modify"}, got)
+	require.Equal(t, []string{"a.txt rewrite", "b.txt create", "b.txt rewrite", "c.txt modify", "c.txt rewrite"}, got)
 }
 
 // TestWatchJSONReply: a JSON reply gives each call as one delta with Done
