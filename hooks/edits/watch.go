@@ -66,7 +66,8 @@ func (tw *turnWatch) observe(d conv.ToolCallDelta) {
 	k := callKey{d.Stream, d.Index}
 	c, ok := tw.calls[k]
 	if !ok {
-		c = &watched{id: d.ID, name: d.Name, freeform: d.Freeform}
+		// The delta's strings may alias a reused buffer: keep copies.
+		c = &watched{id: strings.Clone(d.ID), name: strings.Clone(d.Name), freeform: d.Freeform}
 		c.w = tw.h.cfg.Table.Watch(d.Name, d.Freeform)
 		tw.calls[k] = c
 	}
@@ -96,6 +97,7 @@ func (tw *turnWatch) observe(d conv.ToolCallDelta) {
 
 // started announces one path of c.
 func (tw *turnWatch) started(c *watched, s recognize.Started) {
+	s.Path = strings.Clone(s.Path)
 	s.Op = tw.operation(s)
 	c.started = append(c.started, s)
 	tw.emit(events.EditStarted, c, s, -1)
