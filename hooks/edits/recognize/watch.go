@@ -28,8 +28,8 @@ type Watch struct {
 	// waitOp is set when the watch waits for them.
 	waitOp                               bool
 	oldText, oldEmpty, lineSeen, newSeen bool
-	patch                      patchScanner
-	buf                        []byte // modeBuffer: the arguments so far
+	patch                                patchScanner
+	buf                                  []byte // modeBuffer: the arguments so far
 
 	announced []string
 	out       []Started
