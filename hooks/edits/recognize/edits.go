@@ -420,12 +420,35 @@ func (a *argReader) fail(err error) {
 	}
 }
 
-// get returns the first of the comma-separated alternatives that exists.
+// get returns the value of spec, a gjson path or comma-separated
+// alternatives: of top-level members, the one the arguments give first
+// (as a Watch sees them); otherwise the first listed that exists.
 func (a *argReader) get(spec string) gjson.Result {
 	if spec == "" {
 		return gjson.Result{}
 	}
-	for _, alt := range strings.Split(spec, ",") {
+	alts := strings.Split(spec, ",")
+	if len(alts) == 1 {
+		return a.root.Get(spec)
+	}
+	simple := true
+	for _, alt := range alts {
+		simple = simple && simpleKey(alt)
+	}
+	if simple {
+		var found gjson.Result
+		a.root.ForEach(func(k, v gjson.Result) bool {
+			for _, alt := range alts {
+				if k.Str == alt {
+					found = v
+					return false
+				}
+			}
+			return true
+		})
+		return found
+	}
+	for _, alt := range alts {
 		if v := a.root.Get(alt); v.Exists() {
 			return v
 		}

@@ -63,6 +63,8 @@ func TestEdits(t *testing.T) {
 				{Path: "b.txt", Op: OpModify, MoveTo: "c.txt", Patch: "*** Update File: b.txt\n*** Move to: c.txt\n@@\n-x\n+y\n", Size: 51},
 				{Path: "d.txt", Op: OpDelete, Patch: "*** Delete File: d.txt\n", Size: 23},
 			}},
+		{"alternatives: first given", "apply_patch", false, `{"patch":"*** Delete File: p","input":"*** Delete File: i"}`,
+			[]Edit{{Path: "p", Op: OpDelete, Patch: "*** Delete File: p", Size: 18}}},
 		{"shell", "Bash", false, `{"command":"cd src && sed -i s/a/b/ x.go && rm y.go"}`,
 			[]Edit{{Path: "src/x.go", Op: OpWrite}, {Path: "src/y.go", Op: OpDelete}}},
 		{"cline run_commands", "run_commands", false, `{"commands":["echo a > a","rm b"]}`,
