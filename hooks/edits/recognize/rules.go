@@ -1,11 +1,3 @@
-// Package recognize tells which tool calls write files and what they ask
-// for each file: incrementally, while a call's arguments stream (the path
-// of the file, as soon as it is complete), and from a complete call (the
-// new content, the replacements or the patch, per file). It also reads a
-// read tool's result as the whole content of a file when it is whole.
-//
-// It is pure: it never touches the filesystem. A Table is immutable and
-// safe for concurrent use; a Watch belongs to one call and is not.
 package recognize
 
 import (
