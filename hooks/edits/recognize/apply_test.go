@@ -61,7 +61,9 @@ func TestApplyOrdered(t *testing.T) {
 		err  string
 	}{
 		{"duplicates in order", []Change{{Old: "x := 1\n", New: "a\n"}, {Old: "x := 1\n", New: "b\n"}}, "a\nif x {\n    x++\n}\nb\n", ""},
-		{"not before the previous", []Change{{Old: "}\n", New: "]\n"}, {Old: "if x", New: "y"}}, "", "after the previous change"},
+		{"out of order, as a last resort", []Change{{Old: "}\n", New: "]\n"}, {Old: "if x", New: "y"}}, "x := 1\ny {\n    x++\n]\nx := 1\n", ""},
+		{"nowhere", []Change{{Old: "while", New: "y"}}, "", "not in the file"},
+		{"anchor lines", []Change{{Old: "if x {\n  x--\n}\n", New: "z\n"}}, "x := 1\nz\nx := 1\n", ""},
 		{"trimmed lines", []Change{{Old: "if x {\n  x++\n}\n", New: "done\n"}}, "x := 1\ndone\nx := 1\n", ""},
 		{"trimmed last line without newline", []Change{{Old: "  x++\n }", New: "z"}}, "x := 1\nif x {\nz\nx := 1\n", ""},
 		{"empty replaces all", []Change{{Old: "", New: "all\n"}}, "all\n", ""},

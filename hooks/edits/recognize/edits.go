@@ -22,8 +22,8 @@ import (
 // own may differ), replacing every match, only in lines From..To when
 // they are not 0. Ordered changes (Cline's SEARCH/REPLACE blocks) replace
 // the first occurrence of Old at or after the end of the previous change,
-// matching lines exactly or else ignoring their surrounding white space;
-// an empty Old replaces the whole content.
+// found as Cline finds it (exactly, by trimmed lines, by first and last
+// lines, then anywhere); an empty Old replaces the whole content.
 type Change struct {
 	Old, New   string
 	All        bool
