@@ -60,6 +60,14 @@ func (ch Change) apply(s string) (string, error) {
 	}
 	n := strings.Count(s, ch.Old)
 	switch {
+	case n == 0 && ch.Line > 0:
+		// A block with a start line (Roo's): whole lines compared
+		// without their surrounding white space, nearest that line.
+		at, size := nearestTrimmed(s, ch.Old, ch.Line)
+		if at < 0 {
+			return "", errors.New("the text to replace is not in the file")
+		}
+		return s[:at] + ch.New + s[at+size:], nil
 	case n == 0:
 		return "", errors.New("the text to replace is not in the file")
 	case ch.Count > 0 && n != ch.Count:
@@ -204,6 +212,32 @@ func trimmedLinesIndex(s, old string, pos int) (int, int) {
 		at += nl + 1
 	}
 	return -1, 0
+}
+
+// nearestTrimmed finds old's lines in s compared without surrounding white
+// space (trimmedLinesIndex), the match starting nearest to line; -1 when
+// there is none.
+func nearestTrimmed(s, old string, line int) (int, int) {
+	best, bestSize, bestDist := -1, 0, 0
+	for pos := 0; pos <= len(s); {
+		at, size := trimmedLinesIndex(s, old, pos)
+		if at < 0 {
+			break
+		}
+		d := strings.Count(s[:at], "\n") + 1 - line
+		if d < 0 {
+			d = -d
+		}
+		if best < 0 || d < bestDist {
+			best, bestSize, bestDist = at, size, d
+		}
+		nl := strings.IndexByte(s[at:], '\n')
+		if nl < 0 {
+			break
+		}
+		pos = at + nl + 1
+	}
+	return best, bestSize
 }
 
 // nearestOccurrence returns the offset of the occurrence of old in s

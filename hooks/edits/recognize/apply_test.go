@@ -27,6 +27,8 @@ func TestApplyChanges(t *testing.T) {
 		{"line hint", []Change{{Old: "beta\n", New: "B\n", Line: 4}}, "alpha\nbeta\ngamma\nB\n", ""},
 		{"line hint first", []Change{{Old: "beta\n", New: "B\n", Line: 1}}, "alpha\nB\ngamma\nbeta\n", ""},
 		{"missing", []Change{{Old: "delta", New: "x"}}, "", "not in the file"},
+		{"trimmed near line", []Change{{Old: " beta \n", New: "B\n", Line: 4}}, "alpha\nbeta\ngamma\nB\n", ""},
+		{"trimmed missing", []Change{{Old: "delta\n", New: "B\n", Line: 3}}, "", "not in the file"},
 		{"in order", []Change{{Old: "alpha", New: "x"}, {Old: "x\nbeta", New: "y"}}, "y\ngamma\nbeta\n", ""},
 		{"second fails", []Change{{Old: "alpha", New: "x"}, {Old: "alpha", New: "y"}}, "", "change 2"},
 		{"insert before", []Change{{New: "new", Line: 2}}, "alpha\nnew\nbeta\ngamma\nbeta\n", ""},
