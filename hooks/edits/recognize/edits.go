@@ -291,4 +291,3 @@ func newSize(chs []Change) int64 {
 	}
 	return n
 }
-

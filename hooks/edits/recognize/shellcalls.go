@@ -135,4 +135,3 @@ func joinDir(dir, p string) string {
 	}
 	return path.Join(dir, p)
 }
-
