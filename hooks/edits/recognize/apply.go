@@ -30,10 +30,15 @@ func (e Edit) Apply(before string) (string, error) {
 	case e.Patch != "":
 		return applyHunks(before, e.Patch)
 	case len(e.Changes) > 0:
-		cur := before
+		cur, pos := before, 0
 		for i, ch := range e.Changes {
 			var err error
-			if cur, err = ch.apply(cur); err != nil {
+			if ch.Ordered {
+				cur, pos, err = ch.applyOrdered(cur, pos)
+			} else {
+				cur, err = ch.apply(cur)
+			}
+			if err != nil {
 				if len(e.Changes) > 1 {
 					return "", fmt.Errorf("change %d: %w", i+1, err)
 				}
@@ -55,6 +60,14 @@ func (ch Change) apply(s string) (string, error) {
 	}
 	n := strings.Count(s, ch.Old)
 	switch {
+	case n == 0 && ch.Line > 0:
+		// A block with a start line (Roo's): whole lines compared
+		// without their surrounding white space, nearest that line.
+		at, size := nearestTrimmed(s, ch.Old, ch.Line)
+		if at < 0 {
+			return "", errors.New("the text to replace is not in the file")
+		}
+		return s[:at] + ch.New + s[at+size:], nil
 	case n == 0:
 		return "", errors.New("the text to replace is not in the file")
 	case ch.Count > 0 && n != ch.Count:
@@ -68,6 +81,163 @@ func (ch Change) apply(s string) (string, error) {
 		return s[:at] + ch.New + s[at+len(ch.Old):], nil
 	}
 	return "", fmt.Errorf("the text to replace occurs %d times", n)
+}
+
+// applyOrdered applies an ordered change to s from offset pos and returns
+// the result and the offset after the replacement. It looks for Old as
+// Cline does: exactly from pos, then by trimmed lines from pos, then (for
+// three lines or more) by its first and last lines from pos, then exactly
+// anywhere.
+func (ch Change) applyOrdered(s string, pos int) (string, int, error) {
+	if ch.Old == "" {
+		return ch.New, len(ch.New), nil
+	}
+	at, n := strings.Index(s[pos:], ch.Old), len(ch.Old)
+	switch {
+	case at >= 0:
+		at += pos
+	default:
+		if at, n = trimmedLinesIndex(s, ch.Old, pos); at >= 0 {
+			break
+		}
+		if at, n = anchorLinesIndex(s, ch.Old, pos); at >= 0 {
+			break
+		}
+		if at, n = strings.Index(s, ch.Old), len(ch.Old); at < 0 {
+			return "", 0, errors.New("the text to replace is not in the file")
+		}
+	}
+	return s[:at] + ch.New + s[at+n:], at + len(ch.New), nil
+}
+
+// anchorLinesIndex finds a run of as many lines as old has, at or after
+// pos, whose first and last lines equal old's (trimmed); old must have
+// three lines or more. It returns the offset and length of the run
+// (newline included), -1 when there is none.
+func anchorLinesIndex(s, old string, pos int) (int, int) {
+	want := strings.Split(strings.TrimSuffix(old, "\n"), "\n")
+	if len(want) < 3 {
+		return -1, 0
+	}
+	first, last := strings.TrimSpace(want[0]), strings.TrimSpace(want[len(want)-1])
+	starts := lineStarts(s)
+	for i, st := range starts {
+		if st < pos || i+len(want) > len(starts) {
+			continue
+		}
+		if strings.TrimSpace(lineAt(s, st)) != first || strings.TrimSpace(lineAt(s, starts[i+len(want)-1])) != last {
+			continue
+		}
+		end := len(s)
+		if i+len(want) < len(starts) {
+			end = starts[i+len(want)]
+		}
+		return st, end - st
+	}
+	return -1, 0
+}
+
+// lineStarts returns the offsets at which s's lines start (a final empty
+// line after a last newline is not one).
+func lineStarts(s string) []int {
+	starts := []int{0}
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' && i+1 < len(s) {
+			starts = append(starts, i+1)
+		}
+	}
+	if s == "" {
+		return nil
+	}
+	return starts
+}
+
+// lineAt returns the line starting at offset at, without its newline.
+func lineAt(s string, at int) string {
+	if i := strings.IndexByte(s[at:], '\n'); i >= 0 {
+		return s[at : at+i]
+	}
+	return s[at:]
+}
+
+// trimmedLinesIndex finds old's lines in s at a line start at or after
+// pos, each compared without its surrounding white space; it returns the
+// offset and length of the match in s, -1 when there is none.
+func trimmedLinesIndex(s, old string, pos int) (int, int) {
+	want := strings.Split(strings.TrimSuffix(old, "\n"), "\n")
+	start := pos
+	if i := strings.LastIndexByte(s[:pos], '\n'); pos > 0 && i != pos-1 {
+		// pos is inside a line: start at the next one.
+		next := strings.IndexByte(s[pos:], '\n')
+		if next < 0 {
+			return -1, 0
+		}
+		start = pos + next + 1
+	}
+	for at := start; at <= len(s); {
+		end, ok := at, true
+		for _, w := range want {
+			if end > len(s) {
+				ok = false
+				break
+			}
+			line := s[end:]
+			nl := strings.IndexByte(line, '\n')
+			if nl >= 0 {
+				line = line[:nl]
+			}
+			if strings.TrimSpace(line) != strings.TrimSpace(w) {
+				ok = false
+				break
+			}
+			end += len(line)
+			if nl >= 0 {
+				end++
+			} else {
+				end++ // past the end: only the last wanted line may be there
+			}
+		}
+		if ok {
+			if end > len(s) {
+				end = len(s)
+			} else if !strings.HasSuffix(old, "\n") {
+				end-- // the match ends before the last line's newline
+			}
+			return at, end - at
+		}
+		nl := strings.IndexByte(s[at:], '\n')
+		if nl < 0 {
+			break
+		}
+		at += nl + 1
+	}
+	return -1, 0
+}
+
+// nearestTrimmed finds old's lines in s compared without surrounding white
+// space (trimmedLinesIndex), the match starting nearest to line; -1 when
+// there is none.
+func nearestTrimmed(s, old string, line int) (int, int) {
+	best, bestSize, bestDist := -1, 0, 0
+	for pos := 0; pos <= len(s); {
+		at, size := trimmedLinesIndex(s, old, pos)
+		if at < 0 {
+			break
+		}
+		d := strings.Count(s[:at], "\n") + 1 - line
+		if d < 0 {
+			d = -d
+		}
+		if best < 0 || d < bestDist {
+			best, bestSize, bestDist = at, size, d
+		}
+		nl := strings.IndexByte(s[at:], '\n')
+		if nl < 0 {
+			break
+		}
+		pos = at + nl + 1
+	}
+	return best, bestSize
 }
 
 // nearestOccurrence returns the offset of the occurrence of old in s
@@ -187,7 +357,7 @@ func (e Edit) CallDiff() string {
 	}
 	var b strings.Builder
 	for _, ch := range e.Changes {
-		if ch.Regex || ch.Old == ch.New {
+		if ch.Regex || ch.Old == ch.New || (ch.Ordered && ch.Old == "") {
 			continue
 		}
 		if ch.Old == "" {

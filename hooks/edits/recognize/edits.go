@@ -3,13 +3,10 @@ package recognize
 import (
 	"errors"
 	"fmt"
-	"path"
-	"strings"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/hooks/intents/policy"
-	"github.com/shepherd-proxy/shepherd/hooks/intents/shell"
 )
 
 // Change is one replacement a call asks for, applied in order. When Old is
@@ -20,7 +17,10 @@ import (
 // inserted before line Line (1-based; 0 appends at the end), as lines.
 // Regex and IgnoreCase make Old a pattern (Go's regexp syntax; the agent's
 // own may differ), replacing every match, only in lines From..To when
-// they are not 0.
+// they are not 0. Ordered changes (Cline's SEARCH/REPLACE blocks) replace
+// the first occurrence of Old at or after the end of the previous change,
+// found as Cline finds it (exactly, by trimmed lines, by first and last
+// lines, then anywhere); an empty Old replaces the whole content.
 type Change struct {
 	Old, New   string
 	All        bool
@@ -29,6 +29,7 @@ type Change struct {
 	Regex      bool
 	IgnoreCase bool
 	From, To   int
+	Ordered    bool
 }
 
 // NotebookCell is a notebook edit: the cell (by id, or "cell-N" for the
@@ -156,7 +157,17 @@ func editsFor(r *Rule, args []byte, freeform bool) ([]Edit, error) {
 		if a.err == nil {
 			e.Changes, a.err = parseBlocks(d)
 		}
+		for i := range e.Changes {
+			e.Changes[i].Ordered = r.Ordered
+		}
 		e.Op, e.Size = OpModify, newSize(e.Changes)
+		if r.Ordered && len(e.Changes) > 0 && e.Changes[0].Old == "" {
+			// An empty first SEARCH replaces the whole file: the
+			// content is known.
+			if c, err := (Edit{Changes: e.Changes}).Apply(""); err == nil {
+				e.Op, e.Content, e.Changes = OpWrite, &c, nil
+			}
+		}
 	case KindInsert:
 		line := a.int(r.LineArg, true)
 		c := a.str(r.ContentArg, true)
@@ -279,209 +290,4 @@ func newSize(chs []Change) int64 {
 		n += int64(len(ch.New))
 	}
 	return n
-}
-
-// shellEdits lists the files commands write: one Edit per target (OpDelete
-// for a removal, OpWrite otherwise), joined to the command's directory.
-// An apply_patch run through the shell (Codex's ["apply_patch", patch])
-// is read as the patch.
-func shellEdits(cmds []policy.ShellCommand) ([]Edit, error) {
-	var (
-		out     []Edit
-		partial []string
-		seen    = map[string]int{}
-	)
-	add := func(p, op string) {
-		if i, ok := seen[p]; ok {
-			if op == OpDelete {
-				out[i].Op = OpDelete
-			}
-			return
-		}
-		seen[p] = len(out)
-		out = append(out, Edit{Path: p, Op: op})
-	}
-	for _, c := range cmds {
-		if p, dir, ok := shellPatch(c); ok {
-			pe, err := patchEdits(p)
-			if err != nil {
-				partial = append(partial, err.Error())
-			}
-			for _, e := range pe {
-				e.Path = joinDir(c.Dir, joinDir(dir, e.Path))
-				if e.MoveTo != "" {
-					e.MoveTo = joinDir(c.Dir, joinDir(dir, e.MoveTo))
-				}
-				if i, dup := seen[e.Path]; dup {
-					out[i] = e
-					continue
-				}
-				seen[e.Path] = len(out)
-				out = append(out, e)
-			}
-			continue
-		}
-		var w shell.Writes
-		switch {
-		case shellScript(c.Argv) != "":
-			w = shell.Analyze(shellScript(c.Argv))
-		case c.Argv != nil:
-			w = shell.AnalyzeArgv(c.Argv)
-		default:
-			w = shell.Analyze(c.Script)
-		}
-		removed := map[string]bool{}
-		for _, r := range w.Removed {
-			removed[r] = true
-		}
-		for _, t := range w.Targets {
-			op := OpWrite
-			if removed[t] {
-				op = OpDelete
-			}
-			add(joinDir(c.Dir, t), op)
-		}
-		if w.Unparsed != "" {
-			partial = append(partial, w.Unparsed)
-		}
-	}
-	if len(partial) > 0 {
-		return out, fmt.Errorf("%w: %s", ErrPartial, strings.Join(partial, "; "))
-	}
-	return out, nil
-}
-
-// shellPatch recognises apply_patch run as a command, as Codex does: the
-// argument vector ["apply_patch", patch] (or "applypatch"), or a script
-// "apply_patch <<'EOF'\n…\nEOF", possibly after "cd dir &&" (then dir is
-// returned, relative to the command's directory).
-func shellPatch(c policy.ShellCommand) (patch, dir string, ok bool) {
-	if len(c.Argv) == 2 && (c.Argv[0] == "apply_patch" || c.Argv[0] == "applypatch") {
-		return c.Argv[1], "", true
-	}
-	script := c.Script
-	if sc := shellScript(c.Argv); sc != "" {
-		script = sc
-	}
-	s := strings.TrimSpace(script)
-	if rest, found := strings.CutPrefix(s, "cd "); found {
-		d, after, and := strings.Cut(rest, "&&")
-		if !and || strings.Contains(d, "\n") {
-			return "", "", false
-		}
-		dir = strings.Trim(strings.TrimSpace(d), `"'`)
-		s = strings.TrimSpace(after)
-	}
-	if !strings.HasPrefix(s, "apply_patch") && !strings.HasPrefix(s, "applypatch") {
-		return "", "", false
-	}
-	nl := strings.IndexByte(s, '\n')
-	if nl < 0 || !strings.Contains(s[:nl], "<<") {
-		return "", "", false
-	}
-	body := s[nl+1:]
-	if i := strings.Index(body, markEnd); i >= 0 {
-		return body[:i+len(markEnd)], dir, true
-	}
-	return "", "", false
-}
-
-// shellScript returns the script of ["bash", "-lc", script] (any common
-// shell, any short options with c), "" for another argument vector.
-// Analysing the script itself sees through a multi-line script, which
-// re-quoting the vector would hide.
-func shellScript(argv []string) string {
-	if len(argv) != 3 || !strings.HasPrefix(argv[1], "-") || strings.HasPrefix(argv[1], "--") || !strings.Contains(argv[1], "c") {
-		return ""
-	}
-	switch path.Base(argv[0]) {
-	case "sh", "bash", "zsh", "dash", "ksh", "ash":
-		return argv[2]
-	}
-	return ""
-}
-
-func joinDir(dir, p string) string {
-	if dir == "" || path.IsAbs(p) {
-		return p
-	}
-	return path.Join(dir, p)
-}
-
-// argReader reads arguments, keeping the first error.
-type argReader struct {
-	root gjson.Result
-	err  error
-}
-
-func (a *argReader) fail(err error) {
-	if a.err == nil {
-		a.err = err
-	}
-}
-
-// get returns the first of the comma-separated alternatives that exists.
-func (a *argReader) get(spec string) gjson.Result {
-	if spec == "" {
-		return gjson.Result{}
-	}
-	for _, alt := range strings.Split(spec, ",") {
-		if v := a.root.Get(alt); v.Exists() {
-			return v
-		}
-	}
-	return gjson.Result{}
-}
-
-func (a *argReader) has(spec string) bool { return a.get(spec).Exists() }
-
-// str reads a string argument; a missing one is an error when required
-// (and "" otherwise), as is one of another type.
-func (a *argReader) str(spec string, required bool) string {
-	v := a.get(spec)
-	switch {
-	case !v.Exists() || v.Type == gjson.Null:
-		if required {
-			a.fail(fmt.Errorf("argument %q is missing", spec))
-		}
-		return ""
-	case v.Type != gjson.String:
-		a.fail(fmt.Errorf("argument %q is not a string", spec))
-		return ""
-	}
-	return v.Str
-}
-
-// int reads an integer argument (a number, or a string of digits, as
-// models send them).
-func (a *argReader) int(spec string, required bool) int {
-	v := a.get(spec)
-	switch {
-	case !v.Exists() || v.Type == gjson.Null:
-		if required {
-			a.fail(fmt.Errorf("argument %q is missing", spec))
-		}
-		return 0
-	case v.Type == gjson.Number && v.Num == float64(int(v.Num)) && v.Num >= 0 && v.Num < 1<<31:
-		return int(v.Num)
-	case v.Type == gjson.String:
-		n := 0
-		for _, c := range strings.TrimSpace(v.Str) {
-			if c < '0' || c > '9' || n > 1<<27 {
-				a.fail(fmt.Errorf("argument %q is not a line number", spec))
-				return 0
-			}
-			n = n*10 + int(c-'0')
-		}
-		return n
-	}
-	a.fail(fmt.Errorf("argument %q is not a non-negative integer", spec))
-	return 0
-}
-
-// bool reads a boolean argument (false when absent; "true" as a string
-// counts).
-func (a *argReader) bool(spec string) bool {
-	v := a.get(spec)
-	return v.Type == gjson.True || (v.Type == gjson.String && v.Str == "true")
 }
