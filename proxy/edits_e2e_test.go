@@ -137,6 +137,21 @@ func TestEditsJSON(t *testing.T) {
 
 			requireEditEvents(t, h, session)
 			requireEditJournal(t, h, session)
+
+			// The edits API serves the journal, and the Edit's revert
+			// restores the content the Write wrote.
+			resp, body := do(t, "GET", h.URL+"/shepherd/v1/sessions/"+session+"/edits", "", nil)
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+			list := gjson.ParseBytes(body)
+			if l := list.Get("edits"); l.Exists() {
+				list = l
+			}
+			require.Len(t, list.Array(), 2, "%s", body)
+			seq := list.Get("1.seq").String()
+			resp, body = do(t, "GET", h.URL+"/shepherd/v1/sessions/"+session+"/edits/"+seq+"/revert", "", nil)
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+			require.Equal(t, "restore", gjson.GetBytes(body, "mode").String(), "%s", body)
+			require.Equal(t, editContent(), gjson.GetBytes(body, "before").String())
 		})
 	}
 }
