@@ -82,7 +82,7 @@ func TestConsoleEditsRevert(t *testing.T) {
 	require.NoError(t, err)
 	got := eval[string](t, ctx, `Array.from(document.querySelectorAll('#revert-1 .diff .dl')).map(function (l) { return l.textContent + '\n'; }).join('')`)
 	require.Equal(t, rv.Patch, got, "the page shows journal.Reverse's patch")
-	require.Contains(t, panel, "--tenant "+key.Tenant+" --apply")
+	require.Contains(t, panel, "shepherd edits revert 1 --session console-edits --apply")
 	screenshot(t, ctx, "session-edits")
 
 	// The open panel survives a live refresh of the journal.
