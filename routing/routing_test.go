@@ -164,7 +164,9 @@ func TestPhaseOf(t *testing.T) {
 		{Kind: conv.BlockToolCall, ToolCallID: "2", ToolName: "Bash"},
 	}}
 	text := conv.Block{Kind: conv.BlockText, Text: "hi"}
-	res := func(id, name string) conv.Block { return conv.Block{Kind: conv.BlockToolResult, ToolCallID: id, ToolName: name} }
+	res := func(id, name string) conv.Block {
+		return conv.Block{Kind: conv.BlockToolResult, ToolCallID: id, ToolName: name}
+	}
 	cases := []struct {
 		name string
 		msgs []conv.Message

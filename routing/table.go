@@ -90,6 +90,20 @@ func Parse(ruleLines, upstreamLines []string) (*Table, []error) {
 // today's behaviour). A nil table is empty.
 func (t *Table) Empty() bool { return t == nil || len(t.rules) == 0 }
 
+// UsesPhase reports whether a rule matches on the tool phase (PhaseOf
+// then needs the request's parsed messages).
+func (t *Table) UsesPhase() bool {
+	if t == nil {
+		return false
+	}
+	for i := range t.rules {
+		if t.rules[i].Phase != PhaseNone {
+			return true
+		}
+	}
+	return false
+}
+
 // Upstreams returns the named upstreams, in name order.
 func (t *Table) Upstreams() []Upstream {
 	if t == nil {
