@@ -13,6 +13,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/events"
+	"github.com/shepherd-proxy/shepherd/hooks/edits/recognize"
 	"github.com/shepherd-proxy/shepherd/proxy/turn"
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/apis"
@@ -220,8 +221,21 @@ func (s *Server) routeMatch(ctx *fasthttp.RequestCtx, x *exchange, in *inspectio
 	return true
 }
 
-// isEditTool: routing.EditTools, the tools whose calls write files.
-func isEditTool(name string) bool { return routing.EditTools[name] }
+// editTools are the tools whose calls write files: the built-in rules of
+// the edits recognizer, but its read and shell tools (a command's output is
+// no edit's result).
+var editTools = func() map[string]bool {
+	m := map[string]bool{}
+	for _, r := range recognize.Builtin() {
+		if r.Kind != recognize.KindRead && r.Kind != recognize.KindShell {
+			m[r.Tool] = true
+		}
+	}
+	return m
+}()
+
+// isEditTool reports whether name is a file-edit tool (editTools).
+func isEditTool(name string) bool { return editTools[name] }
 
 // routeRefused answers a request a rule refuses: 403 in the route's API
 // error shape.

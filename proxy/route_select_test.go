@@ -293,3 +293,37 @@ func TestRoutingGeminiPathAndQueryKey(t *testing.T) {
 	require.Equal(t, "alt=sse", reqs[0].Query)
 	requireRoutedCredential(t, d, reqs[0])
 }
+
+// A turn that only returns the results of file edits matches phase=edit;
+// a subagent's request (Claude Code's agent id header) has a lane of its
+// own, so the main lane's decision does not hold it.
+func TestRoutingEditPhaseAndSubagent(t *testing.T) {
+	d, _ := kit.Lookup("anthropic")
+	h := newRouteHarness(t, []string{
+		"edits phase=edit set_model=fast-1 upstream=alt-anthropic sticky=false",
+		"subs kind=subagent set_model=sub-1",
+	}, func(c *config.Config) { c.Topics.Enabled = false })
+	hdr := withHeaders(d, map[string]string{"X-Session-Id": "phases"})
+	tools := []kit.Tool{kit.ReadTool, {Name: "Edit", Schema: `{"type":"object"}`}}
+
+	h.main.Script(mock.Reply{ToolCalls: []mock.ToolCall{{ID: "e1", Name: "Edit", Args: `{"file_path":"a.go","old_string":"a","new_string":"b"}`}}})
+	history := []string{d.User("rename a to b")}
+	resp, reply := kit.Do(t, "POST", h.URL+d.Path("m-1", false), d.Request(kit.Request{Model: "m-1", Tools: tools, History: history}), hdr)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(reply))
+	require.Len(t, h.main.Requests(), 1, "a prompt matches no rule")
+
+	history = append(history, d.Echo(reply)...)
+	history = append(history, d.ToolResult("e1", "Edit", "done"))
+	h.alt.Script(mock.Reply{Text: "edited"})
+	resp, reply = kit.Do(t, "POST", h.URL+d.Path("m-1", false), d.Request(kit.Request{Model: "m-1", Tools: tools, History: history}), hdr)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(reply))
+	require.Len(t, h.alt.Requests(), 1, "the edit's results went to the apply model")
+	require.Equal(t, "fast-1", requestedModel(t, d, h.alt.Requests()[0]))
+
+	sub := withHeaders(d, map[string]string{"X-Session-Id": "phases", "X-Claude-Code-Agent-Id": "agent-7"})
+	h.main.Script(mock.Reply{Text: "sub"})
+	resp, reply = kit.Do(t, "POST", h.URL+d.Path("m-1", false), d.Request(kit.Request{Model: "m-1", Tools: tools, History: []string{d.User("look around")}}), sub)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(reply))
+	reqs := h.main.Requests()
+	require.Equal(t, "sub-1", requestedModel(t, d, reqs[len(reqs)-1]), "the subagent lane is not the main lane's")
+}

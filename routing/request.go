@@ -37,31 +37,12 @@ func KindOf(side string, subagent bool) Kind {
 	return KindMain
 }
 
-// EditTools are the tools whose calls write files, by agent: Claude Code
-// Write, Edit, MultiEdit, NotebookEdit; Codex apply_patch; gemini-cli
-// write_file, replace; Roo Code and Cline write_to_file, apply_diff,
-// insert_content, search_and_replace, replace_in_file and Roo Code's
-// edit, edit_file, search_replace; Cline CLI editor; Anthropic's text
-// editor tool (str_replace_based_edit_tool, str_replace_editor). A
-// request whose tool results answer only calls of these tools is in
-// PhaseEdit. Shell commands that write files are not counted: their
-// result is a command's output, not an edit's. The list is the write
-// tools of the edits feature's recognizer (hooks/edits/recognize) where
-// both exist; the proxy passes it to PhaseOf.
-var EditTools = map[string]bool{
-	"Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true,
-	"apply_patch": true,
-	"write_file":  true, "replace": true,
-	"write_to_file": true, "apply_diff": true, "insert_content": true, "search_and_replace": true, "replace_in_file": true,
-	"edit": true, "edit_file": true, "search_replace": true,
-	"editor": true, "str_replace_based_edit_tool": true, "str_replace_editor": true,
-}
-
 // PhaseOf says where a request stands in its agent's tool loop, from the
 // messages after the newest assistant message: PhasePrompt when they carry
 // the user's own text and no tool result, PhaseToolResults when they carry
 // tool results, PhaseEdit when every one of those results answers a call
-// of isEdit (the tool is the result's own name where the API gives one,
+// of a file-edit tool (isEdit; the proxy's are the write tools of the
+// edits recognizer's built-in table, hooks/edits/recognize) (the tool is the result's own name where the API gives one,
 // else the name of the call with its id in the newest assistant message).
 // PhaseNone when the conversation ends with an assistant message (a
 // prefill) or carries nothing of either.

@@ -157,7 +157,7 @@ func TestNewChecksReferences(t *testing.T) {
 }
 
 func TestPhaseOf(t *testing.T) {
-	isEdit := func(n string) bool { return EditTools[n] }
+	isEdit := func(n string) bool { return n == "Edit" || n == "write_file" }
 	user := func(bs ...conv.Block) conv.Message { return conv.Message{Role: conv.RoleUser, Blocks: bs} }
 	asst := conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{
 		{Kind: conv.BlockToolCall, ToolCallID: "1", ToolName: "Edit"},
