@@ -271,3 +271,23 @@ func FuzzParseRule(f *testing.F) {
 		_ = r.matches(q)
 	})
 }
+
+// BenchmarkMatch: a request that matches the last of ten rules.
+func BenchmarkMatch(b *testing.B) {
+	var rules []string
+	for _, m := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"} {
+		rules = append(rules, "r-"+m+" model="+m+"-* kind=subagent set_model=x")
+	}
+	rules = append(rules, "last model=claude-opus-* phase=tool_results set_model=y")
+	tb, errs := Parse(rules, nil)
+	if len(errs) > 0 {
+		b.Fatal(errs)
+	}
+	q := &Request{API: "anthropic", Family: "anthropic", Model: "claude-opus-4-5", Kind: KindMain, Phase: PhaseEdit}
+	b.ReportAllocs()
+	for b.Loop() {
+		if tb.Match(q) == nil {
+			b.Fatal("no match")
+		}
+	}
+}
