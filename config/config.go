@@ -58,6 +58,9 @@ type Config struct {
 	Pricing Pricing `mapstructure:"pricing"`
 	// Events configures the live event feed (events.go).
 	Events Events `mapstructure:"events"`
+	// Routing picks a model and an upstream per request by rule
+	// (routing.go).
+	Routing Routing `mapstructure:"routing"`
 
 	// deprecations are the warnings Load noted for deprecated keys.
 	deprecations []string

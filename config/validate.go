@@ -125,6 +125,7 @@ func (c *Config) Validate() error {
 	c.Turns.validate(&p)
 	c.Features.validate(&p)
 	c.Pricing.validate(&p)
+	c.Routing.validate(&p)
 	c.Events.validate(&p)
 
 	if len(p) == 0 {

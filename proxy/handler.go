@@ -47,6 +47,10 @@ type exchange struct {
 	watch *clientWatch
 	// feed is what the live feed knows of the request (events.go).
 	feed requestFeed
+	// routing is the request as the routing rules see it, and target
+	// where it and its turn's follow-ups go (route_select.go).
+	routing routeState
+	target  routeTarget
 	// turnIO holds a turn's writer and sender, so that they cost no
 	// allocation of their own.
 	turnIO struct {
@@ -76,10 +80,14 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	}
 	s.identify(ctx, &x, &in)
 	s.requestStarted(&x, &in)
+	if !s.routeMatch(ctx, &x, &in, body) {
+		return
+	}
 	t, body, ok := s.startTurn(ctx, &x, &in, body)
 	if !ok {
 		return
 	}
+	body = s.routeSelect(ctx, &x, t, in.view != nil && s.turnServes(ctx, &x, in.view), body)
 	x.feed.turn = t
 	x.watch = s.watchClient(ctx, x.route.name)
 	defer func() { x.watch.stop() }() // nil once a stream's writer owns it
@@ -209,10 +217,11 @@ func (s *Server) startTurn(ctx *fasthttp.RequestCtx, x *exchange, in *inspection
 // false when the request is answered (the client left, the upstream
 // failed).
 func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange, body []byte) bool {
-	up := s.upstreams[x.route.provider]
+	up := s.upstreamOf(x)
 	upReq := fasthttp.AcquireRequest()
 	x.upResp = fasthttp.AcquireResponse()
 	prepareUpstreamRequest(upReq, &ctx.Request, up, body, x.route.inspect)
+	x.target.apply(upReq, up)
 	setWatchedBody(upReq, x.upResp, body, x.watch)
 	t0 := time.Now()
 	err := up.client.DoTimeout(upReq, x.upResp, s.cfg.Limits.UpstreamTimeout)

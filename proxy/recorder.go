@@ -28,6 +28,8 @@ type sessionRecorder struct {
 
 type sessionTouch struct {
 	key state.Key
+	// effect, when set, is applied instead of counting a request (apply).
+	effect func(*state.Session)
 }
 
 func newSessionRecorder(st state.Store, log *zap.Logger, m *Metrics, timeout time.Duration) *sessionRecorder {
@@ -57,11 +59,30 @@ func (r *sessionRecorder) touch(key state.Key) {
 	}
 }
 
+// apply queues a change of key's session (a routing decision of a request
+// no turn runs on); it never blocks, and counts no request.
+func (r *sessionRecorder) apply(key state.Key, fx func(*state.Session)) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return
+	}
+	select {
+	case r.queue <- sessionTouch{key: key, effect: fx}:
+	default:
+		r.metrics.StoreError("touch_dropped")
+	}
+}
+
 func (r *sessionRecorder) run() {
 	defer close(r.done)
 	for t := range r.queue {
 		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 		_, err := r.store.Update(ctx, t.key, func(s *state.Session) error {
+			if t.effect != nil {
+				t.effect(s)
+				return nil
+			}
 			s.Requests++
 			return nil
 		})

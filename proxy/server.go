@@ -54,6 +54,7 @@ type Server struct {
 	metrics   *Metrics
 	views     *rewrite.ViewCache // the codecs' view cache (cfg.Limits.ViewCacheBytes)
 	upstreams map[Provider]*upstream
+	router    *router // nil: no routing rule (route_select.go)
 	recorder  *sessionRecorder
 	metricsH  fasthttp.RequestHandler
 	console   *console.Handler // the web console on the admin endpoints
@@ -123,6 +124,11 @@ func New(o Options) (*Server, error) {
 		}
 		s.upstreams[p] = u
 	}
+	rt, err := newRouter(cfg, uo, o.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	s.router = rt
 	s.watcher = newDisconnectWatcher(func(route, phase string) {
 		s.metrics.disconnects.WithLabelValues(route, phase).Inc()
 	})

@@ -41,14 +41,21 @@ func (u *upstreamSender) Send(body []byte) (*fasthttp.Response, error) {
 // sendFollowUp sends body upstream and returns the response with its body
 // not yet read (streamed). The caller releases it.
 func (s *Server) sendFollowUp(tmpl *fasthttp.Request, x *exchange, body []byte) (*fasthttp.Response, error) {
-	up := s.upstreams[x.route.provider]
+	// The turn's follow-ups go where its first request went, with the
+	// same model (route_select.go).
+	up := s.upstreamOf(x)
+	body, err := x.target.followUpBody(body)
+	if err != nil {
+		return nil, err
+	}
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	resp := fasthttp.AcquireResponse()
 	prepareUpstreamRequest(req, tmpl, up, body, true)
+	x.target.apply(req, up)
 	setWatchedBody(req, resp, body, x.watch)
 	t0 := time.Now()
-	err := up.client.DoTimeout(req, resp, s.cfg.Limits.UpstreamTimeout)
+	err = up.client.DoTimeout(req, resp, s.cfg.Limits.UpstreamTimeout)
 	x.upWait += time.Since(t0)
 	if err == nil {
 		x.watch.received(resp, "")

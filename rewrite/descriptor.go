@@ -56,6 +56,23 @@ type Descriptor struct {
 	// sends the SSE comment line ": keepalive"; empty sends nothing (the
 	// API's clients ignore nothing between events).
 	KeepAlive []byte
+
+	// ModelInPath is true when a request names its model in the path
+	// (…/models/{model}:method) rather than in the body's top-level
+	// "model" member (RequestModel, SetModel).
+	ModelInPath bool
+
+	// Credential is where the API's clients send their credential: the
+	// header a credential shepherd substitutes (a routing upstream's
+	// credential_env) is written to.
+	Credential Credential
+}
+
+// Credential names the request header an API's credential travels in and
+// the prefix of its value ("Bearer " for Authorization).
+type Credential struct {
+	Header string
+	Prefix string
 }
 
 // Route is one model route of a wire API: a POST on an exact path, or on a

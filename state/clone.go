@@ -1,6 +1,9 @@
 package state
 
-import "slices"
+import (
+	"maps"
+	"slices"
+)
 
 // Clone returns a deep copy of s (nil for nil); see clone.
 func (s *Session) Clone() *Session { return s.clone() }
@@ -22,5 +25,6 @@ func (s *Session) clone() *Session {
 		}
 	}
 	c.Slots = s.Slots.clone()
+	c.Routes = maps.Clone(s.Routes)
 	return &c
 }

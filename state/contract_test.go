@@ -522,6 +522,7 @@ func fullSession() *Session {
 			"example": &RawSlot{V: 2, Data: json.RawMessage(`{"n":1}`), Counted: map[string]int64{"examples": 4}},
 			"notes":   noteSlot("refactor"),
 		},
+		Routes: map[string]Route{"main": {Rule: "big", RequestedModel: "claude-opus-4-5", Model: "claude-sonnet-4-5", Upstream: "cheap"}},
 	}
 }
 

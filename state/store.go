@@ -51,8 +51,23 @@ type Session struct {
 	// topics' chapters, intents' selection and audit trail, recovery's
 	// counters.
 	Slots Slots `json:"slots,omitempty"`
+	// Routes holds the routing decision each lane of the session began
+	// with ("main", "subagent"; package routing), so later requests keep
+	// its model and upstream (a switch mid-conversation breaks prompt
+	// caches and thinking signatures).
+	Routes map[string]Route `json:"routes,omitempty"`
 	// Version increases by one on every successful Update.
 	Version int64 `json:"version"`
+}
+
+// Route is a routing decision a session keeps: the rule that made it (""
+// when no rule matched), the model the agent asked for, the model and the
+// upstream the request went to.
+type Route struct {
+	Rule           string `json:"rule,omitempty"`
+	RequestedModel string `json:"requested_model"`
+	Model          string `json:"model"`
+	Upstream       string `json:"upstream"`
 }
 
 // Usage is token and cost accounting, summed over a session's turns.

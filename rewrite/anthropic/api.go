@@ -20,6 +20,7 @@ var Descriptor = &rewrite.Descriptor{
 	NewCodec:   func(views *rewrite.ViewCache) rewrite.Codec { return anthropicCodec{views: views} },
 	NewSplicer: func() rewrite.StreamSplicer { return newAnthropicSplicer() },
 	IsTerminal: anthropicTerminal,
+	Credential: rewrite.Credential{Header: "X-Api-Key"},
 	TopLevel: map[string]rewrite.JSONKind{
 		"model": rewrite.KindString, "max_tokens": rewrite.KindNumber, "messages": rewrite.KindArray, "system": rewrite.KindStringOrArray,
 		"tools": rewrite.KindArray, "tool_choice": rewrite.KindObject, "thinking": rewrite.KindObject, "stop_sequences": rewrite.KindArray,

@@ -26,7 +26,9 @@ var Descriptor = &rewrite.Descriptor{
 	// SDK rejects an SSE comment as an invalid chunk, the JS SDK matches
 	// "data: " at the start of its buffer): a held reply sends no
 	// keepalive bytes.
-	KeepAlive: []byte{},
+	KeepAlive:   []byte{},
+	ModelInPath: true,
+	Credential:  rewrite.Credential{Header: "X-Goog-Api-Key"},
 	TopLevel: map[string]rewrite.JSONKind{
 		"contents": rewrite.KindArray, "systemInstruction": rewrite.KindObject, "system_instruction": rewrite.KindObject,
 		"tools": rewrite.KindArray, "generationConfig": rewrite.KindObject, "generation_config": rewrite.KindObject,

@@ -16,6 +16,7 @@ var Descriptor = &rewrite.Descriptor{
 	NewCodec:       func(views *rewrite.ViewCache) rewrite.Codec { return chatCodec{views: views} },
 	NewSplicer:     func() rewrite.StreamSplicer { return newChatSplicer() },
 	IsTerminal:     chatTerminal,
+	Credential:     rewrite.Credential{Header: "Authorization", Prefix: "Bearer "},
 	TopLevel: map[string]rewrite.JSONKind{
 		"model": rewrite.KindString, "messages": rewrite.KindArray, "tools": rewrite.KindArray, "max_tokens": rewrite.KindNumber,
 		"max_completion_tokens": rewrite.KindNumber, "stream_options": rewrite.KindObject, "temperature": rewrite.KindNumber,

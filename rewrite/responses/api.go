@@ -15,6 +15,7 @@ var Descriptor = &rewrite.Descriptor{
 	NewCodec:   func(views *rewrite.ViewCache) rewrite.Codec { return responsesCodec{views: views} },
 	NewSplicer: func() rewrite.StreamSplicer { return newResponsesSplicer() },
 	IsTerminal: responsesTerminal,
+	Credential: rewrite.Credential{Header: "Authorization", Prefix: "Bearer "},
 	TopLevel: map[string]rewrite.JSONKind{
 		"model": rewrite.KindString, "input": rewrite.KindStringOrArray, "instructions": rewrite.KindString, "tools": rewrite.KindArray,
 		"max_output_tokens": rewrite.KindNumber, "previous_response_id": rewrite.KindString, "store": rewrite.KindBool,
