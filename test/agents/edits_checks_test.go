@@ -1,0 +1,209 @@
+package agents
+
+import (
+	"bytes"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/shepherd-proxy/shepherd/state"
+)
+
+// editsLanded turns on the checks of what shepherd does with the edits
+// (the live edit.* events, the journal API, `shepherd edits revert`);
+// until the edits feature, the journal and the command are built, the
+// scenario checks only what the agents did on disk.
+const editsLanded = false
+
+// editLive bounds the wait for an edit event that should already be there.
+const editLive = 10 * time.Second
+
+// requireAnnounced checks the live feed announced each edit: edit.started
+// with the call's tool, id, path, operation and chapter, on the feed before
+// the call's stream could have ended (when the API streams arguments), then
+// edit.finished with its size. It returns the session and tenant the
+// events carry.
+func (sc *editScenario) requireAnnounced(t *testing.T, feed *feedClient, res result, streams bool) (session, tenant string) {
+	t.Helper()
+	if !editsLanded {
+		t.Log("pending (edits feature): edit.started / edit.finished on the live feed")
+		return "", ""
+	}
+	runEnd := res.Start.Add(res.Elapsed)
+	for _, i := range sc.edits() {
+		st := sc.steps[i]
+		byCall := func(typ string) func(feedEvent) bool {
+			return func(e feedEvent) bool {
+				return ofType(typ)(e) && e.Data.Get("data.call_id").String() == st.Call.ID
+			}
+		}
+		started, si := feed.waitFor(t, editLive, 0, "edit.started of "+st.Call.ID, byCall("edit.started"))
+		d := started.Data.Get("data")
+		require.Equal(t, st.Call.Name, d.Get("tool").String(), d.Raw)
+		require.Equal(t, sc.path, d.Get("path").String(), d.Raw)
+		require.Equal(t, st.Op, d.Get("operation").String(), d.Raw)
+		require.Equal(t, editChapter, d.Get("chapter").String(), d.Raw)
+		if streams {
+			end := sc.streamEndAfter(i)
+			require.True(t, started.Received.Before(end),
+				"step %d: edit.started reached the feed %s after the reply began, its stream ran at least %s",
+				i+1, started.Received.Sub(sc.replied[i][0]), end.Sub(sc.replied[i][0]))
+			t.Logf("step %d (%s): edit.started on the feed %s after the reply began; its stream ran at least %s",
+				i+1, st.Call.Name, started.Received.Sub(sc.replied[i][0]).Round(time.Millisecond),
+				end.Sub(sc.replied[i][0]).Round(time.Millisecond))
+		}
+		require.True(t, started.Received.Before(runEnd), "edit.started was shown live")
+		finished, _ := feed.waitFor(t, editLive, si, "edit.finished of "+st.Call.ID, byCall("edit.finished"))
+		fd := finished.Data.Get("data")
+		require.Equal(t, int64(st.Size), fd.Get("size").Int(), fd.Raw)
+		require.Equal(t, sc.path, fd.Get("path").String(), fd.Raw)
+		require.Equal(t, st.Op, fd.Get("operation").String(), fd.Raw)
+		if session == "" {
+			session, tenant = started.Data.Get("session").String(), started.Data.Get("tenant").String()
+		}
+		require.Equal(t, session, started.Data.Get("session").String(), "one session")
+	}
+	require.NotEmpty(t, session)
+	return session, tenant
+}
+
+// editsURL is the sessions API's journal of session (…/edits, or
+// …/edits/{n}/… with more path).
+func editsURL(base, session, tenant, more string, q url.Values) string {
+	if q == nil {
+		q = url.Values{}
+	}
+	if tenant != "" {
+		q.Set("tenant", tenant)
+	}
+	return fmt.Sprintf("%s/shepherd/v1/sessions/%s/edits%s?%s", base, url.PathEscape(session), more, q.Encode())
+}
+
+// requireJournal checks the session's edit journal lists the scenario's
+// edits under the file's path, oldest first, each with its call, operation,
+// status applied, chapter and a diff of the change.
+func (sc *editScenario) requireJournal(t *testing.T, s *stack, session, tenant string) {
+	t.Helper()
+	if !editsLanded {
+		t.Log("pending (journal API): GET /shepherd/v1/sessions/{id}/edits")
+		return
+	}
+	list := getJSON(t, editsURL(s.URL, session, tenant, "", url.Values{"path": {sc.path}})).Get("edits").Array()
+	idx := sc.edits()
+	require.Len(t, list, len(idx), "one entry per edit of %s", sc.path)
+	var seq int64
+	for k, i := range idx {
+		st, e := sc.steps[i], list[k]
+		require.Greater(t, e.Get("seq").Int(), seq, "oldest first")
+		seq = e.Get("seq").Int()
+		require.Equal(t, sc.path, e.Get("path").String(), e.Raw)
+		require.Equal(t, st.Call.Name, e.Get("tool").String(), e.Raw)
+		require.Equal(t, st.Call.ID, e.Get("call_id").String(), e.Raw)
+		require.Equal(t, st.Op, e.Get("operation").String(), e.Raw)
+		require.Equal(t, state.EditApplied, e.Get("status").String(), e.Raw)
+		require.Equal(t, editChapter, e.Get("chapter").String(), e.Raw)
+		require.Equal(t, int64(st.Size), e.Get("size").Int(), e.Raw)
+		diff := e.Get("diff").String()
+		require.NotEmpty(t, diff, e.Raw)
+		for _, l := range changedLines(sc.before(i), st.Want) {
+			require.Contains(t, diff, l, "the diff of step %d", i+1)
+		}
+		one := getJSON(t, editsURL(s.URL, session, tenant, fmt.Sprintf("/%d", seq), nil))
+		require.Equal(t, seq, one.Get("seq").Int(), one.Raw)
+		require.Equal(t, diff, one.Get("diff").String())
+	}
+}
+
+// before is the file's content before step i ("" before it existed).
+func (sc *editScenario) before(i int) string {
+	for j := i - 1; j >= 0; j-- {
+		if sc.steps[j].Op != "" {
+			return sc.steps[j].Want
+		}
+	}
+	return ""
+}
+
+// changedLines are the lines a unified diff of before → after must show:
+// "-" and "+" lines of the lines only one side has.
+func changedLines(before, after string) []string {
+	has := func(s, l string) bool { return strings.Contains("\n"+s, "\n"+l+"\n") }
+	var out []string
+	for _, l := range strings.Split(strings.TrimSuffix(before, "\n"), "\n") {
+		if l != "" && !has(after, l) {
+			out = append(out, "\n-"+l+"\n")
+		}
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(after, "\n"), "\n") {
+		if l != "" && !has(before, l) {
+			out = append(out, "\n+"+l+"\n")
+		}
+	}
+	return out
+}
+
+// requireRevert runs `shepherd edits revert --apply` on the journal's last
+// entry and checks it put the file back as it was before the last edit.
+func (sc *editScenario) requireRevert(t *testing.T, s *stack, session, tenant string) {
+	t.Helper()
+	if !editsLanded {
+		t.Log("pending (shepherd edits): revert --apply of the last edit")
+		return
+	}
+	idx := sc.edits()
+	last := idx[len(idx)-1]
+	list := getJSON(t, editsURL(s.URL, session, tenant, "", nil)).Get("edits").Array()
+	require.NotEmpty(t, list)
+	seq := list[len(list)-1].Get("seq").Int()
+	out := shepherdCLI(t, s.Workdir, "edits", "revert", "--apply", "--url", s.URL, "--tenant", tenant,
+		session, fmt.Sprint(seq))
+	t.Logf("shepherd edits revert --apply:\n%s", out)
+	b, err := os.ReadFile(sc.path)
+	require.NoError(t, err)
+	require.Equal(t, sc.before(last), string(b), "the revert undid the last edit on disk")
+}
+
+var shepherdBin struct {
+	once sync.Once
+	path string
+	err  error
+	out  []byte
+}
+
+// removeShepherdBin removes the built command (TestMain, after the tests).
+func removeShepherdBin() {
+	if shepherdBin.path != "" {
+		_ = os.RemoveAll(filepath.Dir(shepherdBin.path))
+	}
+}
+
+// shepherdCLI runs the shepherd command (built once per test binary) with
+// args in dir and returns what it printed; a non-zero exit fails the test.
+func shepherdCLI(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	shepherdBin.once.Do(func() {
+		tmp, err := os.MkdirTemp("", "shepherd-agents-bin-")
+		if err != nil {
+			shepherdBin.err = err
+			return
+		}
+		shepherdBin.path = filepath.Join(tmp, "shepherd")
+		cmd := exec.Command("go", "build", "-o", shepherdBin.path, "github.com/shepherd-proxy/shepherd/cmd/shepherd")
+		shepherdBin.out, shepherdBin.err = cmd.CombinedOutput()
+	})
+	require.NoError(t, shepherdBin.err, "go build ./cmd/shepherd: %s", shepherdBin.out)
+	cmd := exec.Command(shepherdBin.path, args...)
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Run(), "shepherd %s: %s", strings.Join(args, " "), out.String())
+	return out.String()
+}
