@@ -116,6 +116,8 @@ type anthropicSplicer struct {
 	merged  bool                // its first text block was merged into the open block
 	merging bool                // the merged block is between its start and stop
 	seam    *rewrite.SeamFilter // de-duplicates the merged text's seam
+
+	watch rewrite.CallWatch // the tool calls' observer (observe.go)
 }
 
 func newAnthropicSplicer() *anthropicSplicer {
@@ -507,6 +509,9 @@ func (s *anthropicSplicer) blockStart(ev *rewrite.Event, f anthropicEventFields)
 	// Another block starts: the open text block is closed for good.
 	out := s.flushClose(s.flushSeam(nil))
 	if typ == "tool_use" {
+		if s.watch.On() {
+			s.watchStart(up, f.cb)
+		}
 		b.state = asHeld
 		b.held = append(b.held, copyEvent(ev, f.index))
 		return out, nil
@@ -568,6 +573,9 @@ func (s *anthropicSplicer) blockEvent(ev *rewrite.Event, f *anthropicEventFields
 		if err := b.addDelta(&d); err != nil {
 			return nil, err
 		}
+	}
+	if s.watch.On() {
+		s.watchBlock(b, &d, isDelta)
 	}
 	switch b.state {
 	case asHeld:

@@ -104,6 +104,8 @@ type geminiSplicer struct {
 	cont  bool                // the current stream continues the reply
 	seam  *rewrite.SeamFilter // set until the continuation's first text run is decided
 	inRun bool                // the continuation's first text run has started
+
+	watch rewrite.CallWatch // the tool calls' observer (observe.go)
 }
 
 func newGeminiSplicer() *geminiSplicer {
@@ -285,6 +287,9 @@ func (s *geminiSplicer) readParts(root gjson.Result) (c geminiChunkParts, err er
 		s.parts = append(s.parts, raw)
 		if fc, _ := either(p, "functionCall", "function_call"); fc.IsObject() {
 			s.calls = append(s.calls, raw)
+			if s.watch.On() {
+				s.watchCall(fc)
+			}
 		} else {
 			c.text = append(c.text, i)
 		}

@@ -117,6 +117,8 @@ type chatSplicer struct {
 	text    []byte
 	seam    *rewrite.SeamFilter
 	pending []byte
+
+	watch rewrite.CallWatch // the tool calls' observer (observe.go)
 }
 
 var _ rewrite.ContinueSplicer = (*chatSplicer)(nil)
@@ -202,6 +204,9 @@ func (s *chatSplicer) feed(ev rewrite.Event) ([]byte, error) {
 	if bytes.Equal(data, rewrite.DoneData) {
 		s.cur.held = append(s.cur.held, chatHeld{raw: s.complete(ev.Raw), done: true})
 		s.cur.done = true
+		if s.watch.On() {
+			s.watchEnd()
+		}
 		return s.flushSeam(nil), nil
 	}
 	root, err := rewrite.ParseReplyRoot(ev.Data)
@@ -326,6 +331,9 @@ func (s *chatSplicer) readChoice(c, usage gjson.Result) (d chatChunkDelta, err e
 	d.hasFinish = fr.Type == gjson.String && fr.Str != ""
 	if d.hasFinish {
 		s.cur.finish = jsonkit.OwnedString(fr)
+		if s.watch.On() {
+			s.watchEnd()
+		}
 	}
 	if usage.IsObject() {
 		s.cur.usage = []byte(usage.Raw)
@@ -527,6 +535,9 @@ func (s *chatSplicer) addCalls(calls gjson.Result) error {
 			call.name, call.hasName = jsonkit.OwnedString(f[0]), true
 		}
 		call.args = append(call.args, f[1].Str...)
+		if s.watch.On() {
+			s.watchCall(call, f[1].Str)
+		}
 		return true
 	})
 	return err

@@ -112,6 +112,8 @@ type responsesSplicer struct {
 	followID string // the id of the latest follow-up response
 	open     *respOpen
 	pending  []byte // events rendered (numbered) but not written yet: they go first
+
+	watch rewrite.CallWatch // the tool calls' observer (observe.go)
 }
 
 var _ rewrite.ContinueSplicer = (*responsesSplicer)(nil)
@@ -385,6 +387,9 @@ func (s *responsesSplicer) feedItem(st *respStream, it *respItemState, idx int64
 	case it.merge:
 		return s.feedMerge(it, typ, f, ev)
 	case it.call:
+		if s.watch.On() {
+			s.watchItem(idx, typ, f, ev)
+		}
 		if it.agent >= 0 {
 			return s.emit(ev.Raw, ev.Name, ev.Data, it.agent) // a late event of a released call
 		}
