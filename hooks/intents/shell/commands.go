@@ -195,18 +195,24 @@ func (a *shellAnalysis) run(args []shArg, dir cwd, depth int) cwd {
 }
 
 // operands records every operand of a writing command as a target.
+// The targets of rm, rmdir and unlink are also recorded as removed.
 func (a *shellAnalysis) operands(name string, pos []shArg, dir cwd) {
+	removes := name == "rm" || name == "rmdir" || name == "unlink"
 	for _, p := range pos {
-		a.arg(p, dir, "the "+name+" target")
+		t := a.arg(p, dir, "the "+name+" target")
+		if removes && t != "" && !slices.Contains(a.removed, t) {
+			a.removed = append(a.removed, t)
+		}
 	}
 }
 
-func (a *shellAnalysis) arg(p shArg, dir cwd, what string) {
+// arg records the target p and returns it as recorded ("" when it is not).
+func (a *shellAnalysis) arg(p shArg, dir cwd, what string) string {
 	if !p.ok {
 		a.fail("%s %s is not a literal path", what, wordText(p.w))
-		return
+		return ""
 	}
-	a.addTarget(p.lit, dir, what)
+	return a.addTarget(p.lit, dir, what)
 }
 
 // wrapped skips a wrapper's options (env's NAME=value assignments,

@@ -21,6 +21,9 @@ type Writes struct {
 	// the whole command starts in. Glob patterns (src/*.go) are kept as
 	// written: a pattern can only expand below its literal directory.
 	Targets []string
+	// Removed lists the Targets that rm, rmdir or unlink remove, in the
+	// same form (a subset of Targets, in their order of first removal).
+	Removed []string
 	// Unparsed, when not empty, says why the analysis is incomplete (the
 	// command could not be parsed, a target or command name is dynamic, the
 	// command runs code shepherd cannot see such as eval or xargs). Targets
@@ -47,7 +50,7 @@ const maxShellDepth = 8
 func Analyze(script string) Writes {
 	a := &shellAnalysis{seen: map[string]bool{}}
 	a.script(script, ".", 0)
-	return Writes{Targets: a.targets, Unparsed: a.unparsed}
+	return Writes{Targets: a.targets, Removed: a.removed, Unparsed: a.unparsed}
 }
 
 // AnalyzeArgv analyses a command given as an argument vector (Codex shell's
@@ -70,6 +73,7 @@ func AnalyzeArgv(argv []string) Writes {
 type shellAnalysis struct {
 	targets  []string
 	seen     map[string]bool
+	removed  []string
 	unparsed string
 }
 
@@ -289,16 +293,18 @@ func (a *shellAnalysis) target(w *syntax.Word, dir cwd, what string) {
 	a.addTarget(lit, dir, what)
 }
 
-func (a *shellAnalysis) addTarget(p string, dir cwd, what string) {
+// addTarget records p, run from dir, and returns it as recorded ("" when
+// it is not recorded: empty, a device, or relative to an unknown dir).
+func (a *shellAnalysis) addTarget(p string, dir cwd, what string) string {
 	switch {
 	case p == "":
 		a.fail("%s is empty", what)
-		return
+		return ""
 	case isDevice(p):
-		return
+		return ""
 	case !path.IsAbs(p) && dir == "":
 		a.fail("%s %q is relative to a directory shepherd cannot resolve", what, p)
-		return
+		return ""
 	case !path.IsAbs(p):
 		p = path.Join(dir, p)
 	}
@@ -306,6 +312,7 @@ func (a *shellAnalysis) addTarget(p string, dir cwd, what string) {
 		a.seen[p] = true
 		a.targets = append(a.targets, p)
 	}
+	return p
 }
 
 // isDevice reports the device files writing to which changes no file.

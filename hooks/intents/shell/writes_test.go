@@ -192,3 +192,22 @@ func FuzzAnalyzeShell(f *testing.F) {
 		}
 	})
 }
+
+func TestAnalyzeRemoved(t *testing.T) {
+	cases := []struct {
+		cmd              string
+		targets, removed []string
+	}{
+		{"echo hi > out.txt", []string{"out.txt"}, nil},
+		{"rm -f a b && echo x > c", []string{"a", "b", "c"}, []string{"a", "b"}},
+		{"cd src && unlink x; rmdir d", []string{"src/x", "src/d"}, []string{"src/x", "src/d"}},
+		{"rm a; rm a", []string{"a"}, []string{"a"}},
+		{"mv a b", []string{"a", "b"}, nil},
+		{"rm $X", nil, nil},
+	}
+	for _, c := range cases {
+		w := Analyze(c.cmd)
+		require.Equal(t, c.targets, w.Targets, c.cmd)
+		require.Equal(t, c.removed, w.Removed, c.cmd)
+	}
+}
