@@ -47,8 +47,9 @@ const lockStripes = 256
 
 // Memory is the embedded Store: a bounded in-process map. It is safe for
 // concurrent use. It also implements EventLog (bounded rings per session and
-// for all sessions, at most MaxSessions session logs) and Approvals; both
-// are dropped with their session by Delete and by eviction.
+// for all sessions, at most MaxSessions session logs), Approvals and
+// EditJournal (at most MaxSessions journals); all are dropped with their
+// session by Delete and by eviction.
 //
 // Stored sessions are immutable snapshots: Update clones the current one for
 // fn and stores a clone of the result, Get hands out a clone, so callers
@@ -79,6 +80,12 @@ type Memory struct {
 	apMu      sync.Mutex
 	approvals map[Key]map[string]*Approval
 
+	// Edit journals (memory_journal.go); jnMu is taken after mu, never
+	// before.
+	jnMu     sync.Mutex
+	journals map[Key]*sessionJournal
+	jnOrder  *list.List // of *sessionJournal, front = most recently appended
+
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -99,6 +106,8 @@ func NewMemory(opts MemoryOptions) *Memory {
 		evLogs:      make(map[Key]*sessionEvents),
 		evOrder:     list.New(),
 		approvals:   make(map[Key]map[string]*Approval),
+		journals:    make(map[Key]*sessionJournal),
+		jnOrder:     list.New(),
 		stop:        make(chan struct{}),
 		done:        make(chan struct{}),
 
@@ -225,6 +234,7 @@ func (m *Memory) Update(ctx context.Context, key Key, fn func(*Session) error) (
 		evicted := m.removeLocked(m.order.Back())
 		m.dropEvents(evicted)
 		m.dropApprovals(evicted)
+		m.dropJournal(evicted)
 	}
 	return w, nil
 }
@@ -252,6 +262,7 @@ func (m *Memory) Delete(ctx context.Context, key Key) error {
 	}
 	m.dropEvents(key)
 	m.dropApprovals(key)
+	m.dropJournal(key)
 	return nil
 }
 
@@ -309,6 +320,10 @@ func (m *Memory) Close() error {
 		m.apMu.Lock()
 		m.approvals = make(map[Key]map[string]*Approval)
 		m.apMu.Unlock()
+		m.jnMu.Lock()
+		m.journals = make(map[Key]*sessionJournal)
+		m.jnOrder.Init()
+		m.jnMu.Unlock()
 		m.mu.Unlock()
 		close(m.stop)
 		<-m.done
@@ -397,6 +412,7 @@ func (m *Memory) janitor(interval time.Duration) {
 			if !closed {
 				m.purgeEvents(now)
 				m.purgeApprovals(now)
+				m.purgeJournals(now)
 			}
 		}
 	}

@@ -43,7 +43,7 @@ type RedisOptions struct {
 	EventsPerSession int
 	EventsGlobal     int
 	// OnError, when set, is called with the operation ("get", "update",
-	// "delete", "list", "ping", "index", "events" or "approvals") for every failure of the store
+	// "delete", "list", "ping", "index", "events", "approvals" or "journal") for every failure of the store
 	// itself: not for ErrNotFound, ErrInvalidKey, ErrClosed, errors returned
 	// by an Update's fn, or a caller's context ending. The proxy counts these
 	// in a metric. It must be safe for concurrent use and must not block.
@@ -74,6 +74,8 @@ const (
 //	P:events    stream: every session's events
 //	P:{T:S}:a   hash: the session's approvals (Approvals, redis_approvals.go)
 //	P:approvals sorted set of T+"\x00"+S+"\x00"+id scored by HeldAt (unix ms)
+//	P:{T:S}:j   hash: the session's edit journal (EditJournal, redis_journal.go)
+//	P:{T:S}:jo  sorted set: the journal's live seqs, in order
 //
 // A session is one key, so every operation on it is single-slot in cluster
 // mode (the {T:S} hash tag keeps it so should fields ever move to sibling
@@ -232,8 +234,9 @@ func (r *Redis) Get(ctx context.Context, key Key) (*Session, error) {
 	return s, nil
 }
 
-// Delete implements Store: it removes the session, its event stream and
-// its approvals (one DEL: the keys share the session's slot). Deleting a
+// Delete implements Store: it removes the session, its event stream, its
+// approvals and its edit journal (one DEL: the keys share the session's
+// slot). Deleting a
 // missing session is not an error.
 func (r *Redis) Delete(ctx context.Context, key Key) error {
 	if err := r.check(ctx, "delete"); err != nil {
@@ -244,7 +247,7 @@ func (r *Redis) Delete(ctx context.Context, key Key) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	if err := r.client.Del(cctx, r.sessionKey(key), r.eventsKey(key), r.approvalsKey(key)).Err(); err != nil {
+	if err := r.client.Del(cctx, r.sessionKey(key), r.eventsKey(key), r.approvalsKey(key), r.journalKey(key), r.journalOrderKey(key)).Err(); err != nil {
 		return r.fail(ctx, "delete", err)
 	}
 	r.unindex(ctx, []Key{key})
