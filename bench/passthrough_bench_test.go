@@ -87,6 +87,7 @@ func startEnvShape(b *testing.B, hooks bool, shape workload.MockShape) *env {
 	// The pass-through path has every feature off; hooks turns on the defaults.
 	cfg.Topics.Enabled = hooks
 	cfg.Recovery.Enabled = hooks
+	cfg.Edits.Enabled = hooks
 	cfg.Intents.Enabled = config.SwitchOff
 	var features *proxy.Features
 	metrics := proxy.NewMetrics()

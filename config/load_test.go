@@ -322,7 +322,7 @@ func TestKeys(t *testing.T) {
 	require.Contains(t, keys, "listen")
 	require.Contains(t, keys, "state.redis.addrs")
 	require.Contains(t, keys, "limits.max_body_bytes")
-	require.Len(t, keys, 70)
+	require.Len(t, keys, 75)
 	for _, k := range keys {
 		require.Equal(t, k, strings.ToLower(k))
 	}

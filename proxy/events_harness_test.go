@@ -49,6 +49,7 @@ func newFeedHarness(t *testing.T, o feedOptions) *feedHarness {
 	cfg.Topics.Enabled = false
 	cfg.Intents.Enabled = config.SwitchOff
 	cfg.Recovery.Enabled = false
+	cfg.Edits.Enabled = false
 	cfg.Events.PollInterval = 50 * time.Millisecond
 	if o.Config != nil {
 		o.Config(&cfg)

@@ -56,6 +56,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	cfg.Topics.Enabled = false
 	cfg.Intents.Enabled = config.SwitchOff
 	cfg.Recovery.Enabled = false
+	cfg.Edits.Enabled = false
 	if o.Config != nil {
 		o.Config(&cfg)
 	}

@@ -95,6 +95,7 @@ func TestRunsHooks(t *testing.T) {
 	cfg.Topics.Enabled = false
 	cfg.Intents.Enabled = config.SwitchOff
 	cfg.Recovery.Enabled = false
+	cfg.Edits.Enabled = false
 	f, err := BuildFeatures(&cfg, NewMetrics(), nil)
 	require.NoError(t, err)
 	defer f.Close()

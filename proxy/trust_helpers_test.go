@@ -73,6 +73,7 @@ func startTrustProxy(t *testing.T, up *recordingUpstream, tune func(*config.Conf
 	cfg.Topics.Enabled = false
 	cfg.Intents.Enabled = config.SwitchOff
 	cfg.Recovery.Enabled = false
+	cfg.Edits.Enabled = false
 	if tune != nil {
 		tune(&cfg)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/proxy/turn"
 	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 // streamTurn serves a streamed reply through the turn engine. A splicer
@@ -92,6 +93,17 @@ func (ts *turnStream) Read() ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	return reply, true, nil
+}
+
+var _ turn.CallObserving = (*turnStream)(nil)
+
+// ObserveCalls implements turn.CallObserving: the splicer reports the
+// calls while they stream when it can (rewrite.CallObserving); otherwise
+// the engine reports them from each reply's view.
+func (ts *turnStream) ObserveCalls(fn conv.CallObserver) {
+	if co, ok := ts.sp.(rewrite.CallObserving); ok {
+		co.ObserveCalls(fn)
+	}
 }
 
 // Release implements turn.Writer.

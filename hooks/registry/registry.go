@@ -15,6 +15,7 @@ import (
 	"slices"
 
 	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks/edits"
 	"github.com/shepherd-proxy/shepherd/hooks/intents"
 	"github.com/shepherd-proxy/shepherd/hooks/recovery"
 	"github.com/shepherd-proxy/shepherd/hooks/topics"
@@ -25,7 +26,8 @@ import (
 // hooks run in this order, reply hooks in reverse). Intents comes first so
 // its rule and reminder precede topics', and on the reply side topics
 // claims create_new_topic before intents checks the rest; recovery comes
-// last so it sees a truncated reply first.
+// last of the reply hooks so it sees a truncated reply first. Edits only
+// watches calls and outcomes: its place changes nothing.
 //
 // The configuration (package config) embeds Sections, so a section's keys
 // are configuration keys like any other: defaults, SHEPHERD_* variables,
@@ -35,6 +37,7 @@ type Sections struct {
 	Intents  intents.Config  `mapstructure:"intents"`
 	Topics   topics.Config   `mapstructure:"topics"`
 	Recovery recovery.Config `mapstructure:"recovery"`
+	Edits    edits.Config    `mapstructure:"edits"`
 }
 
 // Entry is one feature of the registry.

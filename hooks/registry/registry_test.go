@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks/edits"
 	"github.com/shepherd-proxy/shepherd/hooks/intents"
 	"github.com/shepherd-proxy/shepherd/hooks/recovery"
 	"github.com/shepherd-proxy/shepherd/hooks/topics"
@@ -22,7 +23,7 @@ func TestListIsChainOrder(t *testing.T) {
 	for _, e := range s.List() {
 		names = append(names, e.Name)
 	}
-	require.Equal(t, []string{intents.Name, topics.Name, recovery.Name}, names)
+	require.Equal(t, []string{intents.Name, topics.Name, recovery.Name, edits.Name}, names)
 	require.Equal(t, reflect.TypeFor[Sections]().NumField(), len(names))
 }
 
@@ -51,7 +52,7 @@ func TestProvisionAndChains(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	ps, err := Provision(&s, hooks.Env{Metrics: reg, Log: zap.NewNop(), WorkDir: t.TempDir()})
 	require.NoError(t, err)
-	require.Equal(t, []string{topics.Name, recovery.Name}, ps.Names())
+	require.Equal(t, []string{topics.Name, recovery.Name, edits.Name}, ps.Names())
 
 	c, err := ps.Chain(hooks.API{Key: "anthropic", Continues: true})
 	require.NoError(t, err)
@@ -64,7 +65,7 @@ func TestProvisionAndChains(t *testing.T) {
 	require.Empty(t, ps.Reports())
 	require.NoError(t, ps.Close())
 
-	s.Topics.Enabled, s.Recovery.Enabled = false, false
+	s.Topics.Enabled, s.Recovery.Enabled, s.Edits.Enabled = false, false, false
 	ps, err = Provision(&s, hooks.Env{Metrics: prometheus.NewRegistry(), Log: zap.NewNop()})
 	require.NoError(t, err)
 	c, err = ps.Chain(hooks.API{Key: "anthropic", Continues: true})

@@ -66,6 +66,9 @@ type Turn struct {
 	// tally is the reply loop's outcome log, for the usage save adds to
 	// the session (usage.go); nil until Run.
 	tally *outcomeLog
+	// watch reports the turn's tool calls to the chain's CallWatchers
+	// (watch.go); nil when none watches.
+	watch *callWatch
 }
 
 // Start is how Begin left a request.

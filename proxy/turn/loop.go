@@ -59,6 +59,7 @@ func (l *replyLoop) step(cur []byte) (step, bool) {
 	}
 	l.outcome.reply(view)
 	l.noteStop(view.Stop)
+	t.watch.reply(view)
 	d, herr := t.chain.RunReply(t.ctx, &t.call, view)
 	if herr != nil {
 		t.hookFailed(herr)

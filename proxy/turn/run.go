@@ -31,6 +31,7 @@ func (t *Turn) Run(ctx context.Context, w Writer, up Sender) error {
 	l := &loop
 	l.outcome.rounds = 1
 	t.tally = &l.outcome
+	t.watchCalls(w)
 	var first []byte
 	for round := 0; ; round++ {
 		cur, ok, err := w.Read()

@@ -214,7 +214,7 @@ func (e Edit) CallDiff() string {
 }
 
 func withNewline(s string) string {
-	if strings.HasSuffix(s, "\n") {
+	if s == "" || strings.HasSuffix(s, "\n") {
 		return s
 	}
 	return s + "\n"

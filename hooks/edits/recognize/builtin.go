@@ -14,9 +14,10 @@ func Builtin() []Rule {
 		{Tool: "Read", Kind: KindRead, PathArg: "file_path", Format: FormatNumbered},
 		{Tool: "Bash", Kind: KindShell, CommandArg: "command"},
 
-		// Codex CLI (apply_patch is also Cline CLI's): the patch is the
-		// free-form input, or the JSON function's "input".
-		{Tool: "apply_patch", Kind: KindPatch, InputArg: "input"},
+		// Codex CLI (apply_patch is also Cline CLI's and Roo Code's): the
+		// patch is the free-form input, or the JSON function's "input"
+		// (Roo: "patch").
+		{Tool: "apply_patch", Kind: KindPatch, InputArg: "input,patch"},
 		{Tool: "shell", Kind: KindShell, CommandArg: "command", Argv: true, DirArg: "workdir"},
 		{Tool: "container.exec", Kind: KindShell, CommandArg: "command", Argv: true, DirArg: "workdir"},
 		{Tool: "local_shell", Kind: KindShell, CommandArg: "action.command", Argv: true, DirArg: "action.working_directory"},
@@ -25,11 +26,16 @@ func Builtin() []Rule {
 
 		// gemini-cli.
 		{Tool: "write_file", Kind: KindWrite, PathArg: "file_path", ContentArg: "content"},
-		{Tool: "replace", Kind: KindEdit, PathArg: "file_path", OldArg: "old_string", NewArg: "new_string", CountArg: "expected_replacements"},
-		{Tool: "run_shell_command", Kind: KindShell, CommandArg: "command", DirArg: "directory"},
-		// read_file: gemini-cli's {file_path} (formerly absolute_path),
-		// Roo Code's and Cline's {path}.
-		{Tool: "read_file", Kind: KindRead, PathArg: "file_path,absolute_path,path", Format: FormatPlain},
+		// replace: allow_multiple (0.61), formerly expected_replacements.
+		{Tool: "replace", Kind: KindEdit, PathArg: "file_path", OldArg: "old_string", NewArg: "new_string",
+			AllArg: "allow_multiple", CountArg: "expected_replacements"},
+		// run_shell_command: dir_path (0.61), formerly directory.
+		{Tool: "run_shell_command", Kind: KindShell, CommandArg: "command", DirArg: "dir_path,directory"},
+		// read_file: gemini-cli's {file_path, start_line, end_line}
+		// (formerly absolute_path, offset, limit), Roo Code's and Cline's
+		// {path}.
+		{Tool: "read_file", Kind: KindRead, PathArg: "file_path,absolute_path,path", Format: FormatPlain,
+			OffsetArg: "start_line,offset", LimitArg: "end_line,limit"},
 
 		// Roo Code, Cline.
 		{Tool: "write_to_file", Kind: KindWrite, PathArg: "path", ContentArg: "content"},
@@ -39,6 +45,10 @@ func Builtin() []Rule {
 			EditsArg: "operations", RegexArg: "use_regex", CaseArg: "ignore_case", FromArg: "start_line", ToArg: "end_line"},
 		{Tool: "replace_in_file", Kind: KindSearchReplace, PathArg: "path", DiffArg: "diff"},
 		{Tool: "execute_command", Kind: KindShell, CommandArg: "command", DirArg: "cwd"},
+		// Roo Code's native edit tools.
+		{Tool: "edit", Kind: KindEdit, PathArg: "file_path", OldArg: "old_string", NewArg: "new_string", AllArg: "replace_all"},
+		{Tool: "edit_file", Kind: KindEdit, PathArg: "file_path", OldArg: "old_string", NewArg: "new_string", CountArg: "expected_replacements"},
+		{Tool: "search_replace", Kind: KindEdit, PathArg: "file_path", OldArg: "old_string", NewArg: "new_string"},
 
 		// Cline CLI: editor has no command (old_text replaced by new_text,
 		// or new_text inserted before insert_line, or the file created

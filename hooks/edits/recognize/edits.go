@@ -118,13 +118,20 @@ func editsFor(r *Rule, args []byte, freeform bool) ([]Edit, error) {
 		}
 		return patchEdits(p)
 	case KindShell:
-		sa, err := policy.ParseShellArgs([]string{shellEntry(*r)})
+		cmdOnly := *r
+		cmdOnly.DirArg = ""
+		sa, err := policy.ParseShellArgs([]string{shellEntry(cmdOnly)})
 		if err != nil {
 			return nil, err
 		}
 		cmds, _, err := sa.Commands(r.Tool, args)
 		if err != nil {
 			return nil, err
+		}
+		if dir := a.get(r.DirArg); dir.Type == gjson.String {
+			for i := range cmds {
+				cmds[i].Dir = dir.Str
+			}
 		}
 		return shellEdits(cmds)
 	case KindWrite:
@@ -295,13 +302,16 @@ func shellEdits(cmds []policy.ShellCommand) ([]Edit, error) {
 		out = append(out, Edit{Path: p, Op: op})
 	}
 	for _, c := range cmds {
-		if p, ok := shellPatch(c); ok {
+		if p, dir, ok := shellPatch(c); ok {
 			pe, err := patchEdits(p)
 			if err != nil {
 				partial = append(partial, err.Error())
 			}
 			for _, e := range pe {
-				e.Path = joinDir(c.Dir, e.Path)
+				e.Path = joinDir(c.Dir, joinDir(dir, e.Path))
+				if e.MoveTo != "" {
+					e.MoveTo = joinDir(c.Dir, joinDir(dir, e.MoveTo))
+				}
 				if i, dup := seen[e.Path]; dup {
 					out[i] = e
 					continue
@@ -341,31 +351,39 @@ func shellEdits(cmds []policy.ShellCommand) ([]Edit, error) {
 	return out, nil
 }
 
-// shellPatch recognises apply_patch run as a command: the argument vector
-// ["apply_patch", patch] (or "applypatch"), or a script that is
-// "apply_patch <<'EOF'\n…\nEOF" (with an optional "cd dir &&" before it,
-// which the shell analysis would not see through).
-func shellPatch(c policy.ShellCommand) (string, bool) {
+// shellPatch recognises apply_patch run as a command, as Codex does: the
+// argument vector ["apply_patch", patch] (or "applypatch"), or a script
+// "apply_patch <<'EOF'\n…\nEOF", possibly after "cd dir &&" (then dir is
+// returned, relative to the command's directory).
+func shellPatch(c policy.ShellCommand) (patch, dir string, ok bool) {
 	if len(c.Argv) == 2 && (c.Argv[0] == "apply_patch" || c.Argv[0] == "applypatch") {
-		return c.Argv[1], true
+		return c.Argv[1], "", true
 	}
 	script := c.Script
 	if sc := shellScript(c.Argv); sc != "" {
 		script = sc
 	}
 	s := strings.TrimSpace(script)
+	if rest, found := strings.CutPrefix(s, "cd "); found {
+		d, after, and := strings.Cut(rest, "&&")
+		if !and || strings.Contains(d, "\n") {
+			return "", "", false
+		}
+		dir = strings.Trim(strings.TrimSpace(d), `"'`)
+		s = strings.TrimSpace(after)
+	}
 	if !strings.HasPrefix(s, "apply_patch") && !strings.HasPrefix(s, "applypatch") {
-		return "", false
+		return "", "", false
 	}
 	nl := strings.IndexByte(s, '\n')
 	if nl < 0 || !strings.Contains(s[:nl], "<<") {
-		return "", false
+		return "", "", false
 	}
 	body := s[nl+1:]
 	if i := strings.Index(body, markEnd); i >= 0 {
-		return body[:i+len(markEnd)], true
+		return body[:i+len(markEnd)], dir, true
 	}
-	return "", false
+	return "", "", false
 }
 
 // shellScript returns the script of ["bash", "-lc", script] (any common

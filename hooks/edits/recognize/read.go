@@ -156,10 +156,13 @@ func stripReminders(s string, leading bool) string {
 // truncation notice, Roo's <notice>s and error texts make it partial.
 func readPlain(result string) (string, bool) {
 	t := strings.TrimSpace(result)
-	if strings.HasPrefix(t, "<files>") || strings.HasPrefix(t, "<file>") {
+	if strings.HasPrefix(t, "<files>") || strings.HasPrefix(t, "<file><path>") {
 		return readRoo(t)
 	}
-	if strings.HasPrefix(result, "IMPORTANT: The file content has been truncated") ||
+	if c, ok, roo := readRooNative(result); roo {
+		return c, ok
+	}
+	if strings.HasPrefix(t, "IMPORTANT: The file content has been truncated") ||
 		strings.Contains(result, "--- FILE CONTENT (truncated) ---") {
 		return "", false
 	}
@@ -187,7 +190,43 @@ func readRoo(t string) (string, bool) {
 	if nl < 0 || end < nl {
 		return "", false
 	}
-	lines := strings.Split(strings.TrimSuffix(body[nl+1:end], "\n"), "\n")
+	return rooLines(strings.Split(strings.TrimSuffix(body[nl+1:end], "\n"), "\n"))
+}
+
+// readRooNative reads Roo Code's native-protocol read_file result:
+//
+//	File: path
+//	Lines 1-N:
+//	 1 | text
+//
+// roo is false when the result does not have that shape (it is then
+// plain text); a Note line (truncation, an empty file) makes it partial,
+// except Roo's note for an empty file.
+func readRooNative(result string) (content string, ok, roo bool) {
+	head, rest, found := strings.Cut(result, "\n")
+	if !found || !strings.HasPrefix(head, "File: ") {
+		return "", false, false
+	}
+	second, body, _ := strings.Cut(rest, "\n")
+	if strings.HasPrefix(second, "Note: ") {
+		return "", strings.TrimSpace(rest) == "Note: File is empty", true
+	}
+	if !strings.HasPrefix(second, "Lines 1-") || !strings.HasSuffix(second, ":") {
+		return "", false, false
+	}
+	lines := strings.Split(strings.TrimSuffix(body, "\n"), "\n")
+	for _, l := range lines {
+		if strings.HasPrefix(l, "Note: ") {
+			return "", false, true
+		}
+	}
+	content, ok = rooLines(lines)
+	return content, ok, true
+}
+
+// rooLines strips Roo's "N | " prefixes from lines numbered from 1; each
+// line gets its newline back.
+func rooLines(lines []string) (string, bool) {
 	var b strings.Builder
 	for i, l := range lines {
 		num, text, ok := strings.Cut(l, " | ")

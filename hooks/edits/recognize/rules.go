@@ -259,7 +259,9 @@ func parseRule(e string) (Rule, error) {
 		return Rule{}, errors.New("kind is missing")
 	}
 	if r.Kind == KindShell {
-		if _, err := policy.ParseShellArgs([]string{shellEntry(r.WithDefaults())}); err != nil {
+		cmdOnly := r.WithDefaults()
+		cmdOnly.DirArg = ""
+		if _, err := policy.ParseShellArgs([]string{shellEntry(cmdOnly)}); err != nil {
 			return Rule{}, err
 		}
 	}

@@ -24,7 +24,7 @@ type Watch struct {
 	// editor without a command (Cline CLI): what tells its operation.
 	oldText, lineSeen, newSeen bool
 	patch                      patchScanner
-	buf   []byte // modeBuffer: the arguments so far
+	buf                        []byte // modeBuffer: the arguments so far
 
 	announced []string
 	out       []Started
@@ -93,12 +93,16 @@ func newWatch(r *Rule, freeform bool) *Watch {
 		if freeform {
 			return w
 		}
-		if !simpleKey(r.InputArg) {
-			w.mode = modeBuffer
-			return w
+		var keys []string
+		for _, alt := range strings.Split(r.InputArg, ",") {
+			if !simpleKey(alt) {
+				w.mode = modeBuffer
+				return w
+			}
+			keys = append(keys, alt)
+			w.roles = append(w.roles, rolePatch)
 		}
-		w.js = newJSONScanner([]string{r.InputArg})
-		w.roles = []role{rolePatch}
+		w.js = newJSONScanner(keys)
 		return w
 	}
 	if freeform {
@@ -226,6 +230,10 @@ func (w *Watch) start(k int, c byte) bool {
 		}
 		w.cmd.reset()
 	case rolePatch:
+		if w.path.seen || c != '"' {
+			return false // one patch per call: the first present
+		}
+		w.path.seen = true
 		w.patch.reset()
 	case roleOld:
 		return c == '"' // non-empty text makes it a replacement
