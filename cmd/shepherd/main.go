@@ -1,6 +1,9 @@
 // Command shepherd runs the proxy: it loads and validates the configuration,
 // builds the logger, the state store and the hook chain, serves until SIGINT
 // or SIGTERM, and shuts down gracefully.
+//
+// `shepherd edits list|show|revert` reads a session's edit journal from a
+// running proxy's admin API and reverts an entry (edits.go, docs/revert.md).
 package main
 
 import (
@@ -23,6 +26,17 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "edits" {
+		// shepherd edits list|show|revert: a client of the admin API.
+		if err := runEdits(context.Background(), os.Args[2:], os.Stdout, os.Stderr); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				os.Exit(0)
+			}
+			fmt.Fprintln(os.Stderr, "shepherd:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "shepherd:", err)
 		os.Exit(1)
