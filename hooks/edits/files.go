@@ -108,10 +108,10 @@ func history(t *recognize.Table, msgs []conv.Message) files {
 					fs[path] = file{exists: true, content: ptr(content)}
 					continue
 				}
-				if !t.Knows(c.name) {
+				if !writes(t, c.name) {
 					continue
 				}
-				es, err := t.Edits(c.name, c.args, c.freeform)
+				es, err := callEdits(t, c.name, c.args, c.freeform)
 				if err != nil {
 					continue
 				}

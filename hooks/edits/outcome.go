@@ -53,7 +53,7 @@ func (h *Hook) OnOutcome(_ context.Context, call *hooks.Call, out *conv.TurnOutc
 	}
 	j := &job{key: state.Key{Tenant: call.Tenant, Session: call.SessionID}, at: h.cfg.Now()}
 	for _, o := range out.Calls {
-		if (o.Fate == conv.FateDelivered || o.Fate == conv.FateRefused) && h.cfg.Table.Knows(o.Call.Name) {
+		if (o.Fate == conv.FateDelivered || o.Fate == conv.FateRefused) && writes(h.cfg.Table, o.Call.Name) {
 			j.calls = append(j.calls, o)
 		}
 	}
@@ -83,7 +83,7 @@ func (h *Hook) failures(msgs []conv.Message) []failure {
 	var out []failure
 	for i := len(msgs) - 1; i >= 0 && msgs[i].Role != conv.RoleAssistant; i-- {
 		for _, b := range msgs[i].Blocks {
-			if b.Kind == conv.BlockToolResult && b.IsError && b.ToolCallID != "" && h.cfg.Table.Knows(b.ToolName) {
+			if b.Kind == conv.BlockToolResult && b.IsError && b.ToolCallID != "" && writes(h.cfg.Table, b.ToolName) {
 				out = append(out, failure{callID: b.ToolCallID, tool: b.ToolName, reason: firstLine(b.Text)})
 			}
 		}
@@ -158,7 +158,7 @@ func (h *Hook) records(j *job) []state.EditRecord {
 	looked := map[string]bool{}
 	var recs []state.EditRecord
 	for _, o := range j.calls {
-		es, err := h.cfg.Table.Edits(o.Call.Name, o.Call.Args, o.Call.Freeform)
+		es, err := callEdits(h.cfg.Table, o.Call.Name, o.Call.Args, o.Call.Freeform)
 		if err != nil {
 			h.cfg.Log.Debug("edits: call not understood; not journalled", zap.String("tool", o.Call.Name),
 				zap.String("call_id", o.Call.ID), zap.Error(err))

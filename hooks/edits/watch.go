@@ -1,6 +1,7 @@
 package edits
 
 import (
+	"errors"
 	"strings"
 
 	"go.uber.org/zap"
@@ -64,9 +65,7 @@ func (tw *turnWatch) observe(d conv.ToolCallDelta) {
 	c, ok := tw.calls[k]
 	if !ok {
 		c = &watched{id: d.ID, name: d.Name, freeform: d.Freeform}
-		if tw.h.cfg.Table.Knows(d.Name) {
-			c.w = tw.h.cfg.Table.Watch(d.Name, d.Freeform)
-		}
+		c.w = tw.h.cfg.Table.Watch(d.Name, d.Freeform)
 		tw.calls[k] = c
 	}
 	if c.w == nil {
@@ -146,7 +145,7 @@ func (tw *turnWatch) finished(c *watched) {
 	}
 	sizes := map[string]int64{}
 	if c.args.Len() == c.n {
-		if es, err := tw.h.cfg.Table.Edits(c.name, tw.viewArgs(c), c.freeform); err == nil {
+		if es, err := tw.h.cfg.Table.Edits(c.name, []byte(c.args.String()), c.freeform); err == nil || errors.Is(err, recognize.ErrPartial) {
 			for _, e := range es {
 				sizes[e.Path] += e.Size
 			}
@@ -159,15 +158,6 @@ func (tw *turnWatch) finished(c *watched) {
 		}
 		tw.emit(events.EditFinished, c, s, size)
 	}
-}
-
-// viewArgs is c's arguments as conv.ToolCall.Args has them: a free-form
-// call's raw text becomes {"input": text}.
-func (tw *turnWatch) viewArgs(c *watched) []byte {
-	if !c.freeform {
-		return []byte(c.args.String())
-	}
-	return freeformArgs(c.args.String())
 }
 
 // emit sends one event (size < 0: none) and logs it when configured.
