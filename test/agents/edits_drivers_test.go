@@ -20,8 +20,8 @@ type editStep struct {
 	// call.
 	Want string
 	// Size is the byte size of what the call writes (the content, the
-	// replacement text or the patch it carries), which edit.finished and the
-	// journal report.
+	// replacement text, or the file's section of the patch: its header line
+	// and hunks), which edit.finished and the journal report.
 	Size int
 }
 
@@ -80,9 +80,9 @@ func (codexCLI) editSteps(path, v1, old, repl string) []editStep {
 	add := addFilePatch(path, v1)
 	upd := updateFilePatch(path, v1, old, repl)
 	return []editStep{
-		{Call: mock.ToolCall{Name: "apply_patch", Custom: true, Args: add}, Op: state.EditCreate, Want: v1, Size: len(add)},
+		{Call: mock.ToolCall{Name: "apply_patch", Custom: true, Args: add}, Op: state.EditCreate, Want: v1, Size: patchSection(add)},
 		{Call: mock.ToolCall{Name: "apply_patch", Custom: true, Args: upd}, Op: state.EditModify,
-			Want: edited(v1, old, repl), Size: len(upd)},
+			Want: edited(v1, old, repl), Size: patchSection(upd)},
 	}
 }
 
@@ -113,9 +113,9 @@ func (clineCLI) editSteps(path, v1, old, repl string) []editStep {
 	v2 := strings.TrimSuffix(edited(v1, old, repl), "\n")
 	v1 = strings.TrimSuffix(v1, "\n")
 	return []editStep{
-		{Call: mock.ToolCall{Name: "apply_patch", Args: jsonArgs("input", add)}, Op: state.EditCreate, Want: v1, Size: len(add)},
+		{Call: mock.ToolCall{Name: "apply_patch", Args: jsonArgs("input", add)}, Op: state.EditCreate, Want: v1, Size: patchSection(add)},
 		{Call: clineRead(path), Want: v1},
-		{Call: mock.ToolCall{Name: "apply_patch", Args: jsonArgs("input", upd)}, Op: state.EditModify, Want: v2, Size: len(upd)},
+		{Call: mock.ToolCall{Name: "apply_patch", Args: jsonArgs("input", upd)}, Op: state.EditModify, Want: v2, Size: patchSection(upd)},
 	}
 }
 
@@ -168,4 +168,10 @@ func updateFilePatch(path, v1, old, repl string) string {
 	b.WriteString(" " + strings.TrimSuffix(after[0], "\n") + "\n")
 	b.WriteString("*** End Patch\n")
 	return b.String()
+}
+
+// patchSection is the size of a one-file patch's section: the patch
+// without its Begin and End lines.
+func patchSection(patch string) int {
+	return len(patch) - len("*** Begin Patch\n") - len("*** End Patch\n")
 }

@@ -160,6 +160,7 @@ func TestAgentEdits(t *testing.T) {
 		v1, old, repl := editFile()
 		sc := newEditScenario(t, d, s, path, e.editSteps(path, v1, old, repl))
 		feed := followFeed(t, s.URL, "/shepherd/v1/events")
+		defer func() { t.Logf("feed:\n%s", listEventsWithSession(feed.snapshot())) }()
 
 		res := mustRun(t, d, s, "Open a chapter, create src/edits.txt, then edit line 24 of it, then say done.")
 		for _, r := range s.mock.Requests() {
@@ -171,6 +172,14 @@ func TestAgentEdits(t *testing.T) {
 		session, tenant := sc.requireAnnounced(t, feed, res, e.streamsArguments())
 		sc.requireJournal(t, s, session, tenant)
 		sc.requireRevert(t, s, session, tenant)
-		t.Logf("feed:\n%s", listEvents(feed.snapshot()))
 	})
+}
+
+// listEventsWithSession is listEvents with each event's session.
+func listEventsWithSession(evs []feedEvent) string {
+	var b strings.Builder
+	for _, e := range evs {
+		fmt.Fprintf(&b, "  %s [%s] %s\n", e.ID, e.Data.Get("session").String(), e)
+	}
+	return b.String()
 }
