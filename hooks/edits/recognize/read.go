@@ -50,6 +50,10 @@ func (t *Table) Read(tool string, args []byte, result string) (path, content str
 	return path, content, true
 }
 
+// claudeDefaultLines is the number of lines Claude Code's Read returns
+// when the call gives no limit.
+const claudeDefaultLines = 2000
+
 const (
 	reminderOpen  = "<system-reminder>"
 	reminderClose = "</system-reminder>"
@@ -93,6 +97,9 @@ func readNumbered(result string, limit int) (string, bool) {
 	}
 	if limit > 0 && n >= limit {
 		return "", false // the limit may have cut the file
+	}
+	if limit == 0 && n == claudeDefaultLines {
+		return "", false // Claude Code's default cut, should its note be missing
 	}
 	return b.String(), true
 }

@@ -1,6 +1,7 @@
 package recognize
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -56,4 +57,13 @@ func TestRead(t *testing.T) {
 			require.Equal(t, c.want, content)
 		})
 	}
+}
+
+func TestReadClaudeDefaultCut(t *testing.T) {
+	var b []byte
+	for i := 1; i <= claudeDefaultLines; i++ {
+		b = append(b, []byte(fmt.Sprintf("%d\tl\n", i))...)
+	}
+	_, _, ok := builtinTable().Read("Read", []byte(`{"file_path":"a"}`), string(b[:len(b)-1]))
+	require.False(t, ok)
 }

@@ -1,7 +1,6 @@
 package recognize
 
 import (
-	"strings"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -190,29 +189,24 @@ func (j *jsonScanner) keyText(s string) {
 // quote; it returns the bytes consumed.
 func (j *jsonScanner) skipString(s string) int {
 	i := 0
-	for i < len(s) {
-		if j.esc {
-			j.esc = false
-			i++
-			continue
-		}
-		q := strings.IndexByte(s[i:], '"')
-		seg := s[i:]
-		if q >= 0 {
-			seg = s[i : i+q]
-		}
-		if b := strings.IndexByte(seg, '\\'); b >= 0 {
-			i += b + 1
-			j.esc = true
-			continue
-		}
-		if q < 0 {
-			return len(s)
-		}
-		j.state = sAfterValue
-		return i + q + 1
+	if j.esc {
+		j.esc = false
+		i++
 	}
-	return i
+	for ; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+			if i == len(s) {
+				j.esc = true
+				return len(s)
+			}
+		case '"':
+			j.state = sAfterValue
+			return i + 1
+		}
+	}
+	return len(s)
 }
 
 // skipNested skips an object or array value, strings within included.

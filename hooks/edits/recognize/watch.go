@@ -3,11 +3,13 @@ package recognize
 import "strings"
 
 // Started is a file a streaming call writes, announced as soon as its path
-// is complete in the arguments. Op is the operation as far as it is known
-// then: OpWrite for whole-file writes, OpCreate, OpModify or OpDelete from
-// a patch's headers, OpModify for replacements and inserts, OpDelete or
-// OpWrite for a shell command's targets. Edits, from the complete call,
-// may tell more (an Edit with an empty old string creates the file).
+// is complete in the arguments (a replacement's also waits for the first
+// byte of its old text; an editor's for its command). Op is the operation
+// as far as it is known then: OpWrite for whole-file writes (and a
+// replacement of an empty old text, which creates the file), OpCreate,
+// OpModify or OpDelete from a patch's headers, OpModify for replacements
+// and inserts, OpDelete or OpWrite for a shell command's targets. Edits,
+// from the complete call, has the last word.
 type Started struct{ Path, Op string }
 
 // Watch follows one tool call's arguments while they stream. Get one from
@@ -21,10 +23,13 @@ type Watch struct {
 	roles []role // per wanted key
 	path  capture
 	cmd   capture // editor: the command
-	// editor without a command (Cline CLI): what tells its operation.
-	oldText, lineSeen, newSeen bool
-	patch                      patchScanner
-	buf                        []byte // modeBuffer: the arguments so far
+	// What tells the operation of a replacement (an empty old text
+	// creates the file) and of an editor without a command (Cline CLI):
+	// waitOp is set when the watch waits for them.
+	waitOp                               bool
+	oldText, oldEmpty, lineSeen, newSeen bool
+	patch                                patchScanner
+	buf                                  []byte // modeBuffer: the arguments so far
 
 	announced []string
 	out       []Started
@@ -45,8 +50,8 @@ const (
 	rolePath role = iota
 	roleCommand
 	rolePatch
-	roleOld  // editor: the text replaced
-	roleNew  // editor: the new text or content
+	roleOld  // edit, editor: the text replaced
+	roleNew  // edit, editor: the new text or content (edit: or its replacements)
 	roleLine // editor: the insert line
 )
 
@@ -117,7 +122,8 @@ func newWatch(r *Rule, freeform bool) *Watch {
 		keys = append(keys, alt)
 		w.roles = append(w.roles, rolePath)
 	}
-	if r.Kind == KindEditor {
+	switch r.Kind {
+	case KindEditor:
 		for _, a := range []struct {
 			spec string
 			role role
@@ -130,6 +136,33 @@ func newWatch(r *Rule, freeform bool) *Watch {
 				keys = append(keys, alt)
 				w.roles = append(w.roles, a.role)
 			}
+		}
+		w.waitOp = true
+	case KindEdit:
+		// Wait for the old text's first byte: empty, the call creates
+		// the file. Arguments that cannot be scanned are not waited for.
+		var extra []string
+		var roles []role
+		scannable := true
+		for _, a := range []struct {
+			spec string
+			role role
+		}{{r.OldArg, roleOld}, {r.NewArg, roleNew}, {r.EditsArg, roleNew}} {
+			for _, alt := range strings.Split(a.spec, ",") {
+				switch {
+				case alt == "":
+				case !simpleKey(alt):
+					scannable = false
+				default:
+					extra = append(extra, alt)
+					roles = append(roles, a.role)
+				}
+			}
+		}
+		if scannable && len(roles) > 0 && roles[0] == roleOld {
+			keys = append(keys, extra...)
+			w.roles = append(w.roles, roles...)
+			w.waitOp = true
 		}
 	}
 	w.mode = modePath
@@ -195,7 +228,7 @@ func (w *Watch) Finish() []Started {
 			w.announce(e.Path, e.Op)
 		}
 	case modePath:
-		w.pathReady()
+		w.ready(true)
 	}
 	out := w.out
 	w.out = nil
@@ -260,7 +293,7 @@ func (w *Watch) text(k int, s string) {
 	case rolePatch:
 		w.patch.write(s, w)
 	case roleOld:
-		if s != "" && !w.oldText {
+		if s != "" && !w.oldText && !w.oldEmpty {
 			w.oldText = true
 			w.pathReady()
 		}
@@ -276,6 +309,11 @@ func (w *Watch) end(k int) {
 	case rolePatch:
 		w.patch.flush(w)
 		return
+	case roleOld:
+		if w.oldText {
+			return
+		}
+		w.oldEmpty = true
 	default:
 		return
 	}
@@ -283,25 +321,41 @@ func (w *Watch) end(k int) {
 }
 
 // pathReady announces the path once it and what its operation depends on
-// are known: for an editor, its command, or without one (Cline CLI's
-// editor) an old text or insert line (a replacement or insert) or the
-// start of the new text with neither before it (taken for a creation).
-func (w *Watch) pathReady() {
+// are known. A replacement (KindEdit) waits for its old text: empty, it
+// creates the file (OpWrite), otherwise it modifies it; a new text or
+// replacements array seen first means a modification. An editor waits
+// for its command, or without one (Cline CLI's editor) for an old text
+// or insert line (a modification), an empty old text or the start of the
+// new text with neither before it (taken for a creation). final is set
+// by Finish: what is known then decides.
+func (w *Watch) pathReady() { w.ready(false) }
+
+func (w *Watch) ready(final bool) {
 	if !w.path.done || w.path.tooLong || len(w.announced) > 0 {
 		return
 	}
-	if w.rule.Kind != KindEditor {
-		w.announce(string(w.path.b), pathOp(w.rule.Kind, ""))
+	path := string(w.path.b)
+	if !w.waitOp {
+		w.announce(path, pathOp(w.rule.Kind, ""))
+		return
+	}
+	if w.rule.Kind == KindEdit {
+		switch {
+		case w.oldEmpty:
+			w.announce(path, OpWrite)
+		case w.oldText || w.newSeen || final:
+			w.announce(path, OpModify)
+		}
 		return
 	}
 	switch {
 	case w.cmd.done:
-		w.announce(string(w.path.b), pathOp(KindEditor, string(w.cmd.b)))
+		w.announce(path, pathOp(KindEditor, string(w.cmd.b)))
 	case w.cmd.seen:
 	case w.oldText || w.lineSeen:
-		w.announce(string(w.path.b), OpModify)
-	case w.newSeen:
-		w.announce(string(w.path.b), OpWrite)
+		w.announce(path, OpModify)
+	case w.newSeen || w.oldEmpty:
+		w.announce(path, OpWrite)
 	}
 }
 

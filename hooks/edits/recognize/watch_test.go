@@ -44,6 +44,12 @@ func TestWatchAnnounces(t *testing.T) {
 		{"nested skipped", "Edit", false, `{"x":{"file_path":"no","y":[1,"]}",{"z":"\\"}]},"n":-1.5e3,"t":true,"file_path":"e.go","old_string":"a","new_string":"b"}`, []Started{{"e.go", OpModify}}},
 		{"first occurrence wins", "Write", false, `{"file_path":"one","file_path":"two"}`, []Started{{"one", OpWrite}}},
 		{"non-string path", "Write", false, `{"file_path":3,"content":"x"}`, nil},
+		{"edit creates", "Edit", false, `{"file_path":"n.go","old_string":"","new_string":"package n"}`, []Started{{"n.go", OpWrite}}},
+		{"edit old first", "Edit", false, `{"old_string":"x","file_path":"n.go","new_string":"y"}`, []Started{{"n.go", OpModify}}},
+		{"edit new first", "replace", false, `{"file_path":"g.go","new_string":"y","old_string":""}`, []Started{{"g.go", OpModify}}},
+		{"edit no old", "Edit", false, `{"file_path":"n.go"}`, []Started{{"n.go", OpModify}}},
+		{"edit null old", "edit_file", false, `{"file_path":"n.go","old_string":null,"new_string":"y"}`, []Started{{"n.go", OpModify}}},
+		{"roo operations", "search_and_replace", false, `{"path":"r.go","operations":[{"search":"","replace":"b"}]}`, []Started{{"r.go", OpModify}}},
 		{"multiedit", "MultiEdit", false, `{"file_path":"m.go","edits":[{"old_string":"a","new_string":"b"}]}`, []Started{{"m.go", OpModify}}},
 		{"notebook", "NotebookEdit", false, `{"notebook_path":"n.ipynb","new_source":"print(1)"}`, []Started{{"n.ipynb", OpModify}}},
 		{"gemini write", "write_file", false, `{"file_path":"g.txt","content":"x"}`, []Started{{"g.txt", OpWrite}}},
@@ -109,6 +115,17 @@ func TestWatchNil(t *testing.T) {
 	var nt *Table
 	require.False(t, nt.Knows("Write"))
 	require.Nil(t, nt.Watch("Write", false))
+}
+
+// TestWatchEditEarly: an Edit is announced by the first byte of its old
+// text, before its new text streams.
+func TestWatchEditEarly(t *testing.T) {
+	w := builtinTable().Watch("Edit", false)
+	require.Nil(t, w.Feed(`{"file_path":"a.go","old_string":"`))
+	require.Equal(t, []Started{{"a.go", OpModify}}, w.Feed(`f`))
+	w = builtinTable().Watch("Edit", false)
+	require.Nil(t, w.Feed(`{"file_path":"a.go","old_string":`))
+	require.Equal(t, []Started{{"a.go", OpWrite}}, w.Feed(`"",`))
 }
 
 func TestWatchNestedPath(t *testing.T) {
