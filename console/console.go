@@ -10,7 +10,9 @@
 //     carry no data and need no token, so a link to a session can be shared.
 //   - /console/static/{console.css,console.js}: the stylesheet and script.
 //   - /console/f/sessions[?q=&agent=&refused=1], /console/f/sessions/{id}
-//     [?tenant=T], /console/f/approvals[?session=ID&tenant=T]: the data
+//     [?tenant=T], /console/f/approvals[?session=ID&tenant=T],
+//     /console/f/edits/{id}[?tenant=T] and /console/f/edits/{id}/revert/{n}
+//     (the edit journal, edits.go): the data
 //     fragments (HTML), read from the state store at each request. They need
 //     the admin token ("Authorization: Bearer <admin.token>") when one is
 //     configured, like the sessions API.
@@ -150,6 +152,8 @@ func (h *Handler) fragment(ctx *fasthttp.RequestCtx, rest string) {
 		h.sessionFragment(ctx, strings.TrimPrefix(rest, "sessions/"))
 	case rest == "approvals":
 		h.approvalsFragment(ctx)
+	case strings.HasPrefix(rest, "edits/"):
+		h.editsRoute(ctx, strings.TrimPrefix(rest, "edits/"))
 	default:
 		ctx.Error("not found", fasthttp.StatusNotFound)
 	}

@@ -25,8 +25,8 @@ type shellData struct {
 	Feed string
 	// Session and Tenant are set on a session page.
 	Session, Tenant string
-	// Fragment and Approvals are the fragment URLs of a session page.
-	Fragment, Approvals string
+	// Fragment, Approvals and Edits are the fragment URLs of a session page.
+	Fragment, Approvals, Edits string
 }
 
 // sessionShell serves /console/sessions/{id}.
@@ -44,6 +44,7 @@ func (h *Handler) sessionShell(ctx *fasthttp.RequestCtx, id string) {
 		Tenant:    tenant,
 		Fragment:  withTenant(Prefix+"/f/sessions/"+esc, tenant, nil),
 		Approvals: withTenant(Prefix+"/f/approvals", tenant, url.Values{"session": {id}}),
+		Edits:     editsFragmentURL(id, tenant),
 	})
 }
 

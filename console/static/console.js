@@ -112,7 +112,20 @@
       notes[id] = n.value;
       if (document.activeElement === n) { focused = { id: id, start: n.selectionStart, end: n.selectionEnd }; }
     });
+    // Keep the revert panels a person opened (the edit journal).
+    var panels = {};
+    el.querySelectorAll('[data-revert-panel]').forEach(function (p) {
+      if (!p.hidden) { panels[p.dataset.revertPanel] = p.innerHTML; }
+    });
     el.innerHTML = html;
+    el.querySelectorAll('[data-revert-panel]').forEach(function (p) {
+      var kept = panels[p.dataset.revertPanel];
+      if (kept === undefined) { return; }
+      p.innerHTML = kept;
+      p.hidden = false;
+      var b = el.querySelector('[aria-controls="' + p.id + '"]');
+      if (b) { b.setAttribute('aria-expanded', 'true'); }
+    });
     el.querySelectorAll('[data-approval] .note').forEach(function (n) {
       var id = n.closest('[data-approval]').dataset.approval;
       if (notes[id]) { n.value = notes[id]; }
@@ -225,6 +238,38 @@
     });
   });
 
+  // ---- edits: the revert panel ----
+
+  // Revert… loads the revert fragment (the reverse patch and the command
+  // that applies it) into the entry's panel; a second click closes it.
+  document.addEventListener('click', function (e) {
+    var btn = e.target.closest('button[data-revert]');
+    if (!btn) { return; }
+    var panel = document.getElementById(btn.getAttribute('aria-controls'));
+    if (!panel) { return; }
+    if (!panel.hidden) {
+      panel.hidden = true;
+      panel.textContent = '';
+      btn.setAttribute('aria-expanded', 'false');
+      return;
+    }
+    btn.disabled = true;
+    fetch(btn.dataset.revert, { headers: headers(), cache: 'no-store', credentials: 'omit' })
+      .then(function (res) {
+        if (res.status === 401) { askToken(true); return; }
+        return res.text().then(function (html) {
+          panel.innerHTML = html;
+          panel.hidden = false;
+          btn.setAttribute('aria-expanded', 'true');
+        });
+      })
+      .catch(function (x) {
+        panel.textContent = 'Could not load the revert: ' + x.message;
+        panel.hidden = false;
+      })
+      .then(function () { btn.disabled = false; });
+  });
+
   // ---- live feed ----
 
   function setLive(state, text) {
@@ -256,7 +301,7 @@
           if (!res.ok || !res.body) { throw new Error('feed ' + res.status); }
           setLive('on', 'live');
           wait = 500;
-          if (last) { refresh(['sessions', 'session', 'approvals']); }
+          if (last) { refresh(['sessions', 'session', 'approvals', 'edits']); }
           return read(res.body.getReader());
         })
         .catch(function () { /* retried below */ })
@@ -264,7 +309,7 @@
           if (ctl.signal.aborted) { return; }
           setLive('off', 'reconnecting…');
           // Without a feed the page still refreshes, slowly.
-          refresh(['sessions', 'session', 'approvals']);
+          refresh(['sessions', 'session', 'approvals', 'edits']);
           setTimeout(connect, wait);
           wait = Math.min(wait * 2, 10000);
         });
@@ -309,6 +354,8 @@
     body.dataset.lastEvent = ev.id;
     var names = ['session', 'sessions'];
     if (/^call\.(held|approved|denied)/.test(ev.type)) { names.push('approvals'); }
+    // A later turn may mark an edit failed: its end refreshes the journal too.
+    if (/^edit\./.test(ev.type) || ev.type === 'request.finished') { names.push('edits'); }
     refresh(names);
   }
 
