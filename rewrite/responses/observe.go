@@ -35,11 +35,13 @@ const (
 func (s *responsesSplicer) watchItem(idx int64, typ string, f *respFields, ev *rewrite.Event) {
 	n := len(s.streams) - 1
 	freeform := strings.HasPrefix(typ, respEvInputPrefix)
+	if f.item.IsObject() {
+		freeform = f.item.Get("type").Str == "custom_tool_call"
+	}
 	if !s.watch.Started(n, idx) {
 		var id, name string
 		if f.item.IsObject() {
 			id, name = f.item.Get("call_id").Str, f.item.Get("name").Str
-			freeform = f.item.Get("type").Str == "custom_tool_call"
 		}
 		s.watch.Start(n, idx, s.watch.Count(n), id, name, freeform, "")
 	}
