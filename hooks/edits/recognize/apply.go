@@ -30,10 +30,15 @@ func (e Edit) Apply(before string) (string, error) {
 	case e.Patch != "":
 		return applyHunks(before, e.Patch)
 	case len(e.Changes) > 0:
-		cur := before
+		cur, pos := before, 0
 		for i, ch := range e.Changes {
 			var err error
-			if cur, err = ch.apply(cur); err != nil {
+			if ch.Ordered {
+				cur, pos, err = ch.applyOrdered(cur, pos)
+			} else {
+				cur, err = ch.apply(cur)
+			}
+			if err != nil {
 				if len(e.Changes) > 1 {
 					return "", fmt.Errorf("change %d: %w", i+1, err)
 				}
@@ -68,6 +73,75 @@ func (ch Change) apply(s string) (string, error) {
 		return s[:at] + ch.New + s[at+len(ch.Old):], nil
 	}
 	return "", fmt.Errorf("the text to replace occurs %d times", n)
+}
+
+// applyOrdered applies an ordered change to s from offset pos and returns
+// the result and the offset after the replacement.
+func (ch Change) applyOrdered(s string, pos int) (string, int, error) {
+	if ch.Old == "" {
+		return ch.New, len(ch.New), nil
+	}
+	at, n := strings.Index(s[pos:], ch.Old), len(ch.Old)
+	if at >= 0 {
+		at += pos
+	} else if at, n = trimmedLinesIndex(s, ch.Old, pos); at < 0 {
+		return "", 0, errors.New("the text to replace is not in the file after the previous change")
+	}
+	return s[:at] + ch.New + s[at+n:], at + len(ch.New), nil
+}
+
+// trimmedLinesIndex finds old's lines in s at a line start at or after
+// pos, each compared without its surrounding white space; it returns the
+// offset and length of the match in s, -1 when there is none.
+func trimmedLinesIndex(s, old string, pos int) (int, int) {
+	want := strings.Split(strings.TrimSuffix(old, "\n"), "\n")
+	start := pos
+	if i := strings.LastIndexByte(s[:pos], '\n'); pos > 0 && i != pos-1 {
+		// pos is inside a line: start at the next one.
+		next := strings.IndexByte(s[pos:], '\n')
+		if next < 0 {
+			return -1, 0
+		}
+		start = pos + next + 1
+	}
+	for at := start; at <= len(s); {
+		end, ok := at, true
+		for _, w := range want {
+			if end > len(s) {
+				ok = false
+				break
+			}
+			line := s[end:]
+			nl := strings.IndexByte(line, '\n')
+			if nl >= 0 {
+				line = line[:nl]
+			}
+			if strings.TrimSpace(line) != strings.TrimSpace(w) {
+				ok = false
+				break
+			}
+			end += len(line)
+			if nl >= 0 {
+				end++
+			} else {
+				end++ // past the end: only the last wanted line may be there
+			}
+		}
+		if ok {
+			if end > len(s) {
+				end = len(s)
+			} else if !strings.HasSuffix(old, "\n") {
+				end-- // the match ends before the last line's newline
+			}
+			return at, end - at
+		}
+		nl := strings.IndexByte(s[at:], '\n')
+		if nl < 0 {
+			break
+		}
+		at += nl + 1
+	}
+	return -1, 0
 }
 
 // nearestOccurrence returns the offset of the occurrence of old in s
@@ -187,7 +261,7 @@ func (e Edit) CallDiff() string {
 	}
 	var b strings.Builder
 	for _, ch := range e.Changes {
-		if ch.Regex || ch.Old == ch.New {
+		if ch.Regex || ch.Old == ch.New || (ch.Ordered && ch.Old == "") {
 			continue
 		}
 		if ch.Old == "" {

@@ -52,6 +52,36 @@ func TestApplyChanges(t *testing.T) {
 	}
 }
 
+func TestApplyOrdered(t *testing.T) {
+	const before = "x := 1\nif x {\n    x++\n}\nx := 1\n"
+	cases := []struct {
+		name string
+		chs  []Change
+		want string
+		err  string
+	}{
+		{"duplicates in order", []Change{{Old: "x := 1\n", New: "a\n"}, {Old: "x := 1\n", New: "b\n"}}, "a\nif x {\n    x++\n}\nb\n", ""},
+		{"not before the previous", []Change{{Old: "}\n", New: "]\n"}, {Old: "if x", New: "y"}}, "", "after the previous change"},
+		{"trimmed lines", []Change{{Old: "if x {\n  x++\n}\n", New: "done\n"}}, "x := 1\ndone\nx := 1\n", ""},
+		{"trimmed last line without newline", []Change{{Old: "  x++\n }", New: "z"}}, "x := 1\nif x {\nz\nx := 1\n", ""},
+		{"empty replaces all", []Change{{Old: "", New: "all\n"}}, "all\n", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for i := range c.chs {
+				c.chs[i].Ordered = true
+			}
+			got, err := Edit{Path: "f", Op: OpModify, Changes: c.chs}.Apply(before)
+			if c.err != "" {
+				require.ErrorContains(t, err, c.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, c.want, got)
+		})
+	}
+}
+
 func TestApplyOthers(t *testing.T) {
 	got, err := Edit{Op: OpWrite, Content: sp("x")}.Apply("old")
 	require.NoError(t, err)

@@ -43,7 +43,7 @@ func Builtin() []Rule {
 		{Tool: "insert_content", Kind: KindInsert, PathArg: "path", LineArg: "line", ContentArg: "content"},
 		{Tool: "search_and_replace", Kind: KindEdit, PathArg: "path", OldArg: "search", NewArg: "replace", All: true,
 			EditsArg: "operations", RegexArg: "use_regex", CaseArg: "ignore_case", FromArg: "start_line", ToArg: "end_line"},
-		{Tool: "replace_in_file", Kind: KindSearchReplace, PathArg: "path", DiffArg: "diff"},
+		{Tool: "replace_in_file", Kind: KindSearchReplace, PathArg: "path", DiffArg: "diff", Ordered: true},
 		{Tool: "execute_command", Kind: KindShell, CommandArg: "command", DirArg: "cwd"},
 		// Roo Code's native edit tools.
 		{Tool: "edit", Kind: KindEdit, PathArg: "file_path", OldArg: "old_string", NewArg: "new_string", AllArg: "replace_all"},

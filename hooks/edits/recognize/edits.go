@@ -20,7 +20,10 @@ import (
 // inserted before line Line (1-based; 0 appends at the end), as lines.
 // Regex and IgnoreCase make Old a pattern (Go's regexp syntax; the agent's
 // own may differ), replacing every match, only in lines From..To when
-// they are not 0.
+// they are not 0. Ordered changes (Cline's SEARCH/REPLACE blocks) replace
+// the first occurrence of Old at or after the end of the previous change,
+// matching lines exactly or else ignoring their surrounding white space;
+// an empty Old replaces the whole content.
 type Change struct {
 	Old, New   string
 	All        bool
@@ -29,6 +32,7 @@ type Change struct {
 	Regex      bool
 	IgnoreCase bool
 	From, To   int
+	Ordered    bool
 }
 
 // NotebookCell is a notebook edit: the cell (by id, or "cell-N" for the
@@ -156,7 +160,17 @@ func editsFor(r *Rule, args []byte, freeform bool) ([]Edit, error) {
 		if a.err == nil {
 			e.Changes, a.err = parseBlocks(d)
 		}
+		for i := range e.Changes {
+			e.Changes[i].Ordered = r.Ordered
+		}
 		e.Op, e.Size = OpModify, newSize(e.Changes)
+		if r.Ordered && len(e.Changes) > 0 && e.Changes[0].Old == "" {
+			// An empty first SEARCH replaces the whole file: the
+			// content is known.
+			if c, err := (Edit{Changes: e.Changes}).Apply(""); err == nil {
+				e.Op, e.Content, e.Changes = OpWrite, &c, nil
+			}
+		}
 	case KindInsert:
 		line := a.int(r.LineArg, true)
 		c := a.str(r.ContentArg, true)
@@ -420,12 +434,35 @@ func (a *argReader) fail(err error) {
 	}
 }
 
-// get returns the first of the comma-separated alternatives that exists.
+// get returns the value of spec, a gjson path or comma-separated
+// alternatives: of top-level members, the one the arguments give first
+// (as a Watch sees them); otherwise the first listed that exists.
 func (a *argReader) get(spec string) gjson.Result {
 	if spec == "" {
 		return gjson.Result{}
 	}
-	for _, alt := range strings.Split(spec, ",") {
+	alts := strings.Split(spec, ",")
+	if len(alts) == 1 {
+		return a.root.Get(spec)
+	}
+	simple := true
+	for _, alt := range alts {
+		simple = simple && simpleKey(alt)
+	}
+	if simple {
+		var found gjson.Result
+		a.root.ForEach(func(k, v gjson.Result) bool {
+			for _, alt := range alts {
+				if k.Str == alt {
+					found = v
+					return false
+				}
+			}
+			return true
+		})
+		return found
+	}
+	for _, alt := range alts {
 		if v := a.root.Get(alt); v.Exists() {
 			return v
 		}

@@ -59,6 +59,7 @@ func FuzzEditsApply(f *testing.F) {
 	f.Add("search_and_replace", `{"path":"r","search":"(a+)","replace":"$1b","use_regex":true,"start_line":2}`, "a\naa\n")
 	f.Add("insert_content", `{"path":"i","line":2,"content":"z"}`, "a\nb")
 	f.Add("editor", `{"path":"e","new_text":"x","insert_line":3}`, "")
+	f.Add("replace_in_file", `{"path":"c","diff":"------- SEARCH\n a\n b\n=======\nz\n+++++++ REPLACE\n------- SEARCH\na\n=======\ny\n+++++++ REPLACE"}`, "a\n  a \nb\na\n")
 	tab := builtinTable()
 	f.Fuzz(func(t *testing.T, tool, args, before string) {
 		edits, err := tab.Edits(tool, []byte(args), false)

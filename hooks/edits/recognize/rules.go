@@ -1,11 +1,3 @@
-// Package recognize tells which tool calls write files and what they ask
-// for each file: incrementally, while a call's arguments stream (the path
-// of the file, as soon as it is complete), and from a complete call (the
-// new content, the replacements or the patch, per file). It also reads a
-// read tool's result as the whole content of a file when it is whole.
-//
-// It is pure: it never touches the filesystem. A Table is immutable and
-// safe for concurrent use; a Watch belongs to one call and is not.
 package recognize
 
 import (
@@ -92,13 +84,17 @@ type Rule struct {
 	Tool string
 	Kind Kind
 
-	PathArg     string // the file path (all kinds but patch and shell)
-	ContentArg  string // write, insert, notebook (new source), editor create
-	OldArg      string // edit, multiedit and editor: the text replaced
-	NewArg      string // edit, multiedit and editor: its replacement (editor insert: the text)
-	AllArg      string // edit, multiedit: a boolean, replace every occurrence
-	CountArg    string // edit: the number of occurrences expected (all replaced)
-	All         bool   // edit: every occurrence is replaced, whatever AllArg says
+	PathArg    string // the file path (all kinds but patch and shell)
+	ContentArg string // write, insert, notebook (new source), editor create
+	OldArg     string // edit, multiedit and editor: the text replaced
+	NewArg     string // edit, multiedit and editor: its replacement (editor insert: the text)
+	AllArg     string // edit, multiedit: a boolean, replace every occurrence
+	CountArg   string // edit: the number of occurrences expected (all replaced)
+	All        bool   // edit: every occurrence is replaced, whatever AllArg says
+	// Ordered (search_replace): each block is searched from where the
+	// previous one ended, and an empty SEARCH replaces the whole file
+	// (Cline's replace_in_file).
+	Ordered     bool
 	EditsArg    string // multiedit (and edit, when present): the array of replacements
 	RegexArg    string // edit: a boolean, OldArg is a regular expression
 	CaseArg     string // edit: a boolean, matching ignores case
@@ -183,7 +179,8 @@ func (r *Rule) field(key string) *string {
 // Keys are kind and the argument keys path, content, old, new, all,
 // count, edits, regex, case, from, to, diff, line, command, dir, input,
 // cell, mode, cell_type, offset, limit (gjson paths), format (numbered or
-// plain), argv and replace_all (true or false: Rule.Argv and Rule.All).
+// plain), argv, replace_all and ordered (true or false: Rule.Argv,
+// Rule.All, Rule.Ordered).
 // Unset arguments take the kind's defaults (WithDefaults). The error,
 // when not nil, names every bad entry.
 func ParseRules(entries []string) ([]Rule, error) {
@@ -227,15 +224,18 @@ func parseRule(e string) (Rule, error) {
 			if _, known := kindDefaults[r.Kind]; !known {
 				return Rule{}, fmt.Errorf("unknown kind %q (want write, edit, multiedit, notebook, patch, search_replace, insert, editor, shell or read)", v)
 			}
-		case "argv", "replace_all":
+		case "argv", "replace_all", "ordered":
 			b, err := parseBool(v)
 			if err != nil {
 				return Rule{}, fmt.Errorf("%s: %w", k, err)
 			}
-			if k == "argv" {
+			switch k {
+			case "argv":
 				r.Argv = b
-			} else {
+			case "replace_all":
 				r.All = b
+			default:
+				r.Ordered = b
 			}
 		case "format":
 			if v != FormatNumbered && v != FormatPlain {

@@ -66,6 +66,7 @@ func TestWatchAnnounces(t *testing.T) {
 		{"cline editor path last", "editor", false, `{"old_text":"a","new_text":"b","path":"/w/c.txt"}`, []Started{{"/w/c.txt", OpModify}}},
 		{"cline editor path only", "editor", false, `{"path":"/w/c.txt"}`, nil},
 		{"patch json", "apply_patch", false, mustJSON(t, map[string]string{"input": patch}), []Started{{"docs/new.md", OpCreate}, {"src/a.go", OpModify}, {"old.txt", OpDelete}}},
+		{"patch key first given", "apply_patch", false, `{"patch":"*** Delete File: p","input":"*** Delete File: i"}`, []Started{{"p", OpDelete}}},
 		{"patch freeform", "apply_patch", true, patch, []Started{{"docs/new.md", OpCreate}, {"src/a.go", OpModify}, {"old.txt", OpDelete}}},
 		{"patch last line", "apply_patch", true, "*** Begin Patch\n  *** Delete File: z.txt", []Started{{"z.txt", OpDelete}}},
 		{"patch repeated path", "apply_patch", true, "*** Update File: a\n@@\n-x\n+y\n*** Update File: a\n@@\n-p\n+q\n", []Started{{"a", OpModify}}},
