@@ -210,13 +210,18 @@ func (h *Handler) revertFragment(ctx *fasthttp.RequestCtx, id string, seq int64)
 		d.Delete = rv.Delete
 		d.Recreate = rv.Mode == journal.RevertRestore && rv.Operation == state.EditDelete
 		d.Patch, d.More = diffLines(rv.Patch)
+		// The command names the tenant only when the id alone is ambiguous.
+		tenants, err := state.SessionTenants(c, h.store, key.Session)
+		if err != nil || len(tenants) == 1 {
+			key.Tenant = ""
+		}
 		d.Command = revertCommand(seq, key)
 	}
 	h.render(ctx, "frag_revert", d)
 }
 
 // revertCommand is the command line that applies the revert of entry seq
-// in the workspace.
+// in the workspace (with --tenant when key.Tenant is set).
 func revertCommand(seq int64, key state.Key) string {
 	cmd := "shepherd edits revert " + strconv.FormatInt(seq, 10) + " --session " + shellQuote(key.Session)
 	if key.Tenant != "" {

@@ -104,7 +104,7 @@ func TestRevertFragment(t *testing.T) {
 	}
 	require.Contains(t, body, want.String())
 	require.Contains(t, body, "restores its prior content")
-	require.Contains(t, body, "shepherd edits revert 1 --session sess-1 --tenant tenant1 --apply")
+	require.Contains(t, body, "shepherd edits revert 1 --session sess-1 --apply")
 
 	code, body, _ = get(h, "/console/f/edits/sess-1/revert/2", "Authorization", "Bearer s3cret")
 	require.Equal(t, 200, code)
@@ -123,6 +123,12 @@ func TestRevertFragment(t *testing.T) {
 	require.Equal(t, 404, code)
 	code, _, _ = get(h, "/console/f/edits/sess-1/revert/x", "Authorization", "Bearer s3cret")
 	require.Equal(t, 404, code)
+
+	// The same id under a second tenant: the command names the tenant.
+	_, err = st.Update(context.Background(), state.Key{Tenant: "tenant2", Session: "sess-1"}, func(*state.Session) error { return nil })
+	require.NoError(t, err)
+	_, body, _ = get(h, "/console/f/edits/sess-1/revert/1?tenant=tenant1", "Authorization", "Bearer s3cret")
+	require.Contains(t, body, "shepherd edits revert 1 --session sess-1 --tenant tenant1 --apply")
 }
 
 func TestShellQuote(t *testing.T) {

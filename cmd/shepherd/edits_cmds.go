@@ -106,7 +106,7 @@ func editsRevert(ctx context.Context, c *adminClient, o editsOptions, seq int64,
 	if err := c.get(ctx, c.editsPath(seqPath(seq)+"/revert", nil), &rv); err != nil {
 		var ae *apiError
 		if errors.As(err, &ae) && ae.Status == http.StatusConflict {
-			return fmt.Errorf("edits revert %d: the edit cannot be reverted: %s", seq, ae.Message)
+			return fmt.Errorf("edits revert %d: %s (nothing to apply)", seq, ae.Message)
 		}
 		return fmt.Errorf("edits revert %d: %w", seq, err)
 	}

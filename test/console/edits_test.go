@@ -3,6 +3,8 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -82,8 +84,9 @@ func TestConsoleEditsRevert(t *testing.T) {
 	require.NoError(t, err)
 	got := eval[string](t, ctx, `Array.from(document.querySelectorAll('#revert-1 .diff .dl')).map(function (l) { return l.textContent + '\n'; }).join('')`)
 	require.Equal(t, rv.Patch, got, "the page shows journal.Reverse's patch")
-	require.Contains(t, panel, "--tenant "+key.Tenant+" --apply")
+	require.Contains(t, panel, "shepherd edits revert 1 --session console-edits --apply")
 	screenshot(t, ctx, "session-edits")
+	elementShot(t, ctx, "#edits", "edits") // docs/img/console-edits.png
 
 	// The open panel survives a live refresh of the journal.
 	journalEdit(t, s, key, state.EditRecord{Path: "src/new.go", Tool: "Write", Operation: state.EditCreate,
@@ -94,3 +97,16 @@ func TestConsoleEditsRevert(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// elementShot saves the element sel as PNG under name in the artifacts
+// directory.
+func elementShot(t *testing.T, ctx context.Context, sel, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(sel)))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	p := filepath.Join(artifactsDir(t), name+".png")
+	require.NoError(t, os.WriteFile(p, png, 0o644))
+	t.Logf("screenshot: %s", p)
+}
