@@ -2,6 +2,8 @@ package agents
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -13,14 +15,15 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // editsAPILanded turns on the checks that read the edit journal through
 // the sessions API (the journal's entries, `shepherd edits revert`); until
-// the API is built, the scenario checks what the agents did on disk and
-// the live edit events.
+// the API is built, the scenario reads the journal from the store and does
+// not revert.
 const editsAPILanded = false
 
 // editLive bounds the wait for an edit event that should already be there.
@@ -72,6 +75,9 @@ func (sc *editScenario) requireAnnounced(t *testing.T, feed *feedClient, res res
 			require.Equal(t, session, started.Data.Get("session").String(), "one session: every edit of the run")
 		}
 		session, tenant = started.Data.Get("session").String(), started.Data.Get("tenant").String()
+		sc.mu.Lock()
+		sc.sessions[i] = session
+		sc.mu.Unlock()
 	}
 	require.NotEmpty(t, session)
 	return session, tenant
@@ -110,18 +116,78 @@ func editsURL(base, session, tenant, more string, q url.Values) string {
 	return fmt.Sprintf("%s/shepherd/v1/sessions/%s/edits%s?%s", base, url.PathEscape(session), more, q.Encode())
 }
 
+// journalEntries returns the session's journal of path, oldest first, as
+// the sessions API answers it (GET …/edits?path=) or, until the API is
+// built, as the store keeps it (the same JSON), waiting up to editLive for
+// want entries (the edits feature journals in the background).
+func journalEntries(t *testing.T, s *stack, session, tenant, path string, want int) []gjson.Result {
+	t.Helper()
+	var list []gjson.Result
+	deadline := time.Now().Add(editLive)
+	for {
+		if editsAPILanded {
+			list = getJSON(t, editsURL(s.URL, session, tenant, "", url.Values{"path": {path}})).Get("edits").Array()
+		} else {
+			require.NotNil(t, s.Journal, "the store keeps an edit journal")
+			recs, err := s.Journal.Edits(context.Background(), state.Key{Tenant: tenant, Session: session}, path)
+			require.NoError(t, err)
+			b, err := json.Marshal(recs)
+			require.NoError(t, err)
+			list = gjson.ParseBytes(b).Array()
+		}
+		if len(list) >= want || time.Now().After(deadline) {
+			return list
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // requireJournal checks the session's edit journal lists the scenario's
 // edits under the file's path, oldest first, each with its call, operation,
-// status applied, chapter and a diff of the change.
+// status applied, chapter, size and a diff of the change.
 func (sc *editScenario) requireJournal(t *testing.T, s *stack, session, tenant string) {
 	t.Helper()
-	if !editsAPILanded {
-		t.Log("pending (journal API): GET /shepherd/v1/sessions/{id}/edits")
+	if openingTurnJournal || !sessionless(sc.d) {
+		sc.requireJournalOf(t, s, session, tenant, sc.edits())
 		return
 	}
-	list := getJSON(t, editsURL(s.URL, session, tenant, "", url.Values{"path": {sc.path}})).Get("edits").Array()
-	idx := sc.edits()
-	require.Len(t, list, len(idx), "one entry per edit of %s", sc.path)
+	// Each edit in the journal of the session its events named.
+	var order []string
+	bySession := map[string][]int{}
+	sc.mu.Lock()
+	for _, i := range sc.edits() {
+		id := sc.sessions[i]
+		if _, ok := bySession[id]; !ok {
+			order = append(order, id)
+		}
+		bySession[id] = append(bySession[id], i)
+	}
+	sc.mu.Unlock()
+	if len(order) > 1 {
+		t.Logf("known gap: the opening turn's edits are journalled under its own id %s, not under the session %s", order[0], session)
+	}
+	for _, id := range order {
+		sc.requireJournalOf(t, s, id, tenant, bySession[id])
+	}
+}
+
+// openingTurnJournal turns on the check that an agent sending no session
+// id finds the edits of its opening turn in its session's journal. The
+// edits feature journals them under the opening request's own id
+// (fp-open-…), while the session is saved under the fingerprint of its
+// continuation, so they are missing from the session's journal.
+const openingTurnJournal = false
+
+// requireJournalOf checks the journal of session lists the edit steps idx
+// under the file's path, and nothing else.
+func (sc *editScenario) requireJournalOf(t *testing.T, s *stack, session, tenant string, idx []int) {
+	t.Helper()
+	list := journalEntries(t, s, session, tenant, sc.path, len(idx))
+	raw := make([]string, len(list))
+	for i, e := range list {
+		raw[i] = e.Raw
+	}
+	require.Len(t, list, len(idx), "one entry per edit of %s in session %s:\n%s", sc.path, session, strings.Join(raw, "\n"))
 	var seq int64
 	for k, i := range idx {
 		st, e := sc.steps[i], list[k]
@@ -139,9 +205,14 @@ func (sc *editScenario) requireJournal(t *testing.T, s *stack, session, tenant s
 		for _, l := range changedLines(sc.before(i), st.Want) {
 			require.Contains(t, diff, l, "the diff of step %d", i+1)
 		}
-		one := getJSON(t, editsURL(s.URL, session, tenant, fmt.Sprintf("/%d", seq), nil))
-		require.Equal(t, seq, one.Get("seq").Int(), one.Raw)
-		require.Equal(t, diff, one.Get("diff").String())
+		t.Logf("journal #%d: %s %s %s, chapter %q, before known %v, %d-byte diff",
+			seq, e.Get("tool").String(), e.Get("operation").String(), e.Get("status").String(),
+			e.Get("chapter").String(), e.Get("before_known").Bool(), len(diff))
+		if editsAPILanded {
+			one := getJSON(t, editsURL(s.URL, session, tenant, fmt.Sprintf("/%d", seq), nil))
+			require.Equal(t, seq, one.Get("seq").Int(), one.Raw)
+			require.Equal(t, diff, one.Get("diff").String())
+		}
 	}
 }
 
@@ -158,7 +229,7 @@ func (sc *editScenario) before(i int) string {
 // changedLines are the lines a unified diff of before → after must show:
 // "-" and "+" lines of the lines only one side has.
 func changedLines(before, after string) []string {
-	has := func(s, l string) bool { return strings.Contains("\n"+s, "\n"+l+"\n") }
+	has := func(s, l string) bool { return strings.Contains("\n"+s+"\n", "\n"+l+"\n") }
 	var out []string
 	for _, l := range strings.Split(strings.TrimSuffix(before, "\n"), "\n") {
 		if l != "" && !has(after, l) {

@@ -63,6 +63,8 @@ type editScenario struct {
 	disk []*string
 	// replied[i] are the times the mock was asked for step i's reply.
 	replied [][]time.Time
+	// sessions[i] is the session edit step i's events named.
+	sessions []string
 }
 
 // newEditScenario gives each step a call id of its own and scripts s.
@@ -72,7 +74,7 @@ func newEditScenario(t *testing.T, d driver, s *stack, path string, steps []edit
 		steps[i].Call.ID = fmt.Sprintf("toolu_edits%02d", i+1)
 	}
 	sc := &editScenario{d: d, path: path, steps: steps,
-		disk: make([]*string, len(steps)), replied: make([][]time.Time, len(steps))}
+		disk: make([]*string, len(steps)), replied: make([][]time.Time, len(steps)), sessions: make([]string, len(steps))}
 	s.script(sc.respond)
 	return sc
 }
