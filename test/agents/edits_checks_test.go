@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
+	"github.com/shepherd-proxy/shepherd/journal"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -244,26 +245,64 @@ func changedLines(before, after string) []string {
 	return out
 }
 
-// requireRevert runs `shepherd edits revert --apply` on the journal's last
-// entry and checks it put the file back as it was before the last edit.
-func (sc *editScenario) requireRevert(t *testing.T, s *stack, session, tenant string) {
+// requireRevert reverts the journal's last entry in the workspace with
+// `shepherd edits revert N --apply` and checks it put the file back as it
+// was before the last edit; a second revert of the same entry is refused
+// (the file no longer holds the entry's after-state) and writes nothing.
+// Until the sessions API serves the journal, it reverts with what the
+// command runs (journal.Reverse of the stored entry, journal.Apply).
+func (sc *editScenario) requireRevert(t *testing.T, s *stack, tenant string) {
 	t.Helper()
-	if !editsAPILanded {
-		t.Log("pending (shepherd edits): revert --apply of the last edit")
-		return
-	}
 	idx := sc.edits()
 	last := idx[len(idx)-1]
-	list := getJSON(t, editsURL(s.URL, session, tenant, "", nil)).Get("edits").Array()
+	sc.mu.Lock()
+	session := sc.sessions[last]
+	sc.mu.Unlock()
+	list := journalEntries(t, s, session, tenant, sc.path, 1)
 	require.NotEmpty(t, list)
 	seq := list[len(list)-1].Get("seq").Int()
-	out := shepherdCLI(t, s.Workdir, "edits", "revert", fmt.Sprint(seq), "--apply",
-		"--admin", s.URL, "--session", session, "--tenant", tenant, "--dir", s.Workdir)
-	t.Logf("shepherd edits revert --apply:\n%s", out)
+	require.Equal(t, sc.steps[last].Call.ID, list[len(list)-1].Get("call_id").String(), "the last entry is the last edit")
+
+	revert := func() error {
+		if editsAPILanded {
+			out, err := shepherdCLI(t, s.Workdir, "edits", "revert", fmt.Sprint(seq), "--apply",
+				"--admin", s.URL, "--session", session, "--tenant", tenant, "--dir", s.Workdir)
+			t.Logf("shepherd edits revert %d --apply: %v\n%s", seq, err, out)
+			return err
+		}
+		rec, err := s.Journal.Edit(context.Background(), state.Key{Tenant: tenant, Session: session}, seq)
+		require.NoError(t, err)
+		rv, err := journal.Reverse(rec)
+		require.NoError(t, err)
+		t.Logf("revert #%d (%s):\n%s", seq, rv.Mode, rv.Patch)
+		return journal.Apply(s.Workdir, rv)
+	}
+	if _, ok := sc.d.(clineCLI); ok && !clineFinalNewline {
+		err := revert()
+		t.Logf("known gap: Cline's apply_patch writes no final newline, the journal's after-state has one: revert refused: %v", err)
+		b, rerr := os.ReadFile(sc.path)
+		require.NoError(t, rerr)
+		require.Equal(t, sc.steps[last].Want, string(b), "a refused revert writes nothing")
+		return
+	}
+	require.NoError(t, revert())
 	b, err := os.ReadFile(sc.path)
 	require.NoError(t, err)
 	require.Equal(t, sc.before(last), string(b), "the revert undid the last edit on disk")
+
+	require.Error(t, revert(), "a second revert finds the file changed since the edit")
+	b, err = os.ReadFile(sc.path)
+	require.NoError(t, err)
+	require.Equal(t, sc.before(last), string(b), "a refused revert writes nothing")
 }
+
+// clineFinalNewline turns on the revert check with Cline on Chat
+// Completions. Its apply_patch writes a file without the final newline the
+// patch's last line has, while the journal's after-state (from the patch)
+// keeps it, so `revert --apply` finds the file changed and refuses
+// (safely: nothing written). Cline's read_files results, which show the
+// file as written, are not read as the file's content.
+const clineFinalNewline = false
 
 var shepherdBin struct {
 	once sync.Once
@@ -280,8 +319,8 @@ func removeShepherdBin() {
 }
 
 // shepherdCLI runs the shepherd command (built once per test binary) with
-// args in dir and returns what it printed; a non-zero exit fails the test.
-func shepherdCLI(t *testing.T, dir string, args ...string) string {
+// args in dir and returns what it printed and its exit error.
+func shepherdCLI(t *testing.T, dir string, args ...string) (string, error) {
 	t.Helper()
 	shepherdBin.once.Do(func() {
 		tmp, err := os.MkdirTemp("", "shepherd-agents-bin-")
@@ -298,6 +337,6 @@ func shepherdCLI(t *testing.T, dir string, args ...string) string {
 	cmd.Dir = dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	require.NoError(t, cmd.Run(), "shepherd %s: %s", strings.Join(args, " "), out.String())
-	return out.String()
+	err := cmd.Run()
+	return out.String(), err
 }

@@ -173,7 +173,7 @@ func TestAgentEdits(t *testing.T) {
 
 		session, tenant := sc.requireAnnounced(t, feed, res, e.streamsArguments())
 		sc.requireJournal(t, s, session, tenant)
-		sc.requireRevert(t, s, session, tenant)
+		sc.requireRevert(t, s, tenant)
 	})
 }
 
