@@ -46,7 +46,7 @@ func (w *CallWatch) at(n int, key int64) *watchedCall {
 	if n != w.stream {
 		w.stream, w.calls = n, w.calls[:0]
 	}
-	for i := range w.calls {
+	for i := len(w.calls) - 1; i >= 0; i-- { // the latest call is the likeliest
 		if w.calls[i].key == key {
 			return &w.calls[i]
 		}

@@ -131,3 +131,42 @@ func TestObserveAllocs(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkObserveToolDelta measures Feed of a tool-call arguments event
+// without and with an observer (go test -run x -bench ObserveToolDelta
+// -benchmem ./rewrite/).
+func BenchmarkObserveToolDelta(b *testing.B) {
+	for _, api := range apis.All() {
+		c, ok := observeAllocCases[api.Name]
+		if !ok || api.NewSplicer == nil {
+			continue
+		}
+		for _, observe := range []bool{false, true} {
+			name := api.Name + "/off"
+			if observe {
+				name = api.Name + "/on"
+			}
+			b.Run(name, func(b *testing.B) {
+				t := &testing.T{}
+				sp := api.NewSplicer()
+				if observe {
+					n := 0
+					sp.(rewrite.CallObserving).ObserveCalls(func(conv.ToolCallDelta) { n++ })
+				}
+				for _, e := range events(t, c.toolOpen) {
+					if _, err := sp.Feed(e); err != nil {
+						b.Fatal(err)
+					}
+				}
+				e := events(t, c.tool)[0]
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					if _, err := sp.Feed(e); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

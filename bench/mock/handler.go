@@ -371,6 +371,9 @@ func (s *Server) newPlan(api apiKind, r *Reply, seq uint64, body []byte, model s
 	}
 
 	p.usage = r.Usage
+	if s.cache != nil && p.usage.Input == 0 && p.usage.CacheRead == 0 && p.usage.CacheWrite == 0 {
+		s.cache.usage(api, body, model, &p.usage)
+	}
 	if p.usage.Input == 0 {
 		p.usage.Input = max(1, len(body)/4)
 	}

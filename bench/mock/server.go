@@ -37,6 +37,8 @@ type Server struct {
 
 	seq atomic.Uint64 // model replies served
 
+	cache *promptCache // nil unless Options.PromptCache
+
 	qmu   sync.Mutex
 	queue []Reply
 
@@ -80,6 +82,9 @@ func New(opts Options) *Server {
 		opts:  opts,
 		done:  make(chan struct{}),
 		named: make(map[string]*namedScript, len(opts.Named)),
+	}
+	if opts.PromptCache {
+		s.cache = newPromptCache(opts.PromptCacheTTL)
 	}
 	for name, rs := range opts.Named {
 		if len(rs) > 0 {

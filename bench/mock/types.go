@@ -176,6 +176,14 @@ type Options struct {
 	CountTokens int
 	// Models lists model ids for the GET model-list endpoints.
 	Models []string
+
+	// PromptCache models the providers' prompt caching (cache.go): a
+	// reply whose scripted Usage sets no Input, CacheRead or CacheWrite
+	// reports the cache read and write its request would get, and the
+	// input without them. PromptCacheTTL is how long a cached prefix lives
+	// unused (default DefaultPromptCacheTTL).
+	PromptCache    bool
+	PromptCacheTTL time.Duration
 }
 
 // Recorded is one request received by the mock.
