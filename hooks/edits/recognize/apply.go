@@ -60,6 +60,14 @@ func (ch Change) apply(s string) (string, error) {
 	}
 	n := strings.Count(s, ch.Old)
 	switch {
+	case n == 0 && ch.Line > 0:
+		// A block with a start line (Roo's): whole lines compared
+		// without their surrounding white space, nearest that line.
+		at, size := nearestTrimmed(s, ch.Old, ch.Line)
+		if at < 0 {
+			return "", errors.New("the text to replace is not in the file")
+		}
+		return s[:at] + ch.New + s[at+size:], nil
 	case n == 0:
 		return "", errors.New("the text to replace is not in the file")
 	case ch.Count > 0 && n != ch.Count:
@@ -76,18 +84,80 @@ func (ch Change) apply(s string) (string, error) {
 }
 
 // applyOrdered applies an ordered change to s from offset pos and returns
-// the result and the offset after the replacement.
+// the result and the offset after the replacement. It looks for Old as
+// Cline does: exactly from pos, then by trimmed lines from pos, then (for
+// three lines or more) by its first and last lines from pos, then exactly
+// anywhere.
 func (ch Change) applyOrdered(s string, pos int) (string, int, error) {
 	if ch.Old == "" {
 		return ch.New, len(ch.New), nil
 	}
 	at, n := strings.Index(s[pos:], ch.Old), len(ch.Old)
-	if at >= 0 {
+	switch {
+	case at >= 0:
 		at += pos
-	} else if at, n = trimmedLinesIndex(s, ch.Old, pos); at < 0 {
-		return "", 0, errors.New("the text to replace is not in the file after the previous change")
+	default:
+		if at, n = trimmedLinesIndex(s, ch.Old, pos); at >= 0 {
+			break
+		}
+		if at, n = anchorLinesIndex(s, ch.Old, pos); at >= 0 {
+			break
+		}
+		if at, n = strings.Index(s, ch.Old), len(ch.Old); at < 0 {
+			return "", 0, errors.New("the text to replace is not in the file")
+		}
 	}
 	return s[:at] + ch.New + s[at+n:], at + len(ch.New), nil
+}
+
+// anchorLinesIndex finds a run of as many lines as old has, at or after
+// pos, whose first and last lines equal old's (trimmed); old must have
+// three lines or more. It returns the offset and length of the run
+// (newline included), -1 when there is none.
+func anchorLinesIndex(s, old string, pos int) (int, int) {
+	want := strings.Split(strings.TrimSuffix(old, "\n"), "\n")
+	if len(want) < 3 {
+		return -1, 0
+	}
+	first, last := strings.TrimSpace(want[0]), strings.TrimSpace(want[len(want)-1])
+	starts := lineStarts(s)
+	for i, st := range starts {
+		if st < pos || i+len(want) > len(starts) {
+			continue
+		}
+		if strings.TrimSpace(lineAt(s, st)) != first || strings.TrimSpace(lineAt(s, starts[i+len(want)-1])) != last {
+			continue
+		}
+		end := len(s)
+		if i+len(want) < len(starts) {
+			end = starts[i+len(want)]
+		}
+		return st, end - st
+	}
+	return -1, 0
+}
+
+// lineStarts returns the offsets at which s's lines start (a final empty
+// line after a last newline is not one).
+func lineStarts(s string) []int {
+	starts := []int{0}
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' && i+1 < len(s) {
+			starts = append(starts, i+1)
+		}
+	}
+	if s == "" {
+		return nil
+	}
+	return starts
+}
+
+// lineAt returns the line starting at offset at, without its newline.
+func lineAt(s string, at int) string {
+	if i := strings.IndexByte(s[at:], '\n'); i >= 0 {
+		return s[at : at+i]
+	}
+	return s[at:]
 }
 
 // trimmedLinesIndex finds old's lines in s at a line start at or after
@@ -142,6 +212,32 @@ func trimmedLinesIndex(s, old string, pos int) (int, int) {
 		at += nl + 1
 	}
 	return -1, 0
+}
+
+// nearestTrimmed finds old's lines in s compared without surrounding white
+// space (trimmedLinesIndex), the match starting nearest to line; -1 when
+// there is none.
+func nearestTrimmed(s, old string, line int) (int, int) {
+	best, bestSize, bestDist := -1, 0, 0
+	for pos := 0; pos <= len(s); {
+		at, size := trimmedLinesIndex(s, old, pos)
+		if at < 0 {
+			break
+		}
+		d := strings.Count(s[:at], "\n") + 1 - line
+		if d < 0 {
+			d = -d
+		}
+		if best < 0 || d < bestDist {
+			best, bestSize, bestDist = at, size, d
+		}
+		nl := strings.IndexByte(s[at:], '\n')
+		if nl < 0 {
+			break
+		}
+		pos = at + nl + 1
+	}
+	return best, bestSize
 }
 
 // nearestOccurrence returns the offset of the occurrence of old in s

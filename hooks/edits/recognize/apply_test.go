@@ -27,6 +27,8 @@ func TestApplyChanges(t *testing.T) {
 		{"line hint", []Change{{Old: "beta\n", New: "B\n", Line: 4}}, "alpha\nbeta\ngamma\nB\n", ""},
 		{"line hint first", []Change{{Old: "beta\n", New: "B\n", Line: 1}}, "alpha\nB\ngamma\nbeta\n", ""},
 		{"missing", []Change{{Old: "delta", New: "x"}}, "", "not in the file"},
+		{"trimmed near line", []Change{{Old: " beta \n", New: "B\n", Line: 4}}, "alpha\nbeta\ngamma\nB\n", ""},
+		{"trimmed missing", []Change{{Old: "delta\n", New: "B\n", Line: 3}}, "", "not in the file"},
 		{"in order", []Change{{Old: "alpha", New: "x"}, {Old: "x\nbeta", New: "y"}}, "y\ngamma\nbeta\n", ""},
 		{"second fails", []Change{{Old: "alpha", New: "x"}, {Old: "alpha", New: "y"}}, "", "change 2"},
 		{"insert before", []Change{{New: "new", Line: 2}}, "alpha\nnew\nbeta\ngamma\nbeta\n", ""},
@@ -61,7 +63,9 @@ func TestApplyOrdered(t *testing.T) {
 		err  string
 	}{
 		{"duplicates in order", []Change{{Old: "x := 1\n", New: "a\n"}, {Old: "x := 1\n", New: "b\n"}}, "a\nif x {\n    x++\n}\nb\n", ""},
-		{"not before the previous", []Change{{Old: "}\n", New: "]\n"}, {Old: "if x", New: "y"}}, "", "after the previous change"},
+		{"out of order, as a last resort", []Change{{Old: "}\n", New: "]\n"}, {Old: "if x", New: "y"}}, "x := 1\ny {\n    x++\n]\nx := 1\n", ""},
+		{"nowhere", []Change{{Old: "while", New: "y"}}, "", "not in the file"},
+		{"anchor lines", []Change{{Old: "if x {\n  x--\n}\n", New: "z\n"}}, "x := 1\nz\nx := 1\n", ""},
 		{"trimmed lines", []Change{{Old: "if x {\n  x++\n}\n", New: "done\n"}}, "x := 1\ndone\nx := 1\n", ""},
 		{"trimmed last line without newline", []Change{{Old: "  x++\n }", New: "z"}}, "x := 1\nif x {\nz\nx := 1\n", ""},
 		{"empty replaces all", []Change{{Old: "", New: "all\n"}}, "all\n", ""},

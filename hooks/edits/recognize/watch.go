@@ -23,13 +23,14 @@ type Watch struct {
 	roles []role // per wanted key
 	path  capture
 	cmd   capture // editor: the command
+	patch patchScanner
+	buf   []byte // modeBuffer: the arguments so far
+
 	// What tells the operation of a replacement (an empty old text
 	// creates the file) and of an editor without a command (Cline CLI):
 	// waitOp is set when the watch waits for them.
 	waitOp                               bool
 	oldText, oldEmpty, lineSeen, newSeen bool
-	patch                                patchScanner
-	buf                                  []byte // modeBuffer: the arguments so far
 
 	announced []string
 	out       []Started
@@ -55,8 +56,9 @@ const (
 	roleLine // editor: the insert line
 )
 
-// maxPathLen bounds a captured path (a longer one is left to Finish);
-// maxBuffer bounds the arguments a buffering Watch keeps.
+// maxPathLen bounds a captured path (a longer one is not announced; Edits
+// still reads it); maxBuffer bounds the arguments a buffering Watch keeps
+// (longer ones announce nothing).
 const (
 	maxPathLen = 4096
 	maxBuffer  = 1 << 20
