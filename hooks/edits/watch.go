@@ -37,9 +37,11 @@ type turnWatch struct {
 	call            *hooks.Call
 	chapter, intent string
 	calls           map[callKey]*watched
-	// existing are the paths known to exist, computed on the first write
-	// whose operation depends on it; nil until then.
-	existing map[string]bool
+	// turn says which paths this turn's calls wrote (true) or deleted
+	// (false); history is what the request's history knows, computed on
+	// the first whole-file write that asks (nil until then).
+	turn    map[string]bool
+	history files
 }
 
 // WatchCalls implements hooks.CallWatcher: the observer announces each
@@ -50,7 +52,7 @@ func (h *Hook) WatchCalls(call *hooks.Call) conv.CallObserver {
 	if call == nil || call.Side != "" {
 		return nil
 	}
-	tw := &turnWatch{h: h, call: call, calls: map[callKey]*watched{},
+	tw := &turnWatch{h: h, call: call, calls: map[callKey]*watched{}, turn: map[string]bool{},
 		chapter: call.Session.Note(chapterSlot), intent: call.Session.Note(intentSlot)}
 	return tw.observe
 }
@@ -64,7 +66,8 @@ func (tw *turnWatch) observe(d conv.ToolCallDelta) {
 	k := callKey{d.Stream, d.Index}
 	c, ok := tw.calls[k]
 	if !ok {
-		c = &watched{id: d.ID, name: d.Name, freeform: d.Freeform}
+		// The delta's strings may alias a reused buffer: keep copies.
+		c = &watched{id: strings.Clone(d.ID), name: strings.Clone(d.Name), freeform: d.Freeform}
 		c.w = tw.h.cfg.Table.Watch(d.Name, d.Freeform)
 		tw.calls[k] = c
 	}
@@ -94,6 +97,7 @@ func (tw *turnWatch) observe(d conv.ToolCallDelta) {
 
 // started announces one path of c.
 func (tw *turnWatch) started(c *watched, s recognize.Started) {
+	s.Path = strings.Clone(s.Path)
 	s.Op = tw.operation(s)
 	c.started = append(c.started, s)
 	tw.emit(events.EditStarted, c, s, -1)
@@ -103,38 +107,30 @@ func (tw *turnWatch) started(c *watched, s recognize.Started) {
 // (the session read or wrote it, or an earlier call of this turn wrote
 // it), else create.
 func (tw *turnWatch) operation(s recognize.Started) string {
-	switch s.Op {
-	case recognize.OpWrite:
+	op := s.Op
+	if op == recognize.OpWrite {
+		op = state.EditCreate
 		if tw.exists(s.Path) {
-			return state.EditRewrite
+			op = state.EditRewrite
 		}
-		return state.EditCreate
-	case recognize.OpDelete:
-		tw.note(s.Path, false)
-	default:
-		tw.note(s.Path, true)
 	}
-	return s.Op
+	tw.turn[s.Path] = op != state.EditDelete
+	return op
 }
 
+// exists reports whether path is known to exist: written by this turn, or
+// by the request's history (computed once, on the first write that asks).
 func (tw *turnWatch) exists(path string) bool {
-	if tw.existing == nil {
-		tw.existing = map[string]bool{}
+	if ok, seen := tw.turn[path]; seen {
+		return ok
+	}
+	if tw.history == nil {
+		tw.history = files{}
 		if tw.call.Request != nil {
-			for p, f := range history(tw.h.cfg.Table, tw.call.Request.Messages) {
-				tw.existing[p] = f.exists
-			}
+			tw.history = history(tw.h.cfg.Table, tw.call.Request.Messages)
 		}
 	}
-	ok := tw.existing[path]
-	tw.existing[path] = true
-	return ok
-}
-
-func (tw *turnWatch) note(path string, exists bool) {
-	if tw.existing != nil {
-		tw.existing[path] = exists
-	}
+	return tw.history[path].exists
 }
 
 // finished announces the end of c: one edit.finished per path started,

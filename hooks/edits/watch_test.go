@@ -3,6 +3,7 @@ package edits
 import (
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -14,9 +15,17 @@ import (
 // feedBytes hands args to obs one byte per delta, the first delta carrying
 // id and name, then Done; after each delta it calls each.
 func feedBytes(obs conv.CallObserver, stream, index int, id, name, args string, each func(fed int)) {
-	obs(conv.ToolCallDelta{Stream: stream, Index: index, ID: id, Name: name})
+	// The strings alias a buffer that is overwritten after each delta, as
+	// a splicer's may be.
+	buf := []byte(id + name)
+	obs(conv.ToolCallDelta{Stream: stream, Index: index, ID: unsafe.String(&buf[0], len(id)), Name: unsafe.String(&buf[len(id)], len(name))})
+	clear(buf)
+	frag := make([]byte, 1)
 	for i := range len(args) {
-		obs(conv.ToolCallDelta{Stream: stream, Index: index, Fragment: args[i : i+1]})
+		frag[0] = args[i]
+		obs(conv.ToolCallDelta{Stream: stream, Index: index, Fragment: unsafe.String(&frag[0], 1)})
+		frag[0] = '#'
+
 		if each != nil {
 			each(i + 1)
 		}
@@ -72,6 +81,7 @@ func TestWatchOperation(t *testing.T) {
 	feedBytes(obs, 0, 2, "w2", "Write", string(args("file_path", "b.txt", "content", "x")), nil)
 	feedBytes(obs, 1, 0, "w3", "Write", string(args("file_path", "b.txt", "content", "y")), nil)
 	feedBytes(obs, 1, 1, "e1", "Edit", string(args("file_path", "c.txt", "old_string", "a", "new_string", "bb")), nil)
+	feedBytes(obs, 1, 2, "w4", "Write", string(args("file_path", "c.txt", "content", "z")), nil)
 
 	var got []string
 	for _, ev := range r.ev.all() {
@@ -79,7 +89,7 @@ func TestWatchOperation(t *testing.T) {
 			got = append(got, ev.Data["path"].(string)+" "+ev.Data["operation"].(string))
 		}
 	}
-	require.Equal(t, []string{"a.txt rewrite", "b.txt create", "b.txt rewrite", "c.txt modify"}, got)
+	require.Equal(t, []string{"a.txt rewrite", "b.txt create", "b.txt rewrite", "c.txt modify", "c.txt rewrite"}, got)
 }
 
 // TestWatchJSONReply: a JSON reply gives each call as one delta with Done

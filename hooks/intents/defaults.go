@@ -44,8 +44,9 @@ func DefaultShellArgs() []string {
 		// Codex CLI
 		"shell:argv(command)@workdir", "container.exec:argv(command)@workdir",
 		"local_shell:argv(action.command)@action.working_directory", "exec_command:cmd@workdir",
+		"shell_command:command@workdir",
 		// gemini-cli
-		"run_shell_command:command@directory",
+		"run_shell_command:command@dir_path|directory",
 		// Roo Code, Cline
 		"execute_command:command@cwd",
 		// Cline CLI

@@ -36,7 +36,8 @@ type ShellCommand struct {
 // run one after another), "Tool:argv(argpath)" (the argument is an argument
 // vector such as ["bash", "-lc", "make"]), each optionally followed by
 // "@dirpath", the argument holding the working directory (e.g.
-// "shell:argv(command)@workdir"). Paths are gjson paths. A tool has at most
+// "shell:argv(command)@workdir"; "@a|b" names alternatives, the first
+// present wins: "run_shell_command:command@dir_path|directory"). Paths are gjson paths. A tool has at most
 // one entry. The error, when not nil, names every bad entry.
 func ParseShellArgs(entries []string) (*ShellArgs, error) {
 	sa := &ShellArgs{byTool: map[string]shellArg{}}
@@ -62,11 +63,9 @@ func ParseShellArgs(entries []string) (*ShellArgs, error) {
 			bad = append(bad, fmt.Sprintf("%q: %s", e, msg))
 			continue
 		}
-		if sg.dir != "" {
-			if msg := checkArgPath(sg.dir); msg != "" {
-				bad = append(bad, fmt.Sprintf("%q: directory: %s", e, msg))
-				continue
-			}
+		if msg := checkDirPaths(sg.dir); msg != "" {
+			bad = append(bad, fmt.Sprintf("%q: directory: %s", e, msg))
+			continue
 		}
 		if have, dup := sa.byTool[tool]; dup && have != sg {
 			bad = append(bad, fmt.Sprintf("%q: tool %s already has an entry", e, tool))
@@ -98,9 +97,13 @@ func (sa *ShellArgs) Commands(tool string, args []byte) (cmds []ShellCommand, kn
 	}
 	root := gjson.ParseBytes(args)
 	dir := ""
-	if sg.dir != "" {
-		if d := root.Get(sg.dir); d.Type == gjson.String {
+	for p := range strings.SplitSeq(sg.dir, "|") {
+		if p == "" {
+			break
+		}
+		if d := root.Get(p); d.Type == gjson.String {
 			dir = d.Str
+			break
 		}
 	}
 	v := root.Get(sg.path)
@@ -197,4 +200,18 @@ func InferPaths(args []byte) (paths []string, err error) {
 		}
 	}
 	return paths, nil
+}
+
+// checkDirPaths checks the alternatives of a directory argpath ("a|b"),
+// "" when there are none or all are valid.
+func checkDirPaths(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	for d := range strings.SplitSeq(dir, "|") {
+		if msg := checkArgPath(d); msg != "" {
+			return msg
+		}
+	}
+	return ""
 }

@@ -102,3 +102,25 @@ func FuzzInferPaths(f *testing.F) {
 		}
 	})
 }
+
+func TestShellArgsDirAlternatives(t *testing.T) {
+	sa, err := ParseShellArgs([]string{"run_shell_command:command@dir_path|directory"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for args, want := range map[string]string{
+		`{"command":"ls","dir_path":"new"}`:                    "new",
+		`{"command":"ls","directory":"old"}`:                   "old",
+		`{"command":"ls","dir_path":"new","directory":"old"}`:  "new",
+		`{"command":"ls"}`:                                     "",
+		`{"command":"ls","dir_path":7,"directory":"fallback"}`: "fallback",
+	} {
+		cmds, known, err := sa.Commands("run_shell_command", []byte(args))
+		if err != nil || !known || len(cmds) != 1 || cmds[0].Dir != want {
+			t.Errorf("%s: got %+v known=%v err=%v, want dir %q", args, cmds, known, err, want)
+		}
+	}
+	if _, err := ParseShellArgs([]string{"t:command@a||b"}); err == nil {
+		t.Error("an empty alternative must be refused")
+	}
+}
