@@ -58,6 +58,8 @@ func (s *Server) handleWithAdmin(ctx *fasthttp.RequestCtx) {
 //   - the approvals API (admin_approvals.go): GET /shepherd/v1/approvals,
 //     GET /shepherd/v1/sessions/{id}/approvals, POST
 //     /shepherd/v1/sessions/{id}/approvals/{approval}.
+//   - the edits API (admin_edits.go): GET /shepherd/v1/sessions/{id}/edits,
+//     …/edits/{n} and …/edits/{n}/revert.
 //   - /console/...: the web console (package console); its data fragments
 //     need the token like the sessions API.
 //   - GET /shepherd/v1/events and /shepherd/v1/sessions/{id}/events: the
@@ -111,6 +113,9 @@ func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx, dedicated bool) {
 			return
 		}
 		if s.sessionApprovals(ctx, strings.Trim(strings.TrimPrefix(path, sessionsPrefix), "/")) {
+			return
+		}
+		if s.sessionEdits(ctx, strings.Trim(strings.TrimPrefix(path, sessionsPrefix), "/")) {
 			return
 		}
 		if !ctx.IsGet() {
