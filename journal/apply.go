@@ -26,8 +26,9 @@ var ErrChanged = errors.New("journal: the file changed since the edit; nothing w
 // back, or the file is removed when rv.Delete.
 //
 // RevertPatch: each hunk of the reverse diff rv.Patch is applied; the text
-// each hunk replaces must be found in the file exactly once, at the start
-// of a line.
+// each hunk replaces must be found in the file exactly once: at the start
+// of a line or, when it is at none, anywhere (an Edit's old_string may
+// begin mid-line).
 //
 // When the file does not match, the error wraps ErrChanged and nothing is
 // written. Files are written atomically (a temporary file in the same
@@ -132,9 +133,9 @@ func readCurrent(path string) (string, bool, fs.FileMode, error) {
 }
 
 // applyHunks replaces, in content, each hunk's Old text by its New text.
-// Each Old text must occur exactly once, at the start of a line (and, when
-// it does not end in a newline, at the end of content); hunks may not
-// overlap. An empty Old text (a hunk that only adds, to an empty file)
+// Each Old text must occur exactly once at the start of a line or, when
+// at none, exactly once anywhere (and, when it does not end in a newline,
+// at the end of content); hunks may not overlap. An empty Old text (a hunk that only adds, to an empty file)
 // needs content to be empty.
 func applyHunks(content string, hunks []hunk) (string, error) {
 	type place struct {
@@ -150,7 +151,12 @@ func applyHunks(content string, hunks []hunk) (string, error) {
 			places = append(places, place{0, h})
 			continue
 		}
-		at, n := findLineAnchored(content, h.Old)
+		at, n := findText(content, h.Old, true)
+		if n == 0 {
+			// An Edit's old_string may begin mid-line: its diff's hunk then
+			// is found only off a line start.
+			at, n = findText(content, h.Old, false)
+		}
 		switch {
 		case n == 0:
 			return "", fmt.Errorf("hunk %d: its text is not in the file", i+1)
@@ -174,10 +180,10 @@ func applyHunks(content string, hunks []hunk) (string, error) {
 	return b.String(), nil
 }
 
-// findLineAnchored returns where text first occurs in content at the start
-// of a line, and how many times it occurs so (overlapping occurrences
-// count). A text without a final newline must end content.
-func findLineAnchored(content, text string) (first, n int) {
+// findText returns where text first occurs in content (at the start of a
+// line when lineStart), and how many times it occurs so (overlapping
+// occurrences count). A text without a final newline must end content.
+func findText(content, text string, lineStart bool) (first, n int) {
 	first = -1
 	for from := 0; from <= len(content); {
 		i := strings.Index(content[from:], text)
@@ -185,9 +191,9 @@ func findLineAnchored(content, text string) (first, n int) {
 			break
 		}
 		at := from + i
-		lineStart := at == 0 || content[at-1] == '\n'
+		starts := !lineStart || at == 0 || content[at-1] == '\n'
 		ends := strings.HasSuffix(text, "\n") || at+len(text) == len(content)
-		if lineStart && ends {
+		if starts && ends {
 			if n == 0 {
 				first = at
 			}

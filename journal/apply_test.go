@@ -182,6 +182,29 @@ func TestApplyPatchWithoutLineNumbers(t *testing.T) {
 	require.Equal(t, patchBefore, readFile(t, filepath.Join(root, "main.go")))
 }
 
+// TestApplyPatchOfMidLineEdit: an Edit whose old_string began mid-line
+// (its indentation left out) is reverted from its diff alone, as the edits
+// feature writes it (old → new, each given a final newline).
+func TestApplyPatchOfMidLineEdit(t *testing.T) {
+	root := t.TempDir()
+	after := strings.Replace(patchBefore, `fmt.Println("three")`, `fmt.Println("3")`, 1)
+	writeFile(t, filepath.Join(root, "main.go"), after, 0o644)
+	diff := "--- a/main.go\n+++ b/main.go\n@@ -1 +1 @@\n-fmt.Println(\"three\")\n+fmt.Println(\"3\")\n"
+	rv, err := Reverse(state.EditRecord{Seq: 4, Path: "main.go", Operation: state.EditModify, Diff: diff})
+	require.NoError(t, err)
+	require.NoError(t, Apply(root, rv))
+	require.Equal(t, patchBefore, readFile(t, filepath.Join(root, "main.go")))
+
+	// Found at a line start, the text is not looked for elsewhere: "x\n"
+	// at a line start and inside "ax\n" is one match, not two.
+	got, err := applyHunks("ax\nx\n", []hunk{{Old: "x\n", New: "y\n"}})
+	require.NoError(t, err)
+	require.Equal(t, "ax\ny\n", got)
+	// Off line starts only, twice: ambiguous.
+	_, err = applyHunks("ax\nbx\n", []hunk{{Old: "x\n", New: "y\n"}})
+	require.Error(t, err)
+}
+
 func TestApplyPatchRefusesChangedFile(t *testing.T) {
 	root := t.TempDir()
 	p := filepath.Join(root, "main.go")
