@@ -2,8 +2,6 @@ package agents
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -17,15 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
-	"github.com/shepherd-proxy/shepherd/journal"
 	"github.com/shepherd-proxy/shepherd/state"
 )
-
-// editsAPILanded turns on the checks that read the edit journal through
-// the sessions API (the journal's entries, `shepherd edits revert`); until
-// the API is built, the scenario reads the journal from the store and does
-// not revert.
-const editsAPILanded = false
 
 // editLive bounds the wait for an edit event that should already be there.
 const editLive = 10 * time.Second
@@ -118,24 +109,13 @@ func editsURL(base, session, tenant, more string, q url.Values) string {
 }
 
 // journalEntries returns the session's journal of path, oldest first, as
-// the sessions API answers it (GET …/edits?path=) or, until the API is
-// built, as the store keeps it (the same JSON), waiting up to editLive for
-// want entries (the edits feature journals in the background).
+// the sessions API answers it (GET …/edits?path=), waiting up to editLive
+// for want entries (the edits feature journals in the background).
 func journalEntries(t *testing.T, s *stack, session, tenant, path string, want int) []gjson.Result {
 	t.Helper()
-	var list []gjson.Result
 	deadline := time.Now().Add(editLive)
 	for {
-		if editsAPILanded {
-			list = getJSON(t, editsURL(s.URL, session, tenant, "", url.Values{"path": {path}})).Get("edits").Array()
-		} else {
-			require.NotNil(t, s.Journal, "the store keeps an edit journal")
-			recs, err := s.Journal.Edits(context.Background(), state.Key{Tenant: tenant, Session: session}, path)
-			require.NoError(t, err)
-			b, err := json.Marshal(recs)
-			require.NoError(t, err)
-			list = gjson.ParseBytes(b).Array()
-		}
+		list := getJSON(t, editsURL(s.URL, session, tenant, "", url.Values{"path": {path}})).Get("edits").Array()
 		if len(list) >= want || time.Now().After(deadline) {
 			return list
 		}
@@ -206,13 +186,18 @@ func (sc *editScenario) requireJournalOf(t *testing.T, s *stack, session, tenant
 		for _, l := range changedLines(sc.before(i), st.Want) {
 			require.Contains(t, diff, l, "the diff of step %d", i+1)
 		}
-		t.Logf("journal #%d: %s %s %s, chapter %q, before known %v, %d-byte diff",
+		t.Logf("journal #%d: %s %s %s, chapter %q, before known %v, after known %v, %d-byte diff",
 			seq, e.Get("tool").String(), e.Get("operation").String(), e.Get("status").String(),
-			e.Get("chapter").String(), e.Get("before_known").Bool(), len(diff))
-		if editsAPILanded {
-			one := getJSON(t, editsURL(s.URL, session, tenant, fmt.Sprintf("/%d", seq), nil))
-			require.Equal(t, seq, one.Get("seq").Int(), one.Raw)
-			require.Equal(t, diff, one.Get("diff").String())
+			e.Get("chapter").String(), e.Get("before_known").Bool(), e.Get("after_known").Bool(), len(diff))
+		one := getJSON(t, editsURL(s.URL, session, tenant, fmt.Sprintf("/%d", seq), nil))
+		require.Equal(t, seq, one.Get("seq").Int(), one.Raw)
+		require.Equal(t, diff, one.Get("diff").String())
+		if after := one.Get("after"); after.Exists() {
+			want := st.Want
+			if _, ok := sc.d.(clineCLI); ok && !clineFinalNewline {
+				want += "\n" // the known gap: see clineFinalNewline
+			}
+			require.Equal(t, want, after.String(), "entry %d's after-state is the file the step left", seq)
 		}
 	}
 }
@@ -249,8 +234,6 @@ func changedLines(before, after string) []string {
 // `shepherd edits revert N --apply` and checks it put the file back as it
 // was before the last edit; a second revert of the same entry is refused
 // (the file no longer holds the entry's after-state) and writes nothing.
-// Until the sessions API serves the journal, it reverts with what the
-// command runs (journal.Reverse of the stored entry, journal.Apply).
 func (sc *editScenario) requireRevert(t *testing.T, s *stack, tenant string) {
 	t.Helper()
 	idx := sc.edits()
@@ -263,37 +246,33 @@ func (sc *editScenario) requireRevert(t *testing.T, s *stack, tenant string) {
 	seq := list[len(list)-1].Get("seq").Int()
 	require.Equal(t, sc.steps[last].Call.ID, list[len(list)-1].Get("call_id").String(), "the last entry is the last edit")
 
-	revert := func() error {
-		if editsAPILanded {
-			out, err := shepherdCLI(t, s.Workdir, "edits", "revert", fmt.Sprint(seq), "--apply",
-				"--admin", s.URL, "--session", session, "--tenant", tenant, "--dir", s.Workdir)
-			t.Logf("shepherd edits revert %d --apply: %v\n%s", seq, err, out)
-			return err
-		}
-		rec, err := s.Journal.Edit(context.Background(), state.Key{Tenant: tenant, Session: session}, seq)
+	revert := func() (string, error) {
+		out, err := shepherdCLI(t, s.Workdir, "edits", "revert", fmt.Sprint(seq), "--apply",
+			"--admin", s.URL, "--session", session, "--tenant", tenant, "--dir", s.Workdir)
+		t.Logf("shepherd edits revert %d --apply: %v\n%s", seq, err, out)
+		return out, err
+	}
+	content := func() string {
+		b, err := os.ReadFile(sc.path)
 		require.NoError(t, err)
-		rv, err := journal.Reverse(rec)
-		require.NoError(t, err)
-		t.Logf("revert #%d (%s):\n%s", seq, rv.Mode, rv.Patch)
-		return journal.Apply(s.Workdir, rv)
+		return string(b)
 	}
 	if _, ok := sc.d.(clineCLI); ok && !clineFinalNewline {
-		err := revert()
-		t.Logf("known gap: Cline's apply_patch writes no final newline, the journal's after-state has one: revert refused: %v", err)
-		b, rerr := os.ReadFile(sc.path)
-		require.NoError(t, rerr)
-		require.Equal(t, sc.steps[last].Want, string(b), "a refused revert writes nothing")
+		out, err := revert()
+		require.Error(t, err)
+		t.Logf("known gap: Cline's apply_patch writes no final newline, the journal's after-state has one: revert refused: %s", out)
+		require.Equal(t, sc.steps[last].Want, content(), "a refused revert writes nothing")
 		return
 	}
-	require.NoError(t, revert())
-	b, err := os.ReadFile(sc.path)
+	out, err := revert()
 	require.NoError(t, err)
-	require.Equal(t, sc.before(last), string(b), "the revert undid the last edit on disk")
+	require.Contains(t, out, fmt.Sprintf("Reverted edit %d", seq))
+	require.Equal(t, sc.before(last), content(), "the revert undid the last edit on disk")
 
-	require.Error(t, revert(), "a second revert finds the file changed since the edit")
-	b, err = os.ReadFile(sc.path)
-	require.NoError(t, err)
-	require.Equal(t, sc.before(last), string(b), "a refused revert writes nothing")
+	out, err = revert()
+	require.Error(t, err, "a second revert finds the file changed since the edit")
+	require.Contains(t, out, "refused, nothing written")
+	require.Equal(t, sc.before(last), content(), "a refused revert writes nothing")
 }
 
 // clineFinalNewline turns on the revert check with Cline on Chat

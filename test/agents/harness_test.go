@@ -30,9 +30,6 @@ type stack struct {
 	// Workdir is the agent's working directory and the intents workspace.
 	Workdir string
 
-	// Journal is the store's edit journal (nil when it keeps none).
-	Journal state.EditJournal
-
 	mu      sync.Mutex
 	respond responder
 }
@@ -114,8 +111,8 @@ func newStack(t *testing.T, d driver, o stackOptions) *stack {
 		emitter = pub
 	}
 	// The store's edit journal, as cmd/shepherd gives it to the features.
-	s.Journal, _ = any(st).(state.EditJournal)
-	features, err := proxy.BuildFeaturesWith(&cfg, metrics, log, proxy.FeatureDeps{Events: emitter, Journal: s.Journal})
+	journal, _ := any(st).(state.EditJournal)
+	features, err := proxy.BuildFeaturesWith(&cfg, metrics, log, proxy.FeatureDeps{Events: emitter, Journal: journal})
 	require.NoError(t, err)
 	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics,
 		Features: features, Events: emitter})
