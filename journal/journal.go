@@ -92,29 +92,53 @@ func Reverse(rec state.EditRecord) (Revert, error) {
 
 // ReverseDiff turns a unified diff around (after → before): the ---/+++
 // labels swap, each hunk header's ranges swap, and removed lines become
-// added ones and the other way round. Context and "\ No newline" lines
-// stay as they are.
+// added ones and the other way round, each run of changed lines listing
+// its removals first, as diff(1) writes them. Context and "\ No newline"
+// lines stay with the line they follow.
 func ReverseDiff(diff string) string {
 	lines := strings.SplitAfter(diff, "\n")
 	var b strings.Builder
 	b.Grow(len(diff))
+	var minus, plus []string // the current run of changed lines, reversed
+	flush := func() {
+		for _, l := range minus {
+			b.WriteString(l)
+		}
+		for _, l := range plus {
+			b.WriteString(l)
+		}
+		minus, plus = minus[:0], plus[:0]
+	}
+	// last is the run a "\ No newline" marker belongs to.
+	var last *[]string
 	for i := 0; i < len(lines); i++ {
 		ln := lines[i]
 		switch {
 		case strings.HasPrefix(ln, "--- ") && i+1 < len(lines) && strings.HasPrefix(lines[i+1], "+++ "):
+			flush()
 			b.WriteString("--- " + strings.TrimPrefix(lines[i+1], "+++ "))
 			b.WriteString("+++ " + strings.TrimPrefix(ln, "--- "))
 			i++
+			last = nil
 		case strings.HasPrefix(ln, "@@ "):
+			flush()
 			b.WriteString(reverseHunkHeader(ln))
+			last = nil
 		case strings.HasPrefix(ln, "-"):
-			b.WriteString("+" + ln[1:])
+			plus = append(plus, "+"+ln[1:])
+			last = &plus
 		case strings.HasPrefix(ln, "+"):
-			b.WriteString("-" + ln[1:])
+			minus = append(minus, "-"+ln[1:])
+			last = &minus
+		case strings.HasPrefix(ln, "\\") && last != nil:
+			*last = append(*last, ln)
 		default:
+			flush()
 			b.WriteString(ln)
+			last = nil
 		}
 	}
+	flush()
 	return b.String()
 }
 
