@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/events"
@@ -136,6 +137,21 @@ func TestEditsJSON(t *testing.T) {
 
 			requireEditEvents(t, h, session)
 			requireEditJournal(t, h, session)
+
+			// The edits API serves the journal, and the Edit's revert
+			// restores the content the Write wrote.
+			resp, body := do(t, "GET", h.URL+"/shepherd/v1/sessions/"+session+"/edits", "", nil)
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+			list := gjson.ParseBytes(body)
+			if l := list.Get("edits"); l.Exists() {
+				list = l
+			}
+			require.Len(t, list.Array(), 2, "%s", body)
+			seq := list.Get("1.seq").String()
+			resp, body = do(t, "GET", h.URL+"/shepherd/v1/sessions/"+session+"/edits/"+seq+"/revert", "", nil)
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+			require.Equal(t, "restore", gjson.GetBytes(body, "mode").String(), "%s", body)
+			require.Equal(t, editContent(), gjson.GetBytes(body, "before").String())
 		})
 	}
 }
@@ -210,4 +226,50 @@ func streamTurn(t *testing.T, a *kit.Agent) ([]byte, time.Time) {
 	}
 	require.False(t, end.IsZero(), "the stream ended with message_stop: %s", body.String())
 	return []byte(body.String()), end
+}
+
+// TestEditsResponsesPatch: Codex's apply_patch as a free-form call on the
+// Responses API: a patch adds a file, a second one updates it. The second
+// entry's before-content comes from the first patch in the request's
+// history.
+func TestEditsResponsesPatch(t *testing.T) {
+	h := newEditsHarness(t, mock.Options{})
+	add := "*** Begin Patch\n*** Add File: notes.txt\n+line 1\n+line 2\n+line 3\n*** End Patch\n"
+	update := "*** Begin Patch\n*** Update File: notes.txt\n@@\n line 1\n-line 2\n+line two\n line 3\n*** End Patch\n"
+	h.mock.Script(
+		mock.Reply{ID: "r1", ToolCalls: []mock.ToolCall{{ID: "p1", Name: "apply_patch", Args: add, Custom: true}}},
+		mock.Reply{ID: "r2", ToolCalls: []mock.ToolCall{{ID: "p2", Name: "apply_patch", Args: update, Custom: true}}},
+		mock.Reply{ID: "r3", Text: "Done."},
+	)
+	d, _ := kit.Lookup("openai_responses")
+	session := "edits-responses-patch"
+	a := kit.NewAgent(d, h.URL, map[string]string{"X-Session-Id": session})
+	a.User("add the notes")
+	for turn := range 3 {
+		r, _, body := a.Send(t)
+		if turn == 2 {
+			require.Equal(t, "Done.", r.Text)
+			break
+		}
+		id := gjson.GetBytes(body, `output.#(type=="custom_tool_call").call_id`).String()
+		require.NotEmpty(t, id, "the custom call reached the agent: %s", body)
+		a.History = append(a.History, `{"type":"custom_tool_call_output","call_id":`+kit.Quote(id)+`,"output":"Done!"}`)
+	}
+
+	var got []string
+	for _, e := range h.events.edits() {
+		got = append(got, fmt.Sprintf("%s %v %v %v", e.ev.Type, e.ev.Data["tool"], e.ev.Data["path"], e.ev.Data["operation"]))
+	}
+	require.Equal(t, []string{
+		"edit.started apply_patch notes.txt create", "edit.finished apply_patch notes.txt create",
+		"edit.started apply_patch notes.txt modify", "edit.finished apply_patch notes.txt modify",
+	}, got)
+	recs := h.journalOf(t, session, 2)
+	require.Equal(t, state.EditCreate, recs[0].Operation)
+	require.Equal(t, "line 1\nline 2\nline 3\n", *recs[0].After)
+	require.Equal(t, state.EditModify, recs[1].Operation)
+	require.True(t, recs[1].BeforeKnown, "the first patch in the history gave the content")
+	require.Equal(t, "line 1\nline 2\nline 3\n", *recs[1].Before)
+	require.Equal(t, "line 1\nline two\nline 3\n", *recs[1].After)
+	require.Contains(t, recs[1].Diff, "-line 2\n+line two\n")
 }

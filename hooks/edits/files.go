@@ -87,21 +87,36 @@ type callRef struct {
 // history replays msgs, in order, on a new files: whole-file read results
 // (recognize.Table.Read) make a file's content known; successful edits
 // (their tool results not errors) change it. Calls whose result is not in
-// msgs, or came back as an error, change nothing.
+// msgs, or came back as an error, change nothing. A result finds its call
+// by id, or, where the API gives none (Gemini), as the oldest unanswered
+// id-less call of its tool.
 func history(t *recognize.Table, msgs []conv.Message) files {
 	fs := files{}
 	calls := map[string]callRef{}
+	var anon map[string][]callRef // id-less calls by tool, oldest first
 	for i := range msgs {
 		for j := range msgs[i].Blocks {
 			b := &msgs[i].Blocks[j]
 			switch b.Kind {
 			case conv.BlockToolCall:
+				c := callRef{name: b.ToolName, args: b.Args, freeform: b.Freeform}
 				if b.ToolCallID != "" {
-					calls[b.ToolCallID] = callRef{name: b.ToolName, args: b.Args, freeform: b.Freeform}
+					calls[b.ToolCallID] = c
+				} else {
+					if anon == nil {
+						anon = map[string][]callRef{}
+					}
+					anon[b.ToolName] = append(anon[b.ToolName], c)
 				}
 			case conv.BlockToolResult:
 				c, ok := calls[b.ToolCallID]
-				if !ok || b.IsError || b.ToolCallID == "" {
+				if b.ToolCallID == "" {
+					if q := anon[b.ToolName]; len(q) > 0 {
+						c, ok = q[0], true
+						anon[b.ToolName] = q[1:]
+					}
+				}
+				if !ok || b.IsError {
 					continue
 				}
 				if path, content, ok := t.Read(c.name, c.args, b.Text); ok {

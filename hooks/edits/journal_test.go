@@ -2,9 +2,13 @@ package edits
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/shepherd-proxy/shepherd/state"
 )
@@ -103,4 +107,46 @@ func (f *fakeJournal) Edit(_ context.Context, _ state.Key, seq int64) (state.Edi
 		}
 	}
 	return state.EditRecord{}, state.ErrNotFound
+}
+
+// redisJournal is a Redis store's journal under a key prefix of its own,
+// or skips the test when REDIS_URL is not set.
+func redisJournal(t *testing.T) state.EditJournal {
+	t.Helper()
+	u := os.Getenv("REDIS_URL")
+	if u == "" {
+		t.Skip("REDIS_URL not set")
+	}
+	r, err := state.NewRedis(state.RedisOptions{URL: u, KeyPrefix: fmt.Sprintf("edits-test-%d", time.Now().UnixNano()),
+		TTL: time.Hour, Timeout: 2 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
+// TestRedisJournal: the journal work through a Redis store: before-content
+// from the history, a second call of the turn, FIFO per path, failed
+// marking.
+func TestRedisJournal(t *testing.T) {
+	r := newRig(t, redisJournal(t), func(o *Options) { o.JournalSize = 2 })
+	call := callOn(session("Fix", ""),
+		assistantCall("r1", "Read", args("file_path", "a.txt")),
+		result("r1", "Read", readResult("one\ntwo"), false),
+	)
+	r.outcome(t, call,
+		delivered("e1", "Edit", args("file_path", "a.txt", "old_string", "two", "new_string", "2")),
+		delivered("e2", "Edit", args("file_path", "a.txt", "old_string", "one", "new_string", "1")),
+		delivered("e3", "Edit", args("file_path", "a.txt", "old_string", "2", "new_string", "II")),
+	)
+	recs := r.edits(t, "a.txt")
+	require.Len(t, recs, 2, "journal_size 2")
+	require.Equal(t, []string{"e2", "e3"}, []string{recs[0].CallID, recs[1].CallID})
+	require.Equal(t, "one\n2", *recs[0].Before, "e1's after")
+	require.Equal(t, "1\n2", *recs[1].Before, "e2's after")
+	require.Equal(t, "1\nII", *recs[1].After)
+	require.Equal(t, "Fix", recs[1].Chapter)
+	r.outcome(t, callOn(session("", ""), result("e3", "Edit", "old_string not found", true)))
+	recs = r.edits(t, "a.txt")
+	require.Equal(t, state.EditFailed, recs[1].Status)
+	require.Equal(t, "old_string not found", recs[1].Reason)
 }

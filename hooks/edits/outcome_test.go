@@ -244,3 +244,23 @@ func TestSideRequestIgnored(t *testing.T) {
 	require.Empty(t, r.edits(t, ""))
 	require.Nil(t, r.h.WatchCalls(call))
 }
+
+// TestBeforeWithoutCallIDs: where calls and results carry no ids (Gemini),
+// a result answers the oldest unanswered call of its tool.
+func TestBeforeWithoutCallIDs(t *testing.T) {
+	r := newRig(t, testJournal(t))
+	call := callOn(session("", ""),
+		conv.Message{Role: conv.RoleAssistant, Blocks: []conv.Block{
+			{Kind: conv.BlockToolCall, ToolName: "Read", Args: args("file_path", "a.txt")},
+			{Kind: conv.BlockToolCall, ToolName: "Read", Args: args("file_path", "b.txt")},
+		}},
+		conv.Message{Role: conv.RoleUser, Blocks: []conv.Block{
+			{Kind: conv.BlockToolResult, ToolName: "Read", Text: readResult("alpha")},
+			{Kind: conv.BlockToolResult, ToolName: "Read", Text: readResult("beta")},
+		}},
+	)
+	r.outcome(t, call, delivered("", "Edit", args("file_path", "b.txt", "old_string", "beta", "new_string", "gamma")))
+	rec := r.edits(t, "b.txt")[0]
+	require.Equal(t, "beta", *rec.Before)
+	require.Equal(t, "gamma", *rec.After)
+}
