@@ -43,13 +43,12 @@ func (sc *editScenario) requireAnnounced(t *testing.T, feed *feedClient, res res
 		require.Equal(t, st.Op, d.Get("operation").String(), d.Raw)
 		requireEventChapter(t, d.Get("chapter").String(), i == sc.edits()[0], d.Raw)
 		if streams {
-			end := sc.streamEndAfter(i)
+			begin, end := sc.streamBounds(i)
 			require.True(t, started.Received.Before(end),
 				"step %d: edit.started reached the feed %s after the reply began, its stream ran at least %s",
-				i+1, started.Received.Sub(sc.replied[i][0]), end.Sub(sc.replied[i][0]))
+				i+1, started.Received.Sub(begin), end.Sub(begin))
 			t.Logf("step %d (%s): edit.started on the feed %s after the reply began; its stream ran at least %s",
-				i+1, st.Call.Name, started.Received.Sub(sc.replied[i][0]).Round(time.Millisecond),
-				end.Sub(sc.replied[i][0]).Round(time.Millisecond))
+				i+1, st.Call.Name, started.Received.Sub(begin).Round(time.Millisecond), end.Sub(begin).Round(time.Millisecond))
 		}
 		require.True(t, started.Received.Before(runEnd), "edit.started was shown live")
 		finished, _ := feed.waitFor(t, editLive, si, "edit.finished of "+st.Call.ID, byCall("edit.finished"))

@@ -128,14 +128,16 @@ func (sc *editScenario) requireDisk(t *testing.T) {
 	}
 }
 
-// streamEndAfter is a time before which step i's reply stream cannot have
-// ended: the mock sends every arguments delta of the call as its own event
-// and waits editDelay before each event after the first.
-func (sc *editScenario) streamEndAfter(i int) time.Time {
+// streamBounds returns when the mock was asked for step i's reply and a
+// time before which that reply's stream cannot have ended: the mock sends
+// every arguments delta of the call as its own event and waits editDelay
+// before each event after the first.
+func (sc *editScenario) streamBounds(i int) (begin, endAfter time.Time) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	deltas := (utf8.RuneCountInString(sc.steps[i].Call.Args) + editChunk - 1) / editChunk
-	return sc.replied[i][0].Add(time.Duration(deltas-1) * editDelay)
+	begin = sc.replied[i][0]
+	return begin, begin.Add(time.Duration(deltas-1) * editDelay)
 }
 
 // edits are the steps that edit the file.
@@ -149,7 +151,8 @@ func (sc *editScenario) edits() []int {
 	return out
 }
 
-// TestAgentEdits runs the edit scenario with each CLI.
+// TestAgentEdits runs the edit scenario with each CLI (Claude Code's run is
+// the "done when").
 func TestAgentEdits(t *testing.T) {
 	forEach(t, func(t *testing.T, d driver) {
 		e, ok := d.(editor)
@@ -162,7 +165,11 @@ func TestAgentEdits(t *testing.T) {
 		v1, old, repl := editFile()
 		sc := newEditScenario(t, d, s, path, e.editSteps(path, v1, old, repl))
 		feed := followFeed(t, s.URL, "/shepherd/v1/events")
-		defer func() { t.Logf("feed:\n%s", listEventsWithSession(feed.snapshot())) }()
+		defer func() {
+			if t.Failed() {
+				t.Logf("feed:\n%s", listEventsWithSession(feed.snapshot()))
+			}
+		}()
 
 		res := mustRun(t, d, s, "Open a chapter, create src/edits.txt, then edit line 24 of it, then say done.")
 		for _, r := range s.mock.Requests() {
