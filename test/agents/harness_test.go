@@ -110,7 +110,9 @@ func newStack(t *testing.T, d driver, o stackOptions) *stack {
 	if pub != nil {
 		emitter = pub
 	}
-	features, err := proxy.BuildFeaturesWithEvents(&cfg, metrics, log, emitter)
+	// The store's edit journal, as cmd/shepherd gives it to the features.
+	journal, _ := any(st).(state.EditJournal)
+	features, err := proxy.BuildFeaturesWith(&cfg, metrics, log, proxy.FeatureDeps{Events: emitter, Journal: journal})
 	require.NoError(t, err)
 	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics,
 		Features: features, Events: emitter})
