@@ -41,6 +41,14 @@ type Call struct {
 	// a chapter opened or an intent selected during the turn), set before
 	// the outcome hooks run; nil before then and when nothing was saved.
 	Saved *state.Session
+	// Live is the session with this turn's effects so far: the session as
+	// loaded with the effects of the turn's reply decisions applied as the
+	// turn engine accepts them (a chapter opened by a topics call shepherd
+	// answered, before the follow-up's calls arrive). nil until a reply
+	// decision of the turn has effects. Read-only: the engine applies each
+	// effect to it once, and the save applies them again, atomically, to
+	// the stored session.
+	Live *state.Session
 	// StateUnavailable reports that Session is an empty stand-in because the
 	// state store could not be read; effects will probably not be saved.
 	StateUnavailable bool

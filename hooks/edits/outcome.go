@@ -47,11 +47,16 @@ type failure struct{ callID, tool, reason string }
 // work (delivered calls journalled as applied, refused ones as refused,
 // and the request's failed edit results marked failed) and returns at
 // once. A full queue drops the turn's work and counts it.
+//
+// The work is keyed by the session as the turn saved it (Call.Saved) when
+// it was saved: an opening request of an agent that sends no session id
+// is saved under the fingerprint of its continuation, the id every later
+// turn of the conversation carries, not under the request's own fresh id.
 func (h *Hook) OnOutcome(_ context.Context, call *hooks.Call, out *conv.TurnOutcome) error {
 	if call == nil || out == nil || call.Side != "" {
 		return nil
 	}
-	j := &job{key: state.Key{Tenant: call.Tenant, Session: call.SessionID}, at: h.cfg.Now()}
+	j := &job{key: journalKey(call), at: h.cfg.Now()}
 	for _, o := range out.Calls {
 		if (o.Fate == conv.FateDelivered || o.Fate == conv.FateRefused) && writes(h.cfg.Table, o.Call.Name) {
 			j.calls = append(j.calls, o)
@@ -72,9 +77,18 @@ func (h *Hook) OnOutcome(_ context.Context, call *hooks.Call, out *conv.TurnOutc
 	if !h.writer.add(j) {
 		h.cfg.Metrics.drop()
 		h.cfg.Log.Warn("edits: journal queue full; this turn's edits are not journalled",
-			zap.String("session", call.SessionID))
+			zap.String("session", j.key.Session))
 	}
 	return nil
+}
+
+// journalKey is the key of the session a turn's journal work belongs to:
+// the one it was saved under, else the request's.
+func journalKey(call *hooks.Call) state.Key {
+	if s := call.Saved; s != nil && s.ID != "" {
+		return state.Key{Tenant: s.Tenant, Session: s.ID}
+	}
+	return state.Key{Tenant: call.Tenant, Session: call.SessionID}
 }
 
 // failures lists the error results of known edit tools among the newest

@@ -152,6 +152,36 @@ func TestFailedMarking(t *testing.T) {
 	require.Equal(t, 1.0, r.count("Write", "", state.EditFailed))
 }
 
+// TestJournalUnderSavedSession: an opening request of an agent that sends
+// no session id is saved under its continuation's id (Call.Saved): the
+// turn's entries are journalled there, not under the request's own id, and
+// so are the failed marks of a later request of that session.
+func TestJournalUnderSavedSession(t *testing.T) {
+	j := testJournal(t)
+	r := newRig(t, j)
+	open := callOn(session("", ""), user("go"))
+	open.SessionID = "fp-open-1"
+	open.Saved = session("Implementing Fix", "")
+	open.Saved.ID, open.Saved.Tenant = testKey.Session, testKey.Tenant
+	r.outcome(t, open, delivered("w1", "Write", args("file_path", "a.txt", "content", "a")))
+
+	recs := r.edits(t, "")
+	require.Len(t, recs, 1, "journalled under the session the turn was saved under")
+	require.Equal(t, "Implementing Fix", recs[0].Chapter)
+	gone, err := j.Edits(t.Context(), state.Key{Tenant: testKey.Tenant, Session: "fp-open-1"}, "")
+	require.NoError(t, err)
+	require.Empty(t, gone, "nothing under the opening request's own id")
+
+	next := callOn(session("", ""), user("go"),
+		assistantCall("w1", "Write", args("file_path", "a.txt", "content", "a")),
+		result("w1", "Write", "Error: read-only file system", true))
+	next.Saved = open.Saved
+	r.outcome(t, next)
+	recs = r.edits(t, "")
+	require.Len(t, recs, 1)
+	require.Equal(t, state.EditFailed, recs[0].Status)
+}
+
 // TestBeforeFromJournal: a path the request's history never shows (the
 // agent compacted it away) takes its before-content from the journal's
 // newest applied entry.

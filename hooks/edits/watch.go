@@ -28,15 +28,17 @@ type watched struct {
 	args     strings.Builder
 	n        int // bytes of arguments seen
 	started  []recognize.Started
+	// chapter and intent are the session's when the call began (every
+	// event of the call carries the same).
+	chapter, intent string
 }
 
 // turnWatch watches one turn's calls. It runs on the reply's goroutine
 // only (conv.CallObserver), so it needs no lock.
 type turnWatch struct {
-	h               *Hook
-	call            *hooks.Call
-	chapter, intent string
-	calls           map[callKey]*watched
+	h     *Hook
+	call  *hooks.Call
+	calls map[callKey]*watched
 	// turn says which paths this turn's calls wrote (true) or deleted
 	// (false); history is what the request's history knows, computed on
 	// the first whole-file write that asks (nil until then).
@@ -52,8 +54,7 @@ func (h *Hook) WatchCalls(call *hooks.Call) conv.CallObserver {
 	if call == nil || call.Side != "" {
 		return nil
 	}
-	tw := &turnWatch{h: h, call: call, calls: map[callKey]*watched{}, turn: map[string]bool{},
-		chapter: call.Session.Note(chapterSlot), intent: call.Session.Note(intentSlot)}
+	tw := &turnWatch{h: h, call: call, calls: map[callKey]*watched{}, turn: map[string]bool{}}
 	return tw.observe
 }
 
@@ -69,6 +70,9 @@ func (tw *turnWatch) observe(d conv.ToolCallDelta) {
 		// The delta's strings may alias a reused buffer: keep copies.
 		c = &watched{id: strings.Clone(d.ID), name: strings.Clone(d.Name), freeform: d.Freeform}
 		c.w = tw.h.cfg.Table.Watch(d.Name, d.Freeform)
+		if c.w != nil {
+			c.chapter, c.intent = tw.notes()
+		}
 		tw.calls[k] = c
 	}
 	if c.w == nil {
@@ -93,6 +97,18 @@ func (tw *turnWatch) observe(d conv.ToolCallDelta) {
 		tw.finished(c)
 		delete(tw.calls, k)
 	}
+}
+
+// notes are the chapter and intent of the session as the turn left it so
+// far: its live view once a reply decision of the turn changed it (a
+// chapter opened by a topics call shepherd answered before this
+// follow-up), else the session the turn began with.
+func (tw *turnWatch) notes() (chapter, intent string) {
+	s := tw.call.Live
+	if s == nil {
+		s = tw.call.Session
+	}
+	return s.Note(chapterSlot), s.Note(intentSlot)
 }
 
 // started announces one path of c.
@@ -159,7 +175,7 @@ func (tw *turnWatch) finished(c *watched) {
 // emit sends one event (size < 0: none) and logs it when configured.
 func (tw *turnWatch) emit(typ events.Type, c *watched, s recognize.Started, size int64) {
 	data := map[string]any{"tool": c.name, "call_id": c.id, "path": s.Path, "operation": s.Op,
-		"chapter": tw.chapter, "intent": tw.intent}
+		"chapter": c.chapter, "intent": c.intent}
 	if size >= 0 {
 		data["size"] = size
 	}
@@ -171,8 +187,8 @@ func (tw *turnWatch) emit(typ events.Type, c *watched, s recognize.Started, size
 	}
 	fields := []zap.Field{zap.String("session", call.SessionID), zap.String("tool", c.name), zap.String("call_id", c.id),
 		zap.String("path", s.Path), zap.String("operation", s.Op)}
-	if tw.chapter != "" {
-		fields = append(fields, zap.String("chapter", tw.chapter))
+	if c.chapter != "" {
+		fields = append(fields, zap.String("chapter", c.chapter))
 	}
 	if size >= 0 {
 		fields = append(fields, zap.Int64("size", size))

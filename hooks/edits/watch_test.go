@@ -113,3 +113,29 @@ func TestWatchUnparsable(t *testing.T) {
 	feedBytes(obs, 0, 0, "w1", "Write", `{"content":"x"`, nil)
 	require.Empty(t, r.ev.all())
 }
+
+// TestWatchLiveChapter: a call that begins after a reply decision of the
+// turn opened a chapter (Call.Live set: the topics call shepherd answered
+// before this follow-up) is announced with it, started and finished alike;
+// a call begun before keeps the chapter it began under.
+func TestWatchLiveChapter(t *testing.T) {
+	r := newRig(t, nil)
+	call := callOn(session("", ""), user("go"))
+	obs := r.h.WatchCalls(call)
+	obs(conv.ToolCallDelta{Stream: 0, Index: 0, ID: "w0", Name: "Write", Fragment: `{"file_path":"a.txt","content":"`})
+	call.Live = session("Implementing Fix", "INT-001")
+	obs(conv.ToolCallDelta{Stream: 0, Index: 0, Fragment: `x"}`, Done: true})
+	feedBytes(obs, 1, 0, "w1", "Write", string(args("file_path", "b.txt", "content", "x")), nil)
+
+	evs := r.ev.all()
+	require.Len(t, evs, 4)
+	for _, ev := range evs[:2] {
+		require.Equal(t, "w0", ev.Data["call_id"])
+		require.Equal(t, "", ev.Data["chapter"], "begun before the chapter opened")
+	}
+	for _, ev := range evs[2:] {
+		require.Equal(t, "w1", ev.Data["call_id"])
+		require.Equal(t, "Implementing Fix", ev.Data["chapter"], "%s: the chapter the turn opened", ev.Type)
+		require.Equal(t, "INT-001", ev.Data["intent"])
+	}
+}

@@ -64,16 +64,7 @@ func (l *replyLoop) step(cur []byte) (step, bool) {
 	if herr != nil {
 		t.hookFailed(herr)
 	}
-	t.effects = append(t.effects, d.Effects...)
-	if len(d.Effects) > 0 && t.call.Session != nil {
-		// Later rounds of this turn see the state as this reply left it
-		// (an intent selected here governs the follow-up's calls).
-		sess := t.call.Session.Clone()
-		for _, fx := range d.Effects {
-			fx(sess)
-		}
-		t.call.Session = sess
-	}
+	t.accept(d.Effects)
 	if d.Continue != nil {
 		return l.continueReply(cur, view, d.Continue)
 	}
