@@ -86,7 +86,8 @@ type callRef struct {
 
 // history replays msgs, in order, on a new files: whole-file read results
 // (recognize.Table.Read) make a file's content known; successful edits
-// (their tool results not errors) change it. Calls whose result is not in
+// (their tool results not errors) change it. A result is read as
+// resultText unwraps it (Gemini's JSON objects). Calls whose result is not in
 // msgs, or came back as an error, change nothing. A result finds its call
 // by id, or, where the API gives none (Gemini), as the oldest unanswered
 // id-less call of its tool.
@@ -116,10 +117,11 @@ func history(t *recognize.Table, msgs []conv.Message) files {
 						anon[b.ToolName] = q[1:]
 					}
 				}
-				if !ok || b.IsError {
+				text, isErr := resultText(b)
+				if !ok || isErr {
 					continue
 				}
-				if path, content, ok := t.Read(c.name, c.args, b.Text); ok {
+				if path, content, ok := t.Read(c.name, c.args, text); ok {
 					fs[path] = file{exists: true, content: ptr(content)}
 					continue
 				}

@@ -97,8 +97,11 @@ func (h *Hook) failures(msgs []conv.Message) []failure {
 	var out []failure
 	for i := len(msgs) - 1; i >= 0 && msgs[i].Role != conv.RoleAssistant; i-- {
 		for _, b := range msgs[i].Blocks {
-			if b.Kind == conv.BlockToolResult && b.IsError && b.ToolCallID != "" && writes(h.cfg.Table, b.ToolName) {
-				out = append(out, failure{callID: b.ToolCallID, tool: b.ToolName, reason: firstLine(b.Text)})
+			if b.Kind != conv.BlockToolResult || b.ToolCallID == "" || !writes(h.cfg.Table, b.ToolName) {
+				continue
+			}
+			if text, isErr := resultText(&b); isErr {
+				out = append(out, failure{callID: b.ToolCallID, tool: b.ToolName, reason: firstLine(text)})
 			}
 		}
 	}

@@ -294,3 +294,69 @@ func TestBeforeWithoutCallIDs(t *testing.T) {
 	require.Equal(t, "beta", *rec.Before)
 	require.Equal(t, "gamma", *rec.After)
 }
+
+// geminiResult is gemini-cli's functionResponse of a call as the Gemini
+// view gives it: the response object as the result's text.
+func geminiResult(id, name, key, text string) conv.Message {
+	return result(id, name, string(args(key, text)), false)
+}
+
+// TestGeminiReplaceAfterKnown: gemini-cli's results are JSON objects
+// ({"output": …}, {"error": …}); a read_file result gives the file's text,
+// not the object, so a replace of it (with its instruction argument) is
+// journalled with before and after known. A write_file that came back as
+// {"error": …} changed nothing, and a replace whose result is an error
+// object is marked failed.
+func TestGeminiReplaceAfterKnown(t *testing.T) {
+	r := newRig(t, testJournal(t))
+	v1 := "01: one\n02: two\n03: three\n"
+	call := callOn(session("", ""),
+		user("go"),
+		assistantCall("g1", "write_file", args("file_path", "/w/g.txt", "content", v1)),
+		geminiResult("g1", "write_file", "output", "Successfully created and wrote to new file: /w/g.txt."),
+		assistantCall("g2", "read_file", args("file_path", "/w/g.txt")),
+		geminiResult("g2", "read_file", "output", v1),
+		assistantCall("g3", "write_file", args("file_path", "/w/g.txt", "content", "broken\n")),
+		geminiResult("g3", "write_file", "error", "Permission denied"),
+	)
+	r.outcome(t, call, delivered("g4", "replace", args("file_path", "/w/g.txt",
+		"instruction", "Replace line 2.", "old_string", "02: two\n", "new_string", "02: TWO\n")))
+	recs := r.edits(t, "/w/g.txt")
+	require.Len(t, recs, 1)
+	require.True(t, recs[0].BeforeKnown)
+	require.Equal(t, v1, *recs[0].Before, "the read's text, not its response object; the failed write changed nothing")
+	require.NotNil(t, recs[0].After, "after known")
+	require.Equal(t, "01: one\n02: TWO\n03: three\n", *recs[0].After)
+
+	next := callOn(session("", ""), user("go"),
+		assistantCall("g4", "replace", args("file_path", "/w/g.txt", "old_string", "02: two\n", "new_string", "02: TWO\n")),
+		result("g4", "replace", `{"error":"Failed to edit, 0 occurrences found for old_string"}`, false))
+	r.outcome(t, next)
+	recs = r.edits(t, "/w/g.txt")
+	require.Equal(t, state.EditFailed, recs[0].Status)
+	require.Equal(t, "Failed to edit, 0 occurrences found for old_string", recs[0].Reason)
+}
+
+func TestResultText(t *testing.T) {
+	for _, c := range []struct {
+		in, want string
+		isErr    bool
+	}{
+		{`{"output":"a\nb"}`, "a\nb", false},
+		{` {"content":"x"} `, "x", false},
+		{`{"error":"no such file"}`, "no such file", true},
+		{`{"output":"a","extra":1}`, `{"output":"a","extra":1}`, false},
+		{`{"output":3}`, `{"output":3}`, false},
+		{`{"other":"a"}`, `{"other":"a"}`, false},
+		{`{"output":"a"`, `{"output":"a"`, false},
+		{"plain text", "plain text", false},
+		{"", "", false},
+	} {
+		got, isErr := resultText(&conv.Block{Kind: conv.BlockToolResult, Text: c.in})
+		require.Equal(t, c.want, got, c.in)
+		require.Equal(t, c.isErr, isErr, c.in)
+	}
+	got, isErr := resultText(&conv.Block{Text: "boom", IsError: true})
+	require.Equal(t, "boom", got)
+	require.True(t, isErr)
+}

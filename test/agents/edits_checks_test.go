@@ -80,7 +80,7 @@ func (sc *editScenario) requireAnnounced(t *testing.T, feed *feedClient, res res
 // that chapter. The edits feature reads the chapter once per turn, when
 // the turn begins, so such an edit is announced without one (its journal
 // entry, written from the saved session, has it).
-const sameTurnChapter = false
+const sameTurnChapter = true
 
 // requireEventChapter checks an edit event's chapter: the scenario's, or
 // for an edit in the chapter's own turn (sameTurn) "" until sameTurnChapter.
@@ -156,7 +156,7 @@ func (sc *editScenario) requireJournal(t *testing.T, s *stack, session, tenant s
 // edits feature journals them under the opening request's own id
 // (fp-open-…), while the session is saved under the fingerprint of its
 // continuation, so they are missing from the session's journal.
-const openingTurnJournal = false
+const openingTurnJournal = true
 
 // requireJournalOf checks the journal of session lists the edit steps idx
 // under the file's path, and nothing else.
