@@ -77,9 +77,8 @@ func (sc *editScenario) requireAnnounced(t *testing.T, feed *feedClient, res res
 // sameTurnChapter turns on the check that an edit made in the turn that
 // opened the chapter (the model's topic call, answered by shepherd, then
 // the edit in shepherd's follow-up of the same turn) is announced with
-// that chapter. The edits feature reads the chapter once per turn, when
-// the turn begins, so such an edit is announced without one (its journal
-// entry, written from the saved session, has it).
+// that chapter: the edits feature reads it from the turn's live session
+// (hooks.Call.Live, the effects of the turn's reply decisions so far).
 const sameTurnChapter = true
 
 // requireEventChapter checks an edit event's chapter: the scenario's, or
@@ -152,10 +151,10 @@ func (sc *editScenario) requireJournal(t *testing.T, s *stack, session, tenant s
 }
 
 // openingTurnJournal turns on the check that an agent sending no session
-// id finds the edits of its opening turn in its session's journal. The
-// edits feature journals them under the opening request's own id
-// (fp-open-…), while the session is saved under the fingerprint of its
-// continuation, so they are missing from the session's journal.
+// id finds the edits of its opening turn in its session's journal: the
+// edits feature journals them under the session as the turn saved it
+// (hooks.Call.Saved: the fingerprint of its continuation), not under the
+// opening request's own id (fp-open-…), which only the live events carry.
 const openingTurnJournal = true
 
 // requireJournalOf checks the journal of session lists the edit steps idx
@@ -180,6 +179,8 @@ func (sc *editScenario) requireJournalOf(t *testing.T, s *stack, session, tenant
 		require.Equal(t, state.EditApplied, e.Get("status").String(), e.Raw)
 		require.Equal(t, editChapter, e.Get("chapter").String(), e.Raw)
 		require.Equal(t, int64(st.Size), e.Get("size").Int(), e.Raw)
+		require.True(t, e.Get("before_known").Bool(), "the content before the edit is known (the agent wrote or read it): %s", e.Raw)
+		require.True(t, e.Get("after_known").Bool(), "the content after the edit is known: %s", e.Raw)
 		diff := e.Get("diff").String()
 		require.NotEmpty(t, diff, e.Raw)
 		for _, l := range changedLines(sc.before(i), st.Want) {
