@@ -226,7 +226,7 @@ mkdir -p "$tmp/ws/.orchestration"
 printf '%s\n' 'version: 1' 'current_intent_id: INT-001' 'intents:' '  - id: INT-001' \
   '    summary: "Benchmark intent"' '    scope:' '      allow_glob: ["src/**"]' \
   '    constraints:' '      disallow_patterns: ["rm\\s+-rf"]' >"$tmp/ws/.orchestration/active_intents.yaml"
-hooks_off=(SHEPHERD_TOPICS_ENABLED=false SHEPHERD_INTENTS_ENABLED=false SHEPHERD_RECOVERY_ENABLED=false)
+hooks_off=(SHEPHERD_TOPICS_ENABLED=false SHEPHERD_INTENTS_ENABLED=false SHEPHERD_RECOVERY_ENABLED=false SHEPHERD_EDITS_ENABLED=false)
 hooks_on=(SHEPHERD_INTENTS_ENABLED=true SHEPHERD_INTENTS_WORKSPACE_ROOT="$tmp/ws")
 
 # shepherd-redis: hooks on, a private redis-server (on the load CPU, like

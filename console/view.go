@@ -371,6 +371,8 @@ func activityOf(ev events.Event) activityRow {
 		s = join(fmt.Sprintf("attempt %d", num(d, "attempt")), str(d, "stop"))
 	case events.EditStarted, events.EditFinished:
 		s = join(str(d, "tool"), str(d, "operation"), str(d, "path"))
+	case events.RouteSelected:
+		s = routeSummary(d)
 	}
 	return activityRow{ID: ev.ID, At: ev.At, Type: string(ev.Type), Summary: s}
 }
@@ -434,4 +436,26 @@ func join(parts ...string) string {
 // sortRows orders the list as the store does: most recently active first.
 func sortRows(rows []sessionRow) {
 	slices.SortStableFunc(rows, func(a, b sessionRow) int { return cmp.Compare(b.LastActive.UnixNano(), a.LastActive.UnixNano()) })
+}
+
+// routeSummary is a route.selected line: the rule, then the refusal or
+// the model and upstream it chose.
+func routeSummary(d map[string]any) string {
+	rule := "rule " + str(d, "rule")
+	if b, _ := d["refused"].(bool); b {
+		return join(rule, "refused")
+	}
+	to := str(d, "model")
+	if req := str(d, "requested_model"); req != "" && req != to {
+		to = req + " → " + to
+	}
+	sticky := ""
+	if b, _ := d["sticky"].(bool); b {
+		sticky = "kept from the session's start"
+	}
+	via := ""
+	if up := str(d, "upstream"); up != "" {
+		via = "via " + up
+	}
+	return join(rule, to, via, sticky)
 }

@@ -21,9 +21,12 @@ var ErrChanged = errors.New("journal: the file changed since the edit; nothing w
 // a workspace. rv.Path is used as is when absolute, joined to root when
 // relative (and must then stay inside root).
 //
-// RevertRestore: the file must still equal *rv.After exactly (for an
-// entry that deleted the file: it must be absent); then Before is written
-// back, or the file is removed when rv.Delete.
+// RevertRestore: when the file still equals *rv.After exactly (for an
+// entry that deleted the file: it is absent), Before is written back, or
+// the file is removed when rv.Delete. When it differs, the reverse diff
+// rv.Patch is applied instead, as in RevertPatch: the edit is undone if
+// its own lines are untouched, and what changed elsewhere (a later edit,
+// a final newline an agent's read did not show) stays.
 //
 // RevertPatch: each hunk of the reverse diff rv.Patch is applied; the text
 // each hunk replaces must be found in the file exactly once: at the start
@@ -55,7 +58,16 @@ func Apply(root string, rv Revert) error {
 		case rv.Operation != state.EditDelete && !exists:
 			return fmt.Errorf("%w: %s no longer exists", ErrChanged, path)
 		case exists && cur != *rv.After:
-			return fmt.Errorf("%w: %s differs from the content the edit left", ErrChanged, path)
+			// The file changed elsewhere too (a later edit, a final newline
+			// the agent's read did not show): undo this edit's hunks alone,
+			// if they still apply.
+			if want, err = restoreByPatch(cur, rv); err != nil {
+				return fmt.Errorf("%w: %s differs from the content the edit left (%w)", ErrChanged, path, err)
+			}
+			if err := writeAtomic(path, want, mode); err != nil {
+				return fmt.Errorf("journal: revert %d: %w", rv.Seq, err)
+			}
+			return nil
 		}
 		if rv.Delete {
 			remove = true
@@ -241,4 +253,18 @@ func writeAtomic(path, content string, mode fs.FileMode) error {
 	}
 	done = true
 	return nil
+}
+
+// restoreByPatch undoes a restore entry's edit on a file that differs from
+// its after-state: rv.Patch's hunks, applied to cur. An entry that created
+// or deleted the file has no such fallback.
+func restoreByPatch(cur string, rv Revert) (string, error) {
+	if rv.Delete || rv.Operation == state.EditDelete || rv.Patch == "" {
+		return "", errors.New("the file as a whole is what the edit wrote")
+	}
+	hunks, err := parseHunks(rv.Patch)
+	if err != nil {
+		return "", err
+	}
+	return applyHunks(cur, hunks)
 }

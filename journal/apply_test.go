@@ -311,3 +311,36 @@ func FuzzParseHunks(f *testing.F) {
 		}
 	})
 }
+
+func TestApplyRestoreFallsBackToPatchWhenFileChangedElsewhere(t *testing.T) {
+	root := t.TempDir()
+	p := filepath.Join(root, "main.go")
+	after := strings.Replace(patchBefore, `"two"`, `"TWO"`, 1)
+	rv, err := Reverse(record("main.go", state.EditModify, strp(patchBefore), strp(after)))
+	require.NoError(t, err)
+	require.Equal(t, RevertRestore, rv.Mode)
+
+	// A later change far from the edit stays; the edit alone is undone.
+	later := strings.Replace(after, `"tail"`, `"later work"`, 1)
+	writeFile(t, p, later, 0o644)
+	require.NoError(t, Apply(root, rv))
+	require.Equal(t, strings.Replace(patchBefore, `"tail"`, `"later work"`, 1), readFile(t, p))
+
+	// The before-content an agent's read gave lacked the final newline the
+	// file has: the edit is still undone, the newline kept.
+	noNL := strings.TrimSuffix(patchBefore, "\n")
+	rv, err = Reverse(record("main.go", state.EditModify, strp(noNL), strp(strings.Replace(noNL, `"one"`, `"ONE"`, 1))))
+	require.NoError(t, err)
+	writeFile(t, p, strings.Replace(patchBefore, `"one"`, `"ONE"`, 1), 0o644)
+	require.NoError(t, Apply(root, rv))
+	require.Equal(t, patchBefore, readFile(t, p))
+
+	// When the edit's own lines changed, nothing is written.
+	rv, err = Reverse(record("main.go", state.EditModify, strp(patchBefore), strp(after)))
+	require.NoError(t, err)
+	mine := strings.Replace(after, `"TWO"`, `"two, by hand"`, 1)
+	writeFile(t, p, mine, 0o644)
+	require.ErrorIs(t, Apply(root, rv), ErrChanged)
+	require.Equal(t, mine, readFile(t, p))
+	noTempFiles(t, root)
+}

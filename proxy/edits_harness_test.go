@@ -51,21 +51,8 @@ func newEditsHarness(t *testing.T, mo mock.Options) *editsHarness {
 	require.NoError(t, err)
 	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics, Features: features, Events: ev})
 	require.NoError(t, err)
-	ln := kit.Listen(t)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-served
-		_ = features.Close()
-		_ = st.Close()
-	})
-	return &editsHarness{mock: m, store: st, journal: j, events: ev, URL: "http://" + ln.Addr().String()}
+	url := kit.Serve(t, srv, func() { _ = features.Close() }, func() { _ = st.Close() })
+	return &editsHarness{mock: m, store: st, journal: j, events: ev, URL: url}
 }
 
 // timedEvent is an event and when it was emitted.

@@ -69,23 +69,8 @@ func newFeedHarness(t *testing.T, o feedOptions) *feedHarness {
 	require.NoError(t, err)
 	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics, Features: features, Events: pub})
 	require.NoError(t, err)
-	ln := kit.Listen(t)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-served
-		_ = features.Close()
-		_ = pub.Close(ctx)
-		_ = st.Close()
-	})
-	return &feedHarness{mock: m, srv: srv, cfg: &cfg, store: st, log: el, pub: pub, metrics: metrics,
-		URL: "http://" + ln.Addr().String()}
+	url := kit.Serve(t, srv, func() { _ = features.Close() }, func() { closeFeed(pub) }, func() { _ = st.Close() })
+	return &feedHarness{mock: m, srv: srv, cfg: &cfg, store: st, log: el, pub: pub, metrics: metrics, URL: url}
 }
 
 // sseStream is an open feed, read frame by frame.
@@ -159,4 +144,12 @@ func (s *sseStream) frame(t *testing.T, d time.Duration) string {
 // eventFrame is the frame of one event: the SSE fields and its data.
 func eventFrame(id, typ, json string) string {
 	return "id: " + id + "\nevent: " + typ + "\ndata: " + json + "\n\n"
+}
+
+// closeFeed closes the publisher, flushing what is queued (within five
+// seconds).
+func closeFeed(pub *feed.Publisher) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = pub.Close(ctx)
 }

@@ -1,7 +1,6 @@
 package proxy_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -76,21 +75,8 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	t.Cleanup(func() { _ = features.Close() })
 	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics, Features: features})
 	require.NoError(t, err)
-	ln := kit.Listen(t)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ln)
-	}()
-	h := &harness{t: t, mock: m, srv: srv, cfg: &cfg, store: st, metrics: metrics, URL: "http://" + ln.Addr().String()}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-served
-		_ = st.Close()
-	})
-	return h
+	url := kit.Serve(t, srv, func() { _ = st.Close() })
+	return &harness{t: t, mock: m, srv: srv, cfg: &cfg, store: st, metrics: metrics, URL: url}
 }
 
 // rawClient is an HTTP client that shows bytes as they are on the wire: no

@@ -86,21 +86,7 @@ func newRouteHarness(t *testing.T, rules []string, tweak func(*config.Config)) *
 	require.NoError(t, err)
 	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: h.store, Metrics: h.metrics, Features: features, Events: h.events})
 	require.NoError(t, err)
-	ln := kit.Listen(t)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-served
-		_ = features.Close()
-		_ = h.store.Close()
-	})
-	h.URL = "http://" + ln.Addr().String()
+	h.URL = kit.Serve(t, srv, func() { _ = features.Close() }, func() { _ = h.store.Close() })
 	return h
 }
 

@@ -1,7 +1,6 @@
 package proxy_test
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -85,21 +84,8 @@ func startTrustProxy(t *testing.T, up *recordingUpstream, tune func(*config.Conf
 	require.NoError(t, err)
 	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics, Features: features})
 	require.NoError(t, err)
-	ln := kit.Listen(t)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-served
-		_ = features.Close()
-		_ = st.Close()
-	})
-	return ln.Addr().String()
+	url := kit.Serve(t, srv, func() { _ = features.Close() }, func() { _ = st.Close() })
+	return strings.TrimPrefix(url, "http://")
 }
 
 // rawExchange writes raw to a new connection to addr and reads until the

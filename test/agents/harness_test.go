@@ -117,26 +117,15 @@ func newStack(t *testing.T, d driver, o stackOptions) *stack {
 	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics,
 		Features: features, Events: emitter})
 	require.NoError(t, err)
-	ln := kit.Listen(t)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ln)
-	}()
-	s.URL = "http://" + ln.Addr().String()
 	// The order cmd/shepherd stops in: server, features, publisher (flushes
 	// what is queued), store.
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-served
-		_ = features.Close()
+	s.URL = kit.Serve(t, srv, func() { _ = features.Close() }, func() {
 		if pub != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
 			_ = pub.Close(ctx)
 		}
-		_ = st.Close()
-	})
+	}, func() { _ = st.Close() })
 	return s
 }
 
