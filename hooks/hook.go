@@ -31,8 +31,10 @@ type Call struct {
 	// Request is the view of the request being served, as the agent sent it
 	// (read-only). Reply hooks use it to know what the agent declared.
 	Request *conv.Request
-	// Session is a read-only snapshot of the session state loaded before the
-	// request hooks ran. It is never nil when hooks run. If the state store
+	// Session is a read-only view of the session: as loaded before the
+	// request hooks ran, and from the turn's first reply decision with
+	// effects on, the same as Live (the effects of the turn's earlier
+	// rounds applied). It is never nil when hooks run. If the state store
 	// cannot be read the proxy normally skips the chain (fail-open
 	// pass-through); when a hook must fail closed (intents.on_error closed)
 	// the chain runs on an empty session with StateUnavailable set.
