@@ -93,6 +93,31 @@ type callRef struct {
 // id-less call of its tool.
 func history(t *recognize.Table, msgs []conv.Message) files {
 	fs := files{}
+	replayResults(msgs, func(c callRef, text string) {
+		if path, content, ok := t.Read(c.name, c.args, text); ok {
+			fs[path] = file{exists: true, content: ptr(content)}
+			return
+		}
+		if !writes(t, c.name) {
+			return
+		}
+		es, err := callEdits(t, c.name, c.args, c.freeform)
+		if err != nil {
+			return
+		}
+		for _, e := range es {
+			fs.apply(e)
+		}
+	})
+	return fs
+}
+
+// replayResults calls fn, in the order of msgs, for every tool result that
+// is not an error, with the call it answers and its text (as resultText
+// unwraps it). A result finds its call by id, or, where the API gives
+// none (Gemini), as the oldest unanswered id-less call of its tool; a
+// result whose call is not in msgs is skipped.
+func replayResults(msgs []conv.Message, fn func(c callRef, text string)) {
 	calls := map[string]callRef{}
 	var anon map[string][]callRef // id-less calls by tool, oldest first
 	for i := range msgs {
@@ -118,27 +143,12 @@ func history(t *recognize.Table, msgs []conv.Message) files {
 					}
 				}
 				text, isErr := resultText(b)
-				if !ok || isErr {
-					continue
-				}
-				if path, content, ok := t.Read(c.name, c.args, text); ok {
-					fs[path] = file{exists: true, content: ptr(content)}
-					continue
-				}
-				if !writes(t, c.name) {
-					continue
-				}
-				es, err := callEdits(t, c.name, c.args, c.freeform)
-				if err != nil {
-					continue
-				}
-				for _, e := range es {
-					fs.apply(e)
+				if ok && !isErr {
+					fn(c, text)
 				}
 			}
 		}
 	}
-	return fs
 }
 
 // try is apply without changing fs: what e would have done (a refused

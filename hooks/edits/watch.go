@@ -40,10 +40,11 @@ type turnWatch struct {
 	call  *hooks.Call
 	calls map[callKey]*watched
 	// turn says which paths this turn's calls wrote (true) or deleted
-	// (false); history is what the request's history knows, computed on
-	// the first whole-file write that asks (nil until then).
+	// (false); history is which files the request's history knows to
+	// exist (existing), computed on the first whole-file write that asks
+	// (nil until then).
 	turn    map[string]bool
-	history files
+	history map[string]bool
 }
 
 // WatchCalls implements hooks.CallWatcher: the observer announces each
@@ -141,12 +142,12 @@ func (tw *turnWatch) exists(path string) bool {
 		return ok
 	}
 	if tw.history == nil {
-		tw.history = files{}
+		tw.history = map[string]bool{}
 		if tw.call.Request != nil {
-			tw.history = history(tw.h.cfg.Table, tw.call.Request.Messages)
+			tw.history = existing(tw.h.cfg.Table, tw.call.Request.Messages)
 		}
 	}
-	return tw.history[path].exists
+	return tw.history[path]
 }
 
 // finished announces the end of c: one edit.finished per path started,

@@ -248,3 +248,17 @@ func rooLines(lines []string) (string, bool) {
 	}
 	return b.String(), true
 }
+
+// ReadPath returns the path a read tool's call reads (whatever range it
+// asks for), or false for any other tool or arguments without a path. A
+// read that did not fail proves the file exists, even when Read cannot
+// tell its whole content.
+func (t *Table) ReadPath(tool string, args []byte) (string, bool) {
+	r := t.rule(tool)
+	if r == nil || r.Kind != KindRead || !gjson.ValidBytes(args) {
+		return "", false
+	}
+	a := argReader{root: gjson.ParseBytes(args)}
+	path := a.str(r.PathArg, true)
+	return path, a.err == nil && path != ""
+}
