@@ -20,7 +20,7 @@ import (
 //     journal, oldest first, one path's with ?path= (editJSON: no file
 //     bodies);
 //   - GET /shepherd/v1/sessions/{id}/edits/{n}: entry n whole, its before
-//     and after content included (editFullJSON);
+//     and after content included (editAnswer);
 //   - GET /shepherd/v1/sessions/{id}/edits/{n}/revert: how to undo entry n
 //     (journal.Revert); 409 when neither its prior content nor its diff is
 //     known.
@@ -28,37 +28,22 @@ import (
 // 400 for an n that is not a positive integer, 404 for an unknown session
 // or entry, 503 when the store keeps no journal or fails.
 
-// editJSON is one entry of the edits list: the stored entry without the
-// file bodies, saying which of them are known.
+// editJSON is an entry as the API answers it: the stored entry, saying
+// whether its after-state is known. The list leaves the file bodies out
+// (Before and After are omitted when nil); GET …/edits/{n} has them.
 type editJSON struct {
-	Seq         int64     `json:"seq"`
-	At          time.Time `json:"at"`
-	Path        string    `json:"path"`
-	Tool        string    `json:"tool"`
-	CallID      string    `json:"call_id,omitempty"`
-	Operation   string    `json:"operation"`
-	Status      string    `json:"status"`
-	Reason      string    `json:"reason,omitempty"`
-	Chapter     string    `json:"chapter,omitempty"`
-	Intent      string    `json:"intent,omitempty"`
-	Diff        string    `json:"diff,omitempty"`
-	BeforeKnown bool      `json:"before_known"`
-	AfterKnown  bool      `json:"after_known"`
-	Size        int64     `json:"size"`
-}
-
-// editFullJSON is GET …/edits/{n}: the stored entry and after_known.
-type editFullJSON struct {
 	state.EditRecord
 	AfterKnown bool `json:"after_known"`
 }
 
-func editAnswer(rec state.EditRecord) editJSON {
-	return editJSON{
-		Seq: rec.Seq, At: rec.At, Path: rec.Path, Tool: rec.Tool, CallID: rec.CallID, Operation: rec.Operation,
-		Status: rec.Status, Reason: rec.Reason, Chapter: rec.Chapter, Intent: rec.Intent, Diff: rec.Diff,
-		BeforeKnown: rec.BeforeKnown, AfterKnown: rec.After != nil, Size: rec.Size,
+// editAnswer is rec as the API answers it, with its file bodies or
+// without.
+func editAnswer(rec state.EditRecord, bodies bool) editJSON {
+	out := editJSON{EditRecord: rec, AfterKnown: rec.After != nil}
+	if !bodies {
+		out.Before, out.After = nil, nil
 	}
+	return out
 }
 
 // editsRoute parses rest, a sessions-API path after the prefix: the
@@ -125,7 +110,7 @@ func (s *Server) sessionEdits(ctx *fasthttp.RequestCtx, rest string) bool {
 	case revert:
 		s.revertEdit(ctx, rec)
 	default:
-		writeJSON(ctx, fasthttp.StatusOK, editFullJSON{EditRecord: rec, AfterKnown: rec.After != nil})
+		writeJSON(ctx, fasthttp.StatusOK, editAnswer(rec, true))
 	}
 	return true
 }
@@ -141,7 +126,7 @@ func (s *Server) listEdits(ctx *fasthttp.RequestCtx, c context.Context, j state.
 	}
 	out := make([]editJSON, 0, len(recs))
 	for _, rec := range recs {
-		out = append(out, editAnswer(rec))
+		out = append(out, editAnswer(rec, false))
 	}
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"session": key.Session, "edits": out})
 }
