@@ -245,10 +245,7 @@ func (s *Server) routeRefused(ctx *fasthttp.RequestCtx, x *exchange, r *routing.
 	s.log.Info("request refused by routing rule", zap.String("request_id", x.requestID), zap.String("route", x.route.name),
 		zap.String("rule", r.Name), zap.String("requested_model", q.Model), zap.String("session", x.call.SessionID))
 	s.emitRoute(x, map[string]any{"rule": r.Name, "requested_model": q.Model, "model": "", "upstream": "", "sticky": false, "refused": true})
-	ctx.Response.Reset()
-	ctx.SetStatusCode(fasthttp.StatusForbidden)
-	ctx.SetContentType("application/json")
-	ctx.SetBody(x.route.api.ErrorBody(fasthttp.StatusForbidden, r.Refuse))
+	writeErrorStatus(ctx, x.route.provider, fasthttp.StatusForbidden, r.Refuse)
 	s.finish(ctx, x, fasthttp.StatusForbidden)
 }
 
