@@ -24,7 +24,7 @@ func existing(t *recognize.Table, msgs []conv.Message) map[string]bool {
 		if w == nil {
 			return
 		}
-		for _, s := range append(w.Feed(string(callArgs(c.args, c.freeform))), w.Finish()...) {
+		for _, s := range append(w.Feed(string(conv.CallInput(c.args, c.freeform))), w.Finish()...) {
 			out[s.Path] = s.Op != recognize.OpDelete
 		}
 	})

@@ -3,28 +3,14 @@ package edits
 import (
 	"errors"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/shepherd-proxy/shepherd/hooks/edits/recognize"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
-
-// callArgs is what Table.Edits reads of a call as conv.ToolCall (and a
-// tool_call block) carries it: a free-form call's raw input text (the view
-// wraps it as {"input": text}), else the JSON arguments.
-func callArgs(args []byte, freeform bool) []byte {
-	if !freeform {
-		return args
-	}
-	if in := gjson.GetBytes(args, "input"); in.Type == gjson.String {
-		return []byte(in.Str)
-	}
-	return args
-}
 
 // callEdits is Table.Edits on a call's view: the edits it could tell (all
 // of them, or the known part of a call only partly understood).
 func callEdits(t *recognize.Table, tool string, args []byte, freeform bool) ([]recognize.Edit, error) {
-	es, err := t.Edits(tool, callArgs(args, freeform), freeform)
+	es, err := t.Edits(tool, conv.CallInput(args, freeform), freeform)
 	if err != nil && !errors.Is(err, recognize.ErrPartial) {
 		return nil, err
 	}

@@ -1,10 +1,6 @@
 package turn
 
-import (
-	"github.com/tidwall/gjson"
-
-	"github.com/shepherd-proxy/shepherd/rewrite/conv"
-)
+import "github.com/shepherd-proxy/shepherd/rewrite/conv"
 
 // CallObserving is implemented by a Writer that can report the tool calls
 // of the replies it reads while they arrive (a stream writer whose splicer
@@ -84,10 +80,7 @@ func (w *callWatch) reply(view *conv.Reply) {
 		}
 		d := conv.ToolCallDelta{Stream: n, Index: c.Index, Freeform: c.Freeform, Done: true}
 		if !st.started {
-			d.ID, d.Name, d.Fragment = c.ID, c.Name, string(c.Args)
-			if c.Freeform {
-				d.Fragment = gjson.GetBytes(c.Args, "input").Str
-			}
+			d.ID, d.Name, d.Fragment = c.ID, c.Name, string(conv.CallInput(c.Args, c.Freeform))
 		}
 		st.started, st.done = true, true
 		w.fn(d)

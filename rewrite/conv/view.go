@@ -7,6 +7,8 @@
 // both depend on it, never the other way round.
 package conv
 
+import "github.com/tidwall/gjson"
+
 // Role is a normalised conversation role.
 type Role string
 
@@ -181,4 +183,18 @@ type Reply struct {
 	// RawStop is the stop reason exactly as the provider wrote it.
 	RawStop string
 	Usage   Usage
+}
+
+// CallInput is a call's arguments as the model wrote them: for a free-form
+// call (freeform set) the raw input text its Args wraps as
+// {"input":"<text>"}, otherwise Args itself (also when a free-form Args
+// holds no string input).
+func CallInput(args []byte, freeform bool) []byte {
+	if !freeform {
+		return args
+	}
+	if in := gjson.GetBytes(args, "input"); in.Type == gjson.String {
+		return []byte(in.Str)
+	}
+	return args
 }
