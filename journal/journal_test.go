@@ -22,7 +22,7 @@ func TestReverseDiffUndoesDiff(t *testing.T) {
 		// Every case is small enough for its hunks to cover the whole file:
 		// the reverse's old side is the after-state, its new side the
 		// before-state.
-		from, to := sides(rev)
+		from, to := sides(t, rev)
 		if from != c.after || to != c.before {
 			t.Errorf("%q → %q: reverse goes from %q to %q\n%s", c.before, c.after, from, to, rev)
 		}
@@ -74,40 +74,28 @@ func FuzzReverseDiff(f *testing.F) {
 		if ReverseDiff(rev) != d {
 			t.Fatalf("reversing twice changes %q", d)
 		}
-		from, to := sides(d)
-		rfrom, rto := sides(rev)
+		from, to := sides(t, d)
+		rfrom, rto := sides(t, rev)
 		if from != rto || to != rfrom {
 			t.Fatalf("reverse of %q does not swap its sides", d)
 		}
 	})
 }
 
-// sides returns the text a diff's hunks go from (context and removed
-// lines) and to (context and added lines), all hunks concatenated.
-func sides(diff string) (from, to string) {
-	var a, b strings.Builder
-	var last []*strings.Builder
-	for _, ln := range strings.SplitAfter(diff, "\n") {
-		switch {
-		case ln == "", strings.HasPrefix(ln, "--- "), strings.HasPrefix(ln, "+++ "), strings.HasPrefix(ln, "@@ "):
-			last = nil
-		case strings.HasPrefix(ln, "\\"):
-			for _, w := range last { // the line before had no newline
-				s := w.String()
-				w.Reset()
-				w.WriteString(strings.TrimSuffix(s, "\n"))
-			}
-		case ln[0] == ' ':
-			a.WriteString(ln[1:])
-			b.WriteString(ln[1:])
-			last = []*strings.Builder{&a, &b}
-		case ln[0] == '-':
-			a.WriteString(ln[1:])
-			last = []*strings.Builder{&a}
-		case ln[0] == '+':
-			b.WriteString(ln[1:])
-			last = []*strings.Builder{&b}
-		}
+// sides returns the text a diff's hunks go from and to, all hunks
+// concatenated (as parseHunks reads them).
+func sides(t *testing.T, diff string) (from, to string) {
+	t.Helper()
+	if diff == "" { // before and after were equal
+		return "", ""
 	}
-	return a.String(), b.String()
+	hunks, err := parseHunks(diff)
+	if err != nil {
+		t.Fatalf("parsing %q: %v", diff, err)
+	}
+	for _, h := range hunks {
+		from += h.Old
+		to += h.New
+	}
+	return from, to
 }
