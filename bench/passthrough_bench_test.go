@@ -20,15 +20,12 @@ package bench_test
 
 import (
 	"bytes"
-	"context"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
@@ -38,6 +35,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/proxy"
 	"github.com/shepherd-proxy/shepherd/state"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // env is a mock provider and a shepherd in front of it.
@@ -117,23 +115,8 @@ func startEnvShape(b *testing.B, hooks bool, shape workload.MockShape) *env {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ln)
-	}()
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-served
-		_ = st.Close()
-	})
-	return &env{mockAddr: strings.TrimPrefix(m.URL(), "http://"), proxyAddr: ln.Addr().String()}
+	url := kit.Serve(b, srv, func() { _ = st.Close() })
+	return &env{mockAddr: strings.TrimPrefix(m.URL(), "http://"), proxyAddr: strings.TrimPrefix(url, "http://")}
 }
 
 // newClient is the load side: one fasthttp.HostClient per benchmark, so
