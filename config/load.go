@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shepherd-proxy/shepherd/hooks"
+
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
 )
@@ -320,9 +322,9 @@ func wholeNumberHook(from, to reflect.Type, data any) (any, error) {
 	return data, nil
 }
 
-// switchHook lets a Switch be written as a YAML boolean.
+// switchHook lets a Switch or a hooks.OptIn be written as a YAML boolean.
 func switchHook(from, to reflect.Type, data any) (any, error) {
-	if to != reflect.TypeFor[Switch]() || from.Kind() != reflect.Bool {
+	if to != reflect.TypeFor[Switch]() && to != reflect.TypeFor[hooks.OptIn]() || from.Kind() != reflect.Bool {
 		return data, nil
 	}
 	return strconv.FormatBool(data.(bool)), nil

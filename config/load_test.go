@@ -322,9 +322,14 @@ func TestKeys(t *testing.T) {
 	require.Contains(t, keys, "listen")
 	require.Contains(t, keys, "state.redis.addrs")
 	require.Contains(t, keys, "limits.max_body_bytes")
-	require.Len(t, keys, 77)
+	// Every key is lower-case and names one environment variable of its
+	// own (TestExampleFile checks each is documented).
+	envs := map[string]string{}
 	for _, k := range keys {
 		require.Equal(t, k, strings.ToLower(k))
+		prev, dup := envs[EnvName(k)]
+		require.False(t, dup, "%s and %s share %s", prev, k, EnvName(k))
+		envs[EnvName(k)] = k
 	}
 	require.Equal(t, "SHEPHERD_STATE_REDIS_URL", EnvName("state.redis.url"))
 	require.Equal(t, "SHEPHERD_LIMITS_MAX_BODY_BYTES", EnvName("limits.max_body_bytes"))

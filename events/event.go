@@ -65,6 +65,26 @@ const (
 	// when the session's earlier choice was kept), refused (true when the
 	// rule refused the request).
 	RouteSelected Type = "route.selected"
+	// ProseDetected: in a tool-loop turn the model wrote prose instead of,
+	// or before, its tool calls. Data: kind ("instead_of_tools" or
+	// "before_tools"), words, calls, nudged (true when a reminder will
+	// follow on the next request).
+	ProseDetected Type = "prose.detected"
+	// ContextCompacted: old tool results were compacted (a new epoch).
+	// Data: epoch, results (how many compacted), kept_chars, omitted_chars,
+	// estimated_tokens_before, estimated_tokens_after.
+	ContextCompacted Type = "context.compacted"
+	// HistoryGated: history gating decided whether a message follows up
+	// or starts a new topic. Data: decision ("follow_up" or "new_topic"),
+	// reason (the rule that decided), dropped (messages left out).
+	HistoryGated Type = "history.gated"
+	// FormatApplied: a format rule added its instruction. Data: rule.
+	FormatApplied Type = "format.applied"
+	// BudgetReached: a session budget or runaway cap refused a request
+	// (HTTP 429) or a tool call. Data: budget (turns, tokens, cost_usd,
+	// tool_calls, identical_calls), limit, spent, tool (for the call caps),
+	// call_id (for a refused call).
+	BudgetReached Type = "budget.reached"
 )
 
 // Event is one thing that happened in a session.

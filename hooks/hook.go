@@ -70,6 +70,38 @@ type Call struct {
 	// codex, gemini-cli, cline, an SDK, or "" when unknown); for display
 	// and events only, never to special-case behaviour.
 	Agent string
+	// Features are the opt-in features the request's FeaturesHeader names
+	// (lower-cased); Scope.Active reads them.
+	Features []string
+
+	// deferred are session changes request hooks asked for (Defer).
+	deferred []func(*state.Session)
+}
+
+// OptedIn reports whether the request's FeaturesHeader names feature.
+func (c *Call) OptedIn(feature string) bool {
+	for _, f := range c.Features {
+		if f == feature {
+			return true
+		}
+	}
+	return false
+}
+
+// Defer records a change to the session that a request hook decided (a
+// compaction epoch, a gating decision, a nudge sent): the turn engine
+// applies it, with the turn's other effects, in the one atomic save of the
+// turn, and to Live. A request that is answered by a hook (short-circuit)
+// or passes through without a turn saves nothing, so a deferred change is
+// lost with it. fx must be a pure function of the session it is given.
+func (c *Call) Defer(fx func(*state.Session)) { c.deferred = append(c.deferred, fx) }
+
+// TakeDeferred returns the changes Defer recorded and forgets them (the
+// turn engine calls it after the request hooks ran).
+func (c *Call) TakeDeferred() []func(*state.Session) {
+	d := c.deferred
+	c.deferred = nil
+	return d
 }
 
 // Hook is the base every feature implements.
@@ -119,6 +151,10 @@ type ReplyHook interface {
 type Response struct {
 	Status  int
 	Message string
+	// Headers are extra response headers (a budget's refusal sends
+	// x-should-retry: false, which the official SDKs honour, so the
+	// agent does not retry a request that will be refused again).
+	Headers map[string]string
 }
 
 // HookError records a hook that failed; the chain continued without it.

@@ -97,6 +97,10 @@ type Env struct {
 	// Journal is the state store's edit journal (the edits feature
 	// writes it); nil when the store keeps none.
 	Journal state.EditJournal
+	// Counters are the state store's exact per-session counters (the
+	// budgets feature keeps its spend there); nil when the store keeps
+	// none.
+	Counters state.Counters
 }
 
 // Problem is one invalid setting of a configuration section.

@@ -52,6 +52,9 @@ type FeatureDeps struct {
 	Events events.Emitter
 	// Journal is the state store's edit journal (nil: edits keeps none).
 	Journal state.EditJournal
+	// Counters are the state store's exact per-session counters (nil:
+	// budgets count nothing and pass every request).
+	Counters state.Counters
 }
 
 // BuildFeaturesWith is BuildFeatures with the dependencies in deps.
@@ -66,7 +69,7 @@ func BuildFeaturesWith(cfg *config.Config, m *Metrics, log *zap.Logger, deps Fea
 		reg = m.Registry
 	}
 	plugins, err := registry.Provision(&cfg.Sections, hooks.Env{Metrics: reg, Log: log, WorkDir: wd,
-		Events: emitterOrNop(deps.Events), Journal: deps.Journal})
+		Events: emitterOrNop(deps.Events), Journal: deps.Journal, Counters: deps.Counters})
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}

@@ -192,6 +192,7 @@ func (s *Server) identify(ctx *fasthttp.RequestCtx, x *exchange, in *inspection)
 	x.call.RequestID = x.requestID
 	x.call.Tenant = tenantOf(&ctx.Request)
 	x.call.Agent = agentOf(&ctx.Request.Header)
+	x.call.Features = hooks.ParseFeatures(ctx.Request.Header.Peek(hooks.FeaturesHeader))
 	var hints *rewrite.SessionHints
 	if in.hasHints {
 		hints = &in.hints

@@ -74,6 +74,9 @@ func (s *Server) beginTurn(ctx *fasthttp.RequestCtx, x *exchange, view *conv.Req
 			status = fasthttp.StatusBadRequest
 		}
 		writeErrorStatus(ctx, x.route.provider, status, st.Short.Message)
+		for k, v := range st.Short.Headers {
+			ctx.Response.Header.Set(k, v)
+		}
 		s.finish(ctx, x, status)
 		return nil, nil, true
 	}

@@ -81,7 +81,8 @@ func run() error {
 	defer closeEvents() // after the server stopped, before the store closes
 
 	journal, _ := store.(state.EditJournal)
-	features, err := proxy.BuildFeaturesWith(cfg, metrics, log, proxy.FeatureDeps{Events: em, Journal: journal})
+	counters, _ := store.(state.Counters)
+	features, err := proxy.BuildFeaturesWith(cfg, metrics, log, proxy.FeatureDeps{Events: em, Journal: journal, Counters: counters})
 	if err != nil {
 		return err
 	}

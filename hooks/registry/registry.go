@@ -15,8 +15,13 @@ import (
 	"slices"
 
 	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks/budgets"
+	"github.com/shepherd-proxy/shepherd/hooks/compaction"
 	"github.com/shepherd-proxy/shepherd/hooks/edits"
+	"github.com/shepherd-proxy/shepherd/hooks/format"
+	"github.com/shepherd-proxy/shepherd/hooks/gating"
 	"github.com/shepherd-proxy/shepherd/hooks/intents"
+	"github.com/shepherd-proxy/shepherd/hooks/prose"
 	"github.com/shepherd-proxy/shepherd/hooks/recovery"
 	"github.com/shepherd-proxy/shepherd/hooks/topics"
 )
@@ -29,15 +34,27 @@ import (
 // last of the reply hooks so it sees a truncated reply first. Edits only
 // watches calls and outcomes: its place changes nothing.
 //
+// The opt-in context features sit around them: budgets first, so a
+// request over its budget is refused before anything is injected, and last
+// on the reply side, so its call caps apply to the calls no other hook
+// decided; gating, then compaction, reshape the history before the
+// reminders are added; format's instruction follows intents' and topics'
+// reminders, and prose's nudge comes last of the texts appended.
+//
 // The configuration (package config) embeds Sections, so a section's keys
 // are configuration keys like any other: defaults, SHEPHERD_* variables,
 // flags, the unknown-key check and validation once at load all apply,
 // without package config naming any feature.
 type Sections struct {
-	Intents  intents.Config  `mapstructure:"intents"`
-	Topics   topics.Config   `mapstructure:"topics"`
-	Recovery recovery.Config `mapstructure:"recovery"`
-	Edits    edits.Config    `mapstructure:"edits"`
+	Budgets    budgets.Config    `mapstructure:"budgets"`
+	Gating     gating.Config     `mapstructure:"gating"`
+	Compaction compaction.Config `mapstructure:"compaction"`
+	Intents    intents.Config    `mapstructure:"intents"`
+	Topics     topics.Config     `mapstructure:"topics"`
+	Format     format.Config     `mapstructure:"format"`
+	Prose      prose.Config      `mapstructure:"prose"`
+	Recovery   recovery.Config   `mapstructure:"recovery"`
+	Edits      edits.Config      `mapstructure:"edits"`
 }
 
 // Entry is one feature of the registry.

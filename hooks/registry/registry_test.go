@@ -9,8 +9,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/hooks/budgets"
+	"github.com/shepherd-proxy/shepherd/hooks/compaction"
 	"github.com/shepherd-proxy/shepherd/hooks/edits"
+	"github.com/shepherd-proxy/shepherd/hooks/format"
+	"github.com/shepherd-proxy/shepherd/hooks/gating"
 	"github.com/shepherd-proxy/shepherd/hooks/intents"
+	"github.com/shepherd-proxy/shepherd/hooks/prose"
 	"github.com/shepherd-proxy/shepherd/hooks/recovery"
 	"github.com/shepherd-proxy/shepherd/hooks/topics"
 )
@@ -23,7 +28,8 @@ func TestListIsChainOrder(t *testing.T) {
 	for _, e := range s.List() {
 		names = append(names, e.Name)
 	}
-	require.Equal(t, []string{intents.Name, topics.Name, recovery.Name, edits.Name}, names)
+	require.Equal(t, []string{budgets.Name, gating.Name, compaction.Name, intents.Name, topics.Name,
+		format.Name, prose.Name, recovery.Name, edits.Name}, names)
 	require.Equal(t, reflect.TypeFor[Sections]().NumField(), len(names))
 }
 

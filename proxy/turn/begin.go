@@ -124,6 +124,7 @@ func (e *Engine) Begin(ctx context.Context, r Request) (*Turn, Start) {
 	if resp != nil {
 		return nil, Start{Short: resp}
 	}
+	t.accept(t.call.TakeDeferred())
 	if r.View.HasMaxOutputTokens {
 		t.call.OutputLimit = r.View.MaxOutputTokens
 	}
@@ -144,12 +145,21 @@ func (e *Engine) Begin(ctx context.Context, r Request) (*Turn, Start) {
 // text at the newest user turn (recorded in the ledger under that turn's
 // anchor), the ledger replay of earlier turns, and the static edits (tools,
 // system, output limit) that may renumber messages.
+//
+// Before all that, the edits that change the agent's own messages are
+// applied to its body, where view positions are still valid: tool results
+// replaced (ReplaceResults), then the history before DropBefore left out;
+// the replay then works on the messages that remain.
 func (t *Turn) build(sess *state.Session, edits conv.RequestEdits) ([]byte, error) {
 	anchors := conv.Anchors(t.view.Messages)
+	body, msgs, anchors, err := t.reshape(edits, anchors)
+	if err != nil {
+		return nil, err
+	}
 	texts := edits.AppendUserText
 	edits.AppendUserText = nil
 	var fresh *rewrite.UserTexts
-	if target := lastUserTurn(t.view.Messages); target >= 0 && len(texts) > 0 {
+	if target := lastUserTurn(msgs); target >= 0 && len(texts) > 0 {
 		if !hasEntry(sess.Ledger, kindUserText, anchors[target]) {
 			fresh = &rewrite.UserTexts{Pos: target, Texts: texts}
 			t.entries = append(t.entries, state.LedgerEntry{
@@ -159,7 +169,7 @@ func (t *Turn) build(sess *state.Session, edits conv.RequestEdits) ([]byte, erro
 		// Otherwise this turn was seen before (a retry): the replay below
 		// re-applies the text the model saw then.
 	}
-	body, st, err := replayLedger(t.tc, t.body, anchors, sess.Ledger, fresh)
+	body, st, err := replayLedger(t.tc, body, anchors, sess.Ledger, fresh)
 	t.e.metrics.LedgerReplayed(st.applied, st.missed, st.unreadable)
 	if err != nil {
 		return nil, err

@@ -25,15 +25,40 @@ type RequestEdits struct {
 	AppendUserText []string
 	// SetMaxOutputTokens, when > 0, sets the request's output limit.
 	SetMaxOutputTokens int64
+	// ReplaceResults replace the content of tool results the agent sent
+	// (evidence compaction). Positions are the request view's; the turn
+	// engine applies them to the agent's body before the ledger replay, so
+	// a hook that wants the model's view to stay append-only must send the
+	// same replacement, byte for byte, on every later request.
+	ReplaceResults []ResultEdit
+	// DropBefore, when > 0, leaves out of the request every message of the
+	// view before index DropBefore except system messages (history gating:
+	// a new topic of a chat app starts from the system prompt). The newest
+	// user turn is never dropped: DropBefore is capped at its index.
+	DropBefore int
+}
+
+// ResultEdit replaces the content of one tool-result block of the request
+// view: Messages[Msg].Blocks[Block], which must be a BlockToolResult. The
+// codec writes Text as the result's whole content, as text (Anthropic a
+// string content, Chat the tool message's content, Responses the output,
+// Gemini response {"content": Text}); the call id, tool name and error
+// flag stay as they were.
+type ResultEdit struct {
+	Msg, Block int
+	Text       string
 }
 
 // Empty reports whether the edits change nothing.
 func (e *RequestEdits) Empty() bool {
 	return len(e.AddTools) == 0 && len(e.AppendSystem) == 0 &&
-		len(e.AppendUserText) == 0 && e.SetMaxOutputTokens == 0
+		len(e.AppendUserText) == 0 && e.SetMaxOutputTokens == 0 &&
+		len(e.ReplaceResults) == 0 && e.DropBefore == 0
 }
 
-// Merge appends o's edits after e's. A later SetMaxOutputTokens wins.
+// Merge appends o's edits after e's. A later SetMaxOutputTokens wins; of
+// two DropBefore the larger wins; a later replacement of the same result
+// block wins (ApplyResultEdits keeps the last).
 func (e *RequestEdits) Merge(o RequestEdits) {
 	e.AddTools = append(e.AddTools, o.AddTools...)
 	e.AppendSystem = append(e.AppendSystem, o.AppendSystem...)
@@ -41,6 +66,8 @@ func (e *RequestEdits) Merge(o RequestEdits) {
 	if o.SetMaxOutputTokens > 0 {
 		e.SetMaxOutputTokens = o.SetMaxOutputTokens
 	}
+	e.ReplaceResults = append(e.ReplaceResults, o.ReplaceResults...)
+	e.DropBefore = max(e.DropBefore, o.DropBefore)
 }
 
 // Verdict is what a reply hook decides about one tool call.

@@ -1,0 +1,34 @@
+// Package gating decides, for chat-style apps, whether a message follows up the conversation or starts a new topic, and for a new topic sends only the system prompt and the new message.
+package gating
+
+import "github.com/shepherd-proxy/shepherd/hooks"
+
+// Name is the feature's name: its configuration section, its session slot
+// and its hook's name in logs and metrics.
+const Name = "gating"
+
+// Config is the gating section of the configuration (keys gating.*). The feature
+// is opt-in: off by default.
+type Config struct {
+	hooks.Scope `mapstructure:",squash"`
+}
+
+var _ hooks.Section = (*Config)(nil)
+
+// SetDefaults implements hooks.Section.
+func (c *Config) SetDefaults() { *c = Config{Scope: hooks.Scope{Enabled: hooks.OptInOff}} }
+
+// Validate implements hooks.Section.
+func (c *Config) Validate() []hooks.Problem {
+	var p hooks.Problems
+	c.Scope.Validate(Name, &p)
+	return p
+}
+
+// OwnedTools implements hooks.Section: the feature owns no tool.
+func (c *Config) OwnedTools() []string { return nil }
+
+// Provision implements hooks.Section.
+func (c *Config) Provision(hooks.Env) (hooks.Plugin, error) {
+	return nil, nil
+}

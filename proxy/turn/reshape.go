@@ -1,0 +1,69 @@
+package turn
+
+import (
+	"fmt"
+
+	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+)
+
+// reshape applies the edits that change the agent's own messages to its
+// body: the tool-result replacements (last one per block wins), then
+// DropBefore. It returns the body, the view messages that remain and their
+// anchors (anchors narrowed in place: the ledger replay and the fresh user
+// text then address the remaining messages by position). Without such
+// edits it returns the agent's body and view unchanged.
+func (t *Turn) reshape(edits conv.RequestEdits, anchors []string) ([]byte, []conv.Message, []string, error) {
+	body, msgs := t.body, t.view.Messages
+	if len(edits.ReplaceResults) > 0 {
+		rr, ok := t.tc.(rewrite.ResultReplacer)
+		if !ok {
+			return nil, nil, nil, fmt.Errorf("turn: this API cannot replace tool results")
+		}
+		var err error
+		if body, err = rr.ReplaceToolResults(body, lastPerBlock(edits.ReplaceResults)); err != nil {
+			return nil, nil, nil, fmt.Errorf("turn: replacing tool results: %w", err)
+		}
+	}
+	drop := min(edits.DropBefore, max(lastUserTurn(msgs), 0))
+	if drop <= 0 {
+		return body, msgs, anchors, nil
+	}
+	// From the end so earlier positions stay valid; system messages stay.
+	var err error
+	for i := drop - 1; i >= 0; i-- {
+		if msgs[i].Role == conv.RoleSystem {
+			continue
+		}
+		if body, err = t.tc.ReplaceMessages(body, i, nil); err != nil {
+			return nil, nil, nil, fmt.Errorf("turn: leaving out message %d: %w", i, err)
+		}
+	}
+	kept := make([]conv.Message, 0, len(msgs)-drop)
+	n := 0
+	for i := range msgs {
+		if i >= drop || msgs[i].Role == conv.RoleSystem {
+			kept = append(kept, msgs[i])
+			anchors[n] = anchors[i]
+			n++
+		}
+	}
+	return body, kept, anchors[:n], nil
+}
+
+// lastPerBlock keeps, of several edits of one result block, the last.
+func lastPerBlock(edits []conv.ResultEdit) []conv.ResultEdit {
+	type pos struct{ msg, block int }
+	seen := make(map[pos]int, len(edits))
+	out := make([]conv.ResultEdit, 0, len(edits))
+	for _, e := range edits {
+		p := pos{e.Msg, e.Block}
+		if i, ok := seen[p]; ok {
+			out[i] = e
+			continue
+		}
+		seen[p] = len(out)
+		out = append(out, e)
+	}
+	return out
+}
