@@ -115,7 +115,9 @@ func FuzzParseRule(f *testing.F) {
 }
 
 func text(s string) conv.Block { return conv.Block{Kind: conv.BlockText, Text: s} }
-func msg(role conv.Role, blocks ...conv.Block) conv.Message { return conv.Message{Role: role, Blocks: blocks} }
+func msg(role conv.Role, blocks ...conv.Block) conv.Message {
+	return conv.Message{Role: role, Blocks: blocks}
+}
 
 var (
 	callBlock   = conv.Block{Kind: conv.BlockToolCall, ToolCallID: "c1", ToolName: "Read"}

@@ -25,7 +25,9 @@ func call(id string) conv.Block {
 func result(id string) conv.Block {
 	return conv.Block{Kind: conv.BlockToolResult, ToolCallID: id, Text: "file contents"}
 }
-func msg(role conv.Role, blocks ...conv.Block) conv.Message { return conv.Message{Role: role, Blocks: blocks} }
+func msg(role conv.Role, blocks ...conv.Block) conv.Message {
+	return conv.Message{Role: role, Blocks: blocks}
+}
 
 // Conversations of each shape a tool-loop decision sees.
 var (
