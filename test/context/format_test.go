@@ -127,3 +127,20 @@ func TestFormatOffChangesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestFormatOpeningRequest: without a session header the first request
+// opens the conversation (its state is saved under the fingerprint of its
+// continuation); the instruction it got is still replayed on the later
+// requests.
+func TestFormatOpeningRequest(t *testing.T) {
+	for _, d := range kit.Drivers() {
+		t.Run(d.Name(), func(t *testing.T) {
+			r := newRig(t, rigOptions{Configure: formatOn(hooks.OptInOn)})
+			bodies := formatSession(t, r, d, false, nil)
+			for i, b := range bodies {
+				require.Equal(t, 1, strings.Count(string(b), kit.Quote(formatInstruction)), "request %d carries the instruction once", i)
+			}
+			requireAppendOnly(t, d, bodies)
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
@@ -14,6 +15,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/events"
 	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/hooks/prose"
+	"github.com/shepherd-proxy/shepherd/state"
 	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
@@ -257,4 +259,26 @@ func TestProseFollowUps(t *testing.T) {
 			require.Equal(t, evs[0].RequestID, evs[1].RequestID, "one turn, two rounds")
 		})
 	}
+}
+
+// TestProseNudgeOnRedis: the nudge's slot round-trips through Redis (the
+// store that serialises sessions): detected on one request, sent once on
+// the next tool-loop request, never again.
+func TestProseNudgeOnRedis(t *testing.T) {
+	url := kit.RedisURL(t)
+	st, err := state.NewRedis(state.RedisOptions{URL: url, KeyPrefix: fmt.Sprintf("prose-test-%d", time.Now().UnixNano()),
+		TTL: time.Minute, Timeout: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	d := kit.Drivers()[0]
+	r := newRig(t, rigOptions{Store: st, Configure: proseOn(hooks.OptInOn, prose.NudgeOnce)})
+	bodies := proseSession(t, r, d, true, map[string]string{"X-Session-Id": "prose-redis"})
+	for i, b := range bodies {
+		want := 0
+		if i >= 3 {
+			want = 1
+		}
+		require.Equal(t, want, strings.Count(string(b), kit.Quote(prose.DefaultNudgeText)), "request %d", i)
+	}
+	requireAppendOnly(t, d, bodies)
 }
