@@ -36,15 +36,15 @@ func formatSession(t *testing.T, r *rig, d kit.Driver, stream bool, header map[s
 	a := kit.NewAgent(d, r.URL, header)
 	r.Mock.Script(mock.Reply{Text: "- the design in brief"})
 	a.User("Summarise the design doc for me")
-	exchange(t, a, stream)
+	pfTurn(t, a, stream)
 
 	r.Mock.Script(mock.Reply{Text: "Reading.", ToolCalls: []mock.ToolCall{{ID: "call_1", Name: "Read", Args: `{"path":"a.go"}`}}})
 	a.User("now fix the failing test")
-	exchange(t, a, stream)
+	pfTurn(t, a, stream)
 
 	r.Mock.Script(mock.Reply{Text: "Fixed."})
 	a.ToolResult("call_1", "Read", "package a")
-	exchange(t, a, stream)
+	pfTurn(t, a, stream)
 
 	bodies := r.upstreamBodies()
 	require.Len(t, bodies, 3)
@@ -76,16 +76,16 @@ func TestFormatAppliedAndReplayed(t *testing.T) {
 				for i, b := range bodies {
 					require.Equal(t, 1, strings.Count(string(b), instr), "request %d carries the instruction once", i)
 				}
-				h0 := history(d, bodies[0])
+				h0 := pfHistory(d, bodies[0])
 				prompt := h0[len(h0)-1]
 				require.True(t, strings.HasSuffix(d.ItemText(prompt), formatInstruction), "the instruction ends the prompt's turn: %s", prompt)
 				require.Contains(t, prompt, "Summarise the design doc")
 				for i := 1; i < len(bodies); i++ {
-					h := history(d, bodies[i])
+					h := pfHistory(d, bodies[i])
 					require.Equal(t, prompt, h[len(h0)-1], "request %d replays the prompt's turn byte for byte", i)
 					require.NotContains(t, h[len(h)-1], instr)
 				}
-				requireAppendOnly(t, d, bodies)
+				pfAppendOnly(t, d, bodies)
 			})
 		}
 	}
@@ -104,7 +104,7 @@ func TestFormatHeaderOptIn(t *testing.T) {
 	bodies := formatSession(t, r, d, false, map[string]string{"X-Session-Id": "format-header", hooks.FeaturesHeader: "FORMAT"})
 	require.Len(t, r.Events.Of(events.FormatApplied), 1)
 	require.Contains(t, string(bodies[0]), kit.Quote(formatInstruction))
-	requireAppendOnly(t, d, bodies)
+	pfAppendOnly(t, d, bodies)
 }
 
 // TestFormatOffChangesNothing: off (the default), and on with rules no
@@ -140,7 +140,7 @@ func TestFormatOpeningRequest(t *testing.T) {
 			for i, b := range bodies {
 				require.Equal(t, 1, strings.Count(string(b), kit.Quote(formatInstruction)), "request %d carries the instruction once", i)
 			}
-			requireAppendOnly(t, d, bodies)
+			pfAppendOnly(t, d, bodies)
 		})
 	}
 }

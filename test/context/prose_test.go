@@ -22,10 +22,10 @@ import (
 // longProse is a tool-loop reply's prose: 45 words, over prose.min_words.
 var longProse = strings.TrimSpace(strings.Repeat("The fixture is stale so the test fails here. ", 5))
 
-// exchange sends the agent's next turn, streamed or not, requires a 200
+// pfTurn sends the agent's next turn, streamed or not, requires a 200
 // and appends the reply to the history as the agent would; it returns the
 // reply as the agent read it.
-func exchange(t *testing.T, a *kit.Agent, stream bool) kit.Reply {
+func pfTurn(t *testing.T, a *kit.Agent, stream bool) kit.Reply {
 	t.Helper()
 	a.Request.Stream = stream
 	resp, body := a.Post(t)
@@ -37,13 +37,13 @@ func exchange(t *testing.T, a *kit.Agent, stream bool) kit.Reply {
 	}
 	r, err := a.D.ParseStream(body)
 	require.NoError(t, err, string(body))
-	a.History = append(a.History, echoStreamed(t, a.D, r))
+	a.History = append(a.History, pfStreamEcho(t, a.D, r))
 	return r
 }
 
-// echoStreamed is a streamed reply (its text and calls) as the history
+// pfStreamEcho is a streamed reply (its text and calls) as the history
 // item an SDK's accumulator sends back.
-func echoStreamed(t *testing.T, d kit.Driver, r kit.Reply) string {
+func pfStreamEcho(t *testing.T, d kit.Driver, r kit.Reply) string {
 	t.Helper()
 	var parts []string
 	switch d.Name() {
@@ -89,17 +89,17 @@ func echoStreamed(t *testing.T, d kit.Driver, r kit.Reply) string {
 	return ""
 }
 
-// requireAppendOnly checks that every upstream request extends the one
+// pfAppendOnly checks that every upstream request extends the one
 // before it.
-func requireAppendOnly(t *testing.T, d kit.Driver, bodies [][]byte) {
+func pfAppendOnly(t *testing.T, d kit.Driver, bodies [][]byte) {
 	t.Helper()
 	for i := 1; i < len(bodies); i++ {
 		require.Equal(t, -1, kit.PrefixBreak(d, bodies[i-1], bodies[i]), "request %d extends request %d", i, i-1)
 	}
 }
 
-// history is the raw elements of an upstream body's conversation.
-func history(d kit.Driver, body []byte) []string {
+// pfHistory is the raw elements of an upstream body's conversation.
+func pfHistory(d kit.Driver, body []byte) []string {
 	return kit.RawList(gjson.GetBytes(body, d.HistoryPath()))
 }
 
@@ -116,23 +116,23 @@ func proseSession(t *testing.T, r *rig, d kit.Driver, stream bool, header map[st
 
 	r.Mock.Script(mock.Reply{Text: "Let me read it.", ToolCalls: []mock.ToolCall{read("call_1")}})
 	a.User("fix the failing test")
-	require.Len(t, exchange(t, a, stream).Calls, 1)
+	require.Len(t, pfTurn(t, a, stream).Calls, 1)
 
 	r.Mock.Script(mock.Reply{Text: longProse})
 	a.ToolResult("call_1", "Read", "package a")
-	require.Equal(t, longProse, exchange(t, a, stream).Text)
+	require.Equal(t, longProse, pfTurn(t, a, stream).Text)
 
 	r.Mock.Script(mock.Reply{Text: longProse, ToolCalls: []mock.ToolCall{read("call_2")}})
 	a.User("go on and fix it")
-	exchange(t, a, stream)
+	pfTurn(t, a, stream)
 
 	r.Mock.Script(mock.Reply{Text: longProse, ToolCalls: []mock.ToolCall{read("call_3")}})
 	a.ToolResult("call_2", "Read", "package a // 2")
-	exchange(t, a, stream)
+	pfTurn(t, a, stream)
 
 	r.Mock.Script(mock.Reply{Text: "Fixed."})
 	a.ToolResult("call_3", "Read", "package a // 3")
-	require.Equal(t, "Fixed.", exchange(t, a, stream).Text)
+	require.Equal(t, "Fixed.", pfTurn(t, a, stream).Text)
 
 	bodies := r.upstreamBodies()
 	require.Len(t, bodies, 5)
@@ -175,15 +175,15 @@ func TestProseDetectedAndNudgedOnce(t *testing.T) {
 				}
 				// The nudge closes the newest user turn of the request that
 				// carried it (after the tool result), and stays where it was.
-				h3 := history(d, bodies[3])
+				h3 := pfHistory(d, bodies[3])
 				last := h3[len(h3)-1]
 				require.True(t, strings.HasSuffix(d.ItemText(last), prose.DefaultNudgeText), "the nudge ends the newest user turn: %s", last)
 				resultAt := slices.IndexFunc(h3, func(item string) bool { return strings.Contains(item, "package a // 2") })
 				require.GreaterOrEqual(t, resultAt, len(h3)-2, "the nudge follows the tool result it comes with")
-				h4 := history(d, bodies[4])
+				h4 := pfHistory(d, bodies[4])
 				require.Equal(t, last, h4[len(h3)-1], "replayed byte for byte")
 				require.NotContains(t, h4[len(h4)-1], nudge)
-				requireAppendOnly(t, d, bodies)
+				pfAppendOnly(t, d, bodies)
 			})
 		}
 	}
@@ -202,7 +202,7 @@ func TestProseHeaderOptIn(t *testing.T) {
 	bodies := proseSession(t, r, d, false, map[string]string{"X-Session-Id": "prose-header", hooks.FeaturesHeader: "format, Prose"})
 	require.Len(t, r.Events.Of(events.ProseDetected), 2)
 	require.Contains(t, string(bodies[3]), kit.Quote(prose.DefaultNudgeText))
-	requireAppendOnly(t, d, bodies)
+	pfAppendOnly(t, d, bodies)
 }
 
 // TestProseOffChangesNothing: off (the default), or on without a nudge,
@@ -242,7 +242,7 @@ func TestProseFollowUps(t *testing.T) {
 				mock.Reply{Text: longProse, ToolCalls: []mock.ToolCall{{ID: "call_1", Name: "Read", Args: `{}`}}},
 			)
 			a.User("fix the failing test")
-			require.Len(t, exchange(t, a, false).Calls, 1)
+			require.Len(t, pfTurn(t, a, false).Calls, 1)
 			require.Empty(t, r.Events.Of(events.ProseDetected), "a prompt's turn is not judged, its follow-up neither")
 
 			r.Mock.Script(
@@ -250,7 +250,7 @@ func TestProseFollowUps(t *testing.T) {
 				mock.Reply{Text: longProse},
 			)
 			a.ToolResult("call_1", "Read", "package a")
-			exchange(t, a, false)
+			pfTurn(t, a, false)
 			require.Len(t, r.upstreamBodies(), 4)
 			evs := r.Events.Of(events.ProseDetected)
 			require.Len(t, evs, 2)
@@ -280,5 +280,5 @@ func TestProseNudgeOnRedis(t *testing.T) {
 		}
 		require.Equal(t, want, strings.Count(string(b), kit.Quote(prose.DefaultNudgeText)), "request %d", i)
 	}
-	requireAppendOnly(t, d, bodies)
+	pfAppendOnly(t, d, bodies)
 }
