@@ -2,7 +2,6 @@ package eval
 
 import (
 	"encoding/json"
-	"strings"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/hooks/intents"
@@ -120,6 +119,3 @@ func addTitleScripts() (map[string][]mock.Reply, map[string][]string) {
 	return map[string][]mock.Reply{ScriptCompliant: compliant, ScriptCareless: careless},
 		map[string][]string{ScriptCompliant: {compliantSummary}, ScriptCareless: {carelessSummary}}
 }
-
-// joinTexts is the text an agent reads from replies run on into one.
-func joinTexts(parts []string) string { return strings.Join(parts, "") }
