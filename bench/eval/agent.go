@@ -140,6 +140,19 @@ func cacheBreakpoints(body []byte) []byte {
 	return body
 }
 
+// withoutBreakpoints removes the cache_control markers of an Anthropic
+// request's messages (the marker is not part of the prompt).
+func withoutBreakpoints(body []byte) []byte {
+	for i, m := range gjson.GetBytes(body, "messages").Array() {
+		for j, b := range m.Get("content").Array() {
+			if b.Get("cache_control").Exists() {
+				body, _ = sjson.DeleteBytes(body, fmt.Sprintf("messages.%d.content.%d.cache_control", i, j))
+			}
+		}
+	}
+	return body
+}
+
 // joinUserItems joins consecutive user messages that carry an array of
 // parts (Anthropic tool_result blocks, Gemini functionResponse parts) into
 // one, as the SDKs send the results of one reply. Other items (Chat tool

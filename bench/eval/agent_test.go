@@ -159,3 +159,28 @@ func TestCredentials(t *testing.T) {
 		require.True(t, found, "%s: %v", d.Name(), h)
 	}
 }
+
+// TestPrefixBreaks: a request that drops or changes an earlier message is
+// a break; one that only moves the cache breakpoint is not.
+func TestPrefixBreaks(t *testing.T) {
+	first, second := anthropicTurns()
+	b1, b2 := cacheBreakpoints([]byte(first)), cacheBreakpoints([]byte(second))
+	d, _ := kit.Lookup("anthropic")
+	ex := func(bodies ...[]byte) []Exchange {
+		var us []Upstream
+		for _, b := range bodies {
+			us = append(us, Upstream{Request: b})
+		}
+		return []Exchange{{Upstream: us[:1]}, {Upstream: us[1:]}}
+	}
+	require.Zero(t, prefixBreaks(d, ex(b1, b2)), "the breakpoint moved on")
+	changed, err := sjson.SetBytes(b2, "messages.0.content.0.text", "something else")
+	require.NoError(t, err)
+	require.Equal(t, 1, prefixBreaks(d, ex(b1, changed)))
+	require.Equal(t, 1, prefixBreaks(d, ex(b2, b1)), "a shorter conversation")
+	chat, _ := kit.Lookup("openai_chat")
+	c1 := chat.Request(kit.Request{History: []string{chat.User("a")}})
+	c2 := chat.Request(kit.Request{History: []string{chat.User("a"), `{"role":"assistant","content":"b"}`}})
+	require.Zero(t, prefixBreaks(chat, ex([]byte(c1), []byte(c2))))
+	require.Equal(t, 1, prefixBreaks(chat, ex([]byte(c2), []byte(c1))))
+}

@@ -38,6 +38,7 @@ func TestMockEveryAPI(t *testing.T) {
 		require.Greater(t, r.Upstream, r.Turns, "%s: shepherd's follow-ups and continuations are upstream requests of their own", name)
 		require.Positive(t, r.Tokens.AddedPerTurn, "%s: shepherd adds its tools and reminders", name)
 		require.Positive(t, r.CacheReadRatio, "%s: the mock's prompt cache reads the unchanged prefix", name)
+		require.Zero(t, r.PrefixBreaks, "%s: the model's view stays append-only", name)
 		require.Equal(t, Score{1, 1}, r.Continuations, "%s: %v", name, r.Errors)
 		require.True(t, r.Solved, name)
 		switch r.Script {

@@ -57,6 +57,11 @@ type RunReport struct {
 	ContinuationsSent int `json:"continuations"`
 	IntentsSelected   int `json:"intents_selected"`
 
+	// PrefixBreaks counts the upstream requests whose conversation does
+	// not extend the previous upstream request's (the model's view was
+	// not append-only there).
+	PrefixBreaks int `json:"prefix_breaks"`
+
 	Tokens Tokens `json:"tokens"`
 	Usage  Usage  `json:"usage"`
 	// CacheReadRatio is cache-read tokens over all input tokens (read,
@@ -190,12 +195,12 @@ func (r *Report) WriteJSON(path string) error {
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "#### Behavioural eval, provider: %s\n\n", r.Provider)
-	b.WriteString("| task | api | script | chapters | intent first | refusals respected | continuations seamless | solved | turns | upstream | refused | cont. | +tokens/turn | cache read | wall |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| task | api | script | chapters | intent first | refusals respected | continuations seamless | solved | turns | upstream | refused | cont. | prefix breaks | +tokens/turn | cache read | wall |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, run := range r.Runs {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %d | %d | %.0f | %.0f%% | %s |\n",
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %d | %d | %d | %.0f | %.0f%% | %s |\n",
 			run.Task, run.API, run.Script, run.Chapters, run.Intent, run.Refusals, run.Continuations, yesNo(run.Solved),
-			run.Turns, run.Upstream, run.Refused, run.ContinuationsSent, run.Tokens.AddedPerTurn, 100*run.CacheReadRatio,
+			run.Turns, run.Upstream, run.Refused, run.ContinuationsSent, run.PrefixBreaks, run.Tokens.AddedPerTurn, 100*run.CacheReadRatio,
 			wall(run.WallMS))
 	}
 	b.WriteString("\n| script | api | runs | chapters | intent first | refusals respected | continuations seamless | solved | turns | upstream | +tokens/turn | cache read | wall |\n")

@@ -232,6 +232,7 @@ func score(task *Task, d kit.Driver, script string, exchanges []Exchange, evs []
 	r.Continuations = scoreContinuations(checkContinuations(d, exchanges, expected), &r)
 
 	r.Turns = len(exchanges)
+	r.PrefixBreaks = prefixBreaks(d, exchanges)
 	var added, injected int
 	for _, ex := range exchanges {
 		r.Upstream += len(ex.Upstream)
@@ -276,6 +277,27 @@ func sumTokens(us []Upstream) int {
 	n := 0
 	for _, u := range us {
 		n += tokensOf(u.Request)
+	}
+	return n
+}
+
+// prefixBreaks counts the upstream requests whose conversation does not
+// extend the previous one's byte for byte (kit.PrefixBreak), the moving
+// cache breakpoint aside: each one is a prompt-cache miss from there on.
+func prefixBreaks(d kit.Driver, exchanges []Exchange) int {
+	var prev []byte
+	n := 0
+	for _, ex := range exchanges {
+		for _, u := range ex.Upstream {
+			cur := u.Request
+			if explicitCache[d.Name()] {
+				cur = withoutBreakpoints(cur)
+			}
+			if prev != nil && kit.PrefixBreak(d, prev, cur) >= 0 {
+				n++
+			}
+			prev = cur
+		}
 	}
 	return n
 }
