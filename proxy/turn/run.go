@@ -63,6 +63,9 @@ func (t *Turn) Run(ctx context.Context, w Writer, up Sender) error {
 		if st.follow == nil {
 			return t.end(l, w, first, nil)
 		}
+		if t.trace != nil {
+			t.trace.RoundSending(st.cont)
+		}
 		resp, err := up.Send(st.follow)
 		l.countSent(st.cont)
 		if err == nil {
@@ -131,7 +134,14 @@ func (t *Turn) report(l *replyLoop, err error) {
 	}
 	l.outcome.result(&t.outcome, err)
 	t.emitOutcome()
-	if herr := t.chain.RunOutcome(t.ctx, &t.call, &t.outcome); herr != nil {
+	if t.trace != nil {
+		t.trace.HookPhaseStarted(PhaseOutcome)
+	}
+	herr := t.chain.RunOutcome(t.ctx, &t.call, &t.outcome)
+	if t.trace != nil {
+		t.trace.HookPhaseEnded(PhaseOutcome, herr)
+	}
+	if herr != nil {
 		t.hookFailed(herr)
 	}
 }
