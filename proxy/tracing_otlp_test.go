@@ -22,7 +22,6 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"go.uber.org/zap/zaptest"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
@@ -95,7 +94,7 @@ func TestTracingOTLPHTTPExport(t *testing.T) {
 	tcfg.Endpoint = srv.URL // http://127.0.0.1:port: no TLS, the default /v1/traces
 	tcfg.ServiceName = "shepherd-e2e"
 	tcfg.Headers = []string{"authorization=Bearer collector-secret"}
-	tp, err := tracing.New(tcfg, "test", zaptest.NewLogger(t))
+	tp, err := tracing.New(tcfg, "test", nil) // nil: no global error handler outliving the test
 	require.NoError(t, err)
 
 	h := newHarness(t, harnessOptions{Tracing: tp, Config: func(cfg *config.Config) {
