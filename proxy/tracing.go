@@ -60,6 +60,7 @@ type requestTrace struct {
 	provider  string     // gen_ai.provider.name of the route's upstream
 	model     string     // the model the agent asked for
 	respModel string     // the model of the latest reply that names one
+	session   string     // an opening request's session, once saved
 	ended     bool
 }
 
@@ -201,6 +202,10 @@ func (rt *requestTrace) RoundSending(cont bool) {
 	}
 }
 
+// OpeningSaved implements turn.Trace: the conversation an opening request
+// began is known by the session it was saved under.
+func (rt *requestTrace) OpeningSaved(session string) { rt.session = session }
+
 // HookPhaseStarted implements turn.Trace.
 func (rt *requestTrace) HookPhaseStarted(phase turn.HookPhase) {
 	_, sp := rt.tr.t.Start(rt.ctx, "shepherd.hooks."+string(phase))
@@ -261,7 +266,9 @@ func (s *Server) traceFinished(x *exchange, status int) {
 	sp := rt.server
 	if sp.IsRecording() {
 		sp.SetAttributes(semconv.HTTPResponseStatusCodeKey.Int(status))
-		if x.call.SessionID != "" {
+		if rt.session != "" {
+			sp.SetAttributes(semconv.GenAIConversationIDKey.String(rt.session))
+		} else if x.call.SessionID != "" {
 			sp.SetAttributes(semconv.GenAIConversationIDKey.String(x.call.SessionID))
 		}
 		if rt.respModel != "" {

@@ -331,3 +331,19 @@ func TestTracingOffIsTransparent(t *testing.T) {
 	require.Equal(t, agentParent, got.Get("Traceparent"))
 	require.Equal(t, "vendor=v1", got.Get("Tracestate"))
 }
+
+// TestTracingOpeningSession: a request that opens a conversation (no
+// session id) is traced with the session its state was saved under, the
+// one the agent is told and its next request carries.
+func TestTracingOpeningSession(t *testing.T) {
+	tp, exp := memTracing(sdktrace.AlwaysSample())
+	h := newHarness(t, harnessOptions{Tracing: tp, Config: func(cfg *config.Config) { cfg.Topics.Enabled = true }})
+	h.mock.Script(mock.Reply{Text: "Hi."})
+	resp, body := do(t, "POST", h.URL+"/v1/messages", `{"model":"claude-test","max_tokens":64,"messages":[{"role":"user","content":"Hello"}]}`, anthropicHeaders())
+	require.Equal(t, 200, resp.StatusCode, string(body))
+	saved := resp.Header.Get("X-Shepherd-Session")
+	require.NotEmpty(t, saved)
+	tr := waitTraced(t, exp)
+	require.Equal(t, saved, attr(tr.server, "gen_ai.conversation.id").AsString())
+	require.Len(t, tr.phases["request"], 1)
+}

@@ -99,6 +99,9 @@ func (t *Turn) end(l *replyLoop, w Writer, first, fallback []byte) error {
 	f := Final{Reply: out, Continuations: l.recovery.attempts}
 	if key, saved := t.save(); saved && t.opening {
 		f.Session = key.Session
+		if t.trace != nil {
+			t.trace.OpeningSaved(key.Session)
+		}
 	}
 	w.Finish(f)
 	t.report(l, nil)

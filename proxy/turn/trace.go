@@ -35,4 +35,7 @@ type Trace interface {
 	// turn through its Sender: a continuation of a cut reply (cont) or a
 	// follow-up after shepherd answered the calls of a reply.
 	RoundSending(cont bool)
+	// OpeningSaved: the turn opened a conversation and its state was
+	// saved under session, the id the agent's next request carries.
+	OpeningSaved(session string)
 }
