@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Lints the deployment files: `helm lint --strict` on deploy/helm/shepherd,
-# `helm template` with the default values and with every option on, and
-# `kubeconform` on the rendered manifests and on deploy/k8s.
+# `helm template` with the default values and with every option on,
+# `kubeconform` on the rendered manifests and on deploy/k8s, and `promtool
+# check config` on deploy/prometheus (promtool from Debian's prometheus
+# package, installed when missing; test/deploy also uses it).
 #
 # helm and kubeconform are not Debian packages: they are built with
 # `go install` at pinned versions into a cache ($SHEPHERD_TOOLS, default
@@ -25,6 +27,9 @@ TOOLS="${SHEPHERD_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/shepherd/tools}"
 CHART=deploy/helm/shepherd
 
 log() { echo "deploy-lint: $*" >&2; }
+
+# shellcheck source=scripts/lib.sh
+source "scripts/lib.sh"
 
 # tool NAME VERSION MODULE_PATH: prints the path of the cached binary,
 # building it with go install first; fails when it cannot be built.
@@ -73,6 +78,18 @@ if [[ -n "$helm" ]]; then
     log "FAIL: replicas without Redis rendered; the chart must refuse them"
     status=1
   fi
+fi
+
+# promtool (Debian's prometheus package) checks the Prometheus config of
+# deploy/compose.yaml here, and the dashboard's queries in test/deploy.
+if ! command -v promtool >/dev/null 2>&1; then
+  apt_install --no-install-recommends prometheus >&2 || true
+fi
+if command -v promtool >/dev/null 2>&1; then
+  log "promtool check config deploy/prometheus/prometheus.yml"
+  promtool check config deploy/prometheus/prometheus.yml >&2 || status=1
+else
+  log "SKIP promtool: Debian's prometheus package could not be installed"
 fi
 
 kubeconform=""
