@@ -89,6 +89,37 @@ func loadShepherdConfig(t *testing.T, cm obj, env []string) *config.Config {
 	return cfg
 }
 
+// imageEnv is the environment the image sets (the Dockerfile's ENV), in
+// os.Environ form: a container's env comes after it and wins.
+func imageEnv(t *testing.T) []string {
+	t.Helper()
+	var env []string
+	for _, line := range finalStage(t)["ENV"] {
+		env = append(env, strings.Fields(line)...)
+	}
+	require.NotEmpty(t, env)
+	return env
+}
+
+// containerEnv is the environment a container runs with: the image's,
+// then the container's env with secret references filled from secrets
+// (by variable name).
+func containerEnv(t *testing.T, c obj, secrets map[string]string) []string {
+	t.Helper()
+	env := imageEnv(t)
+	vars, _ := c.at("env").([]any)
+	for i := range vars {
+		name, v := c.str("env", i, "name"), c.str("env", i, "value")
+		if c.at("env", i, "valueFrom") != nil {
+			s, ok := secrets[name]
+			require.True(t, ok, "a value for secret variable %s", name)
+			v = s
+		}
+		env = append(env, name+"="+v)
+	}
+	return env
+}
+
 // checkSecretRefs: every secretKeyRef of the container names a Secret of
 // objs holding that key, or one of external (Secrets the user brings).
 func checkSecretRefs(t *testing.T, objs []obj, container obj, external ...string) {
@@ -133,14 +164,15 @@ func TestSidecarManifest(t *testing.T) {
 	objs := decodeObjects(t, b)
 	cms := find(t, objs, "ConfigMap")
 	require.Len(t, cms, 1)
-	cfg := loadShepherdConfig(t, cms[0], []string{"SHEPHERD_STATE_REDIS_URL=redis://redis:6379/0"})
-	require.Equal(t, config.BackendRedis, cfg.State.Backend)
-	require.True(t, strings.HasPrefix(cfg.Listen, "127.0.0.1:"))
-
 	pods := find(t, objs, "Pod")
 	require.Len(t, pods, 1)
 	pod := pods[0]
 	side := obj(pod.at("spec", "initContainers", 0).(map[string]any))
+	cfg := loadShepherdConfig(t, cms[0], containerEnv(t, side, map[string]string{"SHEPHERD_STATE_REDIS_URL": "redis://redis:6379/0"}))
+	require.Equal(t, config.BackendRedis, cfg.State.Backend)
+	require.True(t, strings.HasPrefix(cfg.Listen, "127.0.0.1:"), "the proxy stays on the pod's loopback: %s", cfg.Listen)
+	require.True(t, strings.HasPrefix(cfg.Admin.Listen, "127.0.0.1:"), "admin stays on the pod's loopback: %s", cfg.Admin.Listen)
+
 	require.Equal(t, "Always", side.str("restartPolicy"), "a native sidecar")
 	require.Equal(t, cms[0].name(), pod.str("spec", "volumes", 0, "configMap", "name"))
 	checkSecretRefs(t, objs, side)
@@ -223,17 +255,7 @@ func TestHelmChart(t *testing.T) {
 			c := obj(dep.at("spec", "template", "spec", "containers", 0).(map[string]any))
 			checkSecretRefs(t, objs, c, tc.external...)
 
-			// The environment the Deployment gives shepherd, secrets filled in.
-			var env []string
-			vars, _ := c.at("env").([]any)
-			for i := range vars {
-				name := c.str("env", i, "name")
-				v := c.str("env", i, "value")
-				if c.at("env", i, "valueFrom") != nil {
-					v = map[string]string{"SHEPHERD_ADMIN_TOKEN": "t0ken", "SHEPHERD_STATE_REDIS_URL": "redis://redis:6379/0"}[name]
-				}
-				env = append(env, name+"="+v)
-			}
+			env := containerEnv(t, c, map[string]string{"SHEPHERD_ADMIN_TOKEN": "t0ken", "SHEPHERD_STATE_REDIS_URL": "redis://redis:6379/0"})
 			cms := find(t, objs, "ConfigMap")
 			require.Len(t, cms, 1)
 			cfg := loadShepherdConfig(t, cms[0], env)
@@ -244,8 +266,9 @@ func TestHelmChart(t *testing.T) {
 			for i := range c.at("ports").([]any) {
 				ports[c.str("ports", i, "name")] = strconv.Itoa(c.at("ports", i, "containerPort").(int))
 			}
-			require.True(t, strings.HasSuffix(cfg.Listen, ":"+ports["http"]), "listen %s, port %s", cfg.Listen, ports["http"])
-			require.True(t, strings.HasSuffix(cfg.Admin.Listen, ":"+ports["admin"]), "admin %s, port %s", cfg.Admin.Listen, ports["admin"])
+			// The kubelet's probes and Prometheus come from outside the pod.
+			require.Equal(t, "0.0.0.0:"+ports["http"], cfg.Listen)
+			require.Equal(t, "0.0.0.0:"+ports["admin"], cfg.Admin.Listen)
 			require.Equal(t, "/healthz", c.str("livenessProbe", "httpGet", "path"))
 			require.Equal(t, "/readyz", c.str("readinessProbe", "httpGet", "path"))
 			require.Equal(t, "admin", c.str("livenessProbe", "httpGet", "port"))

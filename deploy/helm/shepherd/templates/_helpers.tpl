@@ -45,13 +45,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- include "shepherd.fullname" . }}
 {{- end }}
 
-{{/* shepherd's config file: the user's config plus the keys the chart owns. */}}
+{{/* shepherd's config file: the user's config plus state.backend (and the
+Redis seeds). listen and admin.listen are set through the environment
+(deployment.yaml): the image's ENV sets them, and the environment beats the
+file. */}}
 {{- define "shepherd.config" -}}
 {{- $c := deepCopy .Values.config }}
-{{- $_ := set $c "listen" (printf "0.0.0.0:%d" (int .Values.ports.proxy)) }}
-{{- $admin := default dict (get $c "admin") }}
-{{- $_ = set $admin "listen" (printf "0.0.0.0:%d" (int .Values.ports.admin)) }}
-{{- $_ = set $c "admin" $admin }}
+{{- $_ := "" }}
 {{- $state := default dict (get $c "state") }}
 {{- if include "shepherd.redis" . }}
 {{- $_ = set $state "backend" "redis" }}
