@@ -49,7 +49,7 @@ panel("Errors by route", [
     (f'sum by (route, kind) (rate(shepherd_upstream_errors_total[{RI}]))', "upstream {{route}} {{kind}}"),
 ], 12, unit="reqps", desc="Answers with a 4xx or 5xx status (499: the client left), and upstream failures by kind.")
 next_row()
-panel("Error ratio", [(f'sum(rate(shepherd_requests_total{{status=~"5.."}}[{RI}])) / sum(rate(shepherd_requests_total[{RI}]))', "5xx / all")],
+panel("Error ratio", [(f'(sum(rate(shepherd_requests_total{{status=~"5.."}}[{RI}])) or vector(0)) / sum(rate(shepherd_requests_total[{RI}]))', "5xx / all")],
       0, w=6, unit="percentunit", kind="stat")
 panel("Streams open", [("sum(shepherd_streams_open)", "open")], 6, w=6, kind="stat")
 panel("Client disconnects", [(f'sum by (route, phase) (rate(shepherd_client_disconnects_total[{RI}]))', "{{route}} {{phase}}")],
