@@ -69,4 +69,3 @@ func probe(ctx context.Context, url string, timeout time.Duration) error {
 	}
 	return nil
 }
-

@@ -97,7 +97,8 @@ func isIdentStart(c byte) bool {
 func isIdentChar(c byte) bool { return isIdentStart(c) || (c >= '0' && c <= '9') }
 
 // skipString returns the index after the string literal starting at i
-// (backslash escapes in "" and ''; none in ``).
+// (backslash escapes in double- and single-quoted strings; none in
+// backquoted ones).
 func skipString(s string, i int) int {
 	q := s[i]
 	for j := i + 1; j < len(s); j++ {
