@@ -7,7 +7,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -87,4 +89,38 @@ func TestHealthcheckExitStatus(t *testing.T) {
 	require.Equal(t, 0, run("-url", up.URL))
 	require.Equal(t, 1, run("-url", up.URL, "-ready"))
 	require.Equal(t, 1, run("-url", "http://"+freeAddr(t), "-timeout", "500ms"))
+}
+
+// TestHealthcheckOfRunningBinary runs the binary as the image does (the
+// example config, the address from the environment) and checks it with
+// the image's HEALTHCHECK command: healthy, and ready on the memory store;
+// once the server stopped, unhealthy.
+func TestHealthcheckOfRunningBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildBinary(t)
+	env := append(os.Environ(), "SHEPHERD_LISTEN="+freeAddr(t), "SHEPHERD_ADMIN_LISTEN="+freeAddr(t))
+	srv := exec.Command(bin, "-config", "../../config.example.yaml")
+	srv.Env = env
+	require.NoError(t, srv.Start())
+	defer func() { _ = srv.Process.Kill() }()
+
+	check := func(extra ...string) int {
+		cmd := exec.Command(bin, append([]string{"healthcheck", "-config", "../../config.example.yaml"}, extra...)...)
+		cmd.Env = env
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exit.ExitCode()
+		}
+		require.NoError(t, err)
+		return 0
+	}
+	require.Eventually(t, func() bool { return check() == 0 }, 10*time.Second, 100*time.Millisecond)
+	require.Equal(t, 0, check("-ready"))
+
+	require.NoError(t, srv.Process.Signal(syscall.SIGTERM))
+	_ = srv.Wait()
+	require.Equal(t, 1, check())
 }
