@@ -97,6 +97,12 @@ func New(o Options) *Hook {
 	return h
 }
 
+// storeContext is the context of the counter calls: not the request's
+// (the proxy's request context is reused once the request ends, and the
+// outcome runs after the reply was written); the store bounds each call
+// with its own timeout.
+func storeContext() context.Context { return context.Background() }
+
 // Name implements hooks.Hook.
 func (h *Hook) Name() string { return Name }
 
@@ -108,7 +114,8 @@ func (h *Hook) active(call *hooks.Call) (state.Key, bool) {
 
 // OnRequest implements hooks.RequestHook: it reserves the request's turn,
 // tokens and cost, or refuses the request with HTTP 429.
-func (h *Hook) OnRequest(ctx context.Context, call *hooks.Call, req *conv.Request) (conv.RequestEdits, *hooks.Response, error) {
+func (h *Hook) OnRequest(_ context.Context, call *hooks.Call, req *conv.Request) (conv.RequestEdits, *hooks.Response, error) {
+	ctx := storeContext()
 	key, ok := h.active(call)
 	if !ok {
 		return conv.RequestEdits{}, nil, nil
@@ -139,7 +146,7 @@ func (h *Hook) OnRequest(ctx context.Context, call *hooks.Call, req *conv.Reques
 		}
 		if !fits {
 			h.giveBack(ctx, call, r)
-			return conv.RequestEdits{}, h.refuseRequest(ctx, call, key, s.budget, s.limit, v, s.n), nil
+			return conv.RequestEdits{}, h.refuseRequest(call, s.budget, s.limit, v, s.n), nil
 		}
 		*s.took = true
 		if s.amount != nil {
@@ -153,7 +160,8 @@ func (h *Hook) OnRequest(ctx context.Context, call *hooks.Call, req *conv.Reques
 }
 
 // OnReply implements hooks.ReplyHook: the loop and per-tool caps.
-func (h *Hook) OnReply(ctx context.Context, call *hooks.Call, reply *conv.Reply) (hooks.ReplyDecision, error) {
+func (h *Hook) OnReply(_ context.Context, call *hooks.Call, reply *conv.Reply) (hooks.ReplyDecision, error) {
+	ctx := storeContext()
 	var d hooks.ReplyDecision
 	key, ok := h.active(call)
 	if !ok || call.Side != "" || (h.o.Limits.IdenticalCalls <= 0 && len(h.o.Tools) == 0) {
@@ -227,7 +235,8 @@ func callSignature(c conv.ToolCall) string {
 // request (no session id yet) is saved under the id of its continuation,
 // which every later request of the conversation carries, so its turn and
 // tokens move there.
-func (h *Hook) OnOutcome(ctx context.Context, call *hooks.Call, out *conv.TurnOutcome) error {
+func (h *Hook) OnOutcome(_ context.Context, call *hooks.Call, out *conv.TurnOutcome) error {
+	ctx := storeContext()
 	key, ok := h.active(call)
 	if !ok || out == nil {
 		return nil

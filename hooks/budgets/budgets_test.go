@@ -130,11 +130,11 @@ func TestRequestBudgets(t *testing.T) {
 		message []string
 	}{
 		{"turns", Limits{Turns: 2}, usage(10, 5), 0, 2, budgetTurns,
-			[]string{"limit of 2 turns", "budgets.max_turns", "Spent: 2 turns"}},
+			[]string{"its limit of 2 turns (budgets.max_turns): 2 taken"}},
 		{"tokens", Limits{Tokens: 2050}, usage(900, 100), 0, 2, budgetTokens,
-			[]string{"limit of 2050 tokens", "needs about 101 more", "budgets.max_tokens", "2000 tokens"}},
+			[]string{"its limit of 2050 tokens (budgets.max_tokens): 2000 spent, this request needs about 101 more"}},
 		{"cost", Limits{CostMicros: 25_000}, usage(10, 5), 0.01, 3, budgetCost,
-			[]string{"cost limit of $0.0250", "budgets.max_cost_usd", "$0.0300"}},
+			[]string{"its cost limit of $0.0250 (budgets.max_cost_usd): $0.0300 spent"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hs := newHarness(t, Limits{Turns: tc.lim.Turns, Tokens: tc.lim.Tokens, CostMicros: tc.lim.CostMicros})
@@ -144,8 +144,11 @@ func TestRequestBudgets(t *testing.T) {
 				require.NoError(t, hs.h.OnOutcome(ctx, call, &conv.TurnOutcome{Usage: tc.spend, CostUSD: tc.cost}))
 			}
 			before := hs.counters(t, "s")
-			resp := hs.request(t, newCall("s"))
+			refusedCall := newCall("s")
+			refusedCall.Session = &state.Session{Requests: 7, Usage: state.Usage{InputTokens: 10, CacheReadTokens: 90, OutputTokens: 5, CostUSD: 0.5}}
+			resp := hs.request(t, refusedCall)
 			require.NotNil(t, resp)
+			assert.Contains(t, resp.Message, "Spent so far: 7 turns, 105 tokens, $0.5000.", "the session's usage totals")
 			assert.Equal(t, 429, resp.Status)
 			assert.Equal(t, map[string]string{"x-should-retry": "false"}, resp.Headers)
 			for _, m := range tc.message {

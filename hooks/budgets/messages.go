@@ -1,14 +1,12 @@
 package budgets
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 
 	"github.com/shepherd-proxy/shepherd/events"
 	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
-	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // EstimateTokens is what a request reserves of the token budget before it
@@ -41,30 +39,33 @@ var budgetKeys = map[string]string{
 
 // refuseRequest answers a request over a budget: HTTP 429 with
 // x-should-retry false (the official SDKs then do not retry), and a
-// message naming the budget, its limit and the session's spend (turns,
-// tokens, cost), which the agent shows its user.
-func (h *Hook) refuseRequest(ctx context.Context, call *hooks.Call, key state.Key, budget string, limit, value, asked int64) *hooks.Response {
+// message naming the budget, its limit, its counter (what was spent, with
+// the reservations of requests in flight) and the session's spend as its
+// usage totals have it (turns, tokens, cost), which the agent shows its
+// user.
+func (h *Hook) refuseRequest(call *hooks.Call, budget string, limit, value, asked int64) *hooks.Response {
 	h.o.Metrics.refused(budget)
-	spent, err := h.o.Counters.ReadCounters(ctx, key)
-	if err != nil {
-		h.failed(call, "read counters", err)
-		spent = map[string]int64{}
-	}
 	var what string
 	switch budget {
 	case budgetTurns:
-		what = fmt.Sprintf("its limit of %d turns", limit)
+		what = fmt.Sprintf("its limit of %d turns (%s): %d taken", limit, budgetKeys[budget], value)
 		h.emit(call, budget, limit, value, "", "")
 	case budgetTokens:
-		what = fmt.Sprintf("its limit of %d tokens (this request needs about %d more)", limit, asked)
+		what = fmt.Sprintf("its limit of %d tokens (%s): %d spent, this request needs about %d more",
+			limit, budgetKeys[budget], value, asked)
 		h.emit(call, budget, limit, value, "", "")
 	case budgetCost:
-		what = fmt.Sprintf("its cost limit of %s", usd(limit))
+		what = fmt.Sprintf("its cost limit of %s (%s): %s spent", usd(limit), budgetKeys[budget], usd(value))
 		h.emit(call, budget, float64(limit)/1e6, float64(value)/1e6, "", "")
 	}
-	msg := fmt.Sprintf("shepherd budget: this session reached %s (%s). Spent: %d turns, %d tokens, %s. "+
-		"Start a new session or raise the budget to continue.",
-		what, budgetKeys[budget], spent[counterTurns], spent[counterTokens], usd(spent[counterCost]))
+	var turns, tokens int64
+	var cost float64
+	if s := call.Session; s != nil {
+		u := s.Usage
+		turns, tokens, cost = s.Requests, u.InputTokens+u.OutputTokens+u.CacheReadTokens+u.CacheWriteTokens, u.CostUSD
+	}
+	msg := fmt.Sprintf("shepherd budget: this session reached %s. Spent so far: %d turns, %d tokens, %s. "+
+		"Start a new session or raise the budget to continue.", what, turns, tokens, usd(micros(cost)))
 	return &hooks.Response{Status: http.StatusTooManyRequests, Message: msg,
 		Headers: map[string]string{"x-should-retry": "false"}}
 }
