@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/config"
@@ -102,6 +103,9 @@ func TestBudgetMaxTurns(t *testing.T) {
 				other.User("hello")
 				_, resp, body = send(t, other)
 				require.Equal(t, 200, resp.StatusCode, "%s", body)
+
+				_, sess := kit.Do(t, "GET", r.URL+"/shepherd/v1/sessions/turns-"+d.Name(), "", nil)
+				assert.Equal(t, int64(2), gjson.GetBytes(sess, "budgets.turns").Int(), "the sessions API shows the counters: %s", sess)
 
 				evs := r.Events.Of(events.BudgetReached)
 				require.Len(t, evs, 1)
