@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -269,4 +270,22 @@ func TestMemoryCountersBounded(t *testing.T) {
 	m.ctMu.Lock()
 	assert.Empty(t, m.counters, "expired counters are purged")
 	m.ctMu.Unlock()
+}
+
+// BenchmarkRedisReserve: one Reserve, one Lua script round trip.
+func BenchmarkRedisReserve(b *testing.B) {
+	u := os.Getenv("REDIS_URL")
+	if u == "" {
+		b.Skip("REDIS_URL not set")
+	}
+	r, err := NewRedis(RedisOptions{URL: u, KeyPrefix: "shepherd-bench-counters"})
+	require.NoError(b, err)
+	defer r.Close()
+	k := Key{Tenant: "t", Session: "bench"}
+	defer r.Delete(context.Background(), k)
+	for b.Loop() {
+		if _, _, err := r.Reserve(context.Background(), k, "turns", 1, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

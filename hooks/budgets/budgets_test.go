@@ -375,3 +375,22 @@ func TestFailOpen(t *testing.T) {
 	assert.Positive(t, value(t, hs.m.errors))
 	assert.Zero(t, value(t, hs.m.refusals.WithLabelValues(budgetTurns)))
 }
+
+// BenchmarkOnRequest: a request's reservations (turn, tokens, cost) on the
+// memory store and their settlement by the outcome.
+func BenchmarkOnRequest(b *testing.B) {
+	mem := state.NewMemory(state.MemoryOptions{TTL: time.Hour})
+	defer mem.Close()
+	h := New(Options{Scope: hooks.Scope{Enabled: hooks.OptInOn}, Limits: Limits{Turns: 1 << 40, Tokens: 1 << 50, CostMicros: 1 << 50},
+		Counters: mem, Metrics: newMetrics()})
+	req := smallRequest()
+	out := &conv.TurnOutcome{Usage: usage(100, 10), CostUSD: 0.001}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		call := &hooks.Call{Tenant: "t", SessionID: "s", RequestID: fmt.Sprint(i)}
+		if _, resp, _ := h.OnRequest(ctx, call, req); resp != nil {
+			b.Fatal("refused")
+		}
+		_ = h.OnOutcome(ctx, call, out)
+	}
+}
