@@ -123,17 +123,14 @@ func (h *Hook) OnRequest(_ context.Context, call *hooks.Call, req *conv.Request)
 	h.giveBackExpired(ctx)
 	lim := h.o.Limits
 	r := &reservation{key: key, at: h.o.Now()}
-	type step struct {
+	steps := []struct {
 		budget, counter string
 		n, limit        int64
-		took            *bool
-		amount          *int64
-	}
-	var costTaken, tokensTaken bool
-	steps := []step{
-		{budgetTurns, counterTurns, 1, lim.Turns, &r.turn, nil},
-		{budgetTokens, counterTokens, EstimateTokens(req), lim.Tokens, &tokensTaken, &r.tokens},
-		{budgetCost, counterCost, 1, lim.CostMicros, &costTaken, &r.cost},
+		taken           *int64
+	}{
+		{budgetTurns, counterTurns, 1, lim.Turns, &r.turns},
+		{budgetTokens, counterTokens, EstimateTokens(req), lim.Tokens, &r.tokens},
+		{budgetCost, counterCost, 1, lim.CostMicros, &r.cost},
 	}
 	for _, s := range steps {
 		if s.limit <= 0 || (s.budget == budgetTurns && call.Side != "") {
@@ -148,12 +145,9 @@ func (h *Hook) OnRequest(_ context.Context, call *hooks.Call, req *conv.Request)
 			h.giveBack(ctx, call, r)
 			return conv.RequestEdits{}, h.refuseRequest(call, s.budget, s.limit, v, s.n), nil
 		}
-		*s.took = true
-		if s.amount != nil {
-			*s.amount = s.n
-		}
+		*s.taken = s.n
 	}
-	if r.turn || r.tokens != 0 || r.cost != 0 {
+	if r.turns != 0 || r.tokens != 0 || r.cost != 0 {
 		h.pending.put(pendingID(key, call.RequestID), r)
 	}
 	return conv.RequestEdits{}, nil, nil
@@ -258,8 +252,8 @@ func (h *Hook) OnOutcome(_ context.Context, call *hooks.Call, out *conv.TurnOutc
 		h.move(ctx, call, counterCost, key, to, r.cost, micros(out.CostUSD))
 	}
 	switch {
-	case r.turn:
-		h.move(ctx, call, counterTurns, key, to, 1, 1)
+	case r.turns > 0:
+		h.move(ctx, call, counterTurns, key, to, r.turns, 1)
 	case swept && lim.Turns > 0 && call.Side == "":
 		h.move(ctx, call, counterTurns, key, to, 0, 1) // the turn counts once
 	}
@@ -295,9 +289,7 @@ func (h *Hook) move(ctx context.Context, call *hooks.Call, counter string, from,
 
 // giveBack returns what r reserved (a request refused by a later budget).
 func (h *Hook) giveBack(ctx context.Context, call *hooks.Call, r *reservation) {
-	if r.turn {
-		h.move(ctx, call, counterTurns, r.key, r.key, 1, 0)
-	}
+	h.move(ctx, call, counterTurns, r.key, r.key, r.turns, 0)
 	h.move(ctx, call, counterTokens, r.key, r.key, r.tokens, 0)
 	h.move(ctx, call, counterCost, r.key, r.key, r.cost, 0)
 }
@@ -306,14 +298,10 @@ func (h *Hook) giveBack(ctx context.Context, call *hooks.Call, r *reservation) {
 // within holdFor (see holdFor).
 func (h *Hook) giveBackExpired(ctx context.Context) {
 	for _, r := range h.pending.expired(h.o.Now()) {
-		var turn int64
-		if r.turn {
-			turn = 1
-		}
 		for _, x := range []struct {
 			counter string
 			n       int64
-		}{{counterTurns, -turn}, {counterTokens, -r.tokens}, {counterCost, -r.cost}} {
+		}{{counterTurns, -r.turns}, {counterTokens, -r.tokens}, {counterCost, -r.cost}} {
 			if x.n == 0 {
 				continue
 			}

@@ -20,7 +20,7 @@ const holdFor = 10 * time.Minute
 // settled by its turn's outcome (actual spend minus reserved).
 type reservation struct {
 	key    state.Key
-	turn   bool  // a turn was reserved
+	turns  int64 // 1 when a turn was reserved
 	tokens int64 // the token estimate reserved
 	cost   int64 // micro-dollars reserved
 	// counted are the tool calls whose call budget the reply side took,
