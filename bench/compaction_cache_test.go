@@ -20,20 +20,22 @@ import (
 
 // The scripted session of the compaction measurement: cacheTurns tool-loop
 // rounds, each a Read whose result is cacheResultChars characters, then a
-// closing answer; compaction, when on, with the defaults except a trigger
-// of cacheTrigger tokens (so a 40-round session runs through several
-// epochs).
+// closing answer; compaction, when on, with the defaults except its
+// trigger: each of cacheTriggers (the default, 50,000 tokens, reached once
+// in the session; and 20,000, reached every few rounds).
 const (
 	cacheTurns       = 40
 	cacheResultChars = 8000
-	cacheTrigger     = 20000
 )
+
+var cacheTriggers = []int{50000, 20000}
 
 // cacheRun is what one session cost, summed over its requests, as the
 // agent read the replies' usage.
 type cacheRun struct {
-	api        string
-	compaction bool
+	api string
+	// trigger is compaction.trigger_tokens, 0 with compaction off.
+	trigger int
 	// input is every input token (uncached, read and written); read and
 	// write the cache's part.
 	input, read, write int64
@@ -73,17 +75,24 @@ func TestCompactionCache(t *testing.T) {
 		if !ok {
 			t.Fatalf("no driver %s", api)
 		}
-		off := runCacheSession(t, d, false)
-		on := runCacheSession(t, d, true)
-		rows = append(rows, off, on)
-
-		if off.epochs != 0 || on.epochs == 0 {
-			t.Fatalf("%s: epochs off %d, on %d", api, off.epochs, on.epochs)
+		off := runCacheSession(t, d, 0)
+		rows = append(rows, off)
+		if off.epochs != 0 {
+			t.Fatalf("%s: %d epochs with compaction off", api, off.epochs)
 		}
-		if on.input >= off.input {
-			t.Errorf("%s: compaction on sent %d input tokens, not fewer than off (%d)", api, on.input, off.input)
+		runs := []cacheRun{off}
+		for _, trigger := range cacheTriggers {
+			on := runCacheSession(t, d, trigger)
+			rows = append(rows, on)
+			runs = append(runs, on)
+			if on.epochs == 0 {
+				t.Fatalf("%s trigger %d: no epoch", api, trigger)
+			}
+			if on.input >= off.input {
+				t.Errorf("%s trigger %d: compaction sent %d input tokens, not fewer than without (%d)", api, trigger, on.input, off.input)
+			}
 		}
-		for _, run := range []cacheRun{off, on} {
+		for _, run := range runs {
 			breaks := 0
 			for i, brk := range run.breaks {
 				if brk {
@@ -92,11 +101,11 @@ func TestCompactionCache(t *testing.T) {
 				}
 				// Request 1 follows one too small to cache (1,024 tokens).
 				if i > 0 && run.reads[i] == 0 {
-					t.Errorf("%s compaction %v: request %d extends the one before but read nothing from the cache", api, run.compaction, i+1)
+					t.Errorf("%s trigger %d: request %d extends the one before but read nothing from the cache", api, run.trigger, i+1)
 				}
 			}
 			if breaks != run.epochs {
-				t.Errorf("%s compaction %v: %d prefix breaks, %d epochs", api, run.compaction, breaks, run.epochs)
+				t.Errorf("%s trigger %d: %d prefix breaks, %d epochs", api, run.trigger, breaks, run.epochs)
 			}
 		}
 	}
@@ -115,15 +124,20 @@ func cacheTable(rows []cacheRun) string {
 	b.WriteString("| API | compaction | epochs | input tokens | cache read | cache write | cache-read ratio | input cost (uncached-token equivalents) |\n")
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
+		mode := "off"
+		if r.trigger > 0 {
+			mode = fmt.Sprintf("on, trigger %d", r.trigger)
+		}
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %.1f %% | %.0f |\n",
-			r.api, map[bool]string{false: "off", true: "on"}[r.compaction], r.epochs, r.input, r.read, r.write, 100*r.ratio(), r.cost())
+			r.api, mode, r.epochs, r.input, r.read, r.write, 100*r.ratio(), r.cost())
 	}
 	return b.String()
 }
 
 // runCacheSession runs the scripted session on d through a fresh proxy and
-// mock (prompt caching on) and sums the usage the agent reads.
-func runCacheSession(t *testing.T, d kit.Driver, compaction bool) cacheRun {
+// mock (prompt caching on), with compaction on at trigger (off for 0), and
+// sums the usage the agent reads.
+func runCacheSession(t *testing.T, d kit.Driver, trigger int) cacheRun {
 	t.Helper()
 	m := kit.StartMock(t, mock.Options{PromptCache: true})
 	cfg := config.Defaults()
@@ -132,9 +146,9 @@ func runCacheSession(t *testing.T, d kit.Driver, compaction bool) cacheRun {
 	cfg.Upstreams.Anthropic, cfg.Upstreams.OpenAI, cfg.Upstreams.Gemini = m.URL(), m.URL(), m.URL()
 	cfg.Log.Level = "warn"
 	cfg.Intents.Enabled = config.SwitchOff
-	if compaction {
+	if trigger > 0 {
 		cfg.Compaction.Enabled = hooks.OptInOn
-		cfg.Compaction.TriggerTokens = cacheTrigger
+		cfg.Compaction.TriggerTokens = trigger
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -151,8 +165,8 @@ func runCacheSession(t *testing.T, d kit.Driver, compaction bool) cacheRun {
 	}
 	url := kit.Serve(t, srv, func() { _ = features.Close() }, func() { _ = st.Close() })
 
-	run := cacheRun{api: d.Name(), compaction: compaction}
-	a := kit.NewAgent(d, url, map[string]string{"X-Session-Id": fmt.Sprintf("cache-%s-%v", d.Name(), compaction)})
+	run := cacheRun{api: d.Name(), trigger: trigger}
+	a := kit.NewAgent(d, url, map[string]string{"X-Session-Id": fmt.Sprintf("cache-%s-%d", d.Name(), trigger)})
 	a.User("Why does Handle17Request in src/pkg17/file.go fail? Read the files and tell me.")
 	for i := range cacheTurns + 1 {
 		rep := mock.Reply{ID: fmt.Sprintf("msg_%02d", i), ToolCalls: []mock.ToolCall{{

@@ -31,11 +31,20 @@ type Options struct {
 	Now func() time.Time
 }
 
+// minSavingShare: an epoch starts only when it saves at least
+// 1/minSavingShare of the trigger (in estimated tokens). Each epoch breaks
+// the prompt cache's prefix at its first compacted result; an epoch that
+// would save little (one result aged since the last) costs more in cache
+// writes than it saves (bench/README.md, "Compaction and the prompt
+// cache"), so the epoch waits until more results have aged.
+const minSavingShare = 4
+
 // Hook is evidence compaction. On every request it acts on, it replays the
 // compacted texts the session's earlier epochs stored, byte for byte, onto
 // the results they compacted (found by their message's anchor). When the
-// request's estimated size, with those, passes the trigger, it starts a new
-// epoch: it compacts the old results not yet compacted (Options), most
+// request's estimated size, with those, passes the trigger and compacting
+// the old results not yet compacted (Options) saves at least a quarter of
+// the trigger, it starts a new epoch: it compacts them, most
 // relevant to the latest user message first, and stores their texts with
 // the turn (Call.Defer), so the model's view changes at the epoch's request
 // and stays append-only until the next one.
@@ -97,17 +106,32 @@ func (h *Hook) OnRequest(_ context.Context, call *hooks.Call, req *conv.Request)
 		anchors = conv.Anchors(req.Messages)
 	}
 	ep := h.epoch(req, cands, anchors)
-	for _, e := range ep.edits {
-		edits.ReplaceResults = append(edits.ReplaceResults, e)
-		compacted[pos{e.Msg, e.Block}] = ep.lens[pos{e.Msg, e.Block}]
+	after := estimateTokens(req, withLens(compacted, ep.lens))
+	if before-after < h.cfg.TriggerTokens/minSavingShare {
+		// Not worth breaking the prompt cache's prefix for: wait until
+		// more results have aged.
+		return edits, nil, nil
 	}
+	edits.ReplaceResults = append(edits.ReplaceResults, ep.edits...)
 	epoch := 1
 	if st != nil {
 		epoch = st.Epoch + 1
 	}
 	call.Defer(addEpoch(ep.items, stale))
-	h.report(call, epoch, ep, before, estimateTokens(req, compacted))
+	h.report(call, epoch, ep, before, after)
 	return edits, nil, nil
+}
+
+// withLens returns the compacted lengths of a and b together (b wins).
+func withLens(a, b map[pos]int) map[pos]int {
+	out := make(map[pos]int, len(a)+len(b))
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
 }
 
 // replay finds each stored item's result in the view by its message's

@@ -127,10 +127,10 @@ func TestEpochThenReplay(t *testing.T) {
 	require.Equal(t, 2.0, counterValue(t, m.results))
 	require.Equal(t, float64(ev.Data["omitted_chars"].(int)), counterValue(t, m.omitted))
 
-	// The next request, one round longer: still past the trigger, but
-	// result 2 is now old and compacted in epoch 2; results 0 and 1 are
-	// replayed byte for byte.
-	next := bigLoop("why does handler1 in file1.go fail?", 5)
+	// The next request, two rounds longer: still past the trigger, and
+	// results 2 and 3 are now old and compacted in epoch 2; results 0 and 1
+	// are replayed byte for byte.
+	next := bigLoop("why does handler1 in file1.go fail?", 6)
 	e2 := turn(t, h, sess, next)
 	got := map[int]string{}
 	for _, r := range e2.ReplaceResults {
@@ -138,8 +138,9 @@ func TestEpochThenReplay(t *testing.T) {
 	}
 	require.Equal(t, byMsg[2], got[2], "byte-identical replay")
 	require.Equal(t, byMsg[4], got[4], "byte-identical replay")
-	require.Contains(t, got, 6, "epoch 2 compacts the result that aged")
-	require.Len(t, got, 3)
+	require.Contains(t, got, 6, "epoch 2 compacts the results that aged")
+	require.Contains(t, got, 8, "epoch 2 compacts the results that aged")
+	require.Len(t, got, 4)
 	st, _ = Of(sess)
 	require.Equal(t, 2, st.Epoch)
 	require.Len(t, rec.evs, 2)
@@ -149,6 +150,36 @@ func TestEpochThenReplay(t *testing.T) {
 	e3 := turn(t, h, sess, next)
 	require.Equal(t, e2.ReplaceResults, e3.ReplaceResults)
 	require.Len(t, rec.evs, 2)
+}
+
+// bigLoopSized is bigLoop with results of the sizes given.
+func bigLoopSized(question string, sizes ...int) []conv.Message {
+	msgs := bigLoop(question, len(sizes))
+	for i, n := range sizes {
+		b := &msgs[2+2*i].Blocks[0]
+		b.Text = strings.Repeat("word ", n/5+1)[:n]
+	}
+	return msgs
+}
+
+func TestSmallSavingWaits(t *testing.T) {
+	// Past the trigger (8,200 characters), but compacting the two old
+	// results of 1,100 characters would save far less than a quarter of
+	// the trigger: no epoch, the prefix stays as it is.
+	rec := &recorder{}
+	h, _ := testHook(rec, hooks.OptInOn)
+	sess := &state.Session{}
+	msgs := bigLoopSized("q", 1100, 1100, 3000, 3000)
+	require.Greater(t, estimateTokens(&conv.Request{Messages: msgs}, nil), 2000)
+	e := turn(t, h, sess, msgs)
+	require.True(t, e.Empty())
+	require.Empty(t, rec.evs)
+	require.Empty(t, sess.Slots)
+
+	// Two rounds later the aged results are worth an epoch.
+	e = turn(t, h, sess, bigLoopSized("q", 1100, 1100, 3000, 3000, 3000, 3000))
+	require.Len(t, e.ReplaceResults, 4)
+	require.Len(t, rec.evs, 1)
 }
 
 func TestReplayBelowTrigger(t *testing.T) {
