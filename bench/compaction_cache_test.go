@@ -121,15 +121,25 @@ func TestCompactionCache(t *testing.T) {
 // cacheTable renders the runs as a Markdown table.
 func cacheTable(rows []cacheRun) string {
 	var b strings.Builder
-	b.WriteString("| API | compaction | epochs | input tokens | cache read | cache write | cache-read ratio | input cost (uncached-token equivalents) |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| API | compaction | epochs (at requests) | input tokens | cache read | cache write | cache-read ratio | input cost (uncached-token equivalents) |\n")
+	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
 		mode := "off"
 		if r.trigger > 0 {
 			mode = fmt.Sprintf("on, trigger %d", r.trigger)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %.1f %% | %.0f |\n",
-			r.api, mode, r.epochs, r.input, r.read, r.write, 100*r.ratio(), r.cost())
+		var at []string
+		for i, brk := range r.breaks {
+			if brk {
+				at = append(at, fmt.Sprint(i+1))
+			}
+		}
+		epochs := fmt.Sprint(r.epochs)
+		if len(at) > 0 {
+			epochs += " (" + strings.Join(at, ", ") + ")"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %.1f %% | %.0f |\n",
+			r.api, mode, epochs, r.input, r.read, r.write, 100*r.ratio(), r.cost())
 	}
 	return b.String()
 }

@@ -28,7 +28,9 @@ func resultBlock(id, text string) conv.Block {
 	return conv.Block{Kind: conv.BlockToolResult, ToolCallID: id, Text: text}
 }
 
-func results(blocks ...conv.Block) conv.Message { return conv.Message{Role: conv.RoleUser, Blocks: blocks} }
+func results(blocks ...conv.Block) conv.Message {
+	return conv.Message{Role: conv.RoleUser, Blocks: blocks}
+}
 
 // toolLoop is a view: the user's question, then rounds of one call and its
 // result each, result i of size[i] characters.
