@@ -15,14 +15,14 @@ import (
 	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
-// compactedMark is the start of the default note of a compacted result.
-const compactedMark = "[shepherd compacted this tool result"
+// compactionMark is the start of the default note of a compacted result.
+const compactionMark = "[shepherd compacted this tool result"
 
-// loopRounds and loopResultChars shape the tool-loop session: 12 rounds of
-// one Read each, every result 6,000 characters.
+// compactionRounds and compactionResultChars shape the tool-loop session:
+// 12 rounds of one Read each, every result 6,000 characters.
 const (
-	loopRounds      = 12
-	loopResultChars = 6000
+	compactionRounds      = 12
+	compactionResultChars = 6000
 )
 
 // compactionOn turns compaction on (or on header) with a low trigger: 8,000
@@ -40,36 +40,37 @@ func compactionOn(enabled hooks.OptIn) func(*config.Config) {
 	}
 }
 
-// loopResult is the agent's result of round i: a file listing of its own.
-func loopResult(i int) string {
+// compactionResult is the agent's result of round i: a file listing of its
+// own.
+func compactionResult(i int) string {
 	var b strings.Builder
-	for n := 0; b.Len() < loopResultChars; n++ {
+	for n := 0; b.Len() < compactionResultChars; n++ {
 		fmt.Fprintf(&b, "src/pkg%d/file.go:%d: func Handle%dRequest(ctx context.Context) error { return step%d(ctx) }\n", i, n, i, n)
 	}
-	return b.String()[:loopResultChars]
+	return b.String()[:compactionResultChars]
 }
 
-// loopReply is the model's reply of round i: one Read call (ids explicit,
+// compactionReply is the model's reply of round i: one Read call (ids explicit,
 // so a second mock renders the same reply byte for byte).
-func loopReply(i int) mock.Reply {
+func compactionReply(i int) mock.Reply {
 	return mock.Reply{ID: fmt.Sprintf("msg_loop%02d", i), ToolCalls: []mock.ToolCall{{
 		ID: fmt.Sprintf("call_%02d", i), Name: "Read", Args: fmt.Sprintf(`{"path":"src/pkg%d/file.go"}`, i),
 	}}}
 }
 
-// toolLoop runs a session of rounds tool-loop rounds and a closing text
+// compactionLoop runs a session of rounds tool-loop rounds and a closing text
 // reply on agent a through r's proxy: every request's reply is checked as
 // the agent reads it (the model's call, unchanged), echoed into the
 // history and answered with the round's big result. A streamed reply is
 // echoed as the same reply rendered as JSON by echo (a second mock), the
 // history an SDK would build. It returns the bodies the agent sent.
-func toolLoop(t *testing.T, r *rig, echo *mock.Server, a *kit.Agent, rounds int) []string {
+func compactionLoop(t *testing.T, r *rig, echo *mock.Server, a *kit.Agent, rounds int) []string {
 	t.Helper()
 	d := a.D
 	a.User("Why does Handle7Request in src/pkg7/file.go fail? Read the files and tell me.")
 	var sent []string
 	for i := range rounds + 1 {
-		rep := loopReply(i)
+		rep := compactionReply(i)
 		if i == rounds {
 			rep = mock.Reply{ID: fmt.Sprintf("msg_loop%02d", i), Text: "Handle7Request returns step errors unwrapped."}
 		}
@@ -102,7 +103,7 @@ func toolLoop(t *testing.T, r *rig, echo *mock.Server, a *kit.Agent, rounds int)
 		if id == "" {
 			id = rep.ToolCalls[0].ID
 		}
-		a.ToolResult(id, c.Name, loopResult(i))
+		a.ToolResult(id, c.Name, compactionResult(i))
 	}
 	return sent
 }
@@ -122,10 +123,10 @@ func TestCompactionEpochs(t *testing.T) {
 				echo := kit.StartMock(t, mock.Options{})
 				a := kit.NewAgent(d, r.URL, map[string]string{"X-Session-Id": "compaction-" + d.Name()})
 				a.Request.Stream = stream
-				sent := toolLoop(t, r, echo, a, loopRounds)
+				sent := compactionLoop(t, r, echo, a, compactionRounds)
 
 				bodies := r.upstreamBodies()
-				require.Len(t, bodies, loopRounds+1, "one upstream request per agent request")
+				require.Len(t, bodies, compactionRounds+1, "one upstream request per agent request")
 				epochs := r.Events.Of(events.ContextCompacted)
 				require.GreaterOrEqual(t, len(epochs), 2, "the session runs through several epochs")
 
@@ -137,7 +138,7 @@ func TestCompactionEpochs(t *testing.T) {
 						if it.Call {
 							continue
 						}
-						if !strings.Contains(it.Content, compactedMark) {
+						if !strings.Contains(it.Content, compactionMark) {
 							require.NotContains(t, firstSeen, it.ID, "request %d: a compacted result stays compacted", i)
 							continue
 						}
@@ -159,7 +160,7 @@ func TestCompactionEpochs(t *testing.T) {
 					breaks++
 					require.NotEqual(t, -1, brk, "request %d starts an epoch", i)
 					hist := gjson.GetBytes(body, d.HistoryPath()).Array()
-					require.True(t, strings.Contains(hist[brk].Raw, compactedMark), "request %d breaks at its first compacted result", i)
+					require.True(t, strings.Contains(hist[brk].Raw, compactionMark), "request %d breaks at its first compacted result", i)
 				}
 				require.Equal(t, len(epochs), breaks, "the view breaks once per epoch")
 				require.NotEmpty(t, firstSeen)
@@ -168,8 +169,8 @@ func TestCompactionEpochs(t *testing.T) {
 				for i, s := range sent {
 					for _, it := range d.ToolHistory([]byte(s)) {
 						if !it.Call {
-							require.NotContains(t, it.Content, compactedMark, "agent request %d", i)
-							require.Equal(t, loopResultChars, len(it.Content), "agent request %d", i)
+							require.NotContains(t, it.Content, compactionMark, "agent request %d", i)
+							require.Equal(t, compactionResultChars, len(it.Content), "agent request %d", i)
 						}
 					}
 				}
@@ -196,17 +197,17 @@ func TestCompactionHeader(t *testing.T) {
 	echo := kit.StartMock(t, mock.Options{})
 
 	plain := kit.NewAgent(d, r.URL, map[string]string{"X-Session-Id": "plain"})
-	toolLoop(t, r, echo, plain, 8)
+	compactionLoop(t, r, echo, plain, 8)
 	require.Empty(t, r.Events.Of(events.ContextCompacted), "no header: no compaction")
 	for i, b := range r.upstreamBodies() {
-		require.False(t, strings.Contains(string(b), compactedMark), "request %d", i)
+		require.False(t, strings.Contains(string(b), compactionMark), "request %d", i)
 	}
 
 	opted := kit.NewAgent(d, r.URL, map[string]string{"X-Session-Id": "opted", hooks.FeaturesHeader: "format, Compaction"})
-	toolLoop(t, r, echo, opted, 8)
+	compactionLoop(t, r, echo, opted, 8)
 	require.NotEmpty(t, r.Events.Of(events.ContextCompacted), "the header opts in")
 	bodies := r.upstreamBodies()
-	require.True(t, strings.Contains(string(bodies[len(bodies)-1]), compactedMark), "the last request carries compacted results")
+	require.True(t, strings.Contains(string(bodies[len(bodies)-1]), compactionMark), "the last request carries compacted results")
 }
 
 // TestCompactionOff: with the feature off (the default) the same session
@@ -216,7 +217,7 @@ func TestCompactionOff(t *testing.T) {
 		t.Run(d.Name(), func(t *testing.T) {
 			r := newRig(t, rigOptions{})
 			a := kit.NewAgent(d, r.URL, map[string]string{"X-Session-Id": "off-" + d.Name()})
-			sent := toolLoop(t, r, nil, a, loopRounds)
+			sent := compactionLoop(t, r, nil, a, compactionRounds)
 			bodies := r.upstreamBodies()
 			require.Len(t, bodies, len(sent))
 			for i, b := range bodies {
