@@ -2,6 +2,7 @@ package compaction
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"go.uber.org/zap"
@@ -99,7 +100,9 @@ func (h *Hook) OnRequest(_ context.Context, call *hooks.Call, req *conv.Request)
 	}
 	results := toolResults(req.Messages, compacted)
 	cands := candidates(req.Messages, results, h.cfg.KeepRecent, h.cfg.ItemChars)
-	if len(cands) == 0 {
+	minSaving := h.cfg.TriggerTokens / minSavingShare
+	if upTo := candidateChars(cands) / charsPerToken; upTo < minSaving {
+		// Even as bare stubs they would not save enough: skip the ranking.
 		return edits, nil, nil
 	}
 	if anchors == nil {
@@ -107,7 +110,7 @@ func (h *Hook) OnRequest(_ context.Context, call *hooks.Call, req *conv.Request)
 	}
 	ep := h.epoch(req, cands, anchors)
 	after := estimateTokens(req, withLens(compacted, ep.lens))
-	if before-after < h.cfg.TriggerTokens/minSavingShare {
+	if before-after < minSaving {
 		// Not worth breaking the prompt cache's prefix for: wait until
 		// more results have aged.
 		return edits, nil, nil
@@ -125,12 +128,8 @@ func (h *Hook) OnRequest(_ context.Context, call *hooks.Call, req *conv.Request)
 // withLens returns the compacted lengths of a and b together (b wins).
 func withLens(a, b map[pos]int) map[pos]int {
 	out := make(map[pos]int, len(a)+len(b))
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		out[k] = v
-	}
+	maps.Copy(out, a)
+	maps.Copy(out, b)
 	return out
 }
 

@@ -176,6 +176,12 @@ func TestSmallSavingWaits(t *testing.T) {
 	require.Empty(t, rec.evs)
 	require.Empty(t, sess.Slots)
 
+	// One old result of 1,050 characters could not save enough even as a
+	// bare note (the check before ranking).
+	e = turn(t, h, sess, bigLoopSized("q", 1050, 3000, 3000, 3000))
+	require.True(t, e.Empty())
+	require.Empty(t, rec.evs)
+
 	// Two rounds later the aged results are worth an epoch.
 	e = turn(t, h, sess, bigLoopSized("q", 1100, 1100, 3000, 3000, 3000, 3000))
 	require.Len(t, e.ReplaceResults, 4)

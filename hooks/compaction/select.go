@@ -92,6 +92,16 @@ func candidates(msgs []conv.Message, results []result, keepRecent, itemChars int
 	return out
 }
 
+// candidateChars is the characters of cands together: the most an epoch
+// compacting them could save.
+func candidateChars(cands []result) int {
+	n := 0
+	for _, c := range cands {
+		n += c.chars
+	}
+	return n
+}
+
 // lastRound is the index of the first message after the last assistant
 // message (len(msgs) when the view ends with one, 0 when it has none).
 func lastRound(msgs []conv.Message) int {
