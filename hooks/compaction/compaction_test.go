@@ -178,7 +178,7 @@ func TestSmallSavingWaits(t *testing.T) {
 
 	// One old result of 1,050 characters could not save enough even as a
 	// bare note (the check before ranking).
-	e = turn(t, h, sess, bigLoopSized("q", 1050, 3000, 3000, 3000))
+	e = turn(t, h, sess, bigLoopSized("q", 1050, 4000, 4000))
 	require.True(t, e.Empty())
 	require.Empty(t, rec.evs)
 
