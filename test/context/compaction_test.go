@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
@@ -12,6 +13,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/events"
 	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/state"
 	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
@@ -123,70 +125,93 @@ func TestCompactionEpochs(t *testing.T) {
 				echo := kit.StartMock(t, mock.Options{})
 				a := kit.NewAgent(d, r.URL, map[string]string{"X-Session-Id": "compaction-" + d.Name()})
 				a.Request.Stream = stream
-				sent := compactionLoop(t, r, echo, a, compactionRounds)
-
-				bodies := r.upstreamBodies()
-				require.Len(t, bodies, compactionRounds+1, "one upstream request per agent request")
-				epochs := r.Events.Of(events.ContextCompacted)
-				require.GreaterOrEqual(t, len(epochs), 2, "the session runs through several epochs")
-
-				firstSeen := map[string]string{} // call id -> compacted content, as first sent
-				breaks := 0
-				for i, body := range bodies {
-					fresh := 0
-					for _, it := range d.ToolHistory(body) {
-						if it.Call {
-							continue
-						}
-						if !strings.Contains(it.Content, compactionMark) {
-							require.NotContains(t, firstSeen, it.ID, "request %d: a compacted result stays compacted", i)
-							continue
-						}
-						if prev, ok := firstSeen[it.ID]; ok {
-							require.Equal(t, prev, it.Content, "request %d: result %s is byte-identical to its first compacted form", i, it.ID)
-							continue
-						}
-						firstSeen[it.ID] = it.Content
-						fresh++
-					}
-					if i == 0 {
-						continue
-					}
-					brk := kit.PrefixBreak(d, bodies[i-1], body)
-					if fresh == 0 {
-						require.Equal(t, -1, brk, "request %d extends request %d (no epoch)", i, i-1)
-						continue
-					}
-					breaks++
-					require.NotEqual(t, -1, brk, "request %d starts an epoch", i)
-					hist := gjson.GetBytes(body, d.HistoryPath()).Array()
-					require.True(t, strings.Contains(hist[brk].Raw, compactionMark), "request %d breaks at its first compacted result", i)
-				}
-				require.Equal(t, len(epochs), breaks, "the view breaks once per epoch")
-				require.NotEmpty(t, firstSeen)
-
-				// The agent's own requests carry every result in full.
-				for i, s := range sent {
-					for _, it := range d.ToolHistory([]byte(s)) {
-						if !it.Call {
-							require.NotContains(t, it.Content, compactionMark, "agent request %d", i)
-							require.Equal(t, compactionResultChars, len(it.Content), "agent request %d", i)
-						}
-					}
-				}
-
-				ev := epochs[0]
-				require.Equal(t, 1, ev.Data["epoch"])
-				require.Positive(t, ev.Data["results"])
-				require.Positive(t, ev.Data["omitted_chars"])
-				require.Less(t, ev.Data["estimated_tokens_after"], ev.Data["estimated_tokens_before"])
-				require.Greater(t, ev.Data["estimated_tokens_before"], 8000)
-				m := r.metrics(t)
-				require.Equal(t, float64(len(epochs)), m.Sum("shepherd_compaction_epochs_total"))
-				require.Positive(t, m.Sum("shepherd_compaction_chars_omitted_total"))
+				requireEpochs(t, r, d, compactionLoop(t, r, echo, a, compactionRounds))
 			})
 		}
 	}
+}
+
+// requireEpochs checks a compacted session's upstream bodies against what
+// the agent sent: several epochs; the view breaks exactly at each epoch's
+// request, at a compacted result, and extends the previous request
+// otherwise; a compacted result is byte-identical in every later body; the
+// agent's own requests keep every result in full; the event and metrics
+// agree.
+func requireEpochs(t *testing.T, r *rig, d kit.Driver, sent []string) {
+	t.Helper()
+	bodies := r.upstreamBodies()
+	require.Len(t, bodies, compactionRounds+1, "one upstream request per agent request")
+	epochs := r.Events.Of(events.ContextCompacted)
+	require.GreaterOrEqual(t, len(epochs), 2, "the session runs through several epochs")
+
+	firstSeen := map[string]string{} // call id -> compacted content, as first sent
+	breaks := 0
+	for i, body := range bodies {
+		fresh := 0
+		for _, it := range d.ToolHistory(body) {
+			if it.Call {
+				continue
+			}
+			if !strings.Contains(it.Content, compactionMark) {
+				require.NotContains(t, firstSeen, it.ID, "request %d: a compacted result stays compacted", i)
+				continue
+			}
+			if prev, ok := firstSeen[it.ID]; ok {
+				require.Equal(t, prev, it.Content, "request %d: result %s is byte-identical to its first compacted form", i, it.ID)
+				continue
+			}
+			firstSeen[it.ID] = it.Content
+			fresh++
+		}
+		if i == 0 {
+			continue
+		}
+		brk := kit.PrefixBreak(d, bodies[i-1], body)
+		if fresh == 0 {
+			require.Equal(t, -1, brk, "request %d extends request %d (no epoch)", i, i-1)
+			continue
+		}
+		breaks++
+		require.NotEqual(t, -1, brk, "request %d starts an epoch", i)
+		hist := gjson.GetBytes(body, d.HistoryPath()).Array()
+		require.True(t, strings.Contains(hist[brk].Raw, compactionMark), "request %d breaks at its first compacted result", i)
+	}
+	require.Equal(t, len(epochs), breaks, "the view breaks once per epoch")
+	require.NotEmpty(t, firstSeen)
+
+	// The agent's own requests carry every result in full.
+	for i, s := range sent {
+		for _, it := range d.ToolHistory([]byte(s)) {
+			if !it.Call {
+				require.NotContains(t, it.Content, compactionMark, "agent request %d", i)
+				require.Equal(t, compactionResultChars, len(it.Content), "agent request %d", i)
+			}
+		}
+	}
+
+	ev := epochs[0]
+	require.Equal(t, 1, ev.Data["epoch"])
+	require.Positive(t, ev.Data["results"])
+	require.Positive(t, ev.Data["omitted_chars"])
+	require.Less(t, ev.Data["estimated_tokens_after"], ev.Data["estimated_tokens_before"])
+	require.Greater(t, ev.Data["estimated_tokens_before"], 8000)
+	m := r.metrics(t)
+	require.Equal(t, float64(len(epochs)), m.Sum("shepherd_compaction_epochs_total"))
+	require.Positive(t, m.Sum("shepherd_compaction_chars_omitted_total"))
+}
+
+// TestCompactionOnRedis: the epochs' slot round-trips through Redis (the
+// store that serialises sessions): the replayed texts stay byte-identical.
+func TestCompactionOnRedis(t *testing.T) {
+	url := kit.RedisURL(t)
+	st, err := state.NewRedis(state.RedisOptions{URL: url, KeyPrefix: fmt.Sprintf("compaction-test-%d", time.Now().UnixNano()),
+		TTL: time.Minute, Timeout: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	d := kit.Drivers()[0]
+	r := newRig(t, rigOptions{Store: st, Configure: compactionOn(hooks.OptInOn)})
+	a := kit.NewAgent(d, r.URL, map[string]string{"X-Session-Id": "compaction-redis"})
+	requireEpochs(t, r, d, compactionLoop(t, r, nil, a, compactionRounds))
 }
 
 // TestCompactionHeader: with enabled header, only the session whose
