@@ -23,28 +23,28 @@ import (
 	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
-// budgets turns the feature on with set's budgets.
-func budgets(set func(c *config.Config)) func(*config.Config) {
+// budgetsOn turns the feature on with set's budgets.
+func budgetsOn(set func(c *config.Config)) func(*config.Config) {
 	return func(c *config.Config) {
 		c.Budgets.Enabled = hooks.OptInOn
 		set(c)
 	}
 }
 
-// streamModes are the two ways an agent asks.
-var streamModes = []bool{false, true}
+// budgetStreamModes are the two ways an agent asks.
+var budgetStreamModes = []bool{false, true}
 
-func modeName(stream bool) string {
+func budgetMode(stream bool) string {
 	if stream {
 		return "stream"
 	}
 	return "json"
 }
 
-// send posts the agent's next turn and, on a 200, returns the reply as the
+// budgetSend posts the agent's next turn and, on a 200, returns the reply as the
 // agent reads it (a JSON reply is echoed into the history; a streamed one
 // is not: the next turn's user message follows the previous one).
-func send(t *testing.T, a *kit.Agent) (kit.Reply, *http.Response, []byte) {
+func budgetSend(t *testing.T, a *kit.Agent) (kit.Reply, *http.Response, []byte) {
 	t.Helper()
 	resp, body := a.Post(t)
 	if resp.StatusCode != http.StatusOK {
@@ -80,20 +80,20 @@ func requireBudget429(t *testing.T, d kit.Driver, resp *http.Response, body []by
 // turns that passed stays append-only.
 func TestBudgetMaxTurns(t *testing.T) {
 	for _, d := range kit.Drivers() {
-		for _, stream := range streamModes {
-			t.Run(d.Name()+"/"+modeName(stream), func(t *testing.T) {
-				r := newRig(t, rigOptions{Configure: budgets(func(c *config.Config) { c.Budgets.MaxTurns = 2 })})
+		for _, stream := range budgetStreamModes {
+			t.Run(d.Name()+"/"+budgetMode(stream), func(t *testing.T) {
+				r := newRig(t, rigOptions{Configure: budgetsOn(func(c *config.Config) { c.Budgets.MaxTurns = 2 })})
 				a := kit.NewAgent(d, r.URL, map[string]string{"X-Session-Id": "turns-" + d.Name()})
 				a.Request.Stream = stream
 				for i := range 2 {
 					r.Mock.Script(mock.Reply{Text: fmt.Sprintf("answer %d", i)})
 					a.User(fmt.Sprintf("question %d", i))
-					reply, resp, body := send(t, a)
+					reply, resp, body := budgetSend(t, a)
 					require.Equal(t, 200, resp.StatusCode, "%s", body)
 					require.Equal(t, fmt.Sprintf("answer %d", i), reply.Text)
 				}
 				a.User("question 2")
-				_, resp, body := send(t, a)
+				_, resp, body := budgetSend(t, a)
 				requireBudget429(t, d, resp, body, "limit of 2 turns (budgets.max_turns): 2 taken", "Spent so far: 2 turns")
 				require.Len(t, r.upstreamBodies(), 2, "the refused request never went upstream")
 				bodies := r.upstreamBodies()
@@ -101,7 +101,7 @@ func TestBudgetMaxTurns(t *testing.T) {
 
 				other := kit.NewAgent(d, r.URL, map[string]string{"X-Session-Id": "other-" + d.Name()})
 				other.User("hello")
-				_, resp, body = send(t, other)
+				_, resp, body = budgetSend(t, other)
 				require.Equal(t, 200, resp.StatusCode, "%s", body)
 
 				_, sess := kit.Do(t, "GET", r.URL+"/shepherd/v1/sessions/turns-"+d.Name(), "", nil)
@@ -123,22 +123,22 @@ func TestBudgetMaxTurns(t *testing.T) {
 // max_tokens, the request gets 429 naming the tokens spent.
 func TestBudgetMaxTokens(t *testing.T) {
 	for _, d := range kit.Drivers() {
-		for _, stream := range streamModes {
-			t.Run(d.Name()+"/"+modeName(stream), func(t *testing.T) {
-				r := newRig(t, rigOptions{Configure: budgets(func(c *config.Config) { c.Budgets.MaxTokens = 1500 })})
+		for _, stream := range budgetStreamModes {
+			t.Run(d.Name()+"/"+budgetMode(stream), func(t *testing.T) {
+				r := newRig(t, rigOptions{Configure: budgetsOn(func(c *config.Config) { c.Budgets.MaxTokens = 1500 })})
 				a := kit.NewAgent(d, r.URL, map[string]string{"X-Session-Id": "tokens-" + d.Name()})
 				a.Request.Stream, a.Request.Limit = stream, 200
 				// Each turn: 600 input + 300 cache read + 100 cache write + 100 output = 1100.
 				u := mock.Usage{Input: 600, CacheRead: 300, CacheWrite: 100, Output: 100}
 				r.Mock.Script(mock.Reply{Text: "one", Usage: u}, mock.Reply{Text: "two", Usage: u})
 				a.User("first")
-				_, resp, body := send(t, a)
+				_, resp, body := budgetSend(t, a)
 				require.Equal(t, 200, resp.StatusCode, "%s", body)
 				a.User("second")
-				_, resp, body = send(t, a)
+				_, resp, body = budgetSend(t, a)
 				require.Equal(t, 200, resp.StatusCode, "1100 spent + an estimate of ~210 fit 1500: %s", body)
 				a.User("third")
-				_, resp, body = send(t, a)
+				_, resp, body = budgetSend(t, a)
 				requireBudget429(t, d, resp, body, "limit of 1500 tokens (budgets.max_tokens): 2200 spent", "Spent so far: 2 turns, 2200 tokens")
 				require.Len(t, r.upstreamBodies(), 2)
 			})
@@ -146,8 +146,8 @@ func TestBudgetMaxTokens(t *testing.T) {
 	}
 }
 
-// readTools are the tools the call-cap tests declare.
-var readTools = []kit.Tool{kit.ReadTool}
+// budgetReadTools are the tools the call-cap tests declare.
+var budgetReadTools = []kit.Tool{kit.ReadTool}
 
 // TestBudgetCallCaps: a call past its tool's cap (tool_calls) or repeated
 // past max_identical_calls is refused: the agent never sees it, the model
@@ -168,25 +168,25 @@ func TestBudgetCallCaps(t *testing.T) {
 	}
 	for _, tc := range cases {
 		for _, d := range kit.Drivers() {
-			for _, stream := range streamModes {
-				t.Run(tc.name+"/"+d.Name()+"/"+modeName(stream), func(t *testing.T) {
-					r := newRig(t, rigOptions{Configure: budgets(tc.configure)})
+			for _, stream := range budgetStreamModes {
+				t.Run(tc.name+"/"+d.Name()+"/"+budgetMode(stream), func(t *testing.T) {
+					r := newRig(t, rigOptions{Configure: budgetsOn(tc.configure)})
 					a := kit.NewAgent(d, r.URL, map[string]string{"X-Session-Id": "calls-" + d.Name()})
-					a.Request.Tools = readTools
+					a.Request.Tools = budgetReadTools
 					r.Mock.Script(
 						mock.Reply{ToolCalls: []mock.ToolCall{{ID: "call_1", Name: "Read", Args: `{"path":"a.go"}`}}},
 						mock.Reply{ToolCalls: []mock.ToolCall{{ID: "call_2", Name: "Read", Args: tc.second}}},
 						mock.Reply{Text: "I will stop reading."},
 					)
 					a.User("read the files")
-					reply, resp, body := send(t, a)
+					reply, resp, body := budgetSend(t, a)
 					require.Equal(t, 200, resp.StatusCode, "%s", body)
 					require.Len(t, reply.Calls, 1, "the first call reaches the agent")
 					id := reply.Calls[0].ID
 					a.ToolResult(id, "Read", "package a")
 
 					a.Request.Stream = stream
-					reply, resp, body = send(t, a)
+					reply, resp, body = budgetSend(t, a)
 					require.Equal(t, 200, resp.StatusCode, "%s", body)
 					assert.Empty(t, reply.Calls, "the agent never sees the refused call")
 					assert.Equal(t, "I will stop reading.", reply.Text)
@@ -223,21 +223,21 @@ func TestBudgetHeaderOptIn(t *testing.T) {
 	plain := kit.NewAgent(d, r.URL, map[string]string{"X-Session-Id": "hdr"})
 	for range 3 {
 		plain.User("q")
-		_, resp, body := send(t, plain)
+		_, resp, body := budgetSend(t, plain)
 		require.Equal(t, 200, resp.StatusCode, "not opted in: %s", body)
 	}
 	opted := kit.NewAgent(d, r.URL, map[string]string{"X-Session-Id": "hdr", hooks.FeaturesHeader: "format, Budgets"})
 	opted.User("q")
-	_, resp, body := send(t, opted)
+	_, resp, body := budgetSend(t, opted)
 	require.Equal(t, 200, resp.StatusCode, "%s", body)
 	opted.User("q2")
-	_, resp, body = send(t, opted)
+	_, resp, body = budgetSend(t, opted)
 	requireBudget429(t, d, resp, body, "limit of 1 turns")
 }
 
-// redisStore is a Redis store on the test server under a key prefix of its
+// budgetRedisStore is a Redis store on the test server under a key prefix of its
 // own, its keys deleted when the test ends.
-func redisStore(t *testing.T, prefix string) *state.Redis {
+func budgetRedisStore(t *testing.T, prefix string) *state.Redis {
 	t.Helper()
 	url := kit.RedisURL(t)
 	st, err := state.NewRedis(state.RedisOptions{URL: url, KeyPrefix: prefix, TTL: time.Hour, Timeout: 2 * time.Second})
@@ -246,9 +246,9 @@ func redisStore(t *testing.T, prefix string) *state.Redis {
 	return st
 }
 
-// uniquePrefix returns a key prefix for this test and deletes its keys at
+// budgetKeyPrefix returns a key prefix for this test and deletes its keys at
 // the end.
-func uniquePrefix(t *testing.T) string {
+func budgetKeyPrefix(t *testing.T) string {
 	t.Helper()
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
@@ -274,13 +274,13 @@ func TestBudgetReplicasExact(t *testing.T) {
 	const maxTurns, requests = 5, 24
 	for _, d := range kit.Drivers() {
 		t.Run(d.Name(), func(t *testing.T) {
-			prefix := uniquePrefix(t)
+			prefix := budgetKeyPrefix(t)
 			m := kit.StartMock(t, mock.Options{})
 			var rigs []*rig
 			for range 2 {
-				st := redisStore(t, prefix)
+				st := budgetRedisStore(t, prefix)
 				rigs = append(rigs, newRig(t, rigOptions{Shared: m, Store: st,
-					Configure: budgets(func(c *config.Config) { c.Budgets.MaxTurns = maxTurns })}))
+					Configure: budgetsOn(func(c *config.Config) { c.Budgets.MaxTurns = maxTurns })}))
 			}
 			var wg sync.WaitGroup
 			var mu sync.Mutex
@@ -307,23 +307,23 @@ func TestBudgetReplicasExact(t *testing.T) {
 	}
 }
 
-// splitStore is a memory session store whose budget counters live in
+// budgetSplitStore is a memory session store whose budget counters live in
 // another Counters (a Redis that is down).
-type splitStore struct {
+type budgetSplitStore struct {
 	*state.Memory
 	c state.Counters
 }
 
-func (s splitStore) Reserve(ctx context.Context, k state.Key, name string, n, limit int64) (int64, bool, error) {
+func (s budgetSplitStore) Reserve(ctx context.Context, k state.Key, name string, n, limit int64) (int64, bool, error) {
 	return s.c.Reserve(ctx, k, name, n, limit)
 }
-func (s splitStore) Add(ctx context.Context, k state.Key, name string, n int64) (int64, error) {
+func (s budgetSplitStore) Add(ctx context.Context, k state.Key, name string, n int64) (int64, error) {
 	return s.c.Add(ctx, k, name, n)
 }
-func (s splitStore) Streak(ctx context.Context, k state.Key, name, sig string) (int64, error) {
+func (s budgetSplitStore) Streak(ctx context.Context, k state.Key, name, sig string) (int64, error) {
 	return s.c.Streak(ctx, k, name, sig)
 }
-func (s splitStore) ReadCounters(ctx context.Context, k state.Key) (map[string]int64, error) {
+func (s budgetSplitStore) ReadCounters(ctx context.Context, k state.Key) (map[string]int64, error) {
 	return s.c.ReadCounters(ctx, k)
 }
 
@@ -339,25 +339,25 @@ func TestBudgetRedisDown(t *testing.T) {
 		t.Run(d.Name(), func(t *testing.T) {
 			mem := state.NewMemory(state.MemoryOptions{TTL: time.Hour})
 			t.Cleanup(func() { _ = mem.Close() })
-			r := newRig(t, rigOptions{Store: splitStore{Memory: mem, c: dead},
-				Configure: budgets(func(c *config.Config) {
+			r := newRig(t, rigOptions{Store: budgetSplitStore{Memory: mem, c: dead},
+				Configure: budgetsOn(func(c *config.Config) {
 					c.Budgets.MaxTurns, c.Budgets.MaxTokens, c.Budgets.MaxIdenticalCalls = 1, 10, 1
 					c.Budgets.ToolCalls = []string{"*=1"}
 				})})
 			a := kit.NewAgent(d, r.URL, map[string]string{"X-Session-Id": "down-" + d.Name()})
 			for i := range 3 {
 				a.User(fmt.Sprintf("q%d", i))
-				_, resp, body := send(t, a)
+				_, resp, body := budgetSend(t, a)
 				require.Equal(t, 200, resp.StatusCode, "fail-open: %s", body)
 			}
 			assert.Positive(t, r.metrics(t).Value("shepherd_budget_errors_total"))
 			assert.Zero(t, r.metrics(t).Sum("shepherd_budget_refusals_total"))
 
-			whole := newRig(t, rigOptions{Store: dead, Configure: budgets(func(c *config.Config) { c.Budgets.MaxTurns = 1 })})
+			whole := newRig(t, rigOptions{Store: dead, Configure: budgetsOn(func(c *config.Config) { c.Budgets.MaxTurns = 1 })})
 			b := kit.NewAgent(d, whole.URL, map[string]string{"X-Session-Id": "down2-" + d.Name()})
 			for i := range 2 {
 				b.User(fmt.Sprintf("q%d", i))
-				_, resp, body := send(t, b)
+				_, resp, body := budgetSend(t, b)
 				require.Equal(t, 200, resp.StatusCode, "the store is down: pass-through: %s", body)
 			}
 		})
