@@ -29,15 +29,24 @@ func (t *Turn) reshape(edits conv.RequestEdits, anchors []string) ([]byte, []con
 	if drop <= 0 {
 		return body, msgs, anchors, nil
 	}
-	// From the end so earlier positions stay valid; system messages stay.
+	// From the front, each message at its position in the body as it is
+	// then (the messages before it that were left out no longer count):
+	// what precedes a removal is only kept system messages, so no removal
+	// joins two neighbours into one view message (Responses merges
+	// consecutive assistant items; going from the end, leaving out a user
+	// message between two assistant ones would merge a dropped one with a
+	// kept one, and the next removal would take both). System messages
+	// stay.
 	var err error
-	for i := drop - 1; i >= 0; i-- {
+	removed := 0
+	for i := range drop {
 		if msgs[i].Role == conv.RoleSystem {
 			continue
 		}
-		if body, err = t.tc.ReplaceMessages(body, i, nil); err != nil {
+		if body, err = t.tc.ReplaceMessages(body, i-removed, nil); err != nil {
 			return nil, nil, nil, fmt.Errorf("turn: leaving out message %d: %w", i, err)
 		}
+		removed++
 	}
 	kept := make([]conv.Message, 0, len(msgs)-drop)
 	n := 0
