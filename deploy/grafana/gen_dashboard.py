@@ -78,8 +78,9 @@ next_row()
 row("Governance and turns")
 panel("Refusals by reason", [
     (f'sum by (decision, rule) (rate(shepherd_intent_decisions_total{{decision=~"refused|held|would_refuse"}}[{RI}]))', "{{decision}} {{rule}}"),
+    (f'sum by (budget) (rate(shepherd_budget_refusals_total[{RI}]))', "budget {{budget}}"),
 ], 0, unit="ops", stack=True,
-      desc="Tool calls intent governance refused or held for approval (would_refuse: audit mode), by the rule that decided.")
+      desc="Tool calls intent governance refused or held for approval (would_refuse: audit mode), by the rule that decided; requests (HTTP 429) and tool calls a session budget refused, by budget.")
 panel("Continuations and follow-ups", [
     (f'sum by (route) (rate(shepherd_recovery_attempts_total[{RI}]))', "continuation {{route}}"),
     (f'sum by (route, result) (rate(shepherd_recoveries_total[{RI}]))', "recovery {{route}} {{result}}"),

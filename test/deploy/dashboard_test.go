@@ -16,6 +16,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/proxy"
 	"github.com/shepherd-proxy/shepherd/state"
 	"github.com/shepherd-proxy/shepherd/test/kit"
@@ -55,7 +56,7 @@ func readDashboard(t *testing.T) dashboard {
 // is one a running shepherd exposes. The proxy runs in process with the
 // features the panels watch (intent governance, truncation recovery) and
 // is driven through the mock provider until each family the dashboard
-// names has a sample: a priced streamed turn with cache usage, a cut reply
+// names has a sample (session budgets on, far from their limits): a priced streamed turn with cache usage, a cut reply
 // that recovery continues, a tool call governance refuses, an unreachable
 // upstream, a client that leaves, and a store that does not answer
 // /readyz. Histograms are matched by their _bucket, _sum and _count
@@ -147,12 +148,13 @@ func driveShepherd(t *testing.T) string {
 	cfg.Intents.Enabled = config.SwitchOn
 	cfg.Intents.WorkspaceRoot = ws
 	cfg.Recovery.Enabled = true
+	cfg.Budgets.Enabled, cfg.Budgets.MaxTurns = hooks.OptInOn, 1000
 	require.NoError(t, cfg.Validate())
 
 	mem := state.NewMemory(state.MemoryOptions{MaxSessions: 100, TTL: time.Hour})
 	metrics := proxy.NewMetrics()
 	log := zaptest.NewLogger(t)
-	features, err := proxy.BuildFeatures(&cfg, metrics, log)
+	features, err := proxy.BuildFeaturesWith(&cfg, metrics, log, proxy.FeatureDeps{Counters: mem})
 	require.NoError(t, err)
 	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: unreadyStore{mem}, Metrics: metrics, Features: features})
 	require.NoError(t, err)
