@@ -373,6 +373,8 @@ func activityOf(ev events.Event) activityRow {
 		s = join(str(d, "tool"), str(d, "operation"), str(d, "path"))
 	case events.RouteSelected:
 		s = routeSummary(d)
+	default:
+		s = contextSummary(ev.Type, d)
 	}
 	return activityRow{ID: ev.ID, At: ev.At, Type: string(ev.Type), Summary: s}
 }
