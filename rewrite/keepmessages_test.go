@@ -114,3 +114,35 @@ func withoutResultNames(msgs []conv.Message) []conv.Message {
 	}
 	return out
 }
+
+func FuzzKeepMessages(f *testing.F) {
+	for i, api := range apis.All() {
+		f.Add(uint8(i), apitest.Fixture(f, api, "request.json"), uint64(0b10110))
+		f.Add(uint8(i), apitest.LongConversation(f, api, 2), uint64(0b1))
+	}
+	f.Fuzz(func(t *testing.T, a uint8, body []byte, mask uint64) {
+		all := apis.All()
+		api := all[int(a)%len(all)]
+		loc := apitest.CodecFor(api).(rewrite.MessageLocator)
+		req, err := apitest.ParseUncached(api, body)
+		if err != nil || len(req.Messages) == 0 {
+			return // outside the contract (KeepMessages takes a parsed body)
+		}
+		n := len(req.Messages)
+		keep := func(i int) bool { return i == n-1 || mask&(1<<(i%64)) != 0 }
+		out, err := rewrite.KeepMessages(body, loc, n, keep)
+		if err != nil {
+			return // a conversation the locator cannot split (a string input)
+		}
+		after, err := apitest.ParseUncached(api, out)
+		require.NoError(t, err, "%s", out)
+		kept := 0
+		for i := range n {
+			if keep(i) {
+				kept++
+			}
+		}
+		require.LessOrEqual(t, len(after.Messages), kept)
+		require.NotEmpty(t, after.Messages)
+	})
+}

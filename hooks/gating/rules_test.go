@@ -96,3 +96,19 @@ func TestIsItem(t *testing.T) {
 	require.False(t, isItem("Rome", true), "a capital opening a sentence")
 	require.True(t, isItem("Louvre", true), "a rare word wherever it is")
 }
+
+// Any text: a decision with a known reason, the same each time.
+func FuzzDecide(f *testing.F) {
+	f.Add("Does it need a long time to rise?", "How do I bake bread?", "Mix flour `main.go` \"x\" 42.", true)
+	f.Add("“quoted” Name_1 v1.2 ? ! ’", "", "", false)
+	known := map[Reason]bool{ReasonToolLoop: true, ReasonNoHistory: true, ReasonNewTopicPhrase: true, ReasonFollowUpPhrase: true,
+		ReasonLeadingPronoun: true, ReasonSharedItem: true, ReasonShortMessage: true, ReasonNoLink: true}
+	r := defaultRules()
+	f.Fuzz(func(t *testing.T, message, prevUser, prevReply string, history bool) {
+		in := Input{Message: message, HasHistory: history, PrevUser: prevUser, PrevReply: prevReply}
+		d := r.Decide(in)
+		require.True(t, known[d.Reason], "%+v", d)
+		require.Contains(t, []Verdict{FollowUp, NewTopic}, d.Verdict)
+		require.Equal(t, d, r.Decide(in))
+	})
+}
