@@ -187,3 +187,27 @@ func FuzzReplaceToolResults(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkReplaceToolResults replaces every result of a 100-round
+// conversation in one call (one walk, one copy).
+func BenchmarkReplaceToolResults(b *testing.B) {
+	for _, api := range apis.All() {
+		b.Run(api.Name, func(b *testing.B) {
+			body := apitest.LongConversation(b, api, 100)
+			req, err := apitest.ParseUncached(api, body)
+			require.NoError(b, err)
+			edits := resultPositions(req)
+			for i := range edits {
+				edits[i].Text = "elided"
+			}
+			rr := apitest.CodecFor(api).(rewrite.ResultReplacer)
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := rr.ReplaceToolResults(body, edits); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package turn
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,16 +33,22 @@ func (h editsHook) OnRequest(_ context.Context, _ *hooks.Call, req *conv.Request
 // beginEdited begins a turn of api for body in session with a chain that asks
 // for edits (then the policy and outcome hooks of the fixture). The turn
 // must not fall back to pass-through.
-func (f *fixture) beginEdited(t *testing.T, api *rewrite.Descriptor, session, body string, edits func(*conv.Request) conv.RequestEdits) (*Turn, Start) {
+func (f *fixture) beginEdited(t *testing.T, api *rewrite.Descriptor, session, body string, edits func(*conv.Request) conv.RequestEdits, wrap ...func(rewrite.TurnCodec) rewrite.TurnCodec) (*Turn, Start) {
 	t.Helper()
 	codec := api.Codec()
+	tc := codec.(rewrite.TurnCodec)
+	for _, w := range wrap {
+		if w != nil {
+			tc = w(tc)
+		}
+	}
 	view, err := codec.ParseRequest([]byte(body))
 	require.NoError(t, err)
 	cc, _ := rewrite.Continuer(codec)
 	chain := hooks.NewChain(editsHook{edits}, policyHook{}, f.out)
 	tn, st := f.e.Begin(context.Background(), Request{
 		Call:  hooks.Call{Route: api.Name, Tenant: "t", SessionID: session},
-		Chain: chain, Codec: codec, TurnCodec: codec.(rewrite.TurnCodec), Continuer: cc,
+		Chain: chain, Codec: codec, TurnCodec: tc, Continuer: cc,
 		View: view, Body: []byte(body),
 	})
 	require.NotNil(t, tn, "the turn fell back to pass-through")
@@ -195,11 +202,13 @@ func TestReshapeDropBeforeKeepsChatSystem(t *testing.T) {
 	body := `{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"developer","content":"Use metric."},` +
 		`{"role":"user","content":"Who wrote Hamlet?"},{"role":"assistant","content":"Shakespeare."},` +
 		`{"role":"system","content":"Mid note."},{"role":"user","content":"How do I boil an egg?"}]}`
-	_, st := f.beginEdited(t, api, "s1", body, func(*conv.Request) conv.RequestEdits {
-		return conv.RequestEdits{DropBefore: 5, AppendUserText: []string{"[note]"}}
-	})
-	require.Equal(t, []string{"system:Be brief.", "system:Use metric.", "system:Mid note.", "user:How do I boil an egg?|[note]"},
-		texts(viewOf(t, api, st.Body)))
+	for _, wrap := range []func(rewrite.TurnCodec) rewrite.TurnCodec{nil, oneByOne} {
+		_, st := f.beginEdited(t, api, "s1", body, func(*conv.Request) conv.RequestEdits {
+			return conv.RequestEdits{DropBefore: 5, AppendUserText: []string{"[note]"}}
+		}, wrap)
+		require.Equal(t, []string{"system:Be brief.", "system:Use metric.", "system:Mid note.", "user:How do I boil an egg?|[note]"},
+			texts(viewOf(t, api, st.Body)))
+	}
 }
 
 // Responses: dropping up to an assistant message whose neighbour is also
@@ -214,7 +223,36 @@ func TestReshapeDropBeforeResponsesMergedAssistant(t *testing.T) {
 	}
 	body := `{"model":"m","instructions":"Be brief.","input":[{"role":"user","content":"q0"},` + asst("a1") +
 		`,{"role":"user","content":"q2"},` + asst("a3") + `,{"role":"user","content":"q4"}]}`
-	_, st := f.beginEdited(t, api, "s1", body, func(*conv.Request) conv.RequestEdits { return conv.RequestEdits{DropBefore: 3} })
-	require.Equal(t, []string{"assistant:a3", "user:q4"}, texts(viewOf(t, api, st.Body)))
-	require.Len(t, gjson.GetBytes(st.Body, "input").Array(), 2)
+	for _, wrap := range []func(rewrite.TurnCodec) rewrite.TurnCodec{nil, oneByOne} {
+		_, st := f.beginEdited(t, api, "s1", body, func(*conv.Request) conv.RequestEdits { return conv.RequestEdits{DropBefore: 3} }, wrap)
+		require.Equal(t, []string{"assistant:a3", "user:q4"}, texts(viewOf(t, api, st.Body)))
+		require.Len(t, gjson.GetBytes(st.Body, "input").Array(), 2)
+	}
+}
+
+// oneByOne hides a codec's rewrite.MessageLocator: the engine then leaves
+// messages out one ReplaceMessages at a time.
+func oneByOne(tc rewrite.TurnCodec) rewrite.TurnCodec { return struct{ rewrite.TurnCodec }{tc} }
+
+// BenchmarkReshapeDropBefore drops 200 of 201 messages of an Anthropic
+// chat (one ReplaceMessages per message left out).
+func BenchmarkReshapeDropBefore(b *testing.B) {
+	var msgs []string
+	for i := range 100 {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"question %d about something"}`, i),
+			fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":"answer %d %s"}]}`, i, strings.Repeat("x", 400)))
+	}
+	msgs = append(msgs, chNew)
+	body := anthropicBody(msgs...)
+	codec := anthropic.Descriptor.Codec()
+	view, err := codec.ParseRequest([]byte(body))
+	require.NoError(b, err)
+	t := &Turn{tc: codec.(rewrite.TurnCodec), body: []byte(body), view: view}
+	anchors := conv.Anchors(view.Messages)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if _, _, _, err := t.reshape(conv.RequestEdits{DropBefore: 200}, append([]string(nil), anchors...)); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -36,3 +36,10 @@ func anthropicResultSpan(msg gjson.Result, block int, text string) (rewrite.Resu
 	}
 	return rewrite.MemberSpan(b, "content", jsonkit.Quote(text)), nil
 }
+
+var _ rewrite.MessageLocator = anthropicCodec{}
+
+// MessageElems implements rewrite.MessageLocator: one element per message.
+func (anthropicCodec) MessageElems(body []byte) ([]gjson.Result, [][2]int, error) {
+	return rewrite.OneElementPerMessage(body, "messages")
+}

@@ -41,3 +41,10 @@ func geminiResultSpan(content gjson.Result, block int, text string) (rewrite.Res
 	raw := append([]byte(`{"content":`), jsonkit.Quote(text)...)
 	return rewrite.MemberSpan(fr, "response", append(raw, '}')), nil
 }
+
+var _ rewrite.MessageLocator = geminiCodec{}
+
+// MessageElems implements rewrite.MessageLocator: one element per message.
+func (geminiCodec) MessageElems(body []byte) ([]gjson.Result, [][2]int, error) {
+	return rewrite.OneElementPerMessage(body, "contents")
+}

@@ -42,3 +42,10 @@ func chatMessageBlock(i int) func(gjson.Result, *rewrite.ToolNames) (conv.Block,
 		return msg.Blocks[i], nil
 	}
 }
+
+var _ rewrite.MessageLocator = chatCodec{}
+
+// MessageElems implements rewrite.MessageLocator: one element per message.
+func (chatCodec) MessageElems(body []byte) ([]gjson.Result, [][2]int, error) {
+	return rewrite.OneElementPerMessage(body, "messages")
+}

@@ -60,3 +60,19 @@ func responsesItemBlock(it gjson.Result, names *rewrite.ToolNames) (conv.Block, 
 	}
 	return msg.Blocks[0], nil
 }
+
+var _ rewrite.MessageLocator = responsesCodec{}
+
+// MessageElems implements rewrite.MessageLocator with ParseRequest's rule
+// (consecutive assistant-side items are one message); a string input is
+// rewrite.ErrNoBatch.
+func (responsesCodec) MessageElems(body []byte) ([]gjson.Result, [][2]int, error) {
+	in, err := readResponsesInput(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	if in.str {
+		return nil, nil, rewrite.ErrNoBatch
+	}
+	return in.elems, in.ranges, nil
+}
