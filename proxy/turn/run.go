@@ -136,6 +136,7 @@ func (t *Turn) report(l *replyLoop, err error) {
 		return
 	}
 	l.outcome.result(&t.outcome, err)
+	t.outcome.CostUSD, _ = t.Cost() // usage.go: priced once, as the save priced it
 	t.emitOutcome()
 	if t.trace != nil {
 		t.trace.HookPhaseStarted(PhaseOutcome)
