@@ -106,3 +106,25 @@ func TestSamplerRatio(t *testing.T) {
 		cancel()
 	}
 }
+
+// FuzzTargetOf: every endpoint the configuration accepts resolves to a
+// collector host, and none makes the resolution panic.
+func FuzzTargetOf(f *testing.F) {
+	for _, s := range []string{"", "otel:4317", "http://otel:4318", "https://gw/otlp/v1/traces", "http://[::1]:4318/", ":1", "ftp://x"} {
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, endpoint string, grpcProto bool) {
+		c := config.Defaults()
+		c.Tracing.Endpoint = endpoint
+		if grpcProto {
+			c.Tracing.Protocol = config.TracingGRPC
+		}
+		got, err := targetOf(c.Tracing)
+		if c.Validate() != nil {
+			return
+		}
+		if err != nil || got.host == "" {
+			t.Fatalf("valid endpoint %q resolved to %+v, %v", endpoint, got, err)
+		}
+	})
+}
