@@ -132,6 +132,9 @@ func (rt *requestTrace) roundStarted(req *fasthttp.Request, up *upstream, model 
 		)
 	}
 	rt.round++
+	// The agent's tracestate belongs to its traceparent: the span context
+	// carries it on when the agent's context was valid.
+	req.Header.Del("Tracestate")
 	rt.tr.prop.Inject(ctx, requestCarrier{&req.Header})
 }
 

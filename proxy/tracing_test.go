@@ -347,3 +347,21 @@ func TestTracingOpeningSession(t *testing.T) {
 	require.Equal(t, saved, attr(tr.server, "gen_ai.conversation.id").AsString())
 	require.Len(t, tr.phases["request"], 1)
 }
+
+// TestTracingMalformedParent: a traceparent that does not parse starts a
+// new trace, and the agent's tracestate, which belonged to it, does not go
+// upstream beside shepherd's traceparent.
+func TestTracingMalformedParent(t *testing.T) {
+	tp, exp := memTracing(sdktrace.AlwaysSample())
+	h := newHarness(t, harnessOptions{Tracing: tp})
+	h.mock.Script(mock.Reply{Text: "Hi."})
+	hs := anthropicHeaders()
+	hs["traceparent"], hs["tracestate"] = "00-not-a-trace-01", "vendor=v1"
+	resp, body := do(t, "POST", h.URL+"/v1/messages", `{"model":"claude-test","max_tokens":64,"messages":[{"role":"user","content":"Hello"}]}`, hs)
+	require.Equal(t, 200, resp.StatusCode, string(body))
+	tr := waitTraced(t, exp)
+	require.False(t, tr.server.Parent.IsValid(), "a new trace")
+	got := h.mock.Requests()[0].Header
+	requireTraceparent(t, h.mock.Requests()[0], tr.rounds[0])
+	require.Empty(t, got.Values("Tracestate"))
+}

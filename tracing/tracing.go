@@ -39,9 +39,10 @@ const exportTimeout = 10 * time.Second
 // New builds the tracer provider of cfg (validated; Enabled is not
 // checked: the caller asks only when it is on). It dials nothing: the
 // exporter connects on its first export, so a collector that is down
-// delays no start-up. Export errors are logged on log (warn), never with
-// the headers, which may hold credentials. version is shepherd's version
-// (service.version; "" leaves it out).
+// delays no start-up. With log set, export errors are logged on it (warn;
+// it becomes OpenTelemetry's global error handler, so the last New's log
+// wins), never with the headers, which may hold credentials. version is
+// shepherd's version (service.version; "" leaves it out).
 func New(cfg config.Tracing, version string, log *zap.Logger) (*sdktrace.TracerProvider, error) {
 	exp, err := newExporter(cfg)
 	if err != nil {
