@@ -184,37 +184,53 @@ func (ts *turnStream) KeepAlive() error {
 func (s *Server) spliceStream(w io.Writer, x *exchange, upResp *fasthttp.Response, sp rewrite.StreamSplicer) (clientGone bool, upErr error) {
 	body := s.openUpstreamBody(upResp, w)
 	defer body.close()
-	r := rewrite.NewReader(body)
+	clientGone, readErr, feedErr := spliceEvents(rewrite.NewReader(body), w, sp, &x.crlf)
+	switch {
+	case clientGone:
+		body.abort()
+		return true, nil
+	case feedErr != nil:
+		return false, feedErr
+	case readErr != nil:
+		return false, body.cause(readErr)
+	}
+	return false, nil
+}
+
+// spliceEvents is the loop of spliceStream: each event of r goes through
+// sp and what sp returns is written to w (flushed by the next upstream
+// read, streamWriter). It notes whether the upstream frames its events
+// with CRLF and reports whether the client went away, the upstream's read
+// error or the splicer's error. It allocates nothing per event the splicer
+// forwards (TestSpliceEventsAllocs).
+func spliceEvents(r *rewrite.Reader, w io.Writer, sp rewrite.StreamSplicer, crlfSeen *bool) (clientGone bool, readErr, feedErr error) {
 	for {
 		ev, err := r.Next()
 		if len(ev.Raw) > 0 && !sseEventEnded(ev.Raw) {
 			ev.Raw = nil // cut inside this event: dropped (forwardEvents)
 		}
 		if len(ev.Raw) > 0 {
-			if !x.crlf && bytes.HasSuffix(ev.Raw, crlf) {
-				x.crlf = true
+			if !*crlfSeen && bytes.HasSuffix(ev.Raw, crlf) {
+				*crlfSeen = true
 			}
 			out, ferr := sp.Feed(ev)
 			if ferr != nil {
-				return false, ferr
+				return false, nil, ferr
 			}
-			// Flushed by the next upstream read (streamWriter).
 			if len(out) > 0 {
 				if _, err := w.Write(out); err != nil {
-					body.abort()
-					return true, nil
+					return true, nil, nil
 				}
 			}
 		}
 		if err == io.EOF {
-			return !flush(w), nil
+			return !flush(w), nil, nil
 		}
 		if err != nil && (clientLeft(err) || writeFailed(w)) {
-			body.abort()
-			return true, nil
+			return true, nil, nil
 		}
 		if err != nil {
-			return false, body.cause(err)
+			return false, err, nil
 		}
 	}
 }

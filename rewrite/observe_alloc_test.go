@@ -40,6 +40,7 @@ var observeAllocCases = map[string]observeAllocCase{
 		tool:     "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"a chunk of content\"}}]},\"finish_reason\":null}]}\n\n",
 	},
 	"openai_responses": {
+		zeroText: true,
 		textOpen: "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"r\",\"output\":[]}}\n\n" +
 			"event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"sequence_number\":1,\"output_index\":0,\"item\":{\"id\":\"msg\",\"type\":\"message\",\"content\":[]}}\n\n",
 		text: "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":2,\"item_id\":\"msg\",\"output_index\":0,\"content_index\":0,\"delta\":\"a chunk of text\"}\n\n",
@@ -48,6 +49,7 @@ var observeAllocCases = map[string]observeAllocCase{
 		tool: "event: response.function_call_arguments.delta\ndata: {\"type\":\"response.function_call_arguments.delta\",\"sequence_number\":2,\"item_id\":\"fc\",\"output_index\":0,\"delta\":\"a chunk of content\"}\n\n",
 	},
 	"gemini": {
+		zeroText: true,
 		textOpen: "",
 		text:     "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a chunk of text\"}],\"role\":\"model\"},\"index\":0}]}\n\n",
 		toolOpen: "",

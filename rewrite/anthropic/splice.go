@@ -79,6 +79,8 @@ type asMember struct {
 }
 
 type anthropicSplicer struct {
+	arena rewrite.Arena // the held events' bytes
+
 	// Turn state.
 	streams  int   // streams started (1 + follow-ups)
 	next     int   // next agent block index
@@ -259,9 +261,9 @@ func digitsEqual(b []byte, n int) bool {
 	return string(b) == string(strconv.AppendInt(buf[:0], int64(n), 10))
 }
 
-// copyEvent copies ev for later use.
-func copyEvent(ev *rewrite.Event, idx gjson.Result) asEvent {
-	e := asEvent{name: bytes.Clone(ev.Name), data: bytes.Clone(ev.Data), raw: bytes.Clone(ev.Raw)}
+// copyEvent copies ev for later use, into the splicer's arena.
+func (s *anthropicSplicer) copyEvent(ev *rewrite.Event, idx gjson.Result) asEvent {
+	e := asEvent{name: s.arena.Keep(ev.Name), data: s.arena.Keep(ev.Data), raw: s.arena.Keep(ev.Raw)}
 	if idx.Exists() {
 		e.idxStart, e.idxEnd = idx.Index, jsonkit.ValueEnd(idx)
 	}
@@ -357,7 +359,7 @@ func (s *anthropicSplicer) Feed(ev rewrite.Event) ([]byte, error) {
 	case "message_delta":
 		return nil, s.messageDelta(&ev, f)
 	case "message_stop":
-		s.term = append(s.term, copyEvent(&ev, gjson.Result{}))
+		s.term = append(s.term, s.copyEvent(&ev, gjson.Result{}))
 		s.stopEvent = len(s.term) - 1
 		s.done = true
 		return nil, nil
@@ -513,7 +515,7 @@ func (s *anthropicSplicer) blockStart(ev *rewrite.Event, f anthropicEventFields)
 			s.watchStart(up, f.cb)
 		}
 		b.state = asHeld
-		b.held = append(b.held, copyEvent(ev, f.index))
+		b.held = append(b.held, s.copyEvent(ev, f.index))
 		return out, nil
 	}
 	b.agent = s.next
@@ -579,7 +581,7 @@ func (s *anthropicSplicer) blockEvent(ev *rewrite.Event, f *anthropicEventFields
 	}
 	switch b.state {
 	case asHeld:
-		b.held = append(b.held, copyEvent(ev, f.index))
+		b.held = append(b.held, s.copyEvent(ev, f.index))
 		return nil, nil
 	case asDropped, asSkipped:
 		return nil, nil
@@ -757,7 +759,7 @@ func (s *anthropicSplicer) messageDelta(ev *rewrite.Event, f anthropicEventField
 		})
 		s.usage = u
 	}
-	s.term = append(s.term, copyEvent(ev, gjson.Result{}))
+	s.term = append(s.term, s.copyEvent(ev, gjson.Result{}))
 	s.lastDelta = len(s.term) - 1
 	return nil
 }

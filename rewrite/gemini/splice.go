@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
@@ -106,6 +107,15 @@ type geminiSplicer struct {
 	inRun bool                // the continuation's first text run has started
 
 	watch rewrite.CallWatch // the tool calls' observer (observe.go)
+
+	// Scratch, reused from chunk to chunk so that a forwarded chunk
+	// allocates nothing: the chunk's parts and their text indices
+	// (readParts), the bytes Feed returns for a chunk passed as it came,
+	// and the arena the raw parts are kept in.
+	elems  []gjson.Result
+	text   []int
+	outBuf []byte
+	arena  rewrite.Arena
 }
 
 func newGeminiSplicer() *geminiSplicer {
@@ -231,7 +241,10 @@ func (s *geminiSplicer) Feed(ev rewrite.Event) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.out(append(out, b...)), nil
+	if out != nil {
+		b = append(out, b...)
+	}
+	return s.out(b), nil
 }
 
 // geminiChunkParts is what readParts finds in a chunk's candidate 0.
@@ -277,13 +290,21 @@ func (s *geminiSplicer) readParts(root gjson.Result) (c geminiChunkParts, err er
 	if !jsonkit.IsNull(c.partsArr) && !c.partsArr.IsArray() {
 		return c, fmt.Errorf("%w: candidates[0].content.parts must be an array", rewrite.ErrMalformedReply)
 	}
-	c.elems = rewrite.BlocksElems(c.partsArr)
+	// elems and text are the splicer's scratch, valid until the next
+	// chunk; raw parts are copied into the part arena.
+	s.elems = s.elems[:0]
+	jsonkit.EachElement(c.partsArr, func(_ int, v gjson.Result) bool {
+		s.elems = append(s.elems, v)
+		return true
+	})
+	c.elems, c.text = s.elems, s.text[:0]
+	defer func() { s.text = c.text }()
 	c.firstCall = len(s.calls)
 	for i, p := range c.elems {
 		if !p.IsObject() {
 			return c, fmt.Errorf("%w: candidates[0].content.parts[%d] must be an object", rewrite.ErrMalformedReply, i)
 		}
-		raw := []byte(p.Raw)
+		raw := s.arena.KeepString(p.Raw)
 		s.parts = append(s.parts, raw)
 		if fc, _ := either(p, "functionCall", "function_call"); fc.IsObject() {
 			s.calls = append(s.calls, raw)
@@ -317,7 +338,7 @@ func (s *geminiSplicer) readMetadata(root, cand gjson.Result) (terminal bool) {
 		s.model = rawString(root.Get("modelVersion"))
 	}
 	if u := root.Get("usageMetadata"); u.IsObject() {
-		s.usage = []byte(u.Raw)
+		s.usage = append(s.usage[:0], u.Raw...) // owned by the splicer alone (Next)
 	}
 	if pf := root.Get("promptFeedback"); pf.IsObject() {
 		s.feedback = []byte(pf.Raw)
@@ -343,7 +364,8 @@ func (s *geminiSplicer) passChunk(ev rewrite.Event, c *geminiChunkParts, termina
 		case ncall == 0:
 			s.seeElems(elems, nil)
 			if s.stream == 0 {
-				return s.passRaw(nil, ev.Raw), nil
+				s.outBuf = s.passRaw(s.outBuf[:0], ev.Raw) // scratch: valid until the next Feed
+				return s.outBuf, nil
 			}
 			return s.frame(nil, s.withFirstID(ev.Data)), nil
 		case len(text) == 0:
@@ -369,7 +391,7 @@ func (s *geminiSplicer) passChunk(ev rewrite.Event, c *geminiChunkParts, termina
 	s.held = true
 	s.termData = bytes.Clone(ev.Data)
 	s.termRaw = bytes.Clone(ev.Raw)
-	s.termText = text
+	s.termText = slices.Clone(text) // text is scratch
 	s.termCalls, s.termNCall = c.firstCall, ncall
 	return nil, nil
 }
@@ -650,7 +672,7 @@ func (s *geminiSplicer) Next() {
 			s.pending = b
 		}
 	}
-	s.merged = mergeGeminiUsage(s.merged, s.usage)
+	s.merged = slices.Clone(mergeGeminiUsage(s.merged, s.usage)) // s.usage is reused
 	s.stream++
 	s.done, s.released, s.held = false, false, false
 	s.parts, s.calls, s.usage, s.finish, s.model, s.id, s.feedback = nil, nil, nil, nil, nil, nil, nil

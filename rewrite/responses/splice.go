@@ -61,8 +61,9 @@ type respHeld struct {
 	counted         bool   // a bare event that counts in Events (not a comment)
 }
 
-func respHoldEvent(ev *rewrite.Event) respHeld {
-	return respHeld{raw: bytes.Clone(ev.Raw), name: bytes.Clone(ev.Name), data: bytes.Clone(ev.Data)}
+// holdEvent copies ev for later use, into the splicer's arena.
+func (s *responsesSplicer) holdEvent(ev *rewrite.Event) respHeld {
+	return respHeld{raw: s.arena.Keep(ev.Raw), name: s.arena.Keep(ev.Name), data: s.arena.Keep(ev.Data)}
 }
 
 // respItemState is one output item of a stream, keyed by its upstream
@@ -113,7 +114,9 @@ type responsesSplicer struct {
 	open     *respOpen
 	pending  []byte // events rendered (numbered) but not written yet: they go first
 
-	watch rewrite.CallWatch // the tool calls' observer (observe.go)
+	watch   rewrite.CallWatch // the tool calls' observer (observe.go)
+	scratch respScratch       // emitRewrite's buffers
+	arena   rewrite.Arena     // the held events' bytes
 }
 
 var _ rewrite.ContinueSplicer = (*responsesSplicer)(nil)
@@ -329,7 +332,7 @@ func (s *responsesSplicer) feedResponseEvent(st *respStream, typ string, f *resp
 			return nil, true, fmt.Errorf("%w: %s without a response object", rewrite.ErrMalformedReply, typ)
 		}
 		st.reply = st.buildReply(f.response)
-		st.term = respHoldEvent(ev)
+		st.term = s.holdEvent(ev)
 		st.done = true
 		s.flushSeam() // the continuation's text ended with its stream
 		return nil, true, nil
@@ -396,7 +399,7 @@ func (s *responsesSplicer) feedItem(st *respStream, it *respItemState, idx int64
 		if st.released {
 			return nil, nil // a late event of a removed call
 		}
-		it.held = append(it.held, respHoldEvent(ev))
+		it.held = append(it.held, s.holdEvent(ev))
 		return nil, nil
 	}
 	if o := s.open; o != nil {
@@ -405,7 +408,7 @@ func (s *responsesSplicer) feedItem(st *respStream, it *respItemState, idx int64
 		} else {
 			switch o.feed(typ, f) {
 			case respHold:
-				h := respHoldEvent(ev)
+				h := s.holdEvent(ev)
 				h.typ = strings.Clone(typ) // typ aliases the event's bytes
 				o.held = append(o.held, h)
 				return nil, nil
@@ -504,25 +507,54 @@ func (s *responsesSplicer) emitRewrite(raw, name, data []byte, out int, rw *resp
 	if rw != nil && f.dupEdit {
 		return nil, fmt.Errorf("%w: event repeats a member to edit", rewrite.ErrMalformedReply)
 	}
-	var edits []respEdit
+	// The edits, their numbers and the rendered payload and event live in
+	// the splicer's scratch (respScratch): the result is valid until the
+	// next emit, and every caller writes or copies it before that.
+	sc := &s.scratch
+	edits := sc.edits[:0]
 	if f.seq.Exists() {
 		s.seqInit = true
-		edits = append(edits, respEdit{f.seq, strconv.AppendInt(nil, s.nextSeq, 10)})
+		sc.seq = strconv.AppendInt(sc.seq[:0], s.nextSeq, 10)
+		edits = append(edits, respEdit{f.seq, sc.seq})
 		s.nextSeq++
 	}
 	if out >= 0 && f.out.Exists() {
-		edits = append(edits, respEdit{f.out, strconv.AppendInt(nil, int64(out), 10)})
+		sc.out = strconv.AppendInt(sc.out[:0], int64(out), 10)
+		edits = append(edits, respEdit{f.out, sc.out})
 	}
 	if rw != nil {
-		for _, e := range []respEdit{{f.itemID, rw.itemID}, {f.content, rw.content}, {f.delta, rw.delta},
-			{f.text, rw.text}, {f.part, rw.part}, {f.item, rw.item}} {
-			if e.val != nil && e.at.Exists() {
-				edits = append(edits, e)
-			}
-		}
+		edits = appendRespEdit(edits, f.itemID, rw.itemID)
+		edits = appendRespEdit(edits, f.content, rw.content)
+		edits = appendRespEdit(edits, f.delta, rw.delta)
+		edits = appendRespEdit(edits, f.text, rw.text)
+		edits = appendRespEdit(edits, f.part, rw.part)
+		edits = appendRespEdit(edits, f.item, rw.item)
 	}
+	sc.edits = edits
 	s.events++
-	return s.reframe(raw, name, data, applyRespEdits(data, edits)), nil
+	newData := data // unless an edit changes it
+	if d := appendRespEdits(sc.data[:0], data, edits); d != nil {
+		sc.data, newData = d, d
+	}
+	return s.reframeInto(&sc.event, raw, name, data, newData), nil
+}
+
+// respScratch holds the buffers emitRewrite renders one event with, reused
+// from event to event so that forwarding an event allocates nothing.
+type respScratch struct {
+	edits    []respEdit
+	seq, out []byte // sequence_number, output_index
+	data     []byte // the edited payload
+	event    []byte // the event as the agent gets it
+}
+
+// appendRespEdit adds the edit of at to val when the event has at and val
+// is set.
+func appendRespEdit(edits []respEdit, at gjson.Result, val []byte) []respEdit {
+	if val != nil && at.Exists() {
+		edits = append(edits, respEdit{at, val})
+	}
+	return edits
 }
 
 // respEdit replaces one value of a payload.
@@ -532,19 +564,31 @@ type respEdit struct {
 }
 
 // applyRespEdits returns data with each edit's value replaced (data itself
-// SideIf nothing changes).
+// if nothing changes).
 func applyRespEdits(data []byte, edits []respEdit) []byte {
-	slices.SortFunc(edits, func(a, b respEdit) int { return a.at.Index - b.at.Index })
+	if out := appendRespEdits(nil, data, edits); out != nil {
+		return out
+	}
+	return data
+}
+
+// appendRespEdits appends data with each edit's value replaced to dst, or
+// returns nil when no edit changes anything.
+func appendRespEdits(dst, data []byte, edits []respEdit) []byte {
+	sortRespEdits(edits)
 	changed := false
 	for _, e := range edits {
-		if e.at.Raw != string(e.val) {
+		if e.at.Raw != jsonkit.UnsafeString(e.val) {
 			changed = true
 		}
 	}
 	if !changed {
-		return data
+		return nil
 	}
-	out := make([]byte, 0, len(data)+16)
+	out := dst
+	if out == nil {
+		out = make([]byte, 0, len(data)+16)
+	}
 	pos := 0
 	for _, e := range edits {
 		if e.at.Index < pos || jsonkit.ValueEnd(e.at) > len(data) {
@@ -557,18 +601,47 @@ func applyRespEdits(data []byte, edits []respEdit) []byte {
 	return append(out, data[pos:]...)
 }
 
+// sortRespEdits orders edits by their offset in the payload (an insertion
+// sort: there are at most eight, and a sort with a closure would allocate).
+func sortRespEdits(edits []respEdit) {
+	for i := 1; i < len(edits); i++ {
+		for j := i; j > 0 && edits[j].at.Index < edits[j-1].at.Index; j-- {
+			edits[j], edits[j-1] = edits[j-1], edits[j]
+		}
+	}
+}
+
 // reframe returns the event raw with its data replaced by newData, keeping
 // every other byte when the event has a single data line and newData fits
 // on one line; otherwise the event is written anew (name and data lines,
 // in the upstream's line ending).
 func (s *responsesSplicer) reframe(raw, name, oldData, newData []byte) []byte {
+	return s.reframeInto(nil, raw, name, oldData, newData)
+}
+
+// reframeInto is reframe rendering into *buf (reused; a fresh slice when
+// buf is nil).
+func (s *responsesSplicer) reframeInto(buf *[]byte, raw, name, oldData, newData []byte) []byte {
+	var dst []byte
+	if buf != nil {
+		dst = (*buf)[:0]
+	}
 	if raw != nil {
 		if bytes.Equal(oldData, newData) {
-			return respCompleteEvent(bytes.Clone(raw))
+			dst = respCompleteEvent(append(dst, raw...))
+			if buf != nil {
+				*buf = dst
+			}
+			return dst
 		}
 		if bytes.IndexAny(newData, "\r\n") < 0 {
 			if a, b, ok := respSingleDataLine(raw); ok && bytes.Equal(raw[a:b], oldData) {
-				return respCompleteEvent(jsonkit.Splice(raw, a, b, newData))
+				dst = append(append(append(dst, raw[:a]...), newData...), raw[b:]...)
+				dst = respCompleteEvent(dst)
+				if buf != nil {
+					*buf = dst
+				}
+				return dst
 			}
 		}
 	}
@@ -1181,7 +1254,7 @@ func (s *responsesSplicer) feedMerge(m *respItemState, typ string, f *respFields
 			out := o.filter.Write(f.delta.Str)
 			if out == "" {
 				if !o.filter.Decided() {
-					o.tmpl, o.hasTmpl = respHoldEvent(ev), true
+					o.tmpl, o.hasTmpl = s.holdEvent(ev), true
 				}
 				return nil, nil
 			}
