@@ -1,0 +1,138 @@
+package proxy_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/state"
+	"github.com/shepherd-proxy/shepherd/test/kit"
+)
+
+// roundTrips is a go-redis hook that records every round trip a client
+// makes: one per command sent alone, one per pipeline (its commands
+// listed together).
+type roundTrips struct {
+	mu    sync.Mutex
+	trips [][]string // the commands of each round trip, in order
+}
+
+func (rt *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (rt *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		rt.add([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+
+func (rt *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		rt.add(cmds)
+		return next(ctx, cmds)
+	}
+}
+
+func (rt *roundTrips) add(cmds []redis.Cmder) {
+	names := make([]string, 0, len(cmds))
+	for _, c := range cmds {
+		names = append(names, strings.ToUpper(c.Name()))
+	}
+	rt.mu.Lock()
+	rt.trips = append(rt.trips, names)
+	rt.mu.Unlock()
+}
+
+// take returns the round trips recorded since the last take.
+func (rt *roundTrips) take() [][]string {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	t := rt.trips
+	rt.trips = nil
+	return t
+}
+
+// requestTrips drops the commands a new connection sends (go-redis runs
+// them through the hooks too).
+func requestTrips(trips [][]string) [][]string {
+	var out [][]string
+	for _, trip := range trips {
+		if !slices.ContainsFunc(trip, func(n string) bool { return n != "HELLO" && n != "SELECT" && n != "CLIENT" && n != "AUTH" }) {
+			continue
+		}
+		out = append(out, trip)
+	}
+	return out
+}
+
+// eventTrip reports whether a round trip only writes the event streams
+// (EventLog: XADD and its trimming), which the events feed does off the
+// request path.
+func eventTrip(names []string) bool {
+	return !slices.ContainsFunc(names, func(n string) bool { return n != "XADD" && n != "XTRIM" && n != "PEXPIRE" && n != "EXPIRE" }) &&
+		slices.Contains(names, "XADD")
+}
+
+// TestRedisRoundTripsPerTurn counts the round trips a session's later turn
+// makes to the Redis store with the default features on (topics,
+// recovery, edits): the load before the hooks and the compare-and-set save
+// after the reply, each one round trip (the save's index update rides in
+// the save's pipeline). Events the feed writes to the store's streams are
+// counted apart: they are written off the request path.
+func TestRedisRoundTripsPerTurn(t *testing.T) {
+	url := kit.RedisURL(t)
+	opts, err := redis.ParseURL(url)
+	require.NoError(t, err)
+	opts.ContextTimeoutEnabled = true
+	client := redis.NewClient(opts)
+	t.Cleanup(func() { _ = client.Close() })
+	rt := &roundTrips{}
+	client.AddHook(rt)
+	prefix := fmt.Sprintf("shepherd-rt-%d", time.Now().UnixNano())
+	t.Cleanup(func() { cleanupRedisPrefix(t, url, prefix) })
+	st, err := state.NewRedis(state.RedisOptions{Client: client, KeyPrefix: prefix, TTL: time.Minute, Timeout: time.Second})
+	require.NoError(t, err)
+	// The feed harness wires the events publisher, as shepherd runs.
+	h := newFeedHarness(t, feedOptions{Store: st, Config: func(c *config.Config) {
+		d := config.Defaults()
+		c.Topics.Enabled, c.Recovery.Enabled, c.Edits.Enabled = d.Topics.Enabled, d.Recovery.Enabled, d.Edits.Enabled
+	}})
+	hdr := anthropicHeaders()
+	hdr["X-Claude-Code-Session-Id"] = "rt-sess"
+	turn := func(stream bool, msgs string) {
+		// With a tool: a request without one is a side request, which
+		// saves nothing.
+		body := fmt.Sprintf(`{"model":"m","max_tokens":10,"stream":%v,"tools":[{"name":"Read","description":"reads a file","input_schema":{"type":"object"}}],"messages":[%s]}`, stream, msgs)
+		resp, b := do(t, "POST", h.URL+"/v1/messages", body, hdr)
+		require.Equal(t, 200, resp.StatusCode, string(b))
+	}
+	settle := func() [][]string { time.Sleep(200 * time.Millisecond); return rt.take() }
+	first := `{"role":"user","content":"hi"}`
+	turn(false, first)
+	opening := requestTrips(settle())
+	t.Logf("first turn: %d round trips %v", len(opening), opening)
+	for _, stream := range []bool{false, true} {
+		turn(stream, first+`,{"role":"assistant","content":"hello"},{"role":"user","content":"more"}`)
+		var request, events [][]string
+		for _, trip := range requestTrips(settle()) {
+			if eventTrip(trip) {
+				events = append(events, trip)
+			} else {
+				request = append(request, trip)
+			}
+		}
+		t.Logf("later turn (stream %v): %d round trips on the request path %v; event writes (off the path) %v", stream, len(request), request, events)
+		require.Len(t, request, 2, "a later turn loads and saves: %v", request)
+		require.Equal(t, []string{"HGET"}, request[0], "the load is one HGET")
+		require.Equal(t, "EVAL", request[1][0], "the save is one pipeline: the compare-and-set, then the index")
+		require.NotEmpty(t, events, "the events publisher wrote the turn's events")
+	}
+}
