@@ -168,7 +168,7 @@ func New(o Options) (*Server, error) {
 		DisablePreParseMultipartForm:  true,
 		ReduceMemoryUsage:             true, // see above
 		ReadBufferSize:                16 << 10,
-		WriteBufferSize:               16 << 10,
+		WriteBufferSize:               4 << 10, // see above
 		IdleTimeout:                   2 * time.Minute,
 		ReadTimeout:                   cfg.Limits.HeaderTimeout, // the body's is set in HeaderReceived
 		HeaderReceived:                s.headerReceived(cfg.Limits.BodyTimeout),

@@ -69,7 +69,12 @@ func newUpstream(p Provider, baseURL string, o upstreamOptions) (*upstream, erro
 			// Errors never quote the upstream's raw response bytes.
 			SecureErrorLogMessage:         true,
 			DisableHeaderNamesNormalizing: false,
-			ReadBufferSize:                16 << 10,
+			// The read buffer bounds the response headers (8 KB: nginx's
+			// proxy_buffer_size default is one page, 4 or 8 KB) and is held
+			// by every open stream for its whole life; request bodies are
+			// written through the write buffer and returned with the
+			// connection.
+			ReadBufferSize:                8 << 10,
 			WriteBufferSize:               16 << 10,
 			MaxIdemponentCallAttempts:     1,
 			RetryIfErr:                    func(*fasthttp.Request, int, error) (bool, bool) { return false, false },

@@ -104,10 +104,15 @@ type field struct {
 	start, end int
 }
 
+// initialWindow is the size a Reader's buffer starts at: an idle stream
+// holds only this much (a stream's events are mostly smaller), and the
+// buffer doubles, up to the size limit, when an event does not fit.
+const initialWindow = 512
+
 // NewReader returns a Reader reading from r.
 func NewReader(r io.Reader, opts ...ReaderOption) *Reader {
 	c := newReaderConfig(opts)
-	return &Reader{src: r, max: c.max, atStart: true, buf: window{buf: make([]byte, min(4096, c.max))}}
+	return &Reader{src: r, max: c.max, atStart: true, buf: window{buf: make([]byte, min(initialWindow, c.max))}}
 }
 
 // Reset makes r read a new stream from src, keeping its buffers (and its

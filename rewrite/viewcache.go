@@ -222,7 +222,14 @@ func (r *ViewResolver) blocks(src []conv.Block) []conv.Block {
 		return nil
 	}
 	if len(src) > cap(r.Arena)-len(r.Arena) {
-		r.Arena = make([]conv.Block, 0, max(64, 2*len(src)))
+		// The first arena is small (a short request's view, which an open
+		// stream keeps for its whole life, stays small); later ones hold
+		// 64 blocks or more.
+		size := 64
+		if r.Arena == nil {
+			size = 8
+		}
+		r.Arena = make([]conv.Block, 0, max(size, 2*len(src)))
 	}
 	n := len(r.Arena)
 	r.Arena = append(r.Arena, src...)
