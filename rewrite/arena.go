@@ -34,6 +34,9 @@ func (a *Arena) KeepString(s string) []byte {
 }
 
 func (a *Arena) keep(n int, appendTo func([]byte) []byte) []byte {
+	if n == 0 {
+		return []byte{} // empty, not nil (no allocation)
+	}
 	if n > ArenaBlock/4 {
 		return appendTo(make([]byte, 0, n))
 	}
