@@ -21,6 +21,9 @@ import (
 // always sets it, starting a private redis-server when needed.
 func redisURL(t *testing.T) string {
 	t.Helper()
+	if addrs := clusterSeeds(); len(addrs) > 0 {
+		return "redis://" + addrs[0] + "/0"
+	}
 	u := os.Getenv("REDIS_URL")
 	if u == "" {
 		t.Skip("REDIS_URL not set; run `make test`, which starts a private redis-server, or point REDIS_URL at a scratch Redis")
@@ -45,6 +48,9 @@ func testPrefix(t *testing.T) string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	prefix := "shepherd-test-" + hex.EncodeToString(b)
+	if len(clusterSeeds()) > 0 {
+		return prefix // a throwaway cluster (redis_cluster_test.go): nothing to clean
+	}
 	raw := rawRedis(t)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -69,7 +75,9 @@ func testPrefix(t *testing.T) string {
 
 func newTestRedis(t *testing.T, opts RedisOptions) *Redis {
 	t.Helper()
-	if opts.URL == "" && opts.Client == nil {
+	if seeds := clusterSeeds(); len(seeds) > 0 && opts.URL == "" && opts.Client == nil {
+		opts.Addrs = seeds
+	} else if opts.URL == "" && opts.Client == nil {
 		opts.URL = redisURL(t)
 	}
 	if opts.KeyPrefix == "" {
