@@ -193,6 +193,11 @@ func newUniversalClient(uo *redis.UniversalOptions) redis.UniversalClient {
 	}
 	co := uo.Cluster()
 	co.ClusterStateReloadInterval = DefaultClusterStateReload
+	// One dial per attempt: go-redis redials a refused address 5 times,
+	// 100 ms apart, which spends a whole round trip's Timeout on a dead
+	// master. In a cluster a refused dial means the slot map is stale; the
+	// command's own retries (MaxRedirects) go to the refreshed map instead.
+	co.DialerRetries = 1
 	cc := redis.NewClusterClient(co)
 	watchCluster(cc)
 	return cc
