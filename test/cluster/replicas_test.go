@@ -35,7 +35,7 @@ func TestReplicasOnCluster(t *testing.T) {
 		id := "scale-" + d.Name()
 		m := kit.StartMock(t, mock.Options{})
 		prefix := "shepherd-" + d.Name()
-		lb, proxies := replicas(t, 3, m, func() state.Store { return clusterStore(t, c, prefix) })
+		lb, proxies := replicas(t, 3, m, func() state.Store { return clusterStore(t, c, prefix, time.Second) })
 		runs = append(runs, &run{s: newSession(d, m, lb, id), want: reference(t, d, id, turns), lb: lb, proxies: proxies})
 	}
 	play := func(n int) {

@@ -48,11 +48,13 @@ func startProxy(t *testing.T, m *mock.Server, st state.Store) string {
 	return kit.Serve(t, srv, func() { _ = features.Close() })
 }
 
-// clusterStore is a store on the cluster's seeds with the production
-// settings (200 ms per round trip) and prefix, closed when the test ends.
-func clusterStore(t *testing.T, c *kit.RedisCluster, prefix string) *state.Redis {
+// clusterStore is a store on the cluster's seeds with prefix and timeout
+// per round trip (0: the production default, 200 ms; tests that are not
+// about latency give more, as -race on a busy machine can stall a round
+// trip past it), closed when the test ends.
+func clusterStore(t *testing.T, c *kit.RedisCluster, prefix string, timeout time.Duration) *state.Redis {
 	t.Helper()
-	st, err := state.NewRedis(state.RedisOptions{Addrs: c.Addrs(), KeyPrefix: prefix, TTL: time.Hour})
+	st, err := state.NewRedis(state.RedisOptions{Addrs: c.Addrs(), KeyPrefix: prefix, TTL: time.Hour, Timeout: timeout})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	return st
