@@ -21,8 +21,8 @@ import (
 // always sets it, starting a private redis-server when needed.
 func redisURL(t *testing.T) string {
 	t.Helper()
-	if addrs := clusterSeeds(); len(addrs) > 0 {
-		return "redis://" + addrs[0] + "/0"
+	if _, seeds := deployment(); len(seeds) > 0 {
+		return "redis://" + seeds[0] + "/0" // only a guard here: stores use the seeds
 	}
 	u := os.Getenv("REDIS_URL")
 	if u == "" {
@@ -48,8 +48,8 @@ func testPrefix(t *testing.T) string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	prefix := "shepherd-test-" + hex.EncodeToString(b)
-	if len(clusterSeeds()) > 0 {
-		return prefix // a throwaway cluster (redis_cluster_test.go): nothing to clean
+	if mode, _ := deployment(); mode != "" {
+		return prefix // a throwaway deployment (redis_deployment_test.go): nothing to clean
 	}
 	raw := rawRedis(t)
 	t.Cleanup(func() {
@@ -75,9 +75,7 @@ func testPrefix(t *testing.T) string {
 
 func newTestRedis(t *testing.T, opts RedisOptions) *Redis {
 	t.Helper()
-	if seeds := clusterSeeds(); len(seeds) > 0 && opts.URL == "" && opts.Client == nil {
-		opts.Addrs = seeds
-	} else if opts.URL == "" && opts.Client == nil {
+	if opts.URL == "" && opts.Client == nil && !deploymentOptions(&opts) {
 		opts.URL = redisURL(t)
 	}
 	if opts.KeyPrefix == "" {

@@ -25,10 +25,40 @@ import (
 func TestStoreFailover(t *testing.T) {
 	t.Parallel()
 	c := kit.StartRedisCluster(t)
-	busy, idle := clusterStore(t, c, "shepherd", 0), clusterStore(t, c, "shepherd", 0)
+	slot := kit.KeySlot("shepherd:{t:failover}:s")
+	var killed *kit.RedisProc
+	failover(t, func() *state.Redis { return clusterStore(t, c, "shepherd", 0) },
+		func() { killed = c.KillMasterOf(t, slot) },
+		func() time.Time { _, at := c.WaitPromotion(t, killed, slot, 20*time.Second); return at })
+}
+
+// TestStoreSentinelFailover: TestStoreFailover on Redis Sentinel (a master,
+// its replica, three sentinels): the master is SIGKILLed and the sentinels
+// promote the replica.
+func TestStoreSentinelFailover(t *testing.T) {
+	t.Parallel()
+	s := kit.StartRedisSentinel(t)
+	failover(t, func() *state.Redis { return sentinelStore(t, s, 0) },
+		func() { s.KillMaster(t) },
+		func() time.Time { return s.WaitPromotion(t, 20*time.Second) })
+}
+
+// sentinelStore is a store on the sentinels (timeout as clusterStore's).
+func sentinelStore(t *testing.T, s *kit.RedisSentinel, timeout time.Duration) *state.Redis {
+	t.Helper()
+	st, err := state.NewRedis(state.RedisOptions{Addrs: s.SentinelAddrs(), MasterName: kit.SentinelMaster, TTL: time.Hour, Timeout: timeout})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// failover is the body of the failover tests: open makes a store, kill
+// kills the master serving the session, healed waits until the deployment
+// is whole again and returns when it saw that.
+func failover(t *testing.T, open func() *state.Redis, kill func(), healed func() time.Time) {
+	busy, idle := open(), open()
 	ctx := context.Background()
 	key := state.Key{Tenant: "t", Session: "failover"}
-	slot := kit.KeySlot("shepherd:{t:failover}:s")
 	incr := func(s *state.Session) error { s.Requests++; return nil }
 	for _, st := range []*state.Redis{busy, idle} {
 		_, err := st.Update(ctx, key, incr)
@@ -80,10 +110,10 @@ func TestStoreFailover(t *testing.T) {
 	}()
 
 	time.Sleep(200 * time.Millisecond)
-	killed := c.KillMasterOf(t, slot)
+	kill()
 	killedAt := time.Now()
 	assert.Error(t, busy.Ping(ctx), "Ping right after the master died")
-	_, at := c.WaitPromotion(t, killed, slot, 20*time.Second)
+	at := healed()
 	okAt.Store(&at)
 	for range 5 {
 		use(idle)
@@ -95,7 +125,7 @@ func TestStoreFailover(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	t.Logf("cluster ok %s after the kill; store usable %s after that", at.Sub(killedAt).Round(time.Millisecond), firstOKAt.Sub(at).Round(time.Millisecond))
+	t.Logf("healed %s after the kill; store usable %s after that", at.Sub(killedAt).Round(time.Millisecond), firstOKAt.Sub(at).Round(time.Millisecond))
 	assert.Empty(t, afterOK, "requests failed after the cluster was ok again")
 	require.False(t, firstOKAt.IsZero())
 	assert.Less(t, firstOKAt.Sub(at), time.Second)

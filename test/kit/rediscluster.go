@@ -42,7 +42,7 @@ func StartRedisCluster(t testing.TB) *RedisCluster {
 			_, p, _ := net.SplitHostPort(FreeAddr(t))
 			return []string{"--cluster-port", p}
 		}
-		c.Nodes = append(c.Nodes, startRedisProc(t, dir, fmt.Sprintf("node%d", i), bus,
+		c.Nodes = append(c.Nodes, startRedisProc(t, dir, fmt.Sprintf("node%d", i), bus, "",
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", strconv.Itoa(int(ClusterNodeTimeout/time.Millisecond)),

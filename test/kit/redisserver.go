@@ -57,7 +57,9 @@ type RedisProc struct {
 // loopback port, retrying on another port when it loses a race for one.
 // extra, when set, is called with the chosen port and returns more
 // arguments (for ports the server must be told, like the cluster bus).
-func startRedisProc(t testing.TB, dir, name string, extra func(port int) []string, args ...string) *RedisProc {
+// conf, when not empty, is written to redis.conf in the server's directory
+// and given first (a sentinel needs a config file it can rewrite).
+func startRedisProc(t testing.TB, dir, name string, extra func(port int) []string, conf string, args ...string) *RedisProc {
 	t.Helper()
 	bin := RedisServerBinary(t)
 	var lastErr error
@@ -69,8 +71,16 @@ func startRedisProc(t testing.TB, dir, name string, extra func(port int) []strin
 		if err := os.MkdirAll(pdir, 0o755); err != nil {
 			t.Fatalf("kit: %v", err)
 		}
-		all := []string{"--port", portText, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-			"--daemonize", "no", "--dir", pdir, "--logfile", filepath.Join(pdir, "redis.log")}
+		var all []string
+		if conf != "" {
+			path := filepath.Join(pdir, "redis.conf")
+			if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+				t.Fatalf("kit: %v", err)
+			}
+			all = append(all, path)
+		}
+		all = append(all, "--port", portText, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--daemonize", "no", "--dir", pdir, "--logfile", filepath.Join(pdir, "redis.log"))
 		if extra != nil {
 			all = append(all, extra(port)...)
 		}
