@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,33 +22,71 @@ const DefaultClusterStateReload = 5 * time.Second
 // killed and its replica promoted), it answers CLUSTERDOWN, TRYAGAIN,
 // MASTERDOWN, LOADING or READONLY, or a round trip times out. go-redis
 // itself refreshes only on MOVED/ASK and when the map is older than
-// ClusterStateReloadInterval, so without this a failover left every
-// command of the failed master's slots going to a dead address until that
-// interval passed (issue 18: ~60 s of "state store unavailable" after the
-// cluster had healed in ~3 s).
+// ClusterStateReloadInterval (60 s by default), so without this a
+// failover left every command of the failed master's slots going to a
+// dead address for up to a minute after the cluster had healed (issue 18).
 //
-// The refresh is go-redis's lazy one (a CLUSTER SLOTS in the background,
-// coalesced, at most one per 200 ms), so the failing command's own retries
-// (MaxRedirects, with backoff) already go to the new master.
+// The refresh is synchronous, inside the failed attempt, so the command's
+// own retries (MaxRedirects, with backoff) already go to the new master;
+// go-redis's lazy refresh would not do: it waits out a 200 ms cooldown
+// after the previous one, longer than those retries. One refresh runs at a
+// time (a failure during one does not wait for it) and at most one per
+// minReloadGap, so an outage costs at most one CLUSTER SLOTS per 5 ms per
+// client.
 //
 // The hook is installed on nodes cc creates from now on; for a client the
 // store dials itself that is every node.
 func watchCluster(cc *redis.ClusterClient) {
+	r := &reloader{cluster: cc}
 	cc.OnNewNode(func(node *redis.Client) {
-		node.AddHook(reloadHook{cluster: cc})
+		node.AddHook(reloadHook{r})
 	})
 }
 
-// reloadHook is the node-level hook of watchCluster.
-type reloadHook struct{ cluster *redis.ClusterClient }
+// minReloadGap is the least time between two slot map refreshes.
+const minReloadGap = 5 * time.Millisecond
 
-func (h reloadHook) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := next(ctx, network, addr)
-		h.check(ctx, err)
-		return conn, err
-	}
+// reloader refreshes a cluster client's slot map, one refresh at a time.
+type reloader struct {
+	cluster *redis.ClusterClient
+	mu      sync.Mutex
+	started time.Time // when the last refresh started
 }
+
+// reloadingKey marks the context of a refresh: a failure inside one (a
+// dead node asked for CLUSTER SLOTS) must not start another.
+type reloadingKey struct{}
+
+// reload refreshes the map unless a refresh is under way (its map will be
+// as fresh as one started now) or started less than minReloadGap ago. A
+// done ctx leaves it to go-redis's lazy refresh.
+func (r *reloader) reload(ctx context.Context) {
+	if ctx.Value(reloadingKey{}) != nil {
+		return
+	}
+	if ctx.Err() != nil {
+		r.cluster.ReloadState(ctx)
+		return
+	}
+	if !r.mu.TryLock() {
+		return
+	}
+	defer r.mu.Unlock()
+	if time.Since(r.started) < minReloadGap {
+		return
+	}
+	r.started = time.Now()
+	// ForEachMaster reloads the map (CLUSTER SLOTS) before it runs fn.
+	_ = r.cluster.ForEachMaster(context.WithValue(ctx, reloadingKey{}, true),
+		func(context.Context, *redis.Client) error { return nil })
+}
+
+// reloadHook is the node-level hook of watchCluster.
+type reloadHook struct{ r *reloader }
+
+// DialHook leaves dials alone: a failed dial fails the command, which
+// ProcessHook sees (and go-redis may dial in a goroutine of its own).
+func (h reloadHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h reloadHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
@@ -76,7 +114,7 @@ func (h reloadHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 
 func (h reloadHook) check(ctx context.Context, err error) {
 	if staleMap(err) {
-		h.cluster.ReloadState(ctx)
+		h.r.reload(ctx)
 	}
 }
 

@@ -6,6 +6,7 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/events"
+	"github.com/shepherd-proxy/shepherd/events/feed"
 	"github.com/shepherd-proxy/shepherd/proxy"
 	"github.com/shepherd-proxy/shepherd/state"
 	"github.com/shepherd-proxy/shepherd/test/kit"
@@ -41,11 +44,25 @@ func startProxy(t *testing.T, m *mock.Server, st state.Store) string {
 	counters, _ := st.(state.Counters)
 	metrics := proxy.NewMetrics()
 	log := zaptest.NewLogger(t)
-	features, err := proxy.BuildFeaturesWith(&cfg, metrics, log, proxy.FeatureDeps{Journal: journal, Counters: counters})
+	// The live feed as the binary wires it: a publisher over the store's
+	// event log (so a Redis store also keeps the session's event stream).
+	var em events.Emitter = events.Nop{}
+	closeFeed := func() {}
+	if el, ok := st.(state.EventLog); ok && cfg.Events.Enabled {
+		p, err := feed.New(feed.Options{Log: el, Queue: cfg.Events.Queue, Metrics: metrics.Registry, Logger: log.Named("events")})
+		require.NoError(t, err)
+		em = p
+		closeFeed = func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = p.Close(ctx)
+		}
+	}
+	features, err := proxy.BuildFeaturesWith(&cfg, metrics, log, proxy.FeatureDeps{Events: em, Journal: journal, Counters: counters})
 	require.NoError(t, err)
-	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics, Features: features})
+	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics, Features: features, Events: em})
 	require.NoError(t, err)
-	return kit.Serve(t, srv, func() { _ = features.Close() })
+	return kit.Serve(t, srv, func() { _ = features.Close() }, closeFeed)
 }
 
 // clusterStore is a store on the cluster's seeds with prefix and timeout

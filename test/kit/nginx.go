@@ -75,6 +75,7 @@ http {
 			t.Fatalf("kit: %v", err)
 		}
 		cmd := exec.Command(bin, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", path)
+		dieWithTest(cmd)
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("kit: start nginx: %v", err)
 		}

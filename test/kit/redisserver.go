@@ -80,13 +80,15 @@ func startRedisProc(t testing.TB, dir, name string, extra func(port int) []strin
 			all = append(all, path)
 		}
 		all = append(all, "--port", portText, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-			"--daemonize", "no", "--dir", pdir, "--logfile", filepath.Join(pdir, "redis.log"))
+			"--daemonize", "no", "--dir", pdir, "--logfile", filepath.Join(pdir, "redis.log"),
+			"--repl-diskless-sync-delay", "0") // a replica syncs at once (default: after 5 s)
 		if extra != nil {
 			all = append(all, extra(port)...)
 		}
 		all = append(all, args...)
 		cmd := exec.Command(bin, all...)
 		cmd.Dir = pdir
+		dieWithTest(cmd)
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("kit: start redis-server: %v", err)
 		}

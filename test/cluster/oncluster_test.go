@@ -17,17 +17,20 @@ import (
 	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
-// TestContentionOnCluster: concurrent writers of one session never lose an
+// TestOnCluster, on one cluster: Sizing (sizing_test.go), KeySlot, and
+// Contention: concurrent writers of one session never lose an
 // update. In the store: 3 store instances (3 replicas' worth) each make 20
 // concurrent Updates of one session on the cluster, and every one lands
 // (the compare-and-set retries the losers). Through the proxies: 20
 // concurrent requests of one session through nginx to three proxies count
 // 20 requests and 20 turns' usage, as 20 requests on one proxy do. Also:
 // the kit's KeySlot agrees with the server's CLUSTER KEYSLOT.
-func TestContentionOnCluster(t *testing.T) {
+func TestOnCluster(t *testing.T) {
 	t.Parallel()
 	c := kit.StartRedisCluster(t)
 	ctx := context.Background()
+
+	t.Run("Sizing", func(t *testing.T) { sizing(t, c) })
 
 	t.Run("KeySlot", func(t *testing.T) {
 		cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
@@ -39,7 +42,7 @@ func TestContentionOnCluster(t *testing.T) {
 		}
 	})
 
-	t.Run("Store", func(t *testing.T) {
+	t.Run("ContentionStore", func(t *testing.T) {
 		const stores, each = 3, 20
 		key := state.Key{Tenant: "t", Session: "contended"}
 		var wg sync.WaitGroup
@@ -73,7 +76,7 @@ func TestContentionOnCluster(t *testing.T) {
 		assert.Equal(t, int64(total), got.Version)
 	})
 
-	t.Run("Proxies", func(t *testing.T) {
+	t.Run("ContentionProxies", func(t *testing.T) {
 		const n = 20
 		d := kit.Get(t, "anthropic")
 		reply := mock.Reply{Text: "fine"}
