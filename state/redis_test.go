@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -424,3 +426,61 @@ func TestRedisUpdateFrom(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list, 1, "the index is updated in the same round trip")
 }
+
+// A cluster store's client: cluster mode for any Addrs without MasterName
+// (one seed too), one dial per attempt, the slot map refreshed at least
+// every DefaultClusterStateReload.
+func TestNewRedisClusterOptions(t *testing.T) {
+	for _, addrs := range [][]string{{"127.0.0.1:1"}, {"127.0.0.1:1", "127.0.0.1:2"}} {
+		r, err := NewRedis(RedisOptions{URL: "redis://:pw@/0", Addrs: addrs})
+		require.NoError(t, err)
+		cc, ok := r.client.(*redis.ClusterClient)
+		require.True(t, ok, "%v: a cluster client, got %T", addrs, r.client)
+		o := cc.Options()
+		assert.Equal(t, addrs, o.Addrs)
+		assert.Equal(t, "pw", o.Password)
+		assert.Equal(t, 1, o.DialerRetries)
+		assert.Equal(t, DefaultClusterStateReload, o.ClusterStateReloadInterval)
+		assert.True(t, o.ContextTimeoutEnabled)
+		require.NoError(t, r.Close())
+	}
+	r, err := NewRedis(RedisOptions{URL: "redis://127.0.0.1:1/0"})
+	require.NoError(t, err)
+	defer r.Close()
+	assert.IsType(t, &redis.Client{}, r.client, "a URL alone is one server")
+}
+
+// staleMap: which failures of a cluster node refresh the slot map.
+func TestStaleMap(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"not found", redis.Nil, false},
+		{"caller canceled", fmt.Errorf("x: %w", context.Canceled), false},
+		{"deadline", context.DeadlineExceeded, true},
+		{"refused", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}, true},
+		{"eof", io.EOF, true},
+		{"pool closed", redis.ErrClosed, true},
+		{"clusterdown", redisError("CLUSTERDOWN The cluster is down"), true},
+		{"tryagain", redisError("TRYAGAIN Multiple keys request during rehashing of slot"), true},
+		{"masterdown", redisError("MASTERDOWN Link with MASTER is down"), true},
+		{"loading", redisError("LOADING Redis is loading the dataset in memory"), true},
+		{"readonly", redisError("READONLY You can't write against a read only replica."), true},
+		{"script error", redisError("ERR Error running script"), false},
+		{"wrong type", redisError("WRONGTYPE Operation against a key holding the wrong kind of value"), false},
+		{"noscript", redisError("NOSCRIPT No matching script"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, staleMap(tc.err))
+		})
+	}
+}
+
+// redisError is a server error reply as go-redis returns it.
+type redisError string
+
+func (e redisError) Error() string { return string(e) }
+func (redisError) RedisError()     {}
