@@ -21,4 +21,9 @@ USER 65532:65532
 # (shepherd refuses to start with admin on a non-loopback address and no token).
 ENV SHEPHERD_LISTEN=0.0.0.0:8787 SHEPHERD_ADMIN_LISTEN=127.0.0.1:8788
 EXPOSE 8787 8788
+# The image has no shell or curl: `shepherd healthcheck` GETs /healthz on the
+# admin address the configuration (file and SHEPHERD_* variables) names and
+# exits 0 on 200, 1 otherwise. Add -ready to require the state store too.
+HEALTHCHECK --interval=15s --timeout=5s --start-period=5s --retries=3 \
+  CMD ["/shepherd", "healthcheck", "-config", "/etc/shepherd/config.yaml"]
 ENTRYPOINT ["/shepherd", "-config", "/etc/shepherd/config.yaml"]

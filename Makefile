@@ -11,7 +11,7 @@ FUZZTIME    ?= 10s
 
 export GOTEST_PKGS
 
-.PHONY: test agents build fmt vet fuzz bench
+.PHONY: test agents build fmt vet fuzz bench eval
 
 test:
 	bash scripts/test.sh
@@ -47,3 +47,8 @@ bench:
 	else \
 	  $(GO) test -run '^$$' -bench . -benchmem $(GOTEST_PKGS); \
 	fi
+
+# The behavioural eval (bench/eval/README.md): against the provider whose key is set, else the
+# scripted mock. EVAL_FLAGS passes flags, e.g. EVAL_FLAGS='-api openai_responses -model gpt-4.1'.
+eval:
+	mkdir -p bench/out && $(GO) run ./bench/eval/cmd -json bench/out/eval.json $(EVAL_FLAGS)

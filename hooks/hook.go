@@ -130,6 +130,12 @@ type RequestHook interface {
 // ReplyHook inspects a complete model reply (a JSON body, or a stream's tool
 // calls once each is complete) before the agent receives it.
 //
+// Every reply of a turn is decided, streamed or not, with or without tool
+// calls, follow-ups and continuations included: on a stream the hooks run
+// once it has ended, on the view of the whole reply (conv.Reply.Text holds
+// all of its text, which has already reached the agent; only its tool
+// calls are still held).
+//
 // Contract:
 //   - Reply hooks run in reverse chain order (the hook whose request side ran
 //     last sees the reply first), and only hooks that implement ReplyHook.

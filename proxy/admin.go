@@ -206,7 +206,9 @@ func (s *Server) getSession(ctx *fasthttp.RequestCtx, id string) {
 		writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{"error": "state store unavailable"})
 	default:
 		withLedger := string(ctx.QueryArgs().Peek("include")) == "ledger"
-		writeJSON(ctx, fasthttp.StatusOK, sessionAnswer(sess, withLedger))
+		ans := sessionAnswer(sess, withLedger)
+		ans.Budgets = s.budgetCounters(c, state.Key{Tenant: tenant, Session: id})
+		writeJSON(ctx, fasthttp.StatusOK, ans)
 	}
 }
 

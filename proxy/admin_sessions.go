@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"time"
@@ -53,21 +54,24 @@ type usageJSON struct {
 // chapters, governance audit and recovery counters. Ledger is present only
 // with ?include=ledger; LedgerEntries always counts it.
 type sessionJSON struct {
-	ID            string            `json:"id"`
-	Tenant        string            `json:"tenant"`
-	CreatedAt     time.Time         `json:"created_at"`
-	UpdatedAt     time.Time         `json:"updated_at"`
-	Requests      int64             `json:"requests"`
-	Version       int64             `json:"version"`
-	Agent         string            `json:"agent,omitempty"`
-	Model         string            `json:"model,omitempty"`
-	Usage         usageJSON         `json:"usage"`
-	Counts        map[string]int64  `json:"counts,omitempty"`
-	Topic         string            `json:"topic,omitempty"`
-	Intent        string            `json:"intent,omitempty"`
-	Chapters      []chapterJSON     `json:"chapters"`
-	Audit         []auditJSON       `json:"audit"`
-	Recovery      recoveryJSON      `json:"recovery"`
+	ID        string           `json:"id"`
+	Tenant    string           `json:"tenant"`
+	CreatedAt time.Time        `json:"created_at"`
+	UpdatedAt time.Time        `json:"updated_at"`
+	Requests  int64            `json:"requests"`
+	Version   int64            `json:"version"`
+	Agent     string           `json:"agent,omitempty"`
+	Model     string           `json:"model,omitempty"`
+	Usage     usageJSON        `json:"usage"`
+	Counts    map[string]int64 `json:"counts,omitempty"`
+	Topic     string           `json:"topic,omitempty"`
+	Intent    string           `json:"intent,omitempty"`
+	Chapters  []chapterJSON    `json:"chapters"`
+	Audit     []auditJSON      `json:"audit"`
+	Recovery  recoveryJSON     `json:"recovery"`
+	// Budgets are the session's budget counters (budgets.*: turns, tokens,
+	// cost_micros, calls:<tool>, streak) when the store keeps any.
+	Budgets       map[string]int64  `json:"budgets,omitempty"`
 	LedgerEntries int               `json:"ledger_entries"`
 	Ledger        []ledgerEntryJSON `json:"ledger,omitempty"`
 }
@@ -160,6 +164,21 @@ func sessionAnswer(s *state.Session, withLedger bool) sessionJSON {
 		}
 	}
 	return out
+}
+
+// budgetCounters reads a session's budget counters for the sessions API:
+// nil when the store keeps none, has none for it, or cannot be read (the
+// rest of the answer stands).
+func (s *Server) budgetCounters(c context.Context, key state.Key) map[string]int64 {
+	bc, ok := s.store.(state.Counters)
+	if !ok {
+		return nil
+	}
+	got, err := bc.ReadCounters(c, key)
+	if err != nil || len(got) == 0 {
+		return nil
+	}
+	return got
 }
 
 // slotCounts merges the counters of the slots that have some (state.Counter),

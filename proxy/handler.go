@@ -22,6 +22,10 @@ const (
 	headerSession   = "X-Shepherd-Session"
 	headerRequestID = "X-Shepherd-Request-Id"
 	headerTiming    = "Server-Timing"
+	// headerAccelBuffering tells a buffering reverse proxy in front of
+	// shepherd (nginx, and the ingresses built on it) to pass a streamed
+	// reply on as it comes rather than hold it in its buffers.
+	headerAccelBuffering = "X-Accel-Buffering"
 )
 
 var eventStream = []byte("text/event-stream")
@@ -266,14 +270,17 @@ func (s *Server) respond(ctx *fasthttp.RequestCtx, x *exchange, in *inspection, 
 	switch isSSE := bytes.HasPrefix(x.upResp.Header.ContentType(), eventStream); {
 	case isSSE && t != nil:
 		x.watch.reading(phaseStreaming)
+		markStreamed(ctx)
 		s.streamTurn(ctx, x, t)
 		x.watch = nil
 	case isSSE:
 		x.watch.reading(phaseStreaming)
+		markStreamed(ctx)
 		s.streamEvents(ctx, x)
 		x.watch = nil
 	case x.upResp.Header.ContentLength() < 0 && (in.stream() || !x.route.inspect):
 		x.watch.reading(phaseStreaming)
+		markStreamed(ctx)
 		s.streamChunks(ctx, x)
 		x.watch = nil
 	case t != nil:
@@ -334,6 +341,12 @@ func (s *Server) copyBody(ctx *fasthttp.RequestCtx, x *exchange) error {
 		err = cerr
 	}
 	return err
+}
+
+// markStreamed sets the headers of every reply shepherd streams:
+// "X-Accel-Buffering: no", replacing any value the upstream sent.
+func markStreamed(ctx *fasthttp.RequestCtx) {
+	ctx.Response.Header.Set(headerAccelBuffering, "no")
 }
 
 func (s *Server) setShepherdHeaders(ctx *fasthttp.RequestCtx, x *exchange) {

@@ -14,6 +14,9 @@
 #                 tests then skip unless one is installed)
 #   SHEPHERD_AGENTS=0  skip the agents suite (test/agents), which otherwise
 #                 runs with the rest after scripts/agents.sh installed the CLIs
+#   SHEPHERD_DEPLOY_LINT=0  skip scripts/deploy-lint.sh (helm lint/template,
+#                 kubeconform on deploy/); test/deploy's chart test then
+#                 skips unless helm is on the PATH
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -163,6 +166,15 @@ if [[ "${SHEPHERD_AGENTS:-}" != 0 ]]; then
   export SHEPHERD_AGENTS=1
 fi
 
+# The deployment files: helm and kubeconform are built once with go install
+# (cached) and skipped with a reason when they cannot be; a lint that fails
+# fails the run. The helm it used renders the chart in test/deploy too.
+deploy_status=0
+if [[ "${SHEPHERD_DEPLOY_LINT:-}" != 0 ]]; then
+  SHEPHERD_HELM="$(bash scripts/deploy-lint.sh)" || deploy_status=$?
+  export SHEPHERD_HELM
+fi
+
 # shellcheck disable=SC2086 # GOTEST_PKGS and GOTEST_FLAGS are word lists
 "$GO" vet $GOTEST_PKGS
 race="$(race_flag)"
@@ -172,4 +184,8 @@ fi
 status=0
 # shellcheck disable=SC2086
 "$GO" test $race -count=1 $GOTEST_FLAGS $GOTEST_PKGS || status=$?
+if [[ "$deploy_status" != 0 ]]; then
+  log "scripts/deploy-lint.sh failed (see above)"
+  status=1
+fi
 exit "$status"

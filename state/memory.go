@@ -47,8 +47,9 @@ const lockStripes = 256
 
 // Memory is the embedded Store: a bounded in-process map. It is safe for
 // concurrent use. It also implements EventLog (bounded rings per session and
-// for all sessions, at most MaxSessions session logs), Approvals and
-// EditJournal (at most MaxSessions journals); all are dropped with their
+// for all sessions, at most MaxSessions session logs), Approvals,
+// EditJournal (at most MaxSessions journals) and Counters (at most
+// MaxSessions sessions' counters); all are dropped with their
 // session by Delete and by eviction.
 //
 // Stored sessions are immutable snapshots: Update clones the current one for
@@ -86,6 +87,12 @@ type Memory struct {
 	journals map[Key]*sessionJournal
 	jnOrder  *list.List // of *sessionJournal, front = most recently appended
 
+	// Budget counters (memory_counters.go); ctMu is taken after mu, never
+	// before.
+	ctMu     sync.Mutex
+	counters map[Key]*sessionCounters
+	ctOrder  *list.List // of *sessionCounters, front = most recently changed
+
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -108,6 +115,8 @@ func NewMemory(opts MemoryOptions) *Memory {
 		approvals:   make(map[Key]map[string]*Approval),
 		journals:    make(map[Key]*sessionJournal),
 		jnOrder:     list.New(),
+		counters:    make(map[Key]*sessionCounters),
+		ctOrder:     list.New(),
 		stop:        make(chan struct{}),
 		done:        make(chan struct{}),
 
@@ -235,6 +244,7 @@ func (m *Memory) Update(ctx context.Context, key Key, fn func(*Session) error) (
 		m.dropEvents(evicted)
 		m.dropApprovals(evicted)
 		m.dropJournal(evicted)
+		m.dropCounters(evicted)
 	}
 	return w, nil
 }
@@ -263,6 +273,7 @@ func (m *Memory) Delete(ctx context.Context, key Key) error {
 	m.dropEvents(key)
 	m.dropApprovals(key)
 	m.dropJournal(key)
+	m.dropCounters(key)
 	return nil
 }
 
@@ -413,6 +424,7 @@ func (m *Memory) janitor(interval time.Duration) {
 				m.purgeEvents(now)
 				m.purgeApprovals(now)
 				m.purgeJournals(now)
+				m.purgeCounters(now)
 			}
 		}
 	}

@@ -76,6 +76,7 @@ const (
 //	P:approvals sorted set of T+"\x00"+S+"\x00"+id scored by HeldAt (unix ms)
 //	P:{T:S}:j   hash: the session's edit journal (EditJournal, redis_journal.go)
 //	P:{T:S}:jo  sorted set: the journal's live seqs, in order
+//	P:{T:S}:b   hash: the session's budget counters (Counters, redis_counters.go)
 //
 // A session is one key, so every operation on it is single-slot in cluster
 // mode (the {T:S} hash tag keeps it so should fields ever move to sibling
@@ -269,7 +270,7 @@ func (r *Redis) Delete(ctx context.Context, key Key) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	if err := r.client.Del(cctx, r.sessionKey(key), r.eventsKey(key), r.approvalsKey(key), r.journalKey(key), r.journalOrderKey(key)).Err(); err != nil {
+	if err := r.client.Del(cctx, r.sessionKey(key), r.eventsKey(key), r.approvalsKey(key), r.journalKey(key), r.journalOrderKey(key), r.countersKey(key)).Err(); err != nil {
 		return r.fail(ctx, "delete", err)
 	}
 	r.unindex(ctx, []Key{key})

@@ -4,6 +4,10 @@
 //
 // `shepherd edits list|show|revert` reads a session's edit journal from a
 // running proxy's admin API and reverts an entry (edits.go, docs/revert.md).
+//
+// `shepherd healthcheck` exits 0 when a running proxy's /healthz (or
+// /readyz with -ready) answers 200, 1 otherwise: the container image's
+// HEALTHCHECK (healthcheck.go).
 package main
 
 import (
@@ -29,6 +33,16 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "edits" {
 		// shepherd edits list|show|revert: a client of the admin API.
 		if err := runEdits(context.Background(), os.Args[2:], os.Stdout, os.Stderr); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				os.Exit(0)
+			}
+			fmt.Fprintln(os.Stderr, "shepherd:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "healthcheck" {
+		if err := runHealthcheck(context.Background(), os.Args[2:], os.Stderr); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				os.Exit(0)
 			}

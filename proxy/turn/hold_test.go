@@ -168,12 +168,12 @@ func TestHoldDenied(t *testing.T) {
 // Expired: no decision in time; the call is refused "not approved in
 // time" and the denial is by timeout.
 func TestHoldExpired(t *testing.T) {
-	f := newHoldFixture(t, true, Holds{Timeout: 80 * time.Millisecond, Poll: 10 * time.Millisecond, KeepAlive: 20 * time.Millisecond})
+	f := newHoldFixture(t, true, Holds{Timeout: 200 * time.Millisecond, Poll: 10 * time.Millisecond, KeepAlive: 10 * time.Millisecond})
 	w := &scriptWriter{}
 	start := time.Now()
 	up, err := f.run(t, w, reply("tool_use", "removing", "rm"), reply("end_turn", "ok"))
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, time.Since(start), 60*time.Millisecond, "held until (just before) the expiry")
+	require.GreaterOrEqual(t, time.Since(start), 180*time.Millisecond, "held until (just before) the expiry")
 	require.Len(t, up.sent, 1)
 	require.Contains(t, up.sent[0], ReasonNotApproved)
 	require.Positive(t, w.keepAlives, "the connection was kept alive while waiting")

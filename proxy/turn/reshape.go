@@ -29,15 +29,9 @@ func (t *Turn) reshape(edits conv.RequestEdits, anchors []string) ([]byte, []con
 	if drop <= 0 {
 		return body, msgs, anchors, nil
 	}
-	// From the end so earlier positions stay valid; system messages stay.
-	var err error
-	for i := drop - 1; i >= 0; i-- {
-		if msgs[i].Role == conv.RoleSystem {
-			continue
-		}
-		if body, err = t.tc.ReplaceMessages(body, i, nil); err != nil {
-			return nil, nil, nil, fmt.Errorf("turn: leaving out message %d: %w", i, err)
-		}
+	body, err := leaveOut(t.tc, body, msgs, drop)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	kept := make([]conv.Message, 0, len(msgs)-drop)
 	n := 0
@@ -49,6 +43,37 @@ func (t *Turn) reshape(edits conv.RequestEdits, anchors []string) ([]byte, []con
 		}
 	}
 	return body, kept, anchors[:n], nil
+}
+
+// leaveOut returns body without the messages before drop that are not
+// system messages: in one pass when the codec locates its messages
+// (rewrite.MessageLocator), else one ReplaceMessages per message.
+func leaveOut(tc rewrite.TurnCodec, body []byte, msgs []conv.Message, drop int) ([]byte, error) {
+	keep := func(i int) bool { return i >= drop || msgs[i].Role == conv.RoleSystem }
+	if loc, ok := tc.(rewrite.MessageLocator); ok {
+		if out, err := rewrite.KeepMessages(body, loc, len(msgs), keep); err == nil {
+			return out, nil
+		}
+	}
+	// From the front, each message at its position in the body as it is
+	// then (the messages before it that were left out no longer count):
+	// what precedes a removal is only kept system messages, so no removal
+	// joins two neighbours into one view message (Responses merges
+	// consecutive assistant items; going from the end, leaving out a user
+	// message between two assistant ones would merge a dropped one with a
+	// kept one, and the next removal would take both).
+	removed := 0
+	for i := range drop {
+		if keep(i) {
+			continue
+		}
+		var err error
+		if body, err = tc.ReplaceMessages(body, i-removed, nil); err != nil {
+			return nil, fmt.Errorf("turn: leaving out message %d: %w", i, err)
+		}
+		removed++
+	}
+	return body, nil
 }
 
 // lastPerBlock keeps, of several edits of one result block, the last.

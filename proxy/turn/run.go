@@ -130,6 +130,7 @@ func (t *Turn) report(l *replyLoop, err error) {
 		return
 	}
 	l.outcome.result(&t.outcome, err)
+	t.outcome.CostUSD, _ = t.Cost() // usage.go: priced once, as the save priced it
 	t.emitOutcome()
 	if herr := t.chain.RunOutcome(t.ctx, &t.call, &t.outcome); herr != nil {
 		t.hookFailed(herr)

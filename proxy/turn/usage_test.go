@@ -121,3 +121,22 @@ func TestSideUsageCreatesNoSession(t *testing.T) {
 	_, err := store.Get(context.Background(), state.Key{Tenant: "t", Session: "s3"})
 	require.ErrorIs(t, err, state.ErrNotFound)
 }
+
+// The outcome hooks get the turn's cost, priced as the session's usage
+// totals price it (every round at the model that answered).
+func TestOutcomeCost(t *testing.T) {
+	store := state.NewMemory(state.MemoryOptions{MaxSessions: 10, TTL: time.Hour})
+	e := New(Options{Store: store, Metrics: &countingMetrics{}, Limits: Limits{MaxFollowups: 4, MaxRefusalRounds: 4},
+		Prices: pricing.Builtin(), SessionFor: func(fp string) string { return "fp-" + fp }})
+	oh := &outcomeHook{}
+	call := hooks.Call{Route: "messages", Tenant: "t", SessionID: "s1"}
+	runCall(t, e, call, hooks.NewChain(policyHook{}, oh), pricedReply("claude-sonnet-4-5-20250929", "tool_use", "", "rm"),
+		pricedReply("claude-sonnet-4-5-20250929", "end_turn", "done"))
+	require.Len(t, oh.got, 1)
+	require.InDelta(t, 2*0.0255, oh.got[0].CostUSD, 1e-9)
+
+	oh.got = nil
+	runCall(t, e, call, hooks.NewChain(oh), pricedReply("unknown-model", "end_turn", "done"))
+	require.Len(t, oh.got, 1)
+	require.Zero(t, oh.got[0].CostUSD, "an unpriced model costs 0")
+}

@@ -55,6 +55,10 @@ type TurnOutcome struct {
 	Continuations int
 	// Usage sums the token usage of every round, as the upstream reported it.
 	Usage Usage
+	// CostUSD is the list-price cost of Usage, priced by the turn engine
+	// (package pricing) at the model that answered, the same cost the
+	// session's usage totals add; 0 when that model has no price.
+	CostUSD float64
 	// Err is set when the turn failed (upstream error, client gone); the
 	// agent then got an error or nothing.
 	Err error
