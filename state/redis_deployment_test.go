@@ -97,7 +97,7 @@ func runContractsOn(t *testing.T, deployment string) {
 		t.Fatalf("contracts on %s: %v\n%s", deployment, err, out)
 	}
 	t.Logf("passed: %s", strings.Join(names, ", "))
-	for _, want := range []string{"TestRedisContract", "TestRedisFeedContract", "TestRedisJournalContract"} {
+	for _, want := range []string{"TestRedisContract", "TestRedisFeedContract", "TestRedisJournalContract", "TestRedisCountersContract"} {
 		assert.Contains(t, names, want)
 	}
 }
