@@ -163,14 +163,6 @@ func (p *RedisProc) LogTail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// Client returns a plain client of this one server, closed at cleanup.
-func (p *RedisProc) Client(t testing.TB) *redis.Client {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: p.Addr, DialTimeout: time.Second, MaxRetries: -1})
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
 // infoField returns field of INFO section (e.g. "cluster_state" of
 // CLUSTER INFO text) from an INFO-style "k:v" text.
 func infoField(text, field string) string {
