@@ -30,7 +30,7 @@ func (s *Server) streamTurn(ctx *fasthttp.RequestCtx, x *exchange, t *turn.Turn)
 	xs := *x
 	x.feed.handOff() // xs emits request.finished when the stream ends
 	releaseRequestBody(ctx)
-	ctx.SetBodyStream(newStreamBody(func(w io.Writer) { s.pipeTurn(w, &xs, t, head) }), -1)
+	ctx.SetBodyStream(newStreamBody(func(w io.Writer) { s.pipeTurn(w, &xs, t, head) }).withTrailer(overheadTrailer(ctx, &xs)), -1)
 }
 
 // pipeTurn is the stream writer of a turn; head is the agent's request line

@@ -64,6 +64,7 @@ func (t *Turn) Run(ctx context.Context, w Writer, up Sender) error {
 			return t.end(l, w, first, nil)
 		}
 		resp, err := up.Send(st.follow)
+		t.lastSent = st.follow
 		l.countSent(st.cont)
 		if err == nil {
 			err = w.Follow(resp, st.cont)
