@@ -76,6 +76,12 @@ func FuzzHashHistory(f *testing.F) {
 		for _, s := range h.Starts {
 			require.Less(t, s, len(body))
 		}
+		// Against a body sharing a prefix, HashHistoryLike agrees.
+		other := `{"messages":[` + elem + `,` + elem + `]}`
+		var ref, like rewrite.History
+		rewrite.HashHistory(&ref, []byte(other), "messages")
+		rewrite.HashHistoryLike(&like, []byte(body), "messages", &ref, []byte(other))
+		require.Equal(t, h, like)
 		// A breakpoint added to an object leaves its hash as it was.
 		q := string(gjsonQuote(text))
 		plain := `{"text":` + q + `}`
@@ -85,3 +91,37 @@ func FuzzHashHistory(f *testing.F) {
 }
 
 func gjsonQuote(s string) []byte { return []byte(fmt.Sprintf("%q", strings.ToValidUTF8(s, "?"))) }
+
+// TestHashHistoryLike: whatever the two bodies share, the result equals
+// HashHistory's.
+func TestHashHistoryLike(t *testing.T) {
+	const a, b, c = `{"role":"user","content":"a"}`, `{"role":"assistant","content":"b"}`, `{"role":"user","content":"c"}`
+	body := func(msgs ...string) []byte {
+		return []byte(`{"model":"m","messages":[` + strings.Join(msgs, ",") + `]}`)
+	}
+	for name, pair := range map[string][2][]byte{
+		"identical":      {body(a, b, c), body(a, b, c)},
+		"last differs":   {body(a, b, c), body(a, b, `{"role":"user","content":"c!"}`)},
+		"one more":       {body(a, b, c), body(a, b)},
+		"one fewer":      {body(a, b), body(a, b, c)},
+		"first differs":  {body(a, b), body(c, b)},
+		"model differs":  {[]byte(`{"model":"x","messages":[` + a + `]}`), body(a)},
+		"empty":          {body(), body(a)},
+		"text appended":  {body(a, `{"role":"user","content":"cc"}`), body(a, c)},
+		"string input":   {[]byte(`{"input":"x"}`), []byte(`{"input":"y"}`)},
+		"same string":    {[]byte(`{"input":"x"}`), []byte(`{"input":"x"}`)},
+		"string vs list": {[]byte(`{"input":"x"}`), []byte(`{"input":[` + a + `]}`)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			key := "messages"
+			if strings.Contains(string(pair[0]), "input") {
+				key = "input"
+			}
+			var ref, want, got rewrite.History
+			rewrite.HashHistory(&ref, pair[1], key)
+			rewrite.HashHistory(&want, pair[0], key)
+			rewrite.HashHistoryLike(&got, pair[0], key, &ref, pair[1])
+			require.Equal(t, want, got)
+		})
+	}
+}

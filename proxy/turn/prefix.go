@@ -189,8 +189,8 @@ type PrefixMetrics interface {
 // replaced tool results or left messages out.
 func (t *Turn) checkPrefix(sess *state.Session, key string, replaced, dropped bool) *prefixCheck {
 	var agent, up rewrite.History
-	rewrite.HashHistory(&agent, t.body, key)
 	rewrite.HashHistory(&up, t.sent, key)
+	rewrite.HashHistoryLike(&agent, t.body, key, &up, t.sent)
 	if len(agent.Hashes) == 0 {
 		return nil
 	}
