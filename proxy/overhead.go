@@ -28,7 +28,7 @@ func (x *exchange) ownTime() time.Duration {
 // appendOverhead appends d as milliseconds with three decimals and the unit
 // ("0.412ms").
 func appendOverhead(b []byte, d time.Duration) []byte {
-	b = strconv.AppendFloat(b, float64(d.Nanoseconds())/1e6, 'f', 3, 64)
+	b = strconv.AppendFloat(b, overheadMillis(d), 'f', 3, 64)
 	return append(b, "ms"...)
 }
 
