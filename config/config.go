@@ -61,6 +61,8 @@ type Config struct {
 	// Routing picks a model and an upstream per request by rule
 	// (routing.go).
 	Routing Routing `mapstructure:"routing"`
+	// Tracing configures OpenTelemetry trace export (tracing.go).
+	Tracing Tracing `mapstructure:"tracing"`
 
 	// deprecations are the warnings Load noted for deprecated keys.
 	deprecations []string

@@ -60,6 +60,7 @@ func Defaults() Config {
 			MaxFollowups:     4,
 			MaxRefusalRounds: 4,
 		},
-		Events: defaultEvents(),
+		Events:  defaultEvents(),
+		Tracing: defaultTracing(),
 	}
 }

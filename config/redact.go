@@ -15,7 +15,8 @@ const Mask = "***"
 // and any password in state.redis.url (user info or a query parameter whose
 // name contains "pass") becomes Mask, e.g. redis://user:***@host:6379/0. An
 // unset secret stays "" so the log still shows whether it was configured.
-// An unparseable redis URL is replaced by Mask as a whole.
+// An unparseable redis URL is replaced by Mask as a whole. Every
+// tracing.headers value becomes Mask (authorization=***).
 func (c Config) Redacted() Config {
 	r := c
 	r.State.Redis.Addrs = slices.Clone(c.State.Redis.Addrs)
@@ -23,6 +24,7 @@ func (c Config) Redacted() Config {
 		r.Admin.Token = Mask
 	}
 	r.State.Redis.URL = redactURL(r.State.Redis.URL)
+	r.Tracing.Headers = redactedHeaders(c.Tracing.Headers)
 	return r
 }
 

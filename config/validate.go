@@ -127,6 +127,7 @@ func (c *Config) Validate() error {
 	c.Pricing.validate(&p)
 	c.Routing.validate(&p)
 	c.Events.validate(&p)
+	c.Tracing.validate(&p)
 
 	if len(p) == 0 {
 		return nil

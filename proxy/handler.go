@@ -67,6 +67,8 @@ type exchange struct {
 		stream turnStream
 		sender upstreamSender
 	}
+	// trace is the request's spans; nil when tracing is off (tracing.go).
+	trace *requestTrace
 }
 
 // handle proxies one request, in steps: admit it, read its body, inspect
@@ -88,6 +90,9 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	s.identify(ctx, &x, &in)
+	if s.tracer != nil {
+		s.traceRequest(ctx, &x, &in)
+	}
 	s.requestStarted(&x, &in)
 	if !s.routeMatch(ctx, &x, &in, body) {
 		return
@@ -232,10 +237,16 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange, body []byte) boo
 	x.upResp = fasthttp.AcquireResponse()
 	prepareUpstreamRequest(upReq, &ctx.Request, up, body, x.route.inspect)
 	x.target.apply(upReq, up)
+	if x.trace != nil {
+		x.trace.roundStarted(upReq, up, x.target.model)
+	}
 	setWatchedBody(upReq, x.upResp, body, x.watch)
 	t0 := time.Now()
 	err := up.client.DoTimeout(upReq, x.upResp, s.cfg.Limits.UpstreamTimeout)
 	x.upWait = time.Since(t0)
+	if x.trace != nil {
+		x.trace.roundResponded(x.upResp, err)
+	}
 	fasthttp.ReleaseRequest(upReq)
 	s.metrics.observeUpstream(x.route.name, x.upWait)
 	if err == nil {
@@ -382,6 +393,9 @@ func (s *Server) setServerTiming(ctx *fasthttp.RequestCtx, x *exchange) {
 func (s *Server) finish(ctx *fasthttp.RequestCtx, x *exchange, status int) {
 	own := x.ownTime()
 	s.requestFinished(x, status)
+	if x.trace != nil {
+		s.traceFinished(x, status)
+	}
 	if ctx.Response.Header.Peek(headerRequestID) == nil {
 		ctx.Response.Header.Set(headerRequestID, x.requestID)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
@@ -37,6 +38,8 @@ type harnessOptions struct {
 	Store  state.Store
 	// Logger replaces the test logger (e.g. one writing to a buffer).
 	Logger *zap.Logger
+	// Tracing is the proxy's tracer provider (nil: tracing off).
+	Tracing trace.TracerProvider
 }
 
 // newHarness starts a mock and shepherd; both stop when the test ends.
@@ -73,7 +76,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	features, err := proxy.BuildFeatures(&cfg, metrics, log)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = features.Close() })
-	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics, Features: features})
+	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics, Features: features, Tracing: o.Tracing})
 	require.NoError(t, err)
 	url := kit.Serve(t, srv, func() { _ = st.Close() })
 	return &harness{t: t, mock: m, srv: srv, cfg: &cfg, store: st, metrics: metrics, URL: url}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/shepherd-proxy/shepherd/config"
@@ -40,6 +41,11 @@ type Options struct {
 	// Prices turns usage into cost (pricing.New(cfg.Pricing.Models), built
 	// once at start-up); nil builds it from Config.
 	Prices *pricing.Table
+	// Tracing is the tracer provider of the request spans (tracing.New
+	// when tracing.enabled; tests pass one with an in-memory exporter);
+	// nil, the default, traces nothing at no cost (tracing.go). The caller
+	// shuts it down after Shutdown.
+	Tracing trace.TracerProvider
 }
 
 // Server is shepherd's proxy. Build it with New, run it with Serve or
@@ -59,6 +65,7 @@ type Server struct {
 	metricsH  fasthttp.RequestHandler
 	console   *console.Handler // the web console on the admin endpoints
 	events    events.Emitter   // never nil
+	tracer    *tracer          // nil: tracing off (tracing.go)
 	feeds     *feedSet         // the SSE feeds (admin_events.go)
 
 	srv      *fasthttp.Server
@@ -98,6 +105,7 @@ func New(o Options) (*Server, error) {
 		upstreams: map[Provider]*upstream{},
 		ridPrefix: newRequestIDPrefix(),
 		metricsH:  newMetricsHandler(o.Metrics),
+		tracer:    newTracer(o.Tracing),
 	}
 	if o.Prices == nil {
 		prices, err := pricing.New(cfg.Pricing.Models)

@@ -67,8 +67,12 @@ func (s *Server) beginTurn(ctx *fasthttp.RequestCtx, x *exchange, view *conv.Req
 		View:        view,
 		Body:        body,
 		Opening:     x.sessionSource == sourceOpening,
+		Trace:       x.turnTrace(),
 	})
 	if st.Short != nil {
+		if x.trace != nil {
+			x.trace.traceShort()
+		}
 		status := st.Short.Status
 		if status == 0 {
 			status = fasthttp.StatusBadRequest

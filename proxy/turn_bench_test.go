@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
@@ -20,7 +21,11 @@ import (
 // benchTurn measures whole turns through shepherd with topics on (the
 // request hooks, the ledger, the reply loop and the save), JSON or
 // streamed, against the mock over loopback.
-func benchTurn(b *testing.B, stream bool) {
+func benchTurn(b *testing.B, stream bool) { benchTurnTraced(b, stream, nil) }
+
+// benchTurnTraced is benchTurn with the proxy's tracer provider tp (nil:
+// tracing off, the default).
+func benchTurnTraced(b *testing.B, stream bool, tp trace.TracerProvider) {
 	m := mock.New(mock.Options{Default: mock.Reply{Text: strings.Repeat("word ", 200)}})
 	if err := m.Start(); err != nil {
 		b.Fatal(err)
@@ -37,7 +42,7 @@ func benchTurn(b *testing.B, stream bool) {
 	}
 	defer features.Close()
 	store := state.NewMemory(state.MemoryOptions{MaxSessions: 1000, TTL: time.Hour})
-	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: zap.NewNop(), Store: store, Metrics: metrics, Features: features})
+	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: zap.NewNop(), Store: store, Metrics: metrics, Features: features, Tracing: tp})
 	if err != nil {
 		b.Fatal(err)
 	}

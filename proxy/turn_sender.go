@@ -53,10 +53,16 @@ func (s *Server) sendFollowUp(tmpl *fasthttp.Request, x *exchange, body []byte) 
 	resp := fasthttp.AcquireResponse()
 	prepareUpstreamRequest(req, tmpl, up, body, true)
 	x.target.apply(req, up)
+	if x.trace != nil {
+		x.trace.roundStarted(req, up, x.target.model)
+	}
 	setWatchedBody(req, resp, body, x.watch)
 	t0 := time.Now()
 	err = up.client.DoTimeout(req, resp, s.cfg.Limits.UpstreamTimeout)
 	x.upWait += time.Since(t0)
+	if x.trace != nil {
+		x.trace.roundResponded(resp, err)
+	}
 	if err == nil {
 		x.watch.received(resp, "")
 	} else {

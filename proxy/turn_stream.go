@@ -29,6 +29,7 @@ func (s *Server) streamTurn(ctx *fasthttp.RequestCtx, x *exchange, t *turn.Turn)
 	head := newRequestHead(&ctx.Request.Header)
 	xs := *x
 	x.feed.handOff() // xs emits request.finished when the stream ends
+	x.trace = nil    // and ends the request's spans
 	releaseRequestBody(ctx)
 	ctx.SetBodyStream(newStreamBody(func(w io.Writer) { s.pipeTurn(w, &xs, t, head) }).withTrailer(overheadTrailer(ctx, &xs)), -1)
 }
@@ -51,6 +52,9 @@ func (s *Server) pipeTurn(w io.Writer, x *exchange, t *turn.Turn, head requestHe
 		s.streamClientGone(x)
 	}
 	s.requestFinished(x, fasthttp.StatusOK)
+	if x.trace != nil {
+		s.traceFinished(x, fasthttp.StatusOK)
+	}
 }
 
 // turnStream is the turn engine's writer for an SSE reply: a stream

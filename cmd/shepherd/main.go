@@ -106,8 +106,14 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	tp, stopTracing, err := newTracing(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing() // after the server stopped: exports the spans still batched
 	srv, err := proxy.New(proxy.Options{
 		Config: cfg, Logger: log, Store: store, Metrics: metrics, Features: features, Prices: prices, Events: em,
+		Tracing: tp,
 	})
 	if err != nil {
 		return err

@@ -36,6 +36,8 @@ type Request struct {
 	// state is saved under the fingerprint of the conversation continued by
 	// the reply the agent gets (Options.SessionFor).
 	Opening bool
+	// Trace traces the turn's hook phases and rounds (nil: not traced).
+	Trace Trace
 }
 
 // Turn is one request's run through the hook chain and the turn engine.
@@ -75,6 +77,8 @@ type Turn struct {
 	// watch reports the turn's tool calls to the chain's CallWatchers
 	// (watch.go); nil when none watches.
 	watch *callWatch
+	// trace is Request.Trace (nil: not traced).
+	trace Trace
 }
 
 // Start is how Begin left a request.
@@ -100,7 +104,7 @@ func (e *Engine) Begin(ctx context.Context, r Request) (*Turn, Start) {
 	t := &Turn{
 		e: e, call: r.Call, chain: r.Chain, codec: r.Codec, tc: r.TurnCodec, cc: r.Continuer,
 		key:  state.Key{Tenant: r.Call.Tenant, Session: r.Call.SessionID},
-		view: r.View, body: r.Body, opening: r.Opening, ctx: ctx,
+		view: r.View, body: r.Body, opening: r.Opening, ctx: ctx, trace: r.Trace,
 	}
 	// An opening request's id is fresh, so the load finds nothing: the
 	// conversation inherits no state. It is still a read, so that a store
@@ -123,7 +127,13 @@ func (e *Engine) Begin(ctx context.Context, r Request) (*Turn, Start) {
 		t.base = sess
 	}
 
+	if t.trace != nil {
+		t.trace.HookPhaseStarted(PhaseRequest)
+	}
 	edits, resp, herr := t.chain.RunRequest(ctx, &t.call, r.View)
+	if t.trace != nil {
+		t.trace.HookPhaseEnded(PhaseRequest, herr)
+	}
 	if herr != nil {
 		t.hookFailed(herr)
 	}

@@ -60,7 +60,14 @@ func (l *replyLoop) step(cur []byte) (step, bool) {
 	l.outcome.reply(view)
 	l.noteStop(view.Stop)
 	t.watch.reply(view)
+	if t.trace != nil {
+		t.trace.RoundReplied(view)
+		t.trace.HookPhaseStarted(PhaseReply)
+	}
 	d, herr := t.chain.RunReply(t.ctx, &t.call, view)
+	if t.trace != nil {
+		t.trace.HookPhaseEnded(PhaseReply, herr)
+	}
 	if herr != nil {
 		t.hookFailed(herr)
 	}

@@ -63,6 +63,9 @@ func (t *Turn) Run(ctx context.Context, w Writer, up Sender) error {
 		if st.follow == nil {
 			return t.end(l, w, first, nil)
 		}
+		if t.trace != nil {
+			t.trace.RoundSending(st.cont)
+		}
 		resp, err := up.Send(st.follow)
 		t.lastSent = st.follow
 		l.countSent(st.cont)
@@ -97,6 +100,9 @@ func (t *Turn) end(l *replyLoop, w Writer, first, fallback []byte) error {
 	f := Final{Reply: out, Continuations: l.recovery.attempts}
 	if key, saved := t.save(); saved && t.opening {
 		f.Session = key.Session
+		if t.trace != nil {
+			t.trace.OpeningSaved(key.Session)
+		}
 	}
 	w.Finish(f)
 	t.report(l, nil)
@@ -133,7 +139,14 @@ func (t *Turn) report(l *replyLoop, err error) {
 	l.outcome.result(&t.outcome, err)
 	t.outcome.CostUSD, _ = t.Cost() // usage.go: priced once, as the save priced it
 	t.emitOutcome()
-	if herr := t.chain.RunOutcome(t.ctx, &t.call, &t.outcome); herr != nil {
+	if t.trace != nil {
+		t.trace.HookPhaseStarted(PhaseOutcome)
+	}
+	herr := t.chain.RunOutcome(t.ctx, &t.call, &t.outcome)
+	if t.trace != nil {
+		t.trace.HookPhaseEnded(PhaseOutcome, herr)
+	}
+	if herr != nil {
 		t.hookFailed(herr)
 	}
 }
