@@ -3,7 +3,6 @@ package turn
 import (
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -31,7 +30,7 @@ const PrefixSlotVersion = 1
 // conversation and its subagents'), turns kept for the sessions API.
 const (
 	maxPrefixTracks = 4
-	maxPrefixTurns  = 20
+	maxPrefixTurns  = 10
 )
 
 // Prefix break causes (PrefixTurn.Cause; label of shepherd_prefix_breaks_total).
@@ -88,11 +87,16 @@ type PrefixState struct {
 }
 
 // prefixTrack is one conversation of the session, known by the hash of the
-// agent's first element: the element hashes of the agent's latest request
-// and of the latest request sent upstream for it.
+// agent's first element (First): the element hashes of the latest request
+// sent upstream for it (Upstream, packed: base64 of little-endian uint32s,
+// so the record stays small and cheap to encode), and of the agent's
+// latest request only its length and the hash of its element hashes (all
+// the next turn needs to tell whether the agent's history only grew).
 type prefixTrack struct {
-	Agent    hashList `json:"agent"`
-	Upstream hashList `json:"upstream"`
+	First    uint32 `json:"first"`
+	AgentLen int    `json:"agent_len"`
+	AgentSum uint64 `json:"agent_sum"`
+	Upstream string `json:"upstream"`
 }
 
 // SlotVersion implements state.Slot.
@@ -101,9 +105,7 @@ func (s *PrefixState) SlotVersion() int { return PrefixSlotVersion }
 // CloneSlot implements state.Slot.
 func (s *PrefixState) CloneSlot() state.Slot {
 	c := &PrefixState{Turns: append([]PrefixTurn(nil), s.Turns...)}
-	for _, tr := range s.Tracks {
-		c.Tracks = append(c.Tracks, prefixTrack{Agent: append(hashList(nil), tr.Agent...), Upstream: append(hashList(nil), tr.Upstream...)})
-	}
+	c.Tracks = append([]prefixTrack(nil), s.Tracks...)
 	if s.Breaks != nil {
 		c.Breaks = make(map[string]int64, len(s.Breaks))
 		for k, v := range s.Breaks {
@@ -131,35 +133,37 @@ func PrefixOf(sess *state.Session) (*PrefixState, error) {
 
 var decodePrefixSlot = state.SameShapeJSON[PrefixState]("turn engine", 1, PrefixSlotVersion)
 
-// hashList is a list of element hashes, stored compactly: base64 of the
-// little-endian uint32s.
-type hashList []uint32
-
-// MarshalJSON implements json.Marshaler.
-func (h hashList) MarshalJSON() ([]byte, error) {
+// packHashes encodes element hashes for prefixTrack.Upstream.
+func packHashes(h []uint32) string {
 	raw := make([]byte, 4*len(h))
 	for i, v := range h {
 		binary.LittleEndian.PutUint32(raw[4*i:], v)
 	}
-	return json.Marshal(base64.StdEncoding.EncodeToString(raw))
+	return base64.StdEncoding.EncodeToString(raw)
 }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (h *hashList) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
+// unpackHashes decodes prefixTrack.Upstream; nil when it is malformed.
+func unpackHashes(s string) []uint32 {
 	raw, err := base64.StdEncoding.DecodeString(s)
 	if err != nil || len(raw)%4 != 0 {
-		return fmt.Errorf("turn: bad hash list")
+		return nil
 	}
-	out := make(hashList, len(raw)/4)
+	out := make([]uint32, len(raw)/4)
 	for i := range out {
 		out[i] = binary.LittleEndian.Uint32(raw[4*i:])
 	}
-	*h = out
-	return nil
+	return out
+}
+
+// sumHashes is the xxhash64 of element hashes, in order.
+func sumHashes(hashes []uint32) uint64 {
+	d := xxhash.New()
+	var b [4]byte
+	for _, h := range hashes {
+		binary.LittleEndian.PutUint32(b[:], h)
+		_, _ = d.Write(b[:])
+	}
+	return d.Sum64()
 }
 
 // followed notes the turn's last upstream request (after follow-ups or
@@ -167,14 +171,13 @@ func (h *hashList) UnmarshalJSON(b []byte) error {
 func (c *prefixCheck) followed(key string, lastSent []byte) {
 	var h rewrite.History
 	rewrite.HashHistory(&h, lastSent, key)
-	c.upstream = h.Hashes
+	c.track.Upstream = packHashes(h.Hashes)
 }
 
 // prefixCheck is what Begin found for the turn and save records.
 type prefixCheck struct {
-	turn     PrefixTurn
-	agent    []uint32 // the agent's element hashes (owned)
-	upstream []uint32 // the upstream request's (owned)
+	turn  PrefixTurn
+	track prefixTrack // what the next turn of the conversation compares with
 }
 
 // PrefixMetrics is what a Metrics may also implement to count prefix
@@ -194,8 +197,9 @@ func (t *Turn) checkPrefix(sess *state.Session, key string, replaced, dropped bo
 	if len(agent.Hashes) == 0 {
 		return nil
 	}
-	c := &prefixCheck{agent: agent.Hashes, upstream: up.Hashes}
-	c.turn = PrefixTurn{At: t.e.now(), RequestID: t.call.RequestID, Hash: prefixHash(up.Hashes),
+	c := &prefixCheck{track: prefixTrack{First: agent.Hashes[0], AgentLen: len(agent.Hashes),
+		AgentSum: sumHashes(agent.Hashes), Upstream: packHashes(up.Hashes)}}
+	c.turn = PrefixTurn{At: t.e.now(), RequestID: t.call.RequestID, Hash: fmt.Sprintf("%016x", sumHashes(up.Hashes)),
 		Elements: len(up.Hashes), BreakOffset: -1, BreakElement: -1}
 	st, _ := PrefixOf(sess)
 	tr := st.track(agent.Hashes[0])
@@ -203,7 +207,7 @@ func (t *Turn) checkPrefix(sess *state.Session, key string, replaced, dropped bo
 		c.turn.First = true
 		return c
 	}
-	k := firstDiff(tr.Upstream, up.Hashes)
+	k := firstDiff(unpackHashes(tr.Upstream), up.Hashes)
 	if k < 0 {
 		return c
 	}
@@ -213,7 +217,7 @@ func (t *Turn) checkPrefix(sess *state.Session, key string, replaced, dropped bo
 		c.turn.BreakOffset = up.Starts[k]
 	}
 	switch {
-	case firstDiff(tr.Agent, agent.Hashes) >= 0:
+	case tr.AgentLen > len(agent.Hashes) || sumHashes(agent.Hashes[:tr.AgentLen]) != tr.AgentSum:
 		c.turn.Cause = CauseClient
 	case replaced:
 		c.turn.Cause = CauseCompaction
@@ -239,17 +243,6 @@ func firstDiff(prev, next []uint32) int {
 	return -1
 }
 
-// prefixHash hashes a conversation's element hashes, in order.
-func prefixHash(hashes []uint32) string {
-	d := xxhash.New()
-	var b [4]byte
-	for _, h := range hashes {
-		binary.LittleEndian.PutUint32(b[:], h)
-		_, _ = d.Write(b[:])
-	}
-	return fmt.Sprintf("%016x", d.Sum64())
-}
-
 // track is the conversation whose agent request began with first; nil when
 // s is nil or follows no such conversation.
 func (s *PrefixState) track(first uint32) *prefixTrack {
@@ -257,7 +250,7 @@ func (s *PrefixState) track(first uint32) *prefixTrack {
 		return nil
 	}
 	for i := range s.Tracks {
-		if a := s.Tracks[i].Agent; len(a) > 0 && a[0] == first {
+		if s.Tracks[i].First == first {
 			return &s.Tracks[i]
 		}
 	}
@@ -274,12 +267,12 @@ func (c *prefixCheck) record(sess *state.Session, u *turnUsage) {
 		st = &PrefixState{}
 	}
 	tracks := make([]prefixTrack, 0, maxPrefixTracks)
-	tracks = append(tracks, prefixTrack{Agent: c.agent, Upstream: c.upstream})
+	tracks = append(tracks, c.track)
 	for _, tr := range st.Tracks {
 		if len(tracks) == maxPrefixTracks {
 			break
 		}
-		if len(tr.Agent) > 0 && tr.Agent[0] != c.agent[0] {
+		if tr.First != c.track.First {
 			tracks = append(tracks, tr)
 		}
 	}
