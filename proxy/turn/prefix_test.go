@@ -200,35 +200,42 @@ func BenchmarkCheckPrefix(b *testing.B) {
 // sends a follow-up; the next turn (its ledger replaying the refusal) must
 // extend that follow-up, not the turn's first request, and does.
 func TestPrefixFollowsTheLastUpstreamRequest(t *testing.T) {
-	f := newFixture(t, Limits{MaxFollowups: 4, MaxRefusalRounds: 4})
-	m := &prefixMetrics{}
-	f.e.metrics = m
-	w, up := f.run(t, reply("tool_use", "", "rm"), reply("end_turn", "done"))
-	require.Len(t, up.sent, 1)
+	for name, replies := range map[string][]string{
+		"refusal round": {reply("tool_use", "", "rm"), reply("end_turn", "done")},
+		"continuation":  {reply("max_tokens", "The first half"), reply("end_turn", " and the rest.")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, Limits{MaxFollowups: 4, MaxRefusalRounds: 4})
+			m := &prefixMetrics{}
+			f.e.metrics = m
+			w, up := f.run(t, replies[0], replies[1:]...)
+			require.Len(t, up.sent, 1)
 
-	sess, err := f.store.Get(context.Background(), state.Key{Tenant: "t", Session: "s1"})
-	require.NoError(t, err)
-	st, err := PrefixOf(sess)
-	require.NoError(t, err)
-	var h rewrite.History
-	rewrite.HashHistory(&h, []byte(up.sent[0]), "messages")
-	require.Equal(t, h.Hashes, unpackHashes(st.Tracks[0].Upstream), "the follow-up is the base of the next turn")
+			sess, err := f.store.Get(context.Background(), state.Key{Tenant: "t", Session: "s1"})
+			require.NoError(t, err)
+			st, err := PrefixOf(sess)
+			require.NoError(t, err)
+			var h rewrite.History
+			rewrite.HashHistory(&h, []byte(up.sent[0]), "messages")
+			require.Equal(t, h.Hashes, unpackHashes(st.Tracks[0].Upstream), "the follow-up is the base of the next turn")
 
-	// The agent's next request: its copy of the reply, then a new message.
-	content := gjson.GetBytes(w.final.Reply, "content").Raw
-	next := strings.Replace(agentRequest, `"content":"hello"}]`,
-		`"content":"hello"},{"role":"assistant","content":`+content+`},{"role":"user","content":"thanks"}]`, 1)
-	codec := anthropic.Descriptor.Codec()
-	view, err := codec.ParseRequest([]byte(next))
-	require.NoError(t, err)
-	tn, start := f.e.Begin(context.Background(), Request{
-		Call:  hooks.Call{Route: "messages", Tenant: "t", SessionID: "s1"},
-		Chain: f.chain, Codec: codec, TurnCodec: codec, View: view, Body: []byte(next),
-	})
-	require.NotNil(t, tn)
-	p, ok := tn.Prefix()
-	require.True(t, ok)
-	require.False(t, p.First)
-	require.Equal(t, -1, p.BreakOffset, "upstream %s\nafter %s", start.Body, up.sent[0])
-	require.Empty(t, m.breaks)
+			// The agent's next request: its copy of the reply, then a new message.
+			content := gjson.GetBytes(w.final.Reply, "content").Raw
+			next := strings.Replace(agentRequest, `"content":"hello"}]`,
+				`"content":"hello"},{"role":"assistant","content":`+content+`},{"role":"user","content":"thanks"}]`, 1)
+			codec := anthropic.Descriptor.Codec()
+			view, err := codec.ParseRequest([]byte(next))
+			require.NoError(t, err)
+			tn, start := f.e.Begin(context.Background(), Request{
+				Call:  hooks.Call{Route: "messages", Tenant: "t", SessionID: "s1"},
+				Chain: f.chain, Codec: codec, TurnCodec: codec, View: view, Body: []byte(next),
+			})
+			require.NotNil(t, tn)
+			p, ok := tn.Prefix()
+			require.True(t, ok)
+			require.False(t, p.First)
+			require.Equal(t, -1, p.BreakOffset, "upstream %s\nafter %s", start.Body, up.sent[0])
+			require.Empty(t, m.breaks)
+		})
+	}
 }
