@@ -89,3 +89,21 @@ func ParseFeatures(v []byte) []string {
 	}
 	return out
 }
+
+// Plugin is the plug-in of an opt-in feature with one hook for every API:
+// it gives h to the chains the scope joins and has nothing to close.
+func (s Scope) Plugin(h Hook) Plugin { return scopedPlugin{scope: s, h: h} }
+
+type scopedPlugin struct {
+	scope Scope
+	h     Hook
+}
+
+func (p scopedPlugin) Hook(api API) (Hook, error) {
+	if !p.scope.Joins(api) {
+		return nil, nil
+	}
+	return p.h, nil
+}
+
+func (p scopedPlugin) Close() error { return nil }

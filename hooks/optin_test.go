@@ -82,3 +82,20 @@ func TestDefer(t *testing.T) {
 		t.Fatalf("second TakeDeferred = %d changes, want 0", got)
 	}
 }
+
+type namedHook string
+
+func (h namedHook) Name() string { return string(h) }
+
+func TestScopePlugin(t *testing.T) {
+	p := Scope{Enabled: OptInOn, APIs: []string{"gemini"}}.Plugin(namedHook("f"))
+	if h, err := p.Hook(API{Key: "gemini"}); err != nil || h == nil || h.Name() != "f" {
+		t.Fatalf("gemini chain: %v, %v", h, err)
+	}
+	if h, err := p.Hook(API{Key: "anthropic"}); err != nil || h != nil {
+		t.Fatalf("anthropic chain: %v, %v", h, err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/ruleline"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -264,7 +265,7 @@ func FuzzParseRule(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !validName(r.Name) || (r.Refuse == "" && r.SetModel == "" && r.Upstream == "") {
+		if !ruleline.ValidName(r.Name) || (r.Refuse == "" && r.SetModel == "" && r.Upstream == "") {
 			t.Fatalf("accepted an invalid rule %q: %+v", s, r)
 		}
 		q := &Request{Model: "m", Agent: "a"}

@@ -9,6 +9,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/apis"
+	"github.com/shepherd-proxy/shepherd/ruleline"
 )
 
 // Kind is what a request is to its agent.
@@ -74,12 +75,12 @@ var matchKeys = []string{"model", "agent", "api", "kind", "min_input_tokens", "m
 // ParseRule parses one routing.rules line. It checks the rule alone; New
 // checks it against the upstreams.
 func ParseRule(line string) (Rule, error) {
-	name, kv, order, err := fields(line)
+	name, kv, order, err := ruleline.Fields(line)
 	if err != nil {
 		return Rule{}, err
 	}
 	r := Rule{Name: name, Sticky: true}
-	if !validName(name) {
+	if !ruleline.ValidName(name) {
 		return r, fmt.Errorf("rule name %q: use letters, digits, - _ . (at most 64)", name)
 	}
 	fail := func(format string, args ...any) (Rule, error) {

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/apis"
+	"github.com/shepherd-proxy/shepherd/ruleline"
 )
 
 // Upstream is a named upstream (key routing.upstreams): a base URL serving
@@ -44,12 +45,12 @@ func Families() []string {
 // ParseUpstream parses one routing.upstreams line. It checks the line
 // alone; New checks the upstreams together.
 func ParseUpstream(line string) (Upstream, error) {
-	name, kv, order, err := fields(line)
+	name, kv, order, err := ruleline.Fields(line)
 	if err != nil {
 		return Upstream{}, err
 	}
 	u := Upstream{Name: name}
-	if !validName(name) {
+	if !ruleline.ValidName(name) {
 		return u, fmt.Errorf("upstream name %q: use letters, digits, - _ . (at most 64)", name)
 	}
 	if slices.Contains(Families(), name) {
@@ -99,4 +100,21 @@ func checkBaseURL(raw string) error {
 		return errors.New("must carry no query, fragment or user info")
 	}
 	return nil
+}
+
+
+// validEnvName reports whether s is a portable environment variable name.
+func validEnvName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range []byte(s) {
+		switch {
+		case c == '_', 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -100,23 +100,8 @@ func (c *Config) Provision(env hooks.Env) (hooks.Plugin, error) {
 		Tools:  rules, Owned: env.Owned,
 		Counters: env.Counters, Log: env.Log, Events: env.Events, Metrics: m,
 	})
-	return plugin{scope: c.Scope, h: h}, nil
+	return c.Scope.Plugin(h), nil
 }
-
-// plugin gives the hook to the chains of the APIs the scope joins.
-type plugin struct {
-	scope hooks.Scope
-	h     *Hook
-}
-
-func (p plugin) Hook(api hooks.API) (hooks.Hook, error) {
-	if !p.scope.Joins(api) {
-		return nil, nil
-	}
-	return p.h, nil
-}
-
-func (p plugin) Close() error { return nil }
 
 // micros converts US dollars to whole micro-dollars (rounded).
 func micros(usd float64) int64 { return int64(math.Round(usd * 1e6)) }

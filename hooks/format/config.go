@@ -71,20 +71,5 @@ func (c *Config) Provision(env hooks.Env) (hooks.Plugin, error) {
 		Scope: c.Scope, Rules: rules, Events: env.Events,
 		OnApplied: func(rule string) { applied.WithLabelValues(rule).Inc() },
 	})
-	return plugin{scope: c.Scope, h: h}, nil
+	return c.Scope.Plugin(h), nil
 }
-
-// plugin gives the hook to the chains of the APIs its scope joins.
-type plugin struct {
-	scope hooks.Scope
-	h     *Hook
-}
-
-func (p plugin) Hook(api hooks.API) (hooks.Hook, error) {
-	if !p.scope.Joins(api) {
-		return nil, nil
-	}
-	return p.h, nil
-}
-
-func (p plugin) Close() error { return nil }

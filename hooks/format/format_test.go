@@ -12,6 +12,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/events"
 	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/ruleline"
 )
 
 func TestParseRule(t *testing.T) {
@@ -105,7 +106,7 @@ func FuzzParseRule(f *testing.F) {
 			}
 			return
 		}
-		if r.Match == nil || r.Instruction() == "" || !validName(r.Name) {
+		if r.Match == nil || r.Instruction() == "" || !ruleline.ValidName(r.Name) {
 			t.Fatalf("ParseRule(%q) = %+v", line, r)
 		}
 		if r.Text == "" && !strings.HasPrefix(r.Instruction(), "Format: ") {

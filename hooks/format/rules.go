@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/shepherd-proxy/shepherd/ruleline"
 )
 
 // Rule is one format rule (key format.rules): the prompts it matches and
@@ -35,12 +37,12 @@ var ruleKeys = "match, words, bullets, order, text"
 
 // ParseRule parses one format.rules line.
 func ParseRule(line string) (Rule, error) {
-	name, kv, order, err := fields(line)
+	name, kv, order, err := ruleline.Fields(line)
 	if err != nil {
 		return Rule{}, err
 	}
 	r := Rule{Name: name}
-	if !validName(name) {
+	if !ruleline.ValidName(name) {
 		return r, fmt.Errorf("rule name %q: use letters, digits, - _ . (at most 64)", name)
 	}
 	fail := func(format string, args ...any) (Rule, error) {

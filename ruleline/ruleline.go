@@ -1,4 +1,7 @@
-package format
+// Package ruleline is the one-line rule syntax shared by routing rules and
+// format rules: a leading name, then key=value pairs. It imports nothing of
+// the project.
+package ruleline
 
 import (
 	"errors"
@@ -7,13 +10,13 @@ import (
 	"strings"
 )
 
-// fields splits a rule line into its leading name and its key=value pairs,
+// Fields splits a rule line into its leading name and its key=value pairs,
 // in order. A value runs to the next blank, or is a Go quoted string: a
 // double-quoted one with escapes (text="Answer in one sentence.") or a
 // back-quoted raw one, for a regular expression with blanks or
 // backslashes kept as they are (match=`(?i)\bgive me\b`). A key given
 // twice is an error.
-func fields(line string) (name string, kv map[string]string, order []string, err error) {
+func Fields(line string) (name string, kv map[string]string, order []string, err error) {
 	s := strings.TrimSpace(line)
 	if s == "" {
 		return "", nil, nil, errors.New("is empty")
@@ -63,9 +66,9 @@ func cut(s string) (string, string) {
 	return s, ""
 }
 
-// validName reports whether a rule name is usable as a metric label and a
+// ValidName reports whether a rule or upstream name is usable as a metric label and a
 // log field: letters, digits, - _ . only, at most 64.
-func validName(s string) bool {
+func ValidName(s string) bool {
 	if s == "" || len(s) > 64 {
 		return false
 	}
