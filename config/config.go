@@ -130,8 +130,8 @@ type State struct {
 }
 
 // Redis configures the Redis store. URL forms: redis://[user:pass@]host:port/db,
-// rediss:// for TLS; several comma-separated addresses in Addrs select cluster
-// mode, and MasterName selects sentinel mode (go-redis universal client).
+// rediss:// for TLS; addresses in Addrs (one or more) select cluster mode,
+// and MasterName selects sentinel mode (docs/operations-redis.md).
 type Redis struct {
 	// URL: key state.redis.url; e.g. redis://127.0.0.1:6379/0; schemes
 	// redis, rediss and unix (unix:///path/to/redis.sock). Default "" (none).

@@ -95,6 +95,8 @@ type sessionView struct {
 	EventsKept    bool // the store keeps events (the timeline shows turns)
 	Refusals      int
 	Continuations int
+	// Prefix is the cache-integrity pane: the last turns, newest first.
+	Prefix []prefixRow
 }
 
 // intentView is the session's intent: its id from the intents slot, its
@@ -144,6 +146,8 @@ type turnView struct {
 	CostUSD                              float64
 	Stop, Error                          string
 	Rounds, Continuations                int64
+	// Prefix is the turn's cache-integrity words (prefixStatus).
+	Prefix string
 }
 
 // activityRow is one event of the activity list.
@@ -163,7 +167,7 @@ func buildSession(s *state.Session, evs []events.Event, eventsKept bool) *sessio
 		ID: s.ID, Tenant: s.Tenant, Agent: s.Agent, Model: s.Model,
 		Created: s.CreatedAt, Updated: s.UpdatedAt, Requests: s.Requests, Usage: s.Usage,
 		CacheHit:   hitRatio(s.Usage.InputTokens, s.Usage.CacheReadTokens, s.Usage.CacheWriteTokens),
-		EventsKept: eventsKept,
+		EventsKept: eventsKept, Prefix: prefixRows(s),
 	}
 	tp, _ := topics.Of(s)
 	in, _ := intents.Of(s)
@@ -341,6 +345,7 @@ func turnOf(d map[string]any) *turnView {
 		Rounds: num(d, "rounds"), Continuations: num(d, "continuations"),
 	}
 	t.CacheHit = hitRatio(t.Input, t.CacheRead, t.CacheWrite)
+	t.Prefix = prefixStatus(d)
 	return t
 }
 

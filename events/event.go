@@ -22,7 +22,15 @@ const (
 	// RequestFinished: the agent got its reply (or an error). Data:
 	// status, duration_ms, model, stop, rounds, continuations, usage
 	// {input_tokens, output_tokens, cache_read_tokens, cache_write_tokens},
-	// cost_usd, error (when the turn failed).
+	// cost_usd, error (when the turn failed), overhead_ms (shepherd's own
+	// time until the reply's headers, upstream waiting excluded; the
+	// X-Shepherd-Overhead header or trailer). A turn the engine ran also
+	// has the cache-integrity keys (docs/diagnostics.md): prefix_hash (16
+	// hex digits, a hash of the conversation sent upstream),
+	// prefix_break_offset (the byte offset in the upstream body where it
+	// first differs from the previous request of the conversation; -1
+	// when it extends it) and prefix_break_cause ("" without a break,
+	// else client, compaction, gating or proxy).
 	RequestFinished Type = "request.finished"
 	// ChapterOpened: topics opened a chapter. Data: title, previous.
 	ChapterOpened Type = "chapter.opened"

@@ -9,6 +9,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/hooks/intents"
 	"github.com/shepherd-proxy/shepherd/hooks/recovery"
 	"github.com/shepherd-proxy/shepherd/hooks/topics"
+	"github.com/shepherd-proxy/shepherd/proxy/turn"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -71,7 +72,11 @@ type sessionJSON struct {
 	Recovery  recoveryJSON     `json:"recovery"`
 	// Budgets are the session's budget counters (budgets.*: turns, tokens,
 	// cost_micros, calls:<tool>, streak) when the store keeps any.
-	Budgets       map[string]int64  `json:"budgets,omitempty"`
+	Budgets map[string]int64 `json:"budgets,omitempty"`
+	// PrefixTurns are the session's last turns' cache-integrity records
+	// (docs/diagnostics.md), oldest first; PrefixBreaks its breaks by cause.
+	PrefixTurns   []turn.PrefixTurn `json:"prefix_turns"`
+	PrefixBreaks  map[string]int64  `json:"prefix_breaks,omitempty"`
 	LedgerEntries int               `json:"ledger_entries"`
 	Ledger        []ledgerEntryJSON `json:"ledger,omitempty"`
 }
@@ -146,6 +151,11 @@ func sessionAnswer(s *state.Session, withLedger bool) sessionJSON {
 		Audit:         make([]auditJSON, len(in.Audit)),
 		Recovery:      recoveryJSON(*rc),
 		LedgerEntries: len(s.Ledger),
+	}
+	out.PrefixTurns = []turn.PrefixTurn{}
+	if px, _ := turn.PrefixOf(s); px != nil {
+		out.PrefixTurns = append(out.PrefixTurns, px.Turns...)
+		out.PrefixBreaks = px.Breaks
 	}
 	for i, c := range tp.Chapters {
 		ch := chapterJSON{Title: c.Title, StartedAt: c.StartedAt}

@@ -68,7 +68,7 @@ func (s *Server) requestFinished(x *exchange, status int) {
 	now := time.Now()
 	data := map[string]any{
 		"status": status, "duration_ms": now.Sub(x.start).Milliseconds(), "model": x.feed.model,
-		"stop": "", "rounds": 0, "continuations": 0,
+		"stop": "", "rounds": 0, "continuations": 0, "overhead_ms": overheadMillis(x.ownTime()),
 	}
 	var failure error
 	if t := x.feed.turn; t != nil {
@@ -81,6 +81,9 @@ func (s *Server) requestFinished(x *exchange, status int) {
 		}
 		if usd, priced := t.Cost(); priced {
 			data["cost_usd"] = usd
+		}
+		if p, ok := t.Prefix(); ok {
+			data["prefix_hash"], data["prefix_break_offset"], data["prefix_break_cause"] = p.Hash, p.BreakOffset, p.Cause
 		}
 		failure = o.Err
 	}

@@ -41,6 +41,11 @@ type exchange struct {
 	start     time.Time
 	upWait    time.Duration
 	upResp    *fasthttp.Response
+	// own is shepherd's own time on the request (ownTime), once measured.
+	own         time.Duration
+	ownMeasured bool
+	// streamed: the reply is a stream (its overhead goes in a trailer).
+	streamed bool
 	// sessionSource says where the session id came from (access log).
 	sessionSource sessionSource
 	// crlf records that the upstream frames SSE lines with CRLF, so events
@@ -281,17 +286,17 @@ func (s *Server) respond(ctx *fasthttp.RequestCtx, x *exchange, in *inspection, 
 	switch isSSE := bytes.HasPrefix(x.upResp.Header.ContentType(), eventStream); {
 	case isSSE && t != nil:
 		x.watch.reading(phaseStreaming)
-		markStreamed(ctx)
+		markStreamed(ctx, x)
 		s.streamTurn(ctx, x, t)
 		x.watch = nil
 	case isSSE:
 		x.watch.reading(phaseStreaming)
-		markStreamed(ctx)
+		markStreamed(ctx, x)
 		s.streamEvents(ctx, x)
 		x.watch = nil
 	case x.upResp.Header.ContentLength() < 0 && (in.stream() || !x.route.inspect):
 		x.watch.reading(phaseStreaming)
-		markStreamed(ctx)
+		markStreamed(ctx, x)
 		s.streamChunks(ctx, x)
 		x.watch = nil
 	case t != nil:
@@ -355,9 +360,13 @@ func (s *Server) copyBody(ctx *fasthttp.RequestCtx, x *exchange) error {
 }
 
 // markStreamed sets the headers of every reply shepherd streams:
-// "X-Accel-Buffering: no", replacing any value the upstream sent.
-func markStreamed(ctx *fasthttp.RequestCtx) {
+// "X-Accel-Buffering: no", replacing any value the upstream sent. The
+// headers are decided: shepherd's own time is measured now, before the
+// stream writers copy the exchange (their trailer reports it).
+func markStreamed(ctx *fasthttp.RequestCtx, x *exchange) {
 	ctx.Response.Header.Set(headerAccelBuffering, "no")
+	x.streamed = true
+	x.ownTime()
 }
 
 func (s *Server) setShepherdHeaders(ctx *fasthttp.RequestCtx, x *exchange) {
@@ -370,8 +379,7 @@ func (s *Server) setShepherdHeaders(ctx *fasthttp.RequestCtx, x *exchange) {
 // setServerTiming adds a Server-Timing header: time inside shepherd and time
 // waiting for the upstream, in milliseconds.
 func (s *Server) setServerTiming(ctx *fasthttp.RequestCtx, x *exchange) {
-	total := time.Since(x.start)
-	own := total - x.upWait
+	own := x.ownTime()
 	b := make([]byte, 0, 64)
 	b = append(b, "shepherd;dur="...)
 	b = strconv.AppendFloat(b, float64(own.Microseconds())/1000, 'f', 3, 64)
@@ -383,6 +391,7 @@ func (s *Server) setServerTiming(ctx *fasthttp.RequestCtx, x *exchange) {
 // finish records metrics and the access log of a request whose response is
 // fully decided (for streams: whose headers are decided).
 func (s *Server) finish(ctx *fasthttp.RequestCtx, x *exchange, status int) {
+	own := x.ownTime()
 	s.requestFinished(x, status)
 	if x.trace != nil {
 		s.traceFinished(x, status)
@@ -390,13 +399,18 @@ func (s *Server) finish(ctx *fasthttp.RequestCtx, x *exchange, status int) {
 	if ctx.Response.Header.Peek(headerRequestID) == nil {
 		ctx.Response.Header.Set(headerRequestID, x.requestID)
 	}
+	if !x.streamed {
+		var buf [32]byte
+		ctx.Response.Header.SetBytesV(headerOverhead, appendOverhead(buf[:0], own))
+	}
 	s.metrics.countRequest(x.route.name, status)
-	s.metrics.observeOverhead(x.route.name, time.Since(x.start)-x.upWait)
+	s.metrics.observeOverhead(x.route.name, own)
 	if ce := s.log.Check(zap.DebugLevel, "request"); ce != nil {
 		ce.Write(zap.String("request_id", x.requestID), zap.String("route", x.route.name),
 			zap.Int("status", status), zap.String("session", x.call.SessionID),
 			zap.String("session_source", string(x.sessionSource)),
-			zap.Duration("upstream", x.upWait), zap.Duration("total", time.Since(x.start)))
+			zap.Duration("upstream", x.upWait), zap.Duration("total", time.Since(x.start)),
+			zap.Float64("overhead_ms", overheadMillis(own)))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/shepherd-proxy/shepherd/proxy/turn"
 	"github.com/shepherd-proxy/shepherd/rewrite"
 )
 
@@ -45,6 +46,9 @@ type Metrics struct {
 	recoveryAdded    *prometheus.HistogramVec
 
 	sideRequests *prometheus.CounterVec
+	// prefixBreaks counts turns whose conversation did not extend the
+	// previous request's, by cause (proxy/turn/prefix.go).
+	prefixBreaks *prometheus.CounterVec
 	// usage counts tokens and cost by route and model (metrics_usage.go).
 	usage *usageCounters
 
@@ -124,8 +128,15 @@ func NewMetrics() *Metrics {
 			Name: "shepherd_side_requests_total",
 			Help: "Side requests (no tools, tool_choice none, JSON output) passed upstream untouched, by route and kind.",
 		}, []string{"route", "kind"}),
+		prefixBreaks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shepherd_prefix_breaks_total",
+			Help: "Turns whose conversation sent upstream did not extend the session's previous request's (a prompt-cache miss from that point), by cause: client (the agent changed its history), compaction, gating (shepherd's context features changed it by design), proxy (unexplained: a bug).",
+		}, []string{"cause"}),
 	}
-	r.MustRegister(m.acceptErrors, m.truncations, m.recoveries, m.recoveryAttempts, m.recoveryAdded, m.ledger, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
+	for _, cause := range []string{turn.CauseClient, turn.CauseCompaction, turn.CauseGating, turn.CauseProxy} {
+		m.prefixBreaks.WithLabelValues(cause) // every cause reads 0 until it happens
+	}
+	r.MustRegister(m.prefixBreaks, m.acceptErrors, m.truncations, m.recoveries, m.recoveryAttempts, m.recoveryAdded, m.ledger, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
 		m.storeErrors, m.hookErrors, m.upstreamErrors, m.clientAborts, m.disconnects, m.sideRequests,
 		viewCacheLookups("hit", func() uint64 { h, _ := m.views.Load().Stats(); return h }),
 		viewCacheLookups("miss", func() uint64 { _, n := m.views.Load().Stats(); return n }),
@@ -152,6 +163,9 @@ func (m *Metrics) StoreError(op string) { m.storeErrors.WithLabelValues(op).Inc(
 func (m *Metrics) observeUpstream(route string, d time.Duration) {
 	m.upstreamWait.WithLabelValues(route).Observe(d.Seconds())
 }
+
+// PrefixBreak implements turn.PrefixMetrics.
+func (m *Metrics) PrefixBreak(_, cause string) { m.prefixBreaks.WithLabelValues(cause).Inc() }
 
 func (m *Metrics) observeOverhead(route string, d time.Duration) {
 	m.overhead.WithLabelValues(route).Observe(d.Seconds())

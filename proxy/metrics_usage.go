@@ -9,7 +9,10 @@ import (
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
-var _ turn.UsageMetrics = (*Metrics)(nil)
+var (
+	_ turn.UsageMetrics  = (*Metrics)(nil)
+	_ turn.PrefixMetrics = (*Metrics)(nil)
+)
 
 // Model label values: the first maxModelLabels distinct model names keep
 // their name, later ones (and names longer than maxModelLabelLen) count as

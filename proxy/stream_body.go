@@ -35,7 +35,13 @@ import (
 // once, so the writer releases the upstream and runs its cleanup exactly as
 // if the client had left.
 type streamBody struct {
-	run     func(w io.Writer)
+	run func(w io.Writer)
+	// sent, when not nil, runs after the writer returned from WriteTo (the
+	// body went to the client through fasthttp), on the connection's
+	// goroutine, before fasthttp ends the chunked body and writes the
+	// trailer section: it may set trailer values on the response header.
+	// It never runs when the body is read or dropped instead.
+	sent    func()
 	claimed atomic.Bool
 
 	mu sync.Mutex
@@ -44,6 +50,13 @@ type streamBody struct {
 
 func newStreamBody(run func(w io.Writer)) *streamBody {
 	return &streamBody{run: run}
+}
+
+// withTrailer sets the body's sent function (see overheadTrailer); nil
+// leaves it unset.
+func (b *streamBody) withTrailer(sent func()) *streamBody {
+	b.sent = sent
+	return b
 }
 
 var (
@@ -66,6 +79,9 @@ func (b *streamBody) WriteTo(w io.Writer) (int64, error) {
 	sw := newStreamWriter(w)
 	b.run(sw)
 	_ = sw.Flush()
+	if b.sent != nil {
+		b.sent()
+	}
 	return sw.n, sw.err
 }
 

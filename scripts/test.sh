@@ -139,6 +139,18 @@ else
   start_private_redis
 fi
 
+# The cluster suites (test/cluster, state's TestRedisClusterContracts) start
+# their own Redis Cluster and Sentinel processes (redis-server; redis-cli,
+# from redis-tools, which redis-server depends on) and an nginx balancer:
+# install them when missing. The suites skip, saying why, only if that
+# fails.
+if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
+  apt_install redis-server redis-tools || log "WARNING: no redis-server/redis-cli: the cluster suites will skip"
+fi
+if ! command -v nginx >/dev/null 2>&1 && [[ ! -x /usr/sbin/nginx ]]; then
+  apt_install nginx-light || log "WARNING: no nginx: the multi-replica suites will skip"
+fi
+
 # The console's browser tests (test/console) drive a headless Chromium:
 # install Debian's chromium when none is there; failing to is a failure, not a
 # skip (SHEPHERD_CHROMIUM=0 opts out).

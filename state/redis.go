@@ -144,7 +144,7 @@ func NewRedis(opts RedisOptions) (*Redis, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.client = redis.NewUniversalClient(uo)
+		r.client = newUniversalClient(uo)
 		r.ownsClient = true
 	}
 	return r, nil
@@ -179,7 +179,29 @@ func universalOptions(opts RedisOptions) (*redis.UniversalOptions, error) {
 	if len(uo.Addrs) == 0 {
 		return nil, errors.New("state: redis needs a URL or Addrs")
 	}
+	// Addrs without MasterName are cluster seeds, even a single one (a
+	// cluster's service name); a URL alone names one server.
+	uo.IsClusterMode = len(opts.Addrs) > 0 && opts.MasterName == ""
 	return uo, nil
+}
+
+// newUniversalClient is redis.NewUniversalClient, except that a cluster
+// client refreshes its slot map as soon as a node fails (watchCluster) and
+// at least every DefaultClusterStateReload.
+func newUniversalClient(uo *redis.UniversalOptions) redis.UniversalClient {
+	if uo.MasterName != "" || !uo.IsClusterMode {
+		return redis.NewUniversalClient(uo)
+	}
+	co := uo.Cluster()
+	co.ClusterStateReloadInterval = DefaultClusterStateReload
+	// One dial per attempt: go-redis redials a refused address 5 times,
+	// 100 ms apart, which spends a whole round trip's Timeout on a dead
+	// master. In a cluster a refused dial means the slot map is stale; the
+	// command's own retries (MaxRedirects) go to the refreshed map instead.
+	co.DialerRetries = 1
+	cc := redis.NewClusterClient(co)
+	watchCluster(cc)
+	return cc
 }
 
 // redactURL returns raw with any password and query replaced, or a
@@ -255,14 +277,22 @@ func (r *Redis) Delete(ctx context.Context, key Key) error {
 	return nil
 }
 
-// Ping implements Store with a PING.
+// Ping implements Store with a PING; on a cluster, with a fresh slot map
+// and CLUSTER INFO of every master (pingCluster): it answers whether every
+// session's slot can be served now.
 func (r *Redis) Ping(ctx context.Context) error {
 	if err := r.check(ctx, "ping"); err != nil {
 		return err
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	if err := r.client.Ping(cctx).Err(); err != nil {
+	var err error
+	if cc, ok := r.client.(*redis.ClusterClient); ok {
+		err = pingCluster(cctx, cc)
+	} else {
+		err = r.client.Ping(cctx).Err()
+	}
+	if err != nil {
 		return r.fail(ctx, "ping", err)
 	}
 	return nil

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -21,6 +23,9 @@ import (
 // always sets it, starting a private redis-server when needed.
 func redisURL(t *testing.T) string {
 	t.Helper()
+	if _, seeds := deployment(); len(seeds) > 0 {
+		return "redis://" + seeds[0] + "/0" // only a guard here: stores use the seeds
+	}
 	u := os.Getenv("REDIS_URL")
 	if u == "" {
 		t.Skip("REDIS_URL not set; run `make test`, which starts a private redis-server, or point REDIS_URL at a scratch Redis")
@@ -45,6 +50,9 @@ func testPrefix(t *testing.T) string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	prefix := "shepherd-test-" + hex.EncodeToString(b)
+	if mode, _ := deployment(); mode != "" {
+		return prefix // a throwaway deployment (redis_deployment_test.go): nothing to clean
+	}
 	raw := rawRedis(t)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -69,7 +77,7 @@ func testPrefix(t *testing.T) string {
 
 func newTestRedis(t *testing.T, opts RedisOptions) *Redis {
 	t.Helper()
-	if opts.URL == "" && opts.Client == nil {
+	if opts.URL == "" && opts.Client == nil && !deploymentOptions(&opts) {
 		opts.URL = redisURL(t)
 	}
 	if opts.KeyPrefix == "" {
@@ -418,3 +426,61 @@ func TestRedisUpdateFrom(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list, 1, "the index is updated in the same round trip")
 }
+
+// A cluster store's client: cluster mode for any Addrs without MasterName
+// (one seed too), one dial per attempt, the slot map refreshed at least
+// every DefaultClusterStateReload.
+func TestNewRedisClusterOptions(t *testing.T) {
+	for _, addrs := range [][]string{{"127.0.0.1:1"}, {"127.0.0.1:1", "127.0.0.1:2"}} {
+		r, err := NewRedis(RedisOptions{URL: "redis://:pw@/0", Addrs: addrs})
+		require.NoError(t, err)
+		cc, ok := r.client.(*redis.ClusterClient)
+		require.True(t, ok, "%v: a cluster client, got %T", addrs, r.client)
+		o := cc.Options()
+		assert.Equal(t, addrs, o.Addrs)
+		assert.Equal(t, "pw", o.Password)
+		assert.Equal(t, 1, o.DialerRetries)
+		assert.Equal(t, DefaultClusterStateReload, o.ClusterStateReloadInterval)
+		assert.True(t, o.ContextTimeoutEnabled)
+		require.NoError(t, r.Close())
+	}
+	r, err := NewRedis(RedisOptions{URL: "redis://127.0.0.1:1/0"})
+	require.NoError(t, err)
+	defer r.Close()
+	assert.IsType(t, &redis.Client{}, r.client, "a URL alone is one server")
+}
+
+// staleMap: which failures of a cluster node refresh the slot map.
+func TestStaleMap(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"not found", redis.Nil, false},
+		{"caller canceled", fmt.Errorf("x: %w", context.Canceled), false},
+		{"deadline", context.DeadlineExceeded, true},
+		{"refused", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}, true},
+		{"eof", io.EOF, true},
+		{"pool closed", redis.ErrClosed, true},
+		{"clusterdown", redisError("CLUSTERDOWN The cluster is down"), true},
+		{"tryagain", redisError("TRYAGAIN Multiple keys request during rehashing of slot"), true},
+		{"masterdown", redisError("MASTERDOWN Link with MASTER is down"), true},
+		{"loading", redisError("LOADING Redis is loading the dataset in memory"), true},
+		{"readonly", redisError("READONLY You can't write against a read only replica."), true},
+		{"script error", redisError("ERR Error running script"), false},
+		{"wrong type", redisError("WRONGTYPE Operation against a key holding the wrong kind of value"), false},
+		{"noscript", redisError("NOSCRIPT No matching script"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, staleMap(tc.err))
+		})
+	}
+}
+
+// redisError is a server error reply as go-redis returns it.
+type redisError string
+
+func (e redisError) Error() string { return string(e) }
+func (redisError) RedisError()     {}

@@ -68,6 +68,12 @@ type Turn struct {
 	// tally is the reply loop's outcome log, for the usage save adds to
 	// the session (usage.go); nil until Run.
 	tally *outcomeLog
+	// prefix is the turn's cache-integrity check (prefix.go), nil when none
+	// is kept; prefixKey the codec's conversation member; lastSent the
+	// latest follow-up or continuation sent upstream (nil: none).
+	prefix    *prefixCheck
+	prefixKey string
+	lastSent  []byte
 	// watch reports the turn's tool calls to the chain's CallWatchers
 	// (watch.go); nil when none watches.
 	watch *callWatch
@@ -99,6 +105,10 @@ func (e *Engine) Begin(ctx context.Context, r Request) (*Turn, Start) {
 		e: e, call: r.Call, chain: r.Chain, codec: r.Codec, tc: r.TurnCodec, cc: r.Continuer,
 		key:  state.Key{Tenant: r.Call.Tenant, Session: r.Call.SessionID},
 		view: r.View, body: r.Body, opening: r.Opening, ctx: ctx, trace: r.Trace,
+	}
+	if o, ok := r.Trace.(hooks.HookObserver); ok && r.Trace != nil {
+		// A trace that follows single hooks sees each hook of each phase.
+		t.call.Observer = o
 	}
 	// An opening request's id is fresh, so the load finds nothing: the
 	// conversation inherits no state. It is still a read, so that a store
@@ -148,6 +158,10 @@ func (e *Engine) Begin(ctx context.Context, r Request) (*Turn, Start) {
 		return nil, Start{Body: r.Body}
 	}
 	t.sent = out
+	if hk, ok := t.codec.(rewrite.HistoryKeyer); ok && t.call.Side == "" && !t.call.StateUnavailable {
+		t.prefixKey = hk.HistoryKey()
+		t.prefix = t.checkPrefix(sess, t.prefixKey, len(edits.ReplaceResults) > 0, edits.DropBefore > 0)
+	}
 	return t, Start{Body: out}
 }
 

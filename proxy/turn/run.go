@@ -67,6 +67,7 @@ func (t *Turn) Run(ctx context.Context, w Writer, up Sender) error {
 			t.trace.RoundSending(st.cont)
 		}
 		resp, err := up.Send(st.follow)
+		t.lastSent = st.follow
 		l.countSent(st.cont)
 		if err == nil {
 			err = w.Follow(resp, st.cont)

@@ -47,6 +47,9 @@ func (t *Turn) save() (state.Key, bool) {
 			return key, false
 		}
 	}
+	if t.prefix != nil && t.lastSent != nil {
+		t.prefix.followed(t.prefixKey, t.lastSent)
+	}
 	fn := func(s *state.Session) error {
 		if !side {
 			s.Requests++
@@ -56,6 +59,9 @@ func (t *Turn) save() (state.Key, bool) {
 		}
 		appendLedger(s, t.entries)
 		acct.addTo(s)
+		if t.prefix != nil {
+			t.prefix.record(s, acct)
+		}
 		return nil
 	}
 	var err error

@@ -255,3 +255,8 @@ func (anthropicCodec) SideRequest(body []byte) string {
 		rewrite.SideIf(!rewrite.NonEmptyArray(r[0]), rewrite.SideNoTools),
 	)
 }
+
+var _ rewrite.HistoryKeyer = anthropicCodec{}
+
+// HistoryKey implements rewrite.HistoryKeyer: the conversation is "messages".
+func (anthropicCodec) HistoryKey() string { return "messages" }

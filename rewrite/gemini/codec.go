@@ -386,3 +386,8 @@ func (geminiCodec) SideRequest(body []byte) string {
 		rewrite.SideIf(!functions, rewrite.SideNoTools),
 	)
 }
+
+var _ rewrite.HistoryKeyer = geminiCodec{}
+
+// HistoryKey implements rewrite.HistoryKeyer: the conversation is "contents".
+func (geminiCodec) HistoryKey() string { return "contents" }

@@ -329,3 +329,8 @@ func (responsesCodec) SideRequest(body []byte) string {
 		rewrite.SideIf(!rewrite.NonEmptyArray(r[0]), rewrite.SideNoTools),
 	)
 }
+
+var _ rewrite.HistoryKeyer = responsesCodec{}
+
+// HistoryKey implements rewrite.HistoryKeyer: the conversation is "input".
+func (responsesCodec) HistoryKey() string { return "input" }

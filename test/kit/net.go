@@ -73,3 +73,8 @@ func StartMock(t testing.TB, o mock.Options) *mock.Server {
 	t.Cleanup(m.Close)
 	return m
 }
+
+// dialQuick opens a TCP connection to addr, giving up after 200 ms.
+func dialQuick(addr string) (net.Conn, error) {
+	return net.DialTimeout("tcp", addr, 200*time.Millisecond)
+}

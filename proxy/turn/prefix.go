@@ -1,0 +1,309 @@
+package turn
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/state"
+)
+
+// Cache-integrity diagnostics (docs/diagnostics.md). A prompt cache serves
+// a request's longest prefix that an earlier request sent byte for byte, so
+// each turn's conversation should extend the previous one's. Per turn the
+// engine hashes each element of the conversation it sends upstream and of
+// the agent's own, compares them with the session's previous request of
+// the same conversation, and keeps the result in the session's
+// PrefixSlotName slot.
+
+// PrefixSlotName is the session slot the engine keeps the diagnostics in.
+const PrefixSlotName = "cache_integrity"
+
+// PrefixSlotVersion is the slot's schema version.
+const PrefixSlotVersion = 1
+
+// Bounds of the slot: conversations followed per session (a main
+// conversation and its subagents'), turns kept for the sessions API.
+const (
+	maxPrefixTracks = 4
+	maxPrefixTurns  = 10
+)
+
+// Prefix break causes (PrefixTurn.Cause; label of shepherd_prefix_breaks_total).
+const (
+	// CauseClient: the agent's own history changed at or before that point.
+	CauseClient = "client"
+	// CauseCompaction: the agent's history only grew; shepherd replaced
+	// tool results this turn (context compaction).
+	CauseCompaction = "compaction"
+	// CauseGating: the agent's history only grew; shepherd left earlier
+	// messages out this turn (history gating).
+	CauseGating = "gating"
+	// CauseProxy: the agent's history only grew and no request edit
+	// explains the change: a shepherd bug.
+	CauseProxy = "proxy"
+)
+
+// PrefixTurn is one turn's cache-integrity record.
+type PrefixTurn struct {
+	At        time.Time `json:"at"`
+	RequestID string    `json:"request_id,omitempty"`
+	// Hash is a hash (16 hex digits) of the conversation sent upstream:
+	// the xxhash64 of its elements' hashes in order.
+	Hash string `json:"prefix_hash"`
+	// Elements is the number of conversation elements sent upstream.
+	Elements int `json:"elements"`
+	// First: the conversation's first turn seen in this session (nothing
+	// to compare with).
+	First bool `json:"first,omitempty"`
+	// BreakOffset is the byte offset in the upstream body of the first
+	// element that differs from the previous request's (the closing
+	// bracket when elements went missing); -1 when the previous request's
+	// conversation is a prefix of this one's. BreakElement is that
+	// element's index (-1 likewise).
+	BreakOffset  int `json:"break_offset"`
+	BreakElement int `json:"break_element"`
+	// Cause is the break's cause (Cause*), "" without a break.
+	Cause string `json:"cause,omitempty"`
+	// CacheReadTokens and CacheWriteTokens are the turn's prompt-cache
+	// usage, summed over its upstream replies.
+	CacheReadTokens  int64 `json:"cache_read_tokens"`
+	CacheWriteTokens int64 `json:"cache_write_tokens"`
+}
+
+// Broken reports whether the turn's prefix differs from the previous one.
+func (p *PrefixTurn) Broken() bool { return p.BreakOffset >= 0 }
+
+// PrefixState is the slot: the conversations followed, the last turns,
+// and the breaks counted by cause.
+type PrefixState struct {
+	Tracks []prefixTrack    `json:"tracks,omitempty"`
+	Turns  []PrefixTurn     `json:"turns,omitempty"`
+	Breaks map[string]int64 `json:"breaks,omitempty"`
+}
+
+// prefixTrack is one conversation of the session, known by the hash of the
+// agent's first element (First): the element hashes of the latest request
+// sent upstream for it (Upstream, packed: base64 of little-endian uint32s,
+// so the record stays small and cheap to encode), and of the agent's
+// latest request only its length and the hash of its element hashes (all
+// the next turn needs to tell whether the agent's history only grew).
+type prefixTrack struct {
+	First    uint32 `json:"first"`
+	AgentLen int    `json:"agent_len"`
+	AgentSum uint64 `json:"agent_sum"`
+	Upstream string `json:"upstream"`
+}
+
+// SlotVersion implements state.Slot.
+func (s *PrefixState) SlotVersion() int { return PrefixSlotVersion }
+
+// CloneSlot implements state.Slot.
+func (s *PrefixState) CloneSlot() state.Slot {
+	c := &PrefixState{Turns: append([]PrefixTurn(nil), s.Turns...)}
+	c.Tracks = append([]prefixTrack(nil), s.Tracks...)
+	if s.Breaks != nil {
+		c.Breaks = make(map[string]int64, len(s.Breaks))
+		for k, v := range s.Breaks {
+			c.Breaks[k] = v
+		}
+	}
+	return c
+}
+
+// Counts implements state.Counter: prefix_breaks, the session's breaks of
+// every cause.
+func (s *PrefixState) Counts() map[string]int64 {
+	var n int64
+	for _, v := range s.Breaks {
+		n += v
+	}
+	return map[string]int64{"prefix_breaks": n}
+}
+
+// PrefixOf returns the session's cache-integrity slot: nil when it has
+// none, an error when the stored slot cannot be read.
+func PrefixOf(sess *state.Session) (*PrefixState, error) {
+	return state.SlotAs(sess, PrefixSlotName, decodePrefixSlot)
+}
+
+var decodePrefixSlot = state.SameShapeJSON[PrefixState]("turn engine", 1, PrefixSlotVersion)
+
+// packHashes encodes element hashes for prefixTrack.Upstream.
+func packHashes(h []uint32) string {
+	raw := make([]byte, 4*len(h))
+	for i, v := range h {
+		binary.LittleEndian.PutUint32(raw[4*i:], v)
+	}
+	return base64.StdEncoding.EncodeToString(raw)
+}
+
+// unpackHashes decodes prefixTrack.Upstream; nil when it is malformed.
+func unpackHashes(s string) []uint32 {
+	raw, err := base64.StdEncoding.DecodeString(s)
+	if err != nil || len(raw)%4 != 0 {
+		return nil
+	}
+	out := make([]uint32, len(raw)/4)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint32(raw[4*i:])
+	}
+	return out
+}
+
+// sumHashes is the xxhash64 of element hashes, in order.
+func sumHashes(hashes []uint32) uint64 {
+	d := xxhash.New()
+	var b [4]byte
+	for _, h := range hashes {
+		binary.LittleEndian.PutUint32(b[:], h)
+		_, _ = d.Write(b[:])
+	}
+	return d.Sum64()
+}
+
+// followed notes the turn's last upstream request (after follow-ups or
+// continuations), whose conversation the next turn must extend.
+func (c *prefixCheck) followed(key string, lastSent []byte) {
+	var h rewrite.History
+	rewrite.HashHistory(&h, lastSent, key)
+	c.track.Upstream = packHashes(h.Hashes)
+}
+
+// prefixCheck is what Begin found for the turn and save records.
+type prefixCheck struct {
+	turn  PrefixTurn
+	track prefixTrack // what the next turn of the conversation compares with
+}
+
+// PrefixMetrics is what a Metrics may also implement to count prefix
+// breaks by cause (the proxy's Prometheus metrics do).
+type PrefixMetrics interface {
+	PrefixBreak(route, cause string)
+}
+
+// checkPrefix compares the turn's conversations with the session's
+// previous request of the same conversation. key is the codec's
+// conversation member; replaced and dropped say whether the request edits
+// replaced tool results or left messages out.
+func (t *Turn) checkPrefix(sess *state.Session, key string, replaced, dropped bool) *prefixCheck {
+	var agent, up rewrite.History
+	rewrite.HashHistory(&up, t.sent, key)
+	rewrite.HashHistoryLike(&agent, t.body, key, &up, t.sent)
+	if len(agent.Hashes) == 0 {
+		return nil
+	}
+	c := &prefixCheck{track: prefixTrack{First: agent.Hashes[0], AgentLen: len(agent.Hashes),
+		AgentSum: sumHashes(agent.Hashes), Upstream: packHashes(up.Hashes)}}
+	c.turn = PrefixTurn{At: t.e.now(), RequestID: t.call.RequestID, Hash: fmt.Sprintf("%016x", sumHashes(up.Hashes)),
+		Elements: len(up.Hashes), BreakOffset: -1, BreakElement: -1}
+	st, _ := PrefixOf(sess)
+	tr := st.track(agent.Hashes[0])
+	if tr == nil {
+		c.turn.First = true
+		return c
+	}
+	k := firstDiff(unpackHashes(tr.Upstream), up.Hashes)
+	if k < 0 {
+		return c
+	}
+	c.turn.BreakElement = k
+	c.turn.BreakOffset = up.End
+	if k < len(up.Starts) {
+		c.turn.BreakOffset = up.Starts[k]
+	}
+	switch {
+	case tr.AgentLen > len(agent.Hashes) || sumHashes(agent.Hashes[:tr.AgentLen]) != tr.AgentSum:
+		c.turn.Cause = CauseClient
+	case replaced:
+		c.turn.Cause = CauseCompaction
+	case dropped:
+		c.turn.Cause = CauseGating
+	default:
+		c.turn.Cause = CauseProxy
+	}
+	if m, ok := t.e.metrics.(PrefixMetrics); ok {
+		m.PrefixBreak(t.call.Route, c.turn.Cause)
+	}
+	return c
+}
+
+// firstDiff is the index of the first element of prev that next does not
+// have at the same position, -1 when prev is a prefix of next.
+func firstDiff(prev, next []uint32) int {
+	for i, h := range prev {
+		if i >= len(next) || next[i] != h {
+			return i
+		}
+	}
+	return -1
+}
+
+// track is the conversation whose agent request began with first; nil when
+// s is nil or follows no such conversation.
+func (s *PrefixState) track(first uint32) *prefixTrack {
+	if s == nil {
+		return nil
+	}
+	for i := range s.Tracks {
+		if s.Tracks[i].First == first {
+			return &s.Tracks[i]
+		}
+	}
+	return nil
+}
+
+// record saves the turn into sess (inside the store's atomic update):
+// the conversation's track, most recent first (the oldest of more than
+// maxPrefixTracks forgotten), the turn with its cache usage, and the break.
+// It may run more than once (an optimistic update retried).
+func (c *prefixCheck) record(sess *state.Session, u *turnUsage) {
+	st, err := PrefixOf(sess)
+	if st == nil || err != nil {
+		st = &PrefixState{}
+	}
+	tracks := make([]prefixTrack, 0, maxPrefixTracks)
+	tracks = append(tracks, c.track)
+	for _, tr := range st.Tracks {
+		if len(tracks) == maxPrefixTracks {
+			break
+		}
+		if tr.First != c.track.First {
+			tracks = append(tracks, tr)
+		}
+	}
+	st.Tracks = tracks
+	p := c.turn
+	if u != nil {
+		p.CacheReadTokens, p.CacheWriteTokens = u.usage.CacheReadTokens, u.usage.CacheWriteTokens
+	}
+	st.Turns = append(st.Turns, p)
+	if n := len(st.Turns) - maxPrefixTurns; n > 0 {
+		st.Turns = append(st.Turns[:0], st.Turns[n:]...)
+	}
+	if p.Cause != "" {
+		if st.Breaks == nil {
+			st.Breaks = map[string]int64{}
+		}
+		st.Breaks[p.Cause]++
+	}
+	sess.SetSlot(PrefixSlotName, st)
+}
+
+// Prefix is the turn's cache-integrity record (cache tokens filled in once
+// the turn's replies were read); ok is false when the turn kept none (a
+// side request, an API without a conversation member, an empty one).
+func (t *Turn) Prefix() (p PrefixTurn, ok bool) {
+	if t.prefix == nil {
+		return PrefixTurn{}, false
+	}
+	p = t.prefix.turn
+	if a := t.spent(); a != nil {
+		p.CacheReadTokens, p.CacheWriteTokens = a.usage.CacheReadTokens, a.usage.CacheWriteTokens
+	}
+	return p, true
+}

@@ -1,0 +1,262 @@
+package rewrite
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
+)
+
+// HistoryKeyer is implemented by codecs whose conversation is one
+// top-level member of the request body ("messages", "input", "contents"):
+// the array whose elements a prompt cache sees as the conversation prefix.
+type HistoryKeyer interface {
+	HistoryKey() string
+}
+
+// MaxHistoryElems bounds the elements HashHistory hashes: a longer
+// conversation is compared on its first MaxHistoryElems elements only.
+const MaxHistoryElems = 4096
+
+// History is the element hashes of one body's conversation array and where
+// each element starts, for finding where two requests' conversations
+// first differ.
+type History struct {
+	// Hashes holds, per element (at most MaxHistoryElems), the low 32 bits
+	// of the xxhash64 of its bytes, "cache_control" members left out (see
+	// HashElement).
+	Hashes []uint32
+	// Starts holds each hashed element's offset in the body.
+	Starts []int
+	// End is the offset of the array's closing bracket (where an element
+	// the body lacks would have been); -1 when the body has no array.
+	End int
+}
+
+// HashHistory hashes the elements of body's top-level array member key,
+// reusing h's slices. A conversation that is not an array (a Responses
+// string input) is hashed as one element; a body without the member, or
+// not a JSON object, gives no elements and End -1. body must be valid JSON
+// (a request the codec parsed, or a body built from one).
+//
+// It walks the body once up to the member and once across the
+// conversation, hashing each element as it is found (an element holding a
+// "cache_control" key, noticed during the walk, is hashed without it).
+func HashHistory(h *History, body []byte, key string) {
+	h.Hashes, h.Starts, h.End = h.Hashes[:0], h.Starts[:0], -1
+	s := jsonkit.UnsafeString(body)
+	i := memberValue(s, key)
+	if i < 0 {
+		return
+	}
+	if s[i] != '[' {
+		end := jsonkit.SkipValue(s, i)
+		if end < 0 {
+			return
+		}
+		h.Hashes = append(h.Hashes, uint32(HashElement(s[i:end])))
+		h.Starts = append(h.Starts, i)
+		h.End = end
+		return
+	}
+	h.walk(s, i+1)
+}
+
+// walk hashes the conversation's elements from offset j (an element's
+// start, or the space before it) to the array's end.
+func (h *History) walk(s string, j int) {
+	for {
+		if j = jsonkit.SkipSpace(s, j); j >= len(s) {
+			return
+		}
+		if s[j] == ']' {
+			h.End = j
+			return
+		}
+		if len(h.Hashes) == MaxHistoryElems {
+			return
+		}
+		end, marked := skipMarked(s, j)
+		if end < 0 {
+			return
+		}
+		var sum uint64
+		if marked {
+			sum = HashElement(s[j:end])
+		} else {
+			sum = xxhash.Sum64String(s[j:end])
+		}
+		h.Hashes = append(h.Hashes, uint32(sum))
+		h.Starts = append(h.Starts, j)
+		if j = jsonkit.SkipSpace(s, end); j < len(s) && s[j] == ',' {
+			j++
+		}
+	}
+}
+
+// HashHistoryLike is HashHistory for a body that shares a prefix with
+// refBody, whose conversation ref holds: the elements that lie, with the
+// separator after them, inside the bytes the two bodies share are taken
+// from ref (same offsets, same hashes) and only the rest is walked and
+// hashed. The agent's body and the one sent upstream usually differ only
+// near their end.
+func HashHistoryLike(h *History, body []byte, key string, ref *History, refBody []byte) {
+	if ref.End < 0 || ref.End >= len(refBody) || refBody[ref.End] != ']' {
+		HashHistory(h, body, key) // not an array: one element anyway
+		return
+	}
+	n := commonPrefix(body, refBody)
+	m := 0
+	for m+1 < len(ref.Starts) && ref.Starts[m+1] <= n {
+		m++
+	}
+	if m == len(ref.Starts)-1 && ref.End >= 0 && ref.End < n {
+		m = len(ref.Starts) // every element, and the closing bracket, shared
+	}
+	if m == 0 {
+		HashHistory(h, body, key)
+		return
+	}
+	h.Hashes = append(h.Hashes[:0], ref.Hashes[:m]...)
+	h.Starts = append(h.Starts[:0], ref.Starts[:m]...)
+	h.End = -1
+	next := ref.End
+	if m < len(ref.Starts) {
+		next = ref.Starts[m]
+	}
+	h.walk(jsonkit.UnsafeString(body), next)
+}
+
+// commonPrefix is the length of the longest common prefix of a and b.
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i+4096 <= n && bytes.Equal(a[i:i+4096], b[i:i+4096]) {
+		i += 4096
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
+// memberValue is the offset of the value of the root object's first member
+// named key (compared as written: a key spelt with escapes does not
+// match), or -1.
+func memberValue(s, key string) int {
+	i := jsonkit.SkipSpace(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return -1
+	}
+	for j := i + 1; ; {
+		if j = jsonkit.SkipSpace(s, j); j >= len(s) || s[j] != '"' {
+			return -1
+		}
+		kend := jsonkit.SkipString(s, j)
+		if kend < 0 {
+			return -1
+		}
+		name := s[j+1 : kend-1]
+		if j = jsonkit.SkipSpace(s, kend); j >= len(s) || s[j] != ':' {
+			return -1
+		}
+		if j = jsonkit.SkipSpace(s, j+1); j >= len(s) {
+			return -1
+		}
+		if name == key {
+			return j
+		}
+		end := jsonkit.SkipValue(s, j)
+		if end < 0 {
+			return -1
+		}
+		if j = jsonkit.SkipSpace(s, end); j >= len(s) || s[j] != ',' {
+			return -1
+		}
+		j++
+	}
+}
+
+// skipMarked is jsonkit.SkipValue that also reports whether the value
+// holds the string "cache_control" (as a key or not: HashElement tells).
+func skipMarked(s string, i int) (end int, marked bool) {
+	if s[i] != '{' && s[i] != '[' {
+		return jsonkit.SkipValue(s, i), false
+	}
+	depth := 0
+	for j := i; j < len(s); j++ {
+		switch s[j] {
+		case '"':
+			e := jsonkit.SkipString(s, j)
+			if e < 0 {
+				return -1, false
+			}
+			if e-j == len(cacheControlKey) && s[j:e] == cacheControlKey {
+				marked = true
+			}
+			j = e - 1
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return j + 1, marked
+			}
+		}
+	}
+	return -1, false
+}
+
+// cacheControlKey is the member HashElement leaves out.
+const cacheControlKey = `"cache_control"`
+
+// HashElement is the xxhash64 of one conversation element's bytes with
+// every "cache_control" member (Anthropic's cache breakpoints, which agents
+// move to the newest message each turn and which do not change the cached
+// prefix) left out, together with the comma that separated it. Elements
+// without one are hashed as they are, in one pass.
+func HashElement(raw string) uint64 {
+	i := strings.Index(raw, cacheControlKey)
+	if i < 0 {
+		return xxhash.Sum64String(raw)
+	}
+	d := xxhash.New()
+	for i >= 0 {
+		keyEnd := i + len(cacheControlKey)
+		colon := jsonkit.SkipSpace(raw, keyEnd)
+		if quoteEscaped(raw, i) || colon >= len(raw) || raw[colon] != ':' {
+			// Inside a string, or a string value: not a member.
+			_, _ = d.WriteString(raw[:keyEnd])
+			raw = raw[keyEnd:]
+			i = strings.Index(raw, cacheControlKey)
+			continue
+		}
+		end := jsonkit.SkipValue(raw, jsonkit.SkipSpace(raw, colon+1))
+		if end < 0 {
+			break // malformed: hash the rest as it is
+		}
+		before := strings.TrimRight(raw[:i], " \t\r\n")
+		after := raw[end:]
+		if b, ok := strings.CutSuffix(before, ","); ok {
+			before = b
+		} else if a := strings.TrimLeft(after, " \t\r\n"); strings.HasPrefix(a, ",") {
+			after = a[1:]
+		}
+		_, _ = d.WriteString(before)
+		raw = after
+		i = strings.Index(raw, cacheControlKey)
+	}
+	_, _ = d.WriteString(raw)
+	return d.Sum64()
+}
+
+// quoteEscaped reports whether the quote at s[i] is escaped (preceded by an
+// odd number of backslashes): it is then inside a string.
+func quoteEscaped(s string, i int) bool {
+	n := 0
+	for j := i - 1; j >= 0 && s[j] == '\\'; j-- {
+		n++
+	}
+	return n%2 == 1
+}

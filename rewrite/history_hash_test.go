@@ -1,0 +1,127 @@
+package rewrite_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
+
+	"github.com/shepherd-proxy/shepherd/rewrite"
+)
+
+func TestHashElementLeavesOutCacheControl(t *testing.T) {
+	plain := `{"role":"user","content":[{"type":"text","text":"hi"},{"type":"text","text":"there"}]}`
+	for name, tc := range map[string]struct {
+		raw  string
+		same bool
+	}{
+		"identical":         {plain, true},
+		"last member":       {`{"role":"user","content":[{"type":"text","text":"hi"},{"type":"text","text":"there","cache_control":{"type":"ephemeral"}}]}`, true},
+		"first member":      {`{"role":"user","content":[{"cache_control":{"type":"ephemeral"},"type":"text","text":"hi"},{"type":"text","text":"there"}]}`, true},
+		"middle, spaced":    {`{"role":"user","content":[{"type":"text", "cache_control" : {"type":"ephemeral","ttl":"1h"} ,"text":"hi"},{"type":"text","text":"there"}]}`, false},
+		"two blocks":        {`{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}},{"type":"text","text":"there","cache_control":{"type":"ephemeral"}}]}`, true},
+		"message level":     {`{"role":"user","cache_control":{"type":"ephemeral"},"content":[{"type":"text","text":"hi"},{"type":"text","text":"there"}]}`, true},
+		"text changed":      {`{"role":"user","content":[{"type":"text","text":"hi!"},{"type":"text","text":"there"}]}`, false},
+		"in a string":       {`{"role":"user","content":[{"type":"text","text":"hi \"cache_control\":1"},{"type":"text","text":"there"}]}`, false},
+		"as a string value": {`{"role":"user","content":[{"type":"text","text":"cache_control"},{"type":"text","text":"there"}]}`, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.Equal(t, tc.same, rewrite.HashElement(tc.raw) == rewrite.HashElement(plain))
+		})
+	}
+	// Whitespace around a breakpoint stays part of the bytes; agents send
+	// compact JSON.
+	require.Equal(t, rewrite.HashElement(`{"type":"text" , "text":"hi"}`),
+		rewrite.HashElement(`{"type":"text", "cache_control" : {"type":"ephemeral"} , "text":"hi"}`))
+}
+
+func TestHashHistory(t *testing.T) {
+	body := []byte(`{"model":"m","messages":[ {"role":"user","content":"a"}, {"role":"assistant","content":"b"} ],"max_tokens":5}`)
+	var h rewrite.History
+	rewrite.HashHistory(&h, body, "messages")
+	require.Len(t, h.Hashes, 2)
+	require.Equal(t, `{"role":"user","content":"a"}`, string(body[h.Starts[0]:h.Starts[0]+29]))
+	require.Equal(t, byte('{'), body[h.Starts[1]])
+	require.Equal(t, byte(']'), body[h.End])
+	require.NotEqual(t, h.Hashes[0], h.Hashes[1])
+
+	rewrite.HashHistory(&h, []byte(`{"input":"just text"}`), "input")
+	require.Len(t, h.Hashes, 1, "a string conversation is one element")
+	require.Equal(t, 9, h.Starts[0])
+
+	rewrite.HashHistory(&h, []byte(`{"messages":[]}`), "messages")
+	require.Empty(t, h.Hashes)
+	require.Equal(t, 13, h.End)
+
+	rewrite.HashHistory(&h, []byte(`{"contents":[]}`), "messages")
+	require.Empty(t, h.Hashes)
+	require.Equal(t, -1, h.End)
+	rewrite.HashHistory(&h, []byte(`[1,2]`), "messages")
+	require.Equal(t, -1, h.End)
+}
+
+func FuzzHashHistory(f *testing.F) {
+	f.Add(`{"role":"user","content":"a"}`, "x")
+	f.Add(`{"cache_control":{"type":"ephemeral"}}`, `"cache_control":`)
+	f.Add(`"cache_control"`, `\"`)
+	f.Fuzz(func(t *testing.T, elem, text string) {
+		body := `{"messages":[` + elem + `]}`
+		if !gjson.Valid(body) {
+			return
+		}
+		var h rewrite.History
+		rewrite.HashHistory(&h, []byte(body), "messages") // never panics
+		for _, s := range h.Starts {
+			require.Less(t, s, len(body))
+		}
+		// Against a body sharing a prefix, HashHistoryLike agrees.
+		other := `{"messages":[` + elem + `,` + elem + `]}`
+		var ref, like rewrite.History
+		rewrite.HashHistory(&ref, []byte(other), "messages")
+		rewrite.HashHistoryLike(&like, []byte(body), "messages", &ref, []byte(other))
+		require.Equal(t, h, like)
+		// A breakpoint added to an object leaves its hash as it was.
+		q := string(gjsonQuote(text))
+		plain := `{"text":` + q + `}`
+		marked := `{"text":` + q + `,"cache_control":{"type":"ephemeral"}}`
+		require.Equal(t, rewrite.HashElement(plain), rewrite.HashElement(marked))
+	})
+}
+
+func gjsonQuote(s string) []byte { return []byte(fmt.Sprintf("%q", strings.ToValidUTF8(s, "?"))) }
+
+// TestHashHistoryLike: whatever the two bodies share, the result equals
+// HashHistory's.
+func TestHashHistoryLike(t *testing.T) {
+	const a, b, c = `{"role":"user","content":"a"}`, `{"role":"assistant","content":"b"}`, `{"role":"user","content":"c"}`
+	body := func(msgs ...string) []byte {
+		return []byte(`{"model":"m","messages":[` + strings.Join(msgs, ",") + `]}`)
+	}
+	for name, pair := range map[string][2][]byte{
+		"identical":      {body(a, b, c), body(a, b, c)},
+		"last differs":   {body(a, b, c), body(a, b, `{"role":"user","content":"c!"}`)},
+		"one more":       {body(a, b, c), body(a, b)},
+		"one fewer":      {body(a, b), body(a, b, c)},
+		"first differs":  {body(a, b), body(c, b)},
+		"model differs":  {[]byte(`{"model":"x","messages":[` + a + `]}`), body(a)},
+		"empty":          {body(), body(a)},
+		"text appended":  {body(a, `{"role":"user","content":"cc"}`), body(a, c)},
+		"string input":   {[]byte(`{"input":"x"}`), []byte(`{"input":"y"}`)},
+		"same string":    {[]byte(`{"input":"x"}`), []byte(`{"input":"x"}`)},
+		"string vs list": {[]byte(`{"input":"x"}`), []byte(`{"input":[` + a + `]}`)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			key := "messages"
+			if strings.Contains(string(pair[0]), "input") {
+				key = "input"
+			}
+			var ref, want, got rewrite.History
+			rewrite.HashHistory(&ref, pair[1], key)
+			rewrite.HashHistory(&want, pair[0], key)
+			rewrite.HashHistoryLike(&got, pair[0], key, &ref, pair[1])
+			require.Equal(t, want, got)
+		})
+	}
+}
