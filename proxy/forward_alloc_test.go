@@ -171,3 +171,41 @@ func TestSpliceEventsAllocs(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkSpliceEvents measures the streaming path with hooks on per
+// event (a turn's splicer with a call observer, the stream writer), text
+// deltas of every API: go test -run '^$' -bench SpliceEvents -benchmem
+// ./proxy/ (ns/op is per run of 100 events; ns/event is reported).
+func BenchmarkSpliceEvents(b *testing.B) {
+	const perRun = 100
+	for _, api := range apis.All() {
+		c, ok := spliceAllocCases[api.Name]
+		if !ok || api.NewSplicer == nil {
+			continue
+		}
+		b.Run(api.Name, func(b *testing.B) {
+			sp := api.NewSplicer()
+			if co, ok := sp.(rewrite.CallObserving); ok {
+				co.ObserveCalls(func(conv.ToolCallDelta) {})
+			}
+			sw := newStreamWriter(io.Discard)
+			src := bytes.NewReader(nil)
+			r := rewrite.NewReader(src)
+			crlfSeen := false
+			feed := func(stream []byte) {
+				src.Reset(stream)
+				r.Reset(src)
+				if gone, readErr, feedErr := spliceEvents(r, sw, sp, &crlfSeen); gone || readErr != nil || feedErr != nil {
+					b.Fatalf("spliceEvents: gone=%v read=%v feed=%v", gone, readErr, feedErr)
+				}
+			}
+			feed([]byte(c.textOpen))
+			run := bytes.Repeat([]byte(c.text), perRun)
+			b.ReportAllocs()
+			for b.Loop() {
+				feed(run)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perRun), "ns/event")
+		})
+	}
+}
