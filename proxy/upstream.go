@@ -74,10 +74,10 @@ func newUpstream(p Provider, baseURL string, o upstreamOptions) (*upstream, erro
 			// by every open stream for its whole life; request bodies are
 			// written through the write buffer and returned with the
 			// connection.
-			ReadBufferSize:                8 << 10,
-			WriteBufferSize:               16 << 10,
-			MaxIdemponentCallAttempts:     1,
-			RetryIfErr:                    func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
+			ReadBufferSize:            8 << 10,
+			WriteBufferSize:           16 << 10,
+			MaxIdemponentCallAttempts: 1,
+			RetryIfErr:                func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
 			Dial: func(addr string) (net.Conn, error) {
 				c, err := dialer.Dial("tcp", addr)
 				if err != nil {
