@@ -18,7 +18,9 @@ package jsonkit
 // inside the shared bytes, and validates body whole when there is none.
 // The result is the same as ValidIndexed's.
 func ValidIndexedFrom(body []byte, prev *Index, shared int) (*Index, bool) {
-	m, k := prev.resumePoint(min(shared, len(body), len(prev.body)))
+	// An element must end before the last shared byte: a number ends
+	// where the byte after it is not a digit, so that byte must be shared.
+	m, k := prev.resumePoint(min(shared, len(body), len(prev.body)) - 1)
 	if m < 0 {
 		return ValidIndexed(body)
 	}
