@@ -19,7 +19,18 @@ import (
 
 // ParseIndexed validates body like parseRoot and indexes its top level.
 func ParseIndexed(body []byte) (gjson.Result, *jsonkit.Index, error) {
-	idx, ok := jsonkit.ValidIndexed(body)
+	return ParseIndexedWith(nil, body)
+}
+
+// ParseIndexedWith is ParseIndexed through views' index memo (index_memo.go):
+// a body that extends one parsed before is validated from where the two
+// differ. A nil views validates whole.
+func ParseIndexedWith(views *ViewCache, body []byte) (gjson.Result, *jsonkit.Index, error) {
+	var memo *indexMemo
+	if views != nil {
+		memo = views.bodies
+	}
+	idx, ok := memo.validIndexed(body)
 	if !ok {
 		return gjson.Result{}, nil, fmt.Errorf("%w: body is not valid JSON", ErrMalformed)
 	}

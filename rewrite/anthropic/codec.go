@@ -23,7 +23,7 @@ var _ rewrite.Codec = anthropicCodec{}
 var anthropicKeys = []string{"model", "stream", "max_tokens", "system", "tools", "messages", "metadata", "thinking"}
 
 func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	_, idx, err := rewrite.ParseIndexed(body)
+	_, idx, err := rewrite.ParseIndexedWith(c.views, body)
 	if err != nil {
 		return nil, err
 	}

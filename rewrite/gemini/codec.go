@@ -37,7 +37,7 @@ var geminiKeys = []string{"model", "contents", "tools", "systemInstruction", "sy
 // by the URL, which the proxy knows) and Model is "" unless the body names
 // one (the model is in the URL).
 func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	_, idx, err := rewrite.ParseIndexed(body)
+	_, idx, err := rewrite.ParseIndexedWith(c.views, body)
 	if err != nil {
 		return nil, err
 	}

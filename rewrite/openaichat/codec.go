@@ -37,7 +37,7 @@ func (c chatCodec) FingerprintRequest(body []byte) (string, error) {
 // first assistant message are checked but not viewed, and the request has
 // only the messages up to it (all that System and Fingerprint read).
 func parseChatRequest(views *rewrite.ViewCache, body []byte, fpOnly bool) (*conv.Request, error) {
-	_, idx, err := rewrite.ParseIndexed(body)
+	_, idx, err := rewrite.ParseIndexedWith(views, body)
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ var responsesKeys = []string{"model", "stream", "max_output_tokens", "instructio
 	"prompt_cache_key", "previous_response_id"}
 
 func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	_, idx, err := rewrite.ParseIndexed(body)
+	_, idx, err := rewrite.ParseIndexedWith(c.views, body)
 	if err != nil {
 		return nil, err
 	}
