@@ -85,7 +85,9 @@ func TestHashHistoriesMatchesWholeHash(t *testing.T) {
 // kept; a nil memo keeps nothing.
 func TestHistoryMemoBounded(t *testing.T) {
 	m := newHistoryMemo(4000)
-	key := func(i int) historyMemoKey { return historyMemoKey{key: state.Key{Session: fmt.Sprint(i)}, member: "messages"} }
+	key := func(i int) historyMemoKey {
+		return historyMemoKey{key: state.Key{Session: fmt.Sprint(i)}, member: "messages"}
+	}
 	ref := func(n int) *historyRef { b := make([]byte, n); return &historyRef{agent: b, sent: b} }
 	for i := range 5 {
 		m.put(key(i), ref(900))

@@ -75,6 +75,7 @@ func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
 		return nil, err
 	}
 	req.Fingerprint = rewrite.Fingerprint(req.System, req.Messages)
+	req.Side, req.SideKnown = geminiSide(rewrite.IndexMembers(idx, geminiSideKeys...)), true
 	return req, nil
 }
 
@@ -368,7 +369,13 @@ func (geminiCodec) StreamErrorEvent(status int, message string) []byte {
 }
 
 func (geminiCodec) SideRequest(body []byte) string {
-	r := rewrite.TopMembers(body, "tools", "generationConfig", "generation_config", "toolConfig", "tool_config")
+	return geminiSide(rewrite.TopMembers(body, geminiSideKeys...))
+}
+
+// geminiSideKeys are the members geminiSide reads, in its order.
+var geminiSideKeys = []string{"tools", "generationConfig", "generation_config", "toolConfig", "tool_config"}
+
+func geminiSide(r []gjson.Result) string {
 	camel, snake := r[1], r[2]
 	jsonMode := strings.EqualFold(camel.Get("responseMimeType").Str, "application/json") ||
 		strings.EqualFold(snake.Get("response_mime_type").Str, "application/json") ||
