@@ -173,7 +173,7 @@ func (s *Server) inspect(ctx *fasthttp.RequestCtx, x *exchange, body []byte) (in
 	x.codec = x.route.api.NewCodec(s.views)
 	in.codec = x.codec
 	if x.route.noTurn || s.features.chain(x.route.api).Empty() {
-		hs, err := rewrite.PeekRequest(x.route.api, body)
+		hs, err := rewrite.PeekRequestWith(s.views, x.route.api, body)
 		if err != nil {
 			s.finish(ctx, x, writeError(ctx, x.route.provider, err))
 			return in, false

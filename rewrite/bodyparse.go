@@ -17,7 +17,8 @@ import (
 // wrapping ErrMalformed or ErrMalformedReply, field type checks that name
 // the offending field, and small text helpers shared by the codecs.
 
-// ParseIndexed validates body like parseRoot and indexes its top level.
+// ParseIndexed validates a request body (an error wrapping ErrMalformed
+// when it is not valid JSON or not an object) and indexes its top level.
 func ParseIndexed(body []byte) (gjson.Result, *jsonkit.Index, error) {
 	return ParseIndexedWith(nil, body)
 }
@@ -39,18 +40,6 @@ func ParseIndexedWith(views *ViewCache, body []byte) (gjson.Result, *jsonkit.Ind
 		return gjson.Result{}, nil, fmt.Errorf("%w: body must be a JSON object", ErrMalformed)
 	}
 	return root, idx, nil
-}
-
-// parseRoot validates a request body and returns its top-level object.
-func parseRoot(body []byte) (gjson.Result, error) {
-	if !jsonkit.Valid(body) {
-		return gjson.Result{}, fmt.Errorf("%w: body is not valid JSON", ErrMalformed)
-	}
-	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
-	if !ok {
-		return gjson.Result{}, fmt.Errorf("%w: body must be a JSON object", ErrMalformed)
-	}
-	return root, nil
 }
 
 // ParseTrustedRoot returns the top-level object of a request body that is

@@ -39,19 +39,26 @@ func checkKind(k JSONKind, v gjson.Result, field string) error {
 // of messages is left to the upstream. Errors wrap ErrMalformed and name the
 // field, as ParseRequest's do.
 func PeekRequest(api *Descriptor, body []byte) (SessionHints, error) {
+	return PeekRequestWith(nil, api, body)
+}
+
+// PeekRequestWith is PeekRequest through views' index memo (ParseIndexedWith):
+// a body that extends one seen before is validated from where they differ,
+// and the members are read from the index instead of a second walk.
+func PeekRequestWith(views *ViewCache, api *Descriptor, body []byte) (SessionHints, error) {
 	var h SessionHints
-	root, err := parseRoot(body)
+	_, idx, err := ParseIndexedWith(views, body)
 	if err != nil {
 		return h, err
 	}
 	checks := api.TopLevel
-	root.ForEach(func(k, v gjson.Result) bool {
-		if kind, ok := checks[k.Str]; ok {
-			if err = checkKind(kind, v, k.Str); err != nil {
+	idx.EachMember(func(k string, v gjson.Result) bool {
+		if kind, ok := checks[k]; ok {
+			if err = checkKind(kind, v, k); err != nil {
 				return false
 			}
 		}
-		switch k.Str {
+		switch k {
 		case "stream":
 			if err = WantBool(v, "stream"); err == nil {
 				h.Stream = v.Type == gjson.True

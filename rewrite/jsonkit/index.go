@@ -68,6 +68,21 @@ func ValidIndexed(body []byte) (idx *Index, ok bool) {
 	return idx, true
 }
 
+// EachMember calls fn with each root member in order, its key decoded,
+// until fn returns false.
+func (d *Index) EachMember(fn func(key string, v gjson.Result) bool) {
+	for i := range d.members {
+		m := &d.members[i]
+		key := m.key
+		if strings.IndexByte(key, '\\') >= 0 {
+			key = gjson.Parse(`"` + key + `"`).Str
+		}
+		if !fn(key, ValueAt(d.body[m.start:m.end], 0, m.start)) {
+			return
+		}
+	}
+}
+
 // Lookup fills out[i] with the root member named keys[i] (the first when a
 // key repeats), as Members does on the root object.
 func (d *Index) Lookup(keys []string, out []gjson.Result) {
