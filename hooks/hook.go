@@ -73,6 +73,9 @@ type Call struct {
 	// Features are the opt-in features the request's FeaturesHeader names
 	// (lower-cased); Scope.Active reads them.
 	Features []string
+	// Observer, when not nil, sees each hook the chain runs for this
+	// request (the proxy's tracing: a span per hook). Hooks ignore it.
+	Observer HookObserver
 
 	// deferred are session changes request hooks asked for (Defer).
 	deferred []func(*state.Session)
@@ -102,6 +105,26 @@ func (c *Call) TakeDeferred() []func(*state.Session) {
 	d := c.deferred
 	c.deferred = nil
 	return d
+}
+
+// HookObserver sees each hook of a chain run, on the request's goroutine:
+// HookStarted just before the hook's phase method is called, HookEnded
+// with its error (nil when it succeeded) just after.
+type HookObserver interface {
+	HookStarted(name string)
+	HookEnded(name string, err error)
+}
+
+func observeStart(call *Call, h Hook) {
+	if call != nil && call.Observer != nil {
+		call.Observer.HookStarted(h.Name())
+	}
+}
+
+func observeEnd(call *Call, h Hook, err error) {
+	if call != nil && call.Observer != nil {
+		call.Observer.HookEnded(h.Name(), err)
+	}
 }
 
 // Hook is the base every feature implements.
@@ -256,7 +279,9 @@ func (c *Chain) RunRequest(ctx context.Context, call *Call, req *conv.Request) (
 		return edits, nil, nil
 	}
 	for _, h := range c.request {
+		observeStart(call, h)
 		e, resp, err := h.OnRequest(ctx, call, req)
+		observeEnd(call, h, err)
 		if err != nil {
 			errs = append(errs, &HookError{Hook: h.Name(), Err: err})
 			continue
@@ -279,7 +304,9 @@ func (c *Chain) RunReply(ctx context.Context, call *Call, reply *conv.Reply) (Re
 	}
 	decided := map[int]bool{}
 	for _, h := range c.reply {
+		observeStart(call, h)
 		d, err := h.OnReply(ctx, call, reply)
+		observeEnd(call, h, err)
 		if err != nil {
 			errs = append(errs, &HookError{Hook: h.Name(), Err: err})
 			continue
@@ -329,7 +356,10 @@ func (c *Chain) RunOutcome(ctx context.Context, call *Call, out *conv.TurnOutcom
 		if !ok {
 			continue
 		}
-		if err := oh.OnOutcome(ctx, call, out); err != nil {
+		observeStart(call, h)
+		err := oh.OnOutcome(ctx, call, out)
+		observeEnd(call, h, err)
+		if err != nil {
 			errs = append(errs, &HookError{Hook: h.Name(), Err: err})
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/shepherd-proxy/shepherd/proxy/turn"
 	"github.com/shepherd-proxy/shepherd/rewrite"
 )
 
@@ -131,6 +132,9 @@ func NewMetrics() *Metrics {
 			Name: "shepherd_prefix_breaks_total",
 			Help: "Turns whose conversation sent upstream did not extend the session's previous request's (a prompt-cache miss from that point), by cause: client (the agent changed its history), compaction, gating (shepherd's context features changed it by design), proxy (unexplained: a bug).",
 		}, []string{"cause"}),
+	}
+	for _, cause := range []string{turn.CauseClient, turn.CauseCompaction, turn.CauseGating, turn.CauseProxy} {
+		m.prefixBreaks.WithLabelValues(cause) // every cause reads 0 until it happens
 	}
 	r.MustRegister(m.prefixBreaks, m.acceptErrors, m.truncations, m.recoveries, m.recoveryAttempts, m.recoveryAdded, m.ledger, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
 		m.storeErrors, m.hookErrors, m.upstreamErrors, m.clientAborts, m.disconnects, m.sideRequests,

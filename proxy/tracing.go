@@ -54,6 +54,8 @@ type requestTrace struct {
 	server    trace.Span
 	client    trace.Span // the open round's span (nil between rounds)
 	phase     trace.Span // the open hook phase's span
+	phaseCtx  context.Context
+	hook      trace.Span // the running hook's span, a child of phase
 	round     int        // rounds started
 	nextKind  string     // kind of the next round (RoundSending)
 	op        string     // gen_ai.operation.name
@@ -211,14 +213,41 @@ func (rt *requestTrace) OpeningSaved(session string) { rt.session = session }
 
 // HookPhaseStarted implements turn.Trace.
 func (rt *requestTrace) HookPhaseStarted(phase turn.HookPhase) {
-	_, sp := rt.tr.t.Start(rt.ctx, "shepherd.hooks."+string(phase))
+	pctx, sp := rt.tr.t.Start(rt.ctx, "shepherd.hooks."+string(phase))
 	if sp.IsRecording() {
 		sp.SetAttributes(attrPhase.String(string(phase)))
 		if phase == turn.PhaseReply {
 			sp.SetAttributes(attrRound.Int(rt.round - 1))
 		}
 	}
-	rt.phase = sp
+	rt.phase, rt.phaseCtx = sp, pctx
+}
+
+// HookStarted implements hooks.HookObserver: a span per hook, a child of
+// its phase's.
+func (rt *requestTrace) HookStarted(name string) {
+	if rt.phase == nil {
+		return
+	}
+	_, sp := rt.tr.t.Start(rt.phaseCtx, "shepherd.hook."+name)
+	if sp.IsRecording() {
+		sp.SetAttributes(attrHook.String(name))
+	}
+	rt.hook = sp
+}
+
+// HookEnded implements hooks.HookObserver.
+func (rt *requestTrace) HookEnded(name string, err error) {
+	sp := rt.hook
+	if sp == nil {
+		return
+	}
+	rt.hook = nil
+	if err != nil && sp.IsRecording() {
+		sp.RecordError(err)
+		sp.SetStatus(codes.Error, "hook failed")
+	}
+	sp.End()
 }
 
 // HookPhaseEnded implements turn.Trace: each hook that failed is an
@@ -228,7 +257,7 @@ func (rt *requestTrace) HookPhaseEnded(phase turn.HookPhase, err error) {
 	if sp == nil {
 		return
 	}
-	rt.phase = nil
+	rt.phase, rt.phaseCtx = nil, nil
 	if err != nil && sp.IsRecording() {
 		var failed []string
 		for _, e := range unjoinErr(err) {

@@ -64,6 +64,8 @@ type traced struct {
 	server  tracetest.SpanStub
 	rounds  []tracetest.SpanStub // client spans, in start order
 	phases  map[string][]tracetest.SpanStub
+	// hooks are the spans of single hooks, by the phase span they ran in.
+	hooks   map[trace.SpanID][]tracetest.SpanStub
 	all     tracetest.SpanStubs
 	traceID trace.TraceID
 }
@@ -83,6 +85,7 @@ func waitTraced(t *testing.T, exp *tracetest.InMemoryExporter) traced {
 	}, 5*time.Second, 5*time.Millisecond, "no server span")
 	tr.all = exp.GetSpans()
 	tr.phases = map[string][]tracetest.SpanStub{}
+	tr.hooks = map[trace.SpanID][]tracetest.SpanStub{}
 	servers := 0
 	for _, s := range tr.all {
 		if s.SpanKind == trace.SpanKindServer {
@@ -99,6 +102,9 @@ func waitTraced(t *testing.T, exp *tracetest.InMemoryExporter) traced {
 			tr.rounds = append(tr.rounds, s)
 		case strings.HasPrefix(s.Name, "shepherd.hooks."):
 			tr.phases[strings.TrimPrefix(s.Name, "shepherd.hooks.")] = append(tr.phases[strings.TrimPrefix(s.Name, "shepherd.hooks.")], s)
+		case strings.HasPrefix(s.Name, "shepherd.hook."):
+			tr.hooks[s.Parent.SpanID()] = append(tr.hooks[s.Parent.SpanID()], s)
+			continue // a child of its phase's span
 		}
 		if s.SpanKind != trace.SpanKindServer {
 			require.Equal(t, tr.server.SpanContext.SpanID(), s.Parent.SpanID(), "span %s is the server span's child", s.Name)
@@ -245,6 +251,25 @@ func TestTracingContinuedTurn(t *testing.T) {
 		for i, p := range tr.phases["reply"] {
 			require.EqualValues(t, i, attr(p, "shepherd.round").AsInt64(), "reply hooks of round %d", i)
 			require.False(t, p.StartTime.Before(tr.rounds[i].EndTime), "reply hooks run after their round's reply")
+		}
+		// Each phase's span holds a span per hook that ran in it, in the
+		// chain's order: request hooks in chain order, reply hooks in
+		// reverse (recovery sees a reply first).
+		hookNames := func(phase tracetest.SpanStub) []string {
+			var names []string
+			for _, h := range tr.hooks[phase.SpanContext.SpanID()] {
+				names = append(names, strings.TrimPrefix(h.Name, "shepherd.hook."))
+				require.Equal(t, names[len(names)-1], attr(h, "shepherd.hook").AsString())
+			}
+			return names
+		}
+		require.Equal(t, []string{"topics", "recovery"}, hookNames(tr.phases["request"][0]))
+		for i, p := range tr.phases["reply"] {
+			want := []string{"recovery", "topics"}
+			if i == 1 { // the cut reply: recovery continues it, no later hook sees it
+				want = want[:1]
+			}
+			require.Equal(t, want, hookNames(p), "reply hooks of round %d", i)
 		}
 		require.True(t, tr.phases["request"][0].EndTime.Before(tr.rounds[0].StartTime) ||
 			tr.phases["request"][0].EndTime.Equal(tr.rounds[0].StartTime), "request hooks run before the first round")

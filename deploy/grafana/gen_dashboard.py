@@ -111,6 +111,20 @@ panel("Cost in range by model", [
 ], 12, unit="currencyUSD", kind="stat")
 next_row()
 
+row("Context and cache integrity")
+panel("Prompt prefix breaks by cause", [
+    (f'sum by (cause) (rate(shepherd_prefix_breaks_total[{RI}]))', "{{cause}}"),
+], 0, unit="ops", stack=True,
+      desc="Turns whose upstream conversation did not extend the session's previous request (docs/diagnostics.md): client (the agent changed its history), compaction and gating (by design, once per epoch or new topic), proxy (a bug).")
+panel("Context features", [
+    (f'sum(rate(shepherd_compaction_epochs_total[{RI}]))', "compaction epochs"),
+    (f'sum by (kind) (rate(shepherd_prose_replies_total[{RI}]))', "prose {{kind}}"),
+    (f'sum by (decision) (rate(shepherd_gating_decisions_total[{RI}]))', "gating {{decision}}"),
+    (f'sum by (rule) (rate(shepherd_format_applied_total[{RI}]))', "format {{rule}}"),
+], 12, unit="ops",
+      desc="The opt-in context features (docs/context.md); a feature that is off has no series.")
+next_row()
+
 dash = {
     "uid": "shepherd", "title": "shepherd", "tags": ["shepherd"], "timezone": "",
     "schemaVersion": 39, "version": 1, "editable": True, "refresh": "30s",

@@ -92,6 +92,9 @@ func (c *Config) Provision(env hooks.Env) (hooks.Plugin, error) {
 	if err := env.Metrics.Register(decisions); err != nil {
 		return nil, fmt.Errorf("gating: registering metrics: %w", err)
 	}
+	for reason, verdict := range reasonVerdicts {
+		decisions.WithLabelValues(string(verdict), string(reason)) // every pair reads 0 until it happens
+	}
 	h := New(Options{
 		Scope: c.Scope,
 		Rules: Rules{ShortWords: c.ShortWords, NewTopicPhrases: c.NewTopicPhrases, FollowUpPhrases: c.FollowUpPhrases},

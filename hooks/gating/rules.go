@@ -77,21 +77,21 @@ func (r Rules) Decide(in Input) Decision {
 	msg := words(in.Message)
 	switch {
 	case in.ToolResults:
-		return Decision{FollowUp, ReasonToolLoop}
+		return decided(ReasonToolLoop)
 	case !in.HasHistory:
-		return Decision{NewTopic, ReasonNoHistory}
+		return decided(ReasonNoHistory)
 	case containsPhrase(msg, r.NewTopicPhrases):
-		return Decision{NewTopic, ReasonNewTopicPhrase}
+		return decided(ReasonNewTopicPhrase)
 	case containsPhrase(msg, r.FollowUpPhrases):
-		return Decision{FollowUp, ReasonFollowUpPhrase}
+		return decided(ReasonFollowUpPhrase)
 	case leadingPronoun(msg):
-		return Decision{FollowUp, ReasonLeadingPronoun}
+		return decided(ReasonLeadingPronoun)
 	case sharesItem(in.Message, in.PrevUser+"\n"+in.PrevReply):
-		return Decision{FollowUp, ReasonSharedItem}
+		return decided(ReasonSharedItem)
 	case r.ShortWords > 0 && len(msg) <= r.ShortWords:
-		return Decision{FollowUp, ReasonShortMessage}
+		return decided(ReasonShortMessage)
 	}
-	return Decision{NewTopic, ReasonNoLink}
+	return decided(ReasonNoLink)
 }
 
 // words splits text into lower-cased words: runs of letters, digits and
@@ -151,3 +151,13 @@ func set(ws ...string) map[string]bool {
 	}
 	return m
 }
+
+// reasonVerdicts is the verdict each reason gives.
+var reasonVerdicts = map[Reason]Verdict{
+	ReasonToolLoop: FollowUp, ReasonNoHistory: NewTopic, ReasonNewTopicPhrase: NewTopic,
+	ReasonFollowUpPhrase: FollowUp, ReasonLeadingPronoun: FollowUp, ReasonSharedItem: FollowUp,
+	ReasonShortMessage: FollowUp, ReasonNoLink: NewTopic,
+}
+
+// decided is the decision reason gives.
+func decided(r Reason) Decision { return Decision{reasonVerdicts[r], r} }

@@ -106,6 +106,10 @@ func (e *Engine) Begin(ctx context.Context, r Request) (*Turn, Start) {
 		key:  state.Key{Tenant: r.Call.Tenant, Session: r.Call.SessionID},
 		view: r.View, body: r.Body, opening: r.Opening, ctx: ctx, trace: r.Trace,
 	}
+	if o, ok := r.Trace.(hooks.HookObserver); ok && r.Trace != nil {
+		// A trace that follows single hooks sees each hook of each phase.
+		t.call.Observer = o
+	}
 	// An opening request's id is fresh, so the load finds nothing: the
 	// conversation inherits no state. It is still a read, so that a store
 	// that is down is noticed before anything is injected that could not

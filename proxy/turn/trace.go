@@ -21,7 +21,9 @@ const (
 // never overlap (each HookPhaseStarted is followed by its
 // HookPhaseEnded before the next starts), and the rounds follow each other
 // (RoundReplied for the reply in hand, then RoundSending before the next
-// request goes through the Sender).
+// request goes through the Sender). A Trace that also implements
+// hooks.HookObserver sees each hook within each phase, between
+// HookPhaseStarted and HookPhaseEnded.
 type Trace interface {
 	// HookPhaseStarted: the chain's hooks of phase are about to run.
 	HookPhaseStarted(phase HookPhase)

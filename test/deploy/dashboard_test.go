@@ -149,6 +149,10 @@ func driveShepherd(t *testing.T) string {
 	cfg.Intents.WorkspaceRoot = ws
 	cfg.Recovery.Enabled = true
 	cfg.Budgets.Enabled, cfg.Budgets.MaxTurns = hooks.OptInOn, 1000
+	// The context features, for their panel (they act only on requests
+	// naming them: none here).
+	cfg.Compaction.Enabled, cfg.Prose.Enabled, cfg.Gating.Enabled = hooks.OptInHeader, hooks.OptInHeader, hooks.OptInHeader
+	cfg.Format.Enabled, cfg.Format.Rules = hooks.OptInHeader, []string{"short match=brief words=50"}
 	require.NoError(t, cfg.Validate())
 
 	mem := state.NewMemory(state.MemoryOptions{MaxSessions: 100, TTL: time.Hour})
