@@ -52,10 +52,7 @@ func PeekRequest(api *Descriptor, body []byte) (SessionHints, error) {
 func PeekRequestWith(views *ViewCache, api *Descriptor, body []byte) (SessionHints, error) {
 	var h SessionHints
 	var err error
-	each := func(k string, v gjson.Result) bool {
-		err = peekMember(&h, api.TopLevel, k, v)
-		return err == nil
-	}
+	checks := api.TopLevel
 	if views == nil || views.bodies == nil || len(body) < indexMemoMinBytes {
 		if !jsonkit.Valid(body) {
 			return h, fmt.Errorf("%w: body is not valid JSON", ErrMalformed)
@@ -64,14 +61,20 @@ func PeekRequestWith(views *ViewCache, api *Descriptor, body []byte) (SessionHin
 		if !ok {
 			return h, fmt.Errorf("%w: body must be a JSON object", ErrMalformed)
 		}
-		root.ForEach(func(k, v gjson.Result) bool { return each(k.Str, v) })
+		root.ForEach(func(k, v gjson.Result) bool {
+			err = peekMember(&h, checks, k.Str, v)
+			return err == nil
+		})
 		return h, err
 	}
 	_, idx, perr := ParseIndexedWith(views, body)
 	if perr != nil {
 		return h, perr
 	}
-	idx.EachMember(each)
+	idx.EachMember(func(k string, v gjson.Result) bool {
+		err = peekMember(&h, checks, k, v)
+		return err == nil
+	})
 	return h, err
 }
 
