@@ -177,7 +177,9 @@ type Limits struct {
 	// ViewCacheBytes: key limits.view_cache_bytes; memory for the parsed
 	// views of conversation messages, shared by all sessions (agents resend
 	// their history, so a resent message is not parsed again); 0 turns the
-	// cache off. Default 67108864 (64 MiB).
+	// cache off. Default 67108864 (64 MiB). Half of it again bounds each
+	// of the two memos of recent bodies (rewrite's index memo, the turn
+	// engine's history memo).
 	ViewCacheBytes int64 `mapstructure:"view_cache_bytes"`
 	// HeaderTimeout: key limits.header_timeout; the longest a client may
 	// take to send a request's headers, counted from its first byte (on a

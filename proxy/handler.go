@@ -173,7 +173,7 @@ func (s *Server) inspect(ctx *fasthttp.RequestCtx, x *exchange, body []byte) (in
 	x.codec = x.route.api.NewCodec(s.views)
 	in.codec = x.codec
 	if x.route.noTurn || s.features.chain(x.route.api).Empty() {
-		hs, err := rewrite.PeekRequest(x.route.api, body)
+		hs, err := rewrite.PeekRequestWith(s.views, x.route.api, body)
 		if err != nil {
 			s.finish(ctx, x, writeError(ctx, x.route.provider, err))
 			return in, false
@@ -186,7 +186,7 @@ func (s *Server) inspect(ctx *fasthttp.RequestCtx, x *exchange, body []byte) (in
 			return in, false
 		}
 		in.view = v
-		if x.call.Side = s.sideRequest(x.codec, body); x.call.Side != "" {
+		if x.call.Side = s.sideRequest(x.codec, body, v); x.call.Side != "" {
 			s.metrics.sideRequests.WithLabelValues(x.route.name, x.call.Side).Inc()
 		}
 		in.hints, in.hasHints = rewrite.SessionHints{Stream: v.Stream, MetadataUserID: v.MetadataUserID, PromptCacheKey: v.PromptCacheKey}, true

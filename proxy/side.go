@@ -3,6 +3,7 @@ package proxy
 import (
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 )
 
 // sideRequest returns the kind of side request body is (rewrite.SideRequest)
@@ -11,9 +12,12 @@ import (
 // reminder, and the turn engine does not count the request in the session
 // (it saves only effects a hook still made, such as the audit of a call
 // the model made anyway).
-func (s *Server) sideRequest(c rewrite.Codec, body []byte) string {
+func (s *Server) sideRequest(c rewrite.Codec, body []byte, v *conv.Request) string {
 	if s.cfg.Features.SideRequests != config.SideRequestsPass {
 		return ""
+	}
+	if v != nil && v.SideKnown {
+		return v.Side // classified while parsing
 	}
 	return rewrite.SideRequest(c, body)
 }

@@ -33,6 +33,9 @@ func newEngine(cfg *config.Config, store state.Store, m *Metrics, log *zap.Logge
 		Approvals:  approvalsOf(store),
 		Holds:      turn.Holds(cfg.Intents.Holds()),
 		Events:     ev,
+		// The history memo has a budget of its own, half the view cache's
+		// (limits.view_cache_bytes, 0 turns both off).
+		HistoryMemoBytes: cfg.Limits.ViewCacheBytes / 2,
 	})
 }
 

@@ -17,9 +17,21 @@ import (
 // wrapping ErrMalformed or ErrMalformedReply, field type checks that name
 // the offending field, and small text helpers shared by the codecs.
 
-// ParseIndexed validates body like parseRoot and indexes its top level.
+// ParseIndexed validates a request body (an error wrapping ErrMalformed
+// when it is not valid JSON or not an object) and indexes its top level.
 func ParseIndexed(body []byte) (gjson.Result, *jsonkit.Index, error) {
-	idx, ok := jsonkit.ValidIndexed(body)
+	return ParseIndexedWith(nil, body)
+}
+
+// ParseIndexedWith is ParseIndexed through views' index memo (index_memo.go):
+// a body that extends one parsed before is validated from where the two
+// differ. A nil views validates whole.
+func ParseIndexedWith(views *ViewCache, body []byte) (gjson.Result, *jsonkit.Index, error) {
+	var memo *indexMemo
+	if views != nil {
+		memo = views.bodies
+	}
+	idx, ok := memo.validIndexed(body)
 	if !ok {
 		return gjson.Result{}, nil, fmt.Errorf("%w: body is not valid JSON", ErrMalformed)
 	}
@@ -28,18 +40,6 @@ func ParseIndexed(body []byte) (gjson.Result, *jsonkit.Index, error) {
 		return gjson.Result{}, nil, fmt.Errorf("%w: body must be a JSON object", ErrMalformed)
 	}
 	return root, idx, nil
-}
-
-// parseRoot validates a request body and returns its top-level object.
-func parseRoot(body []byte) (gjson.Result, error) {
-	if !jsonkit.Valid(body) {
-		return gjson.Result{}, fmt.Errorf("%w: body is not valid JSON", ErrMalformed)
-	}
-	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
-	if !ok {
-		return gjson.Result{}, fmt.Errorf("%w: body must be a JSON object", ErrMalformed)
-	}
-	return root, nil
 }
 
 // ParseTrustedRoot returns the top-level object of a request body that is

@@ -103,11 +103,17 @@ func (h *History) walk(s string, j int) {
 // hashed. The agent's body and the one sent upstream usually differ only
 // near their end.
 func HashHistoryLike(h *History, body []byte, key string, ref *History, refBody []byte) {
+	HashHistoryShared(h, body, key, ref, refBody, CommonPrefix(body, refBody))
+}
+
+// HashHistoryShared is HashHistoryLike for a caller that compared the two
+// bodies already: their first n bytes are equal (n must not exceed the
+// length of their longest common prefix).
+func HashHistoryShared(h *History, body []byte, key string, ref *History, refBody []byte, n int) {
 	if ref.End < 0 || ref.End >= len(refBody) || refBody[ref.End] != ']' {
 		HashHistory(h, body, key) // not an array: one element anyway
 		return
 	}
-	n := commonPrefix(body, refBody)
 	m := 0
 	for m+1 < len(ref.Starts) && ref.Starts[m+1] <= n {
 		m++
@@ -129,8 +135,9 @@ func HashHistoryLike(h *History, body []byte, key string, ref *History, refBody 
 	h.walk(jsonkit.UnsafeString(body), next)
 }
 
-// commonPrefix is the length of the longest common prefix of a and b.
-func commonPrefix(a, b []byte) int {
+// CommonPrefix is the length of the longest common prefix of a and b
+// (compared 4 KB at a time with bytes.Equal, then byte by byte).
+func CommonPrefix(a, b []byte) int {
 	n := min(len(a), len(b))
 	i := 0
 	for i+4096 <= n && bytes.Equal(a[i:i+4096], b[i:i+4096]) {

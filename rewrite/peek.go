@@ -1,6 +1,8 @@
 package rewrite
 
 import (
+	"fmt"
+
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
@@ -39,36 +41,68 @@ func checkKind(k JSONKind, v gjson.Result, field string) error {
 // of messages is left to the upstream. Errors wrap ErrMalformed and name the
 // field, as ParseRequest's do.
 func PeekRequest(api *Descriptor, body []byte) (SessionHints, error) {
+	return PeekRequestWith(nil, api, body)
+}
+
+// PeekRequestWith is PeekRequest through views' index memo (ParseIndexedWith)
+// for a body large enough for the memo to keep: a body that extends one
+// seen before is validated from where they differ, and the members are
+// read from the index instead of a second walk. A smaller body is
+// validated and walked whole, which allocates less.
+func PeekRequestWith(views *ViewCache, api *Descriptor, body []byte) (SessionHints, error) {
 	var h SessionHints
-	root, err := parseRoot(body)
-	if err != nil {
+	var err error
+	checks := api.TopLevel
+	if views == nil || views.bodies == nil || len(body) < indexMemoMinBytes {
+		if !jsonkit.Valid(body) {
+			return h, fmt.Errorf("%w: body is not valid JSON", ErrMalformed)
+		}
+		root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
+		if !ok {
+			return h, fmt.Errorf("%w: body must be a JSON object", ErrMalformed)
+		}
+		root.ForEach(func(k, v gjson.Result) bool {
+			err = peekMember(&h, checks, k.Str, v)
+			return err == nil
+		})
 		return h, err
 	}
-	checks := api.TopLevel
-	root.ForEach(func(k, v gjson.Result) bool {
-		if kind, ok := checks[k.Str]; ok {
-			if err = checkKind(kind, v, k.Str); err != nil {
-				return false
-			}
-		}
-		switch k.Str {
-		case "stream":
-			if err = WantBool(v, "stream"); err == nil {
-				h.Stream = v.Type == gjson.True
-			}
-		case "metadata":
-			if err = WantObject(v, "metadata"); err == nil {
-				uid := v.Get("user_id")
-				if err = WantString(uid, "metadata.user_id"); err == nil {
-					h.MetadataUserID = jsonkit.OwnedString(uid)
-				}
-			}
-		case "prompt_cache_key":
-			if err = WantString(v, "prompt_cache_key"); err == nil {
-				h.PromptCacheKey = jsonkit.OwnedString(v)
-			}
-		}
+	_, idx, perr := ParseIndexedWith(views, body)
+	if perr != nil {
+		return h, perr
+	}
+	idx.EachMember(func(k string, v gjson.Result) bool {
+		err = peekMember(&h, checks, k, v)
 		return err == nil
 	})
 	return h, err
+}
+
+// peekMember checks one top-level member k of a request and reads the
+// session hints it holds into h.
+func peekMember(h *SessionHints, checks map[string]JSONKind, k string, v gjson.Result) error {
+	if kind, ok := checks[k]; ok {
+		if err := checkKind(kind, v, k); err != nil {
+			return err
+		}
+	}
+	var err error
+	switch k {
+	case "stream":
+		if err = WantBool(v, "stream"); err == nil {
+			h.Stream = v.Type == gjson.True
+		}
+	case "metadata":
+		if err = WantObject(v, "metadata"); err == nil {
+			uid := v.Get("user_id")
+			if err = WantString(uid, "metadata.user_id"); err == nil {
+				h.MetadataUserID = jsonkit.OwnedString(uid)
+			}
+		}
+	case "prompt_cache_key":
+		if err = WantString(v, "prompt_cache_key"); err == nil {
+			h.PromptCacheKey = jsonkit.OwnedString(v)
+		}
+	}
+	return err
 }

@@ -76,6 +76,15 @@ func IsJSONFormat(typ gjson.Result) bool {
 	return typ.Str == "json_object" || typ.Str == "json_schema"
 }
 
+// IndexMembers returns the top-level members named keys from idx, the
+// index of a body ParseIndexed accepted: what TopMembers returns for that
+// body, without walking it.
+func IndexMembers(idx *jsonkit.Index, keys ...string) []gjson.Result {
+	out := make([]gjson.Result, len(keys))
+	idx.Lookup(keys, out)
+	return out
+}
+
 // TopMembers returns the top-level members of body named keys, in one pass
 // over the body (members); the few nested fields the classifiers read are
 // then taken from those small values. body was validated by ParseRequest.

@@ -86,12 +86,15 @@ type ViewCache struct {
 	shards [viewCacheShards]viewShard
 	hits   atomic.Uint64
 	misses atomic.Uint64
+	// bodies is the index memo (index_memo.go), half the budget of its
+	// own; nil when the budget is 0.
+	bodies *indexMemo
 }
 
 // NewViewCache returns a view cache holding up to budget bytes of cached
 // elements (two generations of half the budget each); 0 caches nothing.
 func NewViewCache(budget int64) *ViewCache {
-	c := &ViewCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
+	c := &ViewCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, bodies: newIndexMemo(budget / 2)}
 	c.setBudget(budget)
 	return c
 }

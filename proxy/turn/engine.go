@@ -96,6 +96,10 @@ type Options struct {
 	// fingerprint (an opening request's state is saved under the
 	// fingerprint of its continuation).
 	SessionFor func(fingerprint string) string
+	// HistoryMemoBytes bounds the history memo (history_memo.go): the
+	// previous request's bodies per session, so that hashing a turn's
+	// conversation costs what is new in it; 0 keeps none.
+	HistoryMemoBytes int64
 }
 
 // Engine runs turns. It is built once and is safe for concurrent use; each
@@ -113,6 +117,7 @@ type Engine struct {
 	prices       *pricing.Table
 	approvals    state.Approvals
 	holds        Holds
+	history      *historyMemo
 }
 
 // New builds an Engine from its dependencies.
@@ -121,6 +126,7 @@ func New(o Options) *Engine {
 		store: o.Store, metrics: o.Metrics, log: o.Log, now: o.Now,
 		storeTimeout: o.StoreTimeout, limits: o.Limits, recovery: o.Recovery, sessionFor: o.SessionFor,
 		events: o.Events, prices: o.Prices, approvals: o.Approvals, holds: o.Holds.withDefaults(),
+		history: newHistoryMemo(o.HistoryMemoBytes),
 	}
 	if e.events == nil {
 		e.events = events.Nop{}

@@ -192,8 +192,8 @@ type PrefixMetrics interface {
 // replaced tool results or left messages out.
 func (t *Turn) checkPrefix(sess *state.Session, key string, replaced, dropped bool) *prefixCheck {
 	var agent, up rewrite.History
-	rewrite.HashHistory(&up, t.sent, key)
-	rewrite.HashHistoryLike(&agent, t.body, key, &up, t.sent)
+	mk := historyMemoKey{key: t.key, member: key}
+	t.e.history.put(mk, hashHistories(&agent, &up, t.body, t.sent, key, t.e.history.take(mk)))
 	if len(agent.Hashes) == 0 {
 		return nil
 	}

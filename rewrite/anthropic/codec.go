@@ -23,7 +23,7 @@ var _ rewrite.Codec = anthropicCodec{}
 var anthropicKeys = []string{"model", "stream", "max_tokens", "system", "tools", "messages", "metadata", "thinking"}
 
 func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	_, idx, err := rewrite.ParseIndexed(body)
+	_, idx, err := rewrite.ParseIndexedWith(c.views, body)
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +56,7 @@ func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
 		return nil, err
 	}
 	req.Fingerprint = rewrite.Fingerprint(req.System, req.Messages)
+	req.Side, req.SideKnown = anthropicSide(rewrite.IndexMembers(idx, anthropicSideKeys...)), true
 	return req, nil
 }
 
@@ -248,7 +249,13 @@ func (anthropicCodec) StreamErrorEvent(status int, message string) []byte {
 }
 
 func (anthropicCodec) SideRequest(body []byte) string {
-	r := rewrite.TopMembers(body, "tools", "tool_choice", "output_format", "output_config")
+	return anthropicSide(rewrite.TopMembers(body, anthropicSideKeys...))
+}
+
+// anthropicSideKeys are the members anthropicSide reads, in its order.
+var anthropicSideKeys = []string{"tools", "tool_choice", "output_format", "output_config"}
+
+func anthropicSide(r []gjson.Result) string {
 	return rewrite.FirstSide(
 		rewrite.SideIf(r[2].Get("type").Str == "json_schema" || r[3].Get("format.type").Str == "json_schema", rewrite.SideJSONOutput),
 		rewrite.SideIf(r[1].Get("type").Str == "none", rewrite.SideToolChoiceNone),

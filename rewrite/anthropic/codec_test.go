@@ -18,7 +18,7 @@ func TestAnthropicParseRequest(t *testing.T) {
 	fp := req.Fingerprint
 	req.Fingerprint = ""
 	req.Messages = apitest.StripDigests(t, req.Messages)
-	require.Equal(t, &conv.Request{
+	require.Equal(t, &conv.Request{SideKnown: true, // an agent turn: Side ""
 		Model: "claude-sonnet-4-5", Stream: true, MaxOutputTokens: 2048, HasMaxOutputTokens: true,
 		System:         "You are terse.",
 		Tools:          []conv.ToolDef{{Name: "read_file"}, {Name: "web_search"}},

@@ -103,6 +103,11 @@ type Request struct {
 	// codec can tell (Anthropic thinking enabled or adaptive); such requests
 	// cannot take an assistant prefill.
 	Thinking bool
+	// Side is the request's side-request kind (rewrite.SideRequest: "" for
+	// an agent turn) when SideKnown: the codec classified it while parsing,
+	// from the members it had found, so that nobody walks the body again.
+	Side      string
+	SideKnown bool
 }
 
 // Opening reports whether the conversation has no assistant message yet: it

@@ -37,7 +37,7 @@ var geminiKeys = []string{"model", "contents", "tools", "systemInstruction", "sy
 // by the URL, which the proxy knows) and Model is "" unless the body names
 // one (the model is in the URL).
 func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	_, idx, err := rewrite.ParseIndexed(body)
+	_, idx, err := rewrite.ParseIndexedWith(c.views, body)
 	if err != nil {
 		return nil, err
 	}
@@ -75,6 +75,7 @@ func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
 		return nil, err
 	}
 	req.Fingerprint = rewrite.Fingerprint(req.System, req.Messages)
+	req.Side, req.SideKnown = geminiSide(rewrite.IndexMembers(idx, geminiSideKeys...)), true
 	return req, nil
 }
 
@@ -368,7 +369,13 @@ func (geminiCodec) StreamErrorEvent(status int, message string) []byte {
 }
 
 func (geminiCodec) SideRequest(body []byte) string {
-	r := rewrite.TopMembers(body, "tools", "generationConfig", "generation_config", "toolConfig", "tool_config")
+	return geminiSide(rewrite.TopMembers(body, geminiSideKeys...))
+}
+
+// geminiSideKeys are the members geminiSide reads, in its order.
+var geminiSideKeys = []string{"tools", "generationConfig", "generation_config", "toolConfig", "tool_config"}
+
+func geminiSide(r []gjson.Result) string {
 	camel, snake := r[1], r[2]
 	jsonMode := strings.EqualFold(camel.Get("responseMimeType").Str, "application/json") ||
 		strings.EqualFold(snake.Get("response_mime_type").Str, "application/json") ||

@@ -17,7 +17,7 @@ func TestGeminiParseRequest(t *testing.T) {
 	require.Len(t, req.Fingerprint, 32)
 	req.Fingerprint = ""
 	req.Messages = apitest.StripDigests(t, req.Messages)
-	require.Equal(t, &conv.Request{
+	require.Equal(t, &conv.Request{SideKnown: true, // an agent turn: Side ""
 		MaxOutputTokens: 1024, HasMaxOutputTokens: true,
 		System: "Be terse.\n\nUse Go.",
 		Tools:  []conv.ToolDef{{Name: "get_weather"}},

@@ -19,6 +19,7 @@ type Index struct {
 
 type memberSpan struct {
 	key        string // raw key text between the quotes (escapes not decoded)
+	keyAt      int    // the key text's offset in the body
 	start, end int    // the value
 	elems      []span // elements, when the value is an array
 	isArray    bool
@@ -26,9 +27,10 @@ type memberSpan struct {
 
 type span struct{ start, end int }
 
-// key notes the next root member's key (the validator calls it at depth 1).
-func (d *Index) key(raw []byte) {
-	d.members = append(d.members, memberSpan{key: UnsafeString(raw)})
+// key notes the next root member's key, body[start:end] without its
+// quotes (the validator calls it at depth 1).
+func (d *Index) key(start, end int) {
+	d.members = append(d.members, memberSpan{key: d.body[start:end], keyAt: start})
 }
 
 // note records a value the validator finished: a root member's value
@@ -43,7 +45,9 @@ func (d *Index) note(depth int, close byte, start, end int) {
 	case depth == 1 && close == '}':
 		m.start, m.end = start, end
 		m.isArray = d.body[start] == '['
-	case depth == 2 && close == ']' && m.isArray && m.end == 0:
+	case depth == 2 && close == ']' && m.end == 0:
+		// An element of the array that is the open member's value (the
+		// only container at depth 2 that closes with ']').
 		m.elems = append(m.elems, span{start, end})
 	}
 }
@@ -62,6 +66,21 @@ func ValidIndexed(body []byte) (idx *Index, ok bool) {
 		return nil, false
 	}
 	return idx, true
+}
+
+// EachMember calls fn with each root member in order, its key decoded,
+// until fn returns false.
+func (d *Index) EachMember(fn func(key string, v gjson.Result) bool) {
+	for i := range d.members {
+		m := &d.members[i]
+		key := m.key
+		if strings.IndexByte(key, '\\') >= 0 {
+			key = gjson.Parse(`"` + key + `"`).Str
+		}
+		if !fn(key, ValueAt(d.body[m.start:m.end], 0, m.start)) {
+			return
+		}
+	}
 }
 
 // Lookup fills out[i] with the root member named keys[i] (the first when a

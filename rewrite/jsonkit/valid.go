@@ -89,6 +89,12 @@ func (v *validator) container(depth int, close byte) bool {
 		v.i++
 		return true
 	}
+	return v.items(depth, close)
+}
+
+// items reads the members or elements of a container from the first one
+// (at v.i, after any whitespace) to the closing byte.
+func (v *validator) items(depth int, close byte) bool {
 	for {
 		if close == '}' {
 			keyStart := v.i
@@ -96,7 +102,7 @@ func (v *validator) container(depth int, close byte) bool {
 				return false
 			}
 			if v.idx != nil && depth == 1 {
-				v.idx.key(v.b[keyStart+1 : v.i-1])
+				v.idx.key(keyStart+1, v.i-1)
 			}
 			v.ws()
 			if v.i >= len(v.b) || v.b[v.i] != ':' {
@@ -112,21 +118,38 @@ func (v *validator) container(depth int, close byte) bool {
 		if v.idx != nil && depth <= 2 {
 			v.idx.note(depth, close, start, v.i)
 		}
-		v.ws()
-		if v.i >= len(v.b) {
-			return false
-		}
-		switch v.b[v.i] {
-		case ',':
-			v.i++
-			v.ws()
-		case close:
-			v.i++
-			return true
-		default:
-			return false
+		if more, ok := v.next(close); !more {
+			return ok
 		}
 	}
+}
+
+// next reads what follows a member or element: a comma (more: another
+// one follows) or the closing byte (ok). Anything else is invalid.
+func (v *validator) next(close byte) (more, ok bool) {
+	v.ws()
+	if v.i >= len(v.b) {
+		return false, false
+	}
+	switch v.b[v.i] {
+	case ',':
+		v.i++
+		v.ws()
+		return true, true
+	case close:
+		v.i++
+		return false, true
+	}
+	return false, false
+}
+
+// rest reads the rest of a container after one of its members or
+// elements, v.i just past it.
+func (v *validator) rest(depth int, close byte) bool {
+	if more, ok := v.next(close); !more {
+		return ok
+	}
+	return v.items(depth, close)
 }
 
 // SWAR constants: a byte-wise "has a byte below 0x20", "has a quote", "has

@@ -37,7 +37,7 @@ func (c chatCodec) FingerprintRequest(body []byte) (string, error) {
 // first assistant message are checked but not viewed, and the request has
 // only the messages up to it (all that System and Fingerprint read).
 func parseChatRequest(views *rewrite.ViewCache, body []byte, fpOnly bool) (*conv.Request, error) {
-	_, idx, err := rewrite.ParseIndexed(body)
+	_, idx, err := rewrite.ParseIndexedWith(views, body)
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +103,7 @@ func parseChatRequest(views *rewrite.ViewCache, body []byte, fpOnly bool) (*conv
 	}
 	req.System = rewrite.JoinTexts(system)
 	req.Fingerprint = rewrite.Fingerprint(req.System, req.Messages)
+	req.Side, req.SideKnown = chatSide(rewrite.IndexMembers(idx, chatSideKeys...)), true
 	return req, nil
 }
 
@@ -357,7 +358,13 @@ func (chatCodec) StreamErrorEvent(status int, message string) []byte {
 }
 
 func (chatCodec) SideRequest(body []byte) string {
-	r := rewrite.TopMembers(body, "tools", "functions", "tool_choice", "function_call", "response_format")
+	return chatSide(rewrite.TopMembers(body, chatSideKeys...))
+}
+
+// chatSideKeys are the members chatSide reads, in its order.
+var chatSideKeys = []string{"tools", "functions", "tool_choice", "function_call", "response_format"}
+
+func chatSide(r []gjson.Result) string {
 	return rewrite.FirstSide(
 		rewrite.SideIf(rewrite.IsJSONFormat(r[4].Get("type")), rewrite.SideJSONOutput),
 		rewrite.SideIf(r[2].Str == "none" || (r[3].Str == "none" && !rewrite.IsPresent(r[2])), rewrite.SideToolChoiceNone),

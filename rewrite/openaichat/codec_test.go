@@ -16,7 +16,7 @@ func TestChatParseRequest(t *testing.T) {
 	require.Len(t, req.Fingerprint, 32)
 	req.Fingerprint = ""
 	req.Messages = apitest.StripDigests(t, req.Messages)
-	require.Equal(t, &conv.Request{
+	require.Equal(t, &conv.Request{SideKnown: true, // an agent turn: Side ""
 		Model: "gpt-4.1", Stream: true, MaxOutputTokens: 1024, HasMaxOutputTokens: true,
 		System:         "You are terse.\n\nPrefer Go.",
 		Tools:          []conv.ToolDef{{Name: "read_file"}},

@@ -23,7 +23,7 @@ var responsesKeys = []string{"model", "stream", "max_output_tokens", "instructio
 	"prompt_cache_key", "previous_response_id"}
 
 func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	_, idx, err := rewrite.ParseIndexed(body)
+	_, idx, err := rewrite.ParseIndexedWith(c.views, body)
 	if err != nil {
 		return nil, err
 	}
@@ -67,6 +67,7 @@ func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	}
 	req.System = strings.Clone(rewrite.JoinTexts(system))
 	req.Fingerprint = rewrite.Fingerprint(req.System, req.Messages)
+	req.Side, req.SideKnown = responsesSide(rewrite.IndexMembers(idx, responsesSideKeys...)), true
 	return req, nil
 }
 
@@ -322,7 +323,13 @@ func (responsesCodec) StreamErrorEvent(status int, message string) []byte {
 }
 
 func (responsesCodec) SideRequest(body []byte) string {
-	r := rewrite.TopMembers(body, "tools", "tool_choice", "text")
+	return responsesSide(rewrite.TopMembers(body, responsesSideKeys...))
+}
+
+// responsesSideKeys are the members responsesSide reads, in its order.
+var responsesSideKeys = []string{"tools", "tool_choice", "text"}
+
+func responsesSide(r []gjson.Result) string {
 	return rewrite.FirstSide(
 		rewrite.SideIf(rewrite.IsJSONFormat(r[2].Get("format.type")), rewrite.SideJSONOutput),
 		rewrite.SideIf(r[1].Str == "none", rewrite.SideToolChoiceNone),

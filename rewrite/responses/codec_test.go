@@ -20,7 +20,7 @@ func TestResponsesParseRequest(t *testing.T) {
 	require.Len(t, req.Fingerprint, 32)
 	req.Fingerprint = ""
 	req.Messages = apitest.StripDigests(t, req.Messages)
-	require.Equal(t, &conv.Request{
+	require.Equal(t, &conv.Request{SideKnown: true, // an agent turn: Side ""
 		Model: "gpt-5-codex", Stream: true, MaxOutputTokens: 4096, HasMaxOutputTokens: true,
 		System:             "You are Codex.\n\nsandbox: workspace-write",
 		Tools:              []conv.ToolDef{{Name: "read_file"}},

@@ -202,6 +202,12 @@ func CheckSide(t *testing.T, api *rewrite.Descriptor, cases []Side) {
 	for _, c := range cases {
 		t.Run(api.Name+"/"+c.Name, func(t *testing.T) {
 			require.Equal(t, c.Want, rewrite.SideRequest(CodecFor(api), []byte(c.Body)))
+			// A request the codec parses carries the same answer, found
+			// from the parse's own index.
+			if v, err := CodecFor(api).ParseRequest([]byte(c.Body)); err == nil {
+				require.True(t, v.SideKnown, "ParseRequest classified the request")
+				require.Equal(t, c.Want, v.Side, "ParseRequest's Side")
+			}
 		})
 	}
 }

@@ -1,0 +1,169 @@
+package turn
+
+import (
+	"container/list"
+	"sync"
+
+	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/state"
+)
+
+// The history memo keeps, per session, the previous request's bodies (the
+// agent's and the one sent upstream, copied) with their conversation
+// hashes (rewrite.History), so that the next request of the session, which
+// resends that history and adds a few KB, hashes only what is new: the
+// bytes it shares with the previous body are found by comparing them
+// (rewrite.HashHistoryLike: memcmp, about 30 µs per MB), and the elements
+// inside them take their offsets and hashes from the memo. A prefix is
+// never trusted on a hash alone: the memo's bodies are the engine's own
+// immutable copies and the shared part is compared byte for byte, so a
+// request that changed anything in its history is hashed from the first
+// byte that differs, exactly as without the memo.
+//
+// Memory is bounded in bytes (the two bodies of each entry), least recently
+// used first out; an entry larger than a quarter of the budget is not kept.
+
+// historyMemoKey is a session's conversation: sessions may hold several
+// (a main agent and its subagents); the memo keeps the latest one seen.
+type historyMemoKey struct {
+	key    state.Key
+	member string
+}
+
+// historyRef is one request's bodies and hashes. Immutable once stored.
+type historyRef struct {
+	agent, sent         []byte
+	agentHist, sentHist rewrite.History
+}
+
+func (r *historyRef) size() int64 {
+	n := int64(cap(r.agent) + 12*(len(r.agentHist.Starts)+len(r.sentHist.Starts)))
+	if !sameBytes(r.agent, r.sent) {
+		n += int64(cap(r.sent))
+	}
+	return n
+}
+
+type historyMemoEntry struct {
+	k   historyMemoKey
+	ref *historyRef
+}
+
+// historyMemo is safe for concurrent use; a nil *historyMemo keeps nothing.
+type historyMemo struct {
+	mu     sync.Mutex
+	budget int64
+	used   int64
+	lru    *list.List // of *historyMemoEntry, most recent first
+	byKey  map[historyMemoKey]*list.Element
+}
+
+// newHistoryMemo returns a memo of up to budget bytes; nil when budget <= 0.
+func newHistoryMemo(budget int64) *historyMemo {
+	if budget <= 0 {
+		return nil
+	}
+	return &historyMemo{budget: budget, lru: list.New(), byKey: map[historyMemoKey]*list.Element{}}
+}
+
+// take removes the session's latest ref from the memo and returns it (nil:
+// none): the caller owns its buffers and recycles them (hashHistories), so
+// a concurrent request of the same session finds none and hashes its
+// bodies whole.
+func (m *historyMemo) take(k historyMemoKey) *historyRef {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	el := m.byKey[k]
+	if el == nil {
+		return nil
+	}
+	r := el.Value.(*historyMemoEntry).ref
+	m.used -= r.size()
+	m.lru.Remove(el)
+	delete(m.byKey, k)
+	return r
+}
+
+// put makes r the session's latest ref, evicting the least recently used
+// entries beyond the budget.
+func (m *historyMemo) put(k historyMemoKey, r *historyRef) {
+	if m == nil {
+		return
+	}
+	size := r.size()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if el := m.byKey[k]; el != nil {
+		m.used -= el.Value.(*historyMemoEntry).ref.size()
+		m.lru.Remove(el)
+		delete(m.byKey, k)
+	}
+	if size > m.budget/4 {
+		return
+	}
+	m.byKey[k] = m.lru.PushFront(&historyMemoEntry{k: k, ref: r})
+	m.used += size
+	for m.used > m.budget {
+		el := m.lru.Back()
+		e := el.Value.(*historyMemoEntry)
+		m.used -= e.ref.size()
+		m.lru.Remove(el)
+		delete(m.byKey, e.k)
+	}
+}
+
+// sameBytes reports whether a and b are the same slice (not a comparison).
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// hashHistories hashes the conversation member key of the agent's body
+// and of the body sent upstream into agent and up, reusing what ref (the
+// session's previous request, taken from the memo; nil: none) hashed of
+// the bytes they share with it, and returns the ref for the next request:
+// copies of both bodies (one when they are the same bytes) with their
+// hashes. The copies recycle ref's buffers: the bytes shared with ref are
+// already there, so only the rest is copied.
+func hashHistories(agent, up *rewrite.History, body, sent []byte, key string, ref *historyRef) *historyRef {
+	var next historyRef
+	if ref == nil {
+		rewrite.HashHistory(up, sent, key)
+		rewrite.HashHistoryLike(agent, body, key, up, sent)
+		next.agent = append([]byte(nil), body...)
+		if sameBytes(body, sent) {
+			next.sent = next.agent
+		} else {
+			next.sent = append([]byte(nil), sent...)
+		}
+	} else {
+		na := rewrite.CommonPrefix(body, ref.agent)
+		ns := na
+		if !sameBytes(body, sent) || !sameBytes(ref.agent, ref.sent) {
+			ns = rewrite.CommonPrefix(sent, ref.sent)
+		}
+		rewrite.HashHistoryShared(up, sent, key, &ref.sentHist, ref.sent, ns)
+		rewrite.HashHistoryShared(agent, body, key, &ref.agentHist, ref.agent, na)
+		// ref is ours (taken): overwrite its buffers past the shared bytes.
+		sentBuf := ref.sent
+		if sameBytes(ref.agent, ref.sent) {
+			sentBuf = nil // one buffer for both: the agent's copy reuses it
+		}
+		next.agent = append(ref.agent[:na], body[na:]...)
+		if sameBytes(body, sent) {
+			next.sent = next.agent
+		} else if sentBuf != nil {
+			next.sent = append(sentBuf[:ns], sent[ns:]...)
+		} else {
+			next.sent = append([]byte(nil), sent...)
+		}
+	}
+	next.agentHist = cloneHistory(agent)
+	next.sentHist = cloneHistory(up)
+	return &next
+}
+func cloneHistory(h *rewrite.History) rewrite.History {
+	return rewrite.History{Hashes: append([]uint32(nil), h.Hashes...), Starts: append([]int(nil), h.Starts...), End: h.End}
+}

@@ -1,0 +1,117 @@
+package rewrite
+
+import (
+	"container/list"
+	"sync"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
+)
+
+// The index memo lets ParseRequest validate only what is new in a body.
+// Agents resend their whole history with a few KB added at the end of the
+// conversation; the memo keeps recent bodies (copies) with their indexes
+// (jsonkit.Index), found by the hash of a body's first indexMemoKeyBytes
+// bytes (the system prompt, tools and first messages of a conversation).
+// The hash only picks a candidate: the two bodies are then compared byte
+// for byte (CommonPrefix) and validation resumes after the last shared
+// conversation element (jsonkit.ValidIndexedFrom), so a candidate that
+// shares little, or nothing, only costs the comparison.
+//
+// Bodies below indexMemoMinBytes are validated whole (it costs a few tens
+// of microseconds). An entry is taken out while a request uses it and put
+// back for the new body, whose copy recycles the entry's buffer: only the
+// bytes past the shared prefix are copied. Memory is bounded in bytes,
+// least recently used first out.
+
+const (
+	indexMemoMinBytes = 64 << 10
+	indexMemoKeyBytes = 32 << 10
+)
+
+type indexMemoEntry struct {
+	key  uint64
+	body []byte
+	idx  *jsonkit.Index
+}
+
+// indexMemo is safe for concurrent use; a nil *indexMemo keeps nothing.
+type indexMemo struct {
+	mu     sync.Mutex
+	budget int64
+	used   int64
+	lru    *list.List // of *indexMemoEntry, most recent first
+	byKey  map[uint64]*list.Element
+}
+
+func newIndexMemo(budget int64) *indexMemo {
+	if budget <= 0 {
+		return nil
+	}
+	return &indexMemo{budget: budget, lru: list.New(), byKey: map[uint64]*list.Element{}}
+}
+
+func (m *indexMemo) take(key uint64) *indexMemoEntry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	el := m.byKey[key]
+	if el == nil {
+		return nil
+	}
+	e := el.Value.(*indexMemoEntry)
+	m.used -= int64(cap(e.body))
+	m.lru.Remove(el)
+	delete(m.byKey, key)
+	return e
+}
+
+func (m *indexMemo) put(e *indexMemoEntry) {
+	size := int64(cap(e.body))
+	if size > m.budget/4 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if el := m.byKey[e.key]; el != nil { // a concurrent request put one
+		m.used -= int64(cap(el.Value.(*indexMemoEntry).body))
+		m.lru.Remove(el)
+	}
+	m.byKey[e.key] = m.lru.PushFront(e)
+	m.used += size
+	for m.used > m.budget {
+		el := m.lru.Back()
+		old := el.Value.(*indexMemoEntry)
+		m.used -= int64(cap(old.body))
+		m.lru.Remove(el)
+		delete(m.byKey, old.key)
+	}
+}
+
+// validIndexed is jsonkit.ValidIndexed(body), resumed from the memo's
+// body of the same conversation when it has one, and remembered for the
+// next request.
+func (m *indexMemo) validIndexed(body []byte) (*jsonkit.Index, bool) {
+	if m == nil || len(body) < indexMemoMinBytes {
+		return jsonkit.ValidIndexed(body)
+	}
+	key := xxhash.Sum64(body[:indexMemoKeyBytes])
+	prev := m.take(key)
+	if prev == nil {
+		idx, ok := jsonkit.ValidIndexed(body)
+		if ok {
+			c := append([]byte(nil), body...)
+			m.put(&indexMemoEntry{key: key, body: c, idx: idx.Rebase(c)})
+		}
+		return idx, ok
+	}
+	n := CommonPrefix(body, prev.body)
+	idx, ok := jsonkit.ValidIndexedFrom(body, prev.idx, n)
+	if !ok {
+		m.put(prev) // still a good reference for the next request
+		return idx, ok
+	}
+	c := append(prev.body[:n], body[n:]...) // ours: taken out of the memo
+	m.put(&indexMemoEntry{key: key, body: c, idx: idx.Rebase(c)})
+	return idx, ok
+}

@@ -1,0 +1,80 @@
+package rewrite
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// memoConversation is a body above indexMemoMinBytes: a large system
+// prompt, then n messages.
+func memoConversation(n int, edit string) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"model":"m","system":%q,"messages":[`, strings.Repeat("rules. ", indexMemoMinBytes/7))
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		text := fmt.Sprintf("turn %d %s", i, strings.Repeat("x", 300))
+		if i == 3 {
+			text += edit
+		}
+		fmt.Fprintf(&b, `{"role":"user","content":%q}`, text)
+	}
+	b.WriteString(`],"stream":false}`)
+	return []byte(b.String())
+}
+
+// TestIndexMemoSameAsWhole: through the memo, a conversation that grows,
+// is edited early, turns invalid and recovers is indexed exactly as a
+// whole validation does, though the caller reuses its buffer each time.
+func TestIndexMemoSameAsWhole(t *testing.T) {
+	views := NewViewCache(64 << 20)
+	buf := make([]byte, 0, 1<<20)
+	steps := []func() []byte{
+		func() []byte { return memoConversation(10, "") },
+		func() []byte { return memoConversation(11, "") },
+		func() []byte { return memoConversation(12, "") },
+		func() []byte { return memoConversation(12, " edited") },
+		func() []byte { b := memoConversation(13, " edited"); return append(b[:len(b)-1], ',') },
+		func() []byte { return memoConversation(13, " edited") },
+		func() []byte { return memoConversation(5, "") },
+	}
+	for i, step := range steps {
+		buf = append(buf[:0], step()...)
+		_, got, gerr := ParseIndexedWith(views, buf)
+		_, want, werr := ParseIndexed(append([]byte(nil), buf...))
+		if (gerr == nil) != (werr == nil) {
+			t.Fatalf("step %d: error %v, want %v", i, gerr, werr)
+		}
+		if werr == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("step %d: the memo's index differs from a whole validation", i)
+		}
+		for j := range buf {
+			buf[j] = '!'
+		}
+	}
+	if n := len(views.bodies.byKey); n != 1 {
+		t.Fatalf("memo holds %d entries, want the conversation's one", n)
+	}
+}
+
+// TestIndexMemoBounded: least recently used out beyond the budget; a body
+// above a quarter of the budget is not kept.
+func TestIndexMemoBounded(t *testing.T) {
+	m := newIndexMemo(4000)
+	for k := range uint64(5) {
+		m.put(&indexMemoEntry{key: k, body: make([]byte, 900)})
+	}
+	if m.used > m.budget || m.take(0) != nil || m.take(4) == nil {
+		t.Fatalf("used %d of %d; oldest not evicted or newest lost", m.used, m.budget)
+	}
+	m.put(&indexMemoEntry{key: 9, body: make([]byte, 1001)})
+	if m.take(9) != nil {
+		t.Fatal("an entry above a quarter of the budget was kept")
+	}
+	if newIndexMemo(0) != nil {
+		t.Fatal("a memo without budget")
+	}
+}

@@ -1,0 +1,89 @@
+package jsonkit
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func sharedPrefix(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// checkResume holds ValidIndexedFrom to ValidIndexed on next, after prev.
+func checkResume(t *testing.T, prev, next []byte) {
+	t.Helper()
+	pidx, ok := ValidIndexed(prev)
+	if !ok {
+		return
+	}
+	pidx = pidx.Rebase(append([]byte(nil), prev...))
+	want, wok := ValidIndexed(next)
+	got, gok := ValidIndexedFrom(next, pidx, sharedPrefix(prev, next))
+	if gok != wok {
+		t.Fatalf("ok %v, want %v\nprev %q\nnext %q", gok, wok, prev, next)
+	}
+	if wok && !reflect.DeepEqual(got, want) {
+		t.Fatalf("index %+v, want %+v\nprev %q\nnext %q", got, want, prev, next)
+	}
+}
+
+func conversation(n int, tail string) []byte {
+	var b strings.Builder
+	b.WriteString(`{"model":"m","system":[{"type":"text","text":"be brief"}],"messages":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, `{"role":"user","content":[{"type":"text","text":"turn %d \"q\" \\ \u00e9"}]}`, i)
+	}
+	b.WriteString("]" + tail + "}")
+	return []byte(b.String())
+}
+
+// TestValidIndexedFrom: a body that grows, shrinks, is edited before,
+// inside or after the shared part, or turns invalid gets the same answer
+// and index as a whole validation.
+func TestValidIndexedFrom(t *testing.T) {
+	base := conversation(5, `,"stream":true`)
+	if idx, _ := ValidIndexed(base); len(idx.members) != 4 || len(idx.members[1].elems) != 1 || len(idx.members[2].elems) != 5 {
+		t.Fatalf("the index does not hold the arrays' elements: %+v", idx.members)
+	}
+	cases := map[string][]byte{
+		"grown":             conversation(7, `,"stream":true`),
+		"same":              conversation(5, `,"stream":true`),
+		"shrunk":            conversation(3, `,"stream":true`),
+		"tail member":       conversation(6, `,"stream":false,"metadata":{"user_id":"u"}`),
+		"no tail member":    conversation(6, ``),
+		"edited early":      []byte(strings.Replace(string(conversation(6, ``)), "turn 1", "turn X", 1)),
+		"invalid new tail":  []byte(strings.TrimSuffix(string(conversation(6, ``)), "}") + `,"x":}`),
+		"unclosed":          conversation(6, `,"stream":true`)[:len(conversation(6, `,"stream":true`))-1],
+		"trailing garbage":  append(conversation(6, ``), " x"...),
+		"empty array":       []byte(`{"model":"m","system":[{"type":"text","text":"be brief"}],"messages":[]}`),
+		"element edited":    []byte(strings.Replace(string(conversation(6, ``)), `"turn 4`, `"turn 4!`, 1)),
+		"element truncated": []byte(strings.Replace(string(conversation(6, ``)), `"turn 5 \"q\" \\ é"}]}`, `"turn 5`, 1)),
+		"not an object":     []byte(`[1,2,3]`),
+	}
+	for name, next := range cases {
+		t.Run(name, func(t *testing.T) { checkResume(t, base, next) })
+	}
+}
+
+// FuzzValidIndexedFrom: for any two bodies, resuming after the first gives
+// what validating the second whole gives.
+func FuzzValidIndexedFrom(f *testing.F) {
+	f.Add(conversation(3, ``), conversation(4, ``))
+	f.Add(conversation(3, `,"a":[1,2]`), conversation(3, `,"a":[1,2,3]`))
+	f.Add([]byte(`{"a":[1,2],"b":[3]}`), []byte(`{"a":[1,2],"b":[3,4]}`))
+	f.Add([]byte(`{"a":[{"x":1},{"y":2}]}`), []byte(`{"a":[{"x":1},{"y":2},{"z":"\u0000"}]}`))
+	f.Fuzz(func(t *testing.T, prev, next []byte) {
+		checkResume(t, prev, next)
+		// The common case: next extends prev's bytes.
+		checkResume(t, prev, append(append([]byte(nil), prev...), next...))
+	})
+}
