@@ -61,9 +61,9 @@ func traceAgent(t *testing.T, h *harness, c recCase, session string, extra map[s
 
 // traced is the spans of one request, by role.
 type traced struct {
-	server  tracetest.SpanStub
-	rounds  []tracetest.SpanStub // client spans, in start order
-	phases  map[string][]tracetest.SpanStub
+	server tracetest.SpanStub
+	rounds []tracetest.SpanStub // client spans, in start order
+	phases map[string][]tracetest.SpanStub
 	// hooks are the spans of single hooks, by the phase span they ran in.
 	hooks   map[trace.SpanID][]tracetest.SpanStub
 	all     tracetest.SpanStubs

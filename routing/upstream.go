@@ -102,7 +102,6 @@ func checkBaseURL(raw string) error {
 	return nil
 }
 
-
 // validEnvName reports whether s is a portable environment variable name.
 func validEnvName(s string) bool {
 	if s == "" {

@@ -103,4 +103,3 @@ func (c *Config) Provision(env hooks.Env) (hooks.Plugin, error) {
 	})
 	return c.Scope.Plugin(h), nil
 }
-
