@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,39 +29,15 @@ const routeSecret = "sk-routed-upstream-secret"
 type routeHarness struct {
 	main, alt *mock.Server
 	store     state.Store
-	events    *eventRecorder
+	events    *events.Recorder
 	metrics   *proxy.Metrics
 	URL       string
-}
-
-// eventRecorder is a live feed that keeps what it is sent.
-type eventRecorder struct {
-	mu  sync.Mutex
-	evs []events.Event
-}
-
-func (r *eventRecorder) Emit(e events.Event) {
-	r.mu.Lock()
-	r.evs = append(r.evs, e)
-	r.mu.Unlock()
-}
-
-func (r *eventRecorder) routes() []events.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []events.Event
-	for _, e := range r.evs {
-		if e.Type == events.RouteSelected {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 func newRouteHarness(t *testing.T, rules []string, tweak func(*config.Config)) *routeHarness {
 	t.Helper()
 	t.Setenv("SHEPHERD_TEST_ROUTE_KEY", routeSecret)
-	h := &routeHarness{main: kit.StartMock(t, mock.Options{}), alt: kit.StartMock(t, mock.Options{}), events: &eventRecorder{}}
+	h := &routeHarness{main: kit.StartMock(t, mock.Options{}), alt: kit.StartMock(t, mock.Options{}), events: &events.Recorder{}}
 	cfg := config.Defaults()
 	cfg.Upstreams.Anthropic, cfg.Upstreams.OpenAI, cfg.Upstreams.Gemini = h.main.URL(), h.main.URL(), h.main.URL()
 	cfg.Admin.Listen = ""
@@ -153,7 +128,7 @@ func TestRoutingToNamedUpstreamWithFollowUp(t *testing.T) {
 				requireRoutedCredential(t, d, r)
 			}
 
-			evs := h.events.routes()
+			evs := h.events.Of(events.RouteSelected)
 			require.Len(t, evs, 1)
 			require.Equal(t, map[string]any{"rule": "big", "requested_model": "big-model", "model": "small-1",
 				"upstream": "alt-" + provider(t, d), "sticky": false, "refused": false}, evs[0].Data)
@@ -215,7 +190,7 @@ func TestRoutingStickyAndRefusal(t *testing.T) {
 			require.Len(t, h.main.Requests(), 2, "sticky: still the built-in upstream")
 			require.Empty(t, h.alt.Requests())
 			require.Equal(t, "m-1", requestedModel(t, d, h.main.Requests()[1]))
-			evs := h.events.routes()
+			evs := h.events.Of(events.RouteSelected)
 			require.Len(t, evs, 1)
 			require.Equal(t, true, evs[0].Data["sticky"])
 			require.Equal(t, fam, evs[0].Data["upstream"])
@@ -232,7 +207,7 @@ func TestRoutingStickyAndRefusal(t *testing.T) {
 			require.NoError(t, d.ErrorShape(http.StatusForbidden, reply))
 			require.Contains(t, string(reply), "retired models are not served here")
 			require.Equal(t, before, len(h.main.Requests())+len(h.alt.Requests()))
-			evs = h.events.routes()
+			evs = h.events.Of(events.RouteSelected)
 			require.Equal(t, true, evs[len(evs)-1].Data["refused"])
 		})
 	}

@@ -11,8 +11,8 @@
 // step cap is reached. It speaks every wire API through the test kit's
 // drivers (test/kit), so one loop serves all four.
 //
-// What shepherd did is read from its live feed (an events.Emitter
-// recorder) and from a recording tap between shepherd and the provider
+// What shepherd did is read from its live feed (an events.Recorder)
+// and from a recording tap between shepherd and the provider
 // (what the model was sent and answered). From these the eval scores, per
 // task and overall: chapters opened and their order against the task's
 // phases, an intent selected before the first write, refusals respected

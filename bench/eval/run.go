@@ -193,9 +193,9 @@ func converse(ctx context.Context, a *agent, task *Task, stepCap int) ([]Exchang
 // waitFinished waits (up to two seconds) until the feed reported
 // request.finished for n requests: it is emitted once the reply was
 // written, which the agent may have read first.
-func waitFinished(r *recorder, n int) {
+func waitFinished(r *events.Recorder, n int) {
 	deadline := time.Now().Add(2 * time.Second)
-	for r.Count(events.RequestFinished) < n && time.Now().Before(deadline) {
+	for len(r.Of(events.RequestFinished)) < n && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -21,7 +20,7 @@ import (
 // upstream base URL for every API.
 type shepherd struct {
 	URL    string
-	Events *recorder
+	Events *events.Recorder
 
 	srv      *proxy.Server
 	features *proxy.Features
@@ -59,7 +58,7 @@ func startShepherd(cfg config.Config, log *zap.Logger) (*shepherd, error) {
 	mem := state.NewMemory(state.MemoryOptions{MaxSessions: 1000, TTL: time.Hour})
 	journal, _ := any(mem).(state.EditJournal)
 	counters, _ := any(mem).(state.Counters)
-	rec := &recorder{}
+	rec := &events.Recorder{}
 	metrics := proxy.NewMetrics()
 	features, err := proxy.BuildFeaturesWith(&cfg, metrics, log, proxy.FeatureDeps{Events: rec, Journal: journal, Counters: counters})
 	if err != nil {
@@ -95,37 +94,4 @@ func (s *shepherd) Close() {
 	<-s.served
 	_ = s.features.Close()
 	_ = s.store.Close()
-}
-
-// recorder is an events.Emitter that keeps every event.
-type recorder struct {
-	mu  sync.Mutex
-	evs []events.Event
-}
-
-// Emit implements events.Emitter.
-func (r *recorder) Emit(ev events.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.evs = append(r.evs, ev)
-}
-
-// All returns the events so far, in the order emitted.
-func (r *recorder) All() []events.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]events.Event(nil), r.evs...)
-}
-
-// Count returns how many events of typ were emitted.
-func (r *recorder) Count(typ events.Type) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, e := range r.evs {
-		if e.Type == typ {
-			n++
-		}
-	}
-	return n
 }

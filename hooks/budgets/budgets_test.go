@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,21 +29,10 @@ func value(t *testing.T, c prometheus.Counter) float64 {
 	return m.GetCounter().GetValue()
 }
 
-type evRec struct {
-	mu  sync.Mutex
-	evs []events.Event
-}
-
-func (r *evRec) Emit(ev events.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.evs = append(r.evs, ev)
-}
-
 type harness struct {
 	h     *Hook
 	store *state.Memory
-	ev    *evRec
+	ev    *events.Recorder
 	m     *metrics
 	now   time.Time
 }
@@ -60,7 +48,7 @@ func newHarnessWith(t *testing.T, c state.Counters, lim Limits, rules ...string)
 	t.Helper()
 	tr, err := ParseToolRules(rules)
 	require.NoError(t, err)
-	hs := &harness{ev: &evRec{}, m: newMetrics(), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	hs := &harness{ev: &events.Recorder{}, m: newMetrics(), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	require.NoError(t, hs.m.register(prometheus.NewRegistry()))
 	hs.store, _ = c.(*state.Memory)
 	hs.h = New(Options{Scope: hooks.Scope{Enabled: hooks.OptInOn}, Limits: lim, Tools: tr, Owned: []string{"create_new_topic"},
@@ -156,9 +144,9 @@ func TestRequestBudgets(t *testing.T) {
 			}
 			assert.Equal(t, before, hs.counters(t, "s"), "a refused request leaves the counters as they were")
 			assert.Equal(t, 1.0, value(t, hs.m.refusals.WithLabelValues(tc.budget)))
-			require.Len(t, hs.ev.evs, 1)
-			assert.Equal(t, events.BudgetReached, hs.ev.evs[0].Type)
-			assert.Equal(t, tc.budget, hs.ev.evs[0].Data["budget"])
+			require.Len(t, hs.ev.All(), 1)
+			assert.Equal(t, events.BudgetReached, hs.ev.All()[0].Type)
+			assert.Equal(t, tc.budget, hs.ev.All()[0].Data["budget"])
 		})
 	}
 }
@@ -271,7 +259,7 @@ func TestToolCaps(t *testing.T) {
 		"This call was not run. Finish the task without Bash, or tell the user the budget is spent.", refused(d)[0])
 	assert.Equal(t, Name, d.Calls[0].Rule)
 	assert.Equal(t, 4.0, value(t, hs.m.refusals.WithLabelValues(budgetToolCalls)))
-	last := hs.ev.evs[len(hs.ev.evs)-1]
+	last := hs.ev.All()[len(hs.ev.All())-1]
 	assert.Equal(t, budgetToolCalls, last.Data["budget"])
 	assert.Equal(t, "Bash", last.Data["tool"])
 	assert.Equal(t, int64(2), last.Data["limit"])

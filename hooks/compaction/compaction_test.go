@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,21 +19,10 @@ import (
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
-type recorder struct {
-	mu  sync.Mutex
-	evs []events.Event
-}
-
-func (r *recorder) Emit(ev events.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.evs = append(r.evs, ev)
-}
-
 // testHook is a hook with small limits: trigger 2,000 tokens (8,000
 // characters), items of 1,000 characters within 1,500 per epoch, the 2
 // newest results kept.
-func testHook(rec *recorder, scope hooks.OptIn) (*Hook, *metrics) {
+func testHook(rec *events.Recorder, scope hooks.OptIn) (*Hook, *metrics) {
 	m := newMetrics()
 	return New(Options{
 		Scope: hooks.Scope{Enabled: scope}, TriggerTokens: 2000, ItemChars: 1000, TotalChars: 1500, KeepRecent: 2,
@@ -73,17 +61,17 @@ func turn(t *testing.T, h *Hook, sess *state.Session, msgs []conv.Message, mod .
 }
 
 func TestBelowTriggerNothing(t *testing.T) {
-	rec := &recorder{}
+	rec := &events.Recorder{}
 	h, _ := testHook(rec, hooks.OptInOn)
 	sess := &state.Session{}
 	e := turn(t, h, sess, bigLoop("q", 2))
 	require.True(t, e.Empty(), "6,000 characters are under the trigger")
-	require.Empty(t, rec.evs)
+	require.Empty(t, rec.All())
 	require.Empty(t, sess.Slots)
 }
 
 func TestEpochThenReplay(t *testing.T) {
-	rec := &recorder{}
+	rec := &events.Recorder{}
 	h, m := testHook(rec, hooks.OptInOn)
 	sess := &state.Session{}
 
@@ -113,8 +101,8 @@ func TestEpochThenReplay(t *testing.T) {
 		require.Contains(t, []string{anchors[2], anchors[4]}, it.Anchor)
 	}
 
-	require.Len(t, rec.evs, 1)
-	ev := rec.evs[0]
+	require.Len(t, rec.All(), 1)
+	ev := rec.All()[0]
 	require.Equal(t, events.ContextCompacted, ev.Type)
 	require.Equal(t, "s1", ev.Session)
 	require.Equal(t, 1, ev.Data["epoch"])
@@ -143,13 +131,13 @@ func TestEpochThenReplay(t *testing.T) {
 	require.Len(t, got, 4)
 	st, _ = Of(sess)
 	require.Equal(t, 2, st.Epoch)
-	require.Len(t, rec.evs, 2)
-	require.Equal(t, 2, rec.evs[1].Data["epoch"])
+	require.Len(t, rec.All(), 2)
+	require.Equal(t, 2, rec.All()[1].Data["epoch"])
 
 	// A request with nothing left to compact replays and starts no epoch.
 	e3 := turn(t, h, sess, next)
 	require.Equal(t, e2.ReplaceResults, e3.ReplaceResults)
-	require.Len(t, rec.evs, 2)
+	require.Len(t, rec.All(), 2)
 }
 
 // bigLoopSized is bigLoop with results of the sizes given.
@@ -166,32 +154,32 @@ func TestSmallSavingWaits(t *testing.T) {
 	// Past the trigger (8,200 characters), but compacting the two old
 	// results of 1,100 characters would save far less than a quarter of
 	// the trigger: no epoch, the prefix stays as it is.
-	rec := &recorder{}
+	rec := &events.Recorder{}
 	h, _ := testHook(rec, hooks.OptInOn)
 	sess := &state.Session{}
 	msgs := bigLoopSized("q", 1100, 1100, 3000, 3000)
 	require.Greater(t, estimateTokens(&conv.Request{Messages: msgs}, nil), 2000)
 	e := turn(t, h, sess, msgs)
 	require.True(t, e.Empty())
-	require.Empty(t, rec.evs)
+	require.Empty(t, rec.All())
 	require.Empty(t, sess.Slots)
 
 	// One old result of 1,050 characters could not save enough even as a
 	// bare note (the check before ranking).
 	e = turn(t, h, sess, bigLoopSized("q", 1050, 4000, 4000))
 	require.True(t, e.Empty())
-	require.Empty(t, rec.evs)
+	require.Empty(t, rec.All())
 
 	// Two rounds later the aged results are worth an epoch.
 	e = turn(t, h, sess, bigLoopSized("q", 1100, 1100, 3000, 3000, 3000, 3000))
 	require.Len(t, e.ReplaceResults, 4)
-	require.Len(t, rec.evs, 1)
+	require.Len(t, rec.All(), 1)
 }
 
 func TestReplayBelowTrigger(t *testing.T) {
 	// Stored epochs are replayed on every request, whatever its size: the
 	// model's view must not change back.
-	rec := &recorder{}
+	rec := &events.Recorder{}
 	h, _ := testHook(rec, hooks.OptInOn)
 	sess := &state.Session{}
 	msgs := bigLoop("q", 4)
@@ -201,11 +189,11 @@ func TestReplayBelowTrigger(t *testing.T) {
 	h.cfg.TriggerTokens = 1 << 30
 	again := turn(t, h, sess, msgs)
 	require.Equal(t, first.ReplaceResults, again.ReplaceResults)
-	require.Len(t, rec.evs, 1)
+	require.Len(t, rec.All(), 1)
 }
 
 func TestStaleItems(t *testing.T) {
-	rec := &recorder{}
+	rec := &events.Recorder{}
 	h, _ := testHook(rec, hooks.OptInOn)
 	sess := &state.Session{}
 	turn(t, h, sess, bigLoop("q", 4))
@@ -247,19 +235,19 @@ func TestNotActive(t *testing.T) {
 		{"on", hooks.OptInOn, func(*hooks.Call) {}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := &recorder{}
+			rec := &events.Recorder{}
 			h, _ := testHook(rec, tc.scope)
 			sess := &state.Session{}
 			e := turn(t, h, sess, msgs, tc.mod)
 			require.Equal(t, tc.acts, !e.Empty())
-			require.Equal(t, tc.acts, len(rec.evs) == 1)
+			require.Equal(t, tc.acts, len(rec.All()) == 1)
 			require.Equal(t, tc.acts, sess.Slots[Name] != nil)
 		})
 	}
 }
 
 func TestUnreadableSlot(t *testing.T) {
-	h, _ := testHook(&recorder{}, hooks.OptInOn)
+	h, _ := testHook(&events.Recorder{}, hooks.OptInOn)
 	sess := &state.Session{}
 	future := &state.RawSlot{V: SlotVersion + 1, Data: json.RawMessage(`{}`)}
 	sess.SetSlot(Name, future)

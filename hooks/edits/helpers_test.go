@@ -3,7 +3,6 @@ package edits
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,36 +18,18 @@ import (
 
 var testNow = time.Date(2026, 11, 26, 2, 0, 0, 0, time.UTC)
 
-// recorder is an events.Emitter that keeps what it got.
-type recorder struct {
-	mu  sync.Mutex
-	evs []events.Event
-}
-
-func (r *recorder) Emit(ev events.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.evs = append(r.evs, ev)
-}
-
-func (r *recorder) all() []events.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]events.Event(nil), r.evs...)
-}
-
 // rig is a hook over a journal, with its metrics and events.
 type rig struct {
 	h   *Hook
 	j   state.EditJournal
 	reg *prometheus.Registry
 	m   *metrics
-	ev  *recorder
+	ev  *events.Recorder
 }
 
 func newRig(t *testing.T, j state.EditJournal, tune ...func(*Options)) *rig {
 	t.Helper()
-	r := &rig{j: j, reg: prometheus.NewRegistry(), m: newMetrics(), ev: &recorder{}}
+	r := &rig{j: j, reg: prometheus.NewRegistry(), m: newMetrics(), ev: &events.Recorder{}}
 	require.NoError(t, r.m.register(r.reg))
 	o := Options{Journal: j, Events: r.ev, Metrics: r.m, Now: func() time.Time { return testNow }, MaxContentBytes: -1}
 	for _, f := range tune {

@@ -45,7 +45,7 @@ func TestWatchAnnouncesBeforeContentEnds(t *testing.T) {
 	pathEnd := strings.Index(a, `/w/new.go"`) + len(`/w/new.go"`)
 	announcedAt := -1
 	feedBytes(obs, 0, 0, "toolu_1", "Write", a, func(fed int) {
-		if announcedAt < 0 && len(r.ev.all()) > 0 {
+		if announcedAt < 0 && len(r.ev.All()) > 0 {
 			announcedAt = fed
 		}
 	})
@@ -53,7 +53,7 @@ func TestWatchAnnouncesBeforeContentEnds(t *testing.T) {
 	require.LessOrEqual(t, announcedAt, pathEnd+2, "announced as soon as the path is complete")
 	require.Less(t, announcedAt, len(a)-len(content)/2, "long before the content ends")
 
-	evs := r.ev.all()
+	evs := r.ev.All()
 	require.Len(t, evs, 2)
 	require.Equal(t, events.EditStarted, evs[0].Type)
 	require.Equal(t, map[string]any{"tool": "Write", "call_id": "toolu_1", "path": "/w/new.go", "operation": state.EditCreate,
@@ -84,7 +84,7 @@ func TestWatchOperation(t *testing.T) {
 	feedBytes(obs, 1, 2, "w4", "Write", string(args("file_path", "c.txt", "content", "z")), nil)
 
 	var got []string
-	for _, ev := range r.ev.all() {
+	for _, ev := range r.ev.All() {
 		if ev.Type == events.EditStarted {
 			got = append(got, ev.Data["path"].(string)+" "+ev.Data["operation"].(string))
 		}
@@ -98,7 +98,7 @@ func TestWatchJSONReply(t *testing.T) {
 	r := newRig(t, nil)
 	obs := r.h.WatchCalls(callOn(session("", ""), user("go")))
 	obs(conv.ToolCallDelta{ID: "w1", Name: "Write", Fragment: string(args("file_path", "a.txt", "content", "abc")), Done: true})
-	evs := r.ev.all()
+	evs := r.ev.All()
 	require.Len(t, evs, 2)
 	require.Equal(t, events.EditStarted, evs[0].Type)
 	require.Equal(t, events.EditFinished, evs[1].Type)
@@ -111,7 +111,7 @@ func TestWatchUnparsable(t *testing.T) {
 	r := newRig(t, nil)
 	obs := r.h.WatchCalls(callOn(session("", ""), user("go")))
 	feedBytes(obs, 0, 0, "w1", "Write", `{"content":"x"`, nil)
-	require.Empty(t, r.ev.all())
+	require.Empty(t, r.ev.All())
 }
 
 // TestWatchLiveChapter: a call that begins after a reply decision of the
@@ -127,7 +127,7 @@ func TestWatchLiveChapter(t *testing.T) {
 	obs(conv.ToolCallDelta{Stream: 0, Index: 0, Fragment: `x"}`, Done: true})
 	feedBytes(obs, 1, 0, "w1", "Write", string(args("file_path", "b.txt", "content", "x")), nil)
 
-	evs := r.ev.all()
+	evs := r.ev.All()
 	require.Len(t, evs, 4)
 	for _, ev := range evs[:2] {
 		require.Equal(t, "w0", ev.Data["call_id"])

@@ -2,7 +2,6 @@ package format
 
 import (
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -153,13 +152,6 @@ func TestPrompt(t *testing.T) {
 	require.False(t, ok)
 }
 
-type feed struct {
-	mu  sync.Mutex
-	evs []events.Event
-}
-
-func (f *feed) Emit(ev events.Event) { f.mu.Lock(); f.evs = append(f.evs, ev); f.mu.Unlock() }
-
 func mustRules(t *testing.T, lines ...string) []Rule {
 	t.Helper()
 	rules, errs := ParseRules(lines)
@@ -196,7 +188,7 @@ func TestOnRequest(t *testing.T) {
 		{"header mode with the header", hooks.OptInHeader, []string{"format"}, "", prompt(text("summary")), "Format: at most 120 words; at most 5 bullets."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fd := &feed{}
+			fd := &events.Recorder{}
 			applied := map[string]int{}
 			h := New(Options{Scope: hooks.Scope{Enabled: tc.enabled}, Rules: rules, Events: fd,
 				OnApplied: func(r string) { applied[r]++ }})
@@ -207,13 +199,13 @@ func TestOnRequest(t *testing.T) {
 			require.Empty(t, call.TakeDeferred(), "format keeps no session state")
 			if tc.want == "" {
 				require.True(t, e.Empty())
-				require.Empty(t, fd.evs)
+				require.Empty(t, fd.All())
 				require.Empty(t, applied)
 				return
 			}
 			require.Equal(t, conv.RequestEdits{AppendUserText: []string{tc.want}}, e)
-			require.Len(t, fd.evs, 1)
-			ev := fd.evs[0]
+			require.Len(t, fd.All(), 1)
+			ev := fd.All()[0]
 			require.Equal(t, events.FormatApplied, ev.Type)
 			require.Equal(t, "s", ev.Session)
 			require.Len(t, applied, 1)

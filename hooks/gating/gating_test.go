@@ -2,7 +2,6 @@ package gating
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,13 +14,6 @@ import (
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
-
-type recorder struct {
-	mu  sync.Mutex
-	evs []events.Event
-}
-
-func (r *recorder) Emit(ev events.Event) { r.mu.Lock(); defer r.mu.Unlock(); r.evs = append(r.evs, ev) }
 
 func msg(role conv.Role, text string) conv.Message {
 	return conv.Message{Role: role, Blocks: []conv.Block{{Kind: conv.BlockText, Text: text}}}
@@ -42,12 +34,12 @@ var (
 
 type harness struct {
 	h    *Hook
-	evs  *recorder
+	evs  *events.Recorder
 	seen []Decision
 }
 
 func newHarness(enabled hooks.OptIn) *harness {
-	x := &harness{evs: &recorder{}}
+	x := &harness{evs: &events.Recorder{}}
 	x.h = New(Options{Scope: hooks.Scope{Enabled: enabled}, Rules: defaultRules(), Events: x.evs,
 		OnDecision: func(d Decision) { x.seen = append(x.seen, d) }, Now: func() time.Time { return time.Unix(1, 0) }})
 	return x
@@ -71,8 +63,8 @@ func (x *harness) run(t *testing.T, sess *state.Session, call *hooks.Call, msgs 
 
 func (x *harness) lastEvent(t *testing.T) map[string]any {
 	t.Helper()
-	require.NotEmpty(t, x.evs.evs)
-	ev := x.evs.evs[len(x.evs.evs)-1]
+	require.NotEmpty(t, x.evs.All())
+	ev := x.evs.All()[len(x.evs.All())-1]
 	require.Equal(t, events.HistoryGated, ev.Type)
 	require.Equal(t, "s", ev.Session)
 	return ev.Data
@@ -158,7 +150,7 @@ func TestHookLeavesAlone(t *testing.T) {
 			x := newHarness(tc.enabled)
 			sess := &state.Session{ID: "s"}
 			require.Equal(t, conv.RequestEdits{}, x.run(t, sess, tc.call, tc.msgs...))
-			require.Empty(t, x.evs.evs)
+			require.Empty(t, x.evs.All())
 			require.Empty(t, x.seen)
 			require.Nil(t, sess.Slots)
 		})

@@ -3,7 +3,6 @@ package intents
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -32,13 +31,6 @@ intents:
       - id: AC-1
         description: "login works"
 `
-
-type recordedEvents struct {
-	mu  sync.Mutex
-	evs []events.Event
-}
-
-func (r *recordedEvents) Emit(ev events.Event) { r.mu.Lock(); r.evs = append(r.evs, ev); r.mu.Unlock() }
 
 func decisionOf(d []conv.CallDecision, index int) conv.CallDecision {
 	for _, cd := range d {
@@ -137,7 +129,7 @@ intents:
 // intent.selected.
 func TestIntentsObserveMode(t *testing.T) {
 	p := mustPolicy(t, askYAML)
-	rec := &recordedEvents{}
+	rec := &events.Recorder{}
 	f := newIntentsFixture(t, p, func(o *Options) { o.Observe, o.Events = true, rec })
 	call := callWith(sessionWith("", 3))
 	call.SessionID, call.Tenant = "sess-1", "ten-1"
@@ -166,7 +158,7 @@ func TestIntentsObserveMode(t *testing.T) {
 
 	var refused []events.Event
 	var selected []events.Event
-	for _, ev := range rec.evs {
+	for _, ev := range rec.All() {
 		switch ev.Type {
 		case events.CallRefused:
 			refused = append(refused, ev)
@@ -193,13 +185,13 @@ func TestIntentsObserveMode(t *testing.T) {
 
 // Enforce mode emits intent.selected too, and no observed refusals.
 func TestIntentsSelectedEventEnforce(t *testing.T) {
-	rec := &recordedEvents{}
+	rec := &events.Recorder{}
 	f := newIntentsFixture(t, mustPolicy(t, askYAML), func(o *Options) { o.Events = rec })
 	decide(t, f.h, callWith(sessionWith("", 3)),
 		conv.ToolCall{Name: IntentTool, Args: []byte(`{"intent_id":"INT-001"}`)},
 		conv.ToolCall{Name: "Bash", Args: []byte(`{"command":"ls"}`)})
-	require.Len(t, rec.evs, 1)
-	require.Equal(t, events.IntentSelected, rec.evs[0].Type)
+	require.Len(t, rec.All(), 1)
+	require.Equal(t, events.IntentSelected, rec.All()[0].Type)
 }
 
 // The section validates mode and the approval timings.
@@ -223,7 +215,7 @@ func TestIntentsConfigHolds(t *testing.T) {
 // (intent.selected, starting true) on its first request only, so the
 // console shows the intent and its criteria before any selection.
 func TestIntentsStartingIntentAnnounced(t *testing.T) {
-	rec := &recordedEvents{}
+	rec := &events.Recorder{}
 	yaml := strings.Replace(askYAML, "current_intent_id: null", "current_intent_id: INT-001", 1)
 	f := newIntentsFixture(t, mustPolicy(t, yaml), func(o *Options) { o.Events = rec })
 	req := &conv.Request{}
@@ -231,8 +223,8 @@ func TestIntentsStartingIntentAnnounced(t *testing.T) {
 		_, _, err := f.h.OnRequest(context.Background(), &hooks.Call{Session: sessionWith("", requests), Request: req}, req)
 		require.NoError(t, err)
 	}
-	require.Len(t, rec.evs, 1, "first request only")
-	ev := rec.evs[0]
+	require.Len(t, rec.All(), 1, "first request only")
+	ev := rec.All()[0]
 	require.Equal(t, events.IntentSelected, ev.Type)
 	require.Equal(t, "INT-001", ev.Data["intent"])
 	require.Equal(t, true, ev.Data["starting"])
@@ -242,5 +234,5 @@ func TestIntentsStartingIntentAnnounced(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = f.h.OnRequest(context.Background(), &hooks.Call{Session: sessionWith("INT-001", 0), Request: req}, req)
 	require.NoError(t, err)
-	require.Len(t, rec.evs, 1)
+	require.Len(t, rec.All(), 1)
 }

@@ -3,7 +3,6 @@ package prose
 import (
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -90,18 +89,10 @@ func TestJudge(t *testing.T) {
 	}
 }
 
-// feed records events.
-type feed struct {
-	mu  sync.Mutex
-	evs []events.Event
-}
-
-func (f *feed) Emit(ev events.Event) { f.mu.Lock(); f.evs = append(f.evs, ev); f.mu.Unlock() }
-
 // fixture is a hook with counters, a feed and an observed log.
 type fixture struct {
 	h        *Hook
-	feed     *feed
+	feed     *events.Recorder
 	logs     *observer.ObservedLogs
 	detected map[Kind]int
 	nudges   int
@@ -109,7 +100,7 @@ type fixture struct {
 
 func newFixture(enabled hooks.OptIn, nudge bool) *fixture {
 	core, logs := observer.New(zapcore.InfoLevel)
-	f := &fixture{feed: &feed{}, logs: logs, detected: map[Kind]int{}}
+	f := &fixture{feed: &events.Recorder{}, logs: logs, detected: map[Kind]int{}}
 	f.h = New(Options{
 		Scope: hooks.Scope{Enabled: enabled}, MinWords: 25, Nudge: nudge,
 		Events: f.feed, Log: zap.New(core),
@@ -159,14 +150,14 @@ func TestOnReplyDecisions(t *testing.T) {
 			require.Empty(t, d.Effects, "nudge off: no session change")
 			require.Empty(t, d.Calls)
 			if tc.want == "" {
-				require.Empty(t, f.feed.evs)
+				require.Empty(t, f.feed.All())
 				require.Empty(t, f.detected)
 				require.Zero(t, f.logs.Len())
 				return
 			}
 			require.Equal(t, map[Kind]int{tc.want: 1}, f.detected)
-			require.Len(t, f.feed.evs, 1)
-			ev := f.feed.evs[0]
+			require.Len(t, f.feed.All(), 1)
+			ev := f.feed.All()[0]
 			require.Equal(t, events.ProseDetected, ev.Type)
 			require.Equal(t, "s1", ev.Session)
 			require.Equal(t, "t1", ev.Tenant)
@@ -202,7 +193,7 @@ func TestNudgeOnce(t *testing.T) {
 	d, err := f.h.OnReply(t.Context(), callFor(loopAnthropic, sess), prose)
 	require.NoError(t, err)
 	require.Len(t, d.Effects, 1)
-	require.Equal(t, true, f.feed.evs[0].Data["nudged"])
+	require.Equal(t, true, f.feed.All()[0].Data["nudged"])
 	for _, fx := range d.Effects {
 		fx(sess)
 	}
@@ -214,7 +205,7 @@ func TestNudgeOnce(t *testing.T) {
 	d, err = f.h.OnReply(t.Context(), callFor(loopAnthropic, sess), prose)
 	require.NoError(t, err)
 	require.Empty(t, d.Effects)
-	require.Equal(t, false, f.feed.evs[1].Data["nudged"])
+	require.Equal(t, false, f.feed.All()[1].Data["nudged"])
 
 	// A prompt (not a tool-loop request) does not carry it.
 	c := callFor(nextPrompt, sess)
@@ -249,7 +240,7 @@ func TestNudgeOnce(t *testing.T) {
 	d, err = f.h.OnReply(t.Context(), callFor(loopAnthropic, sess), prose)
 	require.NoError(t, err)
 	require.Empty(t, d.Effects)
-	require.Equal(t, false, f.feed.evs[2].Data["nudged"])
+	require.Equal(t, false, f.feed.All()[2].Data["nudged"])
 	c = callFor(loopChat, sess)
 	e, _, err = f.h.OnRequest(t.Context(), c, c.Request)
 	require.NoError(t, err)
@@ -268,7 +259,7 @@ func TestNudgeNotWhereItCannotBeSaved(t *testing.T) {
 	d, err := f.h.OnReply(t.Context(), c, &conv.Reply{Text: words(30)})
 	require.NoError(t, err)
 	require.Empty(t, d.Effects)
-	require.Equal(t, false, f.feed.evs[0].Data["nudged"])
+	require.Equal(t, false, f.feed.All()[0].Data["nudged"])
 
 	future := &state.RawSlot{V: SlotVersion + 1, Data: json.RawMessage(`{}`)}
 	sess := &state.Session{}

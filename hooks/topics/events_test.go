@@ -2,7 +2,6 @@ package topics
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,22 +13,11 @@ import (
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
-type recorder struct {
-	mu  sync.Mutex
-	evs []events.Event
-}
-
-func (r *recorder) Emit(ev events.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.evs = append(r.evs, ev)
-}
-
 // Each accepted create_new_topic emits chapter.opened with the chapter it
 // follows (the session's active topic, then the reply's previous one); a
 // call without a title opens nothing.
 func TestTopicsEmitChapterOpened(t *testing.T) {
-	rec := &recorder{}
+	rec := &events.Recorder{}
 	h := New(Options{Now: func() time.Time { return fixedNow }, Events: rec})
 	sess := &state.Session{}
 	sess.SetSlot(Name, &State{Topic: "Research"})
@@ -44,5 +32,5 @@ func TestTopicsEmitChapterOpened(t *testing.T) {
 	first, second := base, base
 	first.Data = map[string]any{"title": "Fix", "previous": "Research"}
 	second.Data = map[string]any{"title": "Test", "previous": "Fix"}
-	require.Equal(t, []events.Event{first, second}, rec.evs)
+	require.Equal(t, []events.Event{first, second}, rec.All())
 }

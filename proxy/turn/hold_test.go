@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,26 +16,6 @@ import (
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
-
-// eventLog records emitted events.
-type eventLog struct {
-	mu  sync.Mutex
-	evs []events.Event
-}
-
-func (l *eventLog) Emit(ev events.Event) { l.mu.Lock(); l.evs = append(l.evs, ev); l.mu.Unlock() }
-
-func (l *eventLog) ofType(typ events.Type) []events.Event {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []events.Event
-	for _, ev := range l.evs {
-		if ev.Type == typ {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
 
 // askHook holds every call named "rm" (an ask rule).
 type askHook struct{}
@@ -55,7 +34,7 @@ func (askHook) OnReply(_ context.Context, _ *hooks.Call, r *conv.Reply) (hooks.R
 type holdFixture struct {
 	e    *Engine
 	apps state.Approvals
-	evs  *eventLog
+	evs  *events.Recorder
 	out  *outcomeHook
 }
 
@@ -63,7 +42,7 @@ type holdFixture struct {
 // false leaves the engine without approvals.
 func newHoldFixture(t *testing.T, withApprovals bool, holds Holds) *holdFixture {
 	t.Helper()
-	f := &holdFixture{evs: &eventLog{}, out: &outcomeHook{}}
+	f := &holdFixture{evs: &events.Recorder{}, out: &outcomeHook{}}
 	store := state.NewMemory(state.MemoryOptions{MaxSessions: 10, TTL: time.Hour})
 	t.Cleanup(func() { _ = store.Close() })
 	var apps state.Approvals
@@ -135,12 +114,12 @@ func TestHoldApproved(t *testing.T) {
 	require.Empty(t, up.sent, "nothing answered by shepherd: no follow-up")
 	require.Equal(t, [][]int{nil}, w.released, "both calls reach the agent")
 	require.Equal(t, []string{"0:rm:delivered", "0:ls:delivered"}, fates(f.out.got[0]))
-	held := f.evs.ofType(events.CallHeld)
+	held := f.evs.Of(events.CallHeld)
 	require.Len(t, held, 1)
 	require.Equal(t, a.ID, held[0].Data["approval"])
 	require.Equal(t, "toolu_rm_0", held[0].Data["call_id"])
 	require.Equal(t, "s1", held[0].Session)
-	ap := f.evs.ofType(events.CallApproved)
+	ap := f.evs.Of(events.CallApproved)
 	require.Len(t, ap, 1)
 	require.Equal(t, "api", ap[0].Data["by"])
 }
@@ -158,11 +137,11 @@ func TestHoldDenied(t *testing.T) {
 	require.Contains(t, up.sent[0], "use git clean instead")
 	require.Equal(t, []int{0}, w.released[0], "the agent never sees the call")
 	require.Equal(t, "0:rm:refused", fates(f.out.got[0])[0])
-	ref := f.evs.ofType(events.CallRefused)
+	ref := f.evs.Of(events.CallRefused)
 	require.Len(t, ref, 1)
 	require.Equal(t, "ask_tools", ref[0].Data["rule"], "the refusal names the rule behind it")
 	require.Contains(t, ref[0].Data["reason"], "use git clean instead")
-	require.Len(t, f.evs.ofType(events.CallDenied), 1)
+	require.Len(t, f.evs.Of(events.CallDenied), 1)
 }
 
 // Expired: no decision in time; the call is refused "not approved in
@@ -177,7 +156,7 @@ func TestHoldExpired(t *testing.T) {
 	require.Len(t, up.sent, 1)
 	require.Contains(t, up.sent[0], ReasonNotApproved)
 	require.Positive(t, w.keepAlives, "the connection was kept alive while waiting")
-	den := f.evs.ofType(events.CallDenied)
+	den := f.evs.Of(events.CallDenied)
 	require.Len(t, den, 1)
 	require.Equal(t, ByTimeout, den[0].Data["by"])
 	// The store records who ended it, however late the holder's timer
@@ -211,7 +190,7 @@ func TestHoldClientGone(t *testing.T) {
 	a, err := f.apps.GetApproval(context.Background(), state.Key{Tenant: "t", Session: "s1"}, ApprovalID("s1", "toolu_rm_0", "rm", []byte(`{}`)))
 	require.NoError(t, err)
 	require.Equal(t, state.ApprovalPending, a.Decision, "no one denied it")
-	require.Empty(t, f.evs.ofType(events.CallDenied))
+	require.Empty(t, f.evs.Of(events.CallDenied))
 	// Polled by hand: require.Eventually runs its condition on goroutines
 	// of its own.
 	deadline := time.Now().Add(2 * time.Second)
@@ -244,7 +223,7 @@ func TestHoldRetryAdoptsPendingApproval(t *testing.T) {
 	go func() {
 		defer close(decided)
 		for range 1000 {
-			if len(f.evs.ofType(events.CallHeld)) == 2 {
+			if len(f.evs.Of(events.CallHeld)) == 2 {
 				a, err := f.apps.DecideApproval(context.Background(), key, id, state.ApprovalApproved, "api", "")
 				if err == nil {
 					decided <- a
@@ -262,11 +241,11 @@ func TestHoldRetryAdoptsPendingApproval(t *testing.T) {
 	require.Equal(t, first.ExpiresAt, a.ExpiresAt, "the retry kept the first hold's expiry")
 	require.Empty(t, up.sent)
 	require.Equal(t, "0:rm:delivered", fates(f.out.got[len(f.out.got)-1])[0])
-	held := f.evs.ofType(events.CallHeld)
+	held := f.evs.Of(events.CallHeld)
 	require.Len(t, held, 2, "held, then held again by the retry")
 	require.Nil(t, held[0].Data["retry"])
 	require.Equal(t, true, held[1].Data["retry"])
-	require.Len(t, f.evs.ofType(events.CallApproved), 1)
+	require.Len(t, f.evs.Of(events.CallApproved), 1)
 }
 
 // A call a person already decided (while the agent's earlier copy of the

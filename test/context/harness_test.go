@@ -6,7 +6,6 @@
 package context_test
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -42,7 +41,7 @@ type rigOptions struct {
 type rig struct {
 	Mock   *mock.Server
 	Store  state.Store
-	Events *recorder
+	Events *events.Recorder
 	// URL is the proxy's base URL; its admin endpoints (metrics, the
 	// sessions API) are under the same address.
 	URL string
@@ -76,7 +75,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	}
 	journal, _ := st.(state.EditJournal)
 	counters, _ := st.(state.Counters)
-	rec := &recorder{}
+	rec := &events.Recorder{}
 	metrics := proxy.NewMetrics()
 	log := zaptest.NewLogger(t)
 	features, err := proxy.BuildFeaturesWith(&cfg, metrics, log, proxy.FeatureDeps{Events: rec, Journal: journal, Counters: counters})
@@ -89,31 +88,6 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	}
 	url := kit.Serve(t, srv, closers...)
 	return &rig{Mock: m, Store: st, Events: rec, URL: url}
-}
-
-// recorder is an events.Emitter that keeps every event.
-type recorder struct {
-	mu  sync.Mutex
-	evs []events.Event
-}
-
-func (r *recorder) Emit(ev events.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.evs = append(r.evs, ev)
-}
-
-// Of returns the events of type typ so far, in the order emitted.
-func (r *recorder) Of(typ events.Type) []events.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []events.Event
-	for _, e := range r.evs {
-		if e.Type == typ {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // upstreamBodies are the bodies the mock received, oldest first.

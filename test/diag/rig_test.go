@@ -6,7 +6,6 @@ package diag_test
 
 import (
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,7 +26,7 @@ import (
 // live feed recorded and its logs observed.
 type rig struct {
 	Mock   *mock.Server
-	Events *recorder
+	Events *events.Recorder
 	Logs   *observer.ObservedLogs
 	URL    string
 }
@@ -48,7 +47,7 @@ func newRig(t *testing.T, configure func(*config.Config)) *rig {
 	}
 	require.NoError(t, cfg.Validate())
 	mem := state.NewMemory(state.MemoryOptions{MaxSessions: 1000, TTL: time.Hour})
-	rec := &recorder{}
+	rec := &events.Recorder{}
 	core, logs := observer.New(zapcore.DebugLevel)
 	log := zap.New(core)
 	metrics := proxy.NewMetrics()
@@ -58,31 +57,6 @@ func newRig(t *testing.T, configure func(*config.Config)) *rig {
 	require.NoError(t, err)
 	url := kit.Serve(t, srv, func() { _ = features.Close() }, func() { _ = mem.Close() })
 	return &rig{Mock: m, Events: rec, Logs: logs, URL: url}
-}
-
-// recorder is an events.Emitter that keeps every event.
-type recorder struct {
-	mu  sync.Mutex
-	evs []events.Event
-}
-
-func (r *recorder) Emit(ev events.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.evs = append(r.evs, ev)
-}
-
-// Of returns the events of type typ so far, in the order emitted.
-func (r *recorder) Of(typ events.Type) []events.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []events.Event
-	for _, e := range r.evs {
-		if e.Type == typ {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // finished waits for the n-th request.finished (a stream's is emitted when
