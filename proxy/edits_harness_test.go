@@ -7,14 +7,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/zap/zaptest"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/events"
-	"github.com/shepherd-proxy/shepherd/proxy"
 	"github.com/shepherd-proxy/shepherd/state"
 	"github.com/shepherd-proxy/shepherd/test/kit"
+	"github.com/shepherd-proxy/shepherd/test/kit/inproc"
 )
 
 // editsHarness is a real shepherd server with the edits feature and topics
@@ -33,25 +32,16 @@ func newEditsHarness(t *testing.T, mo mock.Options) *editsHarness {
 	t.Helper()
 	m := kit.StartMock(t, mo)
 	cfg := config.Defaults()
-	cfg.Upstreams.Anthropic, cfg.Upstreams.OpenAI, cfg.Upstreams.Gemini = m.URL(), m.URL(), m.URL()
-	cfg.Admin.Listen = ""
-	cfg.Listen = "127.0.0.1:0"
+	inproc.OnMock(&cfg, m)
 	cfg.Intents.Enabled = config.SwitchOff
 	cfg.Recovery.Enabled = false
-	require.NoError(t, cfg.Validate())
 	require.True(t, cfg.Topics.Enabled && cfg.Edits.Enabled, "topics and edits are on by default")
 
 	st := state.NewMemory(state.MemoryOptions{MaxSessions: 100, TTL: time.Hour})
 	j, ok := any(st).(state.EditJournal)
 	require.True(t, ok, "the memory store keeps an edit journal")
 	ev := &timedEvents{}
-	metrics := proxy.NewMetrics()
-	log := zaptest.NewLogger(t)
-	features, err := proxy.BuildFeaturesWith(&cfg, metrics, log, proxy.FeatureDeps{Events: ev, Journal: j})
-	require.NoError(t, err)
-	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics, Features: features, Events: ev})
-	require.NoError(t, err)
-	url := kit.Serve(t, srv, func() { _ = features.Close() }, func() { _ = st.Close() })
+	url := inproc.Start(t, &cfg, inproc.Options{Store: st, Events: ev, Closers: []func(){func() { _ = st.Close() }}})
 	return &editsHarness{mock: m, store: st, journal: j, events: ev, URL: url}
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/proxy"
 	"github.com/shepherd-proxy/shepherd/state"
 	"github.com/shepherd-proxy/shepherd/test/kit"
+	"github.com/shepherd-proxy/shepherd/test/kit/inproc"
 )
 
 // startProxy starts one shepherd server in process, as the binary starts
@@ -33,17 +34,12 @@ import (
 func startProxy(t *testing.T, m *mock.Server, st state.Store) string {
 	t.Helper()
 	cfg := config.Defaults()
-	cfg.Upstreams.Anthropic, cfg.Upstreams.OpenAI, cfg.Upstreams.Gemini = m.URL(), m.URL(), m.URL()
-	cfg.Admin.Listen = ""
-	cfg.Listen = "127.0.0.1:0"
+	inproc.OnMock(&cfg, m)
 	cfg.Topics.Enabled = true
 	cfg.Intents.Enabled = config.SwitchOff
 	cfg.Recovery.Enabled = false
-	require.NoError(t, cfg.Validate())
-	journal, _ := st.(state.EditJournal)
-	counters, _ := st.(state.Counters)
-	metrics := proxy.NewMetrics()
 	log := zaptest.NewLogger(t)
+	metrics := proxy.NewMetrics()
 	// The live feed as the binary wires it: a publisher over the store's
 	// event log (so a Redis store also keeps the session's event stream).
 	var em events.Emitter = events.Nop{}
@@ -58,11 +54,7 @@ func startProxy(t *testing.T, m *mock.Server, st state.Store) string {
 			_ = p.Close(ctx)
 		}
 	}
-	features, err := proxy.BuildFeaturesWith(&cfg, metrics, log, proxy.FeatureDeps{Events: em, Journal: journal, Counters: counters})
-	require.NoError(t, err)
-	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics, Features: features, Events: em})
-	require.NoError(t, err)
-	return kit.Serve(t, srv, func() { _ = features.Close() }, closeFeed)
+	return inproc.Start(t, &cfg, inproc.Options{Store: st, Events: em, Logger: log, Metrics: metrics, Closers: []func(){closeFeed}})
 }
 
 // clusterStore is a store on the cluster's seeds with prefix and timeout

@@ -7,17 +7,13 @@ package context_test
 
 import (
 	"testing"
-	"time"
-
-	"github.com/stretchr/testify/require"
-	"go.uber.org/zap/zaptest"
 
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/events"
-	"github.com/shepherd-proxy/shepherd/proxy"
 	"github.com/shepherd-proxy/shepherd/state"
 	"github.com/shepherd-proxy/shepherd/test/kit"
+	"github.com/shepherd-proxy/shepherd/test/kit/inproc"
 )
 
 // rigOptions configure a rig.
@@ -40,7 +36,6 @@ type rigOptions struct {
 // rig is one real shepherd server on loopback with its mock provider.
 type rig struct {
 	Mock   *mock.Server
-	Store  state.Store
 	Events *events.Recorder
 	// URL is the proxy's base URL; its admin endpoints (metrics, the
 	// sessions API) are under the same address.
@@ -57,37 +52,15 @@ func newRig(t *testing.T, o rigOptions) *rig {
 		m = kit.StartMock(t, o.Mock)
 	}
 	cfg := config.Defaults()
-	cfg.Upstreams.Anthropic, cfg.Upstreams.OpenAI, cfg.Upstreams.Gemini = m.URL(), m.URL(), m.URL()
-	cfg.Admin.Listen = ""
-	cfg.Listen = "127.0.0.1:0"
+	inproc.OnMock(&cfg, m)
 	cfg.Intents.Enabled = config.SwitchOff
 	cfg.Recovery.Enabled = false
 	if o.Configure != nil {
 		o.Configure(&cfg)
 	}
-	require.NoError(t, cfg.Validate())
-
-	st := o.Store
-	var closeStore func()
-	if st == nil {
-		mem := state.NewMemory(state.MemoryOptions{MaxSessions: 1000, TTL: time.Hour})
-		st, closeStore = mem, func() { _ = mem.Close() }
-	}
-	journal, _ := st.(state.EditJournal)
-	counters, _ := st.(state.Counters)
 	rec := &events.Recorder{}
-	metrics := proxy.NewMetrics()
-	log := zaptest.NewLogger(t)
-	features, err := proxy.BuildFeaturesWith(&cfg, metrics, log, proxy.FeatureDeps{Events: rec, Journal: journal, Counters: counters})
-	require.NoError(t, err)
-	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics, Features: features, Events: rec})
-	require.NoError(t, err)
-	closers := []func(){func() { _ = features.Close() }}
-	if closeStore != nil {
-		closers = append(closers, closeStore)
-	}
-	url := kit.Serve(t, srv, closers...)
-	return &rig{Mock: m, Store: st, Events: rec, URL: url}
+	url := inproc.Start(t, &cfg, inproc.Options{Store: o.Store, Events: rec})
+	return &rig{Mock: m, Events: rec, URL: url}
 }
 
 // upstreamBodies are the bodies the mock received, oldest first.

@@ -17,9 +17,8 @@ import (
 	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/config"
 	"github.com/shepherd-proxy/shepherd/events"
-	"github.com/shepherd-proxy/shepherd/proxy"
-	"github.com/shepherd-proxy/shepherd/state"
 	"github.com/shepherd-proxy/shepherd/test/kit"
+	"github.com/shepherd-proxy/shepherd/test/kit/inproc"
 )
 
 // rig is one real shepherd server on loopback with its mock provider, its
@@ -38,24 +37,14 @@ func newRig(t *testing.T, configure func(*config.Config)) *rig {
 	t.Helper()
 	m := kit.StartMock(t, mock.Options{})
 	cfg := config.Defaults()
-	cfg.Upstreams.Anthropic, cfg.Upstreams.OpenAI, cfg.Upstreams.Gemini = m.URL(), m.URL(), m.URL()
-	cfg.Admin.Listen = ""
-	cfg.Listen = "127.0.0.1:0"
+	inproc.OnMock(&cfg, m)
 	cfg.Recovery.Enabled = false
 	if configure != nil {
 		configure(&cfg)
 	}
-	require.NoError(t, cfg.Validate())
-	mem := state.NewMemory(state.MemoryOptions{MaxSessions: 1000, TTL: time.Hour})
 	rec := &events.Recorder{}
 	core, logs := observer.New(zapcore.DebugLevel)
-	log := zap.New(core)
-	metrics := proxy.NewMetrics()
-	features, err := proxy.BuildFeaturesWith(&cfg, metrics, log, proxy.FeatureDeps{Events: rec})
-	require.NoError(t, err)
-	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: mem, Metrics: metrics, Features: features, Events: rec})
-	require.NoError(t, err)
-	url := kit.Serve(t, srv, func() { _ = features.Close() }, func() { _ = mem.Close() })
+	url := inproc.Start(t, &cfg, inproc.Options{Events: rec, Logger: zap.New(core)})
 	return &rig{Mock: m, Events: rec, Logs: logs, URL: url}
 }
 
