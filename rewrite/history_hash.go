@@ -12,8 +12,9 @@ import (
 // HistoryKeyer is implemented by codecs whose conversation is one
 // top-level member of the request body ("messages", "input", "contents"):
 // the array whose elements a prompt cache sees as the conversation prefix.
+// It is the part of UserTurnLocator that names that member.
 type HistoryKeyer interface {
-	HistoryKey() string
+	ConversationKey() string
 }
 
 // MaxHistoryElems bounds the elements HashHistory hashes: a longer

@@ -106,7 +106,7 @@ func (e *Engine) Begin(ctx context.Context, r Request) (*Turn, Start) {
 		key:  state.Key{Tenant: r.Call.Tenant, Session: r.Call.SessionID},
 		view: r.View, body: r.Body, opening: r.Opening, ctx: ctx, trace: r.Trace,
 	}
-	if o, ok := r.Trace.(hooks.HookObserver); ok && r.Trace != nil {
+	if o, ok := r.Trace.(hooks.HookObserver); ok {
 		// A trace that follows single hooks sees each hook of each phase.
 		t.call.Observer = o
 	}
@@ -159,7 +159,7 @@ func (e *Engine) Begin(ctx context.Context, r Request) (*Turn, Start) {
 	}
 	t.sent = out
 	if hk, ok := t.codec.(rewrite.HistoryKeyer); ok && t.call.Side == "" && !t.call.StateUnavailable {
-		t.prefixKey = hk.HistoryKey()
+		t.prefixKey = hk.ConversationKey()
 		t.prefix = t.checkPrefix(sess, t.prefixKey, len(edits.ReplaceResults) > 0, edits.DropBefore > 0)
 	}
 	return t, Start{Body: out}

@@ -262,8 +262,3 @@ func anthropicSide(r []gjson.Result) string {
 		rewrite.SideIf(!rewrite.NonEmptyArray(r[0]), rewrite.SideNoTools),
 	)
 }
-
-var _ rewrite.HistoryKeyer = anthropicCodec{}
-
-// HistoryKey implements rewrite.HistoryKeyer: the conversation is "messages".
-func (anthropicCodec) HistoryKey() string { return "messages" }

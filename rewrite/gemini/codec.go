@@ -393,8 +393,3 @@ func geminiSide(r []gjson.Result) string {
 		rewrite.SideIf(!functions, rewrite.SideNoTools),
 	)
 }
-
-var _ rewrite.HistoryKeyer = geminiCodec{}
-
-// HistoryKey implements rewrite.HistoryKeyer: the conversation is "contents".
-func (geminiCodec) HistoryKey() string { return "contents" }

@@ -371,8 +371,3 @@ func chatSide(r []gjson.Result) string {
 		rewrite.SideIf(!rewrite.NonEmptyArray(r[0]) && !rewrite.NonEmptyArray(r[1]), rewrite.SideNoTools),
 	)
 }
-
-var _ rewrite.HistoryKeyer = chatCodec{}
-
-// HistoryKey implements rewrite.HistoryKeyer: the conversation is "messages".
-func (chatCodec) HistoryKey() string { return "messages" }

@@ -336,8 +336,3 @@ func responsesSide(r []gjson.Result) string {
 		rewrite.SideIf(!rewrite.NonEmptyArray(r[0]), rewrite.SideNoTools),
 	)
 }
-
-var _ rewrite.HistoryKeyer = responsesCodec{}
-
-// HistoryKey implements rewrite.HistoryKeyer: the conversation is "input".
-func (responsesCodec) HistoryKey() string { return "input" }
