@@ -1,5 +1,7 @@
-// Package ruleline is the one-line rule syntax shared by routing rules and
-// format rules: a leading name, then key=value pairs. It imports nothing of
+// Package ruleline is the rule syntax the configuration's rule lists
+// share: one-line rules of routing and format (a leading name, then
+// key=value pairs: Fields) and "pattern=value" lists such as
+// recovery.strategy and budgets.tool_calls (Pairs). It imports nothing of
 // the project.
 package ruleline
 
@@ -80,4 +82,32 @@ func ValidName(s string) bool {
 		}
 	}
 	return true
+}
+
+// Pairs reads list entries of the form "<pattern>=<value>" (blanks around
+// either side trimmed) in order, building each with build. An entry
+// without "=" or with an empty pattern, and one build refuses, is bad:
+// the error lists every bad entry, quoted, with shape naming the form
+// expected ("model-glob=value") or build's reason.
+func Pairs[T any](entries []string, shape string, build func(pattern, value string) (T, error)) ([]T, error) {
+	out := make([]T, 0, len(entries))
+	var bad []string
+	for _, e := range entries {
+		pat, v, ok := strings.Cut(e, "=")
+		pat, v = strings.TrimSpace(pat), strings.TrimSpace(v)
+		if !ok || pat == "" {
+			bad = append(bad, fmt.Sprintf("%q is not %s", e, shape))
+			continue
+		}
+		r, err := build(pat, v)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("%q: %v", e, err))
+			continue
+		}
+		out = append(out, r)
+	}
+	if len(bad) > 0 {
+		return nil, errors.New(strings.Join(bad, "; "))
+	}
+	return out, nil
 }

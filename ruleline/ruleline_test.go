@@ -1,6 +1,7 @@
 package ruleline
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -78,4 +79,23 @@ func FuzzFields(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestPairs(t *testing.T) {
+	type rule struct{ pat, val string }
+	build := func(p, v string) (rule, error) {
+		if v == "bad" {
+			return rule{}, errors.New("no good")
+		}
+		return rule{p, v}, nil
+	}
+	got, err := Pairs([]string{" a = 1", "b*=two"}, "glob=value", build)
+	if err != nil || !slices.Equal(got, []rule{{"a", "1"}, {"b*", "two"}}) {
+		t.Fatalf("Pairs = %v, %v", got, err)
+	}
+	_, err = Pairs([]string{"nokey", "=1", "c=bad", "d=4"}, "glob=value", build)
+	want := `"nokey" is not glob=value; "=1" is not glob=value; "c=bad": no good`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %v, want %s", err, want)
+	}
 }

@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"path"
 	"strconv"
-	"strings"
+
+	"github.com/shepherd-proxy/shepherd/ruleline"
 )
 
 // ToolRule caps the calls of the tools Pattern matches (a glob: * matches
@@ -17,30 +18,16 @@ type ToolRule struct {
 // ParseToolRules reads budgets.tool_calls: "Tool=N" entries, N a positive
 // count. It lists every bad entry in its error.
 func ParseToolRules(entries []string) ([]ToolRule, error) {
-	out := make([]ToolRule, 0, len(entries))
-	var bad []string
-	for _, e := range entries {
-		pat, v, ok := strings.Cut(e, "=")
-		pat, v = strings.TrimSpace(pat), strings.TrimSpace(v)
-		if !ok || pat == "" {
-			bad = append(bad, fmt.Sprintf("%q is not Tool=N", e))
-			continue
-		}
+	return ruleline.Pairs(entries, "Tool=N", func(pat, v string) (ToolRule, error) {
 		if _, err := path.Match(pat, ""); err != nil {
-			bad = append(bad, fmt.Sprintf("%q: bad pattern: %v", e, err))
-			continue
+			return ToolRule{}, fmt.Errorf("bad pattern: %v", err)
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
-			bad = append(bad, fmt.Sprintf("%q: %q is not a positive number of calls", e, v))
-			continue
+			return ToolRule{}, fmt.Errorf("%q is not a positive number of calls", v)
 		}
-		out = append(out, ToolRule{Pattern: pat, Limit: n})
-	}
-	if len(bad) > 0 {
-		return nil, fmt.Errorf("%s", strings.Join(bad, "; "))
-	}
-	return out, nil
+		return ToolRule{Pattern: pat, Limit: n}, nil
+	})
 }
 
 // toolLimit is the cap of the first rule matching tool (0: none).

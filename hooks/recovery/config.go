@@ -3,9 +3,9 @@ package recovery
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/ruleline"
 )
 
 // Name is the feature's name: its configuration section, its session slot
@@ -144,24 +144,8 @@ func (c *Config) MaxOutputRules() ([]ModelRule[int64], error) {
 }
 
 func parseRules[T any](entries []string, value func(string) (T, error)) ([]ModelRule[T], error) {
-	out := make([]ModelRule[T], 0, len(entries))
-	var bad []string
-	for _, e := range entries {
-		pat, v, ok := strings.Cut(e, "=")
-		pat, v = strings.TrimSpace(pat), strings.TrimSpace(v)
-		if !ok || pat == "" {
-			bad = append(bad, fmt.Sprintf("%q is not model-glob=value", e))
-			continue
-		}
+	return ruleline.Pairs(entries, "model-glob=value", func(pat, v string) (ModelRule[T], error) {
 		val, err := value(v)
-		if err != nil {
-			bad = append(bad, fmt.Sprintf("%q: %v", e, err))
-			continue
-		}
-		out = append(out, ModelRule[T]{Pattern: pat, Value: val})
-	}
-	if len(bad) > 0 {
-		return nil, fmt.Errorf("%s", strings.Join(bad, "; "))
-	}
-	return out, nil
+		return ModelRule[T]{Pattern: pat, Value: val}, err
+	})
 }
