@@ -77,7 +77,7 @@ func (h *Hook) OnRequest(_ context.Context, call *hooks.Call, req *conv.Request)
 // tool-loop request) and a user message with text there. A request ending
 // with an assistant message (a prefill) is no prompt.
 func Prompt(req *conv.Request) ([]string, bool) {
-	if req == nil {
+	if req == nil || req.ToolLoop() {
 		return nil, false
 	}
 	var texts []string
@@ -86,11 +86,6 @@ func Prompt(req *conv.Request) ([]string, bool) {
 		m := &req.Messages[i]
 		if m.Role == conv.RoleAssistant {
 			break
-		}
-		for j := range m.Blocks {
-			if m.Blocks[j].Kind == conv.BlockToolResult {
-				return nil, false
-			}
 		}
 		if found || m.Role != conv.RoleUser {
 			continue

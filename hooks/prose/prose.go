@@ -51,8 +51,8 @@ type Options struct {
 // Hook detects prose in the tool loop (docs/context.md).
 //
 // A request is a tool-loop request when it carries the results of the
-// model's previous tool calls (ToolLoop); every upstream reply of such a
-// turn is judged, follow-ups included (a follow-up answers tool results
+// model's previous tool calls (conv.Request.ToolLoop); every upstream
+// reply of such a turn is judged, follow-ups included (a follow-up answers tool results
 // too: those shepherd gave for the calls it claimed), because the metric
 // measures what the model writes, not what the agent reads. A reply whose
 // text has more than MinWords words (CountWords) is detected: with no tool
@@ -102,7 +102,7 @@ func (h *Hook) acts(call *hooks.Call) bool {
 
 // OnRequest sends the nudge the session is owed on a tool-loop request.
 func (h *Hook) OnRequest(_ context.Context, call *hooks.Call, req *conv.Request) (conv.RequestEdits, *hooks.Response, error) {
-	if !h.cfg.Nudge || !h.acts(call) || !ToolLoop(req) {
+	if !h.cfg.Nudge || !h.acts(call) || !req.ToolLoop() {
 		return conv.RequestEdits{}, nil, nil
 	}
 	st, err := Of(call.Session)
@@ -145,7 +145,7 @@ func Judge(reply *conv.Reply, minWords int) (Detection, bool) {
 // metric, an info log (counts only, never the text), prose.detected, and
 // with Nudge the effect that queues the reminder.
 func (h *Hook) OnReply(_ context.Context, call *hooks.Call, reply *conv.Reply) (hooks.ReplyDecision, error) {
-	if !h.acts(call) || !ToolLoop(call.Request) {
+	if !h.acts(call) || !call.Request.ToolLoop() {
 		return hooks.ReplyDecision{}, nil
 	}
 	det, ok := Judge(reply, h.cfg.MinWords)

@@ -55,10 +55,10 @@ func TestToolLoop(t *testing.T) {
 		{"a prefill", prefill, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, ToolLoop(&conv.Request{Messages: tc.msgs}))
+			require.Equal(t, tc.want, (&conv.Request{Messages: tc.msgs}).ToolLoop())
 		})
 	}
-	require.False(t, ToolLoop(nil))
+	require.False(t, (*conv.Request)(nil).ToolLoop())
 }
 
 func words(n int) string { return strings.TrimSpace(strings.Repeat("word ", n)) }

@@ -121,6 +121,29 @@ func (r *Request) Opening() bool {
 	return true
 }
 
+// ToolLoop reports whether r is a tool-loop request: the model's previous
+// turn ended with tool calls and the agent sends their results, i.e. a
+// message after the newest assistant message carries a tool result. A
+// request ending with an assistant message (a prefill) or with only user
+// text is not; nil is not.
+func (r *Request) ToolLoop() bool {
+	if r == nil {
+		return false
+	}
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		m := &r.Messages[i]
+		if m.Role == RoleAssistant {
+			return false
+		}
+		for j := range m.Blocks {
+			if m.Blocks[j].Kind == BlockToolResult {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // HasTool reports whether the request declares a tool with this name.
 func (r *Request) HasTool(name string) bool {
 	for _, t := range r.Tools {
