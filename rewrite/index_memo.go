@@ -1,9 +1,6 @@
 package rewrite
 
 import (
-	"container/list"
-	"sync"
-
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
@@ -38,55 +35,22 @@ type indexMemoEntry struct {
 
 // indexMemo is safe for concurrent use; a nil *indexMemo keeps nothing.
 type indexMemo struct {
-	mu     sync.Mutex
-	budget int64
-	used   int64
-	lru    *list.List // of *indexMemoEntry, most recent first
-	byKey  map[uint64]*list.Element
+	entries *TakeMemo[uint64, *indexMemoEntry]
 }
 
 func newIndexMemo(budget int64) *indexMemo {
 	if budget <= 0 {
 		return nil
 	}
-	return &indexMemo{budget: budget, lru: list.New(), byKey: map[uint64]*list.Element{}}
+	return &indexMemo{NewTakeMemo[uint64](budget, func(e *indexMemoEntry) int64 { return int64(cap(e.body)) })}
 }
 
 func (m *indexMemo) take(key uint64) *indexMemoEntry {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	el := m.byKey[key]
-	if el == nil {
-		return nil
-	}
-	e := el.Value.(*indexMemoEntry)
-	m.used -= int64(cap(e.body))
-	m.lru.Remove(el)
-	delete(m.byKey, key)
+	e, _ := m.entries.Take(key)
 	return e
 }
 
-func (m *indexMemo) put(e *indexMemoEntry) {
-	size := int64(cap(e.body))
-	if size > m.budget/4 {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if el := m.byKey[e.key]; el != nil { // a concurrent request put one
-		m.used -= int64(cap(el.Value.(*indexMemoEntry).body))
-		m.lru.Remove(el)
-	}
-	m.byKey[e.key] = m.lru.PushFront(e)
-	m.used += size
-	for m.used > m.budget {
-		el := m.lru.Back()
-		old := el.Value.(*indexMemoEntry)
-		m.used -= int64(cap(old.body))
-		m.lru.Remove(el)
-		delete(m.byKey, old.key)
-	}
-}
+func (m *indexMemo) put(e *indexMemoEntry) { m.entries.Put(e.key, e) }
 
 // validIndexed is jsonkit.ValidIndexed(body), resumed from the memo's
 // body of the same conversation when it has one, and remembered for the

@@ -55,7 +55,7 @@ func TestIndexMemoSameAsWhole(t *testing.T) {
 			buf[j] = '!'
 		}
 	}
-	if n := len(views.bodies.byKey); n != 1 {
+	if n := views.bodies.entries.Len(); n != 1 {
 		t.Fatalf("memo holds %d entries, want the conversation's one", n)
 	}
 }
@@ -67,8 +67,8 @@ func TestIndexMemoBounded(t *testing.T) {
 	for k := range uint64(5) {
 		m.put(&indexMemoEntry{key: k, body: make([]byte, 900)})
 	}
-	if m.used > m.budget || m.take(0) != nil || m.take(4) == nil {
-		t.Fatalf("used %d of %d; oldest not evicted or newest lost", m.used, m.budget)
+	if used, budget := m.entries.Used(); used > budget || m.take(0) != nil || m.take(4) == nil {
+		t.Fatalf("used %d of %d; oldest not evicted or newest lost", used, budget)
 	}
 	m.put(&indexMemoEntry{key: 9, body: make([]byte, 1001)})
 	if m.take(9) != nil {

@@ -1,9 +1,6 @@
 package turn
 
 import (
-	"container/list"
-	"sync"
-
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/state"
 )
@@ -44,18 +41,9 @@ func (r *historyRef) size() int64 {
 	return n
 }
 
-type historyMemoEntry struct {
-	k   historyMemoKey
-	ref *historyRef
-}
-
 // historyMemo is safe for concurrent use; a nil *historyMemo keeps nothing.
 type historyMemo struct {
-	mu     sync.Mutex
-	budget int64
-	used   int64
-	lru    *list.List // of *historyMemoEntry, most recent first
-	byKey  map[historyMemoKey]*list.Element
+	refs *rewrite.TakeMemo[historyMemoKey, *historyRef]
 }
 
 // newHistoryMemo returns a memo of up to budget bytes; nil when budget <= 0.
@@ -63,7 +51,7 @@ func newHistoryMemo(budget int64) *historyMemo {
 	if budget <= 0 {
 		return nil
 	}
-	return &historyMemo{budget: budget, lru: list.New(), byKey: map[historyMemoKey]*list.Element{}}
+	return &historyMemo{rewrite.NewTakeMemo[historyMemoKey](budget, (*historyRef).size)}
 }
 
 // take removes the session's latest ref from the memo and returns it (nil:
@@ -74,16 +62,7 @@ func (m *historyMemo) take(k historyMemoKey) *historyRef {
 	if m == nil {
 		return nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	el := m.byKey[k]
-	if el == nil {
-		return nil
-	}
-	r := el.Value.(*historyMemoEntry).ref
-	m.used -= r.size()
-	m.lru.Remove(el)
-	delete(m.byKey, k)
+	r, _ := m.refs.Take(k)
 	return r
 }
 
@@ -93,26 +72,7 @@ func (m *historyMemo) put(k historyMemoKey, r *historyRef) {
 	if m == nil {
 		return
 	}
-	size := r.size()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if el := m.byKey[k]; el != nil {
-		m.used -= el.Value.(*historyMemoEntry).ref.size()
-		m.lru.Remove(el)
-		delete(m.byKey, k)
-	}
-	if size > m.budget/4 {
-		return
-	}
-	m.byKey[k] = m.lru.PushFront(&historyMemoEntry{k: k, ref: r})
-	m.used += size
-	for m.used > m.budget {
-		el := m.lru.Back()
-		e := el.Value.(*historyMemoEntry)
-		m.used -= e.ref.size()
-		m.lru.Remove(el)
-		delete(m.byKey, e.k)
-	}
+	m.refs.Put(k, r)
 }
 
 // sameBytes reports whether a and b are the same slice (not a comparison).

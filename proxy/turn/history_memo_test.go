@@ -92,8 +92,8 @@ func TestHistoryMemoBounded(t *testing.T) {
 	for i := range 5 {
 		m.put(key(i), ref(900))
 	}
-	if m.used > m.budget || m.take(key(0)) != nil || m.take(key(1)) == nil {
-		t.Fatalf("used %d of %d; oldest not evicted or newer lost", m.used, m.budget)
+	if used, budget := m.refs.Used(); used > budget || m.take(key(0)) != nil || m.take(key(1)) == nil {
+		t.Fatalf("used %d of %d; oldest not evicted or newer lost", used, budget)
 	}
 	if m.take(key(1)) != nil {
 		t.Fatal("take left the entry in the memo")
