@@ -17,6 +17,13 @@ type EditOps struct {
 	AppendSystem func(body []byte, texts []string) ([]byte, error)
 	AppendUser   func(body []byte, texts []string) ([]byte, error)
 	SetMax       func(body []byte, n int64) ([]byte, error)
+	// Parsed is the request's memory of the body it parsed (nil: none).
+	// ToolsKey, SystemKey and MaxKey name the root member AddTools,
+	// AppendSystem and SetMax edit when that member exists and they edit
+	// nothing else ("": not so); such an op runs through
+	// Parsed.EditMember, on that member alone.
+	Parsed                      *Parsed
+	ToolsKey, SystemKey, MaxKey string
 }
 
 // ApplyEdits applies e to body with ops: tools, system, user text, output
@@ -32,26 +39,36 @@ func ApplyEdits(body []byte, e conv.RequestEdits, ops EditOps) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if out, err = ops.AddTools(out, items); err != nil {
+		if out, err = ops.member(out, ops.ToolsKey, func(b []byte) ([]byte, error) { return ops.AddTools(b, items) }); err != nil {
 			return nil, err
 		}
 	}
 	if len(e.AppendSystem) > 0 {
-		if out, err = ops.AppendSystem(out, e.AppendSystem); err != nil {
+		if out, err = ops.member(out, ops.SystemKey, func(b []byte) ([]byte, error) { return ops.AppendSystem(b, e.AppendSystem) }); err != nil {
 			return nil, err
 		}
 	}
 	if len(e.AppendUserText) > 0 {
-		if out, err = ops.AppendUser(out, e.AppendUserText); err != nil {
+		if out, err = ops.member(out, "", func(b []byte) ([]byte, error) { return ops.AppendUser(b, e.AppendUserText) }); err != nil {
 			return nil, err
 		}
 	}
 	if e.SetMaxOutputTokens > 0 {
-		if out, err = ops.SetMax(out, e.SetMaxOutputTokens); err != nil {
+		if out, err = ops.member(out, ops.MaxKey, func(b []byte) ([]byte, error) { return ops.SetMax(b, e.SetMaxOutputTokens) }); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// member runs op on body: through Parsed.EditMember when key names the
+// member op edits, else on the whole body (and Parsed forgets it).
+func (ops *EditOps) member(body []byte, key string, op func([]byte) ([]byte, error)) ([]byte, error) {
+	if key == "" {
+		ops.Parsed.Remember(nil)
+		return op(body)
+	}
+	return ops.Parsed.EditMember(body, key, op)
 }
 
 // AppendTools returns an AddTools that appends to the top-level array key,
