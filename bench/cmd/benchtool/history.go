@@ -187,15 +187,20 @@ func cmdHistory(args []string, w io.Writer) error {
 
 // historyLine is the machine-readable HISTORY line: the size, the base
 // body's bytes and round trips, the open loop's rate, counts and warm
-// latency percentiles (µs), the cold requests' count and p50, and, after a
-// closed loop, its connections, requests, errors, rps and warm p50/p99.
+// latency percentiles (µs), the cold requests' count and p50 ("-" when
+// none was measured), and, after a closed loop, its connections, requests,
+// errors, rps and warm p50/p99.
 func historyLine(size string, bytes, turns, growth, sessions int, st *openloopStats, cl *closedStats) string {
 	var b strings.Builder
+	coldP50 := "-" // no session started in the measured window
+	if len(st.cold) > 0 {
+		coldP50 = strconv.FormatInt(us(percentile(st.cold, 50)), 10)
+	}
 	fmt.Fprintf(&b, "HISTORY size=%s bytes=%d turns=%d growth=%d sessions=%d rate=%g sent=%d errors=%d "+
-		"p50_us=%d p90_us=%d p99_us=%d p999_us=%d max_us=%d cold=%d cold_p50_us=%d lag_p50_us=%d",
+		"p50_us=%d p90_us=%d p99_us=%d p999_us=%d max_us=%d cold=%d cold_p50_us=%s lag_p50_us=%d",
 		size, bytes, turns, growth, sessions, st.rate, st.sent, st.errors,
 		us(percentile(st.lat, 50)), us(percentile(st.lat, 90)), us(percentile(st.lat, 99)), us(percentile(st.lat, 99.9)),
-		us(percentile(st.lat, 100)), len(st.cold), us(percentile(st.cold, 50)), us(percentile(st.lag, 50)))
+		us(percentile(st.lat, 100)), len(st.cold), coldP50, us(percentile(st.lag, 50)))
 	if cl != nil {
 		fmt.Fprintf(&b, " connections=%d closed_requests=%d closed_errors=%d rps=%.1f closed_p50_us=%d closed_p99_us=%d",
 			cl.connections, cl.requests, cl.errs, cl.rps, us(percentile(cl.lat, 50)), us(percentile(cl.lat, 99)))
