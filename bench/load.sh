@@ -73,7 +73,7 @@
 #   RESULTS=bench/results/latest.md   the committed copy of the report ("" to skip); a
 #                     second copy goes next to it as <UTC date>.md, with the charts
 #                     <date>.svg (history and throughput) and <date>-latency.svg (open-loop
-#                     percentiles)
+#                     percentiles), copied to latest.svg and latency.svg
 #   README=auto       rewrite the table between <!-- bench:begin --> and <!-- bench:end --> in
 #                     the repository's README.md from this run: auto = when RESULTS is saved,
 #                     1 = always, 0 = never
@@ -256,6 +256,10 @@ fi
 read -ra history_targets <<<"$HISTORY_TARGETS"
 read -ra history_sizes <<<"$HISTORY_SIZES"
 for t in "${history_targets[@]}"; do has_target "$t" || die "HISTORY_TARGETS: $t is not in TARGETS"; done
+if [ "$HISTORY" != 0 ] && { [ "${#history_targets[@]}" = 0 ] || [ "${#history_sizes[@]}" = 0 ]; }; then
+  log "history phase skipped: no HISTORY_TARGETS or HISTORY_SIZES"
+  HISTORY=0
+fi
 
 # Every port at once (8 per fleet and Redis's), so none is handed out twice.
 read -ra ports <<<"$("$bt" ports $((8 * ${#fleets[@]} + 1)) | tr '\n' ' ')"
@@ -899,8 +903,8 @@ if [ -n "$RESULTS" ]; then
   mkdir -p "$rdir"
   cp "$report" "$RESULTS"
   cp "$report" "$rdir/$STAMP.md"
-  if [ -f "$latency_svg" ]; then cp "$latency_svg" "$rdir/$latency_name"; fi
-  if [ -f "$summary_svg" ]; then cp "$summary_svg" "$rdir/$summary_name"; fi
+  if [ -f "$latency_svg" ]; then cp "$latency_svg" "$rdir/$latency_name" && cp "$latency_svg" "$rdir/latency.svg"; fi
+  if [ -f "$summary_svg" ]; then cp "$summary_svg" "$rdir/$summary_name" && cp "$summary_svg" "$rdir/latest.svg"; fi
   log "report written to $rdir/$STAMP.md and $RESULTS, charts to $rdir/$summary_name and $rdir/$latency_name; raw outputs in $OUT/raw"
 else
   log "report in $OUT/latest.md, charts $summary_svg and $latency_svg (RESULTS empty: not saved)"
