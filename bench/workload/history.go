@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -47,6 +49,25 @@ func AgentHistory(turns, requests int) [][]byte {
 	out := make([][]byte, requests+1)
 	for k := range out {
 		out[k] = AnthropicAgent(turns+k, false)
+	}
+	return out
+}
+
+// AgentHistoryVariants is AgentHistory for n different agents: variant v
+// (from 0) has " (agent v)" appended to the task of its first user message,
+// so the agents share their system prompt and tools, as agents of one
+// product do, and differ from the first message on; each variant's bodies
+// still extend one another byte for byte.
+func AgentHistoryVariants(turns, requests, n int) [][][]byte {
+	base := AgentHistory(turns, requests)
+	task, _ := json.Marshal(AgentTask)
+	out := make([][][]byte, n)
+	for v := range out {
+		tagged, _ := json.Marshal(AgentTask + " (agent " + strconv.Itoa(v) + ")")
+		out[v] = make([][]byte, len(base))
+		for k, b := range base {
+			out[v][k] = bytes.Replace(b, task, tagged, 1)
+		}
 	}
 	return out
 }

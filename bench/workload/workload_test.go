@@ -241,3 +241,39 @@ func TestAgentHistoryExtends(t *testing.T) {
 		}
 	}
 }
+
+func TestAgentHistoryVariants(t *testing.T) {
+	vs := AgentHistoryVariants(2, 2, 3)
+	if len(vs) != 3 {
+		t.Fatalf("%d variants", len(vs))
+	}
+	base := AgentHistory(2, 2)
+	for v, bodies := range vs {
+		for k, b := range bodies {
+			var req struct {
+				Messages []struct {
+					Content []struct{ Text string }
+				}
+			}
+			if err := json.Unmarshal(b, &req); err != nil {
+				t.Fatal(err)
+			}
+			if want := AgentTask + " (agent " + string(rune('0'+v)) + ")"; req.Messages[0].Content[0].Text != want {
+				t.Errorf("variant %d body %d: task %q, want %q", v, k, req.Messages[0].Content[0].Text, want)
+			}
+			if len(b) != len(base[k])+len(" (agent 0)") {
+				t.Errorf("variant %d body %d: %d bytes, want the base's %d plus the tag", v, k, len(b), len(base[k]))
+			}
+			if k > 0 {
+				prev := bodies[k-1]
+				cut := bytes.LastIndex(prev, []byte(`],"metadata"`))
+				if !bytes.HasPrefix(b, prev[:cut]) {
+					t.Errorf("variant %d body %d does not extend body %d", v, k, k-1)
+				}
+			}
+		}
+	}
+	if bytes.Equal(vs[0][0], vs[1][0]) {
+		t.Error("two variants alike")
+	}
+}

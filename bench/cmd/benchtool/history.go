@@ -26,24 +26,30 @@ import (
 	"github.com/shepherd-proxy/shepherd/bench/workload"
 )
 
-// historySeq hands out the requests of agent sessions: session slot s's
-// j-th request is bodies[j mod len(bodies)], in session
-// "<prefix>-<s>-<j div len(bodies)>": each session sends the base history
-// (cold: the proxy has not seen it) and then len(bodies)-1 requests that
-// each extend the one before, then the slot starts a new session.
+// historySeq hands out the requests of agent sessions from slots session
+// slots: slot s's j-th request belongs to session
+// "<prefix>-<s>-<g>", g = j div L (L = the bodies per variant), and is body
+// j mod L of variant (s + slots·g) mod len(variants). Each session sends the
+// base history (cold: the proxy has not seen it) and then L-1 requests that
+// each extend the one before, then the slot starts a new session, as
+// another agent (the next variant, which shares only the system prompt and
+// tools with the others).
 type historySeq struct {
-	bodies [][]byte
-	prefix string
+	variants [][][]byte // [variant][k]
+	slots    int
+	prefix   string
 }
 
 func (h historySeq) request(slot, j int) (body []byte, session string, cold bool) {
-	gen, k := j/len(h.bodies), j%len(h.bodies)
-	return h.bodies[k], h.prefix + "-" + strconv.Itoa(slot) + "-" + strconv.Itoa(gen), k == 0
+	n := len(h.variants[0])
+	gen, k := j/n, j%n
+	v := (slot + h.slots*gen) % len(h.variants)
+	return h.variants[v][k], h.prefix + "-" + strconv.Itoa(slot) + "-" + strconv.Itoa(gen), k == 0
 }
 
-// openPick spreads open-loop request i over sessions slots in turn.
-func (h historySeq) openPick(sessions int) func(i int) ([]byte, string, bool) {
-	return func(i int) ([]byte, string, bool) { return h.request(i%sessions, i/sessions) }
+// openPick spreads open-loop request i over the slots in turn.
+func (h historySeq) openPick() func(i int) ([]byte, string, bool) {
+	return func(i int) ([]byte, string, bool) { return h.request(i%h.slots, i/h.slots) }
 }
 
 // closedStats is the outcome of a closed-loop run: every completed request
@@ -159,14 +165,17 @@ func cmdHistory(args []string, w io.Writer) error {
 		}
 	}
 	turns := workload.HistoryTurns(size)
-	seq := historySeq{bodies: workload.AgentHistory(turns, *growth)}
+	// Twice as many agents as concurrent sessions: a slot's next session is
+	// another agent's, and an agent comes back only after the proxy has seen
+	// 2×slots other sessions.
+	seq := historySeq{variants: workload.AgentHistoryVariants(turns, *growth, 2*max(*sessions, *connections))}
 	// Session ids unique to this run, so a proxy never sees a session
 	// continue with bodies from another run.
 	nonce := strconv.FormatInt(time.Now().UnixNano(), 36)
-	seq.prefix = "history-" + *sizeFlag + "-" + nonce + "-open"
+	seq.prefix, seq.slots = "history-"+*sizeFlag+"-"+nonce+"-open", *sessions
 	url := fs.Arg(0)
 	st, err := runOpenloop(openloopConfig{url: url, headers: headers, rate: *rate, duration: *duration, warmup: *warmup,
-		limit: lateLimit, pick: seq.openPick(*sessions), serial: *sessions})
+		limit: lateLimit, pick: seq.openPick(), serial: *sessions})
 	if err != nil {
 		return err
 	}
@@ -175,13 +184,13 @@ func cmdHistory(args []string, w io.Writer) error {
 	}
 	var cl *closedStats
 	if *connections > 0 {
-		seq.prefix = "history-" + *sizeFlag + "-" + nonce + "-closed"
+		seq.prefix, seq.slots = "history-"+*sizeFlag+"-"+nonce+"-closed", *connections
 		cl = runClosed(url, headers, seq, *connections, *warmup, *closedDuration)
 		if cl.firstErr != nil {
 			fmt.Fprintf(os.Stderr, "benchtool history: closed loop: %d errors, first: %v\n", cl.errs, cl.firstErr)
 		}
 	}
-	fmt.Fprintln(w, historyLine(*sizeFlag, len(seq.bodies[0]), turns, *growth, *sessions, st, cl))
+	fmt.Fprintln(w, historyLine(*sizeFlag, len(seq.variants[0][0]), turns, *growth, *sessions, st, cl))
 	return nil
 }
 

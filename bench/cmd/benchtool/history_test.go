@@ -19,14 +19,20 @@ import (
 )
 
 func TestHistorySeq(t *testing.T) {
-	seq := historySeq{bodies: [][]byte{[]byte("a"), []byte("ab"), []byte("abc")}, prefix: "h"}
-	pick := seq.openPick(2)
+	var variants [][][]byte
+	for _, v := range []string{"x", "y", "z"} {
+		variants = append(variants, [][]byte{[]byte(v), []byte(v + "b"), []byte(v + "bc")})
+	}
+	seq := historySeq{variants: variants, slots: 2, prefix: "h"}
+	pick := seq.openPick()
+	// Slot s's session g is variant (s + 2g) mod 3.
 	want := []struct {
 		body, session string
 		cold          bool
 	}{
-		{"a", "h-0-0", true}, {"a", "h-1-0", true}, {"ab", "h-0-0", false}, {"ab", "h-1-0", false},
-		{"abc", "h-0-0", false}, {"abc", "h-1-0", false}, {"a", "h-0-1", true}, {"a", "h-1-1", true}, {"ab", "h-0-1", false},
+		{"x", "h-0-0", true}, {"y", "h-1-0", true}, {"xb", "h-0-0", false}, {"yb", "h-1-0", false},
+		{"xbc", "h-0-0", false}, {"ybc", "h-1-0", false}, {"z", "h-0-1", true}, {"x", "h-1-1", true}, {"zb", "h-0-1", false},
+		{"xb", "h-1-1", false}, {"zbc", "h-0-1", false}, {"xbc", "h-1-1", false}, {"y", "h-0-2", true},
 	}
 	for i, w := range want {
 		body, session, cold := pick(i)
@@ -50,23 +56,27 @@ func lineField(t *testing.T, line, name string) float64 {
 	return v
 }
 
-// Every session the server sees receives the base history, then each next
-// request extends the previous by one round trip, in order; the open and
-// the closed loop use sessions of their own; cold requests are counted but
-// kept out of the warm latencies.
+// Every session the server sees receives one agent's base history, then
+// each next request extends the previous by one round trip, in order; the
+// open and the closed loop use sessions of their own; cold requests are
+// counted but kept out of the warm latencies.
 func TestHistoryRun(t *testing.T) {
 	const size, growth = "20k", 3
 	n, _ := workload.ParseSize(size)
 	turns := workload.HistoryTurns(n)
-	bodies := workload.AgentHistory(turns, growth)
+	variants := workload.AgentHistoryVariants(turns, growth, 4) // 2 × max(sessions, connections)
+	bodies := variants[0]
 	var mu sync.Mutex
 	perSession := map[string][]int{} // body index of each request, in arrival order
+	agents := map[string]int{}       // the variant of each session
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		k := -1
-		for i, want := range bodies {
-			if bytes.Equal(b, want) {
-				k = i
+		k, v := -1, -1
+		for vi, bodies := range variants {
+			for i, want := range bodies {
+				if bytes.Equal(b, want) {
+					k, v = i, vi
+				}
 			}
 		}
 		if k < 0 || r.Header.Get("x-api-key") == "" {
@@ -76,6 +86,10 @@ func TestHistoryRun(t *testing.T) {
 		mu.Lock()
 		s := r.Header.Get("X-Session-Id")
 		perSession[s] = append(perSession[s], k)
+		if prev, ok := agents[s]; ok && prev != v {
+			t.Errorf("session %s: bodies of agents %d and %d", s, prev, v)
+		}
+		agents[s] = v
 		mu.Unlock()
 		w.Write([]byte(`{"type":"message"}`))
 	}))
@@ -129,6 +143,13 @@ func TestHistoryRun(t *testing.T) {
 	}
 	if open < 2 || closed < 2 {
 		t.Errorf("%d open-loop and %d closed-loop sessions, want at least 2 each", open, closed)
+	}
+	seen := map[int]bool{}
+	for _, v := range agents {
+		seen[v] = true
+	}
+	if len(seen) < 3 {
+		t.Errorf("sessions of %d agents, want different agents across sessions", len(seen))
 	}
 }
 
