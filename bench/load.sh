@@ -916,7 +916,10 @@ if [ "$README" = auto ]; then
   if [ -n "$RESULTS" ]; then README=1; else README=0; fi
 fi
 if [ "$README" = 1 ] && [ "$HISTORY" != 0 ]; then
-  note="From \`make bench\` on $started, commit $commit, $(nproc) CPUs ($cpu_model), load average at start $loadavg; report: [bench/results/$STAMP.md](bench/results/$STAMP.md)."
+  rdir=$(cd "$(dirname "${RESULTS:-.}")" 2>/dev/null && pwd || true)
+  report_ref="$rdir/$STAMP.md"
+  if [[ $rdir == "$root"/* ]]; then report_ref="[${rdir#"$root"/}/$STAMP.md](${rdir#"$root"/}/$STAMP.md)"; fi
+  note="From \`make bench\` on $started, commit $commit, $(nproc) CPUs ($cpu_model), load average at start $loadavg; report: $report_ref."
   if [ -z "$RESULTS" ]; then note="From \`bench/load.sh\` on $started, commit $commit, $(nproc) CPUs ($cpu_model), load average at start $loadavg; report not saved."; fi
   if [ -n "$smoke_note" ]; then note="**$smoke_note** $note"; fi
   "$bt" readme -history "$history" -results "$results" -note "$note" "$root/README.md"
