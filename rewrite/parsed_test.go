@@ -27,7 +27,7 @@ func TestParsedEditsSameBytes(t *testing.T) {
 			for _, body := range [][]byte{apitest.Fixture(t, api, "request.json"), apitest.LongConversation(t, api, 12)} {
 				turns := apitest.UserTurns(t, api, body, false)
 				require.NotEmpty(t, turns)
-				for trial := range 24 {
+				for trial := range 32 {
 					var ops []rewrite.UserTexts
 					for _, p := range turns {
 						if trial%3 == 0 && p == turns[len(turns)-1] || trial%3 != 0 && rng.IntN(2) == 0 {
@@ -43,6 +43,9 @@ func TestParsedEditsSameBytes(t *testing.T) {
 					}
 					if trial&4 == 0 {
 						e.SetMaxOutputTokens = 1234
+					}
+					if trial&8 != 0 {
+						e.AppendUserText = []string{"newest"}
 					}
 					want := editAll(t, api.NewCodec(nil), body, ops, e, false)
 					got := editAll(t, api.NewCodec(apitest.Views), body, ops, e, true)

@@ -87,14 +87,42 @@ func (d *Index) MemberReplaced(out []byte, key string, n int) *Index {
 	if m < 0 {
 		return nil
 	}
-	old := &d.members[m]
-	delta := n - (old.end - old.start)
-	if len(out) != len(d.body)+delta {
+	return d.MembersReplaced(out, []Replaced{{Key: key, Len: n}})
+}
+
+// Replaced is one member MembersReplaced replaces: the root member Key's
+// value now has Len bytes.
+type Replaced struct {
+	Key string
+	Len int
+}
+
+// MembersReplaced is MemberReplaced for several members at once (distinct
+// keys, any order); nil when one is not a member or out is not that body.
+func (d *Index) MembersReplaced(out []byte, repl []Replaced) *Index {
+	if d == nil {
+		return nil
+	}
+	newLen := make(map[int]int, len(repl))
+	total := 0
+	for _, r := range repl {
+		m := d.member(r.Key)
+		if m < 0 {
+			return nil
+		}
+		if _, dup := newLen[m]; dup {
+			return nil
+		}
+		newLen[m] = r.Len
+		total += r.Len - (d.members[m].end - d.members[m].start)
+	}
+	if len(out) != len(d.body)+total {
 		return nil
 	}
 	c := &Index{body: UnsafeString(out), members: make([]memberSpan, len(d.members))}
+	delta := 0 // how far this member has moved
 	for i, ms := range d.members {
-		if i > m {
+		if delta != 0 {
 			ms.keyAt += delta
 			ms.start += delta
 			ms.end += delta
@@ -106,9 +134,11 @@ func (d *Index) MemberReplaced(out []byte, key string, n int) *Index {
 				ms.elems = elems
 			}
 		}
-		if i == m {
-			ms.end += delta
+		if n, ok := newLen[i]; ok {
+			grow := n - (ms.end - ms.start)
+			ms.end += grow
 			ms.elems = nil
+			delta += grow
 		}
 		ms.key = c.body[ms.keyAt : ms.keyAt+len(ms.key)]
 		c.members[i] = ms
