@@ -207,7 +207,7 @@ func runCountersContract(t *testing.T, newStore countersFactory) {
 			s.StageCounters(
 				CounterOp{Name: "turns", Spend: SpendTurns},
 				CounterOp{Name: "tokens", Spend: SpendTokens},
-				CounterOp{Name: "cost_micros", Spend: SpendCostMicros, Landed: func() { landed.Add(1) }},
+				CounterOp{Name: "cost_micros", Spend: SpendCostMicros, Landed: func(v int64) { landed.Add(v) }},
 				CounterOp{Name: "calls:Bash", N: 2},
 				CounterOp{Name: "loop", Sig: "x"},
 				CounterOp{Name: "other", Sig: "y"},
@@ -219,18 +219,18 @@ func runCountersContract(t *testing.T, newStore countersFactory) {
 		require.NoError(t, err)
 		want := map[string]int64{"turns": 1, "tokens": 350, "cost_micros": 12346, "calls:Bash": 2, "loop": 2, "other": 1}
 		assert.Equal(t, want, read(t, h.st, ka), "the spend the save added, the adds and the streak steps")
-		assert.Equal(t, int64(1), landed.Load(), "Landed once the write landed")
+		assert.Equal(t, saved.Version, landed.Load(), "Landed once the write landed, with its version")
 		_, staged := saved.Counters()
 		assert.False(t, staged, "a session Update returns carries no snapshot")
 
 		// A failed update applies nothing and lands nothing.
 		_, err = h.st.Update(ctx, ka, func(s *Session) error {
-			s.StageCounters(CounterOp{Name: "turns", N: 5, Landed: func() { landed.Add(1) }})
+			s.StageCounters(CounterOp{Name: "turns", N: 5, Landed: func(v int64) { landed.Add(v) }})
 			return fmt.Errorf("no")
 		})
 		require.Error(t, err)
 		assert.Equal(t, want, read(t, h.st, ka))
-		assert.Equal(t, int64(1), landed.Load())
+		assert.Equal(t, saved.Version, landed.Load(), "a failed update lands nothing")
 
 		// Get attaches the counters once prefetch is on.
 		got, err := h.st.Get(ctx, ka)

@@ -33,14 +33,15 @@ const (
 //     are ignored).
 //
 // Landed, when not nil, is called once after the write that carried the
-// op landed (never when it failed): what the caller held in flight is now
-// in the counters.
+// op landed (never when it failed), with the session's Version as written:
+// what the caller held in flight is in the counters read with that
+// version of the session and every later one.
 type CounterOp struct {
 	Name   string
 	N      int64
 	Spend  Spend
 	Sig    string
-	Landed func()
+	Landed func(version int64)
 }
 
 // CounterSnapshot is a session's budget counters as read with the session
@@ -102,11 +103,11 @@ func (s *Session) takeStaged(before Usage) []CounterOp {
 	return out
 }
 
-// landed calls the Landed of each op once its write landed.
-func landed(ops []CounterOp) {
+// landed calls the Landed of each op once its write landed as version.
+func landed(ops []CounterOp, version int64) {
 	for _, op := range ops {
 		if op.Landed != nil {
-			op.Landed()
+			op.Landed(version)
 		}
 	}
 }

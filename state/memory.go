@@ -228,7 +228,7 @@ func (m *Memory) Update(ctx context.Context, key Key, fn func(*Session) error) (
 	wrote := false
 	defer func() { // after the store's locks below are released
 		if wrote {
-			landed(ops)
+			landed(ops, w.Version)
 		}
 	}()
 	if err := ctx.Err(); err != nil {

@@ -166,7 +166,7 @@ func (r *Redis) commit(ctx context.Context, key Key, expected string, version in
 	if n != 1 {
 		return nil, false, nil
 	}
-	landed(ops)
+	landed(ops, s.Version)
 	for _, c := range cmds[min(1, len(cmds)):] {
 		if err := c.Err(); err != nil {
 			r.fail(ctx, "index", err)

@@ -27,6 +27,15 @@ type reservation struct {
 	// by call id: their tool. One not delivered is given back.
 	counted map[string]string
 	at      time.Time
+	// staged: the turn's save carries the counter changes (staged.go);
+	// base is then the session version the request read, held what it
+	// holds in flight (guarded by flights.mu), streakSig and streakN the
+	// streak as this turn's calls left it.
+	staged    bool
+	base      int64 // the session version the request read
+	held      map[string]int64
+	streakSig string
+	streakN   int64
 }
 
 // pending are the reservations of requests in flight on this replica, by
