@@ -317,9 +317,13 @@ func (h *Hook) giveBack(ctx context.Context, call *hooks.Call, r *reservation) {
 // giveBackExpired returns the reservations of requests that got no outcome
 // within holdFor (see holdFor).
 func (h *Hook) giveBackExpired(ctx context.Context) {
-	for _, r := range h.pending.expired(h.o.Now()) {
+	expired, swept := h.pending.expired(h.o.Now())
+	if swept {
+		defer h.flights.sweep(h.o.Now())
+	}
+	for _, r := range expired {
 		if r.staged {
-			h.flights.release(r) // nothing was written: only held
+			h.flights.release(r, h.o.Now()) // nothing was written: only held
 			continue
 		}
 		for _, x := range []struct {

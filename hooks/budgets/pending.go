@@ -89,15 +89,14 @@ func (p *pending) take(id string) *reservation {
 }
 
 // expired removes and returns the reservations older than holdFor, at most
-// once a minute (the caller gives them back).
-func (p *pending) expired(now time.Time) []*reservation {
+// once a minute (the caller gives them back); swept says it looked.
+func (p *pending) expired(now time.Time) (out []*reservation, swept bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if now.Sub(p.swept) < time.Minute {
-		return nil
+		return nil, false
 	}
 	p.swept = now
-	var out []*reservation
 	for id, q := range p.by {
 		keep := q[:0]
 		for _, r := range q {
@@ -113,5 +112,5 @@ func (p *pending) expired(now time.Time) []*reservation {
 			p.by[id] = keep
 		}
 	}
-	return out
+	return out, true
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
@@ -52,10 +53,17 @@ func (h *Hook) snapshot(call *hooks.Call) (*state.CounterSnapshot, bool) {
 	return nil, false
 }
 
+// landedGrace is how long the holds of a save that landed are kept for
+// requests that read the session before it (load, then decide, back to
+// back in one request; a request still open keeps them longer). Counting
+// them for such a request is always right; dropping them too early would
+// let it miss that save's spend.
+const landedGrace = 10 * time.Second
+
 // flights are what this replica's requests hold, per session: open
 // requests (deciding, or waiting for their save) and the holds of saves
-// that landed, by the session version they landed as, kept while an open
-// request read an older version (whose counters do not have them yet).
+// that landed, by the session version they landed as, counted for the
+// requests that read an older version (whose counters lack them).
 type flights struct {
 	mu sync.Mutex
 	by map[state.Key]*sessionFlights
@@ -68,6 +76,7 @@ type sessionFlights struct {
 
 type landedHold struct {
 	version int64
+	at      time.Time
 	held    map[string]int64
 }
 
@@ -123,15 +132,14 @@ func (f *flights) hold(r *reservation, counter string, n int64) {
 }
 
 // landed moves r's holds to the session version its save landed as.
-func (f *flights) landed(r *reservation, version int64) { f.close(r, version) }
+func (f *flights) landed(r *reservation, version int64, now time.Time) { f.close(r, version, now) }
 
 // release drops r's holds: its save failed, or will never come.
-func (f *flights) release(r *reservation) { f.close(r, 0) }
+func (f *flights) release(r *reservation, now time.Time) { f.close(r, 0, now) }
 
 // close ends r (a second close does nothing): its holds are kept as
-// landed at version (> 0), or dropped. Landed holds no open request needs
-// any more are dropped.
-func (f *flights) close(r *reservation, version int64) {
+// landed at version (> 0), or dropped.
+func (f *flights) close(r *reservation, version int64, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	sf := f.by[r.key]
@@ -144,15 +152,32 @@ func (f *flights) close(r *reservation, version int64) {
 	}
 	sf.open = slices.Delete(sf.open, i, i+1)
 	if version > 0 && len(r.held) > 0 {
-		sf.landed = append(sf.landed, landedHold{version: version, held: r.held})
+		sf.landed = append(sf.landed, landedHold{version: version, at: now, held: r.held})
 	}
+	f.pruneLocked(r.key, sf, now)
+}
+
+// pruneLocked drops the landed holds past landedGrace that no open request
+// of the session needs (each read a version that has them).
+func (f *flights) pruneLocked(key state.Key, sf *sessionFlights, now time.Time) {
 	oldest := int64(math.MaxInt64)
 	for _, o := range sf.open {
 		oldest = min(oldest, o.base)
 	}
-	sf.landed = slices.DeleteFunc(sf.landed, func(l landedHold) bool { return l.version <= oldest })
+	sf.landed = slices.DeleteFunc(sf.landed, func(l landedHold) bool {
+		return l.version <= oldest && now.Sub(l.at) >= landedGrace
+	})
 	if len(sf.open) == 0 && len(sf.landed) == 0 {
-		delete(f.by, r.key)
+		delete(f.by, key)
+	}
+}
+
+// sweep prunes every session (giveBackExpired calls it once a minute).
+func (f *flights) sweep(now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for key, sf := range f.by {
+		f.pruneLocked(key, sf, now)
 	}
 }
 
@@ -181,7 +206,7 @@ func (h *Hook) requestStaged(call *hooks.Call, key state.Key, req *conv.Request,
 			continue
 		}
 		if cur := snap.Values[s.counter] + held[s.counter]; cur+s.n > s.limit {
-			h.flights.release(r)
+			h.flights.release(r, h.o.Now())
 			return h.refuseRequest(call, s.budget, s.limit, cur, s.n)
 		}
 		ops = append(ops, state.CounterOp{Name: s.counter, Spend: s.spend})
@@ -194,7 +219,7 @@ func (h *Hook) requestStaged(call *hooks.Call, key state.Key, req *conv.Request,
 	}
 	h.pending.put(pendingID(key, call.RequestID), r)
 	if len(ops) > 0 {
-		ops[0].Landed = func(v int64) { h.flights.landed(r, v) }
+		ops[0].Landed = func(v int64) { h.flights.landed(r, v, h.o.Now()) }
 		call.Defer(func(s *state.Session) { s.StageCounters(ops...) })
 	}
 	return nil
@@ -257,7 +282,7 @@ func (h *Hook) replyStaged(call *hooks.Call, key state.Key, reply *conv.Reply, s
 		}
 	}
 	if len(ops) > 0 {
-		ops[0].Landed = func(v int64) { h.flights.landed(r, v) }
+		ops[0].Landed = func(v int64) { h.flights.landed(r, v, h.o.Now()) }
 		d.Effects = append(d.Effects, func(s *state.Session) { s.StageCounters(ops...) })
 	}
 	return d
@@ -269,7 +294,7 @@ func (h *Hook) replyStaged(call *hooks.Call, key state.Key, reply *conv.Reply, s
 // trip, after the reply was written; rare: another hook refused or claimed
 // the call, or it was dropped or undelivered).
 func (h *Hook) outcomeStaged(call *hooks.Call, key state.Key, r *reservation, out *conv.TurnOutcome) {
-	h.flights.release(r)
+	h.flights.release(r, h.o.Now())
 	to := key
 	if s := call.Saved; s != nil && s.ID != "" && (s.ID != key.Session || s.Tenant != key.Tenant) {
 		to = state.Key{Tenant: s.Tenant, Session: s.ID}
