@@ -60,6 +60,11 @@ func (h *Hook) snapshot(call *hooks.Call) (*state.CounterSnapshot, bool) {
 // let it miss that save's spend.
 const landedGrace = 10 * time.Second
 
+// maxLanded caps the landed holds kept per session (the oldest go first):
+// a request misses one only if that many saves of its session landed
+// between its load and its decision, microseconds apart.
+const maxLanded = 16
+
 // flights are what this replica's requests hold, per session: open
 // requests (deciding, or waiting for their save) and the holds of saves
 // that landed, by the session version they landed as, counted for the
@@ -153,6 +158,9 @@ func (f *flights) close(r *reservation, version int64, now time.Time) {
 	sf.open = slices.Delete(sf.open, i, i+1)
 	if version > 0 && len(r.held) > 0 {
 		sf.landed = append(sf.landed, landedHold{version: version, at: now, held: r.held})
+		if len(sf.landed) > maxLanded {
+			sf.landed = slices.Delete(sf.landed, 0, len(sf.landed)-maxLanded)
+		}
 	}
 	f.pruneLocked(r.key, sf, now)
 }

@@ -212,3 +212,23 @@ func sortedKeys(m map[int]string) []int {
 	slices.Sort(out)
 	return out
 }
+
+// TestStagedLandedBounded: a session's landed holds are kept at most
+// maxLanded deep and dropped after landedGrace once no open request needs
+// them (a session saving thousands of turns a second stays cheap).
+func TestStagedLandedBounded(t *testing.T) {
+	var f flights
+	key := state.Key{Tenant: "t", Session: "s"}
+	now := time.Now()
+	for v := int64(1); v <= 100; v++ {
+		r := &reservation{key: key, base: v - 1}
+		f.open(r)
+		f.hold(r, "turns", 1)
+		f.landed(r, v, now)
+	}
+	require.Len(t, f.by[key].landed, maxLanded)
+	assert.Equal(t, map[string]int64{"turns": maxLanded}, f.sum(key, 0), "a very old read counts the landed holds kept")
+	assert.Equal(t, map[string]int64{"turns": 1}, f.sum(key, 99))
+	f.sweep(now.Add(landedGrace))
+	assert.Empty(t, f.by, "dropped after the grace")
+}
