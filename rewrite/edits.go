@@ -30,6 +30,7 @@ type EditOps struct {
 // limit. It returns body itself when e is empty.
 func ApplyEdits(body []byte, e conv.RequestEdits, ops EditOps) ([]byte, error) {
 	if e.Empty() {
+		ops.Parsed.Escape() // body goes to the caller as it is
 		return body, nil
 	}
 	var steps []MemberOp
