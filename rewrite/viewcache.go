@@ -180,6 +180,10 @@ type ViewResolver struct {
 	calls  []namedCall
 	byID   ToolNames    // the calls seen so far, once there are many
 	Arena  []conv.Block // where messages' blocks are copied; nil: allocated 64 at a time
+	// prior are views of the elements before the first this resolver
+	// parses, whose calls it did not record (reused from the previous
+	// request: view_reuse.go); CallName looks there after its own calls.
+	prior []conv.Message
 }
 
 type namedCall struct{ id, name string }
@@ -207,14 +211,17 @@ func (r *ViewResolver) AddCall(id, name string) {
 
 func (r *ViewResolver) CallName(id string) string {
 	if r.byID != nil {
-		return r.byID[id]
+		if name, ok := r.byID[id]; ok {
+			return name
+		}
+		return priorCallName(r.prior, id)
 	}
 	for i := len(r.calls) - 1; i >= 0; i-- {
 		if r.calls[i].id == id {
 			return r.calls[i].name
 		}
 	}
-	return ""
+	return priorCallName(r.prior, id)
 }
 
 // blocks copies src into the resolver's Arena (one allocation for many

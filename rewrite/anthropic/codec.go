@@ -23,10 +23,12 @@ var _ rewrite.Codec = anthropicCodec{}
 var anthropicKeys = []string{"model", "stream", "max_tokens", "system", "tools", "messages", "metadata", "thinking"}
 
 func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	_, idx, err := rewrite.ParseIndexedWith(c.views, body)
+	pb, err := rewrite.ParseBody(c.views, body)
 	if err != nil {
 		return nil, err
 	}
+	defer pb.Release()
+	idx := pb.Idx
 	var m [8]gjson.Result
 	idx.Lookup(anthropicKeys, m[:])
 	model, stream, maxTok, system, tools, msgs, meta := m[0], m[1], m[2], m[3], m[4], m[5], m[6]
@@ -52,7 +54,7 @@ func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	if req.Tools, err = rewrite.NamedTools(idx, tools, "name"); err != nil {
 		return nil, rewrite.AtField(err, "tools")
 	}
-	if req.Messages, err = rewrite.ParseMessages(c.views, idx, msgs, "messages", anthropicViews, anthropicMessage); err != nil {
+	if req.Messages, req.MessageAnchors, err = rewrite.ParseMessages(pb, msgs, "messages", anthropicViews, anthropicMessage); err != nil {
 		return nil, err
 	}
 	req.Fingerprint = rewrite.Fingerprint(req.System, req.Messages)

@@ -37,10 +37,12 @@ var geminiKeys = []string{"model", "contents", "tools", "systemInstruction", "sy
 // by the URL, which the proxy knows) and Model is "" unless the body names
 // one (the model is in the URL).
 func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	_, idx, err := rewrite.ParseIndexedWith(c.views, body)
+	pb, err := rewrite.ParseBody(c.views, body)
 	if err != nil {
 		return nil, err
 	}
+	defer pb.Release()
+	idx := pb.Idx
 	var m [7]gjson.Result
 	idx.Lookup(geminiKeys, m[:])
 	model, contents, tools := m[0], m[1], m[2]
@@ -71,7 +73,7 @@ func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	if req.Tools, err = geminiTools(tools); err != nil {
 		return nil, rewrite.AtField(err, "tools")
 	}
-	if req.Messages, err = rewrite.ParseMessages(c.views, idx, contents, "contents", geminiViews, geminiContent); err != nil {
+	if req.Messages, req.MessageAnchors, err = rewrite.ParseMessages(pb, contents, "contents", geminiViews, geminiContent); err != nil {
 		return nil, err
 	}
 	req.Fingerprint = rewrite.Fingerprint(req.System, req.Messages)

@@ -23,10 +23,12 @@ var responsesKeys = []string{"model", "stream", "max_output_tokens", "instructio
 	"prompt_cache_key", "previous_response_id"}
 
 func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	_, idx, err := rewrite.ParseIndexedWith(c.views, body)
+	pb, err := rewrite.ParseBody(c.views, body)
 	if err != nil {
 		return nil, err
 	}
+	defer pb.Release()
+	idx := pb.Idx
 	var m [8]gjson.Result
 	idx.Lookup(responsesKeys, m[:])
 	model, stream, mot, instr, input, tools, pck, prev := m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]
@@ -48,7 +50,7 @@ func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	}
 	if input.Type == gjson.String {
 		req.Messages = []conv.Message{{Role: conv.RoleUser, Blocks: []conv.Block{{Kind: conv.BlockText, Text: jsonkit.OwnedString(input)}}}}
-	} else if req.Messages, err = responsesItems(c.views, idx, input); err != nil {
+	} else if req.Messages, err = responsesItems(pb, input); err != nil {
 		return nil, err
 	}
 	var system []string
@@ -75,25 +77,23 @@ func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 // items (assistant messages, function and custom tool calls, reasoning) form
 // one assistant message; each function_call_output or custom_tool_call_output
 // is a tool message.
-func responsesItems(views *rewrite.ViewCache, idx *jsonkit.Index, input gjson.Result) ([]conv.Message, error) {
-	var msgs []conv.Message
-	r := rewrite.ViewResolver{Cache: views, Parser: responsesViews, Parse: responsesItem}
-	var err error
-	idx.Each(input, func(j int, it gjson.Result) bool {
-		var msg conv.Message
-		if msg, err = r.Message(it); err != nil {
-			err = rewrite.AtField(rewrite.AtIndex(err, j), "input")
-			return false
-		}
+func responsesItems(pb *rewrite.Body, input gjson.Result) ([]conv.Message, error) {
+	items, err := rewrite.ParseElements(pb, input, "input", responsesViews, responsesItem)
+	if err != nil {
+		return nil, err
+	}
+	// Merge in place: items is ours, and a merged message is never read
+	// again as an item.
+	msgs := items[:0]
+	for _, msg := range items {
 		if n := len(msgs); n > 0 && msg.Role == conv.RoleAssistant && msgs[n-1].Role == conv.RoleAssistant {
 			msgs[n-1].Blocks = append(msgs[n-1].Blocks, msg.Blocks...)
 			msgs[n-1].Digest = nil // the merged message has its own digest
-			return true
+			continue
 		}
 		msgs = append(msgs, msg)
-		return true
-	})
-	return msgs, err
+	}
+	return msgs, nil
 }
 
 func responsesItem(it gjson.Result, names *rewrite.ToolNames) (conv.Message, error) {
