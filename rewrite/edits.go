@@ -1,6 +1,8 @@
 package rewrite
 
 import (
+	"slices"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
@@ -73,14 +75,19 @@ func SetMaxKey(key string) func(body []byte, n int64) ([]byte, error) {
 // byte for byte with the conversation's previous body are that body's
 // views, not looked up again, and ParseMessages also returns the messages'
 // anchors (conv.Anchors; nil otherwise), computed only for the new ones.
-// The returned slices are the caller's.
+// The returned slices are shared with the memo: read-only (appending to
+// them is fine: their capacity is their length).
 func ParseMessages(b *Body, arr gjson.Result, key string, p ViewParser, parse func(gjson.Result, *ToolNames) (conv.Message, error)) ([]conv.Message, []string, error) {
 	return b.parseElems(arr, key, p, parse, true)
 }
 
 // ParseElements is ParseMessages for an API whose messages are not its
-// elements one for one (the caller merges views): no anchors.
+// elements one for one (the caller merges views): no anchors, and the
+// returned slice is the caller's to modify.
 func ParseElements(b *Body, arr gjson.Result, key string, p ViewParser, parse func(gjson.Result, *ToolNames) (conv.Message, error)) ([]conv.Message, error) {
 	msgs, _, err := b.parseElems(arr, key, p, parse, false)
+	if b.entry != nil {
+		msgs = slices.Clone(msgs)
+	}
 	return msgs, err
 }

@@ -14,17 +14,19 @@ import (
 // conversation with a few elements added (and the last one or two
 // re-serialised: cache markers move). The index memo (index_memo.go)
 // compares the new body with the conversation's previous one byte for
-// byte; every element that ends inside the bytes they share (and whose
-// next byte is shared too, so that a number cannot have grown) is the
+// byte; every element that ends inside the bytes they share (a number
+// only if the byte after it is shared too: it might have grown) is the
 // same element at the same place, so its view, resolved against the same
 // elements before it, and its anchor are the previous request's. Only the
 // elements after them are looked up in the view cache and resolved, and
 // only their anchors computed: the work no longer grows with the history.
 
 // convMemo is what ParseMessages read from the conversation array of one
-// body. The entry that holds it owns it, and the arrays after the first
-// elements a later body shares are overwritten by that body's parse: it is
-// never handed out, only copied.
+// body. The entry that holds it owns it. Its msgs and anchors are handed
+// out (clipped to their length) and never written again up to the length
+// handed out: a later body that shares all of them appends after them in
+// place, one that shares fewer copies the ones it shares. spans and chains
+// are never handed out and are overwritten freely.
 type convMemo struct {
 	parser ViewParser
 	arrAt  int        // offset of the array member's value in the body
@@ -74,7 +76,13 @@ func (b *Body) reusable(arr gjson.Result, p ViewParser, anchors bool) (*convMemo
 	if pr == nil || pr.parser != p || pr.arrAt != arr.Index || (anchors && len(pr.chains) != len(pr.msgs)) {
 		return nil, 0
 	}
-	k := sort.Search(len(pr.spans), func(i int) bool { return pr.spans[i].end >= pr.valid })
+	// The elements inside the shared bytes. One that ends where they end
+	// is whole only if it is not a number (the next byte, not shared,
+	// might be a digit of it); conversation elements are objects.
+	k := sort.Search(len(pr.spans), func(i int) bool { return pr.spans[i].end > pr.valid })
+	if k > 0 && pr.spans[k-1].end == pr.valid && isDigit(b.entry.body[pr.valid-1]) {
+		k--
+	}
 	if k == 0 {
 		return nil, 0
 	}
@@ -109,10 +117,17 @@ func (b *Body) parseElems(arr gjson.Result, key string, p ViewParser, parse func
 	own := &convMemo{parser: p, arrAt: arr.Index, valid: len(b.entry.body)}
 	pr, k := b.reusable(arr, p, anchors)
 	if pr != nil {
-		// The entry (and so pr's arrays) is ours: append over what follows.
+		// The entry (and so pr's arrays) is ours; what it handed out
+		// (msgs, anchors) must stay as it was.
 		own.spans, own.msgs = pr.spans[:k], pr.msgs[:k]
+		if k < len(pr.msgs) {
+			own.msgs = append(make([]conv.Message, 0, k+k/8+16), own.msgs...)
+		}
 		if anchors {
 			own.chains, own.anchors = pr.chains[:k], pr.anchors[:k]
+			if k < len(pr.anchors) {
+				own.anchors = append(make([]string, 0, cap(own.msgs)), own.anchors...)
+			}
 		}
 	}
 	b.entry.conv = nil // pr's arrays change below
@@ -141,11 +156,11 @@ func (b *Body) parseElems(arr gjson.Result, key string, p ViewParser, parse func
 			own.anchors = append(own.anchors, chain.Next(&own.msgs[i]))
 			own.chains = append(own.chains, chain.State())
 		}
-		out = slices.Clone(own.anchors)
+		out = slices.Clip(own.anchors)
 	}
 	own.size = convMemoBytes(arr, own)
 	b.entry.conv = own
-	return slices.Clone(own.msgs), out, nil
+	return slices.Clip(own.msgs), out, nil
 }
 
 // convMemoBytes estimates what c holds for the array arr: its raw size
@@ -179,3 +194,5 @@ func priorCallName(msgs []conv.Message, id string) string {
 	}
 	return ""
 }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
