@@ -54,8 +54,8 @@ func TestParseMessagesReuseBoundary(t *testing.T) {
 		lookup uint64 // elements not reused
 	}{
 		{[]string{`{"a":1}`, `{"b":2}`, `12`}, 3},
-		{[]string{`{"a":1}`, `{"b":2}`, `123`}, 1}, // 12 was followed by ']'
-		{[]string{`{"a":1}`, `{"b":2}`, `123`, `{"c":"d"}`}, 2}, // 123 again: then followed by ']'
+		{[]string{`{"a":1}`, `{"b":2}`, `123`}, 1},                         // 12 was followed by ']'
+		{[]string{`{"a":1}`, `{"b":2}`, `123`, `{"c":"d"}`}, 2},            // 123 again: then followed by ']'
 		{[]string{`{"a":1}`, `{"b":2}`, `123`, `{"c":"d"}`, `{"e":5}`}, 1}, // {"c":"d"} ends where they differ
 		{[]string{`{"a":1}`, `{"b":3}`, `123`, `{"c":"d"}`, `{"e":5}`}, 4}, // edited inside
 		{[]string{`{"a":1}`}, 0},
