@@ -3,6 +3,7 @@ package rewrite
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -79,4 +80,49 @@ func TestParseMessagesReuseBoundary(t *testing.T) {
 			t.Fatalf("step %d: %d elements looked up, want %d", i, lookups, s.lookup)
 		}
 	}
+}
+
+// TestParseMessagesReuseHandsOutStableViews: the views and anchors a parse
+// returned stay as they were while later bodies of the conversation are
+// parsed, growing it and editing its last elements (run with -race: the
+// memo appends after what it handed out, and copies what a body shares
+// only in part).
+func TestParseMessagesReuseHandsOutStableViews(t *testing.T) {
+	views := NewViewCache(64 << 20)
+	var elems []string
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 60 {
+		if i%3 == 0 && len(elems) > 0 {
+			elems[len(elems)-1] = `{"edited":` + strings.Repeat("1", i%7+1) + `}`
+		}
+		elems = append(elems, `{"n":`+strings.Repeat("2", i%5+1)+`}`)
+		msgs, anchors, _ := parseRaw(t, views, rawBody(elems...))
+		texts, joined := rawTexts(msgs), strings.Join(anchors, ",")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				if rawTexts(msgs) != texts || strings.Join(anchors, ",") != joined {
+					t.Error("a returned view changed")
+					return
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	close(stop)
+	wg.Wait()
+}
+
+func rawTexts(msgs []conv.Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		b.WriteString(m.Blocks[0].Text)
+	}
+	return b.String()
 }
