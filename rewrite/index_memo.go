@@ -19,14 +19,17 @@ import (
 // conversation element (jsonkit.ValidIndexedFrom), so a candidate that
 // shares little, or nothing, only costs the comparison.
 //
-// Bodies below indexMemoMinBytes are validated whole (it costs a few tens
-// of microseconds). An entry is taken out while a request uses it and put
+// The key hashes a prefix whose length is the largest power of two up to
+// half the body, at most indexMemoKeyBytes: as a conversation grows, its
+// key changes only when its length crosses a power of two (one miss), and
+// the keyed bytes stay in the part agents never rewrite. Bodies below
+// indexMemoMinBytes are validated whole (a few microseconds). An entry is taken out while a request uses it and put
 // back for the new body, whose copy recycles the entry's buffer: only the
 // bytes past the shared prefix are copied. Memory is bounded in bytes,
 // least recently used first out.
 
 const (
-	indexMemoMinBytes = 64 << 10
+	indexMemoMinBytes = 8 << 10
 	indexMemoKeyBytes = 32 << 10
 )
 
@@ -70,7 +73,7 @@ func (m *indexMemo) validIndexed(body []byte) (idx *jsonkit.Index, ok bool, entr
 		idx, ok = jsonkit.ValidIndexed(body)
 		return idx, ok, nil
 	}
-	key := xxhash.Sum64(body[:indexMemoKeyBytes])
+	key := xxhash.Sum64(body[:memoKeyLen(len(body))])
 	prev := m.take(key)
 	if prev == nil {
 		idx, ok = jsonkit.ValidIndexed(body)
@@ -125,6 +128,10 @@ func ParseBody(views *ViewCache, body []byte) (*Body, error) {
 		b.Release()
 		return nil, fmt.Errorf("%w: body must be a JSON object", ErrMalformed)
 	}
+	if err := duplicateKeyError(idx); err != nil {
+		b.Release()
+		return nil, err
+	}
 	b.Root = root
 	return b, nil
 }
@@ -137,4 +144,14 @@ func (b *Body) Release() {
 	}
 	b.memo.put(b.entry)
 	b.entry = nil
+}
+
+// memoKeyLen is how many leading bytes of an n-byte body its memo key
+// hashes: the largest power of two up to n/2, at most indexMemoKeyBytes.
+func memoKeyLen(n int) int {
+	k := indexMemoKeyBytes
+	for k > n/2 {
+		k >>= 1
+	}
+	return k
 }

@@ -328,8 +328,8 @@ func (chatCodec) FillerElem() string { return `{"role":"user","content":""}` }
 // UserTurnElems: a user message is its own element; text for a tool
 // message goes in a new user message after the run of tool messages that
 // follows it, so its edit spans that run.
-func (chatCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
-	_, _, elems, err := chatMessages(body)
+func (c chatCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
+	elems, err := rewrite.ConversationElems(c.parsed, body, "messages")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -346,5 +346,5 @@ func (chatCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int, int
 
 // AppendUserTexts is AppendUserTextAt for several turns, batched.
 func (c chatCodec) AppendUserTexts(body []byte, ops []rewrite.UserTexts) ([]byte, error) {
-	return rewrite.AppendUserTextsBatched(c, c, body, ops)
+	return rewrite.AppendUserTextsBatched(c, c, c.parsed, body, ops)
 }

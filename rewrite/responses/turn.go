@@ -398,5 +398,5 @@ func (responsesCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int
 
 // AppendUserTexts is AppendUserTextAt for several turns, batched.
 func (c responsesCodec) AppendUserTexts(body []byte, ops []rewrite.UserTexts) ([]byte, error) {
-	return rewrite.AppendUserTextsBatched(c, c, body, ops)
+	return rewrite.AppendUserTextsBatched(c, c, c.parsed, body, ops)
 }
