@@ -43,7 +43,9 @@ type convMemo struct {
 	size  int64
 }
 
-type elemSpan struct{ start, end int }
+// elemSpan is where an element lies in the body, and how many blocks the
+// views up to it hold (for the memo's size).
+type elemSpan struct{ start, end, blocks int }
 
 // bytes is what c holds beyond the body, roughly: its arrays and the
 // strings of its views (about the elements' own size).
@@ -139,8 +141,12 @@ func (b *Body) parseElems(arr gjson.Result, key string, p ViewParser, parse func
 			err = AtField(AtIndex(err, i), key)
 			return false
 		}
+		blocks := len(msg.Blocks)
+		if n := len(own.spans); n > 0 {
+			blocks += own.spans[n-1].blocks
+		}
 		own.msgs = append(own.msgs, msg)
-		own.spans = append(own.spans, elemSpan{m.Index, m.Index + len(m.Raw)})
+		own.spans = append(own.spans, elemSpan{m.Index, m.Index + len(m.Raw), blocks})
 		return true
 	})
 	if err != nil {
@@ -171,8 +177,8 @@ func convMemoBytes(arr gjson.Result, c *convMemo) int64 {
 		int64(cap(c.msgs))*int64(unsafe.Sizeof(conv.Message{})) +
 		int64(cap(c.chains))*int64(unsafe.Sizeof(conv.ChainState{})) +
 		int64(cap(c.anchors))*(int64(unsafe.Sizeof(""))+32)
-	for i := range c.msgs {
-		n += int64(len(c.msgs[i].Blocks)) * int64(unsafe.Sizeof(conv.Block{}))
+	if k := len(c.spans); k > 0 {
+		n += int64(c.spans[k-1].blocks) * int64(unsafe.Sizeof(conv.Block{}))
 	}
 	return n
 }
