@@ -133,6 +133,7 @@ func (b *Body) parseElems(arr gjson.Result, key string, p ViewParser, parse func
 		}
 	}
 	b.entry.conv = nil // pr's arrays change below
+	b.views.reused.Add(uint64(k))
 	r.prior = own.msgs
 	var err error
 	idx.EachFrom(arr, k, func(i int, m gjson.Result) bool {

@@ -61,6 +61,7 @@ func TestParseMessagesReuseBoundary(t *testing.T) {
 		{[]string{`{"a":1}`, `{"b":3}`, `123`, `{"c":"d"}`, `{"e":5}`}, 4}, // edited inside
 		{[]string{`{"a":1}`}, 0},
 	}
+	var reused uint64
 	for i, s := range steps {
 		body := rawBody(s.elems...)
 		got, anchors, lookups := parseRaw(t, views, body)
@@ -78,6 +79,10 @@ func TestParseMessagesReuseBoundary(t *testing.T) {
 		}
 		if lookups != s.lookup {
 			t.Fatalf("step %d: %d elements looked up, want %d", i, lookups, s.lookup)
+		}
+		reusedBefore := reused
+		if reused = views.Reused(); reused-reusedBefore != uint64(len(s.elems))-s.lookup {
+			t.Fatalf("step %d: %d elements reused, want %d", i, reused-reusedBefore, uint64(len(s.elems))-s.lookup)
 		}
 	}
 }

@@ -86,6 +86,7 @@ type ViewCache struct {
 	shards [viewCacheShards]viewShard
 	hits   atomic.Uint64
 	misses atomic.Uint64
+	reused atomic.Uint64 // elements taken from the index memo, not looked up
 	// bodies is the index memo (index_memo.go), half the budget of its
 	// own; nil when the budget is 0.
 	bodies *indexMemo
@@ -106,6 +107,16 @@ func (c *ViewCache) Stats() (hits, misses uint64) {
 		return 0, 0
 	}
 	return c.hits.Load(), c.misses.Load()
+}
+
+// Reused reports how many elements were taken from the previous request's
+// views (the index memo: view_reuse.go) since c was built, without a
+// lookup (they count as neither hits nor misses); 0 for a nil cache.
+func (c *ViewCache) Reused() uint64 {
+	if c == nil {
+		return 0
+	}
+	return c.reused.Load()
 }
 
 // enabled reports whether c caches anything.
