@@ -27,7 +27,7 @@ func chatMessages(body []byte) (root, msgs gjson.Result, elems []gjson.Result, e
 	if err = rewrite.WantArray(msgs, "messages"); err != nil {
 		return
 	}
-	return root, msgs, rewrite.OpenAIElems(msgs), nil
+	return root, msgs, rewrite.BlocksElems(msgs), nil
 }
 
 // ReplyAsMessages returns choice 0's message as one assistant message:
@@ -65,7 +65,7 @@ func (chatCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
 	calls := msg.Get("tool_calls")
 	switch {
 	case calls.IsArray():
-		if len(rewrite.OpenAIElems(calls)) > 0 {
+		if len(rewrite.BlocksElems(calls)) > 0 {
 			out = append(out, `,"tool_calls":`...)
 			out = append(out, calls.Raw...)
 		}
@@ -189,7 +189,7 @@ func (chatCodec) EditReply(reply []byte, remove, first []int) ([]byte, error) {
 	}
 	choice := firstChoice(root.Get("choices"))
 	msg := choice.Get("message")
-	calls := rewrite.OpenAIElems(msg.Get("tool_calls"))
+	calls := rewrite.BlocksElems(msg.Get("tool_calls"))
 	order, err := rewrite.OpenAICallOrder(len(calls), remove, first)
 	if err != nil {
 		return nil, err
