@@ -1,8 +1,6 @@
 package rewrite
 
 import (
-	"slices"
-
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
@@ -76,16 +74,6 @@ func SetMaxKey(key string) func(body []byte, n int64) ([]byte, error) {
 // The returned slices are shared with the memo: read-only (appending to
 // them is fine: their capacity is their length).
 func ParseMessages(b *Body, arr gjson.Result, key string, p ViewParser, parse func(gjson.Result, *ToolNames) (conv.Message, error)) ([]conv.Message, []string, error) {
-	return b.parseElems(arr, key, p, parse, true)
-}
-
-// ParseElements is ParseMessages for an API whose messages are not its
-// elements one for one (the caller merges views): no anchors, and the
-// returned slice is the caller's to modify.
-func ParseElements(b *Body, arr gjson.Result, key string, p ViewParser, parse func(gjson.Result, *ToolNames) (conv.Message, error)) ([]conv.Message, error) {
-	msgs, _, err := b.parseElems(arr, key, p, parse, false)
-	if b.entry != nil {
-		msgs = slices.Clone(msgs)
-	}
-	return msgs, err
+	msgs, anchors, _, _, err := b.parseElems(arr, key, p, parse, true)
+	return msgs, anchors, err
 }

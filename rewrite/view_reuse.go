@@ -37,6 +37,8 @@ type convMemo struct {
 	// for (the API's messages are not its elements one for one).
 	chains  []conv.ChainState
 	anchors []string
+	// merged is what ParseMergedMessages built from msgs; nil: none.
+	merged *mergedMemo
 	// valid is how many leading bytes of the body this was read from
 	// equal those of the entry's body.
 	valid int
@@ -98,13 +100,13 @@ func (b *Body) reusable(arr gjson.Result, p ViewParser, anchors bool) (*convMemo
 
 // parseElems is ParseMessages (ParseElements without anchors): the views
 // of arr's elements, those the previous body shared taken from the memo.
-func (b *Body) parseElems(arr gjson.Result, key string, p ViewParser, parse func(gjson.Result, *ToolNames) (conv.Message, error), anchors bool) ([]conv.Message, []string, error) {
+// k is how many leading elements came from the memo; when the memo keeps
+// nothing for b, own is nil.
+func (b *Body) parseElems(arr gjson.Result, key string, p ViewParser, parse func(gjson.Result, *ToolNames) (conv.Message, error), anchors bool) (msgs []conv.Message, out []string, own *convMemo, k int, err error) {
 	r := ViewResolver{Cache: b.views, Parser: p, Parse: parse}
 	var idx = b.Idx
 	if b.entry == nil || !b.views.enabled() || idx.ElemCount(arr) < 0 {
 		// Nothing to remember: parse as always.
-		var msgs []conv.Message
-		var err error
 		idx.Each(arr, func(i int, m gjson.Result) bool {
 			var msg conv.Message
 			if msg, err = r.Message(m); err != nil {
@@ -114,10 +116,11 @@ func (b *Body) parseElems(arr gjson.Result, key string, p ViewParser, parse func
 			msgs = append(msgs, msg)
 			return true
 		})
-		return msgs, nil, err
+		return msgs, nil, nil, 0, err
 	}
-	own := &convMemo{parser: p, arrAt: arr.Index, valid: len(b.entry.body)}
-	pr, k := b.reusable(arr, p, anchors)
+	own = &convMemo{parser: p, arrAt: arr.Index, valid: len(b.entry.body)}
+	var pr *convMemo
+	pr, k = b.reusable(arr, p, anchors)
 	if pr != nil {
 		// The entry (and so pr's arrays) is ours; what it handed out
 		// (msgs, anchors) must stay as it was.
@@ -135,7 +138,6 @@ func (b *Body) parseElems(arr gjson.Result, key string, p ViewParser, parse func
 	b.entry.conv = nil // pr's arrays change below
 	b.views.reused.Add(uint64(k))
 	r.prior = own.msgs
-	var err error
 	idx.EachFrom(arr, k, func(i int, m gjson.Result) bool {
 		var msg conv.Message
 		if msg, err = r.Message(m); err != nil {
@@ -151,9 +153,8 @@ func (b *Body) parseElems(arr gjson.Result, key string, p ViewParser, parse func
 		return true
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, 0, err
 	}
-	var out []string
 	if anchors {
 		var chain conv.AnchorChain
 		if k > 0 {
@@ -167,7 +168,7 @@ func (b *Body) parseElems(arr gjson.Result, key string, p ViewParser, parse func
 	}
 	own.size = convMemoBytes(arr, own)
 	b.entry.conv = own
-	return slices.Clip(own.msgs), out, nil
+	return slices.Clip(own.msgs), out, own, k, nil
 }
 
 // convMemoBytes estimates what c holds for the array arr: its raw size

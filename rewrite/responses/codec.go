@@ -52,7 +52,7 @@ func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	}
 	if input.Type == gjson.String {
 		req.Messages = []conv.Message{{Role: conv.RoleUser, Blocks: []conv.Block{{Kind: conv.BlockText, Text: jsonkit.OwnedString(input)}}}}
-	} else if req.Messages, err = responsesItems(pb, input); err != nil {
+	} else if req.Messages, req.MessageAnchors, err = responsesItems(pb, input); err != nil {
 		return nil, err
 	}
 	var system []string
@@ -79,23 +79,10 @@ func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 // items (assistant messages, function and custom tool calls, reasoning) form
 // one assistant message; each function_call_output or custom_tool_call_output
 // is a tool message.
-func responsesItems(pb *rewrite.Body, input gjson.Result) ([]conv.Message, error) {
-	items, err := rewrite.ParseElements(pb, input, "input", responsesViews, responsesItem)
-	if err != nil {
-		return nil, err
-	}
-	// Merge in place: items is ours, and a merged message is never read
-	// again as an item.
-	msgs := items[:0]
-	for _, msg := range items {
-		if n := len(msgs); n > 0 && msg.Role == conv.RoleAssistant && msgs[n-1].Role == conv.RoleAssistant {
-			msgs[n-1].Blocks = append(msgs[n-1].Blocks, msg.Blocks...)
-			msgs[n-1].Digest = nil // the merged message has its own digest
-			continue
-		}
-		msgs = append(msgs, msg)
-	}
-	return msgs, nil
+func responsesItems(pb *rewrite.Body, input gjson.Result) ([]conv.Message, []string, error) {
+	return rewrite.ParseMergedMessages(pb, input, "input", responsesViews, responsesItem, func(last, next *conv.Message) bool {
+		return next.Role == conv.RoleAssistant && last.Role == conv.RoleAssistant
+	})
 }
 
 func responsesItem(it gjson.Result, names *rewrite.ToolNames) (conv.Message, error) {
