@@ -253,12 +253,28 @@ func slotsHold(fields []string, slot int) bool {
 	return false
 }
 
-// KillMasterOf SIGKILLs the master serving slot and returns it.
+// KillMasterOf SIGKILLs the master serving slot, once its replica has
+// every write it acknowledged (WaitReplicated), and returns it.
 func (c *RedisCluster) KillMasterOf(t testing.TB, slot int) *RedisProc {
 	t.Helper()
 	m := c.MasterOf(t, slot)
+	m.WaitReplicated(t)
 	m.Kill()
 	return m
+}
+
+// WaitReplicated waits (WAIT 1, up to 10 s) until a replica of p, a master,
+// has every write p acknowledged so far. Redis replicates asynchronously:
+// a master killed with writes its replica has not received loses them at
+// the failover, and on a loaded machine the replica can be whole seconds
+// behind. A failover test that counts acknowledged writes kills the master
+// only after this, with its writers paused.
+func (p *RedisProc) WaitReplicated(t testing.TB) {
+	t.Helper()
+	n, err := p.do("WAIT", 1, 10000)
+	if err != nil || n != int64(1) {
+		t.Fatalf("kit: WAIT on %s: %v replicas, %v", p.Addr, n, err)
+	}
 }
 
 // WaitPromotion waits until the killed master's replica has taken over its

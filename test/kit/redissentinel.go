@@ -85,10 +85,12 @@ func (p *RedisProc) sentinelMaster() (map[string]string, error) {
 	return c.Master(ctx, SentinelMaster).Result()
 }
 
-// KillMaster SIGKILLs the current master and returns it.
+// KillMaster SIGKILLs the current master, once its replica has every write
+// it acknowledged (WaitReplicated), and returns it.
 func (s *RedisSentinel) KillMaster(t testing.TB) *RedisProc {
 	t.Helper()
 	m := s.Master
+	m.WaitReplicated(t)
 	m.Kill()
 	return m
 }
