@@ -1,9 +1,11 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -171,5 +173,11 @@ func (c *idleConn) Read(p []byte) (int, error) {
 			return 0, err
 		}
 	}
-	return c.Conn.Read(p)
+	n, err := c.Conn.Read(p)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		if b := c.stream.Load(); b != nil {
+			b.fired.Store(true) // silent past stream_idle_timeout (openUpstreamBody)
+		}
+	}
+	return n, err
 }
