@@ -40,13 +40,11 @@ fuzz:
 	  done; \
 	done
 
-# Delegates to bench/Makefile once it exists; until then runs every benchmark.
+# The whole benchmark in one command (bench/Makefile, bench/README.md): Go
+# benchmarks, then the load comparison against direct and nginx; writes
+# bench/results/<UTC date>.md, its charts and README.md's performance table.
 bench:
-	@if [ -f bench/Makefile ]; then \
-	  $(MAKE) -C bench; \
-	else \
-	  $(GO) test -run '^$$' -bench . -benchmem $(GOTEST_PKGS); \
-	fi
+	$(MAKE) -C bench
 
 # The behavioural eval (bench/eval/README.md): against the provider whose key is set, else the
 # scripted mock. EVAL_FLAGS passes flags, e.g. EVAL_FLAGS='-api openai_responses -model gpt-4.1'.

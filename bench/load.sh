@@ -2,10 +2,17 @@
 # Load comparison of shepherd against the mock provider direct and against
 # nginx (proxy_pass, buffering off), non-streaming and streaming, Anthropic
 # and OpenAI Chat, in one run: saturation (wrk), open loop at a fixed rate,
-# per-event forwarding delay, idle streams. See bench/README.md for what is
-# measured and how to read the tables.
+# per-event forwarding delay, history size (agent sessions resending a
+# growing history), idle streams. See bench/README.md for what is measured
+# and how to read the tables.
 #
-# Usage: bash bench/load.sh            (or: make -C bench load)
+# Usage: bash bench/load.sh            (or: make -C bench load; `make bench` at the
+#                                       repository root runs the Go benchmarks, then this)
+#
+# It installs wrk and nginx-light with apt-get when they are missing (as
+# root), prints "[k/N] phase workload target ..." before every run, and
+# writes the report to bench/results/<UTC date>.md (and latest.md), the
+# charts next to it, and the README's performance table.
 #
 # Settings (environment):
 #   DURATION=10s      wrk duration of each measured run (DURATION=3s: smoke run)
@@ -37,8 +44,20 @@
 #   EVENTDELAY_RATE=20        streams/s of the per-event delay runs (50 events each)
 #   EVENTDELAY_DURATION=5s    measured time of each per-event delay run
 #   EVENTDELAY_WARMUP=1s      unmeasured time before it
-#   CHART=bench/results/latency.svg  where the SVG chart of the open-loop (and per-event
-#                     delay) percentiles is copied ("" to skip; default "" when RESULTS is "")
+#   HISTORY=1         then a history-size phase: benchtool history per size × target, agent
+#                     sessions whose every request is the previous one plus a tool round trip
+#                     (the non-streaming agent request grown to each size), first at a fixed
+#                     rate (open loop: added latency), then closed loop (throughput) (0: skip)
+#   HISTORY_SIZES="50k 250k 500k 1m"  the first request's size in each session (binary units)
+#   HISTORY_TARGETS   default: those of direct nginx shepherd shepherd-hooks in TARGETS
+#   HISTORY_RATE=50           requests/s of the open loop
+#   HISTORY_SESSIONS=4        open loop: sessions the requests go to in turn (each waits for its
+#                     previous reply, as an agent does)
+#   HISTORY_GROWTH=16         requests per session after its first (then a new session)
+#   HISTORY_DURATION=5s       measured time of each open loop
+#   HISTORY_WARMUP=1s         unmeasured time before each loop
+#   HISTORY_CONNECTIONS=4     closed loop: sessions sending back to back (0: no closed loop)
+#   HISTORY_CLOSED_DURATION=3s  measured time of each closed loop
 #   IDLE=1            last, a memory phase: benchtool idle holds N streams open through a
 #                     fresh shepherd (hooks off, then on) in front of a fresh mock that holds
 #                     every stream after its first event (pinging), and reads the proxy's
@@ -50,8 +69,15 @@
 #   IDLE_TIMEOUT=60s  for all N to receive their first event
 #   IDLE_MOCK_HOLD=180s IDLE_MOCK_PING=2s  the idle mock's -hold and -ping
 #   OUT=bench/out     raw wrk outputs, logs, results.tsv, openloop.tsv, eventdelay.tsv,
-#                     idle.tsv, latency.svg (gitignored)
-#   RESULTS=bench/results/latest.md   the committed copy of the report ("" to skip)
+#                     history.tsv, idle.tsv, the report and charts (gitignored)
+#   RESULTS=bench/results/latest.md   the committed copy of the report ("" to skip); a
+#                     second copy goes next to it as <UTC date>.md, with the charts
+#                     <date>.svg (history and throughput) and <date>-latency.svg (open-loop
+#                     percentiles), copied to latest.svg and latency.svg
+#   README=auto       rewrite the table between <!-- bench:begin --> and <!-- bench:end --> in
+#                     the repository's README.md from this run: auto = when RESULTS is saved,
+#                     1 = always, 0 = never
+#   SMOKE=0           1: label the report and the README table as a smoke run (make -C bench smoke)
 #
 # The mock serves one reply shape per process, so each shape (the default
 # one, the ~300-event agent stream, the stamped stream) gets a "fleet": its
@@ -84,6 +110,15 @@ EVENTDELAY=${EVENTDELAY:-1}
 EVENTDELAY_RATE=${EVENTDELAY_RATE:-20}
 EVENTDELAY_DURATION=${EVENTDELAY_DURATION:-5s}
 EVENTDELAY_WARMUP=${EVENTDELAY_WARMUP:-1s}
+HISTORY=${HISTORY:-1}
+HISTORY_SIZES=${HISTORY_SIZES:-50k 250k 500k 1m}
+HISTORY_RATE=${HISTORY_RATE:-50}
+HISTORY_SESSIONS=${HISTORY_SESSIONS:-4}
+HISTORY_GROWTH=${HISTORY_GROWTH:-16}
+HISTORY_DURATION=${HISTORY_DURATION:-5s}
+HISTORY_WARMUP=${HISTORY_WARMUP:-1s}
+HISTORY_CONNECTIONS=${HISTORY_CONNECTIONS:-4}
+HISTORY_CLOSED_DURATION=${HISTORY_CLOSED_DURATION:-3s}
 IDLE=${IDLE:-1}
 IDLE_STREAMS=${IDLE_STREAMS:-1000 10000}
 IDLE_TARGETS=${IDLE_TARGETS:-shepherd shepherd-hooks}
@@ -93,8 +128,10 @@ IDLE_MOCK_HOLD=${IDLE_MOCK_HOLD:-180s}
 IDLE_MOCK_PING=${IDLE_MOCK_PING:-2s}
 OUT=${OUT:-$here/out}
 RESULTS=${RESULTS-$here/results/latest.md}
-CHART=${CHART-${RESULTS:+$(dirname "$RESULTS")/latency.svg}}
+README=${README:-auto}
+SMOKE=${SMOKE:-0}
 GO=${GO:-go}
+STAMP=$(date -u +%Y-%m-%d)
 
 log() { printf '== %s\n' "$*" >&2; }
 die() { printf 'load.sh: %s\n' "$*" >&2; exit 1; }
@@ -102,11 +139,15 @@ die() { printf 'load.sh: %s\n' "$*" >&2; exit 1; }
 # --- tools ------------------------------------------------------------------
 
 find_nginx() { command -v nginx 2>/dev/null || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true; }
-if ! command -v wrk >/dev/null || ! command -v hey >/dev/null || [ -z "$(find_nginx)" ]; then
-  [ "$(id -u)" = 0 ] || die "wrk, hey and nginx are needed: apt-get install -y wrk hey nginx-light (as root)"
-  log "installing wrk hey nginx-light"
+missing=()
+command -v wrk >/dev/null || missing+=(wrk)
+[ -n "$(find_nginx)" ] || missing+=(nginx-light)
+if [ "${#missing[@]}" -gt 0 ]; then
+  [ "$(id -u)" = 0 ] || die "${missing[*]} needed: apt-get install -y ${missing[*]} (as root)"
+  log "installing ${missing[*]} (apt-get)"
   apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk hey nginx-light >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  command -v wrk >/dev/null || die "wrk not found after install"
 fi
 NGINX=$(find_nginx)
 [ -n "$NGINX" ] || die "nginx not found after install"
@@ -202,6 +243,23 @@ fleets=()
 add_fleet() { [[ " ${fleets[*]} " == *" $1 "* ]] || fleets+=("$1"); }
 for wl in "${workloads[@]}"; do add_fleet "${wl_mock[$wl]}"; done
 if [ "$EVENTDELAY" != 0 ]; then add_fleet "${wl_mock[stamped]}"; fi
+# The history phase sends the non-streaming agent request, grown: agent50k's fleet.
+if [ "$HISTORY" != 0 ]; then add_fleet "${wl_mock[agent50k]}"; fi
+
+# The history phase's targets: those of TARGETS it measures, unless given.
+if [ -z "${HISTORY_TARGETS+x}" ]; then
+  HISTORY_TARGETS=""
+  for t in direct nginx shepherd shepherd-hooks; do
+    if has_target "$t"; then HISTORY_TARGETS+="${HISTORY_TARGETS:+ }$t"; fi
+  done
+fi
+read -ra history_targets <<<"$HISTORY_TARGETS"
+read -ra history_sizes <<<"$HISTORY_SIZES"
+for t in "${history_targets[@]}"; do has_target "$t" || die "HISTORY_TARGETS: $t is not in TARGETS"; done
+if [ "$HISTORY" != 0 ] && { [ "${#history_targets[@]}" = 0 ] || [ "${#history_sizes[@]}" = 0 ]; }; then
+  log "history phase skipped: no HISTORY_TARGETS or HISTORY_SIZES"
+  HISTORY=0
+fi
 
 # Every port at once (8 per fleet and Redis's), so none is handed out twice.
 read -ra ports <<<"$("$bt" ports $((8 * ${#fleets[@]} + 1)) | tr '\n' ' ')"
@@ -477,6 +535,23 @@ measure() {
 # noisy LINE: whether a results line's other_pct exceeds NOISE_MAX.
 noisy() { awk -v o="$(cut -f15 <<<"$1")" -v m="$NOISE_MAX" 'BEGIN { exit !(o != "nan" && o + 0 > m + 0) }'; }
 
+# --- progress -------------------------------------------------------------------
+
+# Every run (wrk warm-up or round, open-loop, per-event delay, history and
+# idle run) is one step; progress prints "[k/N] what (elapsed)" before each.
+read -ra idle_targets <<<"$IDLE_TARGETS"
+read -ra idle_streams <<<"$IDLE_STREAMS"
+steps_total=$((${#workloads[@]} * ${#targets[@]} * (1 + ROUNDS)))
+if [ "$OPENLOOP" != 0 ]; then steps_total=$((steps_total + ${#workloads[@]} * ${#targets[@]})); fi
+if [ "$EVENTDELAY" != 0 ]; then steps_total=$((steps_total + ${#targets[@]})); fi
+if [ "$HISTORY" != 0 ]; then steps_total=$((steps_total + ${#history_sizes[@]} * ${#history_targets[@]})); fi
+if [ "$IDLE" != 0 ]; then steps_total=$((steps_total + ${#idle_streams[@]} * ${#idle_targets[@]})); fi
+step_no=0
+progress() {
+  step_no=$((step_no + 1))
+  printf '[%d/%d] %s  (%dm%02ds elapsed)\n' "$step_no" "$steps_total" "$*" $((SECONDS / 60)) $((SECONDS % 60)) >&2
+}
+
 # --- the run ------------------------------------------------------------------
 
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -494,6 +569,7 @@ log "${#workloads[@]} workloads × ${#targets[@]} targets × $ROUNDS rounds × $
 
 for wl in "${workloads[@]}"; do
   for t in "${targets[@]}"; do
+    progress "saturation $wl $t: warm-up $WARMUP"
     run_wrk "$wl" "$t" "$WARMUP" "$OUT/raw/$wl-$t-warmup.txt" >/dev/null
   done
   # Interleave the targets within a workload and rotate their order every
@@ -502,6 +578,7 @@ for wl in "${workloads[@]}"; do
     n=${#targets[@]}
     for ((i = 0; i < n; i++)); do
       t=${targets[(i + r - 1) % n]}
+      progress "saturation $wl $t: round $r/$ROUNDS, $DURATION at $CONNECTIONS connections"
       line=$(measure "$wl" "$t" "$r")
       # Other processes took more than NOISE_MAX % of the machine: run it
       # again (up to NOISE_RETRIES times) and keep the quietest attempt.
@@ -534,6 +611,7 @@ if [ "$OPENLOOP" != 0 ]; then
     if [ "${wl_stream[$wl]}" = 1 ]; then rate=$OPENLOOP_STREAM_RATE stream=(-stream); fi
     # The targets interleaved, one run each (same order as the saturation runs).
     for t in "${targets[@]}"; do
+      progress "open loop $wl $t: $rate/s for $OPENLOOP_DURATION"
       raw="$OUT/raw/$wl-$t-openloop.txt"
       "${on_load_cpu[@]}" "$bt" openloop -rate "$rate" -duration "$OPENLOOP_DURATION" -warmup "$OPENLOOP_WARMUP" \
         -body "$tmp/bodies/$wl.json" -headers "$tmp/bodies/$wl.headers" "${stream[@]}" \
@@ -571,6 +649,7 @@ if [ "$EVENTDELAY" != 0 ]; then
   ed_fleet=${wl_mock[stamped]}
   log "per-event delay: ${#targets[@]} targets × $EVENTDELAY_DURATION (+ $EVENTDELAY_WARMUP warm-up) at $EVENTDELAY_RATE streams/s"
   for t in "${targets[@]}"; do
+    progress "per-event delay $t: $EVENTDELAY_RATE streams/s for $EVENTDELAY_DURATION"
     raw="$OUT/raw/eventdelay-$t.txt"
     "${on_load_cpu[@]}" "$bt" openloop -rate "$EVENTDELAY_RATE" -duration "$EVENTDELAY_DURATION" -warmup "$EVENTDELAY_WARMUP" \
       -body "$tmp/bodies/stamped.json" -headers "$tmp/bodies/stamped.headers" -stamped \
@@ -589,17 +668,62 @@ if [ "$EVENTDELAY" != 0 ]; then
   done
 fi
 
-# --- chart ------------------------------------------------------------------------
+# --- history size -----------------------------------------------------------------
 
-# The open-loop percentiles (and the per-event delay) as an SVG, from the
-# TSVs above.
-chart=$OUT/latency.svg
+# Agent sessions resend their whole history every turn: each request is the
+# previous body plus one tool round trip, so a proxy that remembers what a
+# session sent can work on the new tail only (wrk's one fixed body cannot
+# show that). Per size, the targets interleaved; benchtool history grows the
+# agent request to the size, runs the open loop (HISTORY_SESSIONS sessions
+# in turn, each waiting for its previous reply; a session's first request,
+# which the proxy has not seen, is kept out of the warm percentiles: cold_p50)
+# and then the closed loop (HISTORY_CONNECTIONS sessions back to back).
+history=$OUT/history.tsv
+if [ "$HISTORY" != 0 ]; then
+  printf 'size\ttarget\tbytes\tturns\trate\tsent\terrors\tp50_us\tp90_us\tp99_us\tp999_us\tmax_us\tcold_p50_us\tconnections\trps\tclosed_errors\tclosed_p50_us\tclosed_p99_us\n' >"$history"
+  h_fleet=${wl_mock[agent50k]}
+  log "history size: ${history_sizes[*]} × ${history_targets[*]}: open loop $HISTORY_RATE/s for $HISTORY_DURATION, closed loop $HISTORY_CONNECTIONS sessions for $HISTORY_CLOSED_DURATION (+ $HISTORY_WARMUP warm-up each)"
+  for size in "${history_sizes[@]}"; do
+    for t in "${history_targets[@]}"; do
+      progress "history $size $t: open loop $HISTORY_RATE/s for $HISTORY_DURATION, closed loop $HISTORY_CONNECTIONS sessions for $HISTORY_CLOSED_DURATION"
+      raw="$OUT/raw/history-$size-$t.txt"
+      "${on_load_cpu[@]}" "$bt" history -size "$size" -growth "$HISTORY_GROWTH" -sessions "$HISTORY_SESSIONS" \
+        -rate "$HISTORY_RATE" -duration "$HISTORY_DURATION" -warmup "$HISTORY_WARMUP" \
+        -connections "$HISTORY_CONNECTIONS" -closed-duration "$HISTORY_CLOSED_DURATION" \
+        -headers "$tmp/bodies/agent50k.headers" "${target_url[$h_fleet/$t]}${wl_path[agent50k]}" >"$raw" 2>&1 ||
+        { cat "$raw" >&2; die "benchtool history failed on $size → $t"; }
+      res=$(grep '^HISTORY ' "$raw") || die "no HISTORY line in $raw"
+      row=("$size" "$t")
+      for f in bytes turns rate sent errors p50_us p90_us p99_us p999_us max_us cold_p50_us connections rps closed_errors closed_p50_us closed_p99_us; do
+        v=$(field "$f" <<<"$res")
+        row+=("${v:--}")
+      done
+      (IFS=$'\t'; printf '%s\n' "${row[*]}") >>"$history"
+      log "$(printf '%-5s %-14s %7s B: open loop p50 %6s µs  p99 %7s µs  cold p50 %6s µs  errors %s;  closed loop %s req/s  errors %s' \
+        "$size" "$t" "$(field bytes <<<"$res")" "$(field p50_us <<<"$res")" "$(field p99_us <<<"$res")" \
+        "$(field cold_p50_us <<<"$res")" "$(field errors <<<"$res")" "$(field rps <<<"$res")" "$(field closed_errors <<<"$res")")"
+    done
+  done
+fi
+
+# --- charts -------------------------------------------------------------------------
+
+# The open-loop percentiles (and the per-event delay) as an SVG; the added
+# latency by history size with the throughput ÷ nginx as another. The
+# report links them by the names they get next to RESULTS.
+latency_svg=$OUT/latency.svg summary_svg=$OUT/summary.svg
+latency_name=$STAMP-latency.svg summary_name=$STAMP.svg
 if [ "$OPENLOOP" != 0 ]; then
   chart_args=()
   if [ "$EVENTDELAY" != 0 ]; then chart_args=(-eventdelay "$eventdelay"); fi
-  "$bt" chart -o "$chart" -title "shepherd bench: latency percentiles per target ($started, $(nproc) CPUs)" \
+  "$bt" chart -o "$latency_svg" -title "shepherd bench: latency percentiles per target ($started, $(nproc) CPUs)" \
     "${chart_args[@]}" "$openloop"
-  log "chart written to $chart"
+  log "chart written to $latency_svg"
+fi
+if [ "$HISTORY" != 0 ]; then
+  "$bt" history-chart -o "$summary_svg" -results "$results" \
+    -title "shepherd bench: added latency by history size, and throughput ($started, $(nproc) CPUs)" "$history"
+  log "chart written to $summary_svg"
 fi
 
 # --- idle streams: memory per open stream ---------------------------------------
@@ -684,12 +808,11 @@ idle_run() {
 }
 
 if [ "$IDLE" != 0 ]; then
-  read -ra idle_targets <<<"$IDLE_TARGETS"
-  read -ra idle_streams <<<"$IDLE_STREAMS"
   printf 'target\tstreams\topen\tfailed\trss_before_kb\trss_open_kb\tper_stream_kb\n' >"$idle"
   log "idle streams: ${idle_targets[*]} × N in ${idle_streams[*]} (file limit $(ulimit -Hn) per process; a proxy needs 2 per stream)"
   for n in "${idle_streams[@]}"; do
     for t in "${idle_targets[@]}"; do
+      progress "idle streams $t: $n streams"
       idle_run "$t" "$n" >>"$idle"
     done
   done
@@ -704,10 +827,15 @@ fi
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 cpu_mhz=$(sed -n 's/^cpu MHz[[:space:]]*: \([0-9]*\).*/\1/p' /proc/cpuinfo | head -1)
 report=$OUT/latest.md
+smoke_note=""
+if [ "$SMOKE" = 1 ]; then
+  smoke_note="Smoke run (\`make -C bench smoke\`: short runs, one round): it shows that every phase works, not the reference numbers."
+fi
 {
   echo "# Load comparison: direct vs nginx vs shepherd"
   echo
   echo "Generated by \`bench/load.sh\` on $started (commit $commit)."
+  if [ -n "$smoke_note" ]; then echo; echo "**$smoke_note**"; fi
   echo
   echo "- Machine: $(nproc) CPUs ($cpu_model, $cpu_mhz MHz), $(uname -sr), $("$GO" env GOVERSION), load average at start $loadavg"
   echo "- Tools: $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2), $("$NGINX" -v 2>&1 | sed 's/.*: //') (worker_processes $NGINX_WORKERS)"
@@ -737,10 +865,9 @@ report=$OUT/latest.md
     echo "benchtool openloop: POST requests at a fixed rate ($OPENLOOP_RATE/s; streams $OPENLOOP_STREAM_RATE/s), each on its own goroutine over a shared keep-alive pool, $OPENLOOP_DURATION per target after $OPENLOOP_WARMUP warm-up, one run per target (same pinning as wrk). Latency is measured from each request's *scheduled* time (coordinated omission counted) to the end of the reply; exact percentiles of all samples. \"added\" is target − direct in µs; TTFB is to the first body byte; event gap is the time between consecutive SSE events as the client reads them. Absolute latencies include the generator's own lateness in sending (Go timers sleep in whole milliseconds below 1 ms; \`lag_p50_us\` in \`bench/out/raw/*-openloop.txt\`), common to all targets: read the added columns."
     echo
     "$bt" openloop-report "$openloop"
-    if [ -n "$CHART" ] && [ -n "$RESULTS" ] && [ "$(dirname "$CHART")" = "$(dirname "$RESULTS")" ]; then
-      echo
-      echo "![Open-loop latency percentiles per target](latency.svg)"
-    fi
+    echo
+    echo "![Open-loop latency percentiles per target]($latency_name)"
+
   fi
   if [ "$EVENTDELAY" != 0 ]; then
     echo
@@ -749,6 +876,16 @@ report=$OUT/latest.md
     echo "benchtool openloop -stamped: $EVENTDELAY_RATE streams/s for $EVENTDELAY_DURATION per target after $EVENTDELAY_WARMUP warm-up, the small stream request to a mock that sends $(workload_events stamped) events $(sed 's/.*-delay \([^ ]*\).*/\1/' "$tmp/bodies/mock-stamped.args") apart and writes into each text delta the time it hands that event to its connection (Unix ns). For every text delta the client records the time it has read the event minus the stamped time: the one-way delay of that event, mock → (proxy →) client, on one clock. direct is the floor (the mock's write, the loopback, the client's read); \"added\" is target − direct, what the proxy adds to each event. Target (issue 6): each event forwarded within 100 µs (p99), i.e. added p99 ≤ 100."
     echo
     "$bt" eventdelay-report "$eventdelay"
+  fi
+  if [ "$HISTORY" != 0 ]; then
+    echo
+    echo "## History size: added latency and throughput as the history grows"
+    echo
+    echo "benchtool history: agent sessions that resend their whole history every turn. A session's first request is the non-streaming agent request grown to the size (its system prompt, tools and task, then tool round trips of ~1.1 KB); each of its next $HISTORY_GROWTH requests is the previous body plus one round trip (the messages so far byte for byte), then a new session starts, as another agent: sessions share the system prompt and tools and differ from the first message on (its task is tagged with the agent). Open loop: $HISTORY_RATE requests/s for $HISTORY_DURATION after $HISTORY_WARMUP warm-up, to $HISTORY_SESSIONS sessions in turn, each request sent once its session's previous reply is in (as an agent does), latency from its scheduled time. A session's first request, whose history the proxy has not seen, is kept out of the percentiles (cold p50). Closed loop: $HISTORY_CONNECTIONS sessions sending back to back for $HISTORY_CLOSED_DURATION after $HISTORY_WARMUP warm-up; req/s counts every completed request, first ones included. Same pinning as wrk. \"added\" is target − direct in µs, \"vs nginx\" target − nginx. Target (issue 19): at 1 MB, shepherd's added p50 within 150 µs of nginx's."
+    echo
+    "$bt" history-report "$history"
+    echo
+    echo "![Added p50 by history size, and throughput relative to nginx]($summary_name)"
   fi
   if [ "$IDLE" != 0 ]; then
     echo
@@ -762,12 +899,29 @@ report=$OUT/latest.md
 
 cat "$report"
 if [ -n "$RESULTS" ]; then
-  mkdir -p "$(dirname "$RESULTS")"
+  rdir=$(dirname "$RESULTS")
+  mkdir -p "$rdir"
   cp "$report" "$RESULTS"
-  log "table written to $RESULTS; raw wrk outputs in $OUT/raw"
+  cp "$report" "$rdir/$STAMP.md"
+  if [ -f "$latency_svg" ]; then cp "$latency_svg" "$rdir/$latency_name" && cp "$latency_svg" "$rdir/latency.svg"; fi
+  if [ -f "$summary_svg" ]; then cp "$summary_svg" "$rdir/$summary_name" && cp "$summary_svg" "$rdir/latest.svg"; fi
+  log "report written to $rdir/$STAMP.md and $RESULTS, charts to $rdir/$summary_name and $rdir/$latency_name; raw outputs in $OUT/raw"
+else
+  log "report in $OUT/latest.md, charts $summary_svg and $latency_svg (RESULTS empty: not saved)"
 fi
-if [ -n "$CHART" ] && [ -f "$chart" ]; then
-  mkdir -p "$(dirname "$CHART")"
-  cp "$chart" "$CHART"
-  log "chart written to $CHART"
+
+# The README's performance table, from the history phase (and the
+# saturation runs).
+if [ "$README" = auto ]; then
+  if [ -n "$RESULTS" ]; then README=1; else README=0; fi
+fi
+if [ "$README" = 1 ] && [ "$HISTORY" != 0 ]; then
+  rdir=$(cd "$(dirname "${RESULTS:-.}")" 2>/dev/null && pwd || true)
+  report_ref="$rdir/$STAMP.md"
+  if [[ $rdir == "$root"/* ]]; then report_ref="[${rdir#"$root"/}/$STAMP.md](${rdir#"$root"/}/$STAMP.md)"; fi
+  note="From \`make bench\` on $started, commit $commit, $(nproc) CPUs ($cpu_model), load average at start $loadavg; report: $report_ref."
+  if [ -z "$RESULTS" ]; then note="From \`bench/load.sh\` on $started, commit $commit, $(nproc) CPUs ($cpu_model), load average at start $loadavg; report not saved."; fi
+  if [ -n "$smoke_note" ]; then note="**$smoke_note** $note"; fi
+  "$bt" readme -history "$history" -results "$results" -note "$note" "$root/README.md"
+  log "README.md performance table rewritten"
 fi

@@ -12,8 +12,6 @@ import (
 	"github.com/klauspost/compress/zstd"
 	brotli "github.com/molecule-man/go-brrr"
 	"github.com/valyala/fasthttp"
-
-	"github.com/shepherd-proxy/shepherd/rewrite"
 )
 
 // maxContentCodings bounds the codings one request may stack.
@@ -24,11 +22,11 @@ const maxContentCodings = 3
 // deflate, br or zstd (or a list of them) is decoded first, to at most
 // limit bytes, and the request is left carrying the decoded body without
 // Content-Encoding (fasthttp writes the upstream request's Content-Length
-// from the body), so what shepherd read is what the upstream reads; and a
-// body whose top-level object repeats a key is refused. Errors:
-// errBodyTooLarge (413) over limit, errUnsupportedEncoding (415),
-// errBadEncoding (400), rewrite.ErrMalformed (400). Other routes' bodies pass
-// as sent.
+// from the body), so what shepherd read is what the upstream reads. (A body
+// whose top-level object repeats a key is refused when it is parsed:
+// rewrite.ParseIndexedWith.) Errors: errBodyTooLarge (413) over limit,
+// errUnsupportedEncoding (415), errBadEncoding (400). Other routes' bodies
+// pass as sent.
 func requestBody(ctx *fasthttp.RequestCtx, rt route, limit int) ([]byte, error) {
 	body := ctx.PostBody()
 	if !rt.inspect {
@@ -42,9 +40,6 @@ func requestBody(ctx *fasthttp.RequestCtx, rt route, limit int) ([]byte, error) 
 		ctx.Request.Header.Del(fasthttp.HeaderContentEncoding)
 		ctx.Request.SetBodyRaw(decoded)
 		body = decoded
-	}
-	if err := rewrite.CheckDuplicateKeys(body); err != nil {
-		return nil, err
 	}
 	return body, nil
 }

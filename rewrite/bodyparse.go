@@ -9,16 +9,13 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// This file holds the byte-level JSON helpers every codec uses: aliasing-free
-// reads from gjson results and splices that edit a body without touching the
-// bytes around the edit.
-
 // This file holds how codecs read bodies: validation that reports errors
 // wrapping ErrMalformed or ErrMalformedReply, field type checks that name
 // the offending field, and small text helpers shared by the codecs.
 
-// ParseIndexed validates a request body (an error wrapping ErrMalformed
-// when it is not valid JSON or not an object) and indexes its top level.
+// ParseIndexed validates a request body and indexes its top level. The
+// error wraps ErrMalformed when the body is not valid JSON, not an object,
+// or repeats a top-level key (duplicateKeyError).
 func ParseIndexed(body []byte) (gjson.Result, *jsonkit.Index, error) {
 	return ParseIndexedWith(nil, body)
 }
@@ -38,6 +35,9 @@ func ParseIndexedWith(views *ViewCache, body []byte) (gjson.Result, *jsonkit.Ind
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
 		return gjson.Result{}, nil, fmt.Errorf("%w: body must be a JSON object", ErrMalformed)
+	}
+	if err := duplicateKeyError(idx); err != nil {
+		return gjson.Result{}, nil, err
 	}
 	return root, idx, nil
 }

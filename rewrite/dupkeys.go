@@ -6,19 +6,17 @@ import (
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
-// CheckDuplicateKeys returns an error wrapping ErrMalformed, naming the key,
-// SideIf the top-level object of body has a member name twice (after JSON
-// unescaping, so "mod\u0065l" repeats "model"). RFC 8259 leaves such
+// duplicateKeyError returns an error wrapping ErrMalformed, naming the
+// key, when the top-level object idx indexed has a member name twice (after
+// JSON unescaping, so "mod\u0065l" repeats "model"). RFC 8259 leaves such
 // objects' meaning open and readers disagree: providers keep the last
 // member while gjson, and so shepherd's hooks, read and edit the first. A
 // request shepherd would see one way and the upstream another is refused.
 //
-// It reads only the top level: one pass that skips member values by their
-// brackets and quotes (jsonkit.EachMember), so a 50 KB body costs a few microseconds.
-// Input that is not a JSON object, or is malformed, returns nil: validation
-// reports that.
-func CheckDuplicateKeys(body []byte) error {
-	if key, dup := jsonkit.DuplicateTopLevelKey(jsonkit.UnsafeString(body)); dup {
+// It reads only the keys the validator recorded in the index, so it costs
+// nothing that grows with the body.
+func duplicateKeyError(idx *jsonkit.Index) error {
+	if key, dup := idx.DuplicateKey(); dup {
 		if printableKey(key) {
 			return fmt.Errorf("%w: duplicate top-level key %q", ErrMalformed, key)
 		}

@@ -6,12 +6,21 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/shepherd-proxy/shepherd/bench/workload"
-	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
-func TestCheckDuplicateKeys(t *testing.T) {
+// dupKeyErr is ParseIndexed's verdict on body's keys: its error when that
+// names a duplicate key, else nil (other malformations are not the subject).
+func dupKeyErr(body []byte) error {
+	_, _, err := ParseIndexed(body)
+	if err != nil && strings.Contains(err.Error(), "duplicate top-level key") {
+		return err
+	}
+	return nil
+}
+
+// TestDuplicateKeys: ParseIndexed refuses a body whose root object repeats
+// a member name, after unescaping, and accepts repeats below the root.
+func TestDuplicateKeys(t *testing.T) {
 	many := func(n int, dup bool) string {
 		var b strings.Builder
 		b.WriteString("{")
@@ -45,7 +54,7 @@ func TestCheckDuplicateKeys(t *testing.T) {
 		{``, ""},
 	}
 	for _, c := range cases {
-		err := CheckDuplicateKeys([]byte(c.body))
+		err := dupKeyErr([]byte(c.body))
 		switch {
 		case c.key == "" && err != nil:
 			t.Errorf("%s: %v; want accepted", c.body, err)
@@ -55,15 +64,15 @@ func TestCheckDuplicateKeys(t *testing.T) {
 	}
 }
 
-// FuzzCheckDuplicateKeys holds the scanner to encoding/json's reading of
+// FuzzDuplicateKeys holds the index's check to encoding/json's reading of
 // valid documents: it reports a duplicate exactly when the root object's
 // decoded member names repeat.
-func FuzzCheckDuplicateKeys(f *testing.F) {
+func FuzzDuplicateKeys(f *testing.F) {
 	for _, s := range []string{`{"a":1,"a":2}`, `{"a":{"a":1},"b":[1,"a"]}`, `{"\u0061":1,"a":2}`, `{}`, `{"a":"\\","b":"\""}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		err := CheckDuplicateKeys([]byte(s))
+		err := dupKeyErr([]byte(s))
 		if !json.Valid([]byte(s)) || !utf8.ValidString(s) {
 			return // anything but a panic or a hang
 		}
@@ -95,25 +104,21 @@ func FuzzCheckDuplicateKeys(f *testing.F) {
 	})
 }
 
-// BenchmarkCheckDuplicateKeys measures the scan on a 30-turn agent request
-// next to the validation every parsed request already pays.
-func BenchmarkCheckDuplicateKeys(b *testing.B) {
-	body := workload.AnthropicAgent(30, false)
-	b.Run("dupkeys", func(b *testing.B) {
-		b.SetBytes(int64(len(body)))
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := CheckDuplicateKeys(body); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("validJSON", func(b *testing.B) {
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			if !jsonkit.Valid(body) {
-				b.Fatal("invalid")
-			}
-		}
-	})
+// TestDuplicateKeysThroughMemo: a repeated key added after the conversation
+// of a body the index memo resumes from is still refused, and the body
+// before it still accepted.
+func TestDuplicateKeysThroughMemo(t *testing.T) {
+	views := NewViewCache(64 << 20)
+	base := memoConversation(12, "")
+	if _, _, err := ParseIndexedWith(views, base); err != nil {
+		t.Fatal(err)
+	}
+	dup := append(base[:len(base)-1:len(base)-1], `,"model":"other"}`...)
+	_, _, err := ParseIndexedWith(views, dup)
+	if err == nil || !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), `"model"`) {
+		t.Fatalf("duplicate after a resumed conversation: %v; want ErrMalformed naming model", err)
+	}
+	if _, _, err := ParseIndexedWith(views, memoConversation(13, "")); err != nil {
+		t.Fatalf("the grown body without a duplicate: %v", err)
+	}
 }

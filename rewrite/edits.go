@@ -17,6 +17,13 @@ type EditOps struct {
 	AppendSystem func(body []byte, texts []string) ([]byte, error)
 	AppendUser   func(body []byte, texts []string) ([]byte, error)
 	SetMax       func(body []byte, n int64) ([]byte, error)
+	// Parsed is the request's memory of the body it parsed (nil: none).
+	// ToolsKey, SystemKey and MaxKey name the root member AddTools,
+	// AppendSystem and SetMax edit when that member exists and they edit
+	// nothing else ("": not so); the ops run through Parsed.EditMembers,
+	// each on its member alone, with one copy of the body for them all.
+	Parsed                      *Parsed
+	ToolsKey, SystemKey, MaxKey string
 }
 
 // ApplyEdits applies e to body with ops: tools, system, user text, output
@@ -25,33 +32,24 @@ func ApplyEdits(body []byte, e conv.RequestEdits, ops EditOps) ([]byte, error) {
 	if e.Empty() {
 		return body, nil
 	}
-	out := body
-	var err error
+	var steps []MemberOp
 	if len(e.AddTools) > 0 {
 		items, err := renderTools(e.AddTools, ops.RenderTool)
 		if err != nil {
 			return nil, err
 		}
-		if out, err = ops.AddTools(out, items); err != nil {
-			return nil, err
-		}
+		steps = append(steps, MemberOp{ops.ToolsKey, func(b []byte) ([]byte, error) { return ops.AddTools(b, items) }})
 	}
 	if len(e.AppendSystem) > 0 {
-		if out, err = ops.AppendSystem(out, e.AppendSystem); err != nil {
-			return nil, err
-		}
+		steps = append(steps, MemberOp{ops.SystemKey, func(b []byte) ([]byte, error) { return ops.AppendSystem(b, e.AppendSystem) }})
 	}
 	if len(e.AppendUserText) > 0 {
-		if out, err = ops.AppendUser(out, e.AppendUserText); err != nil {
-			return nil, err
-		}
+		steps = append(steps, MemberOp{"", func(b []byte) ([]byte, error) { return ops.AppendUser(b, e.AppendUserText) }})
 	}
 	if e.SetMaxOutputTokens > 0 {
-		if out, err = ops.SetMax(out, e.SetMaxOutputTokens); err != nil {
-			return nil, err
-		}
+		steps = append(steps, MemberOp{ops.MaxKey, func(b []byte) ([]byte, error) { return ops.SetMax(b, e.SetMaxOutputTokens) }})
 	}
-	return out, nil
+	return ops.Parsed.EditMembers(body, steps)
 }
 
 // AppendTools returns an AddTools that appends to the top-level array key,

@@ -16,14 +16,17 @@ import (
 // conversation element (jsonkit.ValidIndexedFrom), so a candidate that
 // shares little, or nothing, only costs the comparison.
 //
-// Bodies below indexMemoMinBytes are validated whole (it costs a few tens
-// of microseconds). An entry is taken out while a request uses it and put
+// The key hashes a prefix whose length is the largest power of two up to
+// half the body, at most indexMemoKeyBytes: as a conversation grows, its
+// key changes only when its length crosses a power of two (one miss), and
+// the keyed bytes stay in the part agents never rewrite. Bodies below
+// indexMemoMinBytes are validated whole (a few microseconds). An entry is taken out while a request uses it and put
 // back for the new body, whose copy recycles the entry's buffer: only the
 // bytes past the shared prefix are copied. Memory is bounded in bytes,
 // least recently used first out.
 
 const (
-	indexMemoMinBytes = 64 << 10
+	indexMemoMinBytes = 8 << 10
 	indexMemoKeyBytes = 32 << 10
 )
 
@@ -59,7 +62,7 @@ func (m *indexMemo) validIndexed(body []byte) (*jsonkit.Index, bool) {
 	if m == nil || len(body) < indexMemoMinBytes {
 		return jsonkit.ValidIndexed(body)
 	}
-	key := xxhash.Sum64(body[:indexMemoKeyBytes])
+	key := xxhash.Sum64(body[:memoKeyLen(len(body))])
 	prev := m.take(key)
 	if prev == nil {
 		idx, ok := jsonkit.ValidIndexed(body)
@@ -78,4 +81,14 @@ func (m *indexMemo) validIndexed(body []byte) (*jsonkit.Index, bool) {
 	c := append(prev.body[:n], body[n:]...) // ours: taken out of the memo
 	m.put(&indexMemoEntry{key: key, body: c, idx: idx.Rebase(c)})
 	return idx, ok
+}
+
+// memoKeyLen is how many leading bytes of an n-byte body its memo key
+// hashes: the largest power of two up to n/2, at most indexMemoKeyBytes.
+func memoKeyLen(n int) int {
+	k := indexMemoKeyBytes
+	for k > n/2 {
+		k >>= 1
+	}
+	return k
 }

@@ -1,8 +1,6 @@
 package rewrite
 
 import (
-	"fmt"
-
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/tidwall/gjson"
 )
@@ -44,33 +42,17 @@ func PeekRequest(api *Descriptor, body []byte) (SessionHints, error) {
 	return PeekRequestWith(nil, api, body)
 }
 
-// PeekRequestWith is PeekRequest through views' index memo (ParseIndexedWith)
-// for a body large enough for the memo to keep: a body that extends one
-// seen before is validated from where they differ, and the members are
-// read from the index instead of a second walk. A smaller body is
-// validated and walked whole, which allocates less.
+// PeekRequestWith is PeekRequest through views' index memo
+// (ParseIndexedWith): a body that extends one seen before is validated from
+// where they differ, and the members are read from the index instead of a
+// second walk. A nil views validates whole.
 func PeekRequestWith(views *ViewCache, api *Descriptor, body []byte) (SessionHints, error) {
 	var h SessionHints
-	var err error
-	checks := api.TopLevel
-	if views == nil || views.bodies == nil || len(body) < indexMemoMinBytes {
-		if !jsonkit.Valid(body) {
-			return h, fmt.Errorf("%w: body is not valid JSON", ErrMalformed)
-		}
-		root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
-		if !ok {
-			return h, fmt.Errorf("%w: body must be a JSON object", ErrMalformed)
-		}
-		root.ForEach(func(k, v gjson.Result) bool {
-			err = peekMember(&h, checks, k.Str, v)
-			return err == nil
-		})
+	_, idx, err := ParseIndexedWith(views, body)
+	if err != nil {
 		return h, err
 	}
-	_, idx, perr := ParseIndexedWith(views, body)
-	if perr != nil {
-		return h, perr
-	}
+	checks := api.TopLevel
 	idx.EachMember(func(k string, v gjson.Result) bool {
 		err = peekMember(&h, checks, k, v)
 		return err == nil

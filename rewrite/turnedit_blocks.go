@@ -27,7 +27,8 @@ func BlocksConversation(body []byte, key string) (root, arr gjson.Result, err er
 	return root, arr, nil
 }
 
-// BlocksElems returns the elements of arr.
+// BlocksElems returns the elements of arr in order (nil unless arr is an
+// array), each with its offset in the body arr was read from as Index.
 func BlocksElems(arr gjson.Result) []gjson.Result {
 	var elems []gjson.Result
 	jsonkit.EachElement(arr, func(_ int, v gjson.Result) bool {

@@ -14,17 +14,6 @@ import (
 // MergeReplies. Every helper returns a new slice and never modifies its
 // input.
 
-// OpenAIElems returns the elements of arr in order (nil unless arr is an array).
-// Their Index is an offset into the body arr was read from.
-func OpenAIElems(arr gjson.Result) []gjson.Result {
-	var elems []gjson.Result
-	jsonkit.EachElement(arr, func(_ int, v gjson.Result) bool {
-		elems = append(elems, v)
-		return true
-	})
-	return elems
-}
-
 // OpenAIJoin joins raw items with commas.
 func OpenAIJoin(items [][]byte) []byte {
 	n := len(items)
@@ -57,7 +46,7 @@ func OpenAICheckItems(items [][]byte) error {
 
 // OpenAISpliceElems returns body with the elements [s, e) of arr replaced by
 // items (s == e inserts before element s; e == len(elems) may append). elems
-// must be OpenAIElems(arr), and 0 <= s <= e <= len(elems). Whitespace around
+// must be BlocksElems(arr), and 0 <= s <= e <= len(elems). Whitespace around
 // untouched elements is kept; removing every element leaves the array's
 // inner whitespace.
 func OpenAISpliceElems(body []byte, arr gjson.Result, elems []gjson.Result, s, e int, items [][]byte) []byte {
@@ -254,7 +243,7 @@ func OpenAIMergeText(a, b gjson.Result, part string) ([]byte, error) {
 // element's first byte to its last element's last byte (separators and
 // whitespace between elements kept); "" for an empty or non-array result.
 func OpenAIInnerString(arr gjson.Result) string {
-	elems := OpenAIElems(arr)
+	elems := BlocksElems(arr)
 	if len(elems) == 0 {
 		return ""
 	}

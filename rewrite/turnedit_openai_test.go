@@ -35,7 +35,7 @@ func TestOASpliceElems(t *testing.T) {
 		for _, s := range tt.items {
 			items = append(items, []byte(s))
 		}
-		got := OpenAISpliceElems(body, arr, OpenAIElems(arr), tt.s, tt.e, items)
+		got := OpenAISpliceElems(body, arr, BlocksElems(arr), tt.s, tt.e, items)
 		require.Equal(t, `{"a":`+tt.want+`}`, string(got), "%s [%d,%d)", tt.arr, tt.s, tt.e)
 	}
 }
@@ -43,7 +43,7 @@ func TestOASpliceElems(t *testing.T) {
 func TestOAReorderAndDelete(t *testing.T) {
 	body := []byte("{\"a\": [\n  1,\n  2,\n  3\n], \"b\": 1, \"c\": 2}")
 	root, _ := jsonkit.RootObject(jsonkit.UnsafeString(body))
-	elems := OpenAIElems(root.Get("a"))
+	elems := BlocksElems(root.Get("a"))
 	require.Equal(t, "{\"a\": [\n  3,\n  1\n], \"b\": 1, \"c\": 2}", string(OpenAIReorderElems(body, elems, []int{2, 0})))
 	require.Equal(t, "{\"a\": [\n  \n], \"b\": 1, \"c\": 2}", string(OpenAIReorderElems(body, elems, nil)))
 	for key, want := range map[string]string{

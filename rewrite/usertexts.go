@@ -33,8 +33,9 @@ type UserTurnLocator interface {
 var ErrNoBatch = errors.New("rewrite: no batched edit for this body")
 
 // AppendUserTextsBatched applies ops as AppendUserTextAt would one after the other
-// in descending position order, with one walk over the conversation and one
-// copy of the body instead of one of each per op: the session ledger
+// in descending position order, with one walk over the conversation (none
+// when p indexes body: Parsed) and one copy of the body instead of one of
+// each per op: the session ledger
 // replays a reminder into every earlier user turn of a conversation, and
 // done one by one that work grows with the square of its length.
 //
@@ -44,8 +45,8 @@ var ErrNoBatch = errors.New("rewrite: no batched edit for this body")
 // put in place in a single pass. When the ops' elements overlap, or
 // anything else is out of the ordinary (an error, which then names the
 // right position), the batch falls back to one by one.
-func AppendUserTextsBatched(tc TurnCodec, loc UserTurnLocator, body []byte, ops []UserTexts) ([]byte, error) {
-	if len(ops) < 2 {
+func AppendUserTextsBatched(tc TurnCodec, loc UserTurnLocator, p *Parsed, body []byte, ops []UserTexts) ([]byte, error) {
+	if len(ops) == 0 || len(ops) == 1 && p.IndexOf(body) == nil {
 		return appendUserTextsOneByOne(tc, body, ops)
 	}
 	elems, run, err := loc.UserTurnElems(body)
@@ -98,7 +99,9 @@ func AppendUserTextsBatched(tc TurnCodec, loc UserTurnLocator, body []byte, ops 
 		out = append(append(out, body[at:ed.start]...), ed.repl...)
 		at = ed.end
 	}
-	return append(out, body[at:]...), nil
+	out = append(out, body[at:]...)
+	p.MemberEdited(body, out, loc.ConversationKey(), len(out)-len(body))
+	return out, nil
 }
 
 // userTextFallbacks counts batches applied one by one (tests check that
@@ -125,14 +128,27 @@ func appendUserTextsOneByOne(tc TurnCodec, body []byte, ops []UserTexts) ([]byte
 	return out, nil
 }
 
+// ConversationElems returns the elements of body's root array member key:
+// from p's index when body is the body p remembers, else by walking body.
+// The error wraps ErrMalformed when the member is not an array.
+func ConversationElems(p *Parsed, body []byte, key string) ([]gjson.Result, error) {
+	if elems, ok := p.Elements(body, key); ok {
+		return elems, nil
+	}
+	_, arr, err := BlocksConversation(body, key)
+	if err != nil {
+		return nil, err
+	}
+	return BlocksElems(arr), nil
+}
+
 // SingleElemTurns locates the user turns of APIs whose turns are one
 // element each at their view position (Anthropic messages, Gemini contents).
-func SingleElemTurns(body []byte, key string) ([]gjson.Result, func(int) (int, int, error), error) {
-	_, arr, err := BlocksConversation(body, key)
+func SingleElemTurns(p *Parsed, body []byte, key string) ([]gjson.Result, func(int) (int, int, error), error) {
+	elems, err := ConversationElems(p, body, key)
 	if err != nil {
 		return nil, nil, err
 	}
-	elems := BlocksElems(arr)
 	return elems, func(pos int) (int, int, error) {
 		if pos < 0 || pos >= len(elems) {
 			return 0, 0, ErrNoBatch // out of range: the one-by-one path names it

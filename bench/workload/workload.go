@@ -233,6 +233,10 @@ func AnthropicSmall(stream bool) []byte {
 	return marshal(req)
 }
 
+// AgentTask is the first user message of the agent requests (AnthropicAgent,
+// ChatAgent).
+const AgentTask = "The integration tests in ./proxy fail intermittently under load. Find the cause and fix it; run the tests to confirm."
+
 // AgentTurns is the number of tool round trips in the default agent request,
 // which makes it about 50 KB.
 const AgentTurns = 30
@@ -256,7 +260,7 @@ func AnthropicAgent(turns int, stream bool) []byte {
 		Stream:   stream,
 	}
 	req.Messages = append(req.Messages, message{Role: "user", Content: []block{
-		{Type: "text", Text: "The integration tests in ./proxy fail intermittently under load. Find the cause and fix it; run the tests to confirm."},
+		{Type: "text", Text: AgentTask},
 	}})
 	tools := req.Tools
 	for i := range turns {
@@ -308,7 +312,7 @@ func ChatAgent(turns int, stream bool) []byte {
 		Stream:              stream,
 		Messages: []chatMessage{
 			{Role: "system", Content: system},
-			{Role: "user", Content: "The integration tests in ./proxy fail intermittently under load. Find the cause and fix it; run the tests to confirm."},
+			{Role: "user", Content: AgentTask},
 		},
 	}
 	for _, t := range tools {

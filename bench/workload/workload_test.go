@@ -190,3 +190,90 @@ func TestShapes(t *testing.T) {
 		t.Error("a JSON workload with stream events")
 	}
 }
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int{"50k": 51200, "1m": 1 << 20, "250K": 256000, "1.5m": 3 << 19, "4096": 4096} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "k", "-1k", "0", "abc", "2g", "2000m"} {
+		if _, err := ParseSize(in); err == nil {
+			t.Errorf("ParseSize(%q): no error", in)
+		}
+	}
+}
+
+func TestHistoryTurns(t *testing.T) {
+	if got := HistoryTurns(50 << 10); got != AgentTurns {
+		t.Errorf("HistoryTurns(50k) = %d, want AgentTurns (%d)", got, AgentTurns)
+	}
+	for _, size := range []int{1, 20000, 250 << 10} {
+		n := HistoryTurns(size)
+		if len(AnthropicAgent(n, false)) < size || (n > 0 && len(AnthropicAgent(n-1, false)) >= size) {
+			t.Errorf("HistoryTurns(%d) = %d: not the smallest with at least that many bytes", size, n)
+		}
+	}
+}
+
+func TestAgentHistoryExtends(t *testing.T) {
+	bodies := AgentHistory(3, 2)
+	if len(bodies) != 3 {
+		t.Fatalf("%d bodies, want 3", len(bodies))
+	}
+	for k := 1; k < len(bodies); k++ {
+		prev, next := bodies[k-1], bodies[k]
+		// The messages of the previous body are a byte prefix of the next
+		// one's: everything up to the end of its last message.
+		cut := bytes.LastIndex(prev, []byte(`],"metadata"`))
+		if cut < 0 || !bytes.HasPrefix(next, prev[:cut]) {
+			t.Fatalf("body %d does not extend body %d", k, k-1)
+		}
+		var a, b struct{ Messages []json.RawMessage }
+		if err := json.Unmarshal(prev, &a); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(next, &b); err != nil {
+			t.Fatal(err)
+		}
+		if len(b.Messages) != len(a.Messages)+2 {
+			t.Errorf("body %d: %d messages, want %d (one more round trip)", k, len(b.Messages), len(a.Messages)+2)
+		}
+	}
+}
+
+func TestAgentHistoryVariants(t *testing.T) {
+	vs := AgentHistoryVariants(2, 2, 3)
+	if len(vs) != 3 {
+		t.Fatalf("%d variants", len(vs))
+	}
+	base := AgentHistory(2, 2)
+	for v, bodies := range vs {
+		for k, b := range bodies {
+			var req struct {
+				Messages []struct {
+					Content []struct{ Text string }
+				}
+			}
+			if err := json.Unmarshal(b, &req); err != nil {
+				t.Fatal(err)
+			}
+			if want := AgentTask + " (agent " + string(rune('0'+v)) + ")"; req.Messages[0].Content[0].Text != want {
+				t.Errorf("variant %d body %d: task %q, want %q", v, k, req.Messages[0].Content[0].Text, want)
+			}
+			if len(b) != len(base[k])+len(" (agent 0)") {
+				t.Errorf("variant %d body %d: %d bytes, want the base's %d plus the tag", v, k, len(b), len(base[k]))
+			}
+			if k > 0 {
+				prev := bodies[k-1]
+				cut := bytes.LastIndex(prev, []byte(`],"metadata"`))
+				if !bytes.HasPrefix(b, prev[:cut]) {
+					t.Errorf("variant %d body %d does not extend body %d", v, k, k-1)
+				}
+			}
+		}
+	}
+	if bytes.Equal(vs[0][0], vs[1][0]) {
+		t.Error("two variants alike")
+	}
+}

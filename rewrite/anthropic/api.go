@@ -17,7 +17,9 @@ var Descriptor = &rewrite.Descriptor{
 		{Name: "messages", Path: "/v1/messages"},
 		{Name: "count_tokens", Path: "/v1/messages/count_tokens", NoTurn: true},
 	},
-	NewCodec:   func(views *rewrite.ViewCache) rewrite.Codec { return anthropicCodec{views: views} },
+	NewCodec: func(views *rewrite.ViewCache) rewrite.Codec {
+		return anthropicCodec{views: views, parsed: new(rewrite.Parsed)}
+	},
 	NewSplicer: func() rewrite.StreamSplicer { return newAnthropicSplicer() },
 	IsTerminal: anthropicTerminal,
 	Credential: rewrite.Credential{Header: "X-Api-Key"},

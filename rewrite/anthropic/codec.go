@@ -14,7 +14,8 @@ import (
 // anthropicCodec speaks the Anthropic Messages API (POST /v1/messages and
 // /v1/messages/count_tokens).
 type anthropicCodec struct {
-	views *rewrite.ViewCache // nil: no view cache
+	views  *rewrite.ViewCache // nil: no view cache
+	parsed *rewrite.Parsed    // the body this request's codec parsed; nil: none
 }
 
 var _ rewrite.Codec = anthropicCodec{}
@@ -27,6 +28,7 @@ func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.parsed.Remember(idx)
 	var m [8]gjson.Result
 	idx.Lookup(anthropicKeys, m[:])
 	model, stream, maxTok, system, tools, msgs, meta := m[0], m[1], m[2], m[3], m[4], m[5], m[6]
@@ -184,8 +186,9 @@ func anthropicBlock(b gjson.Result, names *rewrite.ToolNames) (conv.Block, error
 	return blk, err
 }
 
-func (anthropicCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
+func (c anthropicCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return rewrite.ApplyEdits(body, e, rewrite.EditOps{
+		Parsed: c.parsed, ToolsKey: "tools", SystemKey: "system", MaxKey: "max_tokens",
 		RenderTool:   anthropicTool,
 		AddTools:     rewrite.AppendTools("tools"),
 		AppendSystem: anthropicAppendSystem,

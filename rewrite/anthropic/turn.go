@@ -258,11 +258,11 @@ func (anthropicCodec) ConversationKey() string { return "messages" }
 
 func (anthropicCodec) FillerElem() string { return `{"role":"user","content":""}` }
 
-func (anthropicCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
-	return rewrite.SingleElemTurns(body, "messages")
+func (c anthropicCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
+	return rewrite.SingleElemTurns(c.parsed, body, "messages")
 }
 
 // AppendUserTexts is AppendUserTextAt for several turns, batched.
 func (c anthropicCodec) AppendUserTexts(body []byte, ops []rewrite.UserTexts) ([]byte, error) {
-	return rewrite.AppendUserTextsBatched(c, c, body, ops)
+	return rewrite.AppendUserTextsBatched(c, c, c.parsed, body, ops)
 }

@@ -19,7 +19,9 @@ var Descriptor = &rewrite.Descriptor{
 		{Name: "generate_content", ModelMethod: ":generateContent"},
 		{Name: "stream_generate_content", ModelMethod: ":streamGenerateContent", StreamByPath: true},
 	},
-	NewCodec:   func(views *rewrite.ViewCache) rewrite.Codec { return geminiCodec{views: views} },
+	NewCodec: func(views *rewrite.ViewCache) rewrite.Codec {
+		return geminiCodec{views: views, parsed: new(rewrite.Parsed)}
+	},
 	NewSplicer: func() rewrite.StreamSplicer { return newGeminiSplicer() },
 	IsTerminal: geminiTerminal,
 	// Gemini's clients accept nothing between chunks but a chunk (the Go

@@ -16,7 +16,8 @@ import (
 // REST API accepts camelCase and snake_case field names; the codec reads
 // both and edits whichever the request uses (camelCase for new fields).
 type geminiCodec struct {
-	views *rewrite.ViewCache // nil: no view cache
+	views  *rewrite.ViewCache // nil: no view cache
+	parsed *rewrite.Parsed    // the body this request's codec parsed; nil: none
 }
 
 var _ rewrite.Codec = geminiCodec{}
@@ -41,6 +42,7 @@ func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.parsed.Remember(idx)
 	var m [7]gjson.Result
 	idx.Lookup(geminiKeys, m[:])
 	model, contents, tools := m[0], m[1], m[2]
@@ -224,8 +226,9 @@ func geminiCall(fc gjson.Result) (conv.Block, error) {
 	return conv.Block{ToolCallID: jsonkit.OwnedString(id), ToolName: jsonkit.OwnedString(name)}, nil
 }
 
-func (geminiCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
+func (c geminiCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return rewrite.ApplyEdits(body, e, rewrite.EditOps{
+		Parsed: c.parsed, ToolsKey: "tools", SystemKey: "systemInstruction", MaxKey: "generationConfig",
 		RenderTool:   geminiDecl,
 		AddTools:     geminiAddTools,
 		AppendSystem: geminiAppendSystem,

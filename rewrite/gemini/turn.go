@@ -280,11 +280,11 @@ func (geminiCodec) ConversationKey() string { return "contents" }
 
 func (geminiCodec) FillerElem() string { return `{"role":"user","parts":[]}` }
 
-func (geminiCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
-	return rewrite.SingleElemTurns(body, "contents")
+func (c geminiCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
+	return rewrite.SingleElemTurns(c.parsed, body, "contents")
 }
 
 // AppendUserTexts is AppendUserTextAt for several turns, batched.
 func (c geminiCodec) AppendUserTexts(body []byte, ops []rewrite.UserTexts) ([]byte, error) {
-	return rewrite.AppendUserTextsBatched(c, c, body, ops)
+	return rewrite.AppendUserTextsBatched(c, c, c.parsed, body, ops)
 }

@@ -1,46 +1,53 @@
 package jsonkit
 
+import (
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
 // smallObject is the member count up to which keys are compared pairwise;
 // larger objects use a map.
 const smallObject = 16
 
-// DuplicateTopLevelKey returns the first top-level member name of the
-// object s that repeats an earlier one (compared after JSON unescaping).
-// Input that is not an object, or is malformed, gives found false.
-func DuplicateTopLevelKey(s string) (dup string, found bool) {
-	i := SkipSpace(s, 0)
-	if i >= len(s) || s[i] != '{' {
+// DuplicateKey returns the first root member name that repeats an earlier
+// one, compared after JSON unescaping (so "mod\u0065l" repeats "model").
+// The validator recorded every root key on its way, so this reads no body
+// bytes beyond the keys themselves.
+func (d *Index) DuplicateKey() (dup string, found bool) {
+	if d == nil || len(d.members) < 2 {
 		return "", false
 	}
 	var small [smallObject]string
 	keys := small[:0]
 	var seen map[string]struct{}
-	EachMember(s, i, func(key string, _, _ int) bool {
+	for i := range d.members {
+		key := d.members[i].key
+		if strings.IndexByte(key, '\\') >= 0 {
+			key = gjson.Parse(`"` + key + `"`).Str
+		}
 		switch {
 		case seen != nil:
 			if _, ok := seen[key]; ok {
-				dup, found = key, true
-				return false
+				return key, true
 			}
 			seen[key] = struct{}{}
 		default:
 			for _, k := range keys {
 				if k == key {
-					dup, found = key, true
-					return false
+					return key, true
 				}
 			}
 			if len(keys) < smallObject {
 				keys = append(keys, key)
-			} else {
-				seen = make(map[string]struct{}, 2*smallObject)
-				for _, k := range keys {
-					seen[k] = struct{}{}
-				}
-				seen[key] = struct{}{}
+				continue
 			}
+			seen = make(map[string]struct{}, 2*smallObject)
+			for _, k := range keys {
+				seen[k] = struct{}{}
+			}
+			seen[key] = struct{}{}
 		}
-		return true
-	})
-	return dup, found
+	}
+	return "", false
 }

@@ -13,10 +13,12 @@ var Descriptor = &rewrite.Descriptor{
 	Provider:       "openai",
 	ProviderErrors: true,
 	Routes:         []rewrite.Route{{Name: "chat_completions", Path: "/v1/chat/completions"}},
-	NewCodec:       func(views *rewrite.ViewCache) rewrite.Codec { return chatCodec{views: views} },
-	NewSplicer:     func() rewrite.StreamSplicer { return newChatSplicer() },
-	IsTerminal:     chatTerminal,
-	Credential:     rewrite.Credential{Header: "Authorization", Prefix: "Bearer "},
+	NewCodec: func(views *rewrite.ViewCache) rewrite.Codec {
+		return chatCodec{views: views, parsed: new(rewrite.Parsed)}
+	},
+	NewSplicer: func() rewrite.StreamSplicer { return newChatSplicer() },
+	IsTerminal: chatTerminal,
+	Credential: rewrite.Credential{Header: "Authorization", Prefix: "Bearer "},
 	TopLevel: map[string]rewrite.JSONKind{
 		"model": rewrite.KindString, "messages": rewrite.KindArray, "tools": rewrite.KindArray, "max_tokens": rewrite.KindNumber,
 		"max_completion_tokens": rewrite.KindNumber, "stream_options": rewrite.KindObject, "temperature": rewrite.KindNumber,

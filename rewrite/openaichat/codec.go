@@ -12,7 +12,8 @@ import (
 
 // chatCodec speaks OpenAI Chat Completions (POST /v1/chat/completions).
 type chatCodec struct {
-	views *rewrite.ViewCache // nil: no view cache
+	views  *rewrite.ViewCache // nil: no view cache
+	parsed *rewrite.Parsed    // the body this request's codec parsed; nil: none
 }
 
 var _ rewrite.Codec = chatCodec{}
@@ -21,12 +22,12 @@ var _ rewrite.Codec = chatCodec{}
 var chatKeys = []string{"model", "stream", "tools", "messages", "max_completion_tokens", "max_tokens", "prompt_cache_key"}
 
 func (c chatCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	return parseChatRequest(c.views, body, false)
+	return parseChatRequest(c.views, c.parsed, body, false)
 }
 
 // FingerprintRequest returns ParseRequest's Fingerprint (Fingerprinter).
 func (c chatCodec) FingerprintRequest(body []byte) (string, error) {
-	req, err := parseChatRequest(c.views, body, true)
+	req, err := parseChatRequest(c.views, nil, body, true)
 	if err != nil {
 		return "", err
 	}
@@ -35,12 +36,14 @@ func (c chatCodec) FingerprintRequest(body []byte) (string, error) {
 
 // parseChatRequest is ParseRequest; with fpOnly, the messages after the
 // first assistant message are checked but not viewed, and the request has
-// only the messages up to it (all that System and Fingerprint read).
-func parseChatRequest(views *rewrite.ViewCache, body []byte, fpOnly bool) (*conv.Request, error) {
+// only the messages up to it (all that System and Fingerprint read). The
+// index is remembered in parsed (nil: not).
+func parseChatRequest(views *rewrite.ViewCache, parsed *rewrite.Parsed, body []byte, fpOnly bool) (*conv.Request, error) {
 	_, idx, err := rewrite.ParseIndexedWith(views, body)
 	if err != nil {
 		return nil, err
 	}
+	parsed.Remember(idx)
 	var m [7]gjson.Result
 	idx.Lookup(chatKeys, m[:])
 	model, stream, tools, msgs, mct, mt, pck := m[0], m[1], m[2], m[3], m[4], m[5], m[6]
@@ -240,8 +243,9 @@ func chatFunction(fn gjson.Result) (conv.Block, error) {
 	return blk, nil
 }
 
-func (chatCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
+func (c chatCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return rewrite.ApplyEdits(body, e, rewrite.EditOps{
+		Parsed: c.parsed, ToolsKey: "tools",
 		RenderTool:   chatTool,
 		AddTools:     rewrite.AppendTools("tools"),
 		AppendSystem: chatAppendSystem,

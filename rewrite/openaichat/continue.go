@@ -61,7 +61,7 @@ func chatTrimLastText(msg []byte) []byte {
 			}
 			return msg
 		}
-		elems := rewrite.OpenAIElems(content)
+		elems := rewrite.BlocksElems(content)
 		i := len(elems) - 1
 		for i >= 0 && !chatIsTextPart(elems[i]) {
 			i--
@@ -222,7 +222,7 @@ func chatContinueText(a, b gjson.Result) ([]byte, error) {
 	case a.Type == gjson.String:
 		last = a
 	case a.IsArray():
-		if elems := rewrite.OpenAIElems(a); len(elems) > 0 && chatIsTextPart(elems[len(elems)-1]) {
+		if elems := rewrite.BlocksElems(a); len(elems) > 0 && chatIsTextPart(elems[len(elems)-1]) {
 			last = elems[len(elems)-1].Get("text")
 		}
 	default:
@@ -234,7 +234,7 @@ func chatContinueText(a, b gjson.Result) ([]byte, error) {
 	case b.Type == gjson.String:
 		first, rest = b, gjson.Result{}
 	case b.IsArray():
-		if elems := rewrite.OpenAIElems(b); len(elems) > 0 && chatIsTextPart(elems[0]) {
+		if elems := rewrite.BlocksElems(b); len(elems) > 0 && chatIsTextPart(elems[0]) {
 			first = elems[0].Get("text")
 			rb := []byte(b.Raw)
 			if len(elems) == 1 {

@@ -27,7 +27,7 @@ func chatMessages(body []byte) (root, msgs gjson.Result, elems []gjson.Result, e
 	if err = rewrite.WantArray(msgs, "messages"); err != nil {
 		return
 	}
-	return root, msgs, rewrite.OpenAIElems(msgs), nil
+	return root, msgs, rewrite.BlocksElems(msgs), nil
 }
 
 // ReplyAsMessages returns choice 0's message as one assistant message:
@@ -65,7 +65,7 @@ func (chatCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
 	calls := msg.Get("tool_calls")
 	switch {
 	case calls.IsArray():
-		if len(rewrite.OpenAIElems(calls)) > 0 {
+		if len(rewrite.BlocksElems(calls)) > 0 {
 			out = append(out, `,"tool_calls":`...)
 			out = append(out, calls.Raw...)
 		}
@@ -189,7 +189,7 @@ func (chatCodec) EditReply(reply []byte, remove, first []int) ([]byte, error) {
 	}
 	choice := firstChoice(root.Get("choices"))
 	msg := choice.Get("message")
-	calls := rewrite.OpenAIElems(msg.Get("tool_calls"))
+	calls := rewrite.BlocksElems(msg.Get("tool_calls"))
 	order, err := rewrite.OpenAICallOrder(len(calls), remove, first)
 	if err != nil {
 		return nil, err
@@ -328,8 +328,8 @@ func (chatCodec) FillerElem() string { return `{"role":"user","content":""}` }
 // UserTurnElems: a user message is its own element; text for a tool
 // message goes in a new user message after the run of tool messages that
 // follows it, so its edit spans that run.
-func (chatCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
-	_, _, elems, err := chatMessages(body)
+func (c chatCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
+	elems, err := rewrite.ConversationElems(c.parsed, body, "messages")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -346,5 +346,5 @@ func (chatCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int, int
 
 // AppendUserTexts is AppendUserTextAt for several turns, batched.
 func (c chatCodec) AppendUserTexts(body []byte, ops []rewrite.UserTexts) ([]byte, error) {
-	return rewrite.AppendUserTextsBatched(c, c, body, ops)
+	return rewrite.AppendUserTextsBatched(c, c, c.parsed, body, ops)
 }

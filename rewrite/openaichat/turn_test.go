@@ -342,7 +342,7 @@ func TestChatTurnRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	out, err := apitest.CheckTurn(t, body, func(b []byte) ([]byte, error) { return c.AppendMessages(b, append(asMsgs, results...)) })
 	require.NoError(t, err)
-	msgs := rewrite.OpenAIElems(gjson.GetBytes(body, "messages"))
+	msgs := rewrite.BlocksElems(gjson.GetBytes(body, "messages"))
 	last := jsonkit.ValueEnd(msgs[len(msgs)-1])
 	require.Equal(t, string(body[:last]), string(out[:last]), "the conversation must stay byte-identical")
 	require.Equal(t, string(body[last:]), string(out[len(out)-(len(body)-last):]))

@@ -9,10 +9,12 @@ import (
 // Descriptor is the OpenAI Responses API: POST /v1/responses (JSON or
 // SSE).
 var Descriptor = &rewrite.Descriptor{
-	Name:       "openai_responses",
-	Provider:   "openai",
-	Routes:     []rewrite.Route{{Name: "responses", Path: "/v1/responses"}},
-	NewCodec:   func(views *rewrite.ViewCache) rewrite.Codec { return responsesCodec{views: views} },
+	Name:     "openai_responses",
+	Provider: "openai",
+	Routes:   []rewrite.Route{{Name: "responses", Path: "/v1/responses"}},
+	NewCodec: func(views *rewrite.ViewCache) rewrite.Codec {
+		return responsesCodec{views: views, parsed: new(rewrite.Parsed)}
+	},
 	NewSplicer: func() rewrite.StreamSplicer { return newResponsesSplicer() },
 	IsTerminal: responsesTerminal,
 	Credential: rewrite.Credential{Header: "Authorization", Prefix: "Bearer "},

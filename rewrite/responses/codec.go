@@ -13,7 +13,8 @@ import (
 
 // responsesCodec speaks the OpenAI Responses API (POST /v1/responses).
 type responsesCodec struct {
-	views *rewrite.ViewCache // nil: no view cache
+	views  *rewrite.ViewCache // nil: no view cache
+	parsed *rewrite.Parsed    // the body this request's codec parsed; nil: none
 }
 
 var _ rewrite.Codec = responsesCodec{}
@@ -27,6 +28,7 @@ func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.parsed.Remember(idx)
 	var m [8]gjson.Result
 	idx.Lookup(responsesKeys, m[:])
 	model, stream, mot, instr, input, tools, pck, prev := m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]
@@ -228,8 +230,9 @@ func responsesText(out gjson.Result) string {
 	return b.String()
 }
 
-func (responsesCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
+func (c responsesCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return rewrite.ApplyEdits(body, e, rewrite.EditOps{
+		Parsed: c.parsed, ToolsKey: "tools", SystemKey: "instructions", MaxKey: "max_output_tokens",
 		RenderTool:   responsesTool,
 		AddTools:     rewrite.AppendTools("tools"),
 		AppendSystem: responsesAppendSystem,

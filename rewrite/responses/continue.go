@@ -40,7 +40,7 @@ func (responsesCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte
 		return nil, false, fmt.Errorf("%w: no output array", rewrite.ErrMalformedReply)
 	}
 	var items [][]byte
-	elems := rewrite.OpenAIElems(output)
+	elems := rewrite.BlocksElems(output)
 	for i, it := range elems {
 		if !it.IsObject() {
 			return nil, false, fmt.Errorf("%w: output[%d] is not an object", rewrite.ErrMalformedReply, i)
@@ -113,7 +113,7 @@ func respPrefillItems(items [][]byte) [][]byte {
 			continue
 		}
 		content := root.Get("content")
-		parts := rewrite.OpenAIElems(content)
+		parts := rewrite.BlocksElems(content)
 		last := -1
 		for j, p := range parts {
 			if p.Get("type").Str == "output_text" && p.Get("text").Type == gjson.String {
@@ -142,7 +142,7 @@ func respPrefillItems(items [][]byte) [][]byte {
 		}
 		if trimmed != text.Str {
 			root, _ = jsonkit.RootObject(jsonkit.UnsafeString(msg))
-			text = rewrite.OpenAIElems(root.Get("content"))[last].Get("text")
+			text = rewrite.BlocksElems(root.Get("content"))[last].Get("text")
 			msg = jsonkit.Splice(msg, text.Index, jsonkit.ValueEnd(text), respTrimmedLiteral(text, trimmed))
 		}
 		return append(items[:n:n], msg)
@@ -241,7 +241,7 @@ func respOpenText(elems []gjson.Result) (msg, text gjson.Result, ok bool) {
 	if !msg.IsObject() || msg.Get("type").Str != "message" {
 		return msg, text, false
 	}
-	parts := rewrite.OpenAIElems(msg.Get("content"))
+	parts := rewrite.BlocksElems(msg.Get("content"))
 	if len(parts) == 0 {
 		return msg, text, false
 	}
@@ -277,7 +277,7 @@ func (e *respTextEdit) apply(item []byte) []byte {
 	}
 	out := item
 	if e.added.Len() > 0 {
-		parts := rewrite.OpenAIElems(root.Get("content"))
+		parts := rewrite.BlocksElems(root.Get("content"))
 		if e.content >= 0 && e.content < len(parts) {
 			if t := parts[e.content].Get("text"); t.Type == gjson.String {
 				out = jsonkit.AppendToString(out, t, e.added.String())
@@ -320,10 +320,10 @@ func (responsesCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 	if rewrite.WantArray(aout, "") != nil || rewrite.WantArray(nout, "") != nil {
 		return nil, fmt.Errorf("%w: output is not an array", rewrite.ErrMalformedReply)
 	}
-	msg, text, open := respOpenText(rewrite.OpenAIElems(aout))
+	msg, text, open := respOpenText(rewrite.BlocksElems(aout))
 	var tail [][]byte // next's items that follow acc's output
 	var edit *respTextEdit
-	for i, it := range rewrite.OpenAIElems(nout) {
+	for i, it := range rewrite.BlocksElems(nout) {
 		if !it.IsObject() {
 			return nil, fmt.Errorf("%w: output[%d] is not an object", rewrite.ErrMalformedReply, i)
 		}
@@ -340,7 +340,7 @@ func (responsesCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 	}
 	out := append([]byte(nil), acc...)
 	if edit != nil {
-		msgParts := rewrite.OpenAIElems(msg.Get("content"))
+		msgParts := rewrite.BlocksElems(msg.Get("content"))
 		edit.content = len(msgParts) - 1
 		out = jsonkit.Splice(out, msg.Index, jsonkit.ValueEnd(msg), edit.apply([]byte(msg.Raw)))
 	}
@@ -378,7 +378,7 @@ func (responsesCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 // into a message whose text so far is prev.
 func respMergeMessage(prev string, m gjson.Result) *respTextEdit {
 	e := &respTextEdit{}
-	for j, p := range rewrite.OpenAIElems(m.Get("content")) {
+	for j, p := range rewrite.BlocksElems(m.Get("content")) {
 		if t := p.Get("text"); j == 0 && p.Get("type").Str == "output_text" && t.Type == gjson.String {
 			e.added.WriteString(rewrite.TrimSeam(prev, t.Str))
 			continue

@@ -58,7 +58,7 @@ func TestResponsesContinuationMessages(t *testing.T) {
 		ToolCalls: []mock.ToolCall{{ID: "c1", Name: "write_file", Args: `{"path":"a.go"}`},
 			{ID: "c2", Name: "apply_patch", Args: "*** Begin", Custom: true}}}
 	reply := rcJSON(t, r)
-	out := rewrite.OpenAIElems(gjson.GetBytes(reply, "output"))
+	out := rewrite.BlocksElems(gjson.GetBytes(reply, "output"))
 	require.Len(t, out, 4)
 
 	items, hasText, err := respCC.ContinuationMessages(reply, false)

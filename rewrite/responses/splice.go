@@ -764,7 +764,7 @@ func (s *responsesSplicer) Release(remove, first []int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	elems := rewrite.OpenAIElems(root.Get("output"))
+	elems := rewrite.BlocksElems(root.Get("output"))
 	var calls []int // output positions of the call items, as ParseReply numbers them
 	for i, it := range elems {
 		if responsesCallType(it.Get("type").Str) {
@@ -957,7 +957,7 @@ func (s *responsesSplicer) mergedResponse() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		elems := rewrite.OpenAIElems(root.Get("output"))
+		elems := rewrite.BlocksElems(root.Get("output"))
 		for _, key := range st.seen {
 			if b := st.shownItem(key, elems); b != nil {
 				shown = append(shown, b)
@@ -969,7 +969,7 @@ func (s *responsesSplicer) mergedResponse() ([]byte, error) {
 		return nil, err
 	}
 	out := root.Get("output")
-	elems := rewrite.OpenAIElems(out)
+	elems := rewrite.BlocksElems(out)
 	same := out.IsArray() && len(elems) == len(shown)
 	for i := 0; same && i < len(elems); i++ {
 		same = elems[i].Raw == string(shown[i])
@@ -1281,7 +1281,7 @@ func (s *responsesSplicer) mergeItemDone(o *respOpen, f *respFields) {
 	if st := f.item.Get("status"); st.Type == gjson.String {
 		o.edit.status = []byte(st.Raw)
 	}
-	parts := rewrite.OpenAIElems(f.item.Get("content"))
+	parts := rewrite.BlocksElems(f.item.Get("content"))
 	for mi, x := range o.extra {
 		if mi < int64(len(parts)) && parts[mi].IsObject() {
 			o.edit.extra[x.pos] = []byte(parts[mi].Raw)

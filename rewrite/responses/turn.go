@@ -83,7 +83,7 @@ func readResponsesInput(body []byte) (*responsesInput, error) {
 		in.str = true
 		return in, nil
 	}
-	in.elems = rewrite.OpenAIElems(in.input)
+	in.elems = rewrite.BlocksElems(in.input)
 	if in.ranges, err = responsesRanges(in.elems); err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func (responsesCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
 	if !output.IsArray() {
 		return nil, fmt.Errorf("%w: no output array", rewrite.ErrMalformedReply)
 	}
-	elems := rewrite.OpenAIElems(output)
+	elems := rewrite.BlocksElems(output)
 	items := make([][]byte, 0, len(elems))
 	for i, it := range elems {
 		if !it.IsObject() {
@@ -266,7 +266,7 @@ func (responsesCodec) EditReply(reply []byte, remove, first []int) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	elems := rewrite.OpenAIElems(root.Get("output"))
+	elems := rewrite.BlocksElems(root.Get("output"))
 	var calls []int // output index of each call item
 	for i, it := range elems {
 		if responsesCallType(it.Get("type").Str) {
@@ -380,10 +380,20 @@ func (responsesCodec) FillerElem() string { return `{"role":"user","content":""}
 // UserTurnElems maps view positions to input items: a user message is one
 // item; text for a tool output goes in a new user message after the run of
 // outputs that follows it, so its edit spans that run.
-func (responsesCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
-	in, err := readResponsesInput(body)
-	if err != nil {
-		return nil, nil, err
+func (c responsesCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
+	var in *responsesInput
+	if elems, ok := c.parsed.Elements(body, "input"); ok {
+		// An array input the codec parsed: its items from the index.
+		ranges, err := responsesRanges(elems)
+		if err != nil {
+			return nil, nil, err
+		}
+		in = &responsesInput{elems: elems, ranges: ranges}
+	} else {
+		var err error
+		if in, err = readResponsesInput(body); err != nil {
+			return nil, nil, err
+		}
 	}
 	if in.str {
 		return nil, nil, rewrite.ErrNoBatch
@@ -398,5 +408,5 @@ func (responsesCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int
 
 // AppendUserTexts is AppendUserTextAt for several turns, batched.
 func (c responsesCodec) AppendUserTexts(body []byte, ops []rewrite.UserTexts) ([]byte, error) {
-	return rewrite.AppendUserTextsBatched(c, c, body, ops)
+	return rewrite.AppendUserTextsBatched(c, c, c.parsed, body, ops)
 }

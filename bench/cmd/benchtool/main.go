@@ -20,6 +20,13 @@
 //	benchtool idle -n N [-hold D] [-timeout D] -body FILE [-pid PID] URL
 //	                                      hold N streams open, RSS of PID per stream: one IDLE line (see idle.go)
 //	benchtool idle-report IDLE.tsv        Markdown table of the idle-stream runs (see load.sh for the columns)
+//	benchtool history -size S [-growth N] [-sessions N] -rate R -duration D -warmup W [-connections C -closed-duration D] URL
+//	                                      agent sessions resending a growing history: one HISTORY line (see history.go)
+//	benchtool history-report HISTORY.tsv  Markdown tables of the history runs (see history_report.go for the columns)
+//	benchtool history-chart -o FILE [-title T] [-results RESULTS.tsv] HISTORY.tsv
+//	                                      SVG chart: added p50 by history size, throughput ÷ nginx (see chart_history.go)
+//	benchtool readme -history HISTORY.tsv [-results RESULTS.tsv] [-rows 50k,1m] [-note TEXT] README.md
+//	                                      rewrite the performance table between <!-- bench:begin --> and <!-- bench:end -->
 package main
 
 import (
@@ -72,6 +79,14 @@ func main() {
 		err = cmdIdle(args, os.Stdout)
 	case "idle-report":
 		err = cmdIdleReport(args, os.Stdout)
+	case "history":
+		err = cmdHistory(args, os.Stdout)
+	case "history-report":
+		err = cmdHistoryReport(args, os.Stdout)
+	case "history-chart":
+		err = cmdHistoryChart(args)
+	case "readme":
+		err = cmdReadme(args)
 	default:
 		usage()
 	}
@@ -86,7 +101,10 @@ func usage() {
 		"  report [-noisy PCT] RESULTS.tsv | gobench |\n"+
 		"  openloop -rate R -duration D -warmup W -body FILE [-headers FILE] [-stream] [-stamped] [-header 'K: V']... URL |\n"+
 		"  openloop-report OPENLOOP.tsv | eventdelay-report EVENTDELAY.tsv | chart -o FILE [-title T] [-eventdelay EVENTDELAY.tsv] OPENLOOP.tsv |\n"+
-		"  idle -n N [-hold D] [-timeout D] -body FILE [-pid PID] URL | idle-report IDLE.tsv")
+		"  idle -n N [-hold D] [-timeout D] -body FILE [-pid PID] URL | idle-report IDLE.tsv |\n"+
+		"  history -size S [-growth N] [-sessions N] -rate R -duration D -warmup W [-connections C -closed-duration D] [-headers FILE] URL |\n"+
+		"  history-report HISTORY.tsv | history-chart -o FILE [-title T] [-results RESULTS.tsv] HISTORY.tsv |\n"+
+		"  readme -history HISTORY.tsv [-results RESULTS.tsv] [-rows 50k,1m] [-note TEXT] README.md")
 	os.Exit(2)
 }
 

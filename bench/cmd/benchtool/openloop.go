@@ -47,6 +47,14 @@ type openloopConfig struct {
 	stream   bool
 	stamped  bool          // a stream whose text deltas carry their send time: measure each one's delay
 	limit    time.Duration // lateLimit unless a test shortens it
+	// pick, when set, gives request i's body and session id instead of body
+	// and "bench-<i mod 64>"; a cold request is sent and counted (sent,
+	// errors) but its latency is kept apart (openloopStats.cold).
+	pick func(i int) (body []byte, session string, cold bool)
+	// serial > 0: request i is sent only once request i-serial has
+	// completed (an agent session waits for each reply before its next
+	// request); its latency still counts from its scheduled time.
+	serial int
 }
 
 // openloopStats is the outcome of the measured part of one run. Latencies
@@ -56,9 +64,10 @@ type openloopStats struct {
 	sent, errors int
 	lat, ttfb    []time.Duration
 	gaps         []time.Duration
-	lag          []time.Duration // send time − scheduled time: the generator's own lateness
+	lag          []time.Duration // send time − scheduled time: the generator's own lateness (with serial, also the wait for the previous reply)
 	events       int             // SSE events received by measured, successful requests
 	delays       []time.Duration // stamped streams: receive time − stamped send time of every text delta
+	cold         []time.Duration // latencies of the successful cold requests (pick), not in lat
 	firstErr     error           // of the measured requests
 }
 
@@ -70,6 +79,7 @@ type sample struct {
 	gaps      []time.Duration
 	events    int
 	delays    []time.Duration
+	cold      bool // pick said so
 }
 
 type headerFlags [][2]string
@@ -181,6 +191,13 @@ func runOpenloop(cfg openloopConfig) (*openloopStats, error) {
 	n := scheduledBefore(total, cfg.rate)
 	first := scheduledBefore(cfg.warmup, cfg.rate) // first measured request
 	samples := make([]sample, n)
+	var done []chan struct{} // serial: closed when request i has completed
+	if cfg.serial > 0 {
+		done = make([]chan struct{}, n)
+		for i := range done {
+			done[i] = make(chan struct{})
+		}
+	}
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i := range n {
@@ -191,9 +208,18 @@ func runOpenloop(cfg openloopConfig) (*openloopStats, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if done != nil {
+				defer close(done[i])
+				if i >= cfg.serial {
+					<-done[i-cfg.serial]
+				}
+			}
 			sent := time.Now()
 			samples[i] = doRequest(client, cfg, i, due)
 			samples[i].lag = sent.Sub(due)
+			if cfg.pick != nil {
+				_, _, samples[i].cold = cfg.pick(i)
+			}
 		}()
 	}
 	wg.Wait()
@@ -209,6 +235,10 @@ func runOpenloop(cfg openloopConfig) (*openloopStats, error) {
 			}
 			continue
 		}
+		if s.cold {
+			st.cold = append(st.cold, s.lat)
+			continue
+		}
 		st.lat = append(st.lat, s.lat)
 		if cfg.stream {
 			st.ttfb = append(st.ttfb, s.ttfb)
@@ -222,6 +252,7 @@ func runOpenloop(cfg openloopConfig) (*openloopStats, error) {
 	slices.Sort(st.ttfb)
 	slices.Sort(st.gaps)
 	slices.Sort(st.lag)
+	slices.Sort(st.cold)
 	return st, nil
 }
 
@@ -236,13 +267,17 @@ func scheduledBefore(d time.Duration, rate float64) int {
 func doRequest(client *http.Client, cfg openloopConfig, i int, due time.Time) (s sample) {
 	ctx, cancel := context.WithDeadline(context.Background(), due.Add(cfg.limit))
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.url, bytes.NewReader(cfg.body))
+	// 64 sessions in turn, as in the wrk script (post.lua), unless pick says.
+	body, session := cfg.body, "bench-"+strconv.Itoa(i%64)
+	if cfg.pick != nil {
+		body, session, _ = cfg.pick(i)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.url, bytes.NewReader(body))
 	if err != nil {
 		return sample{err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
-	// 64 sessions in turn, as in the wrk script (post.lua).
-	req.Header.Set("X-Session-Id", "bench-"+strconv.Itoa(i%64))
+	req.Header.Set("X-Session-Id", session)
 	for _, h := range cfg.headers {
 		req.Header.Set(h[0], h[1])
 	}

@@ -1,0 +1,171 @@
+package rewrite
+
+import (
+	"bytes"
+	"slices"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
+)
+
+// Parsed is what one request's codec remembers of the body it parsed: the
+// body and its index (jsonkit.Index). The turn engine then edits that body
+// a few times (ledger replay, added tools, a system note); each edit needs
+// a root member or the conversation's elements, and finding them by walking
+// the body costs a pass over the whole history per edit. Through Parsed an
+// edit finds them in the index, works on a small body holding only the
+// member it edits (EditMember), and leaves Parsed remembering the edited
+// body with its index shifted, so the next edit is indexed too.
+//
+// A Parsed belongs to one request (the codec NewCodec made for it); it is
+// not safe for concurrent use. A nil *Parsed remembers nothing: every
+// method then behaves as the unindexed path. It holds no state a request
+// would notice: it only saves walks, never changes a result.
+type Parsed struct {
+	idx *jsonkit.Index // indexes the last body remembered; nil: none
+}
+
+// Remember records idx, the index of a body just parsed.
+func (p *Parsed) Remember(idx *jsonkit.Index) {
+	if p != nil {
+		p.idx = idx
+	}
+}
+
+// IndexOf returns the index of body when body is the body remembered (the
+// same bytes: same array, same length), else nil.
+func (p *Parsed) IndexOf(body []byte) *jsonkit.Index {
+	if p == nil || !p.idx.Covers(body) {
+		return nil
+	}
+	return p.idx
+}
+
+// Elements returns the elements of body's root array member key from the
+// index when body is the body remembered; ok is false otherwise (the caller
+// walks the body).
+func (p *Parsed) Elements(body []byte, key string) ([]gjson.Result, bool) {
+	return p.IndexOf(body).Elements(key)
+}
+
+// MemberOp is one edit EditMembers applies: Op edits nothing but the
+// value of the root member Key ("" : Op edits anything, and runs on the
+// whole body).
+type MemberOp struct {
+	Key string
+	Op  func(body []byte) ([]byte, error)
+}
+
+// EditMember is EditMembers with one op.
+func (p *Parsed) EditMember(body []byte, key string, op func(body []byte) ([]byte, error)) ([]byte, error) {
+	return p.EditMembers(body, []MemberOp{{key, op}})
+}
+
+// EditMembers returns body with ops applied in order. While body is the
+// body remembered and an op's member exists, the op runs on a small body
+// holding only that member ({"key":value}, the value as the ops before it
+// left it); the new values are put in place in one copy of body at the end,
+// and Parsed then remembers the result. An op without a key, or whose
+// member is absent, or that leaves its small body other than a one-member
+// object with the same key and a value of the same kind (array or not),
+// runs on the whole body (after the edits before it are put in place), and
+// Parsed forgets. The bytes are those of applying every op to the whole
+// body in turn.
+func (p *Parsed) EditMembers(body []byte, ops []MemberOp) ([]byte, error) {
+	idx := p.IndexOf(body)
+	var edits []memberEdit
+	for i, op := range ops {
+		start, end, ok := idx.MemberSpan(op.Key)
+		if op.Key == "" || !ok {
+			return p.editWhole(p.put(body, idx, edits), ops[i:])
+		}
+		k := slices.IndexFunc(edits, func(e memberEdit) bool { return e.key == op.Key })
+		cur := body[start:end]
+		if k >= 0 {
+			cur = edits[k].value
+		}
+		prefix := AppendMemberPrefix(nil, op.Key)
+		mini := make([]byte, 0, len(prefix)+len(cur)+1)
+		mini = append(append(append(mini, prefix...), cur...), '}')
+		edited, err := op.Op(mini)
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.HasPrefix(edited, prefix) || len(edited) < len(prefix)+2 || edited[len(edited)-1] != '}' ||
+			(edited[len(prefix)] == '[') != (cur[0] == '[') {
+			return p.editWhole(p.put(body, idx, edits), ops[i:])
+		}
+		value := edited[len(prefix) : len(edited)-1]
+		if k >= 0 {
+			edits[k].value = value
+		} else {
+			edits = append(edits, memberEdit{op.Key, start, end, value})
+		}
+	}
+	return p.put(body, idx, edits), nil
+}
+
+// memberEdit is a member value EditMembers replaces: body[start:end] by value.
+type memberEdit struct {
+	key        string
+	start, end int
+	value      []byte
+}
+
+// put returns body (indexed by idx) with edits in place, in one copy, and
+// remembers the result; body itself when there are none.
+func (p *Parsed) put(body []byte, idx *jsonkit.Index, edits []memberEdit) []byte {
+	if len(edits) == 0 {
+		return body
+	}
+	slices.SortFunc(edits, func(a, b memberEdit) int { return a.start - b.start })
+	n := len(body)
+	for _, e := range edits {
+		n += len(e.value) - (e.end - e.start)
+	}
+	out := make([]byte, 0, n)
+	at := 0
+	repl := make([]jsonkit.Replaced, len(edits))
+	for i, e := range edits {
+		out = append(append(out, body[at:e.start]...), e.value...)
+		at = e.end
+		repl[i] = jsonkit.Replaced{Key: e.key, Len: len(e.value)}
+	}
+	out = append(out, body[at:]...)
+	p.Remember(idx.MembersReplaced(out, repl))
+	return out
+}
+
+// editWhole applies ops to the whole body in turn; p forgets.
+func (p *Parsed) editWhole(body []byte, ops []MemberOp) ([]byte, error) {
+	p.Remember(nil)
+	for _, op := range ops {
+		var err error
+		if body, err = op.Op(body); err != nil {
+			return nil, err
+		}
+	}
+	return body, nil
+}
+
+// MemberEdited tells p that out is body with edits confined to the value of
+// its root member key, n bytes longer (or shorter, n < 0) than before, so
+// that p keeps indexing the result; p forgets when body was not the body
+// it remembered.
+func (p *Parsed) MemberEdited(body, out []byte, key string, n int) {
+	idx := p.IndexOf(body)
+	start, end, ok := idx.MemberSpan(key)
+	if !ok {
+		p.Remember(nil)
+		return
+	}
+	p.Remember(idx.MemberReplaced(out, key, end-start+n))
+}
+
+// AppendMemberPrefix appends `{"key":` to dst, the key quoted as JSON.
+func AppendMemberPrefix(dst []byte, key string) []byte {
+	dst = append(dst, '{')
+	dst = jsonkit.AppendString(dst, key)
+	return append(dst, ':')
+}

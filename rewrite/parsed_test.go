@@ -1,0 +1,76 @@
+package rewrite_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/apis"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
+)
+
+// TestParsedEditsSameBytes: a codec that parsed the body edits it through
+// its index (Parsed): the ledger replay, then the request edits, each on
+// the body the previous step returned. The bytes must be exactly those of
+// a codec that never parsed it (every step walks the body), for every API,
+// on fixtures and long conversations, single and batched replays, and
+// with or without each edit.
+func TestParsedEditsSameBytes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	tool := conv.ToolSpec{Name: "shepherd_note", Description: "a \"quoted\" tool", Parameters: []byte(`{"type":"object"}`)}
+	for _, api := range apis.All() {
+		t.Run(api.Name, func(t *testing.T) {
+			for _, body := range [][]byte{apitest.Fixture(t, api, "request.json"), apitest.LongConversation(t, api, 12)} {
+				turns := apitest.UserTurns(t, api, body, false)
+				require.NotEmpty(t, turns)
+				for trial := range 32 {
+					var ops []rewrite.UserTexts
+					for _, p := range turns {
+						if trial%3 == 0 && p == turns[len(turns)-1] || trial%3 != 0 && rng.IntN(2) == 0 {
+							ops = append(ops, rewrite.UserTexts{Pos: p, Texts: []string{fmt.Sprintf("note %d", p)}})
+						}
+					}
+					var e conv.RequestEdits
+					if trial&1 == 0 {
+						e.AddTools = []conv.ToolSpec{tool}
+					}
+					if trial&2 == 0 {
+						e.AppendSystem = []string{"chapter list"}
+					}
+					if trial&4 == 0 {
+						e.SetMaxOutputTokens = 1234
+					}
+					if trial&8 != 0 {
+						e.AppendUserText = []string{"newest"}
+					}
+					want := editAll(t, api.NewCodec(nil), body, ops, e, false)
+					got := editAll(t, api.NewCodec(apitest.Views), body, ops, e, true)
+					require.Equal(t, string(want), string(got), "trial %d: ops %v, edits %+v", trial, ops, e)
+				}
+			}
+		})
+	}
+}
+
+// editAll replays ops then applies e, as the turn engine builds a body;
+// with parse, the codec parses body first (and so remembers its index).
+func editAll(t *testing.T, c rewrite.Codec, body []byte, ops []rewrite.UserTexts, e conv.RequestEdits, parse bool) []byte {
+	t.Helper()
+	if parse {
+		_, err := c.ParseRequest(body)
+		require.NoError(t, err)
+	}
+	out := body
+	if len(ops) > 0 {
+		var err error
+		out, err = c.(rewrite.TurnCodec).AppendUserTexts(out, ops)
+		require.NoError(t, err)
+	}
+	out, err := c.ApplyEdits(out, e)
+	require.NoError(t, err)
+	return out
+}
