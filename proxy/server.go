@@ -157,12 +157,15 @@ func New(o Options) (*Server, error) {
 	// ReduceMemoryUsage: a connection gives its 16 KB read buffer back once
 	// the request is read (an open stream would keep it for its whole life)
 	// and both buffers back between the requests of a keep-alive connection.
-	// The write buffer is 1 KB: an open stream holds it for its whole life,
-	// and a stream's chunks after the first bypass it (the stream writer
-	// frames them itself and writes each to the connection in one write,
-	// streamWriter), so it carries only response headers, a stream's first
-	// chunk and JSON replies. A JSON reply larger than ~1 KB with its
-	// headers leaves in two writes instead of one (at 4 KB: one up to ~4 KB).
+	// The write buffer is 4 KB: an open stream holds it for its whole life,
+	// and the stream writer already coalesces events into chunks of up to
+	// 4 KB (a larger write passes through bufio unbuffered). A JSON reply
+	// of 4-16 KB now leaves in two writes instead of one. Not smaller: a
+	// 1 KB buffer (with the stream writer framing every chunk after the
+	// first itself) saved 3 KB per open stream, but every reply whose
+	// headers and body pass 1 KB (the providers' headers alone are 1-2 KB)
+	// then left in two writes: +12-15 µs per small JSON request
+	// (BenchmarkProxyJSON/small, 2026-11-26).
 	s.srv = &fasthttp.Server{
 		Handler:                       handler,
 		Name:                          "shepherd",
@@ -174,7 +177,7 @@ func New(o Options) (*Server, error) {
 		DisablePreParseMultipartForm:  true,
 		ReduceMemoryUsage:             true, // see above
 		ReadBufferSize:                16 << 10,
-		WriteBufferSize:               1 << 10, // see above
+		WriteBufferSize:               4 << 10, // see above
 		IdleTimeout:                   2 * time.Minute,
 		ReadTimeout:                   cfg.Limits.HeaderTimeout, // the body's is set in HeaderReceived
 		HeaderReceived:                s.headerReceived(cfg.Limits.BodyTimeout),

@@ -30,7 +30,7 @@ func (s *Server) streamEvents(ctx *fasthttp.RequestCtx, x *exchange) {
 			// as a clean EOF, so the protocol is the only reliable witness.
 			return forwardEvents(rewrite.NewReader(bs), w, xs.route.api, xs.codec != nil, &xs.crlf)
 		}, xs.sseErrorEvent)
-	}).withConn(ctx.Conn()).withTrailer(overheadTrailer(ctx, &xs)), -1)
+	}).withTrailer(overheadTrailer(ctx, &xs)), -1)
 }
 
 // forwardEvents is the pass-through SSE loop: it writes each event's exact
@@ -104,7 +104,7 @@ func (s *Server) streamChunks(ctx *fasthttp.RequestCtx, x *exchange) {
 			}
 			return arr.errorTail(xs.codec.ErrorBody(status, msg))
 		})
-	}).withConn(ctx.Conn()).withTrailer(overheadTrailer(ctx, &xs)), -1)
+	}).withTrailer(overheadTrailer(ctx, &xs)), -1)
 }
 
 // copyChunks copies bs to w one read at a time. A read that waits for the

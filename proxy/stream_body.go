@@ -3,7 +3,6 @@ package proxy
 import (
 	"errors"
 	"io"
-	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -37,10 +36,6 @@ import (
 // if the client had left.
 type streamBody struct {
 	run func(w io.Writer)
-	// conn, when not nil, is the client connection fasthttp writes the
-	// body to; the writer then frames its chunks itself and writes them
-	// there (streamWriter).
-	conn io.Writer
 	// sent, when not nil, runs after the writer returned from WriteTo (the
 	// body went to the client through fasthttp), on the connection's
 	// goroutine, before fasthttp ends the chunked body and writes the
@@ -55,13 +50,6 @@ type streamBody struct {
 
 func newStreamBody(run func(w io.Writer)) *streamBody {
 	return &streamBody{run: run}
-}
-
-// withConn sets the client connection the body's chunks may be written to
-// directly (streamWriter): ctx.Conn() of the request it answers.
-func (b *streamBody) withConn(c io.Writer) *streamBody {
-	b.conn = c
-	return b
 }
 
 // withTrailer sets the body's sent function (see overheadTrailer); nil
@@ -89,9 +77,6 @@ func (b *streamBody) WriteTo(w io.Writer) (int64, error) {
 		return 0, errStreamBodyUsed
 	}
 	sw := newStreamWriter(w)
-	if isChunkWriter(w) {
-		sw.conn = b.conn
-	}
 	b.run(sw)
 	_ = sw.Flush()
 	if b.sent != nil {
@@ -140,14 +125,6 @@ func (b *streamBody) Close() error {
 		go b.run(failingWriter{})
 	}
 	return nil
-}
-
-// isChunkWriter reports whether w is fasthttp's chunk writer, the only
-// writer whose output a streamWriter may continue by framing chunks itself
-// on the connection (a body written with a fixed length gets the
-// connection's buffered writer, which must not see chunk framing).
-func isChunkWriter(w io.Writer) bool {
-	return w != nil && reflect.TypeOf(w).String() == "*fasthttp.chunkedBodyWriter"
 }
 
 // failingWriter is the client of a body that was never sent.
