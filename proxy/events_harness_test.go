@@ -65,7 +65,8 @@ func newFeedHarness(t *testing.T, o feedOptions) *feedHarness {
 	log := zaptest.NewLogger(t)
 	pub, err := feed.New(feed.Options{Log: el, Queue: cfg.Events.Queue, Metrics: metrics.Registry, Logger: log})
 	require.NoError(t, err)
-	features, err := proxy.BuildFeaturesWithEvents(&cfg, metrics, log, pub)
+	counters, _ := st.(state.Counters) // as the binary wires them
+	features, err := proxy.BuildFeaturesWith(&cfg, metrics, log, proxy.FeatureDeps{Events: pub, Counters: counters})
 	require.NoError(t, err)
 	srv, err := proxy.New(proxy.Options{Config: &cfg, Logger: log, Store: st, Metrics: metrics, Features: features, Events: pub})
 	require.NoError(t, err)

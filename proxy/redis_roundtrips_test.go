@@ -10,9 +10,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherd-proxy/shepherd/bench/mock"
 	"github.com/shepherd-proxy/shepherd/config"
+	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/state"
 	"github.com/shepherd-proxy/shepherd/test/kit"
 )
@@ -135,4 +138,75 @@ func TestRedisRoundTripsPerTurn(t *testing.T) {
 		require.Equal(t, "EVAL", request[1][0], "the save is one pipeline: the compare-and-set, then the index")
 		require.NotEmpty(t, events, "the events publisher wrote the turn's events")
 	}
+}
+
+// TestRedisRoundTripsPerTurnBudgets: with budgets on (every request budget,
+// a tool cap and the streak), a later turn still makes two round trips:
+// the counters are read in the load's pipeline (HGET, HGETALL) and the
+// turn's counter changes ride in the save's compare-and-set script. A
+// reply with a tool call (passed, counted) is included.
+func TestRedisRoundTripsPerTurnBudgets(t *testing.T) {
+	url := kit.RedisURL(t)
+	opts, err := redis.ParseURL(url)
+	require.NoError(t, err)
+	opts.ContextTimeoutEnabled = true
+	client := redis.NewClient(opts)
+	t.Cleanup(func() { _ = client.Close() })
+	rt := &roundTrips{}
+	client.AddHook(rt)
+	prefix := fmt.Sprintf("shepherd-rtb-%d", time.Now().UnixNano())
+	t.Cleanup(func() { cleanupRedisPrefix(t, url, prefix) })
+	st, err := state.NewRedis(state.RedisOptions{Client: client, KeyPrefix: prefix, TTL: time.Minute, Timeout: time.Second})
+	require.NoError(t, err)
+	h := newFeedHarness(t, feedOptions{Store: st, Config: func(c *config.Config) {
+		c.Budgets.Enabled = hooks.OptInOn
+		c.Budgets.MaxTurns, c.Budgets.MaxTokens, c.Budgets.MaxCostUSD, c.Budgets.MaxIdenticalCalls = 100, 10_000_000, 100, 10
+		c.Budgets.ToolCalls = []string{"Read=50"}
+	}})
+	hdr := anthropicHeaders()
+	hdr["X-Claude-Code-Session-Id"] = "rtb-sess"
+	turn := func(stream bool, msgs string) {
+		body := fmt.Sprintf(`{"model":"m","max_tokens":10,"stream":%v,"tools":[{"name":"Read","description":"reads a file","input_schema":{"type":"object"}}],"messages":[%s]}`, stream, msgs)
+		resp, b := do(t, "POST", h.URL+"/v1/messages", body, hdr)
+		require.Equal(t, 200, resp.StatusCode, string(b))
+	}
+	settle := func() [][]string { time.Sleep(200 * time.Millisecond); return rt.take() }
+	first := `{"role":"user","content":"hi"}`
+	turn(false, first)
+	t.Logf("first turn: %v", requestTrips(settle()))
+	later := first + `,{"role":"assistant","content":"hello"},{"role":"user","content":"more"}`
+	for i, stream := range []bool{false, true} {
+		h.mock.Script(mock.Reply{Text: "reading", ToolCalls: []mock.ToolCall{{Name: "Read", Args: `{"path":"a.go"}`}}})
+		turn(stream, later)
+		var request [][]string
+		for _, trip := range requestTrips(settle()) {
+			if !eventTrip(trip) {
+				request = append(request, trip)
+			}
+		}
+		t.Logf("later turn (stream %v): %d round trips on the request path %v", stream, len(request), request)
+		require.Len(t, request, 2, "budgets add no round trip: %v", request)
+		require.Equal(t, []string{"HGET", "HGETALL"}, request[0], "the load reads the counters in its pipeline")
+		require.Equal(t, "EVAL", request[1][0], "the save's compare-and-set carries the counter changes")
+		got, err := st.ReadCounters(context.Background(), budgetKey(t, st, "rtb-sess"))
+		require.NoError(t, err)
+		assert.Equal(t, int64(2+i), got["turns"], "every saved turn counted (the first one too)")
+		assert.Equal(t, int64(1+i), got["calls:Read"], "the Read call passed and counted")
+		assert.Positive(t, got["tokens"])
+		rt.take() // the test's own reads
+	}
+}
+
+// budgetKey is the store key of the session id (its tenant looked up).
+func budgetKey(t *testing.T, st *state.Redis, session string) state.Key {
+	t.Helper()
+	sums, err := st.List(context.Background(), "", 0)
+	require.NoError(t, err)
+	for _, s := range sums {
+		if s.ID == session {
+			return state.Key{Tenant: s.Tenant, Session: s.ID}
+		}
+	}
+	t.Fatalf("session %s not stored", session)
+	return state.Key{}
 }

@@ -26,5 +26,6 @@ func (s *Session) clone() *Session {
 	}
 	c.Slots = s.Slots.clone()
 	c.Routes = maps.Clone(s.Routes)
+	c.staged = nil // staged for the save of s, not of its copy
 	return &c
 }

@@ -192,6 +192,89 @@ func runCountersContract(t *testing.T, newStore countersFactory) {
 		assert.Empty(t, read(t, h.st, kb), "counters of a session never stored are deleted too")
 	})
 
+	t.Run("StagedOpsRideInTheSave", func(t *testing.T) {
+		h := fresh(t, 0)
+		_, err := h.st.Add(ctx, ka, "tokens", 10)
+		require.NoError(t, err)
+		_, err = h.st.Streak(ctx, ka, "loop", "x")
+		require.NoError(t, err)
+		var landed atomic.Int64
+		stage := func(s *Session) error {
+			s.Usage.Turns++
+			s.Usage.InputTokens += 300
+			s.Usage.OutputTokens += 40
+			s.Usage.CostUSD += 0.0123456
+			s.StageCounters(
+				CounterOp{Name: "turns", Spend: SpendTurns},
+				CounterOp{Name: "tokens", Spend: SpendTokens},
+				CounterOp{Name: "cost_micros", Spend: SpendCostMicros, Landed: func(v int64) { landed.Add(v) }},
+				CounterOp{Name: "calls:Bash", N: 2},
+				CounterOp{Name: "loop", Sig: "x"},
+				CounterOp{Name: "other", Sig: "y"},
+				CounterOp{Name: "zero"},
+			)
+			return nil
+		}
+		saved, err := h.st.Update(ctx, ka, stage)
+		require.NoError(t, err)
+		want := map[string]int64{"turns": 1, "tokens": 350, "cost_micros": 12346, "calls:Bash": 2, "loop": 2, "other": 1}
+		assert.Equal(t, want, read(t, h.st, ka), "the spend the save added, the adds and the streak steps")
+		assert.Equal(t, saved.Version, landed.Load(), "Landed once the write landed, with its version")
+		_, staged := saved.Counters()
+		assert.False(t, staged, "a session Update returns carries no snapshot")
+
+		// A failed update applies nothing and lands nothing.
+		_, err = h.st.Update(ctx, ka, func(s *Session) error {
+			s.StageCounters(CounterOp{Name: "turns", N: 5, Landed: func(v int64) { landed.Add(v) }})
+			return fmt.Errorf("no")
+		})
+		require.Error(t, err)
+		assert.Equal(t, want, read(t, h.st, ka))
+		assert.Equal(t, saved.Version, landed.Load(), "a failed update lands nothing")
+
+		// Get attaches the counters once prefetch is on.
+		got, err := h.st.Get(ctx, ka)
+		require.NoError(t, err)
+		_, ok := got.Counters()
+		assert.False(t, ok, "no prefetch: no snapshot")
+		h.st.(CounterPrefetcher).PrefetchCounters()
+		got, err = h.st.Get(ctx, ka)
+		require.NoError(t, err)
+		snap, ok := got.Counters()
+		require.True(t, ok)
+		assert.Equal(t, want, snap.Values)
+		assert.Equal(t, map[string]string{"loop": "x", "other": "y"}, snap.Sigs)
+		c := got.Clone()
+		c.StageCounters(CounterOp{Name: "turns", N: 1})
+		_, ok = c.Counters()
+		assert.True(t, ok, "a copy keeps the snapshot")
+		assert.Empty(t, got.Clone().staged, "a copy drops what was staged")
+	})
+
+	t.Run("StagedOpsApplyOnceUnderConflict", func(t *testing.T) {
+		h := fresh(t, 0)
+		_, err := h.st.Update(ctx, ka, func(*Session) error { return nil })
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		for range 10 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := h.st.Update(ctx, ka, func(s *Session) error {
+					s.Requests++
+					s.StageCounters(CounterOp{Name: "turns", N: 1})
+					return nil
+				})
+				assert.NoError(t, err)
+			}()
+		}
+		wg.Wait()
+		got, err := h.st.Get(ctx, ka)
+		require.NoError(t, err)
+		assert.Equal(t, int64(10), got.Requests)
+		assert.Equal(t, map[string]int64{"turns": 10}, read(t, h.st, ka), "each save's ops once, however many attempts")
+	})
+
 	t.Run("TTLSinceLastChange", func(t *testing.T) {
 		ttl := time.Second
 		h := fresh(t, ttl)

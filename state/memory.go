@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -92,6 +93,8 @@ type Memory struct {
 	ctMu     sync.Mutex
 	counters map[Key]*sessionCounters
 	ctOrder  *list.List // of *sessionCounters, front = most recently changed
+	// prefetch: Get attaches the session's counters (PrefetchCounters).
+	prefetch atomic.Bool
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -178,7 +181,11 @@ func (m *Memory) Get(ctx context.Context, key Key) (*Session, error) {
 		m.removeIf(key, cur)
 		return nil, ErrNotFound
 	}
-	return cur.clone(), nil
+	out := cur.clone()
+	if m.prefetch.Load() {
+		out.counters = m.snapshotCounters(key)
+	}
+	return out, nil
 }
 
 // Update implements Store. fn runs exactly once, under the key's lock.
@@ -213,10 +220,17 @@ func (m *Memory) Update(ctx context.Context, key Key, fn func(*Session) error) (
 	} else {
 		w = &Session{ID: key.Session, Tenant: key.Tenant, CreatedAt: now}
 	}
-	created, version := w.CreatedAt, w.Version
+	created, version, before := w.CreatedAt, w.Version, w.Usage
 	if err := fn(w); err != nil {
 		return nil, fmt.Errorf("state: update: %w", err)
 	}
+	ops := w.takeStaged(before)
+	wrote := false
+	defer func() { // after the store's locks below are released
+		if wrote {
+			landed(ops, w.Version)
+		}
+	}()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("state: update: %w", err)
 	}
@@ -230,6 +244,10 @@ func (m *Memory) Update(ctx context.Context, key Key, fn func(*Session) error) (
 	if m.closed {
 		return nil, ErrClosed
 	}
+	// The key's lock is held: the counters change with the write, before
+	// any other update of the session.
+	m.commitOps(key, ops)
+	wrote = true
 	if el, ok := m.entries[key]; ok {
 		el.Value = stored
 		m.order.MoveToFront(el)

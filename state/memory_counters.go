@@ -148,3 +148,58 @@ func (m *Memory) purgeCounters(now time.Time) {
 		m.dropCountersLocked(c)
 	}
 }
+
+// PrefetchCounters implements CounterPrefetcher: Get attaches the
+// session's counters from then on.
+func (m *Memory) PrefetchCounters() { m.prefetch.Store(true) }
+
+// snapshotCounters copies key's live counters (empty when none).
+func (m *Memory) snapshotCounters(key Key) *CounterSnapshot {
+	m.ctMu.Lock()
+	defer m.ctMu.Unlock()
+	snap := &CounterSnapshot{Values: map[string]int64{}, Sigs: map[string]string{}}
+	if c := m.liveCountersLocked(key, m.clock()); c != nil {
+		for k, v := range c.values {
+			snap.Values[k] = v
+		}
+		for k, v := range c.sigs {
+			snap.Sigs[k] = v
+		}
+	}
+	return snap
+}
+
+// commitOps applies the counter changes staged on a session write of key,
+// as the Redis save script does (Add, or a Streak step), refreshing their
+// TTL. The caller holds key's update lock.
+func (m *Memory) commitOps(key Key, ops []CounterOp) {
+	if len(ops) == 0 {
+		return
+	}
+	now := m.clock()
+	m.ctMu.Lock()
+	defer m.ctMu.Unlock()
+	c := m.liveCountersLocked(key, now)
+	if c == nil {
+		c = &sessionCounters{key: key, values: map[string]int64{}, sigs: map[string]string{}}
+		c.el = m.ctOrder.PushFront(c)
+		m.counters[key] = c
+		for len(m.counters) > m.maxSessions {
+			m.dropCountersLocked(m.ctOrder.Back().Value.(*sessionCounters))
+		}
+	}
+	for _, op := range ops {
+		switch {
+		case op.Sig == "" && op.N == 0: // as Redis: an add of 0 writes nothing
+		case op.Sig == "":
+			c.values[op.Name] += op.N
+		case c.sigs[op.Name] == op.Sig:
+			c.values[op.Name]++
+		default:
+			c.sigs[op.Name] = op.Sig
+			c.values[op.Name] = 1
+		}
+	}
+	c.changedAt = now
+	m.ctOrder.MoveToFront(c.el)
+}

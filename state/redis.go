@@ -97,6 +97,8 @@ type Redis struct {
 	attempts   int
 	onError    func(op string, err error)
 	closed     atomic.Bool
+	// prefetch: Get reads the session's counters too (PrefetchCounters).
+	prefetch atomic.Bool
 
 	eventsPerSession int
 	eventsGlobal     int
@@ -240,7 +242,19 @@ func (r *Redis) Get(ctx context.Context, key Key) (*Session, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	raw, err := r.client.HGet(cctx, r.sessionKey(key), fieldData).Bytes()
+	var raw []byte
+	var err error
+	var counters *redis.MapStringStringCmd
+	if r.prefetch.Load() {
+		// One round trip: the session and its counters (same slot).
+		pipe := r.client.Pipeline()
+		data := pipe.HGet(cctx, r.sessionKey(key), fieldData)
+		counters = pipe.HGetAll(cctx, r.countersKey(key))
+		_, _ = pipe.Exec(cctx) // errors are read per command
+		raw, err = data.Bytes()
+	} else {
+		raw, err = r.client.HGet(cctx, r.sessionKey(key), fieldData).Bytes()
+	}
 	if errors.Is(err, redis.Nil) {
 		return nil, ErrNotFound
 	}
@@ -253,6 +267,18 @@ func (r *Redis) Get(ctx context.Context, key Key) (*Session, error) {
 			return nil, fmt.Errorf("state: redis get: %w", err)
 		}
 		return nil, r.fail(ctx, "get", fmt.Errorf("decode session: %w", err))
+	}
+	if counters != nil {
+		fields, err := counters.Result()
+		if err == nil {
+			s.counters, err = decodeCounters(fields)
+		}
+		if err != nil {
+			// The session itself was read: its counters are left to the
+			// caller's own read (Session.Counters reports none).
+			r.fail(ctx, "counters", err)
+			s.counters = nil
+		}
 	}
 	return s, nil
 }

@@ -130,19 +130,11 @@ func (r *Redis) ReadCounters(ctx context.Context, key Key) (map[string]int64, er
 	if err != nil {
 		return nil, r.fail(ctx, "counters", err)
 	}
-	out := make(map[string]int64, len(fields))
-	for f, v := range fields {
-		name, ok := strings.CutPrefix(f, "c:")
-		if !ok {
-			continue
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return nil, r.fail(ctx, "counters", fmt.Errorf("counter %q: %w", name, err))
-		}
-		out[name] = n
+	snap, err := decodeCounters(fields)
+	if err != nil {
+		return nil, r.fail(ctx, "counters", err)
 	}
-	return out, nil
+	return snap.Values, nil
 }
 
 func (r *Redis) counterCheck(ctx context.Context, key Key) error {
@@ -153,4 +145,45 @@ func (r *Redis) counterCheck(ctx context.Context, key Key) error {
 		return ErrInvalidKey
 	}
 	return nil
+}
+
+// counterOpArgs are the CAS script's arguments for ops (see casSource);
+// adds of 0 are left out.
+func counterOpArgs(ops []CounterOp) []any {
+	var args []any
+	for _, op := range ops {
+		switch {
+		case op.Sig != "":
+			args = append(args, "s", op.Name, op.Sig)
+		case op.N != 0:
+			args = append(args, "a", op.Name, op.N)
+		}
+	}
+	return args
+}
+
+// PrefetchCounters implements CounterPrefetcher: from then on Get reads
+// the counters hash in the same pipeline as the session (HGET and
+// HGETALL, one round trip).
+func (r *Redis) PrefetchCounters() { r.prefetch.Store(true) }
+
+// decodeCounters reads the counters hash's fields into a snapshot.
+func decodeCounters(fields map[string]string) (*CounterSnapshot, error) {
+	snap := &CounterSnapshot{Values: make(map[string]int64, len(fields)), Sigs: map[string]string{}}
+	for f, v := range fields {
+		if name, ok := strings.CutPrefix(f, "s:"); ok {
+			snap.Sigs[name] = v
+			continue
+		}
+		name, ok := strings.CutPrefix(f, "c:")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("counter %q: %w", name, err)
+		}
+		snap.Values[name] = n
+	}
+	return snap, nil
 }

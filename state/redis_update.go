@@ -22,6 +22,14 @@ import (
 //	ARGV[5]  summary JSON
 //	ARGV[6]  TTL in ms
 //
+//	KEYS[2]  (optional) the session's counters hash (countersKey)
+//	ARGV[7…] with KEYS[2]: the counter changes staged on the session
+//	         (CounterOp), three arguments each: "a", name, n (HINCRBY
+//	         c:name n) or "s", name, signature (a Streak step)
+//
+// The counter changes are applied only when the session is written, in
+// the same script, and refresh the counters' TTL.
+//
 // It returns 1 when written and 0 on a version mismatch. A mismatch whose
 // stored token is ours means this very write already landed and the reply
 // was lost (go-redis resends a command after a network error), so that also
@@ -35,6 +43,22 @@ if cur ~= ARGV[1] then
 end
 redis.call('HSET', KEYS[1], 'v', ARGV[2], 'w', ARGV[3], 'd', ARGV[4], 'm', ARGV[5])
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
+if KEYS[2] then
+  for i = 7, #ARGV, 3 do
+    local f = 'c:' .. ARGV[i+1]
+    if ARGV[i] == 'a' then
+      redis.call('HINCRBY', KEYS[2], f, ARGV[i+2])
+    else
+      local s = 's:' .. ARGV[i+1]
+      if redis.call('HGET', KEYS[2], s) == ARGV[i+2] then
+        redis.call('HINCRBY', KEYS[2], f, 1)
+      else
+        redis.call('HSET', KEYS[2], s, ARGV[i+2], f, 1)
+      end
+    end
+  end
+  redis.call('PEXPIRE', KEYS[2], ARGV[6])
+end
 return 1
 `
 
@@ -101,10 +125,11 @@ func (r *Redis) tryUpdate(ctx context.Context, key Key, fn func(*Session) error)
 // CAS and the index update go in one pipeline: one round trip. ok is false
 // when the session changed since it was read.
 func (r *Redis) commit(ctx context.Context, key Key, expected string, version int64, s *Session, fn func(*Session) error) (*Session, bool, error) {
-	created := s.CreatedAt
+	created, before := s.CreatedAt, s.Usage
 	if err := fn(s); err != nil {
 		return nil, false, fmt.Errorf("state: update: %w", err)
 	}
+	ops := s.takeStaged(before)
 	if err := ctx.Err(); err != nil {
 		return nil, false, fmt.Errorf("state: redis update: %w", err)
 	}
@@ -125,8 +150,13 @@ func (r *Redis) commit(ctx context.Context, key Key, expected string, version in
 	pipe := r.client.Pipeline()
 	// EVAL, not EVALSHA: a pipeline cannot retry a NOSCRIPT; Redis caches
 	// the compiled script by its hash either way.
-	cas := pipe.Eval(cctx, casSource, []string{r.sessionKey(key)},
-		expected, s.Version, token, data, sum, r.ttl.Milliseconds())
+	keys := []string{r.sessionKey(key)}
+	args := []any{expected, s.Version, token, data, sum, r.ttl.Milliseconds()}
+	if opArgs := counterOpArgs(ops); len(opArgs) > 0 {
+		keys = append(keys, r.countersKey(key))
+		args = append(args, opArgs...)
+	}
+	cas := pipe.Eval(cctx, casSource, keys, args...)
 	r.queueIndex(cctx, pipe, key, s.UpdatedAt)
 	cmds, _ := pipe.Exec(cctx) // errors are read per command below
 	n, err := cas.Int()
@@ -136,6 +166,7 @@ func (r *Redis) commit(ctx context.Context, key Key, expected string, version in
 	if n != 1 {
 		return nil, false, nil
 	}
+	landed(ops, s.Version)
 	for _, c := range cmds[min(1, len(cmds)):] {
 		if err := c.Err(); err != nil {
 			r.fail(ctx, "index", err)

@@ -58,6 +58,13 @@ type Session struct {
 	Routes map[string]Route `json:"routes,omitempty"`
 	// Version increases by one on every successful Update.
 	Version int64 `json:"version"`
+
+	// counters are the budget counters Get read with the session (nil when
+	// the store does not prefetch them); shared, read-only, not stored.
+	counters *CounterSnapshot
+	// staged are counter changes effects staged for the save writing this
+	// session (StageCounters); never stored, dropped by clone.
+	staged []CounterOp
 }
 
 // Route is a routing decision a session keeps: the rule that made it (""

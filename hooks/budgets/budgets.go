@@ -46,6 +46,12 @@ type Options struct {
 	Metrics  *metrics
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Staged: the state store reads a session's counters with the session
+	// and commits the changes staged on it with the turn's save
+	// (state.CounterPrefetcher, Session.StageCounters), so the hook decides
+	// from the counters read at load and makes no round trip of its own
+	// (staged.go). Off: every change is a Counters call.
+	Staged bool
 }
 
 // Hook enforces the budgets. It is safe for concurrent use.
@@ -68,6 +74,7 @@ type Hook struct {
 	o       Options
 	owned   map[string]bool
 	pending pending
+	flights flights
 	// warned is when the last counter failure was logged (unix ns): at
 	// most one warning every 10 s while the store is down.
 	warned atomic.Int64
@@ -121,6 +128,9 @@ func (h *Hook) OnRequest(_ context.Context, call *hooks.Call, req *conv.Request)
 		return conv.RequestEdits{}, nil, nil
 	}
 	h.giveBackExpired(ctx)
+	if snap, ok := h.snapshot(call); ok {
+		return conv.RequestEdits{}, h.requestStaged(call, key, req, snap), nil
+	}
 	lim := h.o.Limits
 	r := &reservation{key: key, at: h.o.Now()}
 	steps := []struct {
@@ -160,6 +170,9 @@ func (h *Hook) OnReply(_ context.Context, call *hooks.Call, reply *conv.Reply) (
 	key, ok := h.active(call)
 	if !ok || call.Side != "" || (h.o.Limits.IdenticalCalls <= 0 && len(h.o.Tools) == 0) {
 		return d, nil
+	}
+	if snap, ok := h.snapshot(call); ok {
+		return h.replyStaged(call, key, reply, snap), nil
 	}
 	for _, c := range reply.ToolCalls {
 		if h.owned[c.Name] {
@@ -236,6 +249,13 @@ func (h *Hook) OnOutcome(_ context.Context, call *hooks.Call, out *conv.TurnOutc
 		return nil
 	}
 	r := h.pending.take(pendingID(key, call.RequestID))
+	if r != nil && r.staged {
+		h.outcomeStaged(call, key, r, out)
+		return nil
+	}
+	if _, staged := h.snapshot(call); staged {
+		return nil // the save added the spend; nothing was held, or it was released
+	}
 	swept := r == nil // given back after holdFor, or never taken (a counter failed)
 	if swept {
 		r = &reservation{key: key}
@@ -297,7 +317,15 @@ func (h *Hook) giveBack(ctx context.Context, call *hooks.Call, r *reservation) {
 // giveBackExpired returns the reservations of requests that got no outcome
 // within holdFor (see holdFor).
 func (h *Hook) giveBackExpired(ctx context.Context) {
-	for _, r := range h.pending.expired(h.o.Now()) {
+	expired, swept := h.pending.expired(h.o.Now())
+	if swept {
+		defer h.flights.sweep(h.o.Now())
+	}
+	for _, r := range expired {
+		if r.staged {
+			h.flights.release(r, h.o.Now()) // nothing was written: only held
+			continue
+		}
 		for _, x := range []struct {
 			counter string
 			n       int64

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // Name is the feature's name: its configuration section, its session slot
@@ -94,7 +95,14 @@ func (c *Config) Provision(env hooks.Env) (hooks.Plugin, error) {
 	if err := m.register(env.Metrics); err != nil {
 		return nil, fmt.Errorf("budgets: registering metrics: %w", err)
 	}
+	// A store that reads the counters with the session lets the turn's
+	// load and save carry them: no round trip of the hook's own.
+	p, staged := env.Counters.(state.CounterPrefetcher)
+	if staged {
+		p.PrefetchCounters()
+	}
 	h := New(Options{
+		Staged: staged,
 		Scope:  c.Scope,
 		Limits: Limits{Turns: c.MaxTurns, Tokens: c.MaxTokens, CostMicros: micros(c.MaxCostUSD), IdenticalCalls: c.MaxIdenticalCalls},
 		Tools:  rules, Owned: env.Owned,

@@ -27,6 +27,15 @@ type reservation struct {
 	// by call id: their tool. One not delivered is given back.
 	counted map[string]string
 	at      time.Time
+	// staged: the turn's save carries the counter changes (staged.go);
+	// base is then the session version the request read, held what it
+	// holds in flight (guarded by flights.mu), streakSig and streakN the
+	// streak as this turn's calls left it.
+	staged    bool
+	base      int64 // the session version the request read
+	held      map[string]int64
+	streakSig string
+	streakN   int64
 }
 
 // pending are the reservations of requests in flight on this replica, by
@@ -80,15 +89,14 @@ func (p *pending) take(id string) *reservation {
 }
 
 // expired removes and returns the reservations older than holdFor, at most
-// once a minute (the caller gives them back).
-func (p *pending) expired(now time.Time) []*reservation {
+// once a minute (the caller gives them back); swept says it looked.
+func (p *pending) expired(now time.Time) (out []*reservation, swept bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if now.Sub(p.swept) < time.Minute {
-		return nil
+		return nil, false
 	}
 	p.swept = now
-	var out []*reservation
 	for id, q := range p.by {
 		keep := q[:0]
 		for _, r := range q {
@@ -104,5 +112,5 @@ func (p *pending) expired(now time.Time) []*reservation {
 			p.by[id] = keep
 		}
 	}
-	return out
+	return out, true
 }

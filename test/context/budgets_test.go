@@ -267,21 +267,29 @@ func budgetKeyPrefix(t *testing.T) string {
 	return prefix
 }
 
-// TestBudgetReplicasExact: two replicas (one mock, each its own Redis
-// store on one server) serving one session concurrently pass exactly
-// max_turns requests in total.
-func TestBudgetReplicasExact(t *testing.T) {
+// TestBudgetReplicasBounded: two replicas (one mock, each its own Redis
+// store on one server) serving one session concurrently. The counters read
+// with the session decide each request, and the turn's save adds its spend
+// (no round trip of their own), so concurrent requests on different
+// replicas may each take the last turn: each replica passes at most
+// max_turns (what it holds in flight is exact), so together at most twice
+// that; the counters count every turn that passed, exactly, and once they
+// are saved every replica refuses the next request.
+func TestBudgetReplicasBounded(t *testing.T) {
 	const maxTurns, requests = 5, 24
 	for _, d := range kit.Drivers() {
 		t.Run(d.Name(), func(t *testing.T) {
 			prefix := budgetKeyPrefix(t)
 			m := kit.StartMock(t, mock.Options{})
 			var rigs []*rig
+			var stores []*state.Redis
 			for range 2 {
 				st := budgetRedisStore(t, prefix)
+				stores = append(stores, st)
 				rigs = append(rigs, newRig(t, rigOptions{Shared: m, Store: st,
 					Configure: budgetsOn(func(c *config.Config) { c.Budgets.MaxTurns = maxTurns })}))
 			}
+			session := "shared-" + d.Name()
 			var wg sync.WaitGroup
 			var mu sync.Mutex
 			status := map[int]int{}
@@ -289,7 +297,7 @@ func TestBudgetReplicasExact(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					a := kit.NewAgent(d, rigs[i%2].URL, map[string]string{"X-Session-Id": "shared-" + d.Name()})
+					a := kit.NewAgent(d, rigs[i%2].URL, map[string]string{"X-Session-Id": session})
 					a.User(fmt.Sprintf("q%d", i))
 					resp, body := a.Post(t)
 					if resp.StatusCode == 429 {
@@ -301,16 +309,45 @@ func TestBudgetReplicasExact(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			assert.Equal(t, map[int]int{200: maxTurns, 429: requests - maxTurns}, status)
-			assert.Len(t, m.Requests(), maxTurns, "exactly max_turns requests went upstream")
+			passed := status[200]
+			assert.Equal(t, requests, passed+status[429], "every request passed or was refused: %v", status)
+			assert.GreaterOrEqual(t, passed, maxTurns, "the budget's turns pass")
+			assert.LessOrEqual(t, passed, 2*maxTurns, "over-spend bounded: each replica passes at most max_turns")
+			assert.Len(t, m.Requests(), passed, "only the requests that passed went upstream")
+			tenant := budgetTenant(t, stores[0], session)
+			got, err := stores[0].ReadCounters(context.Background(), state.Key{Tenant: tenant, Session: session})
+			require.NoError(t, err)
+			assert.Equal(t, int64(passed), got["turns"], "every turn that passed is counted, once")
+			for i, r := range rigs {
+				a := kit.NewAgent(d, r.URL, map[string]string{"X-Session-Id": session})
+				a.User(fmt.Sprintf("after%d", i))
+				resp, body := a.Post(t)
+				assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "replica %d refuses once the turns are saved: %s", i, body)
+			}
 		})
 	}
 }
 
+// budgetTenant finds the tenant the session was stored under.
+func budgetTenant(t *testing.T, st *state.Redis, session string) string {
+	t.Helper()
+	sums, err := st.List(context.Background(), "", 0)
+	require.NoError(t, err)
+	for _, s := range sums {
+		if s.ID == session {
+			return s.Tenant
+		}
+	}
+	t.Fatalf("session %s not stored", session)
+	return ""
+}
+
 // budgetSplitStore is a memory session store whose budget counters live in
-// another Counters (a Redis that is down).
+// another Counters (a Redis that is down). It embeds the Store interface,
+// not the memory store, so it does not read or stage counters with the
+// session (state.CounterPrefetcher): every change is a Counters call.
 type budgetSplitStore struct {
-	*state.Memory
+	state.Store
 	c state.Counters
 }
 
@@ -339,7 +376,7 @@ func TestBudgetRedisDown(t *testing.T) {
 		t.Run(d.Name(), func(t *testing.T) {
 			mem := state.NewMemory(state.MemoryOptions{TTL: time.Hour})
 			t.Cleanup(func() { _ = mem.Close() })
-			r := newRig(t, rigOptions{Store: budgetSplitStore{Memory: mem, c: dead},
+			r := newRig(t, rigOptions{Store: budgetSplitStore{Store: mem, c: dead},
 				Configure: budgetsOn(func(c *config.Config) {
 					c.Budgets.MaxTurns, c.Budgets.MaxTokens, c.Budgets.MaxIdenticalCalls = 1, 10, 1
 					c.Budgets.ToolCalls = []string{"*=1"}
