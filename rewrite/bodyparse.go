@@ -24,22 +24,12 @@ func ParseIndexed(body []byte) (gjson.Result, *jsonkit.Index, error) {
 // a body that extends one parsed before is validated from where the two
 // differ. A nil views validates whole.
 func ParseIndexedWith(views *ViewCache, body []byte) (gjson.Result, *jsonkit.Index, error) {
-	var memo *indexMemo
-	if views != nil {
-		memo = views.bodies
-	}
-	idx, ok := memo.validIndexed(body)
-	if !ok {
-		return gjson.Result{}, nil, fmt.Errorf("%w: body is not valid JSON", ErrMalformed)
-	}
-	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
-	if !ok {
-		return gjson.Result{}, nil, fmt.Errorf("%w: body must be a JSON object", ErrMalformed)
-	}
-	if err := duplicateKeyError(idx); err != nil {
+	b, err := ParseBody(views, body)
+	if err != nil {
 		return gjson.Result{}, nil, err
 	}
-	return root, idx, nil
+	b.Release()
+	return b.Root, b.Idx, nil
 }
 
 // ParseTrustedRoot returns the top-level object of a request body that is

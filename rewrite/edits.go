@@ -4,7 +4,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
-	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // EditOps are one API's primitives for the edits of conv.RequestEdits.
@@ -30,6 +29,7 @@ type EditOps struct {
 // limit. It returns body itself when e is empty.
 func ApplyEdits(body []byte, e conv.RequestEdits, ops EditOps) ([]byte, error) {
 	if e.Empty() {
+		ops.Parsed.Escape() // body goes to the caller as it is
 		return body, nil
 	}
 	var steps []MemberOp
@@ -64,21 +64,17 @@ func SetMaxKey(key string) func(body []byte, n int64) ([]byte, error) {
 }
 
 // ParseMessages builds the view of every element of arr (the array member
-// key) with parse, through the view cache views (tagged p; nil: no cache), sharing one tool-name
-// table across the conversation. Errors name the element, e.g.
-// messages[3].content.
-func ParseMessages(views *ViewCache, idx *jsonkit.Index, arr gjson.Result, key string, p ViewParser, parse func(gjson.Result, *ToolNames) (conv.Message, error)) ([]conv.Message, error) {
-	r := ViewResolver{Cache: views, Parser: p, Parse: parse}
-	var msgs []conv.Message
-	var err error
-	idx.Each(arr, func(i int, m gjson.Result) bool {
-		var msg conv.Message
-		if msg, err = r.Message(m); err != nil {
-			err = AtField(AtIndex(err, i), key)
-			return false
-		}
-		msgs = append(msgs, msg)
-		return true
-	})
-	return msgs, err
+// key of b) with parse, through the view cache of b (tagged p; none: no
+// cache), sharing one tool-name table across the conversation. Errors name
+// the element, e.g. messages[3].content.
+//
+// When the index memo keeps b (a long body), the elements that b shares
+// byte for byte with the conversation's previous body are that body's
+// views, not looked up again, and ParseMessages also returns the messages'
+// anchors (conv.Anchors; nil otherwise), computed only for the new ones.
+// The returned slices are shared with the memo: read-only (appending to
+// them is fine: their capacity is their length).
+func ParseMessages(b *Body, arr gjson.Result, key string, p ViewParser, parse func(gjson.Result, *ToolNames) (conv.Message, error)) ([]conv.Message, []string, error) {
+	msgs, anchors, _, _, err := b.parseElems(arr, key, p, parse, true)
+	return msgs, anchors, err
 }

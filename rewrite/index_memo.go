@@ -1,7 +1,10 @@
 package rewrite
 
 import (
+	"fmt"
+
 	"github.com/cespare/xxhash/v2"
+	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
@@ -34,6 +37,10 @@ type indexMemoEntry struct {
 	key  uint64
 	body []byte
 	idx  *jsonkit.Index
+	// conv is what ParseMessages read from the body's conversation array,
+	// or from an earlier body's that shares conv.valid leading bytes with
+	// this one; nil: nothing.
+	conv *convMemo
 }
 
 // indexMemo is safe for concurrent use; a nil *indexMemo keeps nothing.
@@ -45,7 +52,7 @@ func newIndexMemo(budget int64) *indexMemo {
 	if budget <= 0 {
 		return nil
 	}
-	return &indexMemo{NewTakeMemo[uint64](budget, func(e *indexMemoEntry) int64 { return int64(cap(e.body)) })}
+	return &indexMemo{NewTakeMemo[uint64](budget, func(e *indexMemoEntry) int64 { return int64(cap(e.body)) + e.conv.bytes() })}
 }
 
 func (m *indexMemo) take(key uint64) *indexMemoEntry {
@@ -56,31 +63,87 @@ func (m *indexMemo) take(key uint64) *indexMemoEntry {
 func (m *indexMemo) put(e *indexMemoEntry) { m.entries.Put(e.key, e) }
 
 // validIndexed is jsonkit.ValidIndexed(body), resumed from the memo's
-// body of the same conversation when it has one, and remembered for the
-// next request.
-func (m *indexMemo) validIndexed(body []byte) (*jsonkit.Index, bool) {
+// body of the same conversation when it has one. The entry for body is
+// returned, not yet put back (Body.Release puts it), with what the
+// conversation of the previous body parsed to that still holds for this
+// one (entry.conv, nil when none); entry is nil when the memo keeps
+// nothing for body.
+func (m *indexMemo) validIndexed(body []byte) (idx *jsonkit.Index, ok bool, entry *indexMemoEntry) {
 	if m == nil || len(body) < indexMemoMinBytes {
-		return jsonkit.ValidIndexed(body)
+		idx, ok = jsonkit.ValidIndexed(body)
+		return idx, ok, nil
 	}
 	key := xxhash.Sum64(body[:memoKeyLen(len(body))])
 	prev := m.take(key)
 	if prev == nil {
-		idx, ok := jsonkit.ValidIndexed(body)
+		idx, ok = jsonkit.ValidIndexed(body)
 		if ok {
 			c := append([]byte(nil), body...)
-			m.put(&indexMemoEntry{key: key, body: c, idx: idx.Rebase(c)})
+			entry = &indexMemoEntry{key: key, body: c, idx: idx.Rebase(c)}
 		}
-		return idx, ok
+		return idx, ok, entry
 	}
 	n := CommonPrefix(body, prev.body)
-	idx, ok := jsonkit.ValidIndexedFrom(body, prev.idx, n)
+	idx, ok = jsonkit.ValidIndexedFrom(body, prev.idx, n)
 	if !ok {
 		m.put(prev) // still a good reference for the next request
-		return idx, ok
+		return idx, ok, nil
 	}
 	c := append(prev.body[:n], body[n:]...) // ours: taken out of the memo
-	m.put(&indexMemoEntry{key: key, body: c, idx: idx.Rebase(c)})
-	return idx, ok
+	return idx, ok, &indexMemoEntry{key: key, body: c, idx: idx.Rebase(c), conv: prev.conv.sharing(n)}
+}
+
+// Body is a request body validated as JSON with its top level indexed
+// (ParseBody), and what the index memo knows of its conversation: the
+// views ParseMessages built for the previous body of the same
+// conversation, for the elements that lie inside the bytes the two bodies
+// share. Release it when parsing is over: the memo keeps the body (and
+// what ParseMessages read from it) for the next request only then.
+type Body struct {
+	Root gjson.Result
+	Idx  *jsonkit.Index
+
+	views *ViewCache
+	memo  *indexMemo
+	entry *indexMemoEntry // ours until Release puts it in the memo; nil: none
+}
+
+// ParseBody validates a request body (an error wrapping ErrMalformed when
+// it is not valid JSON or not an object) and indexes its top level, through
+// views' index memo: a body that extends one parsed before is validated
+// from where the two differ. A nil views validates whole and keeps
+// nothing. The caller must Release the result.
+func ParseBody(views *ViewCache, body []byte) (*Body, error) {
+	b := &Body{views: views}
+	if views != nil {
+		b.memo = views.bodies
+	}
+	idx, ok, entry := b.memo.validIndexed(body)
+	if !ok {
+		return nil, fmt.Errorf("%w: body is not valid JSON", ErrMalformed)
+	}
+	b.Idx, b.entry = idx, entry
+	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
+	if !ok {
+		b.Release()
+		return nil, fmt.Errorf("%w: body must be a JSON object", ErrMalformed)
+	}
+	if err := duplicateKeyError(idx); err != nil {
+		b.Release()
+		return nil, err
+	}
+	b.Root = root
+	return b, nil
+}
+
+// Release hands the body's memo entry back to the memo; b's Root and Idx
+// stay valid. Calling it again does nothing.
+func (b *Body) Release() {
+	if b == nil || b.entry == nil {
+		return
+	}
+	b.memo.put(b.entry)
+	b.entry = nil
 }
 
 // memoKeyLen is how many leading bytes of an n-byte body its memo key

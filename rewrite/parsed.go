@@ -24,13 +24,48 @@ import (
 // would notice: it only saves walks, never changes a result.
 type Parsed struct {
 	idx *jsonkit.Index // indexes the last body remembered; nil: none
+	// scratch is the body remembered when it is a pooled buffer an edit
+	// through p made (scratch.go): the next edit through p that copies it
+	// gives it back. nil: the body remembered is not p's to recycle.
+	scratch []byte
 }
 
-// Remember records idx, the index of a body just parsed.
+// Remember records idx, the index of a body just parsed. The body p
+// remembered before is no longer p's to recycle.
 func (p *Parsed) Remember(idx *jsonkit.Index) {
 	if p != nil {
-		p.idx = idx
+		p.idx, p.scratch = idx, nil
 	}
+}
+
+// remembered records idx, the index of out, an edit of in (the body p
+// remembered); out is a pooled buffer when fromPool. When in was p's
+// scratch, the edit has copied it and nobody else holds it: it goes back
+// to its pool.
+func (p *Parsed) remembered(idx *jsonkit.Index, in, out []byte, fromPool bool) {
+	if p == nil {
+		return
+	}
+	if p.scratch != nil && sameBuffer(p.scratch, in) && !sameBuffer(in, out) {
+		putScratch(p.scratch)
+	}
+	p.idx, p.scratch = idx, nil
+	if fromPool && idx != nil {
+		p.scratch = out
+	}
+}
+
+// Escape tells p that the body it remembers goes to the caller as it is
+// (an edit that changed nothing): p must never recycle it.
+func (p *Parsed) Escape() {
+	if p != nil {
+		p.scratch = nil
+	}
+}
+
+// sameBuffer reports whether a and b share their first byte.
+func sameBuffer(a, b []byte) bool {
+	return cap(a) > 0 && cap(b) > 0 && &a[:1][0] == &b[:1][0]
 }
 
 // IndexOf returns the index of body when body is the body remembered (the
@@ -61,6 +96,12 @@ type MemberOp struct {
 func (p *Parsed) EditMember(body []byte, key string, op func(body []byte) ([]byte, error)) ([]byte, error) {
 	return p.EditMembers(body, []MemberOp{{key, op}})
 }
+
+// A body an edit through p returns may be one of p's pooled buffers
+// (scratch.go): it stays valid until the next edit through p, which copies
+// it into the body it returns and recycles it. The turn engine's build is
+// such a chain (ledger replay, then request edits); its final body is a
+// plain allocation (put), never recycled.
 
 // EditMembers returns body with ops applied in order. While body is the
 // body remembered and an op's member exists, the op runs on a small body
@@ -117,6 +158,7 @@ type memberEdit struct {
 // remembers the result; body itself when there are none.
 func (p *Parsed) put(body []byte, idx *jsonkit.Index, edits []memberEdit) []byte {
 	if len(edits) == 0 {
+		p.Escape() // body goes to the caller as it is
 		return body
 	}
 	slices.SortFunc(edits, func(a, b memberEdit) int { return a.start - b.start })
@@ -133,13 +175,13 @@ func (p *Parsed) put(body []byte, idx *jsonkit.Index, edits []memberEdit) []byte
 		repl[i] = jsonkit.Replaced{Key: e.key, Len: len(e.value)}
 	}
 	out = append(out, body[at:]...)
-	p.Remember(idx.MembersReplaced(out, repl))
+	p.remembered(idx.MembersReplaced(out, repl), body, out, false)
 	return out
 }
 
 // editWhole applies ops to the whole body in turn; p forgets.
 func (p *Parsed) editWhole(body []byte, ops []MemberOp) ([]byte, error) {
-	p.Remember(nil)
+	p.Remember(nil) // body, even a scratch one, may be returned as it is
 	for _, op := range ops {
 		var err error
 		if body, err = op.Op(body); err != nil {
@@ -149,18 +191,30 @@ func (p *Parsed) editWhole(body []byte, ops []MemberOp) ([]byte, error) {
 	return body, nil
 }
 
-// MemberEdited tells p that out is body with edits confined to the value of
+// memberEdited tells p that out is body with edits confined to the value of
 // its root member key, n bytes longer (or shorter, n < 0) than before, so
 // that p keeps indexing the result; p forgets when body was not the body
-// it remembered.
-func (p *Parsed) MemberEdited(body, out []byte, key string, n int) {
+// it remembered. out is a buffer from scratchFor when fromPool.
+func (p *Parsed) memberEdited(body, out []byte, key string, n int, fromPool bool) {
 	idx := p.IndexOf(body)
 	start, end, ok := idx.MemberSpan(key)
 	if !ok {
 		p.Remember(nil)
 		return
 	}
-	p.Remember(idx.MemberReplaced(out, key, end-start+n))
+	p.remembered(idx.MemberReplaced(out, key, end-start+n), body, out, fromPool)
+}
+
+// scratchFor returns an empty buffer for an n-byte edit of body: pooled
+// (fromPool) when body is the body p remembers, so that it can come back
+// once the next edit has copied it; else a plain allocation.
+func (p *Parsed) scratchFor(body []byte, n int) (buf []byte, fromPool bool) {
+	if p.IndexOf(body) != nil {
+		if b := getScratch(n); b != nil {
+			return b, true
+		}
+	}
+	return make([]byte, 0, n), false
 }
 
 // AppendMemberPrefix appends `{"key":` to dst, the key quoted as JSON.

@@ -22,12 +22,25 @@ import (
 func TestParsedEditsSameBytes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	tool := conv.ToolSpec{Name: "shepherd_note", Description: "a \"quoted\" tool", Parameters: []byte(`{"type":"object"}`)}
+	// Every result stays as it was while later trials reuse the pooled
+	// buffers of intermediate bodies (a body returned to the caller must
+	// never be recycled).
+	var kept [][2][]byte
+	defer func() {
+		for i, k := range kept {
+			require.Equal(t, string(k[0]), string(k[1]), "result %d changed after later edits", i)
+		}
+	}()
 	for _, api := range apis.All() {
 		t.Run(api.Name, func(t *testing.T) {
-			for _, body := range [][]byte{apitest.Fixture(t, api, "request.json"), apitest.LongConversation(t, api, 12)} {
+			for _, body := range [][]byte{apitest.Fixture(t, api, "request.json"), apitest.LongConversation(t, api, 12), apitest.LongConversation(t, api, 150)} {
 				turns := apitest.UserTurns(t, api, body, false)
 				require.NotEmpty(t, turns)
-				for trial := range 32 {
+				trials := 32
+				if len(body) > 32<<10 {
+					trials = 8 // past the pooled size: intermediate bodies are recycled
+				}
+				for trial := range trials {
 					var ops []rewrite.UserTexts
 					for _, p := range turns {
 						if trial%3 == 0 && p == turns[len(turns)-1] || trial%3 != 0 && rng.IntN(2) == 0 {
@@ -50,6 +63,7 @@ func TestParsedEditsSameBytes(t *testing.T) {
 					want := editAll(t, api.NewCodec(nil), body, ops, e, false)
 					got := editAll(t, api.NewCodec(apitest.Views), body, ops, e, true)
 					require.Equal(t, string(want), string(got), "trial %d: ops %v, edits %+v", trial, ops, e)
+					kept = append(kept, [2][]byte{want, got})
 				}
 			}
 		})
@@ -72,5 +86,38 @@ func editAll(t *testing.T, c rewrite.Codec, body []byte, ops []rewrite.UserTexts
 	}
 	out, err := c.ApplyEdits(out, e)
 	require.NoError(t, err)
+	if parse {
+		// Later edits through the same codec, of out itself and of another
+		// body (as a continuation makes), must leave out alone.
+		follow := append(append([]byte(nil), out...), ' ')
+		for _, b := range [][]byte{out, follow} {
+			for _, later := range []conv.RequestEdits{{SetMaxOutputTokens: 99}, {AppendSystem: []string{"x"}}, {AddTools: e.AddTools}} {
+				_, err := c.ApplyEdits(b, later)
+				require.NoError(t, err)
+			}
+		}
+	}
 	return out
+}
+
+// TestParsedEscapedScratchKept: a replay's pooled result that the request
+// edits pass on unchanged (no edits) is the body sent upstream; later
+// edits through the same codec, and other requests' edits, never recycle
+// it.
+func TestParsedEscapedScratchKept(t *testing.T) {
+	for _, api := range apis.All() {
+		// Past the pooled size, with every member a later edit may edit.
+		long := apitest.LongConversation(t, api, 300)
+		body := append([]byte(`{"max_tokens":5,"max_output_tokens":5,"generationConfig":{"maxOutputTokens":5},"tools":[],`), long[1:]...)
+		turns := apitest.UserTurns(t, api, body, false)
+		ops := []rewrite.UserTexts{{Pos: turns[len(turns)-1], Texts: []string{"note"}}}
+		c := api.NewCodec(apitest.Views)
+		out := editAll(t, c, body, ops, conv.RequestEdits{}, true)
+		want := string(out)
+		for i := range 8 { // other requests take pooled buffers and write other bytes
+			other := []rewrite.UserTexts{{Pos: turns[len(turns)-1], Texts: []string{fmt.Sprintf("other %d", i)}}}
+			editAll(t, api.NewCodec(apitest.Views), body, other, conv.RequestEdits{SetMaxOutputTokens: 7}, true)
+		}
+		require.Equal(t, want, string(out), "%s: the body sent upstream changed", api.Name)
+	}
 }

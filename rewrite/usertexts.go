@@ -93,14 +93,14 @@ func AppendUserTextsBatched(tc TurnCodec, loc UserTurnLocator, p *Parsed, body [
 		}
 		n += len(ed.repl) - (ed.end - ed.start)
 	}
-	out := make([]byte, 0, n)
+	out, pooled := p.scratchFor(body, n)
 	at := 0
 	for _, ed := range edits {
 		out = append(append(out, body[at:ed.start]...), ed.repl...)
 		at = ed.end
 	}
 	out = append(out, body[at:]...)
-	p.MemberEdited(body, out, loc.ConversationKey(), len(out)-len(body))
+	p.memberEdited(body, out, loc.ConversationKey(), len(out)-len(body), pooled)
 	return out, nil
 }
 

@@ -86,6 +86,7 @@ type ViewCache struct {
 	shards [viewCacheShards]viewShard
 	hits   atomic.Uint64
 	misses atomic.Uint64
+	reused atomic.Uint64 // elements taken from the index memo, not looked up
 	// bodies is the index memo (index_memo.go), half the budget of its
 	// own; nil when the budget is 0.
 	bodies *indexMemo
@@ -106,6 +107,16 @@ func (c *ViewCache) Stats() (hits, misses uint64) {
 		return 0, 0
 	}
 	return c.hits.Load(), c.misses.Load()
+}
+
+// Reused reports how many elements were taken from the previous request's
+// views (the index memo: view_reuse.go) since c was built, without a
+// lookup (they count as neither hits nor misses); 0 for a nil cache.
+func (c *ViewCache) Reused() uint64 {
+	if c == nil {
+		return 0
+	}
+	return c.reused.Load()
 }
 
 // enabled reports whether c caches anything.
@@ -180,6 +191,10 @@ type ViewResolver struct {
 	calls  []namedCall
 	byID   ToolNames    // the calls seen so far, once there are many
 	Arena  []conv.Block // where messages' blocks are copied; nil: allocated 64 at a time
+	// prior are views of the elements before the first this resolver
+	// parses, whose calls it did not record (reused from the previous
+	// request: view_reuse.go); CallName looks there after its own calls.
+	prior []conv.Message
 }
 
 type namedCall struct{ id, name string }
@@ -207,14 +222,17 @@ func (r *ViewResolver) AddCall(id, name string) {
 
 func (r *ViewResolver) CallName(id string) string {
 	if r.byID != nil {
-		return r.byID[id]
+		if name, ok := r.byID[id]; ok {
+			return name
+		}
+		return priorCallName(r.prior, id)
 	}
 	for i := len(r.calls) - 1; i >= 0; i-- {
 		if r.calls[i].id == id {
 			return r.calls[i].name
 		}
 	}
-	return ""
+	return priorCallName(r.prior, id)
 }
 
 // blocks copies src into the resolver's Arena (one allocation for many

@@ -91,7 +91,7 @@ func (h *Hook) OnRequest(_ context.Context, call *hooks.Call, req *conv.Request)
 	compacted := map[pos]int{}
 	var stale []string
 	if st != nil && len(st.Items) > 0 {
-		anchors = conv.Anchors(req.Messages)
+		anchors = req.Anchors()
 		edits.ReplaceResults, stale = replay(st.Items, req.Messages, anchors, compacted)
 	}
 	before := estimateTokens(req, compacted)
@@ -106,7 +106,7 @@ func (h *Hook) OnRequest(_ context.Context, call *hooks.Call, req *conv.Request)
 		return edits, nil, nil
 	}
 	if anchors == nil {
-		anchors = conv.Anchors(req.Messages)
+		anchors = req.Anchors()
 	}
 	ep := h.epoch(req, cands, anchors)
 	after := estimateTokens(req, withLens(compacted, ep.lens))

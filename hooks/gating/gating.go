@@ -71,7 +71,7 @@ func (h *Hook) OnRequest(_ context.Context, call *hooks.Call, req *conv.Request)
 		return conv.RequestEdits{}, nil, nil
 	}
 	d := h.o.Rules.Decide(inputOf(req.Messages, newest))
-	anchors := conv.Anchors(req.Messages)
+	anchors := req.Anchors()
 	var drop int
 	switch {
 	case d.Verdict == NewTopic:

@@ -24,10 +24,12 @@ var _ rewrite.Codec = anthropicCodec{}
 var anthropicKeys = []string{"model", "stream", "max_tokens", "system", "tools", "messages", "metadata", "thinking"}
 
 func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	_, idx, err := rewrite.ParseIndexedWith(c.views, body)
+	pb, err := rewrite.ParseBody(c.views, body)
 	if err != nil {
 		return nil, err
 	}
+	defer pb.Release()
+	idx := pb.Idx
 	c.parsed.Remember(idx)
 	var m [8]gjson.Result
 	idx.Lookup(anthropicKeys, m[:])
@@ -54,7 +56,7 @@ func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	if req.Tools, err = rewrite.NamedTools(idx, tools, "name"); err != nil {
 		return nil, rewrite.AtField(err, "tools")
 	}
-	if req.Messages, err = rewrite.ParseMessages(c.views, idx, msgs, "messages", anthropicViews, anthropicMessage); err != nil {
+	if req.Messages, req.MessageAnchors, err = rewrite.ParseMessages(pb, msgs, "messages", anthropicViews, anthropicMessage); err != nil {
 		return nil, err
 	}
 	req.Fingerprint = rewrite.Fingerprint(req.System, req.Messages)

@@ -42,24 +42,47 @@ import (
 //     whitespace, string escapes and number spelling do not matter.
 func Anchors(msgs []Message) []string {
 	out := make([]string, len(msgs))
-	var prev [sha256.Size]byte
-	var buf [2 * sha256.Size]byte
-	var scratch []byte
+	var c AnchorChain
 	for i := range msgs {
-		d := msgs[i].Digest
-		if len(d) != sha256.Size {
-			var sum [sha256.Size]byte
-			scratch = appendMessageDigest(scratch[:0], &msgs[i])
-			sum = sha256.Sum256(scratch)
-			d = sum[:]
-		}
-		copy(buf[:sha256.Size], prev[:])
-		copy(buf[sha256.Size:], d)
-		prev = sha256.Sum256(buf[:])
-		out[i] = hex.EncodeToString(prev[:16])
+		out[i] = c.Next(&msgs[i])
 	}
 	return out
 }
+
+// AnchorChain computes anchors one message at a time: Next of each message
+// in order gives what Anchors gives. Its zero value starts a conversation;
+// a copy taken after some messages (State) continues from there, so that
+// a codec that remembers the chain after the messages an earlier request
+// shared computes only the anchors of the new ones.
+type AnchorChain struct {
+	prev    [sha256.Size]byte
+	scratch []byte
+}
+
+// Next returns the anchor of m, the message after those the chain has seen.
+func (c *AnchorChain) Next(m *Message) string {
+	d := m.Digest
+	if len(d) != sha256.Size {
+		c.scratch = appendMessageDigest(c.scratch[:0], m)
+		sum := sha256.Sum256(c.scratch)
+		d = sum[:]
+	}
+	var buf [2 * sha256.Size]byte
+	copy(buf[:sha256.Size], c.prev[:])
+	copy(buf[sha256.Size:], d)
+	c.prev = sha256.Sum256(buf[:])
+	return hex.EncodeToString(c.prev[:16])
+}
+
+// ChainState is the chain's value after the messages it has seen.
+type ChainState [sha256.Size]byte
+
+// State is the chain's value after the messages it has seen.
+func (c *AnchorChain) State() ChainState { return c.prev }
+
+// ResumeAnchors returns an AnchorChain that continues after the messages
+// whose chain value was s.
+func ResumeAnchors(s ChainState) AnchorChain { return AnchorChain{prev: s} }
 
 // MessageDigest is the SHA-256 of the canonical encoding of m that Anchors
 // chains: codecs that cache views compute it once per distinct message and

@@ -7,7 +7,11 @@
 // both depend on it, never the other way round.
 package conv
 
-import "github.com/tidwall/gjson"
+import (
+	"slices"
+
+	"github.com/tidwall/gjson"
+)
 
 // Role is a normalised conversation role.
 type Role string
@@ -108,6 +112,20 @@ type Request struct {
 	// from the members it had found, so that nobody walks the body again.
 	Side      string
 	SideKnown bool
+	// MessageAnchors is Anchors(Messages) when the codec computed it while
+	// parsing (a long conversation's earlier anchors come from its memo of
+	// the previous request), nil otherwise. Read it through Anchors;
+	// whoever changes Messages must clear it.
+	MessageAnchors []string
+}
+
+// Anchors returns Anchors(r.Messages), a slice the caller owns: from
+// MessageAnchors when the codec filled it in, else computed.
+func (r *Request) Anchors() []string {
+	if r.MessageAnchors != nil && len(r.MessageAnchors) == len(r.Messages) {
+		return slices.Clone(r.MessageAnchors)
+	}
+	return Anchors(r.Messages)
 }
 
 // Opening reports whether the conversation has no assistant message yet: it

@@ -38,10 +38,12 @@ var geminiKeys = []string{"model", "contents", "tools", "systemInstruction", "sy
 // by the URL, which the proxy knows) and Model is "" unless the body names
 // one (the model is in the URL).
 func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	_, idx, err := rewrite.ParseIndexedWith(c.views, body)
+	pb, err := rewrite.ParseBody(c.views, body)
 	if err != nil {
 		return nil, err
 	}
+	defer pb.Release()
+	idx := pb.Idx
 	c.parsed.Remember(idx)
 	var m [7]gjson.Result
 	idx.Lookup(geminiKeys, m[:])
@@ -73,7 +75,7 @@ func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	if req.Tools, err = geminiTools(tools); err != nil {
 		return nil, rewrite.AtField(err, "tools")
 	}
-	if req.Messages, err = rewrite.ParseMessages(c.views, idx, contents, "contents", geminiViews, geminiContent); err != nil {
+	if req.Messages, req.MessageAnchors, err = rewrite.ParseMessages(pb, contents, "contents", geminiViews, geminiContent); err != nil {
 		return nil, err
 	}
 	req.Fingerprint = rewrite.Fingerprint(req.System, req.Messages)

@@ -39,10 +39,12 @@ func (c chatCodec) FingerprintRequest(body []byte) (string, error) {
 // only the messages up to it (all that System and Fingerprint read). The
 // index is remembered in parsed (nil: not).
 func parseChatRequest(views *rewrite.ViewCache, parsed *rewrite.Parsed, body []byte, fpOnly bool) (*conv.Request, error) {
-	_, idx, err := rewrite.ParseIndexedWith(views, body)
+	pb, err := rewrite.ParseBody(views, body)
 	if err != nil {
 		return nil, err
 	}
+	defer pb.Release()
+	idx := pb.Idx
 	parsed.Remember(idx)
 	var m [7]gjson.Result
 	idx.Lookup(chatKeys, m[:])
@@ -66,16 +68,41 @@ func parseChatRequest(views *rewrite.ViewCache, parsed *rewrite.Parsed, body []b
 	if req.Tools, err = chatTools(tools); err != nil {
 		return nil, rewrite.AtField(err, "tools")
 	}
-	r := rewrite.ViewResolver{Cache: views, Parser: chatViews, Parse: chatMessage}
-	if fpOnly {
-		// A few messages get a view: the resolver's default Arena (64
-		// blocks) would be most of what the fingerprint allocates.
-		r.Arena = make([]conv.Block, 0, 8)
+	if !fpOnly {
+		if req.Messages, req.MessageAnchors, err = rewrite.ParseMessages(pb, msgs, "messages", chatViews, chatMessage); err != nil {
+			return nil, err
+		}
+	} else if req.Messages, err = chatFingerprintMessages(views, idx, msgs); err != nil {
+		return nil, err
 	}
 	var system []string
-	leading, seenAssistant := true, false
+	for _, msg := range req.Messages {
+		if msg.Role != conv.RoleSystem {
+			break
+		}
+		for _, b := range msg.Blocks {
+			if b.Kind == conv.BlockText {
+				system = append(system, b.Text)
+			}
+		}
+	}
+	req.System = rewrite.JoinTexts(system)
+	req.Fingerprint = rewrite.Fingerprint(req.System, req.Messages)
+	req.Side, req.SideKnown = chatSide(rewrite.IndexMembers(idx, chatSideKeys...)), true
+	return req, nil
+}
+
+// chatFingerprintMessages views the messages up to the first assistant
+// message, and checks that the ones after it parse.
+func chatFingerprintMessages(views *rewrite.ViewCache, idx *jsonkit.Index, msgs gjson.Result) ([]conv.Message, error) {
+	// A few messages get a view: the resolver's default Arena (64 blocks)
+	// would be most of what the fingerprint allocates.
+	r := rewrite.ViewResolver{Cache: views, Parser: chatViews, Parse: chatMessage, Arena: make([]conv.Block, 0, 8)}
+	var out []conv.Message
+	var err error
+	seenAssistant := false
 	idx.Each(msgs, func(i int, m gjson.Result) bool {
-		if fpOnly && seenAssistant {
+		if seenAssistant {
 			if err = r.Check(m); err != nil {
 				err = rewrite.AtField(rewrite.AtIndex(err, i), "messages")
 				return false
@@ -83,31 +110,15 @@ func parseChatRequest(views *rewrite.ViewCache, parsed *rewrite.Parsed, body []b
 			return true
 		}
 		var msg conv.Message
-		msg, err = r.Message(m)
-		if err != nil {
+		if msg, err = r.Message(m); err != nil {
 			err = rewrite.AtField(rewrite.AtIndex(err, i), "messages")
 			return false
 		}
-		if leading && msg.Role == conv.RoleSystem {
-			for _, b := range msg.Blocks {
-				if b.Kind == conv.BlockText {
-					system = append(system, b.Text)
-				}
-			}
-		} else {
-			leading = false
-		}
-		seenAssistant = seenAssistant || msg.Role == conv.RoleAssistant
-		req.Messages = append(req.Messages, msg)
+		seenAssistant = msg.Role == conv.RoleAssistant
+		out = append(out, msg)
 		return true
 	})
-	if err != nil {
-		return nil, err
-	}
-	req.System = rewrite.JoinTexts(system)
-	req.Fingerprint = rewrite.Fingerprint(req.System, req.Messages)
-	req.Side, req.SideKnown = chatSide(rewrite.IndexMembers(idx, chatSideKeys...)), true
-	return req, nil
+	return out, err
 }
 
 // chatTools lists function (and custom) tool names.

@@ -24,10 +24,12 @@ var responsesKeys = []string{"model", "stream", "max_output_tokens", "instructio
 	"prompt_cache_key", "previous_response_id"}
 
 func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	_, idx, err := rewrite.ParseIndexedWith(c.views, body)
+	pb, err := rewrite.ParseBody(c.views, body)
 	if err != nil {
 		return nil, err
 	}
+	defer pb.Release()
+	idx := pb.Idx
 	c.parsed.Remember(idx)
 	var m [8]gjson.Result
 	idx.Lookup(responsesKeys, m[:])
@@ -50,7 +52,7 @@ func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	}
 	if input.Type == gjson.String {
 		req.Messages = []conv.Message{{Role: conv.RoleUser, Blocks: []conv.Block{{Kind: conv.BlockText, Text: jsonkit.OwnedString(input)}}}}
-	} else if req.Messages, err = responsesItems(c.views, idx, input); err != nil {
+	} else if req.Messages, req.MessageAnchors, err = responsesItems(pb, input); err != nil {
 		return nil, err
 	}
 	var system []string
@@ -77,25 +79,10 @@ func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 // items (assistant messages, function and custom tool calls, reasoning) form
 // one assistant message; each function_call_output or custom_tool_call_output
 // is a tool message.
-func responsesItems(views *rewrite.ViewCache, idx *jsonkit.Index, input gjson.Result) ([]conv.Message, error) {
-	var msgs []conv.Message
-	r := rewrite.ViewResolver{Cache: views, Parser: responsesViews, Parse: responsesItem}
-	var err error
-	idx.Each(input, func(j int, it gjson.Result) bool {
-		var msg conv.Message
-		if msg, err = r.Message(it); err != nil {
-			err = rewrite.AtField(rewrite.AtIndex(err, j), "input")
-			return false
-		}
-		if n := len(msgs); n > 0 && msg.Role == conv.RoleAssistant && msgs[n-1].Role == conv.RoleAssistant {
-			msgs[n-1].Blocks = append(msgs[n-1].Blocks, msg.Blocks...)
-			msgs[n-1].Digest = nil // the merged message has its own digest
-			return true
-		}
-		msgs = append(msgs, msg)
-		return true
+func responsesItems(pb *rewrite.Body, input gjson.Result) ([]conv.Message, []string, error) {
+	return rewrite.ParseMergedMessages(pb, input, "input", responsesViews, responsesItem, func(last, next *conv.Message) bool {
+		return next.Role == conv.RoleAssistant && last.Role == conv.RoleAssistant
 	})
-	return msgs, err
 }
 
 func responsesItem(it gjson.Result, names *rewrite.ToolNames) (conv.Message, error) {

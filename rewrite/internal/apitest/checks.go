@@ -32,8 +32,13 @@ func RequireSameView(t testing.TB, want, got *conv.Request) {
 			require.Equal(t, conv.MessageDigest(&m), d, "digest of message %d", i)
 		}
 	}
+	if got.MessageAnchors != nil {
+		require.Equal(t, conv.Anchors(stripAll(want.Messages)), got.MessageAnchors, "anchors the codec computed")
+	}
+	require.Equal(t, conv.Anchors(stripAll(want.Messages)), got.Anchors(), "Request.Anchors")
 	w, g := *want, *got
 	w.Messages, g.Messages = stripAll(want.Messages), stripAll(got.Messages)
+	w.MessageAnchors, g.MessageAnchors = nil, nil
 	require.Equal(t, w, g)
 }
 
