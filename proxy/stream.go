@@ -256,17 +256,23 @@ func (s *Server) openUpstreamBody(resp *fasthttp.Response, out io.Writer) *upstr
 		bs = bytes.NewReader(resp.Body())
 	}
 	closer, _ := bs.(fasthttp.ReadCloserWithError)
-	b := &upstreamBody{
-		idleWatch: newIdleWatch(bs, closer, s.cfg.Limits.StreamIdleTimeout),
-		s:         s, resp: resp, closer: closer, id: s.streams.add(closer),
-	}
+	b := &upstreamBody{s: s, resp: resp, closer: closer, id: s.streams.add(closer)}
+	idle := s.cfg.Limits.StreamIdleTimeout
 	if f, ok := out.(flusher); ok {
 		b.out = f
 		if c := connOf(resp); c != nil && closer != nil {
 			b.conn = c
 			c.stream.Store(b)
+			if idle > 0 {
+				// The connection's read deadline, re-armed before every
+				// socket read, keeps the silence limit: no timer per
+				// stream (idleConn.Read marks the stream fired).
+				c.idle.Store(int64(idle))
+				idle = 0
+			}
 		}
 	}
+	b.idleWatch = newIdleWatch(bs, closer, idle)
 	return b
 }
 
@@ -315,7 +321,9 @@ var (
 
 // idleWatch cuts an upstream stream that stays silent longer than
 // limits.stream_idle_timeout: every Read re-arms a timer whose expiry closes
-// the body stream, which interrupts the Read in flight.
+// the body stream, which interrupts the Read in flight. A stream read
+// through an idleConn has no timer (d is 0): the connection's read deadline
+// does the same, and idleConn.Read sets fired when it expires.
 type idleWatch struct {
 	r     io.Reader
 	d     time.Duration

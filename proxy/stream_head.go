@@ -15,9 +15,11 @@ import (
 // parsed back only when a follow-up is actually sent.
 type requestHead []byte
 
-// newRequestHead copies h's request line and headers.
+// newRequestHead copies h's request line and headers. It renders them
+// straight into the copy: h.Header() would render them into a buffer of
+// h's, which the connection then keeps for as long as the stream is open.
 func newRequestHead(h *fasthttp.RequestHeader) requestHead {
-	return append(requestHead(nil), h.Header()...)
+	return requestHead(h.AppendBytes(nil))
 }
 
 // request parses the head back into a request without a body, with the

@@ -1,9 +1,11 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -31,6 +33,10 @@ type upstream struct {
 	prefix   string // path prefix from the base URL, without trailing slash
 	client   *fasthttp.HostClient
 }
+
+// upstreamReadBuffer is the upstream connections' read buffer: the most
+// bytes of response headers shepherd accepts (see newUpstream).
+const upstreamReadBuffer = 4 << 10
 
 // upstreamOptions are the client settings shared by every upstream.
 type upstreamOptions struct {
@@ -69,12 +75,15 @@ func newUpstream(p Provider, baseURL string, o upstreamOptions) (*upstream, erro
 			// Errors never quote the upstream's raw response bytes.
 			SecureErrorLogMessage:         true,
 			DisableHeaderNamesNormalizing: false,
-			// The read buffer bounds the response headers (8 KB: nginx's
-			// proxy_buffer_size default is one page, 4 or 8 KB) and is held
-			// by every open stream for its whole life; request bodies are
+			// The read buffer is held by every open stream for its whole
+			// life, and it bounds the response headers: a response whose
+			// headers do not fit fails as a bad gateway (fasthttp's "small
+			// read buffer"). 4 KB is nginx's proxy_buffer_size default on
+			// x86-64 (one page), and twice what the providers send (their
+			// rate-limit headers included, 1-2 KB). Request bodies are
 			// written through the write buffer and returned with the
 			// connection.
-			ReadBufferSize:            8 << 10,
+			ReadBufferSize:            upstreamReadBuffer,
 			WriteBufferSize:           16 << 10,
 			MaxIdemponentCallAttempts: 1,
 			RetryIfErr:                func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
@@ -164,5 +173,11 @@ func (c *idleConn) Read(p []byte) (int, error) {
 			return 0, err
 		}
 	}
-	return c.Conn.Read(p)
+	n, err := c.Conn.Read(p)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		if b := c.stream.Load(); b != nil {
+			b.fired.Store(true) // silent past stream_idle_timeout (openUpstreamBody)
+		}
+	}
+	return n, err
 }
