@@ -36,7 +36,7 @@ type upstream struct {
 
 // upstreamReadBuffer is the upstream connections' read buffer: the most
 // bytes of response headers shepherd accepts (see newUpstream).
-const upstreamReadBuffer = 4 << 10
+const upstreamReadBuffer = 8 << 10
 
 // upstreamOptions are the client settings shared by every upstream.
 type upstreamOptions struct {
@@ -78,9 +78,12 @@ func newUpstream(p Provider, baseURL string, o upstreamOptions) (*upstream, erro
 			// The read buffer is held by every open stream for its whole
 			// life, and it bounds the response headers: a response whose
 			// headers do not fit fails as a bad gateway (fasthttp's "small
-			// read buffer"). 4 KB is nginx's proxy_buffer_size default on
-			// x86-64 (one page), and twice what the providers send (their
-			// rate-limit headers included, 1-2 KB). Request bodies are
+			// read buffer"). 8 KB is nginx's larger proxy_buffer_size
+			// default (one page, 4 or 8 KB), four times what the providers
+			// send (their rate-limit headers included, 1-2 KB), so that a
+			// gateway in between that adds headers does not break streams;
+			// 4 KB would save 4 KB of heap per open stream but not
+			// measurably its RSS (bench/README.md, "Idle streams"). Request bodies are
 			// written through the write buffer and returned with the
 			// connection.
 			ReadBufferSize:            upstreamReadBuffer,

@@ -20,7 +20,7 @@ func rateLimitHeaders(n int) map[string]string {
 	return h
 }
 
-// The upstream read buffer (4 KB, held by every open stream) bounds the
+// The upstream read buffer (8 KB, held by every open stream) bounds the
 // response headers: a stream whose headers are three times what the
 // providers send is forwarded with all of them, and one whose headers do
 // not fit fails as a bad gateway instead of being cut.
@@ -29,7 +29,7 @@ func TestUpstreamResponseHeadersBound(t *testing.T) {
 	tc := modelCases()[1] // anthropic_stream
 	require.True(t, tc.stream)
 
-	fits := rateLimitHeaders(40) // ~2.8 KB
+	fits := rateLimitHeaders(90) // ~6.3 KB
 	h.mock.Script(mock.Reply{Text: "hello", Headers: fits})
 	resp, body := do(t, "POST", h.URL+tc.path, tc.body, tc.headers)
 	require.Equal(t, 200, resp.StatusCode)
@@ -38,7 +38,7 @@ func TestUpstreamResponseHeadersBound(t *testing.T) {
 		require.Equal(t, v, resp.Header.Get(k), k)
 	}
 
-	h.mock.Script(mock.Reply{Text: "hello", Headers: rateLimitHeaders(80)}) // ~5.6 KB
+	h.mock.Script(mock.Reply{Text: "hello", Headers: rateLimitHeaders(160)}) // ~11 KB
 	resp, _ = do(t, "POST", h.URL+tc.path, tc.body, tc.headers)
 	require.Equal(t, 502, resp.StatusCode)
 }
