@@ -33,13 +33,7 @@ var anthropicReuse = apitest.ReuseCase{
 // TestParseReuseMatchesScratch: parsing through the index memo, which
 // reuses the previous body's views, equals parsing each body from scratch.
 func TestParseReuseMatchesScratch(t *testing.T) {
-	steps := 150
-	if testing.Short() {
-		steps = 40
-	}
-	for seed := range uint64(4) {
-		apitest.CheckReuse(t, Descriptor, anthropicReuse, seed, steps)
-	}
+	apitest.CheckReuseSeeds(t, Descriptor, anthropicReuse, 150)
 }
 
 // FuzzParseReuse is TestParseReuseMatchesScratch from fuzzed seeds.

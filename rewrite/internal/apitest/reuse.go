@@ -141,3 +141,14 @@ func editBytes(rng *rand.Rand, body []byte) []byte {
 // LongPrefix is a system prompt long enough for the index memo to keep a
 // body (it keeps those of 64 KB and more).
 var LongPrefix = strings.Repeat("Follow the house rules. ", 3000)
+
+// CheckReuseSeeds is CheckReuse for seeds 0-3, steps each (40 under -short).
+func CheckReuseSeeds(t *testing.T, api *rewrite.Descriptor, c ReuseCase, steps int) {
+	t.Helper()
+	if testing.Short() {
+		steps = min(steps, 40)
+	}
+	for seed := range uint64(4) {
+		CheckReuse(t, api, c, seed, steps)
+	}
+}
