@@ -1,7 +1,7 @@
 package state
 
 import (
-	"encoding/json"
+	json "github.com/goccy/go-json"
 	"fmt"
 	"maps"
 	"slices"
