@@ -1,9 +1,10 @@
 package state
 
 import (
-	json "github.com/goccy/go-json"
 	"errors"
 	"fmt"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/tidwall/gjson"
 )

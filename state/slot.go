@@ -1,10 +1,11 @@
 package state
 
 import (
-	json "github.com/goccy/go-json"
 	"fmt"
 	"maps"
 	"slices"
+
+	json "github.com/goccy/go-json"
 )
 
 // Slot is the part of a session record that one hook owns: its own state
