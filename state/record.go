@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	json "github.com/goccy/go-json"
-
 	"github.com/tidwall/gjson"
 )
 
