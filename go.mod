@@ -25,7 +25,6 @@ require (
 
 require (
 	github.com/aymanbagabas/go-udiff v0.4.1
-	github.com/goccy/go-json v0.12.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0

@@ -1,10 +1,10 @@
 package state
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
-	json "github.com/goccy/go-json"
 	"github.com/tidwall/gjson"
 )
 
@@ -27,11 +27,12 @@ const RecordVersion = 1
 // wrote.
 var ErrRecordVersion = errors.New("state: session record has an unsupported schema version")
 
-// record is the serialised form of a Session. It is read and written with
-// github.com/goccy/go-json: the same bytes as encoding/json
-// (TestRecordSameAsEncodingJSON), at a quarter of its cost to encode and a
-// sixth to decode (BenchmarkRecord: 64 → 27 µs and 255 → 41 µs for a 23 KB
-// record on 2 CPUs), and the Redis store does both on every turn.
+// record is the serialised form of a Session. Encoding and decoding it is
+// most of what the Redis store adds to a turn's CPU (BenchmarkRecord: 64 µs
+// and 255 µs for a 23 KB record on 2 CPUs, against 27 and 41 with
+// github.com/goccy/go-json, which writes the same bytes but stalled under
+// fuzzing, so it is not used); a record format that keeps the ledger's data
+// and the slots as raw JSON is the next step.
 type record struct {
 	V int `json:"v"`
 	*Session

@@ -1,11 +1,10 @@
 package state
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
-
-	json "github.com/goccy/go-json"
 )
 
 // Slot is the part of a session record that one hook owns: its own state
