@@ -15,7 +15,7 @@ import (
 // a root member or the conversation's elements, and finding them by walking
 // the body costs a pass over the whole history per edit. Through Parsed an
 // edit finds them in the index, works on a small body holding only the
-// member it edits (EditMember), and leaves Parsed remembering the edited
+// member it edits (EditMembers), and leaves Parsed remembering the edited
 // body with its index shifted, so the next edit is indexed too.
 //
 // A Parsed belongs to one request (the codec NewCodec made for it); it is
@@ -90,11 +90,6 @@ func (p *Parsed) Elements(body []byte, key string) ([]gjson.Result, bool) {
 type MemberOp struct {
 	Key string
 	Op  func(body []byte) ([]byte, error)
-}
-
-// EditMember is EditMembers with one op.
-func (p *Parsed) EditMember(body []byte, key string, op func(body []byte) ([]byte, error)) ([]byte, error) {
-	return p.EditMembers(body, []MemberOp{{key, op}})
 }
 
 // A body an edit through p returns may be one of p's pooled buffers

@@ -1,11 +1,5 @@
 package jsonkit
 
-import (
-	"strings"
-
-	"github.com/tidwall/gjson"
-)
-
 // smallObject is the member count up to which keys are compared pairwise;
 // larger objects use a map.
 const smallObject = 16
@@ -22,10 +16,7 @@ func (d *Index) DuplicateKey() (dup string, found bool) {
 	keys := small[:0]
 	var seen map[string]struct{}
 	for i := range d.members {
-		key := d.members[i].key
-		if strings.IndexByte(key, '\\') >= 0 {
-			key = gjson.Parse(`"` + key + `"`).Str
-		}
+		key := d.members[i].name()
 		switch {
 		case seen != nil:
 			if _, ok := seen[key]; ok {

@@ -27,6 +27,14 @@ type memberSpan struct {
 
 type span struct{ start, end int }
 
+// name is the member's key, JSON escapes decoded.
+func (m *memberSpan) name() string {
+	if strings.IndexByte(m.key, '\\') < 0 {
+		return m.key
+	}
+	return gjson.Parse(`"` + m.key + `"`).Str
+}
+
 // key notes the next root member's key, body[start:end] without its
 // quotes (the validator calls it at depth 1).
 func (d *Index) key(start, end int) {
@@ -73,11 +81,7 @@ func ValidIndexed(body []byte) (idx *Index, ok bool) {
 func (d *Index) EachMember(fn func(key string, v gjson.Result) bool) {
 	for i := range d.members {
 		m := &d.members[i]
-		key := m.key
-		if strings.IndexByte(key, '\\') >= 0 {
-			key = gjson.Parse(`"` + key + `"`).Str
-		}
-		if !fn(key, ValueAt(d.body[m.start:m.end], 0, m.start)) {
+		if !fn(m.name(), ValueAt(d.body[m.start:m.end], 0, m.start)) {
 			return
 		}
 	}
@@ -88,10 +92,7 @@ func (d *Index) EachMember(fn func(key string, v gjson.Result) bool) {
 func (d *Index) Lookup(keys []string, out []gjson.Result) {
 	for i := range d.members {
 		m := &d.members[i]
-		key := m.key
-		if strings.IndexByte(key, '\\') >= 0 {
-			key = gjson.Parse(`"` + key + `"`).Str
-		}
+		key := m.name()
 		for k, want := range keys {
 			if !out[k].Exists() && key == want {
 				out[k] = ValueAt(d.body[m.start:m.end], 0, m.start)

@@ -26,11 +26,7 @@ func (d *Index) Covers(body []byte) bool {
 // (decoded, as Lookup compares), or -1.
 func (d *Index) member(key string) int {
 	for i := range d.members {
-		k := d.members[i].key
-		if strings.IndexByte(k, '\\') >= 0 {
-			k = gjson.Parse(`"` + k + `"`).Str
-		}
-		if k == key {
+		if d.members[i].name() == key {
 			return i
 		}
 	}
