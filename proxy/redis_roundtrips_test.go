@@ -84,6 +84,26 @@ func eventTrip(names []string) bool {
 		slices.Contains(names, "XADD")
 }
 
+// countedRedisStore is a Redis store on the test server, under a fresh key
+// prefix (shepherd-<tag>-…, removed at the end), whose client counts its
+// round trips in rt.
+func countedRedisStore(t *testing.T, tag string) (st *state.Redis, rt *roundTrips) {
+	t.Helper()
+	url := kit.RedisURL(t)
+	opts, err := redis.ParseURL(url)
+	require.NoError(t, err)
+	opts.ContextTimeoutEnabled = true
+	client := redis.NewClient(opts)
+	t.Cleanup(func() { _ = client.Close() })
+	rt = &roundTrips{}
+	client.AddHook(rt)
+	prefix := fmt.Sprintf("shepherd-%s-%d", tag, time.Now().UnixNano())
+	t.Cleanup(func() { cleanupRedisPrefix(t, url, prefix) })
+	st, err = state.NewRedis(state.RedisOptions{Client: client, KeyPrefix: prefix, TTL: time.Minute, Timeout: time.Second})
+	require.NoError(t, err)
+	return st, rt
+}
+
 // TestRedisRoundTripsPerTurn counts the round trips a session's later turn
 // makes to the Redis store with the default features on (topics,
 // recovery, edits): the load before the hooks and the compare-and-set save
@@ -91,18 +111,7 @@ func eventTrip(names []string) bool {
 // the save's pipeline). Events the feed writes to the store's streams are
 // counted apart: they are written off the request path.
 func TestRedisRoundTripsPerTurn(t *testing.T) {
-	url := kit.RedisURL(t)
-	opts, err := redis.ParseURL(url)
-	require.NoError(t, err)
-	opts.ContextTimeoutEnabled = true
-	client := redis.NewClient(opts)
-	t.Cleanup(func() { _ = client.Close() })
-	rt := &roundTrips{}
-	client.AddHook(rt)
-	prefix := fmt.Sprintf("shepherd-rt-%d", time.Now().UnixNano())
-	t.Cleanup(func() { cleanupRedisPrefix(t, url, prefix) })
-	st, err := state.NewRedis(state.RedisOptions{Client: client, KeyPrefix: prefix, TTL: time.Minute, Timeout: time.Second})
-	require.NoError(t, err)
+	st, rt := countedRedisStore(t, "rt")
 	// The feed harness wires the events publisher, as shepherd runs.
 	h := newFeedHarness(t, feedOptions{Store: st, Config: func(c *config.Config) {
 		d := config.Defaults()
@@ -146,18 +155,7 @@ func TestRedisRoundTripsPerTurn(t *testing.T) {
 // turn's counter changes ride in the save's compare-and-set script. A
 // reply with a tool call (passed, counted) is included.
 func TestRedisRoundTripsPerTurnBudgets(t *testing.T) {
-	url := kit.RedisURL(t)
-	opts, err := redis.ParseURL(url)
-	require.NoError(t, err)
-	opts.ContextTimeoutEnabled = true
-	client := redis.NewClient(opts)
-	t.Cleanup(func() { _ = client.Close() })
-	rt := &roundTrips{}
-	client.AddHook(rt)
-	prefix := fmt.Sprintf("shepherd-rtb-%d", time.Now().UnixNano())
-	t.Cleanup(func() { cleanupRedisPrefix(t, url, prefix) })
-	st, err := state.NewRedis(state.RedisOptions{Client: client, KeyPrefix: prefix, TTL: time.Minute, Timeout: time.Second})
-	require.NoError(t, err)
+	st, rt := countedRedisStore(t, "rtb")
 	h := newFeedHarness(t, feedOptions{Store: st, Config: func(c *config.Config) {
 		c.Budgets.Enabled = hooks.OptInOn
 		c.Budgets.MaxTurns, c.Budgets.MaxTokens, c.Budgets.MaxCostUSD, c.Budgets.MaxIdenticalCalls = 100, 10_000_000, 100, 10
