@@ -17,6 +17,7 @@ type EventRecord struct {
 //   - AppendEvents appends recs, in order, to the session's log and to the
 //     global log, and keeps only the newest perSession and global records
 //     of each (older ones are dropped). It returns nothing but an error.
+//     recs stay the caller's: an implementation copies what it keeps.
 //   - Ids are strings "<ms>-<seq>" (unix milliseconds of the append, a
 //     sequence within that millisecond), strictly increasing within a log;
 //     the same record has different ids in the session and global logs.

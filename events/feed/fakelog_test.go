@@ -3,6 +3,7 @@ package feed
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/shepherd-proxy/shepherd/state"
@@ -43,6 +44,7 @@ func (l *fakeLog) AppendEvents(ctx context.Context, key state.Key, recs [][]byte
 	}
 	l.appends = append(l.appends, appendCall{key, len(recs)})
 	for _, r := range recs {
+		r = slices.Clone(r) // the caller's buffer (state.EventLog)
 		l.n++
 		id := fmt.Sprintf("%d-0", l.n)
 		l.sessions[key] = append(l.sessions[key], state.EventRecord{ID: id, Data: r})

@@ -11,7 +11,6 @@ package feed
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
 	"time"
@@ -29,6 +28,10 @@ const (
 	DefaultAppendTimeout = 2 * time.Second
 	DefaultBatch         = 20 * time.Millisecond
 )
+
+// maxEncodingBuffer is the largest encoding buffer a flush keeps for the
+// next one.
+const maxEncodingBuffer = 256 << 10
 
 // Reasons an event is dropped (label reason of shepherd_events_dropped_total).
 const (
@@ -78,6 +81,8 @@ type Publisher struct {
 	closed   bool
 	closeCtx context.Context // Close's, bounding the last flush
 	changed  chan struct{}   // closed and replaced after each flush
+
+	enc []byte // flush's encoding buffer (the loop goroutine's)
 
 	kick chan struct{} // cap 1: something was queued
 	stop chan struct{} // closed by Close
@@ -239,14 +244,18 @@ func (p *Publisher) take() []events.Event {
 	return out
 }
 
-// batch is the encoded events of one session, in emission order.
+// batch is the encoded events of one session, in emission order: spans of
+// the publisher's encoding buffer until every event is encoded.
 type batch struct {
-	key  state.Key
-	recs [][]byte
+	key   state.Key
+	spans [][2]int
+	recs  [][]byte
 }
 
 // flush appends every queued event, one append per session (sessions in
-// the order of their first event), then wakes the followers.
+// the order of their first event), then wakes the followers. It runs on
+// the loop's goroutine only: the encoding buffer is its own, reused from
+// flush to flush (the log copies what it keeps, state.EventLog).
 func (p *Publisher) flush(parent context.Context) {
 	evs := p.take()
 	if len(evs) == 0 {
@@ -254,6 +263,7 @@ func (p *Publisher) flush(parent context.Context) {
 	}
 	var order []*batch
 	bySession := map[state.Key]*batch{}
+	buf := p.enc[:0]
 	for i := range evs {
 		ev := &evs[i]
 		key := state.Key{Tenant: ev.Tenant, Session: ev.Session}
@@ -262,13 +272,15 @@ func (p *Publisher) flush(parent context.Context) {
 			continue
 		}
 		ev.ID = "" // assigned by the log
-		b, err := json.Marshal(ev)
-		if err != nil {
+		start := len(buf)
+		var err error
+		if buf, err = appendEvent(buf, ev); err != nil {
 			// Data held something JSON cannot encode: the event is kept
 			// without it rather than lost.
 			p.logger.Warn("feed: event data not encodable; kept without data", zap.String("type", string(ev.Type)), zap.Error(err))
 			ev.Data = nil
-			if b, err = json.Marshal(ev); err != nil {
+			if buf, err = appendEvent(buf[:start], ev); err != nil {
+				buf = buf[:start]
 				continue
 			}
 		}
@@ -278,7 +290,18 @@ func (p *Publisher) flush(parent context.Context) {
 			bySession[key] = bt
 			order = append(order, bt)
 		}
-		bt.recs = append(bt.recs, b)
+		bt.spans = append(bt.spans, [2]int{start, len(buf)})
+	}
+	if cap(buf) <= maxEncodingBuffer {
+		p.enc = buf
+	} else {
+		p.enc = nil // a burst's buffer is not kept
+	}
+	for _, bt := range order {
+		bt.recs = make([][]byte, len(bt.spans))
+		for i, sp := range bt.spans {
+			bt.recs[i] = buf[sp[0]:sp[1]:sp[1]]
+		}
 	}
 	appended := 0
 	for _, bt := range order {
