@@ -20,11 +20,13 @@ type eventRing struct {
 	last eventID
 }
 
-// add appends data (copied) under the next id at unix millisecond ms,
-// overwriting the oldest record when the ring is full.
+// add appends data under the next id at unix millisecond ms, overwriting
+// the oldest record when the ring is full. data is kept as it is: the
+// caller's copy, which nothing changes (a session's ring and the global
+// ring share it).
 func (r *eventRing) add(ms uint64, data []byte) {
 	r.last = r.last.next(ms)
-	rec := ringRecord{id: r.last, EventRecord: EventRecord{ID: r.last.String(), Data: slices.Clone(data)}}
+	rec := ringRecord{id: r.last, data: data}
 	if len(r.recs) < r.max {
 		r.recs = append(r.recs, rec)
 		return
@@ -33,10 +35,10 @@ func (r *eventRing) add(ms uint64, data []byte) {
 	r.head = (r.head + 1) % r.max
 }
 
-// ringRecord is a record with its parsed id.
+// ringRecord is a record: its id (written out when read) and its data.
 type ringRecord struct {
-	id eventID
-	EventRecord
+	id   eventID
+	data []byte
 }
 
 func (r *eventRing) at(i int) ringRecord { return r.recs[(r.head+i)%len(r.recs)] }
@@ -52,7 +54,7 @@ func (r *eventRing) after(after string, limit int) []EventRecord {
 	out := make([]EventRecord, 0, min(limit, n-start))
 	for i := start; i < n && len(out) < limit; i++ {
 		rec := r.at(i)
-		out = append(out, EventRecord{ID: rec.ID, Data: slices.Clone(rec.Data)})
+		out = append(out, EventRecord{ID: rec.id.String(), Data: slices.Clone(rec.data)})
 	}
 	return out
 }
@@ -98,6 +100,7 @@ func (m *Memory) AppendEvents(ctx context.Context, key Key, recs [][]byte) error
 	}
 	log.appendedAt = now
 	for _, data := range recs {
+		data = slices.Clone(data) // recs are the caller's (EventLog)
 		log.ring.add(ms, data)
 		m.evGlobal.add(ms, data)
 	}
