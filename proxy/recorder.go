@@ -76,20 +76,62 @@ func (r *sessionRecorder) apply(key state.Key, fx func(*state.Session)) {
 
 func (r *sessionRecorder) run() {
 	defer close(r.done)
+	batch := make([]sessionTouch, 0, maxTouchBatch)
 	for t := range r.queue {
-		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
-		_, err := r.store.Update(ctx, t.key, func(s *state.Session) error {
-			if t.effect != nil {
-				t.effect(s)
-				return nil
+		batch = append(batch[:0], t)
+	drain:
+		for len(batch) < maxTouchBatch {
+			select {
+			case t, ok := <-r.queue:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, t)
+			default:
+				break drain
 			}
-			s.Requests++
+		}
+		r.write(batch)
+		clear(batch)
+	}
+}
+
+// maxTouchBatch bounds the touches the worker takes from the queue at once.
+const maxTouchBatch = 64
+
+// write applies batch with one store update per session (sessions in the
+// order of their first touch), each session's touches in queue order: on
+// a busy proxy many touches of one session wait together, and one update
+// stands for all of them.
+func (r *sessionRecorder) write(batch []sessionTouch) {
+	var doneBits uint64 // bit i: batch[i] was written
+	for i, first := range batch {
+		if doneBits&(1<<i) != 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+		_, err := r.store.Update(ctx, first.key, func(s *state.Session) error {
+			for j := i; j < len(batch); j++ {
+				if t := batch[j]; t.key == first.key {
+					doneBits |= 1 << j
+					if t.effect != nil {
+						t.effect(s)
+					} else {
+						s.Requests++
+					}
+				}
+			}
 			return nil
 		})
 		cancel()
 		if err != nil {
+			for j := i; j < len(batch); j++ {
+				if batch[j].key == first.key {
+					doneBits |= 1 << j
+				}
+			}
 			r.metrics.StoreError("update")
-			r.log.Warn("recording session failed", zap.String("session", t.key.Session), zap.Error(err))
+			r.log.Warn("recording session failed", zap.String("session", first.key.Session), zap.Error(err))
 		}
 	}
 }

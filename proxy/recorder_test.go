@@ -1,0 +1,89 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/shepherd-proxy/shepherd/state"
+)
+
+// gatedStore is the memory store with its updates counted; the first
+// update waits for gate, so that touches queue up behind it.
+type gatedStore struct {
+	*state.Memory
+	gate    chan struct{}
+	once    sync.Once
+	updates atomic.Int64
+}
+
+func (g *gatedStore) Update(ctx context.Context, key state.Key, fn func(*state.Session) error) (*state.Session, error) {
+	g.once.Do(func() { <-g.gate })
+	g.updates.Add(1)
+	return g.Memory.Update(ctx, key, fn)
+}
+
+// TestRecorderCoalescesTouches: touches that wait together are written
+// with one update per session, and none is lost: each session counts
+// every request, and the effects run in the order they were queued.
+func TestRecorderCoalescesTouches(t *testing.T) {
+	st := &gatedStore{Memory: state.NewMemory(state.MemoryOptions{}), gate: make(chan struct{})}
+	defer st.Close()
+	r := newSessionRecorder(st, zap.NewNop(), NewMetrics(), time.Second)
+	keys := []state.Key{{Tenant: "t", Session: "a"}, {Tenant: "t", Session: "b"}, {Tenant: "t", Session: "c"}}
+	r.touch(keys[0]) // taken by the worker, which then waits on the gate
+	require.Eventually(t, func() bool { return len(r.queue) == 0 }, time.Second, time.Millisecond)
+	const n = 150
+	var order []string
+	var mu sync.Mutex
+	for i := range n {
+		k := keys[i%len(keys)]
+		if i%10 == 0 {
+			tag := fmt.Sprint(i)
+			r.apply(k, func(s *state.Session) { mu.Lock(); order = append(order, s.ID+tag); mu.Unlock() })
+			continue
+		}
+		r.touch(k)
+	}
+	close(st.gate)
+	r.close(5 * time.Second)
+
+	want := map[string]int64{"a": 1}
+	var wantOrder []string
+	for i := range n {
+		k := keys[i%len(keys)]
+		if i%10 == 0 {
+			wantOrder = append(wantOrder, k.Session+fmt.Sprint(i))
+			continue
+		}
+		want[k.Session]++
+	}
+	for _, k := range keys {
+		s, err := st.Memory.Get(context.Background(), k)
+		require.NoError(t, err)
+		require.Equal(t, want[k.Session], s.Requests, "session %s", k.Session)
+	}
+	// per session, effects in queue order
+	for _, k := range keys {
+		var got, exp []string
+		for _, o := range order {
+			if o[:1] == k.Session {
+				got = append(got, o)
+			}
+		}
+		for _, o := range wantOrder {
+			if o[:1] == k.Session {
+				exp = append(exp, o)
+			}
+		}
+		require.Equal(t, exp, got)
+	}
+	// 1 for the first touch, then at most one per session per batch of 64
+	require.LessOrEqual(t, st.updates.Load(), int64(1+3*((n+63)/64)), "touches were not coalesced")
+}
