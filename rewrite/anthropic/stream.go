@@ -19,11 +19,14 @@ func (anthropicCodec) ParseReply(body []byte) (*conv.Reply, error) {
 		return nil, err
 	}
 	r := &conv.Reply{Model: jsonkit.OwnedString(root.Get("model"))}
-	var text []byte
+	var text rewrite.TextParts
+	var kv [2]gjson.Result
 	jsonkit.EachElement(root.Get("content"), func(_ int, b gjson.Result) bool {
-		switch b.Get("type").Str {
+		kv = [2]gjson.Result{}
+		jsonkit.Members(b, blockTextKeys, kv[:])
+		switch kv[0].Str {
 		case "text":
-			text = append(text, b.Get("text").Str...)
+			text.Add(kv[1])
 		case "tool_use":
 			r.ToolCalls = append(r.ToolCalls, conv.ToolCall{
 				Index: len(r.ToolCalls), ID: jsonkit.OwnedString(b.Get("id")), Name: jsonkit.OwnedString(b.Get("name")),
@@ -32,7 +35,7 @@ func (anthropicCodec) ParseReply(body []byte) (*conv.Reply, error) {
 		}
 		return true
 	})
-	r.Text = string(text)
+	r.Text = text.String()
 	r.RawStop = jsonkit.OwnedString(root.Get("stop_reason"))
 	r.Stop = anthropicStop(r.RawStop)
 	if u := anthropicUsage(root.Get("usage")); u != nil {
@@ -40,6 +43,9 @@ func (anthropicCodec) ParseReply(body []byte) (*conv.Reply, error) {
 	}
 	return r, nil
 }
+
+// blockTextKeys are the members ParseReply reads of every content block.
+var blockTextKeys = []string{"type", "text"}
 
 // anthropicStop normalises a stop_reason.
 func anthropicStop(s string) conv.StopReason {

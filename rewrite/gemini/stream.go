@@ -15,6 +15,9 @@ import (
 // and the chunk decoder (for alt=sse data events and JSON-array elements).
 // Only the first candidate is viewed.
 
+// partTextKeys are the members ParseReply reads of every part for its text.
+var partTextKeys = []string{"text", "thought"}
+
 func (geminiCodec) ParseReply(body []byte) (*conv.Reply, error) {
 	root, err := rewrite.ParseReplyRoot(body)
 	if err != nil {
@@ -22,10 +25,12 @@ func (geminiCodec) ParseReply(body []byte) (*conv.Reply, error) {
 	}
 	r := &conv.Reply{Model: jsonkit.OwnedString(root.Get("modelVersion"))}
 	cand := root.Get("candidates.0")
-	var text []byte
+	var text rewrite.TextParts
+	var kv [2]gjson.Result
 	jsonkit.EachElement(cand.Get("content.parts"), func(_ int, p gjson.Result) bool {
-		if t := p.Get("text"); t.Type == gjson.String && !p.Get("thought").Bool() {
-			text = append(text, t.Str...)
+		kv = [2]gjson.Result{}
+		if jsonkit.Members(p, partTextKeys, kv[:]); !kv[1].Bool() {
+			text.Add(kv[0])
 		}
 		if fc, _ := either(p, "functionCall", "function_call"); fc.IsObject() {
 			r.ToolCalls = append(r.ToolCalls, conv.ToolCall{Index: len(r.ToolCalls),
@@ -33,7 +38,7 @@ func (geminiCodec) ParseReply(body []byte) (*conv.Reply, error) {
 		}
 		return true
 	})
-	r.Text = string(text)
+	r.Text = text.String()
 	fr, _ := either(cand, "finishReason", "finish_reason")
 	r.RawStop = jsonkit.OwnedString(fr)
 	r.Stop = geminiStop(r.RawStop, len(r.ToolCalls) > 0)

@@ -97,12 +97,16 @@ func SkipSpace(s string, i int) int {
 
 // ValueAt returns the gjson result for the value raw found at offset off of
 // a container whose own offset in the document is base. Containers are not
-// decoded (gjson decodes them lazily on Get/ForEach); scalars are.
+// decoded (gjson decodes them lazily on Get/ForEach); scalars are, strings
+// by StringValue.
 func ValueAt(raw string, base, off int) gjson.Result {
 	var r gjson.Result
-	if raw[0] == '{' || raw[0] == '[' {
+	switch raw[0] {
+	case '{', '[':
 		r = gjson.Result{Type: gjson.JSON, Raw: raw}
-	} else {
+	case '"':
+		r = gjson.Result{Type: gjson.String, Raw: raw, Str: StringValue(raw)}
+	default:
 		r = gjson.Parse(raw)
 	}
 	r.Index = base + off

@@ -1,10 +1,12 @@
 package jsonkit
 
 import (
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
@@ -119,4 +121,46 @@ func FuzzIteration(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, doc string) { checkIteration(t, doc) })
+}
+
+// FuzzStringValue: for any string, the literal encoding/json writes for it
+// (and the one AppendString writes) decodes by StringValue to what
+// encoding/json and gjson decode it to; ValueAt gives gjson's result.
+func FuzzStringValue(f *testing.F) {
+	for _, s := range []string{"", "plain", "a\nb\t\"q\"\\", "é\u2028<&>", "\x00\x1f", "😀 \xed\xa0\xbd", "\xff\xfe"} {
+		f.Add(s)
+	}
+	f.Add(`\ud83d\ude00 \ud800 \u00e9 \/`)
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, lit := range [][]byte{mustMarshal(t, s), AppendString(nil, s)} {
+			var want string
+			if err := json.Unmarshal(lit, &want); err != nil {
+				t.Fatalf("%q: %v", lit, err)
+			}
+			if got := StringValue(string(lit)); got != want {
+				t.Fatalf("%q: StringValue %q, encoding/json %q", lit, got, want)
+			}
+			g, v := gjson.ParseBytes(lit), ValueAt(string(lit), 0, 0)
+			if v.Type != g.Type || v.Raw != g.Raw || v.Str != g.Str || v.Index != g.Index {
+				t.Fatalf("%q: ValueAt %#v, gjson %#v", lit, v, g)
+			}
+		}
+		// s read as the content of a literal: where encoding/json accepts
+		// it, StringValue agrees.
+		lit := `"` + s + `"`
+		var want string
+		if json.Unmarshal([]byte(lit), &want) == nil && utf8.ValidString(s) {
+			if got := StringValue(lit); got != want {
+				t.Fatalf("%q: StringValue %q, encoding/json %q", lit, got, want)
+			}
+		}
+	})
+}
+
+func mustMarshal(t *testing.T, s string) []byte {
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -21,14 +21,14 @@ func (chatCodec) ParseReply(body []byte) (*conv.Reply, error) {
 	r := &conv.Reply{Model: jsonkit.OwnedString(root.Get("model"))}
 	choice := firstChoice(root.Get("choices"))
 	msg := choice.Get("message")
-	if c := msg.Get("content"); c.Type == gjson.String {
+	if c := jsonkit.Member(msg, "content"); c.Type == gjson.String {
 		r.Text = jsonkit.OwnedString(c)
 	} else {
 		r.Text = rewrite.ResultText(c, "text", "text")
 	}
 	jsonkit.EachElement(msg.Get("tool_calls"), func(_ int, c gjson.Result) bool {
 		tc := conv.ToolCall{Index: len(r.ToolCalls), ID: jsonkit.OwnedString(c.Get("id")), Name: jsonkit.OwnedString(c.Get("function.name"))}
-		if a := c.Get("function.arguments"); a.Type == gjson.String && a.Str != "" {
+		if a := jsonkit.Member(c.Get("function"), "arguments"); a.Type == gjson.String && a.Str != "" {
 			tc.Args = []byte(a.Str)
 		}
 		r.ToolCalls = append(r.ToolCalls, tc)

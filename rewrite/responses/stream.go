@@ -21,23 +21,28 @@ func (responsesCodec) ParseReply(body []byte) (*conv.Reply, error) {
 	return responsesReply(root), nil
 }
 
+// partTextKeys are the members responsesReply reads of every content part.
+var partTextKeys = []string{"type", "text"}
+
 // responsesReply views a response object (a reply body, or the response of a
 // terminal stream event).
 func responsesReply(resp gjson.Result) *conv.Reply {
 	r := &conv.Reply{Model: jsonkit.OwnedString(resp.Get("model"))}
-	var text []byte
+	var text rewrite.TextParts
+	var kv [2]gjson.Result
 	jsonkit.EachElement(resp.Get("output"), func(_ int, it gjson.Result) bool {
 		switch it.Get("type").Str {
 		case "message":
 			jsonkit.EachElement(it.Get("content"), func(_ int, p gjson.Result) bool {
-				if p.Get("type").Str == "output_text" {
-					text = append(text, p.Get("text").Str...)
+				kv = [2]gjson.Result{}
+				if jsonkit.Members(p, partTextKeys, kv[:]); kv[0].Str == "output_text" {
+					text.Add(kv[1])
 				}
 				return true
 			})
 		case "function_call":
 			tc := conv.ToolCall{Index: len(r.ToolCalls), ID: jsonkit.OwnedString(it.Get("call_id")), Name: jsonkit.OwnedString(it.Get("name"))}
-			if a := it.Get("arguments"); a.Type == gjson.String && a.Str != "" {
+			if a := jsonkit.Member(it, "arguments"); a.Type == gjson.String && a.Str != "" {
 				tc.Args = []byte(a.Str)
 			}
 			r.ToolCalls = append(r.ToolCalls, tc)
@@ -50,7 +55,7 @@ func responsesReply(resp gjson.Result) *conv.Reply {
 		}
 		return true
 	})
-	r.Text = string(text)
+	r.Text = text.String()
 	r.Stop, r.RawStop = responsesStop(resp, len(r.ToolCalls) > 0)
 	if u := responsesUsage(resp.Get("usage")); u != nil {
 		r.Usage = *u
