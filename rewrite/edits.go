@@ -23,6 +23,10 @@ type EditOps struct {
 	// each on its member alone, with one copy of the body for them all.
 	Parsed                      *Parsed
 	ToolsKey, SystemKey, MaxKey string
+	// ToolsArray says AddTools is AppendTools(ToolsKey): the items go
+	// after the last element of that root array, which EditMembers then
+	// does without copying the array (MemberOp.Append).
+	ToolsArray bool
 }
 
 // ApplyEdits applies e to body with ops: tools, system, user text, output
@@ -38,16 +42,20 @@ func ApplyEdits(body []byte, e conv.RequestEdits, ops EditOps) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		steps = append(steps, MemberOp{ops.ToolsKey, func(b []byte) ([]byte, error) { return ops.AddTools(b, items) }})
+		add := MemberOp{Key: ops.ToolsKey, Op: func(b []byte) ([]byte, error) { return ops.AddTools(b, items) }}
+		if ops.ToolsArray {
+			add.Append = items
+		}
+		steps = append(steps, add)
 	}
 	if len(e.AppendSystem) > 0 {
-		steps = append(steps, MemberOp{ops.SystemKey, func(b []byte) ([]byte, error) { return ops.AppendSystem(b, e.AppendSystem) }})
+		steps = append(steps, MemberOp{Key: ops.SystemKey, Op: func(b []byte) ([]byte, error) { return ops.AppendSystem(b, e.AppendSystem) }})
 	}
 	if len(e.AppendUserText) > 0 {
-		steps = append(steps, MemberOp{"", func(b []byte) ([]byte, error) { return ops.AppendUser(b, e.AppendUserText) }})
+		steps = append(steps, MemberOp{Key: "", Op: func(b []byte) ([]byte, error) { return ops.AppendUser(b, e.AppendUserText) }})
 	}
 	if e.SetMaxOutputTokens > 0 {
-		steps = append(steps, MemberOp{ops.MaxKey, func(b []byte) ([]byte, error) { return ops.SetMax(b, e.SetMaxOutputTokens) }})
+		steps = append(steps, MemberOp{Key: ops.MaxKey, Op: func(b []byte) ([]byte, error) { return ops.SetMax(b, e.SetMaxOutputTokens) }})
 	}
 	return ops.Parsed.EditMembers(body, steps)
 }

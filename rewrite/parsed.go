@@ -90,6 +90,11 @@ func (p *Parsed) Elements(body []byte, key string) ([]gjson.Result, bool) {
 type MemberOp struct {
 	Key string
 	Op  func(body []byte) ([]byte, error)
+	// Append, when set, says what Op does to the member when it is an
+	// array: append these raw, comma-separated elements after its last
+	// one (AppendElements). EditMembers then inserts them in the body it
+	// copies, without running Op or copying the array.
+	Append []byte
 }
 
 // A body an edit through p returns may be one of p's pooled buffers
@@ -117,9 +122,13 @@ func (p *Parsed) EditMembers(body []byte, ops []MemberOp) ([]byte, error) {
 			return p.editWhole(p.put(body, idx, edits), ops[i:])
 		}
 		k := slices.IndexFunc(edits, func(e memberEdit) bool { return e.key == op.Key })
+		if op.Append != nil && k < 0 && body[start] == '[' {
+			edits = append(edits, appendEdit(body, op.Key, start, end, op.Append))
+			continue
+		}
 		cur := body[start:end]
 		if k >= 0 {
-			cur = edits[k].value
+			cur = edits[k].whole(body)
 		}
 		prefix := AppendMemberPrefix(nil, op.Key)
 		mini := make([]byte, 0, len(prefix)+len(cur)+1)
@@ -134,19 +143,68 @@ func (p *Parsed) EditMembers(body []byte, ops []MemberOp) ([]byte, error) {
 		}
 		value := edited[len(prefix) : len(edited)-1]
 		if k >= 0 {
-			edits[k].value = value
+			edits[k].value, edits[k].ins = value, nil
 		} else {
-			edits = append(edits, memberEdit{op.Key, start, end, value})
+			edits = append(edits, memberEdit{key: op.Key, start: start, end: end, value: value})
 		}
 	}
 	return p.put(body, idx, edits), nil
 }
 
-// memberEdit is a member value EditMembers replaces: body[start:end] by value.
+// memberEdit is a member value EditMembers replaces: body[start:end] by
+// value, or, when ins is set, by itself with ins inserted at insAt (and a
+// comma before ins when comma).
 type memberEdit struct {
 	key        string
 	start, end int
 	value      []byte
+	insAt      int
+	ins        []byte
+	comma      bool
+}
+
+// appendEdit is the edit appending items to the array body[start:end],
+// as AppendElements would: right after its last element (a comma
+// between), or just after its '[' when it is empty.
+func appendEdit(body []byte, key string, start, end int, items []byte) memberEdit {
+	arr := gjson.Result{Type: gjson.JSON, Raw: jsonkit.UnsafeString(body[start:end]), Index: start}
+	e := memberEdit{key: key, start: start, end: end, ins: items, insAt: jsonkit.LastValueEnd(arr)}
+	if e.comma = e.insAt >= 0; !e.comma {
+		e.insAt = start + 1
+	}
+	return e
+}
+
+// size is the length of the edited value.
+func (e *memberEdit) size() int {
+	if e.ins == nil {
+		return len(e.value)
+	}
+	n := e.end - e.start + len(e.ins)
+	if e.comma {
+		n++
+	}
+	return n
+}
+
+// appendTo appends the edited value to dst.
+func (e *memberEdit) appendTo(dst, body []byte) []byte {
+	if e.ins == nil {
+		return append(dst, e.value...)
+	}
+	dst = append(dst, body[e.start:e.insAt]...)
+	if e.comma {
+		dst = append(dst, ',')
+	}
+	return append(append(dst, e.ins...), body[e.insAt:e.end]...)
+}
+
+// whole returns the edited value as one slice (a copy for an insertion).
+func (e *memberEdit) whole(body []byte) []byte {
+	if e.ins == nil {
+		return e.value
+	}
+	return e.appendTo(make([]byte, 0, e.size()), body)
 }
 
 // put returns body (indexed by idx) with edits in place, in one copy, and
@@ -159,15 +217,16 @@ func (p *Parsed) put(body []byte, idx *jsonkit.Index, edits []memberEdit) []byte
 	slices.SortFunc(edits, func(a, b memberEdit) int { return a.start - b.start })
 	n := len(body)
 	for _, e := range edits {
-		n += len(e.value) - (e.end - e.start)
+		n += e.size() - (e.end - e.start)
 	}
 	out := make([]byte, 0, n)
 	at := 0
 	repl := make([]jsonkit.Replaced, len(edits))
-	for i, e := range edits {
-		out = append(append(out, body[at:e.start]...), e.value...)
+	for i := range edits {
+		e := &edits[i]
+		out = e.appendTo(append(out, body[at:e.start]...), body)
 		at = e.end
-		repl[i] = jsonkit.Replaced{Key: e.key, Len: len(e.value)}
+		repl[i] = jsonkit.Replaced{Key: e.key, Len: e.size()}
 	}
 	out = append(out, body[at:]...)
 	p.remembered(idx.MembersReplaced(out, repl), body, out, false)

@@ -3,14 +3,17 @@ package rewrite_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/apis"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/rewrite/internal/apitest"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // TestParsedEditsSameBytes: a codec that parsed the body edits it through
@@ -119,5 +122,69 @@ func TestParsedEscapedScratchKept(t *testing.T) {
 			editAll(t, api.NewCodec(apitest.Views), body, other, conv.RequestEdits{SetMaxOutputTokens: 7}, true)
 		}
 		require.Equal(t, want, string(out), "%s: the body sent upstream changed", api.Name)
+	}
+}
+
+// TestEditMembersAppend: an op with Append gives the bytes its Op gives
+// on the whole body (empty arrays, whitespace, later ops on the same
+// member), without running Op when the member is an array it edits
+// first; the result stays indexed.
+func TestEditMembersAppend(t *testing.T) {
+	bodies := []string{
+		`{"tools":[],"x":1}`,
+		`{"tools": [ ] ,"x":1}`,
+		"{\"tools\":[{\"a\":1} ,\n {\"b\":2}\n],\"x\":1}",
+		`{"x":1,"tools":[1]}`,
+		`{"x":1,"tools":null}`,
+	}
+	items := []byte(`{"n":1},{"n":2}`)
+	more := []byte(`3`)
+	calls := 0
+	appendOp := func(it []byte) rewrite.MemberOp {
+		return rewrite.MemberOp{Key: "tools", Append: it, Op: func(b []byte) ([]byte, error) {
+			calls++
+			return rewrite.AppendToArrayMember(b, "tools", it)
+		}}
+	}
+	plain := rewrite.MemberOp{Key: "tools", Op: func(b []byte) ([]byte, error) { return rewrite.AppendToArrayMember(b, "tools", more) }}
+	setX := rewrite.MemberOp{Key: "x", Op: func(b []byte) ([]byte, error) { return rewrite.SetTopLevelInt(b, "x", 42) }}
+	for _, body := range bodies {
+		for n, ops := range [][]rewrite.MemberOp{
+			{appendOp(items)},
+			{appendOp(items), appendOp(more)},
+			{appendOp(items), plain},
+			{plain, appendOp(items)},
+			{setX, appendOp(items), setX},
+		} {
+			want := []byte(body)
+			for _, op := range ops {
+				var err error
+				want, err = op.Op(want)
+				require.NoError(t, err)
+			}
+			calls = 0
+			b := []byte(body)
+			idx, ok := jsonkit.ValidIndexed(b)
+			require.True(t, ok)
+			var p rewrite.Parsed
+			p.Remember(idx)
+			got, err := p.EditMembers(b, ops)
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(got), "body %s, ops %d", body, n)
+			array := !strings.Contains(body, "null")
+			if n == 0 && array {
+				require.Zero(t, calls, "the append ran Op: the array was copied")
+			}
+			if !array {
+				continue // null to array: EditMembers forgets (a value of another kind)
+			}
+			idx = p.IndexOf(got)
+			require.NotNil(t, idx, "the result is indexed: body %s, ops %d", body, n)
+			for _, key := range []string{"tools", "x"} {
+				start, end, ok := idx.MemberSpan(key)
+				require.True(t, ok)
+				require.Equal(t, gjson.GetBytes(got, key).Raw, string(got[start:end]), "body %s, ops %d", body, n)
+			}
+		}
 	}
 }

@@ -190,7 +190,7 @@ func anthropicBlock(b gjson.Result, names *rewrite.ToolNames) (conv.Block, error
 
 func (c anthropicCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return rewrite.ApplyEdits(body, e, rewrite.EditOps{
-		Parsed: c.parsed, ToolsKey: "tools", SystemKey: "system", MaxKey: "max_tokens",
+		Parsed: c.parsed, ToolsKey: "tools", ToolsArray: true, SystemKey: "system", MaxKey: "max_tokens",
 		RenderTool:   anthropicTool,
 		AddTools:     rewrite.AppendTools("tools"),
 		AppendSystem: anthropicAppendSystem,

@@ -256,7 +256,7 @@ func chatFunction(fn gjson.Result) (conv.Block, error) {
 
 func (c chatCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return rewrite.ApplyEdits(body, e, rewrite.EditOps{
-		Parsed: c.parsed, ToolsKey: "tools",
+		Parsed: c.parsed, ToolsKey: "tools", ToolsArray: true,
 		RenderTool:   chatTool,
 		AddTools:     rewrite.AppendTools("tools"),
 		AppendSystem: chatAppendSystem,
