@@ -4,6 +4,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // EditOps are one API's primitives for the edits of conv.RequestEdits.
@@ -23,10 +24,41 @@ type EditOps struct {
 	// each on its member alone, with one copy of the body for them all.
 	Parsed                      *Parsed
 	ToolsKey, SystemKey, MaxKey string
-	// ToolsArray says AddTools is AppendTools(ToolsKey): the items go
-	// after the last element of that root array, which EditMembers then
-	// does without copying the array (MemberOp.Append).
-	ToolsArray bool
+	// InsertTools and InsertSystem, when set, are AddTools and
+	// AppendSystem as insertions into the value of ToolsKey and SystemKey
+	// (MemberOp.Insert): the same bytes, without copying the member.
+	InsertTools  func(value, items []byte) (at int, ins []byte, ok bool)
+	InsertSystem func(value []byte, texts []string) (at int, ins []byte, ok bool)
+}
+
+// InsertElements is AppendTools's edit of an array value as an insertion:
+// items after its last element (a comma between), or just after its '['
+// when it is empty, as AppendElements writes them; ok is false unless
+// value is an array.
+func InsertElements(value, items []byte) (at int, ins []byte, ok bool) {
+	if len(value) < 2 || value[0] != '[' {
+		return 0, nil, false
+	}
+	at = jsonkit.LastValueEnd(gjson.Result{Type: gjson.JSON, Raw: jsonkit.UnsafeString(value)})
+	if at < 0 {
+		return 1, items, true
+	}
+	return at, append(append(make([]byte, 0, len(items)+1), ','), items...), true
+}
+
+// InsertSuffix appends texts to a string value as SuffixText and
+// AppendToString do, as an insertion before its closing quote; ok is false
+// unless value is a string.
+func InsertSuffix(value []byte, texts []string) (at int, ins []byte, ok bool) {
+	if len(value) < 2 || value[0] != '"' {
+		return 0, nil, false
+	}
+	orig := ""
+	if len(value) > 2 {
+		orig = "x" // SuffixText asks only whether the text is empty
+	}
+	esc := jsonkit.AppendString(nil, SuffixText(orig, texts))
+	return len(value) - 1, esc[1 : len(esc)-1], true
 }
 
 // ApplyEdits applies e to body with ops: tools, system, user text, output
@@ -43,13 +75,17 @@ func ApplyEdits(body []byte, e conv.RequestEdits, ops EditOps) ([]byte, error) {
 			return nil, err
 		}
 		add := MemberOp{Key: ops.ToolsKey, Op: func(b []byte) ([]byte, error) { return ops.AddTools(b, items) }}
-		if ops.ToolsArray {
-			add.Append = items
+		if ops.InsertTools != nil {
+			add.Insert = func(v []byte) (int, []byte, bool) { return ops.InsertTools(v, items) }
 		}
 		steps = append(steps, add)
 	}
 	if len(e.AppendSystem) > 0 {
-		steps = append(steps, MemberOp{Key: ops.SystemKey, Op: func(b []byte) ([]byte, error) { return ops.AppendSystem(b, e.AppendSystem) }})
+		sys := MemberOp{Key: ops.SystemKey, Op: func(b []byte) ([]byte, error) { return ops.AppendSystem(b, e.AppendSystem) }}
+		if ops.InsertSystem != nil {
+			sys.Insert = func(v []byte) (int, []byte, bool) { return ops.InsertSystem(v, e.AppendSystem) }
+		}
+		steps = append(steps, sys)
 	}
 	if len(e.AppendUserText) > 0 {
 		steps = append(steps, MemberOp{Key: "", Op: func(b []byte) ([]byte, error) { return ops.AppendUser(b, e.AppendUserText) }})

@@ -90,11 +90,12 @@ func (p *Parsed) Elements(body []byte, key string) ([]gjson.Result, bool) {
 type MemberOp struct {
 	Key string
 	Op  func(body []byte) ([]byte, error)
-	// Append, when set, says what Op does to the member when it is an
-	// array: append these raw, comma-separated elements after its last
-	// one (AppendElements). EditMembers then inserts them in the body it
-	// copies, without running Op or copying the array.
-	Append []byte
+	// Insert, when set, says what Op does to the member's value as an
+	// insertion: ins at offset at of the value (ok false: not for this
+	// value; Op then runs). EditMembers then puts ins in the one copy of
+	// the body it makes, without running Op or copying the value; the
+	// bytes must be those Op gives.
+	Insert func(value []byte) (at int, ins []byte, ok bool)
 }
 
 // A body an edit through p returns may be one of p's pooled buffers
@@ -122,9 +123,11 @@ func (p *Parsed) EditMembers(body []byte, ops []MemberOp) ([]byte, error) {
 			return p.editWhole(p.put(body, idx, edits), ops[i:])
 		}
 		k := slices.IndexFunc(edits, func(e memberEdit) bool { return e.key == op.Key })
-		if op.Append != nil && k < 0 && body[start] == '[' {
-			edits = append(edits, appendEdit(body, op.Key, start, end, op.Append))
-			continue
+		if op.Insert != nil && k < 0 {
+			if at, ins, ok := op.Insert(body[start:end]); ok {
+				edits = append(edits, memberEdit{key: op.Key, start: start, end: end, insAt: start + at, ins: ins})
+				continue
+			}
 		}
 		cur := body[start:end]
 		if k >= 0 {
@@ -152,27 +155,13 @@ func (p *Parsed) EditMembers(body []byte, ops []MemberOp) ([]byte, error) {
 }
 
 // memberEdit is a member value EditMembers replaces: body[start:end] by
-// value, or, when ins is set, by itself with ins inserted at insAt (and a
-// comma before ins when comma).
+// value, or, when ins is set, by itself with ins inserted at insAt.
 type memberEdit struct {
 	key        string
 	start, end int
 	value      []byte
 	insAt      int
 	ins        []byte
-	comma      bool
-}
-
-// appendEdit is the edit appending items to the array body[start:end],
-// as AppendElements would: right after its last element (a comma
-// between), or just after its '[' when it is empty.
-func appendEdit(body []byte, key string, start, end int, items []byte) memberEdit {
-	arr := gjson.Result{Type: gjson.JSON, Raw: jsonkit.UnsafeString(body[start:end]), Index: start}
-	e := memberEdit{key: key, start: start, end: end, ins: items, insAt: jsonkit.LastValueEnd(arr)}
-	if e.comma = e.insAt >= 0; !e.comma {
-		e.insAt = start + 1
-	}
-	return e
 }
 
 // size is the length of the edited value.
@@ -180,11 +169,7 @@ func (e *memberEdit) size() int {
 	if e.ins == nil {
 		return len(e.value)
 	}
-	n := e.end - e.start + len(e.ins)
-	if e.comma {
-		n++
-	}
-	return n
+	return e.end - e.start + len(e.ins)
 }
 
 // appendTo appends the edited value to dst.
@@ -192,11 +177,8 @@ func (e *memberEdit) appendTo(dst, body []byte) []byte {
 	if e.ins == nil {
 		return append(dst, e.value...)
 	}
-	dst = append(dst, body[e.start:e.insAt]...)
-	if e.comma {
-		dst = append(dst, ',')
-	}
-	return append(append(dst, e.ins...), body[e.insAt:e.end]...)
+	dst = append(append(dst, body[e.start:e.insAt]...), e.ins...)
+	return append(dst, body[e.insAt:e.end]...)
 }
 
 // whole returns the edited value as one slice (a copy for an insertion).

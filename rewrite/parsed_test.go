@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/apis"
@@ -125,36 +126,47 @@ func TestParsedEscapedScratchKept(t *testing.T) {
 	}
 }
 
-// TestEditMembersAppend: an op with Append gives the bytes its Op gives
-// on the whole body (empty arrays, whitespace, later ops on the same
-// member), without running Op when the member is an array it edits
-// first; the result stays indexed.
-func TestEditMembersAppend(t *testing.T) {
+// TestEditMembersInsert: ops with an Insert give the bytes their Op gives
+// on the whole body (empty arrays and strings, whitespace, escapes, later
+// ops on the same member), without running Op when the value is one the
+// Insert takes and the op edits it first; the result stays indexed.
+func TestEditMembersInsert(t *testing.T) {
 	bodies := []string{
-		`{"tools":[],"x":1}`,
-		`{"tools": [ ] ,"x":1}`,
-		"{\"tools\":[{\"a\":1} ,\n {\"b\":2}\n],\"x\":1}",
-		`{"x":1,"tools":[1]}`,
-		`{"x":1,"tools":null}`,
+		`{"tools":[],"x":1,"s":""}`,
+		`{"tools": [ ] ,"x":1,"s":"a\n\"b\""}`,
+		"{\"tools\":[{\"a\":1} ,\n {\"b\":2}\n],\"x\":1,\"s\":\"\\u00e9\"}",
+		`{"x":1,"tools":[1],"s":"t"}`,
+		`{"x":1,"tools":null,"s":null}`,
 	}
 	items := []byte(`{"n":1},{"n":2}`)
 	more := []byte(`3`)
+	texts := []string{"note <1>", "line\nnext"}
 	calls := 0
 	appendOp := func(it []byte) rewrite.MemberOp {
-		return rewrite.MemberOp{Key: "tools", Append: it, Op: func(b []byte) ([]byte, error) {
-			calls++
-			return rewrite.AppendToArrayMember(b, "tools", it)
-		}}
+		return rewrite.MemberOp{Key: "tools", Insert: func(v []byte) (int, []byte, bool) { return rewrite.InsertElements(v, it) },
+			Op: func(b []byte) ([]byte, error) {
+				calls++
+				return rewrite.AppendToArrayMember(b, "tools", it)
+			}}
 	}
+	suffixOp := rewrite.MemberOp{Key: "s", Insert: func(v []byte) (int, []byte, bool) { return rewrite.InsertSuffix(v, texts) },
+		Op: func(b []byte) ([]byte, error) {
+			calls++
+			s := gjson.GetBytes(b, "s")
+			if s.Type != gjson.String {
+				return sjson.SetBytes(b, "s", rewrite.JoinTexts(texts))
+			}
+			return jsonkit.AppendToString(b, s, rewrite.SuffixText(s.Str, texts)), nil
+		}}
 	plain := rewrite.MemberOp{Key: "tools", Op: func(b []byte) ([]byte, error) { return rewrite.AppendToArrayMember(b, "tools", more) }}
 	setX := rewrite.MemberOp{Key: "x", Op: func(b []byte) ([]byte, error) { return rewrite.SetTopLevelInt(b, "x", 42) }}
 	for _, body := range bodies {
 		for n, ops := range [][]rewrite.MemberOp{
-			{appendOp(items)},
-			{appendOp(items), appendOp(more)},
+			{appendOp(items), suffixOp},
+			{appendOp(items), appendOp(more), suffixOp, suffixOp},
 			{appendOp(items), plain},
 			{plain, appendOp(items)},
-			{setX, appendOp(items), setX},
+			{setX, appendOp(items), setX, suffixOp},
 		} {
 			want := []byte(body)
 			for _, op := range ops {
@@ -171,16 +183,15 @@ func TestEditMembersAppend(t *testing.T) {
 			got, err := p.EditMembers(b, ops)
 			require.NoError(t, err)
 			require.Equal(t, string(want), string(got), "body %s, ops %d", body, n)
-			array := !strings.Contains(body, "null")
-			if n == 0 && array {
-				require.Zero(t, calls, "the append ran Op: the array was copied")
+			if strings.Contains(body, "null") {
+				continue // null to array or string: EditMembers forgets (a value of another kind)
 			}
-			if !array {
-				continue // null to array: EditMembers forgets (a value of another kind)
+			if n == 0 {
+				require.Zero(t, calls, "an insertion ran Op: the value was copied")
 			}
 			idx = p.IndexOf(got)
 			require.NotNil(t, idx, "the result is indexed: body %s, ops %d", body, n)
-			for _, key := range []string{"tools", "x"} {
+			for _, key := range []string{"tools", "x", "s"} {
 				start, end, ok := idx.MemberSpan(key)
 				require.True(t, ok)
 				require.Equal(t, gjson.GetBytes(got, key).Raw, string(got[start:end]), "body %s, ops %d", body, n)

@@ -190,10 +190,12 @@ func anthropicBlock(b gjson.Result, names *rewrite.ToolNames) (conv.Block, error
 
 func (c anthropicCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return rewrite.ApplyEdits(body, e, rewrite.EditOps{
-		Parsed: c.parsed, ToolsKey: "tools", ToolsArray: true, SystemKey: "system", MaxKey: "max_tokens",
+		Parsed: c.parsed, ToolsKey: "tools", SystemKey: "system", MaxKey: "max_tokens",
 		RenderTool:   anthropicTool,
 		AddTools:     rewrite.AppendTools("tools"),
+		InsertTools:  rewrite.InsertElements,
 		AppendSystem: anthropicAppendSystem,
+		InsertSystem: anthropicInsertSystem,
 		AppendUser:   anthropicAppendUser,
 		SetMax:       rewrite.SetMaxKey("max_tokens"),
 	})
@@ -227,6 +229,15 @@ func anthropicAppendSystem(body []byte, texts []string) ([]byte, error) {
 		return jsonkit.SetMember(body, root, "system", jsonkit.Quote(rewrite.JoinTexts(texts))), nil
 	}
 	return nil, fmt.Errorf("rewrite: cannot edit system: unexpected type")
+}
+
+// anthropicInsertSystem is anthropicAppendSystem as an insertion into a
+// string or array system value (rewrite.EditOps.InsertSystem).
+func anthropicInsertSystem(value []byte, texts []string) (int, []byte, bool) {
+	if len(value) > 0 && value[0] == '[' {
+		return rewrite.InsertElements(value, rewrite.TextItems("text", texts))
+	}
+	return rewrite.InsertSuffix(value, texts)
 }
 
 // anthropicAppendUser appends text blocks to the newest user message: a

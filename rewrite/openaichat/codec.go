@@ -256,9 +256,10 @@ func chatFunction(fn gjson.Result) (conv.Block, error) {
 
 func (c chatCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return rewrite.ApplyEdits(body, e, rewrite.EditOps{
-		Parsed: c.parsed, ToolsKey: "tools", ToolsArray: true,
+		Parsed: c.parsed, ToolsKey: "tools",
 		RenderTool:   chatTool,
 		AddTools:     rewrite.AppendTools("tools"),
+		InsertTools:  rewrite.InsertElements,
 		AppendSystem: chatAppendSystem,
 		AppendUser:   chatAppendUser,
 		SetMax:       chatSetMax,

@@ -219,10 +219,12 @@ func responsesText(out gjson.Result) string {
 
 func (c responsesCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return rewrite.ApplyEdits(body, e, rewrite.EditOps{
-		Parsed: c.parsed, ToolsKey: "tools", ToolsArray: true, SystemKey: "instructions", MaxKey: "max_output_tokens",
+		Parsed: c.parsed, ToolsKey: "tools", SystemKey: "instructions", MaxKey: "max_output_tokens",
 		RenderTool:   responsesTool,
 		AddTools:     rewrite.AppendTools("tools"),
+		InsertTools:  rewrite.InsertElements,
 		AppendSystem: responsesAppendSystem,
+		InsertSystem: rewrite.InsertSuffix,
 		AppendUser:   responsesAppendUser,
 		SetMax:       rewrite.SetMaxKey("max_output_tokens"),
 	})
