@@ -12,25 +12,30 @@ import (
 // The index memo lets ParseRequest validate only what is new in a body.
 // Agents resend their whole history with a few KB added at the end of the
 // conversation; the memo keeps recent bodies (copies) with their indexes
-// (jsonkit.Index), found by the hash of a body's first indexMemoKeyBytes
-// bytes (the system prompt, tools and first messages of a conversation).
+// (jsonkit.Index), found by the hash of a window of the body (memoKey).
 // The hash only picks a candidate: the two bodies are then compared byte
 // for byte (CommonPrefix) and validation resumes after the last shared
 // conversation element (jsonkit.ValidIndexedFrom), so a candidate that
 // shares little, or nothing, only costs the comparison.
 //
-// The key hashes a prefix whose length is the largest power of two up to
-// half the body, at most indexMemoKeyBytes: as a conversation grows, its
-// key changes only when its length crosses a power of two (one miss), and
-// the keyed bytes stay in the part agents never rewrite. Bodies below
-// indexMemoMinBytes are validated whole (a few microseconds). An entry is taken out while a request uses it and put
+// The key hashes the indexMemoKeyBytes that end at the largest power of two
+// up to three quarters of the body: as a conversation grows, its key
+// changes only when that point crosses a power of two (one miss), and the
+// keyed bytes stay in the part agents never rewrite (they change the last
+// messages: cache breakpoints, the new turn). The window lies past the
+// start on purpose: agents of one kind share a system prompt and tools of
+// tens of KB, so a key of the body's first bytes made their sessions take
+// each other's entries and validate their whole conversation again; a
+// window three quarters in lies in the conversation once it is longer than
+// what they share. Bodies below indexMemoMinBytes are validated whole (a
+// few microseconds). An entry is taken out while a request uses it and put
 // back for the new body, whose copy recycles the entry's buffer: only the
 // bytes past the shared prefix are copied. Memory is bounded in bytes,
 // least recently used first out.
 
 const (
 	indexMemoMinBytes = 8 << 10
-	indexMemoKeyBytes = 32 << 10
+	indexMemoKeyBytes = 4 << 10
 )
 
 type indexMemoEntry struct {
@@ -73,7 +78,7 @@ func (m *indexMemo) validIndexed(body []byte) (idx *jsonkit.Index, ok bool, entr
 		idx, ok = jsonkit.ValidIndexed(body)
 		return idx, ok, nil
 	}
-	key := xxhash.Sum64(body[:memoKeyLen(len(body))])
+	key := memoKey(body)
 	prev := m.take(key)
 	if prev == nil {
 		idx, ok = jsonkit.ValidIndexed(body)
@@ -146,12 +151,18 @@ func (b *Body) Release() {
 	b.entry = nil
 }
 
-// memoKeyLen is how many leading bytes of an n-byte body its memo key
-// hashes: the largest power of two up to n/2, at most indexMemoKeyBytes.
-func memoKeyLen(n int) int {
-	k := indexMemoKeyBytes
-	for k > n/2 {
-		k >>= 1
+// memoKey is the memo key of body (at least indexMemoMinBytes long): the
+// hash of the indexMemoKeyBytes ending at memoKeyEnd.
+func memoKey(body []byte) uint64 {
+	end := memoKeyEnd(len(body))
+	return xxhash.Sum64(body[end-indexMemoKeyBytes : end])
+}
+
+// memoKeyEnd is the largest power of two up to three quarters of n.
+func memoKeyEnd(n int) int {
+	e := 1
+	for e*2 <= n*3/4 {
+		e *= 2
 	}
-	return k
+	return e
 }

@@ -39,9 +39,14 @@ func TestIndexMemoSameAsWhole(t *testing.T) {
 		func() []byte { return memoConversation(12, " edited") },
 		func() []byte { b := memoConversation(13, " edited"); return append(b[:len(b)-1], ',') },
 		func() []byte { return memoConversation(13, " edited") },
-		func() []byte { return memoConversation(5, "") },
+		func() []byte { return memoConversation(5, "") }, // compacted: may key elsewhere
 	}
 	for i, step := range steps {
+		if i == len(steps)-1 {
+			if n := views.bodies.entries.Len(); n != 1 {
+				t.Fatalf("memo holds %d entries, want the conversation's one", n)
+			}
+		}
 		buf = append(buf[:0], step()...)
 		_, got, gerr := ParseIndexedWith(views, buf)
 		_, want, werr := ParseIndexed(append([]byte(nil), buf...))
@@ -55,8 +60,41 @@ func TestIndexMemoSameAsWhole(t *testing.T) {
 			buf[j] = '!'
 		}
 	}
-	if n := views.bodies.entries.Len(); n != 1 {
-		t.Fatalf("memo holds %d entries, want the conversation's one", n)
+}
+
+// TestIndexMemoKeySessions: two conversations that share a system prompt
+// longer than the default key prefixes of the past (agents of one kind)
+// key apart once they are longer than what they share, and each keeps its
+// key while it grows, until three quarters of it cross a power of two.
+func TestIndexMemoKeySessions(t *testing.T) {
+	conv := func(agent string, turns int) []byte {
+		var b strings.Builder
+		fmt.Fprintf(&b, `{"model":"m","system":%q,"messages":[`, strings.Repeat("shared rules. ", 40<<10/14))
+		for i := range turns {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"role":"user","content":"%s turn %d %s"}`, agent, i, strings.Repeat("y", 1000))
+		}
+		b.WriteString(`]}`)
+		return []byte(b.String())
+	}
+	a, b := conv("alpha", 100), conv("beta", 100)
+	if memoKey(a) == memoKey(b) {
+		t.Fatalf("two sessions sharing a %d-byte prompt share a key at %d bytes", 40<<10, len(a))
+	}
+	same := 0
+	for turns := 101; turns <= 140; turns++ {
+		next := conv("alpha", turns)
+		if memoKeyEnd(len(next)) == memoKeyEnd(len(a)) {
+			if memoKey(next) != memoKey(a) {
+				t.Fatalf("the key changed at %d turns, before a power of two", turns)
+			}
+			same++
+		}
+	}
+	if same == 0 {
+		t.Fatal("no growth kept the key")
 	}
 }
 
