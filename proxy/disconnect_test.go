@@ -301,12 +301,21 @@ func requireOneDisconnect(t *testing.T, url, phase string) {
 // keep-alive connection while its second request waits on a silent
 // upstream is noticed as on a first request (the watcher registers the
 // connection once, for all its requests): the upstream request is
-// cancelled within about 100 ms and the disconnect is counted once.
+// cancelled within about 100 ms and the disconnect is counted once; with
+// the features on, and with limits.max_conns_per_ip (whose listener wraps
+// the connection).
 func TestClientDisconnectOnKeepAliveRequest(t *testing.T) {
-	for _, hooks := range []bool{false, true} {
-		t.Run(fmt.Sprintf("hooks=%v", hooks), func(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		hooks      bool
+		connsPerIP int
+	}{{"plain", false, 0}, {"hooks", true, 0}, {"max_conns_per_ip", false, 4}} {
+		t.Run(tc.name, func(t *testing.T) {
 			u := newFirstAnsweredUpstream(t)
-			h := newHarness(t, harnessOptions{Config: pointAt(u.URL(), func(c *config.Config) { c.Topics.Enabled = hooks })})
+			h := newHarness(t, harnessOptions{Config: pointAt(u.URL(), func(c *config.Config) {
+				c.Topics.Enabled = tc.hooks
+				c.Limits.MaxConnsPerIP = tc.connsPerIP
+			})})
 			k := dialKeepAlive(t, h.URL)
 			k.send(t)
 			k.answered(t)
