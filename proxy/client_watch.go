@@ -27,7 +27,9 @@ const (
 // reports the peer's close; the watch then cancels what the request has
 // upstream: it closes the upstream connection of a request still waiting
 // for its response headers, or the body stream of a reply being read, and
-// counts the disconnect once.
+// counts the disconnect once. The watcher registers a connection once, for
+// all its requests; a watch is attached to that registration for one
+// request, from watchClient to stop.
 //
 // A close is the peer shutting the connection (FIN or RST). Bytes of a
 // pipelined next request are not a close; a peer that half-closes after
@@ -38,7 +40,7 @@ const (
 type clientWatch struct {
 	d     *disconnectWatcher
 	route string
-	reg   watchReg // the watcher's registration of the connection
+	wc    *watchedConn // the connection's entry in the watcher
 
 	mu      sync.Mutex
 	phase   string
@@ -49,8 +51,9 @@ type clientWatch struct {
 	body    fasthttp.ReadCloserWithError // upstream body being read
 }
 
-// watchClient starts watching ctx's connection for x's request; nil when it
-// cannot be watched.
+// watchClient starts watching ctx's connection for the request of route;
+// nil when it cannot be watched. A connection whose client already left
+// gives a watch that has fired (left is true, the disconnect counted).
 func (s *Server) watchClient(ctx *fasthttp.RequestCtx, route string) *clientWatch {
 	if s.watcher == nil {
 		return nil
@@ -159,7 +162,8 @@ func (w *clientWatch) fire() {
 	w.d.count(w.route, phase)
 }
 
-// stop ends the watch: the request is done with its client connection.
+// stop ends the watch: the request is done with its client connection,
+// which stays registered with the watcher for its next request.
 func (w *clientWatch) stop() {
 	if w == nil {
 		return

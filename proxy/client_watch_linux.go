@@ -6,37 +6,67 @@ import (
 	"net"
 	"sync"
 	"syscall"
+
+	"github.com/valyala/fasthttp"
 )
 
 // disconnectWatcher reports client connections whose peer closed, for all
-// watched connections at once: one epoll instance in which each watched
-// socket is registered for EPOLLRDHUP (the peer shut its side; hang-ups and
-// errors are always reported), and one goroutine waiting on it. A watch
-// costs a map entry and the kernel's registration, not a goroutine or a
-// timer, so open idle streams stay cheap; pipelined request bytes wake
-// nothing. The goroutine starts with the first watch and stops at close.
+// watched connections at once: one epoll instance and one goroutine waiting
+// on it. A client connection is registered once, at its first watched
+// request, and stays registered for its life: edge-triggered for
+// EPOLLRDHUP (the peer shut its side; hang-ups and errors are always
+// reported), so the kernel reports the close once, and at once for a
+// socket whose peer had already closed when it was registered. Each request
+// then attaches its clientWatch to the connection's entry (watch) and
+// detaches it when done (unwatch), a map look-up under the mutex and no
+// system call: a keep-alive connection costs one epoll_ctl for all its
+// requests, and none to leave (the kernel drops the registration with the
+// socket). A watch costs no goroutine or timer, so open idle streams stay
+// cheap; pipelined request bytes wake nothing.
+//
+// A close reported between requests marks the idle connection gone: there
+// is nothing to cancel, but a request fasthttp still reads from it (bytes
+// that came before the peer's FIN: a pipelined request, or a request
+// followed by a half-close) is gone as soon as it attaches, as it would be
+// if the connection were registered then.
+//
+// The entry is dropped when fasthttp reports the connection closed or
+// hijacked (connState, the server's ConnState hook); a hijacked connection
+// lives on, so its registration is deleted as well. Events carry the entry's
+// id, never reused, so a late event of a dropped connection reaches nothing,
+// even when its descriptor already belongs to another socket. The goroutine
+// starts with the first registration and stops at close.
 type disconnectWatcher struct {
 	epfd  int
 	count func(route, phase string)
 
-	mu      sync.Mutex
-	byID    map[uint64]*clientWatch
-	nextID  uint64
-	started bool
-	closed  bool
-	done    chan struct{}
+	mu         sync.Mutex
+	byConn     map[net.Conn]*watchedConn
+	byID       map[uint64]*watchedConn
+	nextID     uint64
+	registered uint64 // connections registered with epoll (EPOLL_CTL_ADD), ever
+	started    bool
+	closed     bool
+	done       chan struct{}
 }
 
-// watchReg is a watch's registration: the socket, and the id its events
-// carry (never reused, so a late event cannot reach a later watch of a
-// reused descriptor).
-type watchReg struct {
+// watchedConn is a client connection's entry in the watcher. Its fields are
+// guarded by the watcher's mutex.
+type watchedConn struct {
+	// raw is the registered socket; nil when the connection could not be
+	// registered (its requests are not watched, and not retried).
 	raw syscall.RawConn
-	id  uint64
+	// id is what the registration's events carry (0: not registered).
+	id uint64
+	// w is the watch of the request the connection serves; nil between
+	// requests.
+	w *clientWatch
+	// gone: the peer closed (an event came).
+	gone bool
 }
 
-// epollOneShot is EPOLLONESHOT (syscall spells it as a negative int).
-const epollOneShot = 1 << 30
+// epollET is EPOLLET (syscall spells it as a negative int).
+const epollET = 1 << 31
 
 // newDisconnectWatcher returns a watcher that calls count for every client
 // it finds gone; nil when epoll is unavailable.
@@ -45,59 +75,112 @@ func newDisconnectWatcher(count func(route, phase string)) *disconnectWatcher {
 	if err != nil {
 		return nil
 	}
-	return &disconnectWatcher{epfd: epfd, count: count, byID: map[uint64]*clientWatch{}, done: make(chan struct{})}
+	return &disconnectWatcher{
+		epfd: epfd, count: count,
+		byConn: map[net.Conn]*watchedConn{}, byID: map[uint64]*watchedConn{},
+		done: make(chan struct{}),
+	}
 }
 
-// watch registers c; nil when c is not a socket or the watcher is closed.
+// watch attaches a new watch of route's request to c, registering c at its
+// first watched request; nil when c is not a socket, cannot be registered,
+// or the watcher is closed. A connection whose peer already closed gives a
+// watch that has fired (left reports true; the disconnect is counted).
 func (d *disconnectWatcher) watch(c net.Conn, route string) *clientWatch {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return nil
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
+	if _, ok := c.(syscall.Conn); !ok {
 		return nil
 	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.closed {
+		d.mu.Unlock()
 		return nil
 	}
-	d.nextID++
-	w := &clientWatch{d: d, route: route, phase: phaseWaitingUpstream, reg: watchReg{raw: raw, id: d.nextID}}
-	var addErr error
-	err = raw.Control(func(fd uintptr) {
-		ev := syscall.EpollEvent{Events: syscall.EPOLLRDHUP | epollOneShot, Fd: int32(uint32(w.reg.id)), Pad: int32(uint32(w.reg.id >> 32))}
-		addErr = syscall.EpollCtl(d.epfd, syscall.EPOLL_CTL_ADD, int(fd), &ev)
-	})
-	if err != nil || addErr != nil {
+	e := d.byConn[c]
+	if e == nil {
+		e = d.register(c)
+	}
+	if e.raw == nil {
+		d.mu.Unlock()
 		return nil
 	}
-	d.byID[w.reg.id] = w
-	if !d.started {
-		d.started = true
-		go d.run()
+	w := &clientWatch{d: d, route: route, phase: phaseWaitingUpstream, wc: e}
+	e.w = w
+	gone := e.gone
+	d.mu.Unlock()
+	if gone {
+		w.fire()
 	}
 	return w
 }
 
-// unwatch removes w's registration. A connection already closed has none
-// left (the kernel drops it with the socket), and Control then fails
-// without touching the descriptor, which may belong to another socket by
-// now.
-func (d *disconnectWatcher) unwatch(w *clientWatch) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	delete(d.byID, w.reg.id)
-	if d.closed {
-		return
+// register adds c to the epoll instance and to the watcher's maps, under
+// d.mu (an event for it may come before the call returns: the loop finds
+// the entry once it gets the mutex). A connection that cannot be registered
+// gets an entry without raw, so its later requests make no system call.
+func (d *disconnectWatcher) register(c net.Conn) *watchedConn {
+	e := &watchedConn{}
+	d.byConn[c] = e
+	raw, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		return e
 	}
-	_ = w.reg.raw.Control(func(fd uintptr) {
-		_ = syscall.EpollCtl(d.epfd, syscall.EPOLL_CTL_DEL, int(fd), &syscall.EpollEvent{})
+	id := d.nextID + 1
+	var addErr error
+	err = raw.Control(func(fd uintptr) {
+		ev := syscall.EpollEvent{Events: syscall.EPOLLRDHUP | epollET, Fd: int32(uint32(id)), Pad: int32(uint32(id >> 32))}
+		addErr = syscall.EpollCtl(d.epfd, syscall.EPOLL_CTL_ADD, int(fd), &ev)
 	})
+	if err != nil || addErr != nil {
+		return e
+	}
+	d.nextID, d.registered = id, d.registered+1
+	e.raw, e.id = raw, id
+	d.byID[id] = e
+	if !d.started {
+		d.started = true
+		go d.run()
+	}
+	return e
 }
 
-// run waits for closed peers and fires their watches.
+// unwatch detaches w from its connection (the request is done with it).
+func (d *disconnectWatcher) unwatch(w *clientWatch) {
+	d.mu.Lock()
+	if w.wc.w == w {
+		w.wc.w = nil
+	}
+	d.mu.Unlock()
+}
+
+// connState is the server's fasthttp ConnState hook: a connection closed or
+// hijacked leaves the watcher. A closed connection's registration went with
+// its socket. A hijacked one's socket lives on: its registration is deleted
+// (Control fails without touching the descriptor if the hijacker closed it
+// already, which may belong to another socket by now).
+func (d *disconnectWatcher) connState(c net.Conn, state fasthttp.ConnState) {
+	if state != fasthttp.StateClosed && state != fasthttp.StateHijacked {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e := d.byConn[c]
+	if e == nil {
+		return
+	}
+	delete(d.byConn, c)
+	if e.raw == nil {
+		return
+	}
+	delete(d.byID, e.id)
+	if state == fasthttp.StateHijacked && !d.closed {
+		_ = e.raw.Control(func(fd uintptr) {
+			_ = syscall.EpollCtl(d.epfd, syscall.EPOLL_CTL_DEL, int(fd), &syscall.EpollEvent{})
+		})
+	}
+}
+
+// run waits for closed peers, marks their connections gone and fires the
+// watches attached to them.
 func (d *disconnectWatcher) run() {
 	defer close(d.done)
 	var evs [64]syscall.EpollEvent
@@ -113,8 +196,13 @@ func (d *disconnectWatcher) run() {
 		fire = fire[:0]
 		for i := 0; err == nil && i < n; i++ {
 			id := uint64(uint32(evs[i].Fd)) | uint64(uint32(evs[i].Pad))<<32
-			if w := d.byID[id]; w != nil {
-				fire = append(fire, w)
+			if e := d.byID[id]; e != nil {
+				// Any event is the peer's close or an error: the
+				// interest set holds nothing else.
+				e.gone = true
+				if e.w != nil {
+					fire = append(fire, e.w)
+				}
 			}
 		}
 		d.mu.Unlock()
@@ -125,7 +213,8 @@ func (d *disconnectWatcher) run() {
 	}
 }
 
-// close stops the watcher; watches still open stop watching.
+// close stops the watcher; watches still open stop watching (no event
+// fires them any more) and no new one starts.
 func (d *disconnectWatcher) close() {
 	if d == nil {
 		return

@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -91,6 +93,19 @@ type ipCountedConn struct {
 	net.Conn
 	once    sync.Once
 	release func()
+}
+
+// errNotSyscallConn: the wrapped connection has no descriptor.
+var errNotSyscallConn = errors.New("proxy: connection is not a syscall.Conn")
+
+// SyscallConn gives the wrapped socket's descriptor (syscall.Conn), for
+// the disconnect watcher, which cannot watch a connection without one.
+func (c *ipCountedConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errNotSyscallConn
+	}
+	return sc.SyscallConn()
 }
 
 // Close implements net.Conn.

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -181,4 +182,190 @@ func leftGoroutines(stacks string) string {
 		}
 	}
 	return strconv.Itoa(len(out)) + " goroutines:\n" + strings.Join(out, "\n\n")
+}
+
+// firstAnsweredUpstream is a raw TCP upstream that answers the first
+// request it reads (a complete Anthropic JSON reply, the connection kept
+// alive) and never answers a later one, on any connection. It reports each
+// unanswered request it read and, for each connection that had one, when
+// shepherd closed it.
+type firstAnsweredUpstream struct {
+	ln       net.Listener
+	mu       sync.Mutex
+	answered bool
+	got      chan struct{}
+	closed   chan time.Time
+}
+
+const anthropicReply = `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`
+
+func newFirstAnsweredUpstream(t *testing.T) *firstAnsweredUpstream {
+	t.Helper()
+	ln := kit.Listen(t)
+	u := &firstAnsweredUpstream{ln: ln, got: make(chan struct{}, 8), closed: make(chan time.Time, 8)}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go u.serve(c)
+		}
+	}()
+	return u
+}
+
+func (u *firstAnsweredUpstream) serve(c net.Conn) {
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, req.Body)
+		u.mu.Lock()
+		first := !u.answered
+		u.answered = true
+		u.mu.Unlock()
+		if first {
+			_, _ = fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(anthropicReply), anthropicReply)
+			continue
+		}
+		u.got <- struct{}{}
+		_, _ = io.Copy(io.Discard, br) // silent until shepherd hangs up
+		u.closed <- time.Now()
+		return
+	}
+}
+
+func (u *firstAnsweredUpstream) URL() string { return "http://" + u.ln.Addr().String() }
+
+// keepAliveClient is one raw client connection to shepherd that sends
+// Anthropic requests on it.
+type keepAliveClient struct {
+	c  net.Conn
+	br *bufio.Reader
+}
+
+func dialKeepAlive(t *testing.T, url string) *keepAliveClient {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return &keepAliveClient{c: c, br: bufio.NewReader(c)}
+}
+
+func (k *keepAliveClient) send(t *testing.T) {
+	t.Helper()
+	body := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`
+	var req strings.Builder
+	fmt.Fprintf(&req, "POST /v1/messages HTTP/1.1\r\nHost: shepherd\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", len(body))
+	for k, v := range anthropicHeaders() {
+		fmt.Fprintf(&req, "%s: %s\r\n", k, v)
+	}
+	req.WriteString("\r\n" + body)
+	_, err := io.WriteString(k.c, req.String())
+	require.NoError(t, err)
+}
+
+// answered reads a complete 200 reply that keeps the connection open.
+func (k *keepAliveClient) answered(t *testing.T) {
+	t.Helper()
+	_ = k.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(k.br, nil)
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, 200, resp.StatusCode, string(b))
+	require.False(t, resp.Close)
+}
+
+// requireOneDisconnect waits for shepherd_client_disconnects_total to count
+// one disconnect in all, on route messages in phase.
+func requireOneDisconnect(t *testing.T, url, phase string) {
+	t.Helper()
+	want := fmt.Sprintf(`phase=%q,route="messages"`, phase)
+	require.Eventually(t, func() bool {
+		m := kit.Metrics(t, url+"/metrics")
+		return m.Value("shepherd_client_disconnects_total", want) == 1 &&
+			m.Sum("shepherd_client_disconnects_total") == 1
+	}, 3*time.Second, 20*time.Millisecond, "metrics: want shepherd_client_disconnects_total{%s} 1 and no other", want)
+	// Counted once: nothing else comes later.
+	time.Sleep(100 * time.Millisecond)
+	require.Equal(t, 1.0, kit.Metrics(t, url+"/metrics").Sum("shepherd_client_disconnects_total"))
+}
+
+// TestClientDisconnectOnKeepAliveRequest: a client that closes its
+// keep-alive connection while its second request waits on a silent
+// upstream is noticed as on a first request (the watcher registers the
+// connection once, for all its requests): the upstream request is
+// cancelled within about 100 ms and the disconnect is counted once; with
+// the features on, and with limits.max_conns_per_ip (whose listener wraps
+// the connection).
+func TestClientDisconnectOnKeepAliveRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		hooks      bool
+		connsPerIP int
+	}{{"plain", false, 0}, {"hooks", true, 0}, {"max_conns_per_ip", false, 4}} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := newFirstAnsweredUpstream(t)
+			h := newHarness(t, harnessOptions{Config: pointAt(u.URL(), func(c *config.Config) {
+				c.Topics.Enabled = tc.hooks
+				c.Limits.MaxConnsPerIP = tc.connsPerIP
+			})})
+			k := dialKeepAlive(t, h.URL)
+			k.send(t)
+			k.answered(t)
+
+			k.send(t)
+			select {
+			case <-u.got:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the second request never reached the upstream")
+			}
+			time.Sleep(50 * time.Millisecond) // shepherd is waiting for the headers
+			left := time.Now()
+			require.NoError(t, k.c.Close())
+			select {
+			case at := <-u.closed:
+				took := at.Sub(left)
+				t.Logf("upstream connection closed %v after the client left", took)
+				require.Less(t, took, 600*time.Millisecond)
+			case <-time.After(5 * time.Second):
+				t.Fatal("the upstream request was not cancelled after the client left")
+			}
+			requireOneDisconnect(t, h.URL, "waiting_upstream")
+			requireNoRequestGoroutines(t)
+		})
+	}
+}
+
+// TestClientHalfClosesAfterKeepAliveRequest: a client that sends its second
+// request on a keep-alive connection and shuts its side at once (the FIN
+// may come before shepherd reads the request, while the connection is idle)
+// is gone for that request: it is cancelled or never sent, and counted once.
+func TestClientHalfClosesAfterKeepAliveRequest(t *testing.T) {
+	u := newFirstAnsweredUpstream(t)
+	h := newHarness(t, harnessOptions{Config: pointAt(u.URL(), nil)})
+	k := dialKeepAlive(t, h.URL)
+	k.send(t)
+	k.answered(t)
+
+	k.send(t)
+	require.NoError(t, k.c.(*net.TCPConn).CloseWrite())
+	requireOneDisconnect(t, h.URL, "waiting_upstream")
+	requireNoRequestGoroutines(t)
+	select {
+	case <-u.got:
+		// Sent before the close was seen: cancelled.
+		select {
+		case <-u.closed:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the upstream request was not cancelled after the client left")
+		}
+	default:
+	}
 }

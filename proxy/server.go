@@ -182,6 +182,7 @@ func New(o Options) (*Server, error) {
 		ReadTimeout:                   cfg.Limits.HeaderTimeout, // the body's is set in HeaderReceived
 		HeaderReceived:                s.headerReceived(cfg.Limits.BodyTimeout),
 		CloseOnShutdown:               true,
+		ConnState:                     s.connState,
 		StreamRequestBody:             false,
 		DisableHeaderNamesNormalizing: false,
 		// fasthttp's header errors quote the raw request (SecureErrorLogMessage
@@ -269,6 +270,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// connState is the proxy server's fasthttp ConnState hook, called at every
+// transition of every connection (twice per request: it must stay cheap):
+// the disconnect watcher drops a connection once it is closed or hijacked.
+func (s *Server) connState(c net.Conn, state fasthttp.ConnState) {
+	if s.watcher != nil {
+		s.watcher.connState(c, state)
+	}
 }
 
 // handleServerError renders errors fasthttp meets before the handler runs
