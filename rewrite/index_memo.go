@@ -2,10 +2,12 @@ package rewrite
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/tidwall/gjson"
 
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
@@ -39,9 +41,14 @@ const (
 )
 
 type indexMemoEntry struct {
-	key  uint64
-	body []byte
-	idx  *jsonkit.Index
+	key uint64
+	gen uint64 // names body's bytes (memoGens): a new copy has a new gen
+	// prevGen and shared: the entry body was compared with (0: none),
+	// and how many leading bytes they share.
+	prevGen uint64
+	shared  int
+	body    []byte
+	idx     *jsonkit.Index
 	// conv is what ParseMessages read from the body's conversation array,
 	// or from an earlier body's that shares conv.valid leading bytes with
 	// this one; nil: nothing.
@@ -84,7 +91,7 @@ func (m *indexMemo) validIndexed(body []byte) (idx *jsonkit.Index, ok bool, entr
 		idx, ok = jsonkit.ValidIndexed(body)
 		if ok {
 			c := append([]byte(nil), body...)
-			entry = &indexMemoEntry{key: key, body: c, idx: idx.Rebase(c)}
+			entry = &indexMemoEntry{key: key, gen: memoGens.Add(1), body: c, idx: idx.Rebase(c)}
 		}
 		return idx, ok, entry
 	}
@@ -95,8 +102,12 @@ func (m *indexMemo) validIndexed(body []byte) (idx *jsonkit.Index, ok bool, entr
 		return idx, ok, nil
 	}
 	c := append(prev.body[:n], body[n:]...) // ours: taken out of the memo
-	return idx, ok, &indexMemoEntry{key: key, body: c, idx: idx.Rebase(c), conv: prev.conv.sharing(n)}
+	return idx, ok, &indexMemoEntry{key: key, gen: memoGens.Add(1), prevGen: prev.gen, shared: n,
+		body: c, idx: idx.Rebase(c), conv: prev.conv.sharing(n)}
 }
+
+// memoGens numbers the bodies the index memo copies (conv.BodyLineage).
+var memoGens atomic.Uint64
 
 // Body is a request body validated as JSON with its top level indexed
 // (ParseBody), and what the index memo knows of its conversation: the
@@ -107,6 +118,9 @@ func (m *indexMemo) validIndexed(body []byte) (idx *jsonkit.Index, ok bool, entr
 type Body struct {
 	Root gjson.Result
 	Idx  *jsonkit.Index
+	// Lineage relates the body to the one the memo compared it with
+	// (zero: the memo keeps nothing for it).
+	Lineage conv.BodyLineage
 
 	views *ViewCache
 	memo  *indexMemo
@@ -138,6 +152,9 @@ func ParseBody(views *ViewCache, body []byte) (*Body, error) {
 		return nil, err
 	}
 	b.Root = root
+	if entry != nil {
+		b.Lineage = conv.BodyLineage{Gen: entry.gen, Prev: entry.prevGen, Shared: entry.shared}
+	}
 	return b, nil
 }
 

@@ -2,6 +2,7 @@ package turn
 
 import (
 	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -31,6 +32,9 @@ type historyMemoKey struct {
 type historyRef struct {
 	agent, sent         []byte
 	agentHist, sentHist rewrite.History
+	// agentGen names agent's bytes (conv.BodyLineage.Gen of the request
+	// it copies; 0: unknown).
+	agentGen uint64
 }
 
 func (r *historyRef) size() int64 {
@@ -86,9 +90,12 @@ func sameBytes(a, b []byte) bool {
 // the bytes they share with it, and returns the ref for the next request:
 // copies of both bodies (one when they are the same bytes) with their
 // hashes. The copies recycle ref's buffers: the bytes shared with ref are
-// already there, so only the rest is copied.
-func hashHistories(agent, up *rewrite.History, body, sent []byte, key string, ref *historyRef) *historyRef {
-	var next historyRef
+// already there, so only the rest is copied. lin is body's lineage: when
+// the index memo compared body with the very bytes ref copied (lin.Prev is
+// ref's agentGen), the length they share is lin.Shared, and body is not
+// compared with ref's copy again.
+func hashHistories(agent, up *rewrite.History, body, sent []byte, key string, ref *historyRef, lin conv.BodyLineage) *historyRef {
+	next := historyRef{agentGen: lin.Gen}
 	if ref == nil {
 		rewrite.HashHistory(up, sent, key)
 		rewrite.HashHistoryLike(agent, body, key, up, sent)
@@ -99,7 +106,12 @@ func hashHistories(agent, up *rewrite.History, body, sent []byte, key string, re
 			next.sent = append([]byte(nil), sent...)
 		}
 	} else {
-		na := rewrite.CommonPrefix(body, ref.agent)
+		var na int
+		if lin.Prev != 0 && lin.Prev == ref.agentGen && lin.Shared <= min(len(body), len(ref.agent)) {
+			na = lin.Shared // compared by the index memo, with the bytes ref.agent copies
+		} else {
+			na = rewrite.CommonPrefix(body, ref.agent)
+		}
 		ns := na
 		if !sameBytes(body, sent) || !sameBytes(ref.agent, ref.sent) {
 			ns = rewrite.CommonPrefix(sent, ref.sent)

@@ -44,8 +44,10 @@ func sameHistory(t *testing.T, what string, got *rewrite.History, want rewrite.H
 // caller's buffers may change after the call without touching the memo.
 func TestHashHistoriesMatchesWholeHash(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	texts := []string{"first"}
+	texts := []string{"first " + strings.Repeat("padding ", 1200)} // past the index memo's minimum
+	views := rewrite.NewViewCache(64 << 20)
 	var ref *historyRef
+	fromMemo := 0
 	for step := range 400 {
 		switch op := rng.IntN(10); {
 		case op < 6: // grow, as agents do
@@ -64,8 +66,19 @@ func TestHashHistoriesMatchesWholeHash(t *testing.T) {
 			mod[rng.IntN(len(mod))] += " <reminder>"
 			sent = memoBody(mod, `,"max_tokens":9`)
 		}
+		// The lineage of body, from a parse through the index memo, as
+		// the codecs report it (conv.Request.Lineage).
+		pb, err := rewrite.ParseBody(views, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lin := pb.Lineage
+		pb.Release()
+		if ref != nil && lin.Prev != 0 && lin.Prev == ref.agentGen {
+			fromMemo++
+		}
 		var agent, up rewrite.History
-		ref = hashHistories(&agent, &up, body, sent, "messages", ref)
+		ref = hashHistories(&agent, &up, body, sent, "messages", ref, lin)
 		sameHistory(t, fmt.Sprintf("step %d agent", step), &agent, wantHistory(body))
 		sameHistory(t, fmt.Sprintf("step %d up", step), &up, wantHistory(sent))
 		if string(ref.agent) != string(body) || string(ref.sent) != string(sent) {
@@ -77,6 +90,9 @@ func TestHashHistoriesMatchesWholeHash(t *testing.T) {
 		if rng.IntN(20) == 0 {
 			ref = nil // evicted
 		}
+	}
+	if fromMemo < 100 {
+		t.Fatalf("the index memo's shared length was used %d times in 400 steps", fromMemo)
 	}
 }
 

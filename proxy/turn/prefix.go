@@ -193,7 +193,7 @@ type PrefixMetrics interface {
 func (t *Turn) checkPrefix(sess *state.Session, key string, replaced, dropped bool) *prefixCheck {
 	var agent, up rewrite.History
 	mk := historyMemoKey{key: t.key, member: key}
-	t.e.history.put(mk, hashHistories(&agent, &up, t.body, t.sent, key, t.e.history.take(mk)))
+	t.e.history.put(mk, hashHistories(&agent, &up, t.body, t.sent, key, t.e.history.take(mk), t.view.Lineage))
 	if len(agent.Hashes) == 0 {
 		return nil
 	}

@@ -47,6 +47,7 @@ func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	}
 	req := &conv.Request{Model: jsonkit.OwnedString(model), Stream: stream.Bool(), MetadataUserID: jsonkit.OwnedString(uid),
 		Thinking: thinking == "enabled" || thinking == "adaptive"}
+	req.Lineage = pb.Lineage
 	if maxTok.Type == gjson.Number {
 		req.MaxOutputTokens, req.HasMaxOutputTokens = maxTok.Int(), true
 	}

@@ -117,6 +117,20 @@ type Request struct {
 	// the previous request), nil otherwise. Read it through Anchors;
 	// whoever changes Messages must clear it.
 	MessageAnchors []string
+	// Lineage relates the body to the previous one the codec's index memo
+	// kept for the conversation (zero: none).
+	Lineage BodyLineage
+}
+
+// BodyLineage relates a request body to the earlier body its parse was
+// compared with: Gen names this body's bytes, Prev the earlier body's (0:
+// none), and their first Shared bytes are equal, compared byte for byte.
+// Gens are never reused within a process, so whoever kept a copy of a body
+// under its Gen knows, when a later body's Prev is that Gen, that the two
+// share Shared bytes without comparing them again.
+type BodyLineage struct {
+	Gen, Prev uint64
+	Shared    int
 }
 
 // Anchors returns Anchors(r.Messages), a slice the caller owns: from

@@ -66,6 +66,7 @@ func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
 		}
 	}
 	req := &conv.Request{Model: jsonkit.OwnedString(model)}
+	req.Lineage = pb.Lineage
 	if mot.Type == gjson.Number {
 		req.MaxOutputTokens, req.HasMaxOutputTokens = mot.Int(), true
 	}

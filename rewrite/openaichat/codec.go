@@ -59,6 +59,7 @@ func parseChatRequest(views *rewrite.ViewCache, parsed *rewrite.Parsed, body []b
 		}
 	}
 	req := &conv.Request{Model: jsonkit.OwnedString(model), Stream: stream.Bool(), PromptCacheKey: jsonkit.OwnedString(pck)}
+	req.Lineage = pb.Lineage
 	switch {
 	case mct.Type == gjson.Number:
 		req.MaxOutputTokens, req.HasMaxOutputTokens = mct.Int(), true
