@@ -40,9 +40,15 @@ func CheckReuse(t *testing.T, api *rewrite.Descriptor, c ReuseCase, seed uint64,
 	}
 	buf := make([]byte, 0, 1<<20)
 	parsed, elemsParsed := 0, 0
+	var prevBody []byte // the last body parsed, and its lineage's gen
+	var prevGen uint64
+	lineages := 0 // bodies whose lineage named the previous one
 	defer func() {
 		if t.Failed() {
 			return
+		}
+		if lineages == 0 && steps >= 100 {
+			t.Fatalf("seed %d: no body's lineage named the one before it", seed)
 		}
 		if parsed < steps/2 {
 			t.Fatalf("seed %d: only %d of %d steps parsed: the case exercises errors only", seed, parsed, steps)
@@ -76,6 +82,19 @@ func CheckReuse(t *testing.T, api *rewrite.Descriptor, c ReuseCase, seed uint64,
 			t.Fatalf("%s: error %v, from scratch %v", what, gerr, werr)
 		}
 		if werr == nil {
+			// The lineage's contract: a body compared with the previous
+			// one shares exactly Shared bytes with it.
+			if lin := got.Lineage; lin.Prev != 0 && lin.Prev == prevGen {
+				n := 0
+				for n < min(len(body), len(prevBody)) && body[n] == prevBody[n] {
+					n++
+				}
+				if n != lin.Shared {
+					t.Fatalf("%s: lineage says %d shared bytes, the bodies share %d", what, lin.Shared, n)
+				}
+				lineages++
+			}
+			prevBody, prevGen = body, got.Lineage.Gen
 			parsed, elemsParsed = parsed+1, elemsParsed+len(elems)
 			t.Run(what, func(t *testing.T) { RequireSameView(t, want, got) })
 			if t.Failed() {
