@@ -9,6 +9,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -193,7 +194,7 @@ type PrefixMetrics interface {
 func (t *Turn) checkPrefix(sess *state.Session, key string, replaced, dropped bool) *prefixCheck {
 	var agent, up rewrite.History
 	mk := historyMemoKey{key: t.key, member: key}
-	t.e.history.put(mk, hashHistories(&agent, &up, t.body, t.sent, key, t.e.history.take(mk), t.view.Lineage))
+	t.e.history.put(mk, hashHistories(&agent, &up, t.body, t.sent, key, t.e.history.take(mk), t.lineage()))
 	if len(agent.Hashes) == 0 {
 		return nil
 	}
@@ -230,6 +231,14 @@ func (t *Turn) checkPrefix(sess *state.Session, key string, replaced, dropped bo
 		m.PrefixBreak(t.call.Route, c.turn.Cause)
 	}
 	return c
+}
+
+// lineage is the agent body's lineage from its parse (zero without a view).
+func (t *Turn) lineage() conv.BodyLineage {
+	if t.view == nil {
+		return conv.BodyLineage{}
+	}
+	return t.view.Lineage
 }
 
 // firstDiff is the index of the first element of prev that next does not
