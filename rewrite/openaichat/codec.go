@@ -257,11 +257,12 @@ func chatFunction(fn gjson.Result) (conv.Block, error) {
 
 func (c chatCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return rewrite.ApplyEdits(body, e, rewrite.EditOps{
-		Parsed: c.parsed, ToolsKey: "tools",
+		Parsed: c.parsed, ToolsKey: "tools", SystemKey: "messages",
 		RenderTool:   chatTool,
 		AddTools:     rewrite.AppendTools("tools"),
 		InsertTools:  rewrite.InsertElements,
 		AppendSystem: chatAppendSystem,
+		InsertSystem: chatInsertSystem,
 		AppendUser:   chatAppendUser,
 		SetMax:       chatSetMax,
 	})
@@ -305,17 +306,10 @@ func chatAppendSystem(body []byte, texts []string) ([]byte, error) {
 		}
 		return jsonkit.SetMember(body, root, "messages", rewrite.Enclose('[', chatTextMessage("system", []string{rewrite.JoinTexts(texts)}), ']')), nil
 	}
-	var first gjson.Result
-	jsonkit.EachElement(msgs, func(_ int, m gjson.Result) bool {
-		if r := m.Get("role").Str; r == "system" || r == "developer" {
-			first = m
-		}
-		return false // only the first message can start the leading run
-	})
+	first, c := leadingSystem(msgs)
 	if !first.Exists() {
 		return jsonkit.PrependElement(body, msgs, chatTextMessage("system", []string{rewrite.JoinTexts(texts)})), nil
 	}
-	c := first.Get("content")
 	switch {
 	case c.Type == gjson.String:
 		return jsonkit.AppendToString(body, c, rewrite.SuffixText(c.Str, texts)), nil
@@ -325,6 +319,47 @@ func chatAppendSystem(body []byte, texts []string) ([]byte, error) {
 		return jsonkit.SetMember(body, first, "content", jsonkit.Quote(rewrite.JoinTexts(texts))), nil
 	}
 	return nil, fmt.Errorf("rewrite: cannot edit system message content: unexpected type")
+}
+
+// leadingSystem returns the first message of msgs when it is a system or
+// developer message, and its content.
+func leadingSystem(msgs gjson.Result) (first, content gjson.Result) {
+	jsonkit.EachElement(msgs, func(_ int, m gjson.Result) bool {
+		var rc [2]gjson.Result
+		if jsonkit.Members(m, roleContentKeys, rc[:]); rc[0].Str == "system" || rc[0].Str == "developer" {
+			first, content = m, rc[1]
+		}
+		return false // only the first message can start the leading run
+	})
+	return first, content
+}
+
+// roleContentKeys are the members leadingSystem reads.
+var roleContentKeys = []string{"role", "content"}
+
+// chatInsertSystem is chatAppendSystem as an insertion into the messages
+// array value (rewrite.EditOps.InsertSystem): into the leading system
+// message's string or array content, or a new system message first; ok is
+// false for anything else (a null content: chatAppendSystem replaces it).
+func chatInsertSystem(value []byte, texts []string) (at int, ins []byte, ok bool) {
+	if len(value) < 2 || value[0] != '[' {
+		return 0, nil, false
+	}
+	msgs := gjson.Result{Type: gjson.JSON, Raw: jsonkit.UnsafeString(value)}
+	first, c := leadingSystem(msgs)
+	switch {
+	case !first.Exists():
+		item := chatTextMessage("system", []string{rewrite.JoinTexts(texts)})
+		if jsonkit.LastValueEnd(msgs) >= 0 {
+			item = append(item, ',')
+		}
+		return 1, item, true // as PrependElement
+	case c.Type == gjson.String:
+		at, ins, ok = rewrite.InsertSuffix(jsonkit.UnsafeBytes(c.Raw), texts)
+	case c.IsArray():
+		at, ins, ok = rewrite.InsertElements(jsonkit.UnsafeBytes(c.Raw), rewrite.TextItems("text", texts))
+	}
+	return c.Index + at, ins, ok
 }
 
 // chatTextMessage renders {"role":role,"content":…}: one text as a string,
