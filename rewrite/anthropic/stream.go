@@ -18,10 +18,12 @@ func (anthropicCodec) ParseReply(body []byte) (*conv.Reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &conv.Reply{Model: jsonkit.OwnedString(root.Get("model"))}
+	var top [4]gjson.Result // one pass over the reply (gjson's Get walks it per key)
+	jsonkit.Members(root, replyKeys, top[:])
+	r := &conv.Reply{Model: jsonkit.OwnedString(top[0])}
 	var text rewrite.TextParts
 	var kv [2]gjson.Result
-	jsonkit.EachElement(root.Get("content"), func(_ int, b gjson.Result) bool {
+	jsonkit.EachElement(top[1], func(_ int, b gjson.Result) bool {
 		kv = [2]gjson.Result{}
 		jsonkit.Members(b, blockTextKeys, kv[:])
 		switch kv[0].Str {
@@ -36,13 +38,16 @@ func (anthropicCodec) ParseReply(body []byte) (*conv.Reply, error) {
 		return true
 	})
 	r.Text = text.String()
-	r.RawStop = jsonkit.OwnedString(root.Get("stop_reason"))
+	r.RawStop = jsonkit.OwnedString(top[2])
 	r.Stop = anthropicStop(r.RawStop)
-	if u := anthropicUsage(root.Get("usage")); u != nil {
+	if u := anthropicUsage(top[3]); u != nil {
 		r.Usage = *u
 	}
 	return r, nil
 }
+
+// replyKeys are the members ParseReply reads of the reply.
+var replyKeys = []string{"model", "content", "stop_reason", "usage"}
 
 // blockTextKeys are the members ParseReply reads of every content block.
 var blockTextKeys = []string{"type", "text"}

@@ -26,7 +26,7 @@ func (anthropicCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	content := root.Get("content")
+	content := jsonkit.Member(root, "content")
 	if !content.IsArray() {
 		return nil, fmt.Errorf("%w: content must be an array", rewrite.ErrMalformedReply)
 	}

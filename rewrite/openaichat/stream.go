@@ -18,15 +18,19 @@ func (chatCodec) ParseReply(body []byte) (*conv.Reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &conv.Reply{Model: jsonkit.OwnedString(root.Get("model"))}
-	choice := firstChoice(root.Get("choices"))
-	msg := choice.Get("message")
-	if c := jsonkit.Member(msg, "content"); c.Type == gjson.String {
+	var top [3]gjson.Result // one pass over the reply (gjson's Get walks it per key)
+	jsonkit.Members(root, replyKeys, top[:])
+	r := &conv.Reply{Model: jsonkit.OwnedString(top[0])}
+	var ch [2]gjson.Result
+	jsonkit.Members(firstChoice(top[1]), choiceKeys, ch[:])
+	var mc [2]gjson.Result
+	jsonkit.Members(ch[0], messageKeys, mc[:])
+	if c := mc[0]; c.Type == gjson.String {
 		r.Text = jsonkit.OwnedString(c)
 	} else {
 		r.Text = rewrite.ResultText(c, "text", "text")
 	}
-	jsonkit.EachElement(msg.Get("tool_calls"), func(_ int, c gjson.Result) bool {
+	jsonkit.EachElement(mc[1], func(_ int, c gjson.Result) bool {
 		tc := conv.ToolCall{Index: len(r.ToolCalls), ID: jsonkit.OwnedString(c.Get("id")), Name: jsonkit.OwnedString(c.Get("function.name"))}
 		if a := jsonkit.Member(c.Get("function"), "arguments"); a.Type == gjson.String && a.Str != "" {
 			tc.Args = []byte(a.Str)
@@ -34,9 +38,9 @@ func (chatCodec) ParseReply(body []byte) (*conv.Reply, error) {
 		r.ToolCalls = append(r.ToolCalls, tc)
 		return true
 	})
-	r.RawStop = jsonkit.OwnedString(choice.Get("finish_reason"))
+	r.RawStop = jsonkit.OwnedString(ch[1])
 	r.Stop = chatStop(r.RawStop)
-	if u := chatUsage(root.Get("usage")); u != nil {
+	if u := chatUsage(top[2]); u != nil {
 		r.Usage = *u
 	}
 	return r, nil
@@ -46,13 +50,22 @@ func (chatCodec) ParseReply(body []byte) (*conv.Reply, error) {
 func firstChoice(choices gjson.Result) gjson.Result {
 	var first gjson.Result
 	jsonkit.EachElement(choices, func(_ int, c gjson.Result) bool {
-		if !first.Exists() || c.Get("index").Int() == 0 {
+		index := jsonkit.Member(c, "index").Int()
+		if !first.Exists() || index == 0 {
 			first = c
 		}
-		return c.Get("index").Int() != 0
+		return index != 0
 	})
 	return first
 }
+
+// The members ParseReply reads of the reply, its first choice and that
+// choice's message.
+var (
+	replyKeys   = []string{"model", "choices", "usage"}
+	choiceKeys  = []string{"message", "finish_reason"}
+	messageKeys = []string{"content", "tool_calls"}
+)
 
 // chatStop normalises a finish_reason.
 func chatStop(s string) conv.StopReason {

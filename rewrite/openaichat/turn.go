@@ -44,25 +44,27 @@ func (chatCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	msg := firstChoice(root.Get("choices")).Get("message")
+	msg := jsonkit.Member(firstChoice(jsonkit.Member(root, "choices")), "message")
 	if !msg.IsObject() {
 		return nil, fmt.Errorf("%w: no choices[0].message object", rewrite.ErrMalformedReply)
 	}
 	out := append([]byte(nil), `{"role":"assistant","content":`...)
-	if c := msg.Get("content"); jsonkit.IsNull(c) {
+	var m [5]gjson.Result // one pass over the message
+	jsonkit.Members(msg, replyMessageKeys, m[:])
+	if c := m[0]; jsonkit.IsNull(c) {
 		out = append(out, "null"...)
 	} else {
 		out = append(out, c.Raw...)
 	}
-	if r := msg.Get("refusal"); r.Type == gjson.String {
+	if r := m[1]; r.Type == gjson.String {
 		out = append(out, `,"refusal":`...)
 		out = append(out, r.Raw...)
 	}
-	if rc := msg.Get("reasoning_content"); rc.Type == gjson.String && rc.Str != "" {
+	if rc := m[2]; rc.Type == gjson.String && rc.Str != "" {
 		out = append(out, `,"reasoning_content":`...)
 		out = append(out, rc.Raw...)
 	}
-	calls := msg.Get("tool_calls")
+	calls := m[3]
 	switch {
 	case calls.IsArray():
 		if len(rewrite.BlocksElems(calls)) > 0 {
@@ -72,12 +74,15 @@ func (chatCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
 	case !jsonkit.IsNull(calls):
 		return nil, fmt.Errorf("%w: choices[0].message.tool_calls is not an array", rewrite.ErrMalformedReply)
 	}
-	if fc := msg.Get("function_call"); fc.IsObject() {
+	if fc := m[4]; fc.IsObject() {
 		out = append(out, `,"function_call":`...)
 		out = append(out, fc.Raw...)
 	}
 	return [][]byte{append(out, '}')}, nil
 }
+
+// replyMessageKeys are the members ReplyAsMessages reads of the message.
+var replyMessageKeys = []string{"content", "refusal", "reasoning_content", "tool_calls", "function_call"}
 
 // ToolResultMessages renders one {"role":"tool","tool_call_id","content"}
 // message per result. Chat has no error flag: a refusal's text says so.
