@@ -162,7 +162,8 @@ func joinField(prefix, field string) string {
 func JoinTexts(texts []string) string { return strings.Join(texts, "\n\n") }
 
 // SuffixText returns what to append to existing prose orig: each text with a
-// blank line before it (none before the first when orig is empty).
+// blank line before it (none before the first when orig is empty). Only
+// whether orig is empty matters: a string's raw content will do.
 func SuffixText(orig string, texts []string) string {
 	var b strings.Builder
 	for i, t := range texts {

@@ -53,11 +53,7 @@ func InsertSuffix(value []byte, texts []string) (at int, ins []byte, ok bool) {
 	if len(value) < 2 || value[0] != '"' {
 		return 0, nil, false
 	}
-	orig := ""
-	if len(value) > 2 {
-		orig = "x" // SuffixText asks only whether the text is empty
-	}
-	esc := jsonkit.AppendString(nil, SuffixText(orig, texts))
+	esc := jsonkit.AppendString(nil, SuffixText(jsonkit.UnsafeString(value[1:len(value)-1]), texts))
 	return len(value) - 1, esc[1 : len(esc)-1], true
 }
 

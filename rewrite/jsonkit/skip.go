@@ -176,6 +176,24 @@ func EachMember(s string, i int, fn func(key string, start, end int) bool) {
 // Members fills out[i] with the member of obj named keys[i] (the first one
 // when a key repeats), in one pass over obj that decodes only those values.
 func Members(obj gjson.Result, keys []string, out []gjson.Result) {
+	members(obj, keys, out, ValueAt)
+}
+
+// MembersRaw is Members for a caller that reads only the Raw, Type and
+// Index of string values: their Str is left empty (not decoded).
+func MembersRaw(obj gjson.Result, keys []string, out []gjson.Result) {
+	members(obj, keys, out, rawValueAt)
+}
+
+// rawValueAt is ValueAt without decoding a string.
+func rawValueAt(raw string, base, off int) gjson.Result {
+	if raw[0] == '"' {
+		return gjson.Result{Type: gjson.String, Raw: raw, Index: base + off}
+	}
+	return ValueAt(raw, base, off)
+}
+
+func members(obj gjson.Result, keys []string, out []gjson.Result, at func(raw string, base, off int) gjson.Result) {
 	if !obj.IsObject() {
 		return
 	}
@@ -184,7 +202,7 @@ func Members(obj gjson.Result, keys []string, out []gjson.Result) {
 	EachMember(s, strings.IndexByte(s, '{'), func(key string, start, end int) bool {
 		for i, k := range keys {
 			if !out[i].Exists() && k == key {
-				out[i] = ValueAt(s[start:end], obj.Index, start)
+				out[i] = at(s[start:end], obj.Index, start)
 				left--
 				break
 			}

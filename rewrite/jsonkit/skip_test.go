@@ -164,3 +164,20 @@ func mustMarshal(t *testing.T, s string) []byte {
 	}
 	return b
 }
+
+// TestMembersRaw: the same members as Members, strings not decoded.
+func TestMembersRaw(t *testing.T) {
+	obj := gjson.Parse(`{"a":"x\ny","b":[1],"c":3,"a":"dup"}`)
+	keys := []string{"a", "b", "c", "d"}
+	var dec, raw [4]gjson.Result
+	Members(obj, keys, dec[:])
+	MembersRaw(obj, keys, raw[:])
+	for i := range keys {
+		require.Equal(t, dec[i].Raw, raw[i].Raw, keys[i])
+		require.Equal(t, dec[i].Type, raw[i].Type, keys[i])
+		require.Equal(t, dec[i].Index, raw[i].Index, keys[i])
+	}
+	require.Equal(t, "x\ny", dec[0].Str)
+	require.Empty(t, raw[0].Str)
+	require.False(t, raw[3].Exists())
+}

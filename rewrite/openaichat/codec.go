@@ -123,6 +123,9 @@ func chatFingerprintMessages(views *rewrite.ViewCache, idx *jsonkit.Index, msgs 
 }
 
 // chatTools lists function (and custom) tool names.
+// toolKinds are the members of a tool chatTools looks for its name in.
+var toolKinds = []string{"function", "custom"}
+
 func chatTools(tools gjson.Result) ([]conv.ToolDef, error) {
 	var defs []conv.ToolDef
 	var err error
@@ -131,9 +134,11 @@ func chatTools(tools gjson.Result) ([]conv.ToolDef, error) {
 			err = rewrite.AtIndex(rewrite.TypeError("", "an object"), i)
 			return false
 		}
-		n := t.Get("function.name")
+		var fc [2]gjson.Result
+		jsonkit.MembersRaw(t, toolKinds, fc[:])
+		n := jsonkit.Member(fc[0], "name")
 		if !n.Exists() {
-			n = t.Get("custom.name")
+			n = jsonkit.Member(fc[1], "name")
 		}
 		if err = rewrite.AtIndex(rewrite.WantString(n, "function.name"), i); err != nil {
 			return false
@@ -312,7 +317,7 @@ func chatAppendSystem(body []byte, texts []string) ([]byte, error) {
 	}
 	switch {
 	case c.Type == gjson.String:
-		return jsonkit.AppendToString(body, c, rewrite.SuffixText(c.Str, texts)), nil
+		return jsonkit.AppendToString(body, c, rewrite.SuffixText(c.Raw[1:len(c.Raw)-1], texts)), nil
 	case c.IsArray():
 		return jsonkit.AppendElements(body, c, rewrite.TextItems("text", texts)), nil
 	case jsonkit.IsNull(c):
@@ -322,20 +327,22 @@ func chatAppendSystem(body []byte, texts []string) ([]byte, error) {
 }
 
 // leadingSystem returns the first message of msgs when it is a system or
-// developer message, and its content.
+// developer message, and its content (a string content not decoded: its Str
+// is empty; the system prompt runs to tens of KB).
 func leadingSystem(msgs gjson.Result) (first, content gjson.Result) {
 	jsonkit.EachElement(msgs, func(_ int, m gjson.Result) bool {
-		var rc [2]gjson.Result
-		if jsonkit.Members(m, roleContentKeys, rc[:]); rc[0].Str == "system" || rc[0].Str == "developer" {
-			first, content = m, rc[1]
+		if r := jsonkit.Member(m, "role").Str; r == "system" || r == "developer" {
+			var c [1]gjson.Result
+			jsonkit.MembersRaw(m, contentKey, c[:])
+			first, content = m, c[0]
 		}
 		return false // only the first message can start the leading run
 	})
 	return first, content
 }
 
-// roleContentKeys are the members leadingSystem reads.
-var roleContentKeys = []string{"role", "content"}
+// contentKey is the member leadingSystem reads raw.
+var contentKey = []string{"content"}
 
 // chatInsertSystem is chatAppendSystem as an insertion into the messages
 // array value (rewrite.EditOps.InsertSystem): into the leading system

@@ -49,8 +49,8 @@ func (chatCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
 		return nil, fmt.Errorf("%w: no choices[0].message object", rewrite.ErrMalformedReply)
 	}
 	out := append([]byte(nil), `{"role":"assistant","content":`...)
-	var m [5]gjson.Result // one pass over the message
-	jsonkit.Members(msg, replyMessageKeys, m[:])
+	var m [5]gjson.Result // one pass over the message; only raw values are read
+	jsonkit.MembersRaw(msg, replyMessageKeys, m[:])
 	if c := m[0]; jsonkit.IsNull(c) {
 		out = append(out, "null"...)
 	} else {
@@ -60,7 +60,7 @@ func (chatCodec) ReplyAsMessages(reply []byte) ([][]byte, error) {
 		out = append(out, `,"refusal":`...)
 		out = append(out, r.Raw...)
 	}
-	if rc := m[2]; rc.Type == gjson.String && rc.Str != "" {
+	if rc := m[2]; rc.Type == gjson.String && rc.Raw != `""` {
 		out = append(out, `,"reasoning_content":`...)
 		out = append(out, rc.Raw...)
 	}
