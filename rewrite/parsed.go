@@ -28,6 +28,10 @@ type Parsed struct {
 	// through p made (scratch.go): the next edit through p that copies it
 	// gives it back. nil: the body remembered is not p's to recycle.
 	scratch []byte
+	// final is the pooled buffer p last handed to the caller as an edit's
+	// result (the body a turn sends upstream): never recycled by p's own
+	// edits, only by ReleaseFinal once the caller is done with it.
+	final []byte
 }
 
 // Remember records idx, the index of a body just parsed. The body p
@@ -56,11 +60,42 @@ func (p *Parsed) remembered(idx *jsonkit.Index, in, out []byte, fromPool bool) {
 }
 
 // Escape tells p that the body it remembers goes to the caller as it is
-// (an edit that changed nothing): p must never recycle it.
+// (an edit that changed nothing): p must never recycle it. When that body
+// is p's scratch, it becomes the caller's final body (ReleaseFinal).
 func (p *Parsed) Escape() {
 	if p != nil {
+		if p.scratch != nil {
+			p.final = p.scratch
+		}
 		p.scratch = nil
 	}
+}
+
+// BodyReleaser is implemented by the codecs whose request edits go through
+// their Parsed: ReleaseBody is that Parsed's ReleaseFinal. A caller that
+// holds the body an edit returned calls it once nothing references that
+// body anymore (the turn engine, at the end of the turn); a body the
+// codec did not make is left alone.
+type BodyReleaser interface {
+	ReleaseBody(body []byte)
+}
+
+// ReleaseFinal gives back body, the result of an edit through p that the
+// caller no longer needs, nor anything it handed it to: its buffer goes
+// back to the pool when p made it (the last final body p handed out) and
+// is left to the collector otherwise. p forgets body and its index.
+//
+// The turn engine calls it once the turn is over; until then the body is
+// the request upstream and the base of follow-ups.
+func (p *Parsed) ReleaseFinal(body []byte) {
+	if p == nil || p.final == nil || !sameBuffer(p.final, body) {
+		return
+	}
+	if p.idx.Covers(body) {
+		p.idx = nil
+	}
+	putScratch(p.final)
+	p.final = nil
 }
 
 // sameBuffer reports whether a and b share their first byte.
@@ -102,7 +137,8 @@ type MemberOp struct {
 // (scratch.go): it stays valid until the next edit through p, which copies
 // it into the body it returns and recycles it. The turn engine's build is
 // such a chain (ledger replay, then request edits); its final body is a
-// plain allocation (put), never recycled.
+// pooled buffer too (put), which stays the caller's until it calls
+// ReleaseFinal (the turn engine, when the turn is over).
 
 // EditMembers returns body with ops applied in order. While body is the
 // body remembered and an op's member exists, the op runs on a small body
@@ -201,7 +237,11 @@ func (p *Parsed) put(body []byte, idx *jsonkit.Index, edits []memberEdit) []byte
 	for _, e := range edits {
 		n += e.size() - (e.end - e.start)
 	}
-	out := make([]byte, 0, n)
+	out := getScratch(n) // the caller's; back with ReleaseFinal
+	pooled := out != nil
+	if !pooled {
+		out = make([]byte, 0, n)
+	}
 	at := 0
 	repl := make([]jsonkit.Replaced, len(edits))
 	for i := range edits {
@@ -212,6 +252,9 @@ func (p *Parsed) put(body []byte, idx *jsonkit.Index, edits []memberEdit) []byte
 	}
 	out = append(out, body[at:]...)
 	p.remembered(idx.MembersReplaced(out, repl), body, out, false)
+	if pooled {
+		p.final = out
+	}
 	return out
 }
 

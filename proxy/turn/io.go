@@ -17,6 +17,8 @@ type Sender interface {
 	// Send sends body upstream and returns the response with its body not
 	// yet read; the receiver of the response releases it. An error wrapping
 	// ErrClientGone means the client left while the upstream was waited on.
+	// Send returns once body is written (or failed) and keeps no reference
+	// to it: the turn recycles its bodies when Run is over.
 	Send(body []byte) (*fasthttp.Response, error)
 }
 

@@ -3,6 +3,8 @@ package turn
 import (
 	"context"
 	"errors"
+
+	"github.com/shepherd-proxy/shepherd/rewrite"
 )
 
 // errProviderError marks a turn whose reply the provider ended with its own
@@ -27,6 +29,7 @@ var errNoContinuer = errors.New("turn: the API cannot continue a reply")
 // still keeps what the turn changed.
 func (t *Turn) Run(ctx context.Context, w Writer, up Sender) error {
 	t.ctx = ctx
+	defer t.releaseSent()
 	loop := replyLoop{t: t, sent: t.sent, w: w}
 	l := &loop
 	l.outcome.rounds = 1
@@ -107,6 +110,18 @@ func (t *Turn) end(l *replyLoop, w Writer, first, fallback []byte) error {
 	w.Finish(f)
 	t.report(l, nil)
 	return nil
+}
+
+// releaseSent gives the body the turn sent upstream back to the codec that
+// made it (rewrite.BodyReleaser) once Run is over: it was the request, and
+// the base of follow-ups and continuations, which all went out before Run
+// returns (a Sender returns once its request is written). A turn that never
+// runs leaves its body to the collector.
+func (t *Turn) releaseSent() {
+	if r, ok := t.codec.(rewrite.BodyReleaser); ok && t.sent != nil {
+		r.ReleaseBody(t.sent)
+	}
+	t.sent = nil
 }
 
 // pass ends a turn whose reply is not the model's to decide on: it reached

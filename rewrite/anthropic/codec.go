@@ -18,7 +18,10 @@ type anthropicCodec struct {
 	parsed *rewrite.Parsed    // the body this request's codec parsed; nil: none
 }
 
-var _ rewrite.Codec = anthropicCodec{}
+var (
+	_ rewrite.Codec        = anthropicCodec{}
+	_ rewrite.BodyReleaser = anthropicCodec{}
+)
 
 // anthropicKeys are the top-level members the request view reads.
 var anthropicKeys = []string{"model", "stream", "max_tokens", "system", "tools", "messages", "metadata", "thinking"}
@@ -188,6 +191,9 @@ func anthropicBlock(b gjson.Result, names *rewrite.ToolNames) (conv.Block, error
 	}
 	return blk, err
 }
+
+// ReleaseBody implements rewrite.BodyReleaser.
+func (c anthropicCodec) ReleaseBody(body []byte) { c.parsed.ReleaseFinal(body) }
 
 func (c anthropicCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return rewrite.ApplyEdits(body, e, rewrite.EditOps{

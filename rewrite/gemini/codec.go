@@ -20,7 +20,10 @@ type geminiCodec struct {
 	parsed *rewrite.Parsed    // the body this request's codec parsed; nil: none
 }
 
-var _ rewrite.Codec = geminiCodec{}
+var (
+	_ rewrite.Codec        = geminiCodec{}
+	_ rewrite.BodyReleaser = geminiCodec{}
+)
 
 // either returns obj's member named camel, or else snake, with the name found.
 func either(obj gjson.Result, camel, snake string) (gjson.Result, string) {
@@ -228,6 +231,9 @@ func geminiCall(fc gjson.Result) (conv.Block, error) {
 	}
 	return conv.Block{ToolCallID: jsonkit.OwnedString(id), ToolName: jsonkit.OwnedString(name)}, nil
 }
+
+// ReleaseBody implements rewrite.BodyReleaser.
+func (c geminiCodec) ReleaseBody(body []byte) { c.parsed.ReleaseFinal(body) }
 
 func (c geminiCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return rewrite.ApplyEdits(body, e, rewrite.EditOps{

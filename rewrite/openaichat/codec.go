@@ -16,7 +16,10 @@ type chatCodec struct {
 	parsed *rewrite.Parsed    // the body this request's codec parsed; nil: none
 }
 
-var _ rewrite.Codec = chatCodec{}
+var (
+	_ rewrite.Codec        = chatCodec{}
+	_ rewrite.BodyReleaser = chatCodec{}
+)
 
 // chatKeys are the top-level members the request view reads.
 var chatKeys = []string{"model", "stream", "tools", "messages", "max_completion_tokens", "max_tokens", "prompt_cache_key"}
@@ -259,6 +262,9 @@ func chatFunction(fn gjson.Result) (conv.Block, error) {
 	}
 	return blk, nil
 }
+
+// ReleaseBody implements rewrite.BodyReleaser.
+func (c chatCodec) ReleaseBody(body []byte) { c.parsed.ReleaseFinal(body) }
 
 func (c chatCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return rewrite.ApplyEdits(body, e, rewrite.EditOps{

@@ -17,7 +17,10 @@ type responsesCodec struct {
 	parsed *rewrite.Parsed    // the body this request's codec parsed; nil: none
 }
 
-var _ rewrite.Codec = responsesCodec{}
+var (
+	_ rewrite.Codec        = responsesCodec{}
+	_ rewrite.BodyReleaser = responsesCodec{}
+)
 
 // responsesKeys are the top-level members the request view reads.
 var responsesKeys = []string{"model", "stream", "max_output_tokens", "instructions", "input", "tools",
@@ -217,6 +220,9 @@ func responsesText(out gjson.Result) string {
 	})
 	return b.String()
 }
+
+// ReleaseBody implements rewrite.BodyReleaser.
+func (c responsesCodec) ReleaseBody(body []byte) { c.parsed.ReleaseFinal(body) }
 
 func (c responsesCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return rewrite.ApplyEdits(body, e, rewrite.EditOps{
