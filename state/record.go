@@ -28,11 +28,9 @@ const RecordVersion = 1
 var ErrRecordVersion = errors.New("state: session record has an unsupported schema version")
 
 // record is the serialised form of a Session. Encoding and decoding it is
-// most of what the Redis store adds to a turn's CPU (BenchmarkRecord: 64 µs
-// and 255 µs for a 23 KB record on 2 CPUs, against 27 and 41 with
-// github.com/goccy/go-json, which writes the same bytes but stalled under
-// fuzzing, so it is not used); a record format that keeps the ledger's data
-// and the slots as raw JSON is the next step.
+// most of what the Redis store adds to a turn's CPU; decoding goes through
+// decodeRecordFast (record_fast.go) for the records shepherd writes, and
+// encoding/json for anything else.
 type record struct {
 	V int `json:"v"`
 	*Session
@@ -51,6 +49,9 @@ func decodeRecord(raw []byte, s *Session) error {
 		return decodeLegacyRecord(raw, s)
 	case v.Type != gjson.Number || float64(v.Int()) != v.Num || v.Int() < 1 || v.Int() > RecordVersion:
 		return fmt.Errorf("%w: %s (this build reads up to %d)", ErrRecordVersion, v.Raw, RecordVersion)
+	}
+	if decodeRecordFast(raw, s) {
+		return nil
 	}
 	return json.Unmarshal(raw, &record{Session: s})
 }
