@@ -28,9 +28,11 @@ const RecordVersion = 1
 var ErrRecordVersion = errors.New("state: session record has an unsupported schema version")
 
 // record is the serialised form of a Session. Encoding and decoding it is
-// most of what the Redis store adds to a turn's CPU; decoding goes through
-// decodeRecordFast (record_fast.go) for the records shepherd writes, and
-// encoding/json for anything else.
+// most of what the Redis store adds to a turn's CPU: encoding is
+// appendRecord (record_encode.go), decoding decodeRecordFast
+// (record_fast.go) for the records shepherd writes and encoding/json for
+// anything else; encoding/json on this type stays the reference the tests
+// hold both to.
 type record struct {
 	V int `json:"v"`
 	*Session
@@ -38,7 +40,7 @@ type record struct {
 
 // encodeRecord serialises s at RecordVersion.
 func encodeRecord(s *Session) ([]byte, error) {
-	return json.Marshal(record{V: RecordVersion, Session: s})
+	return appendRecord(make([]byte, 0, recordSizeHint(s)), s)
 }
 
 // decodeRecord reads a serialised record of any supported version into s.

@@ -1,0 +1,218 @@
+package state
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
+)
+
+// appendRecord appends s's record at RecordVersion to dst: the document
+// encoding/json writes for record{RecordVersion, s} (fields in order, empty
+// optional ones left out, map keys sorted, slots as {"v","data","note",
+// "counts"}), read the same by any JSON parser. Strings are escaped by
+// jsonkit.AppendString (HTML characters are not escaped; encoding/json
+// escapes them). A slot that is not a *RawSlot is encoded by encoding/json
+// (it is the hook's own type); raw slot data already compact and valid is
+// copied as it is, anything else compacted by encoding/json, which also
+// refuses what is not JSON.
+//
+// It is hand-written because encoding/json compacted the whole slots
+// object once more after Slots.MarshalJSON wrote it, and walked the
+// session by reflection: 15% of the Redis store's CPU per turn.
+func appendRecord(dst []byte, s *Session) ([]byte, error) {
+	dst = append(dst, `{"v":`...)
+	dst = strconv.AppendInt(dst, RecordVersion, 10)
+	dst = jsonkit.AppendString(append(dst, `,"id":`...), s.ID)
+	dst = jsonkit.AppendString(append(dst, `,"tenant":`...), s.Tenant)
+	var err error
+	if dst, err = appendRecordTime(append(dst, `,"created_at":`...), s.CreatedAt); err != nil {
+		return dst, err
+	}
+	if dst, err = appendRecordTime(append(dst, `,"updated_at":`...), s.UpdatedAt); err != nil {
+		return dst, err
+	}
+	dst = strconv.AppendInt(append(dst, `,"requests":`...), s.Requests, 10)
+	if s.Agent != "" {
+		dst = jsonkit.AppendString(append(dst, `,"agent":`...), s.Agent)
+	}
+	if s.Model != "" {
+		dst = jsonkit.AppendString(append(dst, `,"model":`...), s.Model)
+	}
+	if dst, err = appendUsage(append(dst, `,"usage":`...), &s.Usage); err != nil {
+		return dst, err
+	}
+	if len(s.Ledger) > 0 {
+		dst = append(dst, `,"ledger":[`...)
+		for i := range s.Ledger {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			e := &s.Ledger[i]
+			dst = jsonkit.AppendString(append(dst, `{"kind":`...), e.Kind)
+			dst = jsonkit.AppendString(append(dst, `,"anchor":`...), e.Anchor)
+			if len(e.Data) > 0 {
+				dst = append(dst, `,"data":"`...)
+				dst = base64.StdEncoding.AppendEncode(dst, e.Data)
+				dst = append(dst, '"')
+			}
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	if len(s.Slots) > 0 {
+		if dst, err = appendSlots(append(dst, `,"slots":`...), s.Slots); err != nil {
+			return dst, err
+		}
+	}
+	if len(s.Routes) > 0 {
+		dst = append(dst, `,"routes":{`...)
+		for i, lane := range slices.Sorted(maps.Keys(s.Routes)) {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			r := s.Routes[lane]
+			dst = append(jsonkit.AppendString(dst, lane), ":{"...)
+			if r.Rule != "" {
+				dst = append(jsonkit.AppendString(append(dst, `"rule":`...), r.Rule), ',')
+			}
+			dst = jsonkit.AppendString(append(dst, `"requested_model":`...), r.RequestedModel)
+			dst = jsonkit.AppendString(append(dst, `,"model":`...), r.Model)
+			dst = jsonkit.AppendString(append(dst, `,"upstream":`...), r.Upstream)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, '}')
+	}
+	dst = strconv.AppendInt(append(dst, `,"version":`...), s.Version, 10)
+	return append(dst, '}'), nil
+}
+
+// recordSizeHint is about the length of s's record (a little more for
+// plain text), so that appendRecord's buffer does not grow by copying.
+func recordSizeHint(s *Session) int {
+	n := 512 + len(s.ID) + len(s.Tenant) + len(s.Agent) + len(s.Model) + 128*len(s.Routes)
+	for i := range s.Ledger {
+		e := &s.Ledger[i]
+		n += 40 + len(e.Kind) + len(e.Anchor) + base64.StdEncoding.EncodedLen(len(e.Data))
+	}
+	for _, sl := range s.Slots {
+		n += 96
+		if r, ok := sl.(*RawSlot); ok {
+			n += len(r.Data) + len(r.Noted) + 32*len(r.Counted)
+		} else {
+			n += 1024 // a hook's typed slot: unknown until encoded
+		}
+	}
+	return n + n/8
+}
+
+// appendRecordTime appends t as time.Time's MarshalJSON does.
+func appendRecordTime(dst []byte, t time.Time) ([]byte, error) {
+	if y := t.Year(); y < 0 || y >= 10000 {
+		return dst, fmt.Errorf("state: time %v out of JSON's range", t)
+	}
+	dst = append(dst, '"')
+	dst = t.AppendFormat(dst, time.RFC3339Nano)
+	return append(dst, '"'), nil
+}
+
+func appendUsage(dst []byte, u *Usage) ([]byte, error) {
+	dst = strconv.AppendInt(append(dst, `{"turns":`...), u.Turns, 10)
+	dst = strconv.AppendInt(append(dst, `,"input_tokens":`...), u.InputTokens, 10)
+	dst = strconv.AppendInt(append(dst, `,"output_tokens":`...), u.OutputTokens, 10)
+	dst = strconv.AppendInt(append(dst, `,"cache_read_tokens":`...), u.CacheReadTokens, 10)
+	dst = strconv.AppendInt(append(dst, `,"cache_write_tokens":`...), u.CacheWriteTokens, 10)
+	f := u.CostUSD
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return dst, fmt.Errorf("state: usage cost %v is not a JSON number", f)
+	}
+	dst = append(dst, `,"cost_usd":`...)
+	abs := math.Abs(f)
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		start := len(dst)
+		dst = strconv.AppendFloat(dst, f, 'e', -1, 64)
+		// e-09 to e-9, as encoding/json writes it
+		if n := len(dst) - start; n >= 4 && dst[len(dst)-4] == 'e' && dst[len(dst)-3] == '-' && dst[len(dst)-2] == '0' {
+			dst[len(dst)-2] = dst[len(dst)-1]
+			dst = dst[:len(dst)-1]
+		}
+	} else {
+		dst = strconv.AppendFloat(dst, f, 'f', -1, 64)
+	}
+	return append(dst, '}'), nil
+}
+
+// appendSlots appends the slots as Slots.MarshalJSON does.
+func appendSlots(dst []byte, slots Slots) ([]byte, error) {
+	dst = append(dst, '{')
+	first := true
+	for _, name := range slices.Sorted(maps.Keys(slots)) {
+		sl := slots[name]
+		if sl == nil {
+			continue
+		}
+		r, ok := sl.(*RawSlot)
+		if !ok {
+			data, err := json.Marshal(sl)
+			if err != nil {
+				return dst, fmt.Errorf("state: encoding slot %q: %w", name, err)
+			}
+			r = &RawSlot{V: sl.SlotVersion(), Data: data}
+			if n, ok := sl.(Noter); ok {
+				r.Noted = n.Note()
+			}
+			if c, ok := sl.(Counter); ok {
+				r.Counted = c.Counts()
+			}
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(jsonkit.AppendString(dst, name), `:{"v":`...)
+		dst = strconv.AppendInt(dst, int64(r.V), 10)
+		if len(r.Data) > 0 {
+			var err error
+			if dst, err = appendRawJSON(append(dst, `,"data":`...), r.Data); err != nil {
+				return dst, fmt.Errorf("state: encoding slot %q: %w", name, err)
+			}
+		}
+		if r.Noted != "" {
+			dst = jsonkit.AppendString(append(dst, `,"note":`...), r.Noted)
+		}
+		if len(r.Counted) > 0 {
+			dst = append(dst, `,"counts":{`...)
+			for i, k := range slices.Sorted(maps.Keys(r.Counted)) {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = append(jsonkit.AppendString(dst, k), ':')
+				dst = strconv.AppendInt(dst, r.Counted[k], 10)
+			}
+			dst = append(dst, '}')
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, '}'), nil
+}
+
+// appendRawJSON appends raw, which must be JSON, compacted as encoding/json
+// writes a json.RawMessage: as it is when it is valid and holds no
+// whitespace, else through json.Compact (which refuses what is not JSON).
+func appendRawJSON(dst, raw []byte) ([]byte, error) {
+	if bytes.IndexAny(raw, " \t\r\n") < 0 && jsonkit.Valid(raw) {
+		return append(dst, raw...), nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return dst, err
+	}
+	return append(dst, b.Bytes()...), nil
+}
