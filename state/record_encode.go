@@ -149,6 +149,13 @@ func appendUsage(dst []byte, u *Usage) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
+// SlotAppender is implemented by a slot that writes its own JSON (what
+// encoding/json writes for it), which a serialising store then uses
+// instead of encoding/json's reflection.
+type SlotAppender interface {
+	AppendSlotJSON(dst []byte) ([]byte, error)
+}
+
 // appendSlots appends the slots as Slots.MarshalJSON does.
 func appendSlots(dst []byte, slots Slots) ([]byte, error) {
 	dst = append(dst, '{')
@@ -160,7 +167,13 @@ func appendSlots(dst []byte, slots Slots) ([]byte, error) {
 		}
 		r, ok := sl.(*RawSlot)
 		if !ok {
-			data, err := json.Marshal(sl)
+			var data []byte
+			var err error
+			if a, ok := sl.(SlotAppender); ok {
+				data, err = a.AppendSlotJSON(nil)
+			} else {
+				data, err = json.Marshal(sl)
+			}
 			if err != nil {
 				return dst, fmt.Errorf("state: encoding slot %q: %w", name, err)
 			}

@@ -2,10 +2,7 @@ package state
 
 import (
 	"encoding/base64"
-	"strconv"
 	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
@@ -36,7 +33,7 @@ func decodeRecordFast(raw []byte, s *Session) (ok bool) {
 		return false
 	}
 	d := *s // decoded into, as encoding/json does: absent fields keep s's
-	_, ok = fastObject(root.Raw, sessionKeys, d.decodeMember)
+	_, ok = jsonkit.DecodeObject(root.Raw, sessionKeys, d.decodeMember)
 	if !ok {
 		return false
 	}
@@ -49,21 +46,21 @@ func (d *Session) decodeMember(key, v string) bool {
 	switch key {
 	case "v": // its value is checked by decodeRecord; here, its type
 		var n int64
-		return fastInt(v, &n) && int64(int(n)) == n
+		return jsonkit.DecodeInt(v, &n) && int64(int(n)) == n
 	case "id":
-		return fastString(v, &d.ID)
+		return jsonkit.DecodeString(v, &d.ID)
 	case "tenant":
-		return fastString(v, &d.Tenant)
+		return jsonkit.DecodeString(v, &d.Tenant)
 	case "created_at":
-		return fastTime(v, &d.CreatedAt)
+		return jsonkit.DecodeTime(v, &d.CreatedAt)
 	case "updated_at":
-		return fastTime(v, &d.UpdatedAt)
+		return jsonkit.DecodeTime(v, &d.UpdatedAt)
 	case "requests":
-		return fastInt(v, &d.Requests)
+		return jsonkit.DecodeInt(v, &d.Requests)
 	case "agent":
-		return fastString(v, &d.Agent)
+		return jsonkit.DecodeString(v, &d.Agent)
 	case "model":
-		return fastString(v, &d.Model)
+		return jsonkit.DecodeString(v, &d.Model)
 	case "usage":
 		return fastUsage(v, &d.Usage)
 	case "ledger":
@@ -73,7 +70,7 @@ func (d *Session) decodeMember(key, v string) bool {
 	case "routes":
 		return fastRoutes(v, &d.Routes)
 	case "version":
-		return fastInt(v, &d.Version)
+		return jsonkit.DecodeInt(v, &d.Version)
 	}
 	return true
 }
@@ -81,133 +78,24 @@ func (d *Session) decodeMember(key, v string) bool {
 // sessionKeys are the JSON names of a record's fields (version included).
 var sessionKeys = []string{"v", "id", "tenant", "created_at", "updated_at", "requests", "agent", "model", "usage", "ledger", "slots", "routes", "version"}
 
-// foldsToField reports whether key is not one of keys but matches one
-// case-insensitively, as encoding/json matches field names: the fast
-// decoder leaves such a record to it.
-func foldsToField(key string, keys []string) bool {
-	for _, k := range keys {
-		if strings.EqualFold(key, k) {
-			return true
-		}
-	}
-	return false
-}
-
-// fastString decodes a JSON string (null leaves dst as it is).
-func fastString(v string, dst *string) bool {
-	switch v[0] {
-	case 'n':
-		return true
-	case '"':
-	default:
-		return false
-	}
-	if !utf8.ValidString(v) {
-		return false // encoding/json replaces invalid bytes
-	}
-	*dst = strings.Clone(jsonkit.StringValue(v))
-	return true
-}
-
-// fastInt decodes an integer (null leaves dst as it is).
-func fastInt(v string, dst *int64) bool {
-	if v == "null" {
-		return true
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return false
-	}
-	*dst = n
-	return true
-}
-
-// fastFloat decodes a number (null leaves dst as it is).
-func fastFloat(v string, dst *float64) bool {
-	if v == "null" {
-		return true
-	}
-	if v[0] != '-' && (v[0] < '0' || v[0] > '9') {
-		return false
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		return false
-	}
-	*dst = f
-	return true
-}
-
-// fastTime decodes a time as time.Time's UnmarshalJSON does.
-func fastTime(v string, dst *time.Time) bool {
-	if v == "null" {
-		return true
-	}
-	if v[0] != '"' || strings.IndexByte(v, '\\') >= 0 {
-		return false
-	}
-	var t time.Time
-	if t.UnmarshalJSON(jsonkit.UnsafeBytes(v)) != nil {
-		return false
-	}
-	*dst = t
-	return true
-}
-
-// fastObject calls fn with each member of the object v; null is no
-// object and no error. Anything else fails, as do a key that repeats
-// (encoding/json merges some repeated values) and, when keys (a struct's
-// field names) is given, a key that matches one of them only
-// case-insensitively.
-func fastObject(v string, keys []string, fn func(key, v string) bool) (isNull, ok bool) {
-	if v == "null" {
-		return true, true
-	}
-	if v[0] != '{' {
-		return false, false
-	}
-	ok = true
-	var seenStack [16]string
-	seen := seenStack[:0]
-	jsonkit.EachMember(v, 0, func(key string, start, end int) bool {
-		if containsKey(seen, key) || keys != nil && !containsKey(keys, key) && foldsToField(key, keys) {
-			ok = false
-			return false
-		}
-		seen = append(seen, key)
-		ok = fn(key, v[start:end])
-		return ok
-	})
-	return false, ok
-}
-
-func containsKey(keys []string, key string) bool {
-	for _, k := range keys {
-		if k == key {
-			return true
-		}
-	}
-	return false
-}
-
 // usageKeys are Usage's JSON names.
 var usageKeys = []string{"turns", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd"}
 
 func fastUsage(v string, dst *Usage) bool {
-	_, ok := fastObject(v, usageKeys, func(key, v string) bool {
+	_, ok := jsonkit.DecodeObject(v, usageKeys, func(key, v string) bool {
 		switch key {
 		case "turns":
-			return fastInt(v, &dst.Turns)
+			return jsonkit.DecodeInt(v, &dst.Turns)
 		case "input_tokens":
-			return fastInt(v, &dst.InputTokens)
+			return jsonkit.DecodeInt(v, &dst.InputTokens)
 		case "output_tokens":
-			return fastInt(v, &dst.OutputTokens)
+			return jsonkit.DecodeInt(v, &dst.OutputTokens)
 		case "cache_read_tokens":
-			return fastInt(v, &dst.CacheReadTokens)
+			return jsonkit.DecodeInt(v, &dst.CacheReadTokens)
 		case "cache_write_tokens":
-			return fastInt(v, &dst.CacheWriteTokens)
+			return jsonkit.DecodeInt(v, &dst.CacheWriteTokens)
 		case "cost_usd":
-			return fastFloat(v, &dst.CostUSD)
+			return jsonkit.DecodeFloat(v, &dst.CostUSD)
 		}
 		return true
 	})
@@ -235,12 +123,12 @@ func fastLedger(v string, dst *[]LedgerEntry) bool {
 			out = append(out, e)
 			return true
 		}
-		_, ok = fastObject(el.Raw, ledgerKeys, func(key, v string) bool {
+		_, ok = jsonkit.DecodeObject(el.Raw, ledgerKeys, func(key, v string) bool {
 			switch key {
 			case "kind":
-				return fastString(v, &e.Kind)
+				return jsonkit.DecodeString(v, &e.Kind)
 			case "anchor":
-				return fastString(v, &e.Anchor)
+				return jsonkit.DecodeString(v, &e.Anchor)
 			case "data":
 				return fastBytes(v, &e.Data)
 			}
@@ -285,7 +173,7 @@ var rawSlotKeys = []string{"v", "data", "note", "counts"}
 func fastSlots(v string, dst *Slots) bool {
 	out := Slots{}
 	members := 0
-	isNull, ok := fastObject(v, nil, func(name, v string) bool {
+	isNull, ok := jsonkit.DecodeObject(v, nil, func(name, v string) bool {
 		members++
 		if v == "null" {
 			delete(out, name)
@@ -293,10 +181,10 @@ func fastSlots(v string, dst *Slots) bool {
 		}
 		var r RawSlot
 		var vv int64
-		_, ok := fastObject(v, rawSlotKeys, func(key, v string) bool {
+		_, ok := jsonkit.DecodeObject(v, rawSlotKeys, func(key, v string) bool {
 			switch key {
 			case "v":
-				if !fastInt(v, &vv) || int64(int(vv)) != vv {
+				if !jsonkit.DecodeInt(v, &vv) || int64(int(vv)) != vv {
 					return false
 				}
 				r.V = int(vv)
@@ -308,7 +196,7 @@ func fastSlots(v string, dst *Slots) bool {
 				}
 				r.Data = append([]byte(nil), v...)
 			case "note":
-				return fastString(v, &r.Noted)
+				return jsonkit.DecodeString(v, &r.Noted)
 			case "counts":
 				return fastCounts(v, &r.Counted)
 			}
@@ -332,12 +220,12 @@ func fastSlots(v string, dst *Slots) bool {
 
 func fastCounts(v string, dst *map[string]int64) bool {
 	var out map[string]int64
-	isNull, ok := fastObject(v, nil, func(key, v string) bool {
+	isNull, ok := jsonkit.DecodeObject(v, nil, func(key, v string) bool {
 		if out == nil {
 			out = map[string]int64{}
 		}
 		var n int64
-		if !fastInt(v, &n) {
+		if !jsonkit.DecodeInt(v, &n) {
 			return false
 		}
 		out[key] = n
@@ -362,7 +250,7 @@ var routeKeys = []string{"rule", "requested_model", "model", "upstream"}
 
 func fastRoutes(v string, dst *map[string]Route) bool {
 	var out map[string]Route
-	isNull, ok := fastObject(v, nil, func(lane, v string) bool {
+	isNull, ok := jsonkit.DecodeObject(v, nil, func(lane, v string) bool {
 		if out == nil {
 			out = map[string]Route{}
 		}
@@ -371,16 +259,16 @@ func fastRoutes(v string, dst *map[string]Route) bool {
 			out[lane] = r
 			return true
 		}
-		_, ok := fastObject(v, routeKeys, func(key, v string) bool {
+		_, ok := jsonkit.DecodeObject(v, routeKeys, func(key, v string) bool {
 			switch key {
 			case "rule":
-				return fastString(v, &r.Rule)
+				return jsonkit.DecodeString(v, &r.Rule)
 			case "requested_model":
-				return fastString(v, &r.RequestedModel)
+				return jsonkit.DecodeString(v, &r.RequestedModel)
 			case "model":
-				return fastString(v, &r.Model)
+				return jsonkit.DecodeString(v, &r.Model)
 			case "upstream":
-				return fastString(v, &r.Upstream)
+				return jsonkit.DecodeString(v, &r.Upstream)
 			}
 			return true
 		})

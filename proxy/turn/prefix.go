@@ -132,7 +132,6 @@ func PrefixOf(sess *state.Session) (*PrefixState, error) {
 	return state.SlotAs(sess, PrefixSlotName, decodePrefixSlot)
 }
 
-var decodePrefixSlot = state.SameShapeJSON[PrefixState]("turn engine", 1, PrefixSlotVersion)
 
 // packHashes encodes element hashes for prefixTrack.Upstream.
 func packHashes(h []uint32) string {

@@ -1,0 +1,250 @@
+package turn
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
+	"github.com/shepherd-proxy/shepherd/state"
+)
+
+// The prefix slot is read and written on every turn a serialising store
+// (Redis) serves; encoding/json spent 7% of such a turn's CPU on it (its
+// packed hashes run to KB on long histories). decodePrefixSlot reads the
+// slots this engine writes without reflection and leaves anything else to
+// encoding/json (state.SameShapeJSON), which stays the reference
+// (FuzzPrefixSlotCodec holds the two to the same result); AppendSlotJSON
+// writes what encoding/json writes for the state.
+
+// decodePrefixSlotJSON is the encoding/json decoder of the slot.
+var decodePrefixSlotJSON = state.SameShapeJSON[PrefixState]("turn engine", 1, PrefixSlotVersion)
+
+// decodePrefixSlot decodes the slot's stored JSON.
+func decodePrefixSlot(version int, data []byte) (*PrefixState, error) {
+	if version >= 1 && version <= PrefixSlotVersion && len(data) > 0 {
+		var s PrefixState
+		if decodePrefixFast(data, &s) {
+			return &s, nil
+		}
+	}
+	return decodePrefixSlotJSON(version, data)
+}
+
+// The JSON names of the slot's structs.
+var (
+	prefixStateKeys = []string{"tracks", "turns", "breaks"}
+	prefixTrackKeys = []string{"first", "agent_len", "agent_sum", "upstream"}
+	prefixTurnKeys  = []string{"at", "request_id", "prefix_hash", "elements", "first", "break_offset", "break_element", "cause", "cache_read_tokens", "cache_write_tokens"}
+)
+
+// decodePrefixFast decodes data into s as encoding/json would, or reports
+// false (s then holds nothing the caller keeps).
+func decodePrefixFast(data []byte, s *PrefixState) bool {
+	if !jsonkit.Valid(data) {
+		return false
+	}
+	v := gjson.Parse(jsonkit.UnsafeString(data)).Raw
+	if v == "" || v[0] != '{' {
+		return false
+	}
+	_, ok := jsonkit.DecodeObject(v, prefixStateKeys, func(key, v string) bool {
+		switch key {
+		case "tracks":
+			return decodeElems(v, &s.Tracks, decodePrefixTrack)
+		case "turns":
+			return decodeElems(v, &s.Turns, decodePrefixTurn)
+		case "breaks":
+			return decodeCounts(v, &s.Breaks)
+		}
+		return true
+	})
+	return ok
+}
+
+// decodeElems decodes a JSON array into *dst with one, or null into nil.
+func decodeElems[T any](v string, dst *[]T, one func(v string, e *T) bool) bool {
+	switch v[0] {
+	case 'n':
+		*dst = nil
+		return true
+	case '[':
+	default:
+		return false
+	}
+	out := []T{}
+	ok := true
+	jsonkit.EachElement(gjson.Result{Type: gjson.JSON, Raw: v}, func(_ int, el gjson.Result) bool {
+		var e T
+		ok = one(el.Raw, &e)
+		out = append(out, e)
+		return ok
+	})
+	if ok {
+		*dst = out
+	}
+	return ok
+}
+
+func decodePrefixTrack(v string, t *prefixTrack) bool {
+	_, ok := jsonkit.DecodeObject(v, prefixTrackKeys, func(key, v string) bool {
+		switch key {
+		case "first":
+			n := uint64(t.First)
+			if !jsonkit.DecodeUint(v, 32, &n) {
+				return false
+			}
+			t.First = uint32(n)
+		case "agent_len":
+			return decodeIntField(v, &t.AgentLen)
+		case "agent_sum":
+			return jsonkit.DecodeUint(v, 64, &t.AgentSum)
+		case "upstream":
+			return jsonkit.DecodeString(v, &t.Upstream)
+		}
+		return true
+	})
+	return ok
+}
+
+func decodePrefixTurn(v string, p *PrefixTurn) bool {
+	_, ok := jsonkit.DecodeObject(v, prefixTurnKeys, func(key, v string) bool {
+		switch key {
+		case "at":
+			return jsonkit.DecodeTime(v, &p.At)
+		case "request_id":
+			return jsonkit.DecodeString(v, &p.RequestID)
+		case "prefix_hash":
+			return jsonkit.DecodeString(v, &p.Hash)
+		case "elements":
+			return decodeIntField(v, &p.Elements)
+		case "first":
+			return jsonkit.DecodeBool(v, &p.First)
+		case "break_offset":
+			return decodeIntField(v, &p.BreakOffset)
+		case "break_element":
+			return decodeIntField(v, &p.BreakElement)
+		case "cause":
+			return jsonkit.DecodeString(v, &p.Cause)
+		case "cache_read_tokens":
+			return jsonkit.DecodeInt(v, &p.CacheReadTokens)
+		case "cache_write_tokens":
+			return jsonkit.DecodeInt(v, &p.CacheWriteTokens)
+		}
+		return true
+	})
+	return ok
+}
+
+// decodeIntField decodes an int field (64-bit platforms: an int64).
+func decodeIntField(v string, dst *int) bool {
+	n := int64(*dst)
+	if !jsonkit.DecodeInt(v, &n) || int64(int(n)) != n {
+		return false
+	}
+	*dst = int(n)
+	return true
+}
+
+// decodeCounts decodes a map[string]int64 (null: nil).
+func decodeCounts(v string, dst *map[string]int64) bool {
+	out := map[string]int64{}
+	isNull, ok := jsonkit.DecodeObject(v, nil, func(key, v string) bool {
+		var n int64
+		if v == "null" || !jsonkit.DecodeInt(v, &n) {
+			return false // null: encoding/json stores a zero here; leave it to it
+		}
+		out[key] = n
+		return true
+	})
+	switch {
+	case !ok:
+		return false
+	case isNull:
+		*dst = nil
+	default:
+		*dst = out
+	}
+	return true
+}
+
+// AppendSlotJSON implements state.SlotAppender: the JSON encoding/json
+// writes for s (strings escaped by jsonkit.AppendString).
+func (s *PrefixState) AppendSlotJSON(dst []byte) ([]byte, error) {
+	dst = append(dst, '{')
+	sep := false
+	comma := func() {
+		if sep {
+			dst = append(dst, ',')
+		}
+		sep = true
+	}
+	if len(s.Tracks) > 0 {
+		comma()
+		dst = append(dst, `"tracks":[`...)
+		for i := range s.Tracks {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			t := &s.Tracks[i]
+			dst = strconv.AppendUint(append(dst, `{"first":`...), uint64(t.First), 10)
+			dst = strconv.AppendInt(append(dst, `,"agent_len":`...), int64(t.AgentLen), 10)
+			dst = strconv.AppendUint(append(dst, `,"agent_sum":`...), t.AgentSum, 10)
+			dst = jsonkit.AppendString(append(dst, `,"upstream":`...), t.Upstream)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	if len(s.Turns) > 0 {
+		comma()
+		dst = append(dst, `"turns":[`...)
+		for i := range s.Turns {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendPrefixTurn(dst, &s.Turns[i]); err != nil {
+				return dst, err
+			}
+		}
+		dst = append(dst, ']')
+	}
+	if len(s.Breaks) > 0 {
+		comma()
+		dst = append(dst, `"breaks":{`...)
+		for i, k := range slices.Sorted(maps.Keys(s.Breaks)) {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = strconv.AppendInt(append(jsonkit.AppendString(dst, k), ':'), s.Breaks[k], 10)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, '}'), nil
+}
+
+func appendPrefixTurn(dst []byte, p *PrefixTurn) ([]byte, error) {
+	at, err := p.At.MarshalJSON()
+	if err != nil {
+		return dst, err
+	}
+	dst = append(append(dst, `{"at":`...), at...)
+	if p.RequestID != "" {
+		dst = jsonkit.AppendString(append(dst, `,"request_id":`...), p.RequestID)
+	}
+	dst = jsonkit.AppendString(append(dst, `,"prefix_hash":`...), p.Hash)
+	dst = strconv.AppendInt(append(dst, `,"elements":`...), int64(p.Elements), 10)
+	if p.First {
+		dst = append(dst, `,"first":true`...)
+	}
+	dst = strconv.AppendInt(append(dst, `,"break_offset":`...), int64(p.BreakOffset), 10)
+	dst = strconv.AppendInt(append(dst, `,"break_element":`...), int64(p.BreakElement), 10)
+	if p.Cause != "" {
+		dst = jsonkit.AppendString(append(dst, `,"cause":`...), p.Cause)
+	}
+	dst = strconv.AppendInt(append(dst, `,"cache_read_tokens":`...), p.CacheReadTokens, 10)
+	dst = strconv.AppendInt(append(dst, `,"cache_write_tokens":`...), p.CacheWriteTokens, 10)
+	return append(dst, '}'), nil
+}
