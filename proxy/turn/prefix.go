@@ -132,7 +132,6 @@ func PrefixOf(sess *state.Session) (*PrefixState, error) {
 	return state.SlotAs(sess, PrefixSlotName, decodePrefixSlot)
 }
 
-
 // packHashes encodes element hashes for prefixTrack.Upstream.
 func packHashes(h []uint32) string {
 	raw := make([]byte, 4*len(h))
