@@ -3,6 +3,7 @@ package rewrite
 import (
 	"bytes"
 	"slices"
+	"sync"
 
 	"github.com/tidwall/gjson"
 
@@ -115,8 +116,40 @@ func (p *Parsed) IndexOf(body []byte) *jsonkit.Index {
 // Elements returns the elements of body's root array member key from the
 // index when body is the body remembered; ok is false otherwise (the caller
 // walks the body).
+//
+// The slice comes from a pool (a long conversation's is ~100 KB): give it
+// back with ReleaseElems once nothing uses it, or leave it to the
+// collector.
 func (p *Parsed) Elements(body []byte, key string) ([]gjson.Result, bool) {
-	return p.IndexOf(body).Elements(key)
+	idx := p.IndexOf(body)
+	if idx == nil {
+		return nil, false
+	}
+	buf, _ := elemsPool.Get().(*[]gjson.Result)
+	if buf == nil {
+		buf = new([]gjson.Result)
+	}
+	elems, ok := idx.AppendElements((*buf)[:0], key)
+	if !ok {
+		elemsPool.Put(buf)
+	}
+	return elems, ok
+}
+
+// elemsPool holds element slices Elements returns and ReleaseElems takes
+// back.
+var elemsPool sync.Pool
+
+// ReleaseElems gives elems, which nothing uses anymore, to the pool
+// Elements takes its slices from (cleared: the results alias their body).
+func ReleaseElems(elems []gjson.Result) {
+	if cap(elems) == 0 {
+		return
+	}
+	elems = elems[:cap(elems)]
+	clear(elems)
+	elems = elems[:0]
+	elemsPool.Put(&elems)
 }
 
 // MemberOp is one edit EditMembers applies: Op edits nothing but the

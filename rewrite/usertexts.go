@@ -53,6 +53,7 @@ func AppendUserTextsBatched(tc TurnCodec, loc UserTurnLocator, p *Parsed, body [
 	if err != nil {
 		return appendUserTextsFallback(tc, body, ops)
 	}
+	defer ReleaseElems(elems) // the locator's slice is the batch's alone
 	prefix := `{"` + loc.ConversationKey() + `":[`
 	type edit struct {
 		start, end int

@@ -1,6 +1,7 @@
 package jsonkit
 
 import (
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -51,6 +52,12 @@ func (d *Index) MemberSpan(key string) (start, end int, ok bool) {
 // member whose elements the index holds (absent, not an array, or dropped
 // by MemberReplaced). An empty array gives no elements and ok true.
 func (d *Index) Elements(key string) (elems []gjson.Result, ok bool) {
+	return d.AppendElements(nil, key)
+}
+
+// AppendElements is Elements appending to dst (the caller's buffer, say a
+// pooled one).
+func (d *Index) AppendElements(dst []gjson.Result, key string) (elems []gjson.Result, ok bool) {
 	if d == nil {
 		return nil, false
 	}
@@ -62,9 +69,9 @@ func (d *Index) Elements(key string) (elems []gjson.Result, ok bool) {
 	if ms.elems == nil && ms.end-ms.start > 2 && strings.TrimSpace(d.body[ms.start+1:ms.end-1]) != "" {
 		return nil, false // elements not known
 	}
-	elems = make([]gjson.Result, len(ms.elems))
-	for i, sp := range ms.elems {
-		elems[i] = ValueAt(d.body[sp.start:sp.end], 0, sp.start)
+	elems = slices.Grow(dst, len(ms.elems))
+	for _, sp := range ms.elems {
+		elems = append(elems, ValueAt(d.body[sp.start:sp.end], 0, sp.start))
 	}
 	return elems, true
 }
