@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"fmt"
+	"math/bits"
 	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
@@ -20,24 +21,28 @@ import (
 // conversation element (jsonkit.ValidIndexedFrom), so a candidate that
 // shares little, or nothing, only costs the comparison.
 //
-// The key hashes the indexMemoKeyBytes that end at the largest power of two
-// up to three quarters of the body: as a conversation grows, its key
-// changes only when that point crosses a power of two (one miss), and the
-// keyed bytes stay in the part agents never rewrite (they change the last
-// messages: cache breakpoints, the new turn). The window lies past the
-// start on purpose: agents of one kind share a system prompt and tools of
-// tens of KB, so a key of the body's first bytes made their sessions take
-// each other's entries and validate their whole conversation again; a
-// window three quarters in lies in the conversation once it is longer than
-// what they share. Bodies below indexMemoMinBytes are validated whole (a
-// few microseconds). An entry is taken out while a request uses it and put
+// The key hashes two parts of the body: its first bytes (the largest power
+// of two up to half of it, at most indexMemoPrefixBytes: the system prompt,
+// tools and first messages) and the indexMemoKeyBytes that end at the
+// largest power of two up to three quarters of it. As a conversation
+// grows, its key changes only when one of those lengths crosses a power of
+// two (a miss each time), and the keyed bytes stay in the part agents
+// never rewrite (they change the last messages: cache breakpoints, the new
+// turn). The prefix alone made the sessions of one agent kind, which share
+// a system prompt and tools of tens of KB, take each other's entries and
+// validate their whole conversation again; the window alone did the same
+// to sessions that differ only in their first messages (the same task
+// replayed, an evaluation run). Both must coincide for two sessions to
+// share a key. Bodies below indexMemoMinBytes are validated whole (a few
+// microseconds). An entry is taken out while a request uses it and put
 // back for the new body, whose copy recycles the entry's buffer: only the
 // bytes past the shared prefix are copied. Memory is bounded in bytes,
 // least recently used first out.
 
 const (
-	indexMemoMinBytes = 8 << 10
-	indexMemoKeyBytes = 4 << 10
+	indexMemoMinBytes    = 8 << 10
+	indexMemoKeyBytes    = 4 << 10
+	indexMemoPrefixBytes = 32 << 10
 )
 
 type indexMemoEntry struct {
@@ -169,10 +174,22 @@ func (b *Body) Release() {
 }
 
 // memoKey is the memo key of body (at least indexMemoMinBytes long): the
-// hash of the indexMemoKeyBytes ending at memoKeyEnd.
+// hashes of its first memoPrefixLen bytes and of the indexMemoKeyBytes
+// ending at memoKeyEnd, combined.
 func memoKey(body []byte) uint64 {
 	end := memoKeyEnd(len(body))
-	return xxhash.Sum64(body[end-indexMemoKeyBytes : end])
+	window := xxhash.Sum64(body[end-indexMemoKeyBytes : end])
+	return xxhash.Sum64(body[:memoPrefixLen(len(body))]) ^ bits.RotateLeft64(window, 31)
+}
+
+// memoPrefixLen is the largest power of two up to n/2, at most
+// indexMemoPrefixBytes.
+func memoPrefixLen(n int) int {
+	k := indexMemoPrefixBytes
+	for k > n/2 {
+		k >>= 1
+	}
+	return k
 }
 
 // memoKeyEnd is the largest power of two up to three quarters of n.

@@ -83,6 +83,18 @@ func TestIndexMemoKeySessions(t *testing.T) {
 	if memoKey(a) == memoKey(b) {
 		t.Fatalf("two sessions sharing a %d-byte prompt share a key at %d bytes", 40<<10, len(a))
 	}
+	// The same conversation but for its first message (the same task
+	// replayed), after a prompt shorter than the keyed prefix: apart too.
+	// (With a longer prompt too, two such sessions would share a key: the
+	// case the key does not cover, where only the bytes compared differ.)
+	first := func(task string, turns int) []byte {
+		c := string(conv("same", turns))
+		c = strings.Replace(c, strings.Repeat("shared rules. ", 40<<10/14), strings.Repeat("shared rules. ", 8<<10/14), 1)
+		return []byte(strings.Replace(c, `"same turn 0 `, `"`+task+` turn 0 `, 1))
+	}
+	if x, y := first("task A", 100), first("task B", 100); memoKey(x) == memoKey(y) {
+		t.Fatal("two sessions differing only in their first message share a key")
+	}
 	same := 0
 	for turns := 101; turns <= 140; turns++ {
 		next := conv("alpha", turns)
