@@ -64,6 +64,54 @@ func ApplyEdits(body []byte, e conv.RequestEdits, ops EditOps) ([]byte, error) {
 		ops.Parsed.Escape() // body goes to the caller as it is
 		return body, nil
 	}
+	steps, err := editSteps(e, ops)
+	if err != nil {
+		return nil, err
+	}
+	return ops.Parsed.EditMembers(body, steps)
+}
+
+// UserTextsEditor is implemented by the codecs whose request edits can
+// take a ledger replay's user texts in the same copy of the body
+// (ApplyEditsWithUserTexts): the bytes of AppendUserTexts(texts) then
+// ApplyEdits(e).
+type UserTextsEditor interface {
+	ApplyEditsWithUserTexts(body []byte, texts []UserTexts, e conv.RequestEdits) ([]byte, error)
+}
+
+// ApplyEditsWithUserTexts is AppendUserTextsBatched(texts) then
+// ApplyEdits(e), the bytes of the one then the other, in one copy of a
+// body Parsed indexes: the user texts (a ledger replay's) become splices of
+// the conversation member that EditMembers makes with the request edits.
+// Otherwise it is the two in turn.
+func ApplyEditsWithUserTexts(body []byte, texts []UserTexts, e conv.RequestEdits, ops EditOps, tc TurnCodec, loc UserTurnLocator) ([]byte, error) {
+	if len(texts) == 0 {
+		return ApplyEdits(body, e, ops)
+	}
+	var splices []Splice
+	ok := ops.Parsed.IndexOf(body) != nil
+	if ok {
+		splices, ok = UserTextSplices(tc, loc, ops.Parsed, body, texts)
+	}
+	if !ok {
+		out, err := AppendUserTextsBatched(tc, loc, ops.Parsed, body, texts)
+		if err != nil {
+			return nil, err
+		}
+		return ApplyEdits(out, e, ops)
+	}
+	steps, err := editSteps(e, ops)
+	if err != nil {
+		return nil, err
+	}
+	first := MemberOp{Key: loc.ConversationKey(), Splices: splices,
+		Op: func(b []byte) ([]byte, error) { return appendUserTextsOneByOne(tc, b, texts) }}
+	return ops.Parsed.EditMembers(body, append([]MemberOp{first}, steps...))
+}
+
+// editSteps are e as EditMembers ops, in the order the Codec contract
+// fixes: tools, system, user text, output limit.
+func editSteps(e conv.RequestEdits, ops EditOps) ([]MemberOp, error) {
 	var steps []MemberOp
 	if len(e.AddTools) > 0 {
 		items, err := renderTools(e.AddTools, ops.RenderTool)
@@ -89,7 +137,7 @@ func ApplyEdits(body []byte, e conv.RequestEdits, ops EditOps) ([]byte, error) {
 	if e.SetMaxOutputTokens > 0 {
 		steps = append(steps, MemberOp{Key: ops.MaxKey, Op: func(b []byte) ([]byte, error) { return ops.SetMax(b, e.SetMaxOutputTokens) }})
 	}
-	return ops.Parsed.EditMembers(body, steps)
+	return steps, nil
 }
 
 // AppendTools returns an AddTools that appends to the top-level array key,

@@ -164,6 +164,17 @@ type MemberOp struct {
 	// the body it makes, without running Op or copying the value; the
 	// bytes must be those Op gives.
 	Insert func(value []byte) (at int, ins []byte, ok bool)
+	// Splices, when set, are what Op does to the member's value, worked
+	// out on the body EditMembers is given: replacements inside the
+	// value, in order, not overlapping. EditMembers puts them in its one
+	// copy of the body when the op is the first on its member, as Insert.
+	Splices []Splice
+}
+
+// Splice replaces body[Start:End] by Bytes.
+type Splice struct {
+	Start, End int
+	Bytes      []byte
 }
 
 // A body an edit through p returns may be one of p's pooled buffers
@@ -192,9 +203,13 @@ func (p *Parsed) EditMembers(body []byte, ops []MemberOp) ([]byte, error) {
 			return p.editWhole(p.put(body, idx, edits), ops[i:])
 		}
 		k := slices.IndexFunc(edits, func(e memberEdit) bool { return e.key == op.Key })
+		if op.Splices != nil && k < 0 && splicesInside(op.Splices, start, end) {
+			edits = append(edits, memberEdit{key: op.Key, start: start, end: end, splices: op.Splices})
+			continue
+		}
 		if op.Insert != nil && k < 0 {
 			if at, ins, ok := op.Insert(body[start:end]); ok {
-				edits = append(edits, memberEdit{key: op.Key, start: start, end: end, insAt: start + at, ins: ins})
+				edits = append(edits, memberEdit{key: op.Key, start: start, end: end, splices: []Splice{{start + at, start + at, ins}}})
 				continue
 			}
 		}
@@ -215,7 +230,7 @@ func (p *Parsed) EditMembers(body []byte, ops []MemberOp) ([]byte, error) {
 		}
 		value := edited[len(prefix) : len(edited)-1]
 		if k >= 0 {
-			edits[k].value, edits[k].ins = value, nil
+			edits[k].value, edits[k].splices = value, nil
 		} else {
 			edits = append(edits, memberEdit{key: op.Key, start: start, end: end, value: value})
 		}
@@ -224,35 +239,55 @@ func (p *Parsed) EditMembers(body []byte, ops []MemberOp) ([]byte, error) {
 }
 
 // memberEdit is a member value EditMembers replaces: body[start:end] by
-// value, or, when ins is set, by itself with ins inserted at insAt.
+// value, or, when splices is set, by itself with the splices made.
 type memberEdit struct {
 	key        string
 	start, end int
 	value      []byte
-	insAt      int
-	ins        []byte
+	splices    []Splice
+}
+
+// splicesInside reports whether ss are in order, not overlapping, and
+// inside [start, end].
+func splicesInside(ss []Splice, start, end int) bool {
+	at := start
+	for _, s := range ss {
+		if s.Start < at || s.End < s.Start || s.End > end {
+			return false
+		}
+		at = s.End
+	}
+	return true
 }
 
 // size is the length of the edited value.
 func (e *memberEdit) size() int {
-	if e.ins == nil {
+	if e.splices == nil {
 		return len(e.value)
 	}
-	return e.end - e.start + len(e.ins)
+	n := e.end - e.start
+	for _, s := range e.splices {
+		n += len(s.Bytes) - (s.End - s.Start)
+	}
+	return n
 }
 
 // appendTo appends the edited value to dst.
 func (e *memberEdit) appendTo(dst, body []byte) []byte {
-	if e.ins == nil {
+	if e.splices == nil {
 		return append(dst, e.value...)
 	}
-	dst = append(append(dst, body[e.start:e.insAt]...), e.ins...)
-	return append(dst, body[e.insAt:e.end]...)
+	at := e.start
+	for _, s := range e.splices {
+		dst = append(append(dst, body[at:s.Start]...), s.Bytes...)
+		at = s.End
+	}
+	return append(dst, body[at:e.end]...)
 }
 
-// whole returns the edited value as one slice (a copy for an insertion).
+// whole returns the edited value as one slice (a copy for splices).
 func (e *memberEdit) whole(body []byte) []byte {
-	if e.ins == nil {
+	if e.splices == nil {
 		return e.value
 	}
 	return e.appendTo(make([]byte, 0, e.size()), body)

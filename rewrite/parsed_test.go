@@ -37,6 +37,12 @@ func TestParsedEditsSameBytes(t *testing.T) {
 	}()
 	for _, api := range apis.All() {
 		t.Run(api.Name, func(t *testing.T) {
+			spliced := 0 // trials whose user texts went in as splices
+			defer func() {
+				if !t.Failed() {
+					require.Positive(t, spliced, "no trial's user texts became splices")
+				}
+			}()
 			for _, body := range [][]byte{apitest.Fixture(t, api, "request.json"), apitest.LongConversation(t, api, 12), apitest.LongConversation(t, api, 150)} {
 				turns := apitest.UserTurns(t, api, body, false)
 				require.NotEmpty(t, turns)
@@ -68,6 +74,20 @@ func TestParsedEditsSameBytes(t *testing.T) {
 					got := editAll(t, api.NewCodec(apitest.Views), body, ops, e, true)
 					require.Equal(t, string(want), string(got), "trial %d: ops %v, edits %+v", trial, ops, e)
 					kept = append(kept, [2][]byte{want, got})
+					// The user texts and the edits in one copy, as the turn
+					// engine makes them after a ledger replay.
+					c := api.NewCodec(apitest.Views)
+					_, err := c.ParseRequest(body)
+					require.NoError(t, err)
+					together, err := c.(rewrite.UserTextsEditor).ApplyEditsWithUserTexts(body, ops, e)
+					require.NoError(t, err)
+					require.Equal(t, string(want), string(together), "together, trial %d: ops %v, edits %+v", trial, ops, e)
+					kept = append(kept, [2][]byte{want, together})
+					if len(ops) > 0 {
+						if _, ok := rewrite.UserTextSplices(c.(rewrite.TurnCodec), c.(rewrite.UserTurnLocator), nil, body, ops); ok {
+							spliced++ // else overlapping turns (tool runs): one by one
+						}
+					}
 				}
 			}
 		})

@@ -49,21 +49,41 @@ func AppendUserTextsBatched(tc TurnCodec, loc UserTurnLocator, p *Parsed, body [
 	if len(ops) == 0 || len(ops) == 1 && p.IndexOf(body) == nil {
 		return appendUserTextsOneByOne(tc, body, ops)
 	}
+	splices, ok := UserTextSplices(tc, loc, p, body, ops)
+	if !ok {
+		return appendUserTextsFallback(tc, body, ops)
+	}
+	n := len(body)
+	for _, sp := range splices {
+		n += len(sp.Bytes) - (sp.End - sp.Start)
+	}
+	out, pooled := p.scratchFor(body, n)
+	at := 0
+	for _, sp := range splices {
+		out = append(append(out, body[at:sp.Start]...), sp.Bytes...)
+		at = sp.End
+	}
+	out = append(out, body[at:]...)
+	p.memberEdited(body, out, loc.ConversationKey(), len(out)-len(body), pooled)
+	return out, nil
+}
+
+// UserTextSplices works out AppendUserTextsBatched's edit of body as
+// splices of its conversation member (in order, not overlapping), without
+// copying the body; false when the batch must go one by one (the caller
+// then uses AppendUserTextsBatched, which does).
+func UserTextSplices(tc TurnCodec, loc UserTurnLocator, p *Parsed, body []byte, ops []UserTexts) ([]Splice, bool) {
 	elems, run, err := loc.UserTurnElems(body)
 	if err != nil {
-		return appendUserTextsFallback(tc, body, ops)
+		return nil, false
 	}
 	defer ReleaseElems(elems) // the locator's slice is the batch's alone
 	prefix := `{"` + loc.ConversationKey() + `":[`
-	type edit struct {
-		start, end int
-		repl       []byte
-	}
-	edits := make([]edit, 0, len(ops))
+	splices := make([]Splice, 0, len(ops))
 	for _, op := range ops {
 		first, end, err := run(op.Pos)
 		if err != nil {
-			return appendUserTextsFallback(tc, body, ops)
+			return nil, false
 		}
 		if len(op.Texts) == 0 {
 			continue
@@ -82,27 +102,17 @@ func AppendUserTextsBatched(tc TurnCodec, loc UserTurnLocator, p *Parsed, body [
 		mini = append(append(append(mini, prefix...), body[s:e]...), suffix...)
 		out, err := tc.AppendUserTextAt(mini, 0, op.Texts)
 		if err != nil || !bytes.HasPrefix(out, []byte(prefix)) || !bytes.HasSuffix(out, []byte(suffix)) {
-			return appendUserTextsFallback(tc, body, ops)
+			return nil, false
 		}
-		edits = append(edits, edit{s, e, out[len(prefix) : len(out)-len(suffix)]})
+		splices = append(splices, Splice{s, e, out[len(prefix) : len(out)-len(suffix)]})
 	}
-	slices.SortFunc(edits, func(a, b edit) int { return a.start - b.start })
-	n := len(body)
-	for i, ed := range edits {
-		if i > 0 && ed.start < edits[i-1].end {
-			return appendUserTextsFallback(tc, body, ops)
+	slices.SortFunc(splices, func(a, b Splice) int { return a.Start - b.Start })
+	for i := 1; i < len(splices); i++ {
+		if splices[i].Start < splices[i-1].End {
+			return nil, false
 		}
-		n += len(ed.repl) - (ed.end - ed.start)
 	}
-	out, pooled := p.scratchFor(body, n)
-	at := 0
-	for _, ed := range edits {
-		out = append(append(out, body[at:ed.start]...), ed.repl...)
-		at = ed.end
-	}
-	out = append(out, body[at:]...)
-	p.memberEdited(body, out, loc.ConversationKey(), len(out)-len(body), pooled)
-	return out, nil
+	return splices, true
 }
 
 // userTextFallbacks counts batches applied one by one (tests check that

@@ -193,10 +193,16 @@ func (t *Turn) build(sess *state.Session, edits conv.RequestEdits) ([]byte, erro
 		// Otherwise this turn was seen before (a retry): the replay below
 		// re-applies the text the model saw then.
 	}
-	body, st, err := replayLedger(t.tc, body, anchors, sess.Ledger, fresh)
+	ue, together := t.codec.(rewrite.UserTextsEditor)
+	body, pending, st, err := replay(t.tc, body, anchors, sess.Ledger, fresh, together)
 	t.e.metrics.LedgerReplayed(st.applied, st.missed, st.unreadable)
 	if err != nil {
 		return nil, err
+	}
+	if len(pending) > 0 {
+		// The replay's last user texts and the request edits in one copy
+		// of the body (a long history is copied once, not twice).
+		return ue.ApplyEditsWithUserTexts(body, pending, edits)
 	}
 	return t.codec.ApplyEdits(body, edits)
 }

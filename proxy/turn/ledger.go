@@ -31,9 +31,18 @@ type replayStats struct {
 // (the highest position): it is applied with the first run of user-text
 // entries, in the same pass.
 func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []state.LedgerEntry, fresh *rewrite.UserTexts) ([]byte, replayStats, error) {
+	out, _, st, err := replay(tc, body, anchors, ledger, fresh, false)
+	return out, st, err
+}
+
+// replay is replayLedger; with deferLast it leaves the last batch of user
+// texts (the run after the newest turn entry; all of them when there is
+// none) unapplied and returns it, for the request edits to make in the
+// same copy of the body (rewrite.UserTextsEditor). Those count as applied.
+func replay(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []state.LedgerEntry, fresh *rewrite.UserTexts, deferLast bool) ([]byte, []rewrite.UserTexts, replayStats, error) {
 	var st replayStats
 	if len(ledger) == 0 && fresh == nil {
-		return body, st, nil
+		return body, nil, st, nil
 	}
 	pos := make(map[string]int, len(anchors))
 	for i, a := range anchors {
@@ -95,7 +104,7 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []
 			var r turnRecord
 			if r, err = decodeTurnRecord(o.e.Data); err == nil {
 				if err = flush(); err != nil {
-					return body, st, err
+					return body, nil, st, err
 				}
 				out, err = replayTurn(tc, out, o.pos, &r)
 			}
@@ -108,14 +117,18 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []
 			continue
 		}
 		if err != nil {
-			return body, st, fmt.Errorf("turn: replaying %s entry at message %d: %w", o.e.Kind, o.pos, err)
+			return body, nil, st, fmt.Errorf("turn: replaying %s entry at message %d: %w", o.e.Kind, o.pos, err)
 		}
 		st.applied++
 	}
-	if err := flush(); err != nil {
-		return body, st, err
+	if deferLast && len(batch) > 0 {
+		st.applied += replayed
+		return out, batch, st, nil
 	}
-	return out, st, nil
+	if err := flush(); err != nil {
+		return body, nil, st, err
+	}
+	return out, nil, st, nil
 }
 
 func replayTurn(tc rewrite.TurnCodec, body []byte, pos int, r *turnRecord) ([]byte, error) {

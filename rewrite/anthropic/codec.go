@@ -19,8 +19,9 @@ type anthropicCodec struct {
 }
 
 var (
-	_ rewrite.Codec        = anthropicCodec{}
-	_ rewrite.BodyReleaser = anthropicCodec{}
+	_ rewrite.Codec           = anthropicCodec{}
+	_ rewrite.BodyReleaser    = anthropicCodec{}
+	_ rewrite.UserTextsEditor = anthropicCodec{}
 )
 
 // anthropicKeys are the top-level members the request view reads.
@@ -196,7 +197,17 @@ func anthropicBlock(b gjson.Result, names *rewrite.ToolNames) (conv.Block, error
 func (c anthropicCodec) ReleaseBody(body []byte) { c.parsed.ReleaseFinal(body) }
 
 func (c anthropicCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
-	return rewrite.ApplyEdits(body, e, rewrite.EditOps{
+	return rewrite.ApplyEdits(body, e, c.editOps())
+}
+
+// ApplyEditsWithUserTexts implements rewrite.UserTextsEditor.
+func (c anthropicCodec) ApplyEditsWithUserTexts(body []byte, texts []rewrite.UserTexts, e conv.RequestEdits) ([]byte, error) {
+	return rewrite.ApplyEditsWithUserTexts(body, texts, e, c.editOps(), c, c)
+}
+
+// editOps are the API's edit primitives, through the request's Parsed.
+func (c anthropicCodec) editOps() rewrite.EditOps {
+	return rewrite.EditOps{
 		Parsed: c.parsed, ToolsKey: "tools", SystemKey: "system", MaxKey: "max_tokens",
 		RenderTool:   anthropicTool,
 		AddTools:     rewrite.AppendTools("tools"),
@@ -205,7 +216,7 @@ func (c anthropicCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, er
 		InsertSystem: anthropicInsertSystem,
 		AppendUser:   anthropicAppendUser,
 		SetMax:       rewrite.SetMaxKey("max_tokens"),
-	})
+	}
 }
 
 // anthropicTool renders a custom tool definition.

@@ -21,8 +21,9 @@ type geminiCodec struct {
 }
 
 var (
-	_ rewrite.Codec        = geminiCodec{}
-	_ rewrite.BodyReleaser = geminiCodec{}
+	_ rewrite.Codec           = geminiCodec{}
+	_ rewrite.BodyReleaser    = geminiCodec{}
+	_ rewrite.UserTextsEditor = geminiCodec{}
 )
 
 // either returns obj's member named camel, or else snake, with the name found.
@@ -236,14 +237,24 @@ func geminiCall(fc gjson.Result) (conv.Block, error) {
 func (c geminiCodec) ReleaseBody(body []byte) { c.parsed.ReleaseFinal(body) }
 
 func (c geminiCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
-	return rewrite.ApplyEdits(body, e, rewrite.EditOps{
+	return rewrite.ApplyEdits(body, e, c.editOps())
+}
+
+// ApplyEditsWithUserTexts implements rewrite.UserTextsEditor.
+func (c geminiCodec) ApplyEditsWithUserTexts(body []byte, texts []rewrite.UserTexts, e conv.RequestEdits) ([]byte, error) {
+	return rewrite.ApplyEditsWithUserTexts(body, texts, e, c.editOps(), c, c)
+}
+
+// editOps are the API's edit primitives, through the request's Parsed.
+func (c geminiCodec) editOps() rewrite.EditOps {
+	return rewrite.EditOps{
 		Parsed: c.parsed, ToolsKey: "tools", SystemKey: "systemInstruction", MaxKey: "generationConfig",
 		RenderTool:   geminiDecl,
 		AddTools:     geminiAddTools,
 		AppendSystem: geminiAppendSystem,
 		AppendUser:   geminiAppendUser,
 		SetMax:       geminiSetMax,
-	})
+	}
 }
 
 // geminiDecl renders a function declaration.

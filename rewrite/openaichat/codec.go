@@ -17,8 +17,9 @@ type chatCodec struct {
 }
 
 var (
-	_ rewrite.Codec        = chatCodec{}
-	_ rewrite.BodyReleaser = chatCodec{}
+	_ rewrite.Codec           = chatCodec{}
+	_ rewrite.BodyReleaser    = chatCodec{}
+	_ rewrite.UserTextsEditor = chatCodec{}
 )
 
 // chatKeys are the top-level members the request view reads.
@@ -267,7 +268,17 @@ func chatFunction(fn gjson.Result) (conv.Block, error) {
 func (c chatCodec) ReleaseBody(body []byte) { c.parsed.ReleaseFinal(body) }
 
 func (c chatCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
-	return rewrite.ApplyEdits(body, e, rewrite.EditOps{
+	return rewrite.ApplyEdits(body, e, c.editOps())
+}
+
+// ApplyEditsWithUserTexts implements rewrite.UserTextsEditor.
+func (c chatCodec) ApplyEditsWithUserTexts(body []byte, texts []rewrite.UserTexts, e conv.RequestEdits) ([]byte, error) {
+	return rewrite.ApplyEditsWithUserTexts(body, texts, e, c.editOps(), c, c)
+}
+
+// editOps are the API's edit primitives, through the request's Parsed.
+func (c chatCodec) editOps() rewrite.EditOps {
+	return rewrite.EditOps{
 		Parsed: c.parsed, ToolsKey: "tools", SystemKey: "messages",
 		RenderTool:   chatTool,
 		AddTools:     rewrite.AppendTools("tools"),
@@ -276,7 +287,7 @@ func (c chatCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) 
 		InsertSystem: chatInsertSystem,
 		AppendUser:   chatAppendUser,
 		SetMax:       chatSetMax,
-	})
+	}
 }
 
 // chatSetMax sets max_completion_tokens, or max_tokens when the request uses

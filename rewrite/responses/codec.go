@@ -18,8 +18,9 @@ type responsesCodec struct {
 }
 
 var (
-	_ rewrite.Codec        = responsesCodec{}
-	_ rewrite.BodyReleaser = responsesCodec{}
+	_ rewrite.Codec           = responsesCodec{}
+	_ rewrite.BodyReleaser    = responsesCodec{}
+	_ rewrite.UserTextsEditor = responsesCodec{}
 )
 
 // responsesKeys are the top-level members the request view reads.
@@ -225,7 +226,17 @@ func responsesText(out gjson.Result) string {
 func (c responsesCodec) ReleaseBody(body []byte) { c.parsed.ReleaseFinal(body) }
 
 func (c responsesCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
-	return rewrite.ApplyEdits(body, e, rewrite.EditOps{
+	return rewrite.ApplyEdits(body, e, c.editOps())
+}
+
+// ApplyEditsWithUserTexts implements rewrite.UserTextsEditor.
+func (c responsesCodec) ApplyEditsWithUserTexts(body []byte, texts []rewrite.UserTexts, e conv.RequestEdits) ([]byte, error) {
+	return rewrite.ApplyEditsWithUserTexts(body, texts, e, c.editOps(), c, c)
+}
+
+// editOps are the API's edit primitives, through the request's Parsed.
+func (c responsesCodec) editOps() rewrite.EditOps {
+	return rewrite.EditOps{
 		Parsed: c.parsed, ToolsKey: "tools", SystemKey: "instructions", MaxKey: "max_output_tokens",
 		RenderTool:   responsesTool,
 		AddTools:     rewrite.AppendTools("tools"),
@@ -234,7 +245,7 @@ func (c responsesCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, er
 		InsertSystem: rewrite.InsertSuffix,
 		AppendUser:   responsesAppendUser,
 		SetMax:       rewrite.SetMaxKey("max_output_tokens"),
-	})
+	}
 }
 
 // responsesTool renders a flat function tool. strict is set to false
