@@ -106,24 +106,8 @@ func fastUsage(v string, dst *Usage) bool {
 var ledgerKeys = []string{"kind", "anchor", "data"}
 
 func fastLedger(v string, dst *[]LedgerEntry) bool {
-	switch v[0] {
-	case 'n':
-		*dst = nil
-		return true
-	case '[':
-	default:
-		return false
-	}
-	arr := gjson.Result{Type: gjson.JSON, Raw: v}
-	out := make([]LedgerEntry, 0, 8)
-	ok := true
-	jsonkit.EachElement(arr, func(_ int, el gjson.Result) bool {
-		var e LedgerEntry
-		if el.Raw == "null" {
-			out = append(out, e)
-			return true
-		}
-		_, ok = jsonkit.DecodeObject(el.Raw, ledgerKeys, func(key, v string) bool {
+	return jsonkit.DecodeArray(v, dst, func(v string, e *LedgerEntry) bool {
+		_, ok := jsonkit.DecodeObject(v, ledgerKeys, func(key, v string) bool {
 			switch key {
 			case "kind":
 				return jsonkit.DecodeString(v, &e.Kind)
@@ -134,14 +118,8 @@ func fastLedger(v string, dst *[]LedgerEntry) bool {
 			}
 			return true
 		})
-		out = append(out, e)
 		return ok
 	})
-	if !ok {
-		return false
-	}
-	*dst = out
-	return true
 }
 
 // fastBytes decodes base64 data as encoding/json decodes a []byte.
@@ -219,46 +197,14 @@ func fastSlots(v string, dst *Slots) bool {
 }
 
 func fastCounts(v string, dst *map[string]int64) bool {
-	var out map[string]int64
-	isNull, ok := jsonkit.DecodeObject(v, nil, func(key, v string) bool {
-		if out == nil {
-			out = map[string]int64{}
-		}
-		var n int64
-		if !jsonkit.DecodeInt(v, &n) {
-			return false
-		}
-		out[key] = n
-		return true
-	})
-	switch {
-	case !ok:
-		return false
-	case isNull:
-		*dst = nil
-	default:
-		if out == nil {
-			out = map[string]int64{}
-		}
-		*dst = out
-	}
-	return true
+	return jsonkit.DecodeMap(v, dst, jsonkit.DecodeInt)
 }
 
 // routeKeys are Route's JSON names.
 var routeKeys = []string{"rule", "requested_model", "model", "upstream"}
 
 func fastRoutes(v string, dst *map[string]Route) bool {
-	var out map[string]Route
-	isNull, ok := jsonkit.DecodeObject(v, nil, func(lane, v string) bool {
-		if out == nil {
-			out = map[string]Route{}
-		}
-		var r Route
-		if v == "null" {
-			out[lane] = r
-			return true
-		}
+	return jsonkit.DecodeMap(v, dst, func(v string, r *Route) bool {
 		_, ok := jsonkit.DecodeObject(v, routeKeys, func(key, v string) bool {
 			switch key {
 			case "rule":
@@ -272,19 +218,6 @@ func fastRoutes(v string, dst *map[string]Route) bool {
 			}
 			return true
 		})
-		out[lane] = r
 		return ok
 	})
-	switch {
-	case !ok:
-		return false
-	case isNull:
-		*dst = nil
-	default:
-		if out == nil {
-			out = map[string]Route{}
-		}
-		*dst = out
-	}
-	return true
 }

@@ -53,38 +53,14 @@ func decodePrefixFast(data []byte, s *PrefixState) bool {
 	_, ok := jsonkit.DecodeObject(v, prefixStateKeys, func(key, v string) bool {
 		switch key {
 		case "tracks":
-			return decodeElems(v, &s.Tracks, decodePrefixTrack)
+			return jsonkit.DecodeArray(v, &s.Tracks, decodePrefixTrack)
 		case "turns":
-			return decodeElems(v, &s.Turns, decodePrefixTurn)
+			return jsonkit.DecodeArray(v, &s.Turns, decodePrefixTurn)
 		case "breaks":
-			return decodeCounts(v, &s.Breaks)
+			return jsonkit.DecodeMap(v, &s.Breaks, jsonkit.DecodeInt)
 		}
 		return true
 	})
-	return ok
-}
-
-// decodeElems decodes a JSON array into *dst with one, or null into nil.
-func decodeElems[T any](v string, dst *[]T, one func(v string, e *T) bool) bool {
-	switch v[0] {
-	case 'n':
-		*dst = nil
-		return true
-	case '[':
-	default:
-		return false
-	}
-	out := []T{}
-	ok := true
-	jsonkit.EachElement(gjson.Result{Type: gjson.JSON, Raw: v}, func(_ int, el gjson.Result) bool {
-		var e T
-		ok = one(el.Raw, &e)
-		out = append(out, e)
-		return ok
-	})
-	if ok {
-		*dst = out
-	}
 	return ok
 }
 
@@ -145,28 +121,6 @@ func decodeIntField(v string, dst *int) bool {
 		return false
 	}
 	*dst = int(n)
-	return true
-}
-
-// decodeCounts decodes a map[string]int64 (null: nil).
-func decodeCounts(v string, dst *map[string]int64) bool {
-	out := map[string]int64{}
-	isNull, ok := jsonkit.DecodeObject(v, nil, func(key, v string) bool {
-		var n int64
-		if v == "null" || !jsonkit.DecodeInt(v, &n) {
-			return false // null: encoding/json stores a zero here; leave it to it
-		}
-		out[key] = n
-		return true
-	})
-	switch {
-	case !ok:
-		return false
-	case isNull:
-		*dst = nil
-	default:
-		*dst = out
-	}
 	return true
 }
 

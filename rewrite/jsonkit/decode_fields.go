@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
 )
 
 // Field decoders for hand-written decoders that must read exactly what
@@ -148,6 +150,56 @@ func DecodeBool(v string, dst *bool) bool {
 		*dst = false
 	default:
 		return false
+	}
+	return true
+}
+
+// DecodeArray decodes a slice field: each element by one (a null element
+// is the zero value, as one leaves it), null a nil slice.
+func DecodeArray[T any](v string, dst *[]T, one func(v string, e *T) bool) bool {
+	switch v[0] {
+	case 'n':
+		*dst = nil
+		return true
+	case '[':
+	default:
+		return false
+	}
+	out := []T{}
+	ok := true
+	EachElement(gjson.Result{Type: gjson.JSON, Raw: v}, func(_ int, el gjson.Result) bool {
+		var e T
+		ok = one(el.Raw, &e)
+		out = append(out, e)
+		return ok
+	})
+	if ok {
+		*dst = out
+	}
+	return ok
+}
+
+// DecodeMap decodes a map[string]V field: each value by one, into a fresh
+// map (encoding/json decodes into an empty field so), null a nil map.
+// A null value fails: encoding/json stores a zero there, which one cannot
+// tell from a value it decoded.
+func DecodeMap[V any](v string, dst *map[string]V, one func(v string, e *V) bool) bool {
+	out := map[string]V{}
+	isNull, ok := DecodeObject(v, nil, func(key, v string) bool {
+		var e V
+		if v == "null" || !one(v, &e) {
+			return false
+		}
+		out[key] = e
+		return true
+	})
+	switch {
+	case !ok:
+		return false
+	case isNull:
+		*dst = nil
+	default:
+		*dst = out
 	}
 	return true
 }
