@@ -10,10 +10,12 @@ import (
 // result is what goes upstream. A fresh heap buffer the size of a long
 // history costs far more than copying into it (about 300 µs for 1 MB on a
 // 2-core machine, against 40 µs into a buffer already mapped: the runtime
-// zeroes and faults in every page of a large allocation), so intermediate
-// bodies come from these pools, one per power-of-two size, and go back as
-// soon as the next edit has copied them (Parsed tracks which body is its
-// scratch). Bodies below scratchMinBytes are allocated as usual.
+// zeroes and faults in every page of a large allocation), so the bodies
+// edits make come from these pools, one per power-of-two size: an
+// intermediate body goes back as soon as the next edit has copied it
+// (Parsed tracks which body is its scratch), the final one when its holder
+// releases it (Parsed.ReleaseFinal, at the end of the turn). Bodies below
+// scratchMinBytes are allocated as usual.
 
 const (
 	scratchMinBytes = 32 << 10
