@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
@@ -33,10 +31,10 @@ func appendRecord(dst []byte, s *Session) ([]byte, error) {
 	dst = jsonkit.AppendString(append(dst, `,"id":`...), s.ID)
 	dst = jsonkit.AppendString(append(dst, `,"tenant":`...), s.Tenant)
 	var err error
-	if dst, err = appendRecordTime(append(dst, `,"created_at":`...), s.CreatedAt); err != nil {
+	if dst, err = jsonkit.AppendTime(append(dst, `,"created_at":`...), s.CreatedAt); err != nil {
 		return dst, err
 	}
-	if dst, err = appendRecordTime(append(dst, `,"updated_at":`...), s.UpdatedAt); err != nil {
+	if dst, err = jsonkit.AppendTime(append(dst, `,"updated_at":`...), s.UpdatedAt); err != nil {
 		return dst, err
 	}
 	dst = strconv.AppendInt(append(dst, `,"requests":`...), s.Requests, 10)
@@ -113,38 +111,16 @@ func recordSizeHint(s *Session) int {
 	return n + n/8
 }
 
-// appendRecordTime appends t as time.Time's MarshalJSON does.
-func appendRecordTime(dst []byte, t time.Time) ([]byte, error) {
-	if y := t.Year(); y < 0 || y >= 10000 {
-		return dst, fmt.Errorf("state: time %v out of JSON's range", t)
-	}
-	dst = append(dst, '"')
-	dst = t.AppendFormat(dst, time.RFC3339Nano)
-	return append(dst, '"'), nil
-}
-
 func appendUsage(dst []byte, u *Usage) ([]byte, error) {
 	dst = strconv.AppendInt(append(dst, `{"turns":`...), u.Turns, 10)
 	dst = strconv.AppendInt(append(dst, `,"input_tokens":`...), u.InputTokens, 10)
 	dst = strconv.AppendInt(append(dst, `,"output_tokens":`...), u.OutputTokens, 10)
 	dst = strconv.AppendInt(append(dst, `,"cache_read_tokens":`...), u.CacheReadTokens, 10)
 	dst = strconv.AppendInt(append(dst, `,"cache_write_tokens":`...), u.CacheWriteTokens, 10)
-	f := u.CostUSD
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return dst, fmt.Errorf("state: usage cost %v is not a JSON number", f)
-	}
 	dst = append(dst, `,"cost_usd":`...)
-	abs := math.Abs(f)
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		start := len(dst)
-		dst = strconv.AppendFloat(dst, f, 'e', -1, 64)
-		// e-09 to e-9, as encoding/json writes it
-		if n := len(dst) - start; n >= 4 && dst[len(dst)-4] == 'e' && dst[len(dst)-3] == '-' && dst[len(dst)-2] == '0' {
-			dst[len(dst)-2] = dst[len(dst)-1]
-			dst = dst[:len(dst)-1]
-		}
-	} else {
-		dst = strconv.AppendFloat(dst, f, 'f', -1, 64)
+	var err error
+	if dst, err = jsonkit.AppendFloat(dst, u.CostUSD, 64); err != nil {
+		return dst, err
 	}
 	return append(dst, '}'), nil
 }

@@ -2,8 +2,6 @@ package feed
 
 import (
 	"encoding/json"
-	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -36,7 +34,7 @@ func appendEvent(dst []byte, ev *events.Event) ([]byte, error) {
 	dst = jsonkit.AppendString(append(dst, `"type":`...), string(ev.Type))
 	dst = append(dst, `,"at":`...)
 	var err error
-	if dst, err = appendTime(dst, ev.At); err != nil {
+	if dst, err = jsonkit.AppendTime(dst, ev.At); err != nil {
 		return dst, err
 	}
 	dst = jsonkit.AppendString(append(dst, `,"session":`...), ev.Session)
@@ -53,16 +51,6 @@ func appendEvent(dst []byte, ev *events.Event) ([]byte, error) {
 		}
 	}
 	return append(dst, '}'), nil
-}
-
-// appendTime appends t as time.Time's MarshalJSON does.
-func appendTime(dst []byte, t time.Time) ([]byte, error) {
-	if y := t.Year(); y < 0 || y >= 10000 {
-		return dst, fmt.Errorf("feed: event time %v out of JSON's range", t)
-	}
-	dst = append(dst, '"')
-	dst = t.AppendFormat(dst, time.RFC3339Nano)
-	return append(dst, '"'), nil
 }
 
 // appendMap appends m with its keys sorted.
@@ -107,11 +95,11 @@ func appendValue(dst []byte, v any) ([]byte, error) {
 	case uint64:
 		return strconv.AppendUint(dst, v, 10), nil
 	case float64:
-		return appendFloat(dst, v, 64)
+		return jsonkit.AppendFloat(dst, v, 64)
 	case float32:
-		return appendFloat(dst, float64(v), 32)
+		return jsonkit.AppendFloat(dst, float64(v), 32)
 	case time.Time:
-		return appendTime(dst, v)
+		return jsonkit.AppendTime(dst, v)
 	case []string:
 		if v == nil {
 			return append(dst, "null"...), nil
@@ -156,27 +144,4 @@ func appendValue(dst []byte, v any) ([]byte, error) {
 		}
 		return append(dst, b...), nil
 	}
-}
-
-// appendFloat appends f as encoding/json does: the shortest
-// representation, in exponent form below 1e-6 and from 1e21 on.
-func appendFloat(dst []byte, f float64, bits int) ([]byte, error) {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return dst, fmt.Errorf("feed: unsupported float value %v", f)
-	}
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21)) {
-		format = 'e'
-	}
-	start := len(dst)
-	dst = strconv.AppendFloat(dst, f, format, -1, bits)
-	if format == 'e' {
-		// clean up e-09 to e-9
-		if n := len(dst) - start; n >= 4 && dst[len(dst)-4] == 'e' && dst[len(dst)-3] == '-' && dst[len(dst)-2] == '0' {
-			dst[len(dst)-2] = dst[len(dst)-1]
-			dst = dst[:len(dst)-1]
-		}
-	}
-	return dst, nil
 }

@@ -180,11 +180,10 @@ func (s *PrefixState) AppendSlotJSON(dst []byte) ([]byte, error) {
 }
 
 func appendPrefixTurn(dst []byte, p *PrefixTurn) ([]byte, error) {
-	at, err := p.At.MarshalJSON()
+	dst, err := jsonkit.AppendTime(append(dst, `{"at":`...), p.At)
 	if err != nil {
 		return dst, err
 	}
-	dst = append(append(dst, `{"at":`...), at...)
 	if p.RequestID != "" {
 		dst = jsonkit.AppendString(append(dst, `,"request_id":`...), p.RequestID)
 	}
