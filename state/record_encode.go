@@ -125,13 +125,6 @@ func appendUsage(dst []byte, u *Usage) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-// SlotAppender is implemented by a slot that writes its own JSON (what
-// encoding/json writes for it), which a serialising store then uses
-// instead of encoding/json's reflection.
-type SlotAppender interface {
-	AppendSlotJSON(dst []byte) ([]byte, error)
-}
-
 // appendSlots appends the slots as Slots.MarshalJSON does.
 func appendSlots(dst []byte, slots Slots) ([]byte, error) {
 	dst = append(dst, '{')
@@ -141,25 +134,9 @@ func appendSlots(dst []byte, slots Slots) ([]byte, error) {
 		if sl == nil {
 			continue
 		}
-		r, ok := sl.(*RawSlot)
-		if !ok {
-			var data []byte
-			var err error
-			if a, ok := sl.(SlotAppender); ok {
-				data, err = a.AppendSlotJSON(nil)
-			} else {
-				data, err = json.Marshal(sl)
-			}
-			if err != nil {
-				return dst, fmt.Errorf("state: encoding slot %q: %w", name, err)
-			}
-			r = &RawSlot{V: sl.SlotVersion(), Data: data}
-			if n, ok := sl.(Noter); ok {
-				r.Noted = n.Note()
-			}
-			if c, ok := sl.(Counter); ok {
-				r.Counted = c.Counts()
-			}
+		r, err := rawSlotOf(name, sl)
+		if err != nil {
+			return dst, err
 		}
 		if !first {
 			dst = append(dst, ',')
@@ -168,7 +145,6 @@ func appendSlots(dst []byte, slots Slots) ([]byte, error) {
 		dst = append(jsonkit.AppendString(dst, name), `:{"v":`...)
 		dst = strconv.AppendInt(dst, int64(r.V), 10)
 		if len(r.Data) > 0 {
-			var err error
 			if dst, err = appendRawJSON(append(dst, `,"data":`...), r.Data); err != nil {
 				return dst, fmt.Errorf("state: encoding slot %q: %w", name, err)
 			}

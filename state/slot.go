@@ -74,24 +74,47 @@ func (s Slots) MarshalJSON() ([]byte, error) {
 		if sl == nil {
 			continue
 		}
-		if r, ok := sl.(*RawSlot); ok {
-			out[name] = *r
-			continue
-		}
-		data, err := json.Marshal(sl)
+		r, err := rawSlotOf(name, sl)
 		if err != nil {
-			return nil, fmt.Errorf("state: encoding slot %q: %w", name, err)
+			return nil, err
 		}
-		r := RawSlot{V: sl.SlotVersion(), Data: data}
-		if n, ok := sl.(Noter); ok {
-			r.Noted = n.Note()
-		}
-		if c, ok := sl.(Counter); ok {
-			r.Counted = maps.Clone(c.Counts())
-		}
-		out[name] = r
+		out[name] = *r
 	}
 	return json.Marshal(out)
+}
+
+// SlotAppender is implemented by a slot that writes its own JSON (what
+// encoding/json writes for it), which a serialising store then uses
+// instead of encoding/json's reflection.
+type SlotAppender interface {
+	AppendSlotJSON(dst []byte) ([]byte, error)
+}
+
+// rawSlotOf returns sl as stored: sl itself when it is a *RawSlot, else
+// its JSON (its own, SlotAppender, or encoding/json's) with its version,
+// note and counts.
+func rawSlotOf(name string, sl Slot) (*RawSlot, error) {
+	if r, ok := sl.(*RawSlot); ok {
+		return r, nil
+	}
+	var data []byte
+	var err error
+	if a, ok := sl.(SlotAppender); ok {
+		data, err = a.AppendSlotJSON(nil)
+	} else {
+		data, err = json.Marshal(sl)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state: encoding slot %q: %w", name, err)
+	}
+	r := &RawSlot{V: sl.SlotVersion(), Data: data}
+	if n, ok := sl.(Noter); ok {
+		r.Noted = n.Note()
+	}
+	if c, ok := sl.(Counter); ok {
+		r.Counted = c.Counts()
+	}
+	return r, nil
 }
 
 // UnmarshalJSON reads every slot as a *RawSlot, for its hook to decode.
