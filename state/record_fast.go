@@ -45,8 +45,8 @@ func decodeRecordFast(raw []byte, s *Session) (ok bool) {
 func (d *Session) decodeMember(key, v string) bool {
 	switch key {
 	case "v": // its value is checked by decodeRecord; here, its type
-		var n int64
-		return jsonkit.DecodeInt(v, &n) && int64(int(n)) == n
+		var n int
+		return jsonkit.DecodeInt(v, &n)
 	case "id":
 		return jsonkit.DecodeString(v, &d.ID)
 	case "tenant":
@@ -158,21 +158,12 @@ func fastSlots(v string, dst *Slots) bool {
 			return true
 		}
 		var r RawSlot
-		var vv int64
 		_, ok := jsonkit.DecodeObject(v, rawSlotKeys, func(key, v string) bool {
 			switch key {
 			case "v":
-				if !jsonkit.DecodeInt(v, &vv) || int64(int(vv)) != vv {
-					return false
-				}
-				r.V = int(vv)
+				return jsonkit.DecodeInt(v, &r.V)
 			case "data":
-				if v == "null" {
-					r.Data = nil // a RawMessage keeps null as null
-					r.Data = append(r.Data, "null"...)
-					return true
-				}
-				r.Data = append([]byte(nil), v...)
+				r.Data = append([]byte(nil), v...) // a RawMessage keeps null as null
 			case "note":
 				return jsonkit.DecodeString(v, &r.Noted)
 			case "counts":

@@ -74,7 +74,7 @@ func decodePrefixTrack(v string, t *prefixTrack) bool {
 			}
 			t.First = uint32(n)
 		case "agent_len":
-			return decodeIntField(v, &t.AgentLen)
+			return jsonkit.DecodeInt(v, &t.AgentLen)
 		case "agent_sum":
 			return jsonkit.DecodeUint(v, 64, &t.AgentSum)
 		case "upstream":
@@ -95,13 +95,13 @@ func decodePrefixTurn(v string, p *PrefixTurn) bool {
 		case "prefix_hash":
 			return jsonkit.DecodeString(v, &p.Hash)
 		case "elements":
-			return decodeIntField(v, &p.Elements)
+			return jsonkit.DecodeInt(v, &p.Elements)
 		case "first":
 			return jsonkit.DecodeBool(v, &p.First)
 		case "break_offset":
-			return decodeIntField(v, &p.BreakOffset)
+			return jsonkit.DecodeInt(v, &p.BreakOffset)
 		case "break_element":
-			return decodeIntField(v, &p.BreakElement)
+			return jsonkit.DecodeInt(v, &p.BreakElement)
 		case "cause":
 			return jsonkit.DecodeString(v, &p.Cause)
 		case "cache_read_tokens":
@@ -112,16 +112,6 @@ func decodePrefixTurn(v string, p *PrefixTurn) bool {
 		return true
 	})
 	return ok
-}
-
-// decodeIntField decodes an int field (64-bit platforms: an int64).
-func decodeIntField(v string, dst *int) bool {
-	n := int64(*dst)
-	if !jsonkit.DecodeInt(v, &n) || int64(int(n)) != n {
-		return false
-	}
-	*dst = int(n)
-	return true
 }
 
 // AppendSlotJSON implements state.SlotAppender: the JSON encoding/json

@@ -1,10 +1,12 @@
 package jsonkit
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -34,16 +36,17 @@ func DecodeString(v string, dst *string) bool {
 	return true
 }
 
-// DecodeInt decodes an int64 field.
-func DecodeInt(v string, dst *int64) bool {
+// DecodeInt decodes an int or int64 field (out of its range fails, as
+// encoding/json's does).
+func DecodeInt[T int | int64](v string, dst *T) bool {
 	if v == "null" {
 		return true
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
+	n, err := strconv.ParseInt(v, 10, 8*int(unsafe.Sizeof(*dst)))
 	if err != nil {
 		return false
 	}
-	*dst = n
+	*dst = T(n)
 	return true
 }
 
@@ -95,7 +98,7 @@ func DecodeObject(v string, keys []string, fn func(key, v string) bool) (isNull,
 	var seenStack [16]string
 	seen := seenStack[:0]
 	EachMember(v, 0, func(key string, start, end int) bool {
-		if containsKey(seen, key) || keys != nil && !containsKey(keys, key) && foldsToField(key, keys) {
+		if slices.Contains(seen, key) || keys != nil && !slices.Contains(keys, key) && foldsToField(key, keys) {
 			ok = false
 			return false
 		}
@@ -104,15 +107,6 @@ func DecodeObject(v string, keys []string, fn func(key, v string) bool) (isNull,
 		return ok
 	})
 	return false, ok
-}
-
-func containsKey(keys []string, key string) bool {
-	for _, k := range keys {
-		if k == key {
-			return true
-		}
-	}
-	return false
 }
 
 // foldsToField reports whether key is not one of keys but matches one
