@@ -177,6 +177,26 @@ type Splice struct {
 	Bytes      []byte
 }
 
+// splicedLen is the length of body[start:end] with ss made (ss in order,
+// inside the span).
+func splicedLen(start, end int, ss []Splice) int {
+	n := end - start
+	for _, s := range ss {
+		n += len(s.Bytes) - (s.End - s.Start)
+	}
+	return n
+}
+
+// appendSpliced appends body[start:end] with ss made to dst.
+func appendSpliced(dst, body []byte, start, end int, ss []Splice) []byte {
+	at := start
+	for _, s := range ss {
+		dst = append(append(dst, body[at:s.Start]...), s.Bytes...)
+		at = s.End
+	}
+	return append(dst, body[at:end]...)
+}
+
 // A body an edit through p returns may be one of p's pooled buffers
 // (scratch.go): it stays valid until the next edit through p, which copies
 // it into the body it returns and recycles it. The turn engine's build is
@@ -265,11 +285,7 @@ func (e *memberEdit) size() int {
 	if e.splices == nil {
 		return len(e.value)
 	}
-	n := e.end - e.start
-	for _, s := range e.splices {
-		n += len(s.Bytes) - (s.End - s.Start)
-	}
-	return n
+	return splicedLen(e.start, e.end, e.splices)
 }
 
 // appendTo appends the edited value to dst.
@@ -277,12 +293,7 @@ func (e *memberEdit) appendTo(dst, body []byte) []byte {
 	if e.splices == nil {
 		return append(dst, e.value...)
 	}
-	at := e.start
-	for _, s := range e.splices {
-		dst = append(append(dst, body[at:s.Start]...), s.Bytes...)
-		at = s.End
-	}
-	return append(dst, body[at:e.end]...)
+	return appendSpliced(dst, body, e.start, e.end, e.splices)
 }
 
 // whole returns the edited value as one slice (a copy for splices).

@@ -53,17 +53,8 @@ func AppendUserTextsBatched(tc TurnCodec, loc UserTurnLocator, p *Parsed, body [
 	if !ok {
 		return appendUserTextsFallback(tc, body, ops)
 	}
-	n := len(body)
-	for _, sp := range splices {
-		n += len(sp.Bytes) - (sp.End - sp.Start)
-	}
-	out, pooled := p.scratchFor(body, n)
-	at := 0
-	for _, sp := range splices {
-		out = append(append(out, body[at:sp.Start]...), sp.Bytes...)
-		at = sp.End
-	}
-	out = append(out, body[at:]...)
+	out, pooled := p.scratchFor(body, splicedLen(0, len(body), splices))
+	out = appendSpliced(out, body, 0, len(body), splices)
 	p.memberEdited(body, out, loc.ConversationKey(), len(out)-len(body), pooled)
 	return out, nil
 }
