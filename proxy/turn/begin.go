@@ -194,7 +194,7 @@ func (t *Turn) build(sess *state.Session, edits conv.RequestEdits) ([]byte, erro
 		// re-applies the text the model saw then.
 	}
 	ue, together := t.codec.(rewrite.UserTextsEditor)
-	body, pending, st, err := replay(t.tc, body, anchors, sess.Ledger, fresh, together)
+	body, pending, st, err := replayLedger(t.tc, body, anchors, sess.Ledger, fresh, together)
 	t.e.metrics.LedgerReplayed(st.applied, st.missed, st.unreadable)
 	if err != nil {
 		return nil, err

@@ -30,16 +30,12 @@ type replayStats struct {
 // fresh, when not nil, is this request's own text for its newest user turn
 // (the highest position): it is applied with the first run of user-text
 // entries, in the same pass.
-func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []state.LedgerEntry, fresh *rewrite.UserTexts) ([]byte, replayStats, error) {
-	out, _, st, err := replay(tc, body, anchors, ledger, fresh, false)
-	return out, st, err
-}
-
-// replay is replayLedger; with deferLast it leaves the last batch of user
-// texts (the run after the newest turn entry; all of them when there is
-// none) unapplied and returns it, for the request edits to make in the
-// same copy of the body (rewrite.UserTextsEditor). Those count as applied.
-func replay(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []state.LedgerEntry, fresh *rewrite.UserTexts, deferLast bool) ([]byte, []rewrite.UserTexts, replayStats, error) {
+//
+// With deferLast it leaves the last batch of user texts (the run after the
+// newest turn entry; all of them when there is none) unapplied and returns
+// it, for the request edits to make in the same copy of the body
+// (rewrite.UserTextsEditor). Those count as applied.
+func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []state.LedgerEntry, fresh *rewrite.UserTexts, deferLast bool) ([]byte, []rewrite.UserTexts, replayStats, error) {
 	var st replayStats
 	if len(ledger) == 0 && fresh == nil {
 		return body, nil, st, nil

@@ -61,7 +61,7 @@ func TestReplayLedgerV0AndUnknown(t *testing.T) {
 		{Kind: kindUserText, Anchor: anchors[2], Data: []byte(`{"v":9,"texts":["from the future"]}`)},
 		{Kind: kindUserText, Anchor: anchors[0], Data: []byte(`{"texts":["reminder"]}`)},
 	}
-	out, st, err := replayLedger(tc, body, anchors, ledger, nil)
+	out, _, st, err := replayLedger(tc, body, anchors, ledger, nil, false)
 	require.NoError(t, err)
 	require.Equal(t, replayStats{applied: 2, unreadable: 1}, st)
 	require.Contains(t, string(out), "toolu_rm")
