@@ -88,17 +88,18 @@ func ApplyEditsWithUserTexts(body []byte, texts []UserTexts, e conv.RequestEdits
 	if len(texts) == 0 {
 		return ApplyEdits(body, e, ops)
 	}
-	var splices []Splice
-	ok := ops.Parsed.IndexOf(body) != nil
-	if ok {
-		splices, ok = UserTextSplices(tc, loc, ops.Parsed, body, texts)
-	}
-	if !ok {
-		out, err := AppendUserTextsBatched(tc, loc, ops.Parsed, body, texts)
+	inTurn := func(out []byte, err error) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
 		return ApplyEdits(out, e, ops)
+	}
+	if ops.Parsed.IndexOf(body) == nil {
+		return inTurn(AppendUserTextsBatched(tc, loc, ops.Parsed, body, texts))
+	}
+	splices, ok := UserTextSplices(tc, loc, ops.Parsed, body, texts)
+	if !ok { // what AppendUserTextsBatched would find again before falling back
+		return inTurn(appendUserTextsFallback(tc, body, texts))
 	}
 	steps, err := editSteps(e, ops)
 	if err != nil {
