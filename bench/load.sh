@@ -58,6 +58,9 @@
 #   HISTORY_WARMUP=1s         unmeasured time before each loop
 #   HISTORY_CONNECTIONS=4     closed loop: sessions sending back to back (0: no closed loop)
 #   HISTORY_CLOSED_DURATION=3s  measured time of each closed loop
+#   REDIS_PINNED=0    1: shepherd-redis runs with state.redis.pinned_sessions (a session's
+#                     next request rewritten from this process's copy: one round trip per
+#                     turn instead of two; sound when sessions are pinned to one replica)
 #   IDLE=1            last, a memory phase: benchtool idle holds N streams open through a
 #                     fresh shepherd (hooks off, then on) in front of a fresh mock that holds
 #                     every stream after its first event (pinging), and reads the proxy's
@@ -111,6 +114,7 @@ EVENTDELAY_RATE=${EVENTDELAY_RATE:-20}
 EVENTDELAY_DURATION=${EVENTDELAY_DURATION:-5s}
 EVENTDELAY_WARMUP=${EVENTDELAY_WARMUP:-1s}
 HISTORY=${HISTORY:-1}
+REDIS_PINNED=${REDIS_PINNED:-0}
 HISTORY_SIZES=${HISTORY_SIZES:-50k 250k 500k 1m}
 HISTORY_RATE=${HISTORY_RATE:-50}
 HISTORY_SESSIONS=${HISTORY_SESSIONS:-4}
@@ -336,7 +340,8 @@ start_fleet() {
   fi
   if has_target shepherd-redis; then
     start_shepherd "shepherd-redis$sfx" "$rp" "$ra" "$up" "${hooks_on[@]}" \
-      SHEPHERD_STATE_BACKEND=redis SHEPHERD_STATE_REDIS_URL="redis://127.0.0.1:$REDIS_PORT/$i"
+      SHEPHERD_STATE_BACKEND=redis SHEPHERD_STATE_REDIS_URL="redis://127.0.0.1:$REDIS_PORT/$i" \
+      SHEPHERD_STATE_REDIS_PINNED_SESSIONS="$([ "$REDIS_PINNED" = 1 ] && echo true || echo false)"
     target_url[$f/shepherd-redis]="http://127.0.0.1:$rp" target_pid[$f/shepherd-redis]=$started_pid
   fi
 }
@@ -855,6 +860,9 @@ fi
     if [ "$f" = "${wl_mock[stamped]}" ] && [ "$EVENTDELAY" != 0 ]; then ws+=("per-event delay"); fi
     fleet_desc+=("$f (\`$(cat "$tmp/bodies/mock-$f.args")\`: ${ws[*]})")
   done
+  if has_target shepherd-redis; then
+    echo "- shepherd-redis: state.redis.pinned_sessions=$([ "$REDIS_PINNED" = 1 ] && echo "true (one round trip per turn)" || echo "false (two round trips per turn)")"
+  fi
   echo "- Mocks: one process per reply shape, each with its own nginx server block and shepherd processes in front (all targets of a workload in front of the same mock): $(IFS=';'; echo "${fleet_desc[*]}" | sed 's/;/; /g')"
   echo
   "$bt" report -noisy "$NOISE_MAX" "$results"

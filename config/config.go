@@ -123,7 +123,8 @@ type State struct {
 	// default 24h.
 	TTL time.Duration `mapstructure:"ttl"`
 	// MaxSessions: key state.max_sessions; memory backend bound, oldest
-	// evicted first; default 10000.
+	// evicted first; with redis and state.redis.pinned_sessions, the bound
+	// of the sessions kept in memory; default 10000.
 	MaxSessions int `mapstructure:"max_sessions"`
 	// Redis configures the redis backend.
 	Redis Redis `mapstructure:"redis"`
@@ -150,6 +151,18 @@ type Redis struct {
 	// KeyPrefix: key state.redis.key_prefix; namespaces shepherd's keys;
 	// default "shepherd"; no braces (they would break cluster hash tags).
 	KeyPrefix string `mapstructure:"key_prefix"`
+	// PinnedSessions: key state.redis.pinned_sessions; default false. true:
+	// this process keeps the sessions it saved (up to state.max_sessions)
+	// and rewrites a session's next request from that copy instead of
+	// reading Redis, so a turn makes one round trip (the save) instead of
+	// two. Only for deployments where every request of a session reaches
+	// the same process: one replica or a sidecar using Redis to outlive
+	// restarts, or a load balancer that pins sessions. Saves still
+	// compare-and-set, so no update is lost if that does not hold, but the
+	// request was rewritten from an older session;
+	// shepherd_store_pinned_total{result="stale"} counts those
+	// (docs/state-events.md, "Round trips per request").
+	PinnedSessions bool `mapstructure:"pinned_sessions"`
 }
 
 // Limits bounds requests.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/proxy/turn"
 	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 // Metrics holds the proxy's Prometheus collectors on a private registry
@@ -23,6 +24,9 @@ type Metrics struct {
 	// views is the view cache of the server these metrics belong to (set
 	// by New; the latest server's when several share the metrics).
 	views atomic.Pointer[rewrite.ViewCache]
+	// pinned is the store of that server when it keeps pinned sessions
+	// (state.PinnedReporter), set by New like views.
+	pinned atomic.Pointer[pinnedStore]
 
 	requests       *prometheus.CounterVec
 	upstreamWait   *prometheus.HistogramVec
@@ -140,6 +144,9 @@ func NewMetrics() *Metrics {
 		m.storeErrors, m.hookErrors, m.upstreamErrors, m.clientAborts, m.disconnects, m.sideRequests,
 		viewCacheLookups("hit", func() uint64 { h, _ := m.views.Load().Stats(); return h }),
 		viewCacheLookups("miss", func() uint64 { _, n := m.views.Load().Stats(); return n }),
+		pinnedLookups("hit", func(s state.PinnedStats) int64 { return s.Hits }, &m.pinned),
+		pinnedLookups("miss", func(s state.PinnedStats) int64 { return s.Misses }, &m.pinned),
+		pinnedLookups("stale", func(s state.PinnedStats) int64 { return s.Stale }, &m.pinned),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.usage = newUsageCounters(r)
 	return m
@@ -169,6 +176,37 @@ func (m *Metrics) PrefixBreak(_, cause string) { m.prefixBreaks.WithLabelValues(
 
 func (m *Metrics) observeOverhead(route string, d time.Duration) {
 	m.overhead.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// pinnedStore is a store that keeps pinned sessions.
+type pinnedStore struct{ r state.PinnedReporter }
+
+// setStore makes the pinned-session metrics read st's counts, when st keeps
+// pinned sessions.
+func (m *Metrics) setStore(st state.Store) {
+	if r, ok := st.(state.PinnedReporter); ok {
+		if _, on := r.PinnedStats(); on {
+			m.pinned.Store(&pinnedStore{r})
+		}
+	}
+}
+
+// pinnedLookups exports one of the pinned sessions' counts (0 while the
+// store keeps none).
+func pinnedLookups(result string, read func(state.PinnedStats) int64, src *atomic.Pointer[pinnedStore]) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "shepherd_store_pinned_total",
+		Help: "With state.redis.pinned_sessions: session loads answered from this process's copy (hit) or from Redis (miss), " +
+			"and saves that found the session written by another process since (stale: that request was rewritten from an older copy).",
+		ConstLabels: prometheus.Labels{"result": result},
+	}, func() float64 {
+		p := src.Load()
+		if p == nil {
+			return 0
+		}
+		s, _ := p.r.PinnedStats()
+		return float64(read(s))
+	})
 }
 
 // viewCacheLookups exports the view cache's counts (rewrite.ViewCache.Stats

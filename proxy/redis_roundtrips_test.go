@@ -88,6 +88,13 @@ func eventTrip(names []string) bool {
 // prefix (shepherd-<tag>-…, removed at the end), whose client counts its
 // round trips in rt.
 func countedRedisStore(t *testing.T, tag string) (st *state.Redis, rt *roundTrips) {
+	return countedRedisStoreWith(t, tag, state.RedisOptions{})
+}
+
+// countedRedisStoreWith is countedRedisStore with more options (the
+// connection, TTL and timeout are set here, and the prefix unless given:
+// a given prefix is the caller's to remove).
+func countedRedisStoreWith(t *testing.T, tag string, o state.RedisOptions) (st *state.Redis, rt *roundTrips) {
 	t.Helper()
 	url := kit.RedisURL(t)
 	opts, err := redis.ParseURL(url)
@@ -97,9 +104,13 @@ func countedRedisStore(t *testing.T, tag string) (st *state.Redis, rt *roundTrip
 	t.Cleanup(func() { _ = client.Close() })
 	rt = &roundTrips{}
 	client.AddHook(rt)
-	prefix := fmt.Sprintf("shepherd-%s-%d", tag, time.Now().UnixNano())
-	t.Cleanup(func() { cleanupRedisPrefix(t, url, prefix) })
-	st, err = state.NewRedis(state.RedisOptions{Client: client, KeyPrefix: prefix, TTL: time.Minute, Timeout: time.Second})
+	if o.KeyPrefix == "" {
+		prefix := fmt.Sprintf("shepherd-%s-%d", tag, time.Now().UnixNano())
+		t.Cleanup(func() { cleanupRedisPrefix(t, url, prefix) })
+		o.KeyPrefix = prefix
+	}
+	o.Client, o.TTL, o.Timeout = client, time.Minute, time.Second
+	st, err = state.NewRedis(o)
 	require.NoError(t, err)
 	return st, rt
 }
@@ -147,6 +158,73 @@ func TestRedisRoundTripsPerTurn(t *testing.T) {
 		require.Equal(t, "EVAL", request[1][0], "the save is one pipeline: the compare-and-set, then the index")
 		require.NotEmpty(t, events, "the events publisher wrote the turn's events")
 	}
+}
+
+// TestRedisRoundTripsPerTurnPinned: with state.redis.pinned_sessions, a
+// later turn of a session this process saved makes one round trip, the
+// compare-and-set save: the load is answered from the session as saved.
+// The metric counts the loads.
+func TestRedisRoundTripsPerTurnPinned(t *testing.T) {
+	url := kit.RedisURL(t)
+	prefix := fmt.Sprintf("shepherd-rtp-%d", time.Now().UnixNano())
+	t.Cleanup(func() { cleanupRedisPrefix(t, url, prefix) })
+	st, rt := countedRedisStoreWith(t, "rtp", state.RedisOptions{PinnedSessions: true, KeyPrefix: prefix})
+	h := newFeedHarness(t, feedOptions{Store: st, Config: func(c *config.Config) {
+		d := config.Defaults()
+		c.Topics.Enabled, c.Recovery.Enabled, c.Edits.Enabled = d.Topics.Enabled, d.Recovery.Enabled, d.Edits.Enabled
+	}})
+	hdr := anthropicHeaders()
+	hdr["X-Claude-Code-Session-Id"] = "rtp-sess"
+	msgs := `{"role":"user","content":"hi"}`
+	turn := func(stream bool) {
+		body := fmt.Sprintf(`{"model":"m","max_tokens":10,"stream":%v,"tools":[{"name":"Read","description":"reads a file","input_schema":{"type":"object"}}],"messages":[%s]}`, stream, msgs)
+		resp, b := do(t, "POST", h.URL+"/v1/messages", body, hdr)
+		require.Equal(t, 200, resp.StatusCode, string(b))
+		msgs += `,{"role":"assistant","content":"hello"},{"role":"user","content":"more"}`
+	}
+	settle := func() [][]string {
+		time.Sleep(200 * time.Millisecond)
+		var request [][]string
+		for _, trip := range requestTrips(rt.take()) {
+			if !eventTrip(trip) {
+				request = append(request, trip)
+			}
+		}
+		return request
+	}
+	turn(false)
+	t.Logf("first turn: %v", settle())
+	for _, stream := range []bool{false, true, false} {
+		turn(stream)
+		request := settle()
+		t.Logf("later turn (stream %v): %v", stream, request)
+		require.Len(t, request, 1, "a later turn only saves: %v", request)
+		require.Equal(t, "EVAL", request[0][0], "the save is the compare-and-set pipeline")
+	}
+	m := kit.Metrics(t, h.URL+"/metrics")
+	assert.Equal(t, 3.0, m.Value("shepherd_store_pinned_total", `result="hit"`))
+	assert.Equal(t, 1.0, m.Value("shepherd_store_pinned_total", `result="miss"`), "the first turn read Redis")
+	assert.Equal(t, 0.0, m.Value("shepherd_store_pinned_total", `result="stale"`))
+
+	// Another process writes the session: the next turn is rewritten from
+	// the older copy, its save notices, applies the turn to the session in
+	// Redis, and counts it.
+	other, err := state.NewRedis(state.RedisOptions{URL: url, KeyPrefix: prefix, TTL: time.Minute})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = other.Close() })
+	key := budgetKey(t, st, "rtp-sess")
+	before, err := other.Get(context.Background(), key)
+	require.NoError(t, err)
+	_, err = other.Update(context.Background(), key, func(s *state.Session) error { s.Requests += 100; return nil })
+	require.NoError(t, err)
+	rt.take() // the test's own reads
+	turn(false)
+	request := settle()
+	require.Len(t, request, 3, "the failed save, the read, the save again: %v", request)
+	after, err := other.Get(context.Background(), key)
+	require.NoError(t, err)
+	assert.Equal(t, before.Requests+101, after.Requests, "the other write and this turn are both kept")
+	assert.Equal(t, 1.0, kit.Metrics(t, h.URL+"/metrics").Value("shepherd_store_pinned_total", `result="stale"`))
 }
 
 // TestRedisRoundTripsPerTurnBudgets: with budgets on (every request budget,

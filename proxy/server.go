@@ -117,6 +117,7 @@ func New(o Options) (*Server, error) {
 	s.events, s.feeds = emitterOrNop(o.Events), newFeedSet(cfg, o.Store, o.Events, o.Metrics)
 	s.engine = newEngine(cfg, o.Store, o.Metrics, o.Logger, o.Features, o.Prices, s.events)
 	o.Metrics.views.Store(s.views)
+	o.Metrics.setStore(o.Store)
 	uo := upstreamOptions{
 		DialTimeout: 10 * time.Second,
 		MaxConns:    cfg.Limits.MaxConnsPerUpstream,

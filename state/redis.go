@@ -48,6 +48,19 @@ type RedisOptions struct {
 	// by an Update's fn, or a caller's context ending. The proxy counts these
 	// in a metric. It must be safe for concurrent use and must not block.
 	OnError func(op string, err error)
+	// PinnedSessions keeps the sessions this process wrote in memory and
+	// answers Get from them without a round trip, so that a turn makes one
+	// round trip (its save) instead of two. It is sound when every request
+	// of a session reaches this process: one replica, a sidecar, or a load
+	// balancer that pins sessions to replicas. Saves stay compare-and-sets,
+	// so a session another process wrote meanwhile loses no update, but the
+	// request was built from the older copy; PinnedStats counts those as
+	// Stale. With counters prefetched (PrefetchCounters) Get reads Redis as
+	// without pinning. See pinnedSessions.
+	PinnedSessions bool
+	// PinnedMax bounds the pinned sessions kept (least recently used out
+	// first); default DefaultPinnedMax.
+	PinnedMax int
 	// Client, when set, is used instead of dialing from URL/Addrs (tests, or
 	// a client shared with other code). Close does not close it. Set
 	// ContextTimeoutEnabled on it so a deadline also cuts socket reads.
@@ -59,6 +72,7 @@ const (
 	DefaultRedisTimeout     = 200 * time.Millisecond
 	DefaultRedisKeyPrefix   = "shepherd"
 	DefaultRedisMaxAttempts = 64
+	DefaultPinnedMax        = 10000
 )
 
 // Redis is a Store kept in Redis (single node, sentinel or cluster), for
@@ -99,6 +113,9 @@ type Redis struct {
 	closed     atomic.Bool
 	// prefetch: Get reads the session's counters too (PrefetchCounters).
 	prefetch atomic.Bool
+	// pinned: the sessions this process wrote (RedisOptions.PinnedSessions),
+	// nil when off.
+	pinned *pinnedSessions
 
 	eventsPerSession int
 	eventsGlobal     int
@@ -140,6 +157,13 @@ func NewRedis(opts RedisOptions) (*Redis, error) {
 	}
 	if r.attempts <= 0 {
 		r.attempts = DefaultRedisMaxAttempts
+	}
+	if opts.PinnedSessions {
+		m := opts.PinnedMax
+		if m <= 0 {
+			m = DefaultPinnedMax
+		}
+		r.pinned = newPinnedSessions(m, r.ttl)
 	}
 	if r.client == nil {
 		uo, err := universalOptions(opts)
@@ -240,12 +264,18 @@ func (r *Redis) Get(ctx context.Context, key Key) (*Session, error) {
 	if !key.Valid() {
 		return nil, fmt.Errorf("%w (%w)", ErrNotFound, ErrInvalidKey)
 	}
+	prefetch := r.prefetch.Load()
+	if r.pinned != nil && !prefetch {
+		if s := r.pinned.get(key, time.Now()); s != nil {
+			return s, nil
+		}
+	}
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	var raw []byte
 	var err error
 	var counters *redis.MapStringStringCmd
-	if r.prefetch.Load() {
+	if prefetch {
 		// One round trip: the session and its counters (same slot).
 		pipe := r.client.Pipeline()
 		data := pipe.HGet(cctx, r.sessionKey(key), fieldData)
@@ -293,6 +323,9 @@ func (r *Redis) Delete(ctx context.Context, key Key) error {
 	}
 	if !key.Valid() {
 		return nil
+	}
+	if r.pinned != nil {
+		r.pinned.drop(key) // even if the DEL fails: its outcome is unknown
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()

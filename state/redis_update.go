@@ -70,6 +70,25 @@ const staleSlack = time.Minute
 // time on a freshly decoded session. A timeout or network error during the
 // final write is ambiguous: the write may or may not have been applied.
 func (r *Redis) Update(ctx context.Context, key Key, fn func(*Session) error) (*Session, error) {
+	s, err := r.update(ctx, key, fn)
+	r.pin(key, s, err)
+	return s, err
+}
+
+// pin records the outcome of a write of key in the pinned sessions: the
+// session as stored, or, on an error (which may leave the write applied or
+// not), no entry, so that the next Get reads Redis.
+func (r *Redis) pin(key Key, s *Session, err error) {
+	switch {
+	case r.pinned == nil:
+	case err != nil || s == nil:
+		r.pinned.drop(key)
+	default:
+		r.pinned.put(key, s)
+	}
+}
+
+func (r *Redis) update(ctx context.Context, key Key, fn func(*Session) error) (*Session, error) {
 	if err := r.check(ctx, "update"); err != nil {
 		return nil, err
 	}
@@ -197,7 +216,13 @@ func (r *Redis) UpdateFrom(ctx context.Context, key Key, base *Session, fn func(
 	}
 	out, ok, err := r.commit(ctx, key, expected, version, s, fn)
 	if err != nil || ok {
+		r.pin(key, out, err)
 		return out, err
+	}
+	if r.pinned != nil {
+		// Another process wrote the session since base: with pinned
+		// sessions, the request was built from an older one than Redis had.
+		r.pinned.stale.Add(1)
 	}
 	return r.Update(ctx, key, fn)
 }

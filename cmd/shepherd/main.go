@@ -150,6 +150,7 @@ func openStore(cfg *config.Config, log *zap.Logger) (state.Store, error) {
 		return state.NewRedis(state.RedisOptions{
 			URL: r.URL, Addrs: r.Addrs, MasterName: r.MasterName, Timeout: r.Timeout,
 			KeyPrefix: r.KeyPrefix, TTL: cfg.State.TTL,
+			PinnedSessions: r.PinnedSessions, PinnedMax: cfg.State.MaxSessions,
 			EventsPerSession: cfg.Events.PerSession, EventsGlobal: cfg.Events.Global,
 		})
 	default:
