@@ -121,6 +121,7 @@ func New(o Options) (*Server, error) {
 	uo := upstreamOptions{
 		DialTimeout: 10 * time.Second,
 		MaxConns:    cfg.Limits.MaxConnsPerUpstream,
+		Timeout:     cfg.Limits.UpstreamTimeout,
 	}
 	for p, base := range map[Provider]string{
 		ProviderAnthropic: cfg.Upstreams.Anthropic,

@@ -3,11 +3,13 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -42,6 +44,9 @@ const upstreamReadBuffer = 8 << 10
 type upstreamOptions struct {
 	DialTimeout time.Duration
 	MaxConns    int
+	// Timeout is limits.upstream_timeout: every request's DoTimeout uses
+	// it, and the transport bounds the exchange's silences with it.
+	Timeout time.Duration
 }
 
 func newUpstream(p Provider, baseURL string, o upstreamOptions) (*upstream, error) {
@@ -75,20 +80,20 @@ func newUpstream(p Provider, baseURL string, o upstreamOptions) (*upstream, erro
 			// Errors never quote the upstream's raw response bytes.
 			SecureErrorLogMessage:         true,
 			DisableHeaderNamesNormalizing: false,
-			// The read buffer is held by every open stream for its whole
-			// life, and it bounds the response headers: a response whose
-			// headers do not fit fails as a bad gateway (fasthttp's "small
-			// read buffer"). 8 KB is nginx's larger proxy_buffer_size
-			// default (one page, 4 or 8 KB), four times what the providers
-			// send (their rate-limit headers included, 1-2 KB), so that a
-			// gateway in between that adds headers does not break streams;
-			// 4 KB would save 4 KB of heap per open stream but not
-			// measurably its RSS (bench/README.md, "Idle streams"). Request bodies are
-			// written through the write buffer and returned with the
-			// connection.
+			// The read buffer bounds the response headers: a response
+			// whose headers do not fit fails as a bad gateway (fasthttp's
+			// "small read buffer"). 8 KB is nginx's larger
+			// proxy_buffer_size default (one page, 4 or 8 KB), four times
+			// what the providers send (their rate-limit headers included,
+			// 1-2 KB), so that a gateway in between that adds headers does
+			// not break streams. A body gives it back once it has read
+			// what it held after the head (upstreamTransport), so an open
+			// stream does not keep it. Request bodies are written through
+			// the write buffer, which goes back once the request is sent.
 			ReadBufferSize:            upstreamReadBuffer,
 			WriteBufferSize:           16 << 10,
 			MaxIdemponentCallAttempts: 1,
+			Transport:                 &upstreamTransport{timeout: o.Timeout},
 			RetryIfErr:                func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
 			Dial: func(addr string) (net.Conn, error) {
 				c, err := dialer.Dial("tcp", addr)
@@ -117,11 +122,17 @@ type idleConn struct {
 	idle   atomic.Int64 // nanoseconds; 0 = no deadline
 	laddr  connAddr
 	stream atomic.Pointer[upstreamBody] // the stream reading through this connection
+	// raw is the socket, for readPooled; nil when c is not one (tests'
+	// in-memory connections).
+	raw syscall.RawConn
 }
 
 func newIdleConn(c net.Conn) *idleConn {
 	ic := &idleConn{Conn: c}
 	ic.laddr = connAddr{Addr: c.LocalAddr(), conn: ic}
+	if sc, ok := c.(syscall.Conn); ok {
+		ic.raw, _ = sc.SyscallConn()
+	}
 	return ic
 }
 
@@ -166,21 +177,77 @@ func (c *idleConn) SetDeadline(t time.Time) error {
 // events that arrived together are sent in one write and none waits while
 // the read waits. A failed flush (the client went away) fails the read.
 func (c *idleConn) Read(p []byte) (int, error) {
+	if err := c.beforeRead(); err != nil {
+		return 0, err
+	}
+	n, err := c.Conn.Read(p)
+	c.afterRead(err)
+	return n, err
+}
+
+// beforeRead flushes the client bytes pending and re-arms the idle
+// deadline (see Read).
+func (c *idleConn) beforeRead() error {
 	if b := c.stream.Load(); b != nil {
 		if err := b.out.Flush(); err != nil {
-			return 0, clientWriteError{err}
+			return clientWriteError{err}
 		}
 	}
 	if d := time.Duration(c.idle.Load()); d > 0 {
 		if err := c.Conn.SetReadDeadline(time.Now().Add(d)); err != nil {
-			return 0, err
+			return err
 		}
 	}
-	n, err := c.Conn.Read(p)
+	return nil
+}
+
+// afterRead marks the stream fired when the read ended at the deadline.
+func (c *idleConn) afterRead(err error) {
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		if b := c.stream.Load(); b != nil {
 			b.fired.Store(true) // silent past stream_idle_timeout (openUpstreamBody)
 		}
 	}
-	return n, err
+}
+
+// readPooled is Read into a buffer from readAheadPool that it takes only
+// once the socket has data: while it waits (an idle stream, for minutes)
+// it holds no buffer. It returns the buffer with n > 0 bytes, or no
+// buffer and an error (io.EOF when the upstream closed). c.raw must be set.
+func (c *idleConn) readPooled() (buf *[]byte, n int, err error) {
+	if err := c.beforeRead(); err != nil {
+		return nil, 0, err
+	}
+	var rerr error
+	err = c.raw.Read(func(fd uintptr) bool {
+		if buf == nil {
+			buf = readAheadPool.Get().(*[]byte)
+		}
+		for {
+			n, rerr = syscall.Read(int(fd), *buf)
+			if rerr != syscall.EINTR {
+				break
+			}
+		}
+		if rerr == syscall.EAGAIN {
+			readAheadPool.Put(buf)
+			buf = nil
+			return false // wait until readable, then call again
+		}
+		return true
+	})
+	switch {
+	case err == nil && rerr != nil:
+		err = os.NewSyscallError("read", rerr)
+	case err == nil && n <= 0:
+		err = io.EOF
+	}
+	if err != nil {
+		if buf != nil {
+			readAheadPool.Put(buf)
+		}
+		c.afterRead(err)
+		return nil, 0, err
+	}
+	return buf, n, nil
 }
