@@ -80,6 +80,7 @@
 #   README=auto       rewrite the table between <!-- bench:begin --> and <!-- bench:end --> in
 #                     the repository's README.md from this run: auto = when RESULTS is saved,
 #                     1 = always, 0 = never
+#   STAMP=<UTC date>  the name of the dated copies (a second run on one day: STAMP=2026-11-26b)
 #   SMOKE=0           1: label the report and the README table as a smoke run (make -C bench smoke)
 #
 # The mock serves one reply shape per process, so each shape (the default
@@ -135,7 +136,7 @@ RESULTS=${RESULTS-$here/results/latest.md}
 README=${README:-auto}
 SMOKE=${SMOKE:-0}
 GO=${GO:-go}
-STAMP=$(date -u +%Y-%m-%d)
+STAMP=${STAMP:-$(date -u +%Y-%m-%d)}
 
 log() { printf '== %s\n' "$*" >&2; }
 die() { printf 'load.sh: %s\n' "$*" >&2; exit 1; }
