@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,62 +18,6 @@ import (
 	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
-// roundTrips is a go-redis hook that records every round trip a client
-// makes: one per command sent alone, one per pipeline (its commands
-// listed together).
-type roundTrips struct {
-	mu    sync.Mutex
-	trips [][]string // the commands of each round trip, in order
-}
-
-func (rt *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (rt *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		rt.add([]redis.Cmder{cmd})
-		return next(ctx, cmd)
-	}
-}
-
-func (rt *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		rt.add(cmds)
-		return next(ctx, cmds)
-	}
-}
-
-func (rt *roundTrips) add(cmds []redis.Cmder) {
-	names := make([]string, 0, len(cmds))
-	for _, c := range cmds {
-		names = append(names, strings.ToUpper(c.Name()))
-	}
-	rt.mu.Lock()
-	rt.trips = append(rt.trips, names)
-	rt.mu.Unlock()
-}
-
-// take returns the round trips recorded since the last take.
-func (rt *roundTrips) take() [][]string {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	t := rt.trips
-	rt.trips = nil
-	return t
-}
-
-// requestTrips drops the commands a new connection sends (go-redis runs
-// them through the hooks too).
-func requestTrips(trips [][]string) [][]string {
-	var out [][]string
-	for _, trip := range trips {
-		if !slices.ContainsFunc(trip, func(n string) bool { return n != "HELLO" && n != "SELECT" && n != "CLIENT" && n != "AUTH" }) {
-			continue
-		}
-		out = append(out, trip)
-	}
-	return out
-}
-
 // eventTrip reports whether a round trip only writes the event streams
 // (EventLog: XADD and its trimming), which the events feed does off the
 // request path.
@@ -87,14 +29,14 @@ func eventTrip(names []string) bool {
 // countedRedisStore is a Redis store on the test server, under a fresh key
 // prefix (shepherd-<tag>-…, removed at the end), whose client counts its
 // round trips in rt.
-func countedRedisStore(t *testing.T, tag string) (st *state.Redis, rt *roundTrips) {
+func countedRedisStore(t *testing.T, tag string) (st *state.Redis, rt *kit.RedisTrips) {
 	return countedRedisStoreWith(t, tag, state.RedisOptions{})
 }
 
 // countedRedisStoreWith is countedRedisStore with more options (the
 // connection, TTL and timeout are set here, and the prefix unless given:
 // a given prefix is the caller's to remove).
-func countedRedisStoreWith(t *testing.T, tag string, o state.RedisOptions) (st *state.Redis, rt *roundTrips) {
+func countedRedisStoreWith(t *testing.T, tag string, o state.RedisOptions) (st *state.Redis, rt *kit.RedisTrips) {
 	t.Helper()
 	url := kit.RedisURL(t)
 	opts, err := redis.ParseURL(url)
@@ -102,7 +44,7 @@ func countedRedisStoreWith(t *testing.T, tag string, o state.RedisOptions) (st *
 	opts.ContextTimeoutEnabled = true
 	client := redis.NewClient(opts)
 	t.Cleanup(func() { _ = client.Close() })
-	rt = &roundTrips{}
+	rt = &kit.RedisTrips{}
 	client.AddHook(rt)
 	if o.KeyPrefix == "" {
 		prefix := fmt.Sprintf("shepherd-%s-%d", tag, time.Now().UnixNano())
@@ -137,15 +79,15 @@ func TestRedisRoundTripsPerTurn(t *testing.T) {
 		resp, b := do(t, "POST", h.URL+"/v1/messages", body, hdr)
 		require.Equal(t, 200, resp.StatusCode, string(b))
 	}
-	settle := func() [][]string { time.Sleep(200 * time.Millisecond); return rt.take() }
+	settle := func() [][]string { time.Sleep(200 * time.Millisecond); return rt.Take() }
 	first := `{"role":"user","content":"hi"}`
 	turn(false, first)
-	opening := requestTrips(settle())
+	opening := settle()
 	t.Logf("first turn: %d round trips %v", len(opening), opening)
 	for _, stream := range []bool{false, true} {
 		turn(stream, first+`,{"role":"assistant","content":"hello"},{"role":"user","content":"more"}`)
 		var request, events [][]string
-		for _, trip := range requestTrips(settle()) {
+		for _, trip := range settle() {
 			if eventTrip(trip) {
 				events = append(events, trip)
 			} else {
@@ -185,7 +127,7 @@ func TestRedisRoundTripsPerTurnPinned(t *testing.T) {
 	settle := func() [][]string {
 		time.Sleep(200 * time.Millisecond)
 		var request [][]string
-		for _, trip := range requestTrips(rt.take()) {
+		for _, trip := range rt.Take() {
 			if !eventTrip(trip) {
 				request = append(request, trip)
 			}
@@ -217,7 +159,7 @@ func TestRedisRoundTripsPerTurnPinned(t *testing.T) {
 	require.NoError(t, err)
 	_, err = other.Update(context.Background(), key, func(s *state.Session) error { s.Requests += 100; return nil })
 	require.NoError(t, err)
-	rt.take() // the test's own reads
+	rt.Take() // the test's own reads
 	turn(false)
 	request := settle()
 	require.Len(t, request, 3, "the failed save, the read, the save again: %v", request)
@@ -246,16 +188,16 @@ func TestRedisRoundTripsPerTurnBudgets(t *testing.T) {
 		resp, b := do(t, "POST", h.URL+"/v1/messages", body, hdr)
 		require.Equal(t, 200, resp.StatusCode, string(b))
 	}
-	settle := func() [][]string { time.Sleep(200 * time.Millisecond); return rt.take() }
+	settle := func() [][]string { time.Sleep(200 * time.Millisecond); return rt.Take() }
 	first := `{"role":"user","content":"hi"}`
 	turn(false, first)
-	t.Logf("first turn: %v", requestTrips(settle()))
+	t.Logf("first turn: %v", settle())
 	later := first + `,{"role":"assistant","content":"hello"},{"role":"user","content":"more"}`
 	for i, stream := range []bool{false, true} {
 		h.mock.Script(mock.Reply{Text: "reading", ToolCalls: []mock.ToolCall{{Name: "Read", Args: `{"path":"a.go"}`}}})
 		turn(stream, later)
 		var request [][]string
-		for _, trip := range requestTrips(settle()) {
+		for _, trip := range settle() {
 			if !eventTrip(trip) {
 				request = append(request, trip)
 			}
@@ -269,7 +211,7 @@ func TestRedisRoundTripsPerTurnBudgets(t *testing.T) {
 		assert.Equal(t, int64(2+i), got["turns"], "every saved turn counted (the first one too)")
 		assert.Equal(t, int64(1+i), got["calls:Read"], "the Read call passed and counted")
 		assert.Positive(t, got["tokens"])
-		rt.take() // the test's own reads
+		rt.Take() // the test's own reads
 	}
 }
 

@@ -150,8 +150,8 @@ type connBody struct {
 	conn    net.Conn
 	release func(keep bool) // the connection back to the pool, or closed
 	src     bodySource
-	body  io.Reader // src decoded: limited, chunked, or as is
-	chunk *bufio.Reader
+	body    io.Reader // src decoded: limited, chunked, or as is
+	chunk   *bufio.Reader
 	// keepAlive: the connection may serve another request once the body
 	// was read to its end.
 	keepAlive bool

@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // The pinned store keeps the whole store contract.
@@ -20,57 +21,16 @@ func TestRedisPinnedContract(t *testing.T) {
 	})
 }
 
-// tripCounter is a go-redis hook counting round trips (a command alone or
-// a pipeline) and naming their first command.
-type tripCounter struct {
-	mu    sync.Mutex
-	trips []string
-}
-
-func (c *tripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *tripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.add(cmd.Name())
-		return next(ctx, cmd)
-	}
-}
-
-func (c *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.add(cmds[0].Name())
-		return next(ctx, cmds)
-	}
-}
-
-func (c *tripCounter) add(name string) {
-	switch strings.ToLower(name) {
-	case "hello", "select", "client", "auth": // a new connection's set-up
-		return
-	}
-	c.mu.Lock()
-	c.trips = append(c.trips, strings.ToUpper(name))
-	c.mu.Unlock()
-}
-
-func (c *tripCounter) take() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := c.trips
-	c.trips = nil
-	return t
-}
-
 // countedPinned is a pinned store under prefix whose round trips are
 // counted (single-node Redis: the test looks at what one client sends).
-func countedPinned(t *testing.T, prefix string, max int) (*Redis, *tripCounter) {
+func countedPinned(t *testing.T, prefix string, max int) (*Redis, *kit.RedisTrips) {
 	t.Helper()
 	o, err := redis.ParseURL(redisURL(t))
 	require.NoError(t, err)
 	o.ContextTimeoutEnabled = true
 	client := redis.NewClient(o)
 	t.Cleanup(func() { _ = client.Close() })
-	tc := &tripCounter{}
+	tc := &kit.RedisTrips{}
 	client.AddHook(tc)
 	return newTestRedis(t, RedisOptions{Client: client, KeyPrefix: prefix, PinnedSessions: true, PinnedMax: max}), tc
 }
@@ -87,7 +47,7 @@ func TestRedisPinnedOneRoundTripPerTurn(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotFound)
 	_, err = st.UpdateFrom(ctx, key, base, func(s *Session) error { s.Requests++; return nil })
 	require.NoError(t, err)
-	assert.Equal(t, []string{"HGET", "EVAL"}, tc.take(), "an unknown session is read, then created")
+	assert.Equal(t, []string{"HGET", "EVAL"}, kit.Firsts(tc.Take()), "an unknown session is read, then created")
 
 	for i := 2; i <= 4; i++ {
 		base, err := st.Get(ctx, key)
@@ -97,7 +57,7 @@ func TestRedisPinnedOneRoundTripPerTurn(t *testing.T) {
 		saved, err := st.UpdateFrom(ctx, key, base, func(s *Session) error { s.Requests++; return nil })
 		require.NoError(t, err)
 		require.Equal(t, int64(i), saved.Version)
-		assert.Equal(t, []string{"EVAL"}, tc.take(), "turn %d: the save is the only round trip", i)
+		assert.Equal(t, []string{"EVAL"}, kit.Firsts(tc.Take()), "turn %d: the save is the only round trip", i)
 	}
 	stats, ok := st.PinnedStats()
 	require.True(t, ok)
@@ -126,7 +86,7 @@ func TestRedisPinnedStaleCopyLosesNothing(t *testing.T) {
 	require.NoError(t, err)
 	_, err = other.Update(ctx, key, func(s *Session) error { s.Requests += 10; s.SetSlot("intents", noteSlot("INT-001")); return nil })
 	require.NoError(t, err)
-	tc.take()
+	kit.Firsts(tc.Take())
 
 	base, err := st.Get(ctx, key)
 	require.NoError(t, err)
@@ -136,14 +96,14 @@ func TestRedisPinnedStaleCopyLosesNothing(t *testing.T) {
 	assert.Equal(t, int64(12), saved.Requests, "both writes are kept")
 	assert.Equal(t, "INT-001", noteOf(saved, "intents"))
 	assert.Equal(t, int64(3), saved.Version)
-	assert.Equal(t, []string{"EVAL", "HMGET", "EVAL"}, tc.take(), "the failed set, then the read and the set again")
+	assert.Equal(t, []string{"EVAL", "HMGET", "EVAL"}, kit.Firsts(tc.Take()), "the failed set, then the read and the set again")
 	stats, _ := st.PinnedStats()
 	assert.Equal(t, int64(1), stats.Stale)
 
 	got, err := st.Get(ctx, key)
 	require.NoError(t, err)
 	assert.Equal(t, int64(12), got.Requests, "the copy is the session as saved")
-	assert.Empty(t, tc.take())
+	assert.Empty(t, kit.Firsts(tc.Take()))
 }
 
 // Replicas that each pin the sessions they write, sharing one session
@@ -192,16 +152,16 @@ func TestRedisPinnedBoundedAndDeleted(t *testing.T) {
 		_, err := st.Update(ctx, k(s), func(s *Session) error { s.Requests++; return nil })
 		require.NoError(t, err)
 	}
-	tc.take()
+	kit.Firsts(tc.Take())
 	for _, s := range []string{"b", "c"} {
 		_, err := st.Get(ctx, k(s))
 		require.NoError(t, err)
 	}
-	assert.Empty(t, tc.take(), "b and c are pinned")
+	assert.Empty(t, kit.Firsts(tc.Take()), "b and c are pinned")
 	got, err := st.Get(ctx, k("a"))
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), got.Requests)
-	assert.Equal(t, []string{"HGET"}, tc.take(), "a was the least recently used and left")
+	assert.Equal(t, []string{"HGET"}, kit.Firsts(tc.Take()), "a was the least recently used and left")
 
 	require.NoError(t, st.Delete(ctx, k("b")))
 	_, err = st.Get(ctx, k("b"))

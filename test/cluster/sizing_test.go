@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,28 +16,6 @@ import (
 	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
-// roundTrips counts a client's round trips: one per command, one per
-// pipeline (a cluster pipeline's per-node batches go out in parallel).
-type roundTrips struct{ n, cmds atomic.Int64 }
-
-func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		r.n.Add(1)
-		r.cmds.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		r.n.Add(1)
-		r.cmds.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
-}
-
 // sizing measures what one session costs on the Redis Cluster c after a
 // 12-turn conversation through the proxy (topics on, the live feed on):
 // its keys (all in the session's one hash slot), their MEMORY USAGE, and
@@ -46,7 +23,7 @@ func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // the numbers it logs (go test -run TestOnCluster/Sizing -v ./test/cluster).
 func sizing(t *testing.T, c *kit.RedisCluster) {
 	ctx := context.Background()
-	rt := &roundTrips{}
+	rt := &kit.RedisTrips{}
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ContextTimeoutEnabled: true})
 	cc.AddHook(rt)
 	t.Cleanup(func() { _ = cc.Close() })
@@ -58,13 +35,17 @@ func sizing(t *testing.T, c *kit.RedisCluster) {
 
 	const turns = 12
 	s := newSession(kit.Get(t, "anthropic"), m, url, "sizing-1")
-	before := rt.n.Load()
+	rt.Take() // the session's set-up before the turns
 	for range turns {
 		s.turn(t)
 	}
 	requests := int64(len(m.Requests()))
 	time.Sleep(300 * time.Millisecond) // the feed publisher's last batch
-	trips, cmds := rt.n.Load()-before, rt.cmds.Load()
+	taken := rt.Take()
+	trips, cmds := int64(len(taken)), int64(0)
+	for _, trip := range taken {
+		cmds += int64(len(trip))
+	}
 
 	tenant := jsonField(t, mustGet(t, url+"/shepherd/v1/sessions/sizing-1"), "tenant")
 	tag := "{" + tenant + ":sizing-1}"
