@@ -24,7 +24,6 @@ import (
 	"errors"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
-	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // ErrMalformed is wrapped by every request-parsing error caused by the
@@ -103,12 +102,7 @@ func Fingerprint(system string, msgs []conv.Message) string {
 	if first < 0 {
 		return ""
 	}
-	h := sha256.New()
-	h.Write([]byte("shepherd-conversation\x00"))
-	// The system prompt is hashed in place: converting it to []byte would
-	// copy (it is often kilobytes) for a hash that only reads.
-	h.Write(jsonkit.UnsafeBytes(system))
-	h.Write([]byte{0})
+	h := fingerprintPrompts.after(system)
 	h.Write([]byte(conv.Anchors(msgs[:first+1])[first]))
 	var sum [sha256.Size]byte
 	return hex.EncodeToString(h.Sum(sum[:0])[:16])
