@@ -181,3 +181,18 @@ func TestRedisPinnedExpires(t *testing.T) {
 	assert.Nil(t, p.get(key, at.Add(time.Minute)), "expired with the session")
 	assert.Nil(t, p.get(key, at), "and forgotten")
 }
+
+// With the counters prefetched (budgets on), the load reads Redis as
+// without pinning: the counters change outside the session.
+func TestRedisPinnedPrefetchReadsRedis(t *testing.T) {
+	ctx := context.Background()
+	st, tc := countedPinned(t, testPrefix(t), 0)
+	st.PrefetchCounters()
+	key := Key{Tenant: "t", Session: "budgets"}
+	_, err := st.Update(ctx, key, func(s *Session) error { s.Requests++; return nil })
+	require.NoError(t, err)
+	tc.Take()
+	_, err = st.Get(ctx, key)
+	require.NoError(t, err)
+	assert.Equal(t, [][]string{{"HGET", "HGETALL"}}, tc.Take(), "the session and its counters, one pipeline")
+}
