@@ -101,13 +101,12 @@ func hasKeyParam(query []byte) bool {
 // timeout, or anything unparsable. It never carries the request's bytes.
 func refusedError(err error) error {
 	var small *fasthttp.ErrSmallBuffer
-	var ne interface{ Timeout() bool }
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		return errBodyTooLarge
 	case errors.As(err, &small):
 		return errHeaderTooLarge
-	case errors.As(err, &ne) && ne.Timeout():
+	case isTimeout(err):
 		return errRequestTimeout
 	}
 	return errUnparsable

@@ -42,7 +42,6 @@ var errTooManyInterim = errors.New("proxy: upstream sent too many 1xx responses"
 
 // RoundTrip implements fasthttp.RoundTripper.
 func (t *upstreamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response) (retry bool, err error) {
-	skipBody, streamBody := resp.SkipBody, resp.StreamBody
 	var deadline time.Time
 	if t.timeout > 0 {
 		deadline = time.Now().Add(t.timeout)
@@ -74,7 +73,7 @@ func (t *upstreamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Req
 		hc.CloseConn(cc)
 		return true, err
 	}
-	if skipBody || req.Header.IsHead() {
+	if req.Header.IsHead() {
 		resp.SkipBody = true
 	}
 	br := hc.AcquireReader(conn)
@@ -99,16 +98,8 @@ func (t *upstreamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Req
 		release(!closeConn)
 		return false, nil
 	}
-	if !streamBody {
-		// Read whole (shepherd always streams; kept for completeness).
-		err := resp.ReadBody(br, hc.MaxResponseBodySize)
-		if err == nil && resp.Header.ContentLength() == -1 {
-			err = resp.Header.ReadTrailer(br)
-		}
-		hc.ReleaseReader(br)
-		release(!closeConn && err == nil)
-		return err != nil, err
-	}
+	// The body is always streamed (newUpstream sets StreamResponseBody); a
+	// caller that wants it whole reads it with resp.Body().
 	size := resp.Header.ContentLength()
 	resp.SetBodyStream(newConnBody(hc, conn, br, size, !closeConn, release), size) // size as parsed: the header is unchanged
 	return false, nil
@@ -136,6 +127,8 @@ func noBody(code int) bool {
 	return (code >= 100 && code < 200) || code == fasthttp.StatusNoContent || code == fasthttp.StatusNotModified
 }
 
+// isTimeout reports an error that is a timeout (net.Error's Timeout, which
+// os.ErrDeadlineExceeded and fasthttp.ErrTimeout have).
 func isTimeout(err error) bool {
 	var t interface{ Timeout() bool }
 	return errors.As(err, &t) && t.Timeout()

@@ -21,6 +21,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/valyala/fasthttp"
+
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 // scriptedUpstream is a TCP server answering every request it reads with the
@@ -41,10 +43,8 @@ type rawReply struct {
 
 func newScriptedUpstream(t *testing.T, replies ...rawReply) *scriptedUpstream {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	ln := kit.Listen(t)
 	u := &scriptedUpstream{ln: ln, replies: replies, release: make(chan struct{})}
-	t.Cleanup(func() { _ = ln.Close() })
 	go func() {
 		for {
 			c, err := ln.Accept()
