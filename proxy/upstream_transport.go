@@ -98,8 +98,18 @@ func (t *upstreamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Req
 		release(!closeConn)
 		return false, nil
 	}
-	// The body is always streamed (newUpstream sets StreamResponseBody); a
-	// caller that wants it whole reads it with resp.Body().
+	if !resp.StreamBody {
+		// Whole: only fasthttp's buffering helpers (HostClient.Get, Post)
+		// ask for that; shepherd itself always streams (DoTimeout with
+		// StreamResponseBody).
+		err := resp.ReadBody(br, hc.MaxResponseBodySize)
+		if err == nil && resp.Header.ContentLength() == -1 {
+			err = resp.Header.ReadTrailer(br)
+		}
+		hc.ReleaseReader(br)
+		release(!closeConn && err == nil)
+		return err != nil, err
+	}
 	size := resp.Header.ContentLength()
 	resp.SetBodyStream(newConnBody(hc, conn, br, size, !closeConn, release), size) // size as parsed: the header is unchanged
 	return false, nil
