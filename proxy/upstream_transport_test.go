@@ -356,3 +356,19 @@ func TestConnBodyTLS(t *testing.T) {
 	}
 	assert.Equal(t, int32(1), conns.Load(), "the connection is reused")
 }
+
+// fasthttp's buffering helpers (HostClient.Get) ask for the body whole:
+// it is read with the head, chunked or not, and the connection reused.
+func TestConnBodyWholeForGet(t *testing.T) {
+	u := newScriptedUpstream(t,
+		rawReply{parts: [][]byte{[]byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked("who", "le"))}},
+		rawReply{parts: [][]byte{[]byte("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext")}})
+	up := u.client(t)
+	for _, want := range []string{"whole", "next"} {
+		code, body, err := up.client.Get(nil, "http://"+up.host+"/v1/models")
+		require.NoError(t, err)
+		assert.Equal(t, 200, code)
+		assert.Equal(t, want, string(body))
+	}
+	assert.Equal(t, int32(1), u.accepts.Load())
+}
