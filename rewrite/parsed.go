@@ -33,13 +33,16 @@ type Parsed struct {
 	// result (the body a turn sends upstream): never recycled by p's own
 	// edits, only by ReleaseFinal once the caller is done with it.
 	final []byte
+	// copied is the copy runs of the last edit through p (CopyRuns); every
+	// other edit through p forgets them.
+	copied copied
 }
 
 // Remember records idx, the index of a body just parsed. The body p
 // remembered before is no longer p's to recycle.
 func (p *Parsed) Remember(idx *jsonkit.Index) {
 	if p != nil {
-		p.idx, p.scratch = idx, nil
+		p.idx, p.scratch, p.copied = idx, nil, copied{}
 	}
 }
 
@@ -54,7 +57,7 @@ func (p *Parsed) remembered(idx *jsonkit.Index, in, out []byte, fromPool bool) {
 	if p.scratch != nil && sameBuffer(p.scratch, in) && !sameBuffer(in, out) {
 		putScratch(p.scratch)
 	}
-	p.idx, p.scratch = idx, nil
+	p.idx, p.scratch, p.copied = idx, nil, copied{}
 	if fromPool && idx != nil {
 		p.scratch = out
 	}
@@ -97,6 +100,7 @@ func (p *Parsed) ReleaseFinal(body []byte) {
 	}
 	putScratch(p.final)
 	p.final = nil
+	p.copied = copied{}
 }
 
 // sameBuffer reports whether a and b share their first byte.
@@ -323,14 +327,22 @@ func (p *Parsed) put(body []byte, idx *jsonkit.Index, edits []memberEdit) []byte
 	}
 	at := 0
 	repl := make([]jsonkit.Replaced, len(edits))
+	runs := make([]CopyRun, 0, 2*len(edits)+1)
 	for i := range edits {
 		e := &edits[i]
-		out = e.appendTo(append(out, body[at:e.start]...), body)
+		runs = appendCopy(runs, len(out), at, e.start-at)
+		out = append(out, body[at:e.start]...)
+		if e.splices != nil {
+			runs, _ = splicedRuns(runs, len(out), e.start, e.end, e.splices)
+		}
+		out = e.appendTo(out, body)
 		at = e.end
 		repl[i] = jsonkit.Replaced{Key: e.key, Len: e.size()}
 	}
+	runs = appendCopy(runs, len(out), at, len(body)-at)
 	out = append(out, body[at:]...)
 	p.remembered(idx.MembersReplaced(out, repl), body, out, false)
+	p.recordCopy(body, out, runs)
 	if pooled {
 		p.final = out
 	}

@@ -38,9 +38,11 @@ func TestParsedEditsSameBytes(t *testing.T) {
 	for _, api := range apis.All() {
 		t.Run(api.Name, func(t *testing.T) {
 			spliced := 0 // trials whose user texts went in as splices
+			mapped := 0  // trials whose one copy reported its copy runs
 			defer func() {
 				if !t.Failed() {
 					require.Positive(t, spliced, "no trial's user texts became splices")
+					require.Positive(t, mapped, "no trial's edit reported its copy runs")
 				}
 			}()
 			for _, body := range [][]byte{apitest.Fixture(t, api, "request.json"), apitest.LongConversation(t, api, 12), apitest.LongConversation(t, api, 150)} {
@@ -83,6 +85,15 @@ func TestParsedEditsSameBytes(t *testing.T) {
 					require.NoError(t, err)
 					require.Equal(t, string(want), string(together), "together, trial %d: ops %v, edits %+v", trial, ops, e)
 					kept = append(kept, [2][]byte{want, together})
+					// The copy runs the codec reports are true, and
+					// forgotten by its next edit.
+					if runs := c.(rewrite.CopyMapper).CopyRuns(body, together); runs != nil {
+						mapped++
+						requireTrueRuns(t, runs, body, together)
+						_, err := c.ApplyEdits(together, conv.RequestEdits{SetMaxOutputTokens: 99})
+						require.NoError(t, err)
+						require.Nil(t, c.(rewrite.CopyMapper).CopyRuns(body, together), "copy runs kept past a later edit")
+					}
 					if len(ops) > 0 {
 						if _, ok := rewrite.UserTextSplices(c.(rewrite.TurnCodec), c.(rewrite.UserTurnLocator), nil, body, ops); ok {
 							spliced++ // else overlapping turns (tool runs): one by one
@@ -91,6 +102,16 @@ func TestParsedEditsSameBytes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// requireTrueRuns fails unless runs are in order, inside both bodies, and
+// each a verbatim copy of src in out.
+func requireTrueRuns(t *testing.T, runs []rewrite.CopyRun, src, out []byte) {
+	t.Helper()
+	require.True(t, rewrite.ValidCopyRuns(runs, len(out), len(src)), "runs %v", runs)
+	for _, r := range runs {
+		require.Equal(t, string(src[r.Src:r.Src+r.Len]), string(out[r.Out:r.Out+r.Len]), "run %+v", r)
 	}
 }
 

@@ -56,6 +56,8 @@ func AppendUserTextsBatched(tc TurnCodec, loc UserTurnLocator, p *Parsed, body [
 	out, pooled := p.scratchFor(body, splicedLen(0, len(body), splices))
 	out = appendSpliced(out, body, 0, len(body), splices)
 	p.memberEdited(body, out, loc.ConversationKey(), len(out)-len(body), pooled)
+	runs, _ := splicedRuns(nil, 0, 0, len(body), splices)
+	p.recordCopy(body, out, runs)
 	return out, nil
 }
 

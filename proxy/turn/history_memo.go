@@ -35,10 +35,13 @@ type historyRef struct {
 	// agentGen names agent's bytes (conv.BodyLineage.Gen of the request
 	// it copies; 0: unknown).
 	agentGen uint64
+	// sentRuns says how sent was made from agent (rewrite.CopyRun); nil:
+	// unknown, or sent is agent.
+	sentRuns []rewrite.CopyRun
 }
 
 func (r *historyRef) size() int64 {
-	n := int64(cap(r.agent) + 12*(len(r.agentHist.Starts)+len(r.sentHist.Starts)))
+	n := int64(cap(r.agent) + 12*(len(r.agentHist.Starts)+len(r.sentHist.Starts)) + 24*cap(r.sentRuns))
 	if !sameBytes(r.agent, r.sent) {
 		n += int64(cap(r.sent))
 	}
@@ -93,9 +96,15 @@ func sameBytes(a, b []byte) bool {
 // already there, so only the rest is copied. lin is body's lineage: when
 // the index memo compared body with the very bytes ref copied (lin.Prev is
 // ref's agentGen), the length they share is lin.Shared, and body is not
-// compared with ref's copy again.
-func hashHistories(agent, up *rewrite.History, body, sent []byte, key string, ref *historyRef, lin conv.BodyLineage) *historyRef {
+// compared with ref's copy again. runs says how sent was made from body
+// (nil: unknown): with ref's, the bytes sent shares with ref's sent body
+// are found by comparing only what the two turns' edits wrote
+// (rewrite.SharedPrefix), not the whole history a second time.
+func hashHistories(agent, up *rewrite.History, body, sent []byte, runs []rewrite.CopyRun, key string, ref *historyRef, lin conv.BodyLineage) *historyRef {
 	next := historyRef{agentGen: lin.Gen}
+	if sameBytes(body, sent) || !rewrite.ValidCopyRuns(runs, len(sent), len(body)) {
+		runs = nil
+	}
 	if ref == nil {
 		rewrite.HashHistory(up, sent, key)
 		rewrite.HashHistoryLike(agent, body, key, up, sent)
@@ -114,7 +123,7 @@ func hashHistories(agent, up *rewrite.History, body, sent []byte, key string, re
 		}
 		ns := na
 		if !sameBytes(body, sent) || !sameBytes(ref.agent, ref.sent) {
-			ns = rewrite.CommonPrefix(sent, ref.sent)
+			ns = sharedSent(body, sent, runs, ref, na)
 		}
 		rewrite.HashHistoryShared(up, sent, key, &ref.sentHist, ref.sent, ns)
 		rewrite.HashHistoryShared(agent, body, key, &ref.agentHist, ref.agent, na)
@@ -132,9 +141,41 @@ func hashHistories(agent, up *rewrite.History, body, sent []byte, key string, re
 			next.sent = append([]byte(nil), sent...)
 		}
 	}
+	if runs != nil {
+		var buf []rewrite.CopyRun
+		if ref != nil {
+			buf = ref.sentRuns[:0] // ref is ours: its runs are done with
+		}
+		next.sentRuns = append(buf, runs...)
+	}
 	next.agentHist = cloneHistory(agent)
 	next.sentHist = cloneHistory(up)
 	return &next
+}
+
+// sharedSent is the length of the prefix sent shares with ref's sent body,
+// given that body shares its first na bytes with ref's agent body and
+// runs (nil: unknown) says how sent was made from body.
+func sharedSent(body, sent []byte, runs []rewrite.CopyRun, ref *historyRef, na int) int {
+	refRuns := ref.sentRuns
+	if sameBytes(ref.agent, ref.sent) {
+		refRuns = identityRun(len(ref.agent))
+	}
+	if sameBytes(body, sent) {
+		runs = identityRun(len(body))
+	}
+	if runs == nil || refRuns == nil {
+		return rewrite.CommonPrefix(sent, ref.sent)
+	}
+	return rewrite.SharedPrefix(sent, ref.sent, runs, refRuns, na)
+}
+
+// identityRun is the copy run of a body sent as it is; nil when empty.
+func identityRun(n int) []rewrite.CopyRun {
+	if n == 0 {
+		return nil
+	}
+	return []rewrite.CopyRun{{Len: n}}
 }
 func cloneHistory(h *rewrite.History) rewrite.History {
 	return rewrite.History{Hashes: append([]uint32(nil), h.Hashes...), Starts: append([]int(nil), h.Starts...), End: h.End}

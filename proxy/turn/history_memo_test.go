@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -45,9 +46,10 @@ func sameHistory(t *testing.T, what string, got *rewrite.History, want rewrite.H
 func TestHashHistoriesMatchesWholeHash(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	texts := []string{"first " + strings.Repeat("padding ", 1200)} // past the index memo's minimum
+	edits := rand.New(rand.NewPCG(3, 4))                           // a stream of its own: rng's drives the memo's cases
 	views := rewrite.NewViewCache(64 << 20)
 	var ref *historyRef
-	fromMemo := 0
+	fromMemo, fromRuns := 0, 0 // steps that used the index memo's length; copy runs on both sides
 	for step := range 400 {
 		switch op := rng.IntN(10); {
 		case op < 6: // grow, as agents do
@@ -61,10 +63,14 @@ func TestHashHistoriesMatchesWholeHash(t *testing.T) {
 		}
 		body := memoBody(texts, `,"stream":false`)
 		sent := body
-		if rng.IntN(2) == 0 { // the model's view differs from the agent's
+		var runs []rewrite.CopyRun
+		switch {
+		case rng.IntN(2) == 0: // the model's view differs, copy runs unknown
 			mod := slices.Clone(texts)
 			mod[rng.IntN(len(mod))] += " <reminder>"
 			sent = memoBody(mod, `,"max_tokens":9`)
+		case edits.IntN(2) == 0: // the same edits spliced in, with their copy runs
+			sent, runs = spliceBody(body, reminderSplices(body, edits))
 		}
 		// The lineage of body, from a parse through the index memo, as
 		// the codecs report it (conv.Request.Lineage).
@@ -78,7 +84,15 @@ func TestHashHistoriesMatchesWholeHash(t *testing.T) {
 			fromMemo++
 		}
 		var agent, up rewrite.History
-		ref = hashHistories(&agent, &up, body, sent, "messages", ref, lin)
+		if ref != nil && lin.Prev != 0 && lin.Prev == ref.agentGen {
+			if (runs != nil || sameBytes(body, sent)) && (ref.sentRuns != nil || sameBytes(ref.agent, ref.sent)) {
+				fromRuns++
+			}
+			if got, want := sharedSent(body, sent, runs, ref, lin.Shared), rewrite.CommonPrefix(sent, ref.sent); got != want {
+				t.Fatalf("step %d: sharedSent %d, CommonPrefix %d", step, got, want)
+			}
+		}
+		ref = hashHistories(&agent, &up, body, sent, runs, "messages", ref, lin)
 		sameHistory(t, fmt.Sprintf("step %d agent", step), &agent, wantHistory(body))
 		sameHistory(t, fmt.Sprintf("step %d up", step), &up, wantHistory(sent))
 		if string(ref.agent) != string(body) || string(ref.sent) != string(sent) {
@@ -91,9 +105,50 @@ func TestHashHistoriesMatchesWholeHash(t *testing.T) {
 			ref = nil // evicted
 		}
 	}
+	if fromRuns < 15 {
+		t.Fatalf("both turns' copy runs were known %d times in 400 steps", fromRuns)
+	}
 	if fromMemo < 100 {
 		t.Fatalf("the index memo's shared length was used %d times in 400 steps", fromMemo)
 	}
+}
+
+// reminderSplices are the splices of an edit a hook could make to a
+// memoBody: " <reminder>" at the end of one message's text, and its
+// trailing "stream" member replaced by "max_tokens".
+func reminderSplices(body []byte, rng *rand.Rand) []rewrite.Splice {
+	var ends []int // the closing quote of each message's content
+	for i := 0; ; {
+		k := strings.Index(string(body[i:]), `"}`)
+		if k < 0 {
+			break
+		}
+		ends = append(ends, i+k)
+		i += k + 2
+	}
+	at := ends[rng.IntN(len(ends))]
+	tail := strings.LastIndex(string(body), `"stream":false`)
+	return []rewrite.Splice{{Start: at, End: at, Bytes: []byte(" <reminder>")},
+		{Start: tail, End: tail + len(`"stream":false`), Bytes: []byte(`"max_tokens":9`)}}
+}
+
+// spliceBody makes the splices ss to body and returns the result with its
+// copy runs, worked out here, independently of package rewrite's.
+func spliceBody(body []byte, ss []rewrite.Splice) ([]byte, []rewrite.CopyRun) {
+	var out []byte
+	var runs []rewrite.CopyRun
+	at := 0
+	for _, s := range ss {
+		if s.Start > at {
+			runs = append(runs, rewrite.CopyRun{Out: len(out), Src: at, Len: s.Start - at})
+		}
+		out = append(append(out, body[at:s.Start]...), s.Bytes...)
+		at = s.End
+	}
+	if at < len(body) {
+		runs = append(runs, rewrite.CopyRun{Out: len(out), Src: at, Len: len(body) - at})
+	}
+	return append(out, body[at:]...), runs
 }
 
 // TestHistoryMemoBounded: entries beyond the budget go least recently used
@@ -122,5 +177,45 @@ func TestHistoryMemoBounded(t *testing.T) {
 	none.put(key(1), ref(1))
 	if newHistoryMemo(0) != nil || none.take(key(1)) != nil {
 		t.Fatal("a memo without budget keeps something")
+	}
+}
+
+// BenchmarkHashHistories: one turn of a 1 MB conversation that the memo
+// holds the previous turn of, the model's view spliced with reminders;
+// "runs" knows both turns' copy runs (the upstream bodies' shared prefix
+// found from the edits), "compare" does not (found by comparing them).
+func BenchmarkHashHistories(b *testing.B) {
+	texts := []string{"first " + strings.Repeat("padding ", 1200)}
+	for i := range 900 {
+		texts = append(texts, strings.Repeat(fmt.Sprintf("t%d ", i), 200))
+	}
+	prevBody := memoBody(texts[:len(texts)-1], `,"stream":false`)
+	body := memoBody(texts, `,"stream":false`)
+	rng := rand.New(rand.NewPCG(5, 6))
+	ss := reminderSplices(prevBody, rng)
+	prevSent, prevRuns := spliceBody(prevBody, ss)
+	sent, runs := spliceBody(body, ss) // the same reminder, the same place
+	lin := conv.BodyLineage{Prev: 1, Gen: 2, Shared: rewrite.CommonPrefix(body, prevBody)}
+	for _, mode := range []string{"runs", "compare"} {
+		b.Run(mode, func(b *testing.B) {
+			r, pr := runs, prevRuns
+			if mode == "compare" {
+				r, pr = nil, nil
+			}
+			var agent, up rewrite.History
+			seed := hashHistories(&agent, &up, prevBody, prevSent, pr, "messages", nil, conv.BodyLineage{Gen: 1})
+			ref := *seed
+			b.SetBytes(int64(len(sent)))
+			b.ResetTimer()
+			for range b.N {
+				// A fresh ref each time: hashHistories recycles its buffers.
+				b.StopTimer()
+				cur := ref
+				cur.agent, cur.sent = slices.Clone(ref.agent), slices.Clone(ref.sent)
+				cur.sentRuns = slices.Clone(ref.sentRuns)
+				b.StartTimer()
+				hashHistories(&agent, &up, body, sent, r, "messages", &cur, lin)
+			}
+		})
 	}
 }

@@ -192,7 +192,11 @@ type PrefixMetrics interface {
 func (t *Turn) checkPrefix(sess *state.Session, key string, replaced, dropped bool) *prefixCheck {
 	var agent, up rewrite.History
 	mk := historyMemoKey{key: t.key, member: key}
-	t.e.history.put(mk, hashHistories(&agent, &up, t.body, t.sent, key, t.e.history.take(mk), t.lineage()))
+	var runs []rewrite.CopyRun
+	if cm, ok := t.codec.(rewrite.CopyMapper); ok {
+		runs = cm.CopyRuns(t.body, t.sent)
+	}
+	t.e.history.put(mk, hashHistories(&agent, &up, t.body, t.sent, runs, key, t.e.history.take(mk), t.lineage()))
 	if len(agent.Hashes) == 0 {
 		return nil
 	}

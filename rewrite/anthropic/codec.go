@@ -196,6 +196,11 @@ func anthropicBlock(b gjson.Result, names *rewrite.ToolNames) (conv.Block, error
 // ReleaseBody implements rewrite.BodyReleaser.
 func (c anthropicCodec) ReleaseBody(body []byte) { c.parsed.ReleaseFinal(body) }
 
+// CopyRuns is rewrite.CopyMapper: how the last edit of the request made out.
+func (c anthropicCodec) CopyRuns(src, out []byte) []rewrite.CopyRun {
+	return c.parsed.CopyRuns(src, out)
+}
+
 func (c anthropicCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return rewrite.ApplyEdits(body, e, c.editOps())
 }

@@ -236,6 +236,9 @@ func geminiCall(fc gjson.Result) (conv.Block, error) {
 // ReleaseBody implements rewrite.BodyReleaser.
 func (c geminiCodec) ReleaseBody(body []byte) { c.parsed.ReleaseFinal(body) }
 
+// CopyRuns is rewrite.CopyMapper: how the last edit of the request made out.
+func (c geminiCodec) CopyRuns(src, out []byte) []rewrite.CopyRun { return c.parsed.CopyRuns(src, out) }
+
 func (c geminiCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return rewrite.ApplyEdits(body, e, c.editOps())
 }

@@ -267,6 +267,9 @@ func chatFunction(fn gjson.Result) (conv.Block, error) {
 // ReleaseBody implements rewrite.BodyReleaser.
 func (c chatCodec) ReleaseBody(body []byte) { c.parsed.ReleaseFinal(body) }
 
+// CopyRuns is rewrite.CopyMapper: how the last edit of the request made out.
+func (c chatCodec) CopyRuns(src, out []byte) []rewrite.CopyRun { return c.parsed.CopyRuns(src, out) }
+
 func (c chatCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return rewrite.ApplyEdits(body, e, c.editOps())
 }

@@ -225,6 +225,11 @@ func responsesText(out gjson.Result) string {
 // ReleaseBody implements rewrite.BodyReleaser.
 func (c responsesCodec) ReleaseBody(body []byte) { c.parsed.ReleaseFinal(body) }
 
+// CopyRuns is rewrite.CopyMapper: how the last edit of the request made out.
+func (c responsesCodec) CopyRuns(src, out []byte) []rewrite.CopyRun {
+	return c.parsed.CopyRuns(src, out)
+}
+
 func (c responsesCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return rewrite.ApplyEdits(body, e, c.editOps())
 }
