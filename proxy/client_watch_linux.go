@@ -63,6 +63,9 @@ type watchedConn struct {
 	w *clientWatch
 	// gone: the peer closed (an event came).
 	gone bool
+	// detached: the connection is being hijacked for a detached stream
+	// (stream_detach.go), which keeps the registration until it drops it.
+	detached bool
 }
 
 // epollET is EPOLLET (syscall spells it as a negative int).
@@ -156,13 +159,48 @@ func (d *disconnectWatcher) unwatch(w *clientWatch) {
 // hijacked leaves the watcher. A closed connection's registration went with
 // its socket. A hijacked one's socket lives on: its registration is deleted
 // (Control fails without touching the descriptor if the hijacker closed it
-// already, which may belong to another socket by now).
+// already, which may belong to another socket by now). A connection hijacked
+// for a detached stream stays until the stream drops it.
 func (d *disconnectWatcher) connState(c net.Conn, state fasthttp.ConnState) {
 	if state != fasthttp.StateClosed && state != fasthttp.StateHijacked {
 		return
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if e := d.byConn[c]; e != nil && e.detached && state == fasthttp.StateHijacked {
+		return
+	}
+	d.forget(c, state == fasthttp.StateHijacked)
+}
+
+// detach keeps c's registration, and the watch of the request it serves,
+// through fasthttp's hijack of c: a detached stream's client is still
+// watched while the stream is open. The stream drops it when it ends.
+func (d *disconnectWatcher) detach(c net.Conn) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	if e := d.byConn[c]; e != nil {
+		e.detached = true
+	}
+	d.mu.Unlock()
+}
+
+// drop deletes c's registration: its detached stream ended, and c is then
+// closed or served again under another key (which registers anew).
+func (d *disconnectWatcher) drop(c net.Conn) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.forget(c, true)
+}
+
+// forget deletes c's entry; live: c's socket lives on, so its epoll
+// registration is deleted too. d.mu is held.
+func (d *disconnectWatcher) forget(c net.Conn, live bool) {
 	e := d.byConn[c]
 	if e == nil {
 		return
@@ -172,7 +210,7 @@ func (d *disconnectWatcher) connState(c net.Conn, state fasthttp.ConnState) {
 		return
 	}
 	delete(d.byID, e.id)
-	if state == fasthttp.StateHijacked && !d.closed {
+	if live && !d.closed {
 		_ = e.raw.Control(func(fd uintptr) {
 			_ = syscall.EpollCtl(d.epfd, syscall.EPOLL_CTL_DEL, int(fd), &syscall.EpollEvent{})
 		})

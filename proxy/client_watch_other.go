@@ -22,4 +22,8 @@ func (d *disconnectWatcher) unwatch(*clientWatch) {}
 
 func (d *disconnectWatcher) connState(net.Conn, fasthttp.ConnState) {}
 
+func (d *disconnectWatcher) detach(net.Conn) {}
+
+func (d *disconnectWatcher) drop(net.Conn) {}
+
 func (d *disconnectWatcher) close() {}

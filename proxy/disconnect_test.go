@@ -195,7 +195,18 @@ type firstAnsweredUpstream struct {
 	answered bool
 	got      chan struct{}
 	closed   chan time.Time
+	// firstSSE: the first request is answered with a whole SSE stream
+	// (set before the first request).
+	firstSSE bool
 }
+
+// anthropicSSEReply is a whole Messages stream.
+const anthropicSSEReply = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\n" +
+	"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+	"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n" +
+	"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+	"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":1}}\n\n" +
+	"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
 
 const anthropicReply = `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`
 
@@ -227,7 +238,12 @@ func (u *firstAnsweredUpstream) serve(c net.Conn) {
 		u.mu.Lock()
 		first := !u.answered
 		u.answered = true
+		sse := u.firstSSE
 		u.mu.Unlock()
+		if first && sse {
+			_, _ = fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(anthropicSSEReply), anthropicSSEReply)
+			continue
+		}
 		if first {
 			_, _ = fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(anthropicReply), anthropicReply)
 			continue
@@ -258,7 +274,11 @@ func dialKeepAlive(t *testing.T, url string) *keepAliveClient {
 
 func (k *keepAliveClient) send(t *testing.T) {
 	t.Helper()
-	body := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`
+	k.sendBody(t, `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`)
+}
+
+func (k *keepAliveClient) sendBody(t *testing.T, body string) {
+	t.Helper()
 	var req strings.Builder
 	fmt.Fprintf(&req, "POST /v1/messages HTTP/1.1\r\nHost: shepherd\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", len(body))
 	for k, v := range anthropicHeaders() {
@@ -309,15 +329,22 @@ func TestClientDisconnectOnKeepAliveRequest(t *testing.T) {
 		name       string
 		hooks      bool
 		connsPerIP int
-	}{{"plain", false, 0}, {"hooks", true, 0}, {"max_conns_per_ip", false, 4}} {
+		stream     bool // the first request is a stream (a detached one, handed back to fasthttp)
+	}{{"plain", false, 0, false}, {"hooks", true, 0, false}, {"max_conns_per_ip", false, 4, false},
+		{"after_stream", false, 0, true}, {"after_stream/hooks", true, 0, true}, {"after_stream/max_conns_per_ip", false, 4, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			u := newFirstAnsweredUpstream(t)
+			u.firstSSE = tc.stream
 			h := newHarness(t, harnessOptions{Config: pointAt(u.URL(), func(c *config.Config) {
 				c.Topics.Enabled = tc.hooks
 				c.Limits.MaxConnsPerIP = tc.connsPerIP
 			})})
 			k := dialKeepAlive(t, h.URL)
-			k.send(t)
+			if tc.stream {
+				k.sendBody(t, `{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+			} else {
+				k.send(t)
+			}
 			k.answered(t)
 
 			k.send(t)

@@ -29,21 +29,23 @@ func goroutineStacks() []string {
 }
 
 // openIdleStream sends a streaming Anthropic request on a new connection
-// and reads through the first event.
-func openIdleStream(t *testing.T, h *harness, i int) net.Conn {
+// and reads through the first event; proto is the request's HTTP version.
+func openIdleStream(t *testing.T, h *harness, i int, proto string) net.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", strings.TrimPrefix(h.URL, "http://"))
 	require.NoError(t, err)
 	body := `{"model":"claude-test","max_tokens":256,"messages":[{"role":"user","content":"Hello"}],"stream":true}`
-	req, err := http.NewRequest("POST", h.URL+"/v1/messages", strings.NewReader(body))
-	require.NoError(t, err)
+	var req strings.Builder
+	fmt.Fprintf(&req, "POST /v1/messages %s\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n",
+		proto, strings.TrimPrefix(h.URL, "http://"), len(body))
 	for k, v := range anthropicHeaders() {
-		req.Header.Set(k, v)
+		fmt.Fprintf(&req, "%s: %s\r\n", k, v)
 	}
-	req.Header.Set("X-Session-Id", fmt.Sprintf("idle-%d", i))
-	require.NoError(t, req.Write(c))
+	fmt.Fprintf(&req, "X-Session-Id: idle-%d\r\n\r\n%s", i, body)
+	_, err = c.Write([]byte(req.String()))
+	require.NoError(t, err)
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
-	resp, err := http.ReadResponse(bufio.NewReader(c), req)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	require.NoError(t, err)
 	require.Equal(t, 200, resp.StatusCode)
 	ev := readEvent(t, bufio.NewReader(resp.Body))
@@ -51,10 +53,27 @@ func openIdleStream(t *testing.T, h *harness, i int) net.Conn {
 	return c
 }
 
-// An open stream costs the proxy one goroutine, the client connection's: its
-// writer runs there (streamBody), not on a second goroutine fed through a
-// pipe (fasthttp's SetBodyStreamWriter), with hooks off and on.
-func TestIdleStreamsRunOnTheConnectionGoroutine(t *testing.T) {
+// countStacks counts the goroutines whose stack holds every one of parts.
+func countStacks(parts ...string) int {
+	n := 0
+	for _, g := range goroutineStacks() {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(g, p)
+		}
+		if all {
+			n++
+		}
+	}
+	return n
+}
+
+// An open HTTP/1.1 stream costs the proxy one goroutine, its own (a
+// detached stream): not fasthttp's connection goroutine, which goes back to
+// serve other connections, and not a second goroutine fed through a pipe
+// (fasthttp's SetBodyStreamWriter), with hooks off and on. An HTTP/1.0
+// stream stays on the connection goroutine (streamBody.WriteTo).
+func TestIdleStreamsRunDetached(t *testing.T) {
 	for _, hooksOn := range []bool{false, true} {
 		t.Run(fmt.Sprintf("hooks=%v", hooksOn), func(t *testing.T) {
 			h := newHarness(t, harnessOptions{
@@ -63,36 +82,26 @@ func TestIdleStreamsRunOnTheConnectionGoroutine(t *testing.T) {
 					c.Topics.Enabled = hooksOn
 				},
 			})
-			countWriters := func() int {
-				n := 0
-				for _, g := range goroutineStacks() {
-					if strings.Contains(g, "proxy.(*streamBody).WriteTo") {
-						n++
-					}
-				}
-				return n
+			writer := "proxy.(*Server).pipe("
+			if hooksOn {
+				writer = "proxy.(*Server).pipeTurn"
 			}
-			before := countWriters() // streams of earlier tests still closing, if any
+			// Streams of earlier tests may still be closing.
+			before, beforeOld := countStacks("proxy.(*detachedStream).run", writer), countStacks("proxy.(*streamBody).WriteTo")
 			const n = 6
 			for i := range n {
-				c := openIdleStream(t, h, i)
+				c := openIdleStream(t, h, i, "HTTP/1.1")
 				defer c.Close()
 			}
-			writers := 0
-			for _, g := range goroutineStacks() {
-				require.NotContains(t, g, "fasthttp.NewStreamReader", "a stream writer runs on its own goroutine")
-				if !strings.Contains(g, "proxy.(*streamBody).WriteTo") {
-					continue
-				}
-				writers++
-				require.Contains(t, g, "fasthttp.(*Server).serveConn", "the stream writer runs on the connection goroutine")
-				if hooksOn {
-					require.Contains(t, g, "proxy.(*Server).pipeTurn")
-				} else {
-					require.Contains(t, g, "proxy.(*Server).pipe(")
-				}
-			}
-			require.Equal(t, before+n, writers, "one goroutine per open stream")
+			require.Equal(t, before+n, countStacks("proxy.(*detachedStream).run", writer), "one detached goroutine per open stream")
+			require.Zero(t, countStacks("proxy.(*detachedStream).run", "fasthttp.(*Server).serveConn"), "a detached stream is off fasthttp's connection goroutine")
+			require.Equal(t, beforeOld, countStacks("proxy.(*streamBody).WriteTo"), "no stream on a connection goroutine")
+			require.Zero(t, countStacks("fasthttp.NewStreamReader"), "a stream writer runs on its own goroutine")
+
+			c := openIdleStream(t, h, n, "HTTP/1.0")
+			defer c.Close()
+			require.Equal(t, beforeOld+1, countStacks("proxy.(*streamBody).WriteTo", "fasthttp.(*Server).serveConn", writer),
+				"an HTTP/1.0 stream runs on the connection goroutine")
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -76,6 +77,8 @@ type Server struct {
 	bodyRoutes sync.Map
 
 	streams   streamRegistry
+	detached  detachedStreams    // streams served off fasthttp (stream_detach.go)
+	stopping  atomic.Bool        // Shutdown began: detached streams close their connections
 	watcher   *disconnectWatcher // nil: clients are found gone only by writes
 	ridPrefix string
 	ridSeq    atomicCounter
@@ -186,6 +189,7 @@ func New(o Options) (*Server, error) {
 		CloseOnShutdown:               true,
 		ConnState:                     s.connState,
 		StreamRequestBody:             false,
+		KeepHijackedConns:             true, // a detached stream's connection outlives the hijack (stream_detach.go)
 		DisableHeaderNamesNormalizing: false,
 		// fasthttp's header errors quote the raw request (SecureErrorLogMessage
 		// stays off): handleServerError reads the route from it, and the
@@ -251,19 +255,34 @@ func (s *Server) ListenAndServe() error {
 // event), and flushes pending session writes.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.feeds.close() // open event feeds end, so no listener waits on them
+	s.stopping.Store(true)
 	done := make(chan error, 1)
 	go func() { done <- s.srv.ShutdownWithContext(ctx) }()
+	stopFresh := s.closeFreshWhileStopping()
+	defer stopFresh()
 	var err error
+	finished := false
 	select {
 	case err = <-done:
+		finished = true
+		_ = s.detached.wait(ctx) // streams fasthttp no longer counts
 	case <-ctx.Done():
+	}
+	if ctx.Err() != nil {
 		n := s.streams.closeAll()
 		s.log.Warn("shutdown grace expired; cutting open streams", zap.Int("streams", n))
-		select {
-		case err = <-done:
-		case <-time.After(5 * time.Second):
-			err = ctx.Err()
+		late, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if !finished {
+			select {
+			case err = <-done:
+			case <-late.Done():
+				err = ctx.Err()
+			}
 		}
+		if s.detached.wait(late) != nil {
+			s.detached.closeAll() // writers stuck on clients that do not read
+		}
+		cancel()
 	}
 	_ = s.adminSrv.ShutdownWithContext(ctx) // a browser's unused preconnection would hold Shutdown() for the read timeout
 	s.watcher.close()
@@ -276,11 +295,35 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // connState is the proxy server's fasthttp ConnState hook, called at every
 // transition of every connection (twice per request: it must stay cheap):
-// the disconnect watcher drops a connection once it is closed or hijacked.
+// the disconnect watcher drops a connection once it is closed or hijacked;
+// a connection a detached stream handed back is no longer waiting for its
+// first request.
 func (s *Server) connState(c net.Conn, state fasthttp.ConnState) {
 	if s.watcher != nil {
 		s.watcher.connState(c, state)
 	}
+	s.detached.connState(c)
+}
+
+// closeFreshWhileStopping closes, every 100 ms until the returned stop is
+// called, the connections detached streams handed back to fasthttp that
+// wait for a request: what fasthttp's Shutdown does for its own idle
+// connections.
+func (s *Server) closeFreshWhileStopping() (stop func()) {
+	quit := make(chan struct{})
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			s.detached.closeFresh()
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(quit) }
 }
 
 // handleServerError renders errors fasthttp meets before the handler runs

@@ -23,14 +23,14 @@ import (
 func (s *Server) streamEvents(ctx *fasthttp.RequestCtx, x *exchange) {
 	xs := passThroughExchange(x)
 	releaseRequestBody(ctx)
-	ctx.SetBodyStream(newStreamBody(func(w io.Writer) {
+	s.sendStream(ctx, newStreamBody(func(w io.Writer) {
 		s.pipe(w, &xs, func(bs io.Reader, w io.Writer) (clientGone bool, upErr error) {
 			// A parsed route's stream must end with its API's terminal
 			// event; fasthttp reports a connection cut between two chunks
 			// as a clean EOF, so the protocol is the only reliable witness.
 			return forwardEvents(rewrite.NewReader(bs), w, xs.route.api, xs.codec != nil, &xs.crlf)
 		}, xs.sseErrorEvent)
-	}).withTrailer(overheadTrailer(ctx, &xs)), -1)
+	}), &xs)
 }
 
 // forwardEvents is the pass-through SSE loop: it writes each event's exact
@@ -95,7 +95,7 @@ func (s *Server) streamChunks(ctx *fasthttp.RequestCtx, x *exchange) {
 	if xs.codec != nil {
 		arr = &jsonArrayStream{}
 	}
-	ctx.SetBodyStream(newStreamBody(func(w io.Writer) {
+	s.sendStream(ctx, newStreamBody(func(w io.Writer) {
 		s.pipe(w, &xs, func(bs io.Reader, w io.Writer) (bool, error) {
 			return copyChunks(bs, w, arr)
 		}, func(status int, msg string) []byte {
@@ -104,7 +104,7 @@ func (s *Server) streamChunks(ctx *fasthttp.RequestCtx, x *exchange) {
 			}
 			return arr.errorTail(xs.codec.ErrorBody(status, msg))
 		})
-	}).withTrailer(overheadTrailer(ctx, &xs)), -1)
+	}), &xs)
 }
 
 // copyChunks copies bs to w one read at a time. A read that waits for the

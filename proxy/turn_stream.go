@@ -31,7 +31,7 @@ func (s *Server) streamTurn(ctx *fasthttp.RequestCtx, x *exchange, t *turn.Turn)
 	x.feed.handOff() // xs emits request.finished when the stream ends
 	x.trace = nil    // and ends the request's spans
 	releaseRequestBody(ctx)
-	ctx.SetBodyStream(newStreamBody(func(w io.Writer) { s.pipeTurn(w, &xs, t, head) }).withTrailer(overheadTrailer(ctx, &xs)), -1)
+	s.sendStream(ctx, newStreamBody(func(w io.Writer) { s.pipeTurn(w, &xs, t, head) }), &xs)
 }
 
 // pipeTurn is the stream writer of a turn; head is the agent's request line
