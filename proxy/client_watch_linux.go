@@ -187,8 +187,25 @@ func (d *disconnectWatcher) detach(c net.Conn) {
 	d.mu.Unlock()
 }
 
+// rekey moves old's registration, kept through a detached stream, to c, the
+// connection fasthttp serves next over the same socket (the same
+// registration: no system call).
+func (d *disconnectWatcher) rekey(old, c net.Conn) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	if e := d.byConn[old]; e != nil {
+		delete(d.byConn, old)
+		e.detached = false
+		e.w = nil
+		d.byConn[c] = e
+	}
+	d.mu.Unlock()
+}
+
 // drop deletes c's registration: its detached stream ended, and c is then
-// closed or served again under another key (which registers anew).
+// closed.
 func (d *disconnectWatcher) drop(c net.Conn) {
 	if d == nil {
 		return

@@ -26,4 +26,6 @@ func (d *disconnectWatcher) detach(net.Conn) {}
 
 func (d *disconnectWatcher) drop(net.Conn) {}
 
+func (d *disconnectWatcher) rekey(net.Conn, net.Conn) {}
+
 func (d *disconnectWatcher) close() {}

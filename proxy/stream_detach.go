@@ -28,15 +28,16 @@ import (
 // context go back to serve other connections as soon as the head is out.
 //
 // The stream writes the head fasthttp would have written (the response
-// header as the handler left it, chunked), then each flush of its writer as
-// one chunk, straight to the socket (one write per chunk, as before), then
-// the last chunk and the trailer section. When the reply is done and the
+// header as the handler left it, chunked) in front of its first chunk, each
+// flush of its writer as one chunk, straight to the socket (one write per
+// chunk, as before), then the last chunk and the trailer section. When the reply is done and the
 // connection may be kept, the connection goes back to fasthttp
 // (Server.ServeConn) for its next request, on the stream's goroutine; it is
 // closed when the client asked so, the client left, or the server is
 // shutting down. The disconnect watcher keeps watching the client through
 // the hijack (detach), so an idle stream whose client left is still cut at
-// once.
+// once, and then moves the registration to the connection fasthttp serves
+// next (rekey).
 //
 // HTTP/1.0 clients (no chunked framing), HEAD requests and replies that
 // carry no body stay on fasthttp's path (streamBody.WriteTo), which frames
@@ -194,28 +195,20 @@ type detachedStream struct {
 }
 
 func (d *detachedStream) run() {
-	_, err := d.c.Write(d.head)
-	d.head = nil
-	if err != nil {
-		if d.sb.claim() {
-			d.sb.run(failingWriter{}) // releases the upstream, as for a client gone
-		}
-		d.close()
-		return
-	}
-	cw := &chunkWriter{c: d.c}
 	if !d.sb.claim() {
 		d.close()
 		return
 	}
+	cw := &chunkWriter{c: d.c, head: d.head} // the head leaves with the first chunk
+	d.head = nil
 	sw := newStreamWriter(cw)
 	d.sb.run(sw)
 	if sw.Flush() != nil || cw.end(d.trailerValue()) != nil || !d.keep || d.s.stopping.Load() {
 		d.close()
 		return
 	}
-	d.s.watcher.drop(d.conn)
 	rc := resume(d.conn, d.pending)
+	d.s.watcher.rekey(d.conn, rc)
 	d.s.detached.resumed(rc)
 	d.s.detached.done(d.conn)
 	// The connection is fasthttp's again, counted and closed by its
@@ -241,29 +234,34 @@ func (d *detachedStream) close() {
 
 // chunkWriter frames each write as one HTTP/1.1 chunk, written to c in one
 // write (streamWriter coalesces a stream's events into writes of up to
-// coalesceSize; a larger event is one write of its own).
+// coalesceSize; a larger event is one write of its own). head, the
+// response head, goes out in front of the first chunk (or of the last
+// chunk when nothing is written), in the same write, as fasthttp sends it.
 type chunkWriter struct {
-	c net.Conn
+	c    net.Conn
+	head []byte
 }
 
-var chunkFramePool = sync.Pool{New: func() any { b := make([]byte, 0, coalesceSize+chunkFrameSize); return &b }}
+// chunkBufSize fits a coalesced chunk with its framing, and a response
+// head in front of the first one.
+const chunkBufSize = coalesceSize + 2<<10
 
-// chunkFrameSize is the most a chunk's framing adds: its size in hex (at
-// most 16 digits), CRLF, and the CRLF after the data.
-const chunkFrameSize = 16 + 4
+var chunkBufPool = sync.Pool{New: func() any { b := make([]byte, 0, chunkBufSize); return &b }}
 
 func (w *chunkWriter) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil // a zero-size chunk would end the body
 	}
-	bp := chunkFramePool.Get().(*[]byte)
-	b := strconv.AppendUint((*bp)[:0], uint64(len(p)), 16)
+	bp := chunkBufPool.Get().(*[]byte)
+	b := append((*bp)[:0], w.head...)
+	w.head = nil
+	b = strconv.AppendUint(b, uint64(len(p)), 16)
 	b = append(append(append(b, '\r', '\n'), p...), '\r', '\n')
 	_, err := w.c.Write(b)
-	if cap(b) <= coalesceSize+chunkFrameSize {
+	if cap(b) <= chunkBufSize {
 		*bp = b[:0]
 	}
-	chunkFramePool.Put(bp)
+	chunkBufPool.Put(bp)
 	if err != nil {
 		return 0, err
 	}
@@ -273,8 +271,9 @@ func (w *chunkWriter) Write(p []byte) (int, error) {
 // end writes the last chunk and the trailer section, with the overhead
 // trailer when value is not nil.
 func (w *chunkWriter) end(value []byte) error {
-	b := make([]byte, 0, 64)
-	b = append(b, "0\r\n"...)
+	b := make([]byte, 0, len(w.head)+64)
+	b = append(append(b, w.head...), "0\r\n"...)
+	w.head = nil
 	if value != nil {
 		b = append(append(append(append(b, headerOverhead...), ": "...), value...), '\r', '\n')
 	}
