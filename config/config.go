@@ -184,6 +184,13 @@ type Limits struct {
 	// ShutdownGrace: key limits.shutdown_grace; how long open streams may run
 	// after a shutdown signal; default 30s.
 	ShutdownGrace time.Duration `mapstructure:"shutdown_grace"`
+	// DetachStreams: key limits.detach_streams; serve a streamed reply to an
+	// HTTP/1.1 client on a goroutine of its own over the hijacked
+	// connection, so that an open stream keeps none of the HTTP server's
+	// per-connection state (about half the memory of an idle stream); the
+	// connection serves the client's next request afterwards. false keeps
+	// every stream on the server's connection goroutine. Default true.
+	DetachStreams bool `mapstructure:"detach_streams"`
 	// MaxConnsPerUpstream: key limits.max_conns_per_upstream; most open
 	// connections to one provider; default 1024.
 	MaxConnsPerUpstream int `mapstructure:"max_conns_per_upstream"`

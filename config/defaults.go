@@ -35,6 +35,7 @@ func Defaults() Config {
 			UpstreamTimeout:     10 * time.Minute,
 			StreamIdleTimeout:   5 * time.Minute,
 			ShutdownGrace:       30 * time.Second,
+			DetachStreams:       true,
 			MaxConnsPerUpstream: 1024,
 			ViewCacheBytes:      64 << 20,
 			HeaderTimeout:       15 * time.Second,

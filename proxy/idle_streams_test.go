@@ -104,6 +104,17 @@ func TestIdleStreamsRunDetached(t *testing.T) {
 				"an HTTP/1.0 stream runs on the connection goroutine")
 		})
 	}
+	t.Run("detach_streams=false", func(t *testing.T) {
+		h := newHarness(t, harnessOptions{
+			Mock:   mock.Options{Hold: 30 * time.Second, PingEvery: 100 * time.Millisecond},
+			Config: func(c *config.Config) { c.Limits.DetachStreams = false },
+		})
+		before := countStacks("proxy.(*streamBody).WriteTo", "fasthttp.(*Server).serveConn")
+		c := openIdleStream(t, h, 0, "HTTP/1.1")
+		defer c.Close()
+		require.Equal(t, before+1, countStacks("proxy.(*streamBody).WriteTo", "fasthttp.(*Server).serveConn"),
+			"with limits.detach_streams off, an HTTP/1.1 stream runs on the connection goroutine")
+	})
 }
 
 // With hooks, the request side runs on a goroutine of its own (offStack),

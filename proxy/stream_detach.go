@@ -41,7 +41,8 @@ import (
 //
 // HTTP/1.0 clients (no chunked framing), HEAD requests and replies that
 // carry no body stay on fasthttp's path (streamBody.WriteTo), which frames
-// and flushes the same bytes.
+// and flushes the same bytes; so does every stream with
+// limits.detach_streams off.
 
 // detachedStreams tracks, for Shutdown, the open detached streams'
 // connections (fasthttp no longer counts them) and the connections handed
@@ -144,7 +145,7 @@ var errNoSocket = errors.New("proxy: the client connection has no socket")
 // x is the exchange the stream's writer owns (its own time goes in the
 // trailer).
 func (s *Server) sendStream(ctx *fasthttp.RequestCtx, sb *streamBody, x *exchange) {
-	if !canDetach(ctx) {
+	if !s.cfg.Limits.DetachStreams || !canDetach(ctx) {
 		ctx.SetBodyStream(sb.withTrailer(overheadTrailer(ctx, x)), -1)
 		return
 	}

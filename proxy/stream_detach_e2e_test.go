@@ -51,11 +51,16 @@ func readReply(t *testing.T, br *bufio.Reader) (*http.Response, string) {
 // and JSON replies in turn on one connection, a request pipelined behind a
 // stream (answered after it, nothing lost), the overhead trailer for a
 // client that takes trailers, and Connection: close honoured, with the
-// features off and on.
+// features off and on; and the same on the wire with limits.detach_streams
+// off (fasthttp's own stream path).
 func TestDetachedStreamKeepsTheConnection(t *testing.T) {
-	for _, hooksOn := range []bool{false, true} {
-		t.Run(fmt.Sprintf("hooks=%v", hooksOn), func(t *testing.T) {
-			h := newHarness(t, harnessOptions{Config: func(c *config.Config) { c.Topics.Enabled = hooksOn }})
+	for _, tc := range []struct{ hooksOn, detach bool }{{false, true}, {true, true}, {false, false}, {true, false}} {
+		hooksOn := tc.hooksOn
+		t.Run(fmt.Sprintf("hooks=%v/detach=%v", tc.hooksOn, tc.detach), func(t *testing.T) {
+			h := newHarness(t, harnessOptions{Config: func(c *config.Config) {
+				c.Topics.Enabled = hooksOn
+				c.Limits.DetachStreams = tc.detach
+			}})
 			c, err := net.Dial("tcp", strings.TrimPrefix(h.URL, "http://"))
 			require.NoError(t, err)
 			defer c.Close()
