@@ -55,6 +55,16 @@ func hijackServer(t *testing.T, seen chan<- hijackSeen) string {
 	return ln.Addr().String()
 }
 
+// dialHijackServer starts a hijackServer and connects to it.
+func dialHijackServer(t *testing.T) (chan hijackSeen, net.Conn, *bufio.Reader) {
+	t.Helper()
+	seen := make(chan hijackSeen, 8)
+	c, err := net.Dial("tcp", hijackServer(t, seen))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return seen, c, bufio.NewReader(c)
+}
+
 func readOK(t *testing.T, br *bufio.Reader) {
 	t.Helper()
 	resp, err := http.ReadResponse(br, nil)
@@ -72,14 +82,8 @@ const getReq = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
 // lives in. It reads a field fasthttp keeps unexported: this test fails if
 // fasthttp changes it.
 func TestHijackPendingSeesFasthttpReader(t *testing.T) {
-	seen := make(chan hijackSeen, 8)
-	addr := hijackServer(t, seen)
-	c, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	defer c.Close()
-	br := bufio.NewReader(c)
-
-	_, err = c.Write([]byte(getReq))
+	seen, c, br := dialHijackServer(t)
+	_, err := c.Write([]byte(getReq))
 	require.NoError(t, err)
 	readOK(t, br)
 	s := <-seen
@@ -108,15 +112,10 @@ func TestHijackPendingSeesFasthttpReader(t *testing.T) {
 // A connection that serves hijacked request after hijacked request stays
 // one wrapper deep over its socket.
 func TestResumeStaysOneDeep(t *testing.T) {
-	seen := make(chan hijackSeen, 8)
-	addr := hijackServer(t, seen)
-	c, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	defer c.Close()
-	br := bufio.NewReader(c)
+	seen, c, br := dialHijackServer(t)
 	var first hijackSeen
 	for i := range 5 {
-		_, err = c.Write([]byte(getReq))
+		_, err := c.Write([]byte(getReq))
 		require.NoError(t, err)
 		readOK(t, br)
 		s := <-seen
