@@ -35,6 +35,7 @@ func hijackServer(t *testing.T, seen chan<- hijackSeen) string {
 	srv = &fasthttp.Server{
 		ReduceMemoryUsage: true,
 		KeepHijackedConns: true,
+		Logger:            quietLogger{}, // a client closing its connection is no error here
 		Handler: func(ctx *fasthttp.RequestCtx) {
 			conn := ctx.Conn()
 			ctx.HijackSetNoResponse(true)
@@ -64,6 +65,11 @@ func dialHijackServer(t *testing.T) (chan hijackSeen, net.Conn, *bufio.Reader) {
 	t.Cleanup(func() { _ = c.Close() })
 	return seen, c, bufio.NewReader(c)
 }
+
+// quietLogger drops fasthttp's log lines.
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}
 
 func readOK(t *testing.T, br *bufio.Reader) {
 	t.Helper()
