@@ -33,32 +33,25 @@ type silentUpstream struct {
 
 func newSilentUpstream(t *testing.T, head string) *silentUpstream {
 	t.Helper()
-	ln := kit.Listen(t)
-	u := &silentUpstream{ln: ln, head: head, got: make(chan struct{}, 8), closed: make(chan time.Time, 8)}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				req, err := http.ReadRequest(br)
-				if err != nil {
-					return
-				}
-				_, _ = io.Copy(io.Discard, req.Body)
-				if u.head != "" {
-					_, _ = io.WriteString(c, u.head)
-				}
-				u.got <- struct{}{}
-				_, _ = io.Copy(io.Discard, br) // silent until shepherd hangs up
-				u.closed <- time.Now()
-			}()
-		}
-	}()
+	u := &silentUpstream{head: head, got: make(chan struct{}, 8), closed: make(chan time.Time, 8)}
+	u.ln = kit.ServeConns(t, u.serve)
 	return u
+}
+
+func (u *silentUpstream) serve(c net.Conn) {
+	defer c.Close()
+	br := bufio.NewReader(c)
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, req.Body)
+	if u.head != "" {
+		_, _ = io.WriteString(c, u.head)
+	}
+	u.got <- struct{}{}
+	_, _ = io.Copy(io.Discard, br) // silent until shepherd hangs up
+	u.closed <- time.Now()
 }
 
 func (u *silentUpstream) URL() string { return "http://" + u.ln.Addr().String() }
@@ -212,17 +205,8 @@ const anthropicReply = `{"id":"msg_1","type":"message","role":"assistant","model
 
 func newFirstAnsweredUpstream(t *testing.T) *firstAnsweredUpstream {
 	t.Helper()
-	ln := kit.Listen(t)
-	u := &firstAnsweredUpstream{ln: ln, got: make(chan struct{}, 8), closed: make(chan time.Time, 8)}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go u.serve(c)
-		}
-	}()
+	u := &firstAnsweredUpstream{got: make(chan struct{}, 8), closed: make(chan time.Time, 8)}
+	u.ln = kit.ServeConns(t, u.serve)
 	return u
 }
 

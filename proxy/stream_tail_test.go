@@ -36,17 +36,8 @@ type cutUpstream struct {
 
 func newCutUpstream(t *testing.T, contentType string, body []byte, hold bool) *cutUpstream {
 	t.Helper()
-	ln := kit.Listen(t)
-	u := &cutUpstream{ln: ln, contentType: contentType, body: body, hold: hold}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go u.serve(c)
-		}
-	}()
+	u := &cutUpstream{contentType: contentType, body: body, hold: hold}
+	u.ln = kit.ServeConns(t, u.serve)
 	return u
 }
 

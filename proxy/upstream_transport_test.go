@@ -43,22 +43,13 @@ type rawReply struct {
 
 func newScriptedUpstream(t *testing.T, replies ...rawReply) *scriptedUpstream {
 	t.Helper()
-	ln := kit.Listen(t)
-	u := &scriptedUpstream{ln: ln, replies: replies, release: make(chan struct{})}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			u.accepts.Add(1)
-			go u.serve(c)
-		}
-	}()
+	u := &scriptedUpstream{replies: replies, release: make(chan struct{})}
+	u.ln = kit.ServeConns(t, u.serve)
 	return u
 }
 
 func (u *scriptedUpstream) serve(c net.Conn) {
+	u.accepts.Add(1)
 	defer c.Close()
 	br := bufio.NewReader(c)
 	for {

@@ -21,6 +21,24 @@ func Listen(t testing.TB) net.Listener {
 	return ln
 }
 
+// ServeConns opens a listener as Listen does and hands every connection it
+// accepts to handle, each on a goroutine of its own, until the listener
+// closes (at the end of the test at the latest).
+func ServeConns(t testing.TB, handle func(net.Conn)) net.Listener {
+	t.Helper()
+	ln := Listen(t)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go handle(c)
+		}
+	}()
+	return ln
+}
+
 // FreeAddr is a loopback address (host:port) that was free a moment ago:
 // for a process the test starts that must be told its port.
 func FreeAddr(t testing.TB) string {
