@@ -58,6 +58,13 @@ func acceptsTrailers(h *fasthttp.RequestHeader) bool {
 	return false
 }
 
+// declareOverheadTrailer declares the X-Shepherd-Overhead trailer on ctx's
+// streamed reply when its client accepts trailers; false when it is not
+// declared (the reply then carries none).
+func declareOverheadTrailer(ctx *fasthttp.RequestCtx) bool {
+	return acceptsTrailers(&ctx.Request.Header) && ctx.Response.Header.AddTrailer(headerOverhead) == nil
+}
+
 // overheadTrailer declares the X-Shepherd-Overhead trailer on a streamed
 // reply whose client accepts trailers and returns what the stream body
 // calls once its writer is done, on the connection's goroutine before
@@ -65,13 +72,10 @@ func acceptsTrailers(h *fasthttp.RequestHeader) bool {
 // trailer's value from x (the stream writer's copy of the exchange). nil
 // when the client does not accept trailers: the reply is unchanged.
 func overheadTrailer(ctx *fasthttp.RequestCtx, x *exchange) func() {
-	if !acceptsTrailers(&ctx.Request.Header) {
+	if !declareOverheadTrailer(ctx) {
 		return nil
 	}
 	h := &ctx.Response.Header
-	if err := h.AddTrailer(headerOverhead); err != nil {
-		return nil
-	}
 	return func() {
 		var buf [32]byte
 		h.SetBytesV(headerOverhead, appendOverhead(buf[:0], x.ownTime()))

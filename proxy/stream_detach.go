@@ -149,7 +149,7 @@ func (s *Server) sendStream(ctx *fasthttp.RequestCtx, sb *streamBody, x *exchang
 		ctx.SetBodyStream(sb.withTrailer(overheadTrailer(ctx, x)), -1)
 		return
 	}
-	trailer := acceptsTrailers(&ctx.Request.Header) && ctx.Response.Header.AddTrailer(headerOverhead) == nil
+	trailer := declareOverheadTrailer(ctx)
 	ctx.Response.Header.SetContentLength(-1)
 	conn := ctx.Conn()
 	s.watcher.detach(conn)
@@ -182,8 +182,9 @@ func canDetach(ctx *fasthttp.RequestCtx) bool {
 }
 
 // detachedStream is one detached stream: conn is the client connection as
-// the handler saw it (the watcher's key), c the hijacked one (reads
-// through fasthttp's buffered reader when it holds a pipelined request).
+// the handler saw it (the watcher's key, and what the connection reads from
+// once handed back), c the hijacked one, which the stream writes to and
+// closes.
 type detachedStream struct {
 	s       *Server
 	conn, c net.Conn
