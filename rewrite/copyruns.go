@@ -63,16 +63,15 @@ func appendCopy(runs []CopyRun, at, from, n int) []CopyRun {
 }
 
 // splicedRuns appends to runs the copy runs of appendSpliced(dst, body,
-// start, end, ss) written at output offset at, and returns them with the
-// output offset after it.
-func splicedRuns(runs []CopyRun, at, start, end int, ss []Splice) ([]CopyRun, int) {
+// start, end, ss) written at output offset at.
+func splicedRuns(runs []CopyRun, at, start, end int, ss []Splice) []CopyRun {
 	from := start
 	for _, s := range ss {
 		runs = appendCopy(runs, at, from, s.Start-from)
 		at += s.Start - from + len(s.Bytes)
 		from = s.End
 	}
-	return appendCopy(runs, at, from, end-from), at + end - from
+	return appendCopy(runs, at, from, end-from)
 }
 
 // SharedPrefix is the length of the longest common prefix of a and b,

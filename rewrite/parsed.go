@@ -333,7 +333,7 @@ func (p *Parsed) put(body []byte, idx *jsonkit.Index, edits []memberEdit) []byte
 		runs = appendCopy(runs, len(out), at, e.start-at)
 		out = append(out, body[at:e.start]...)
 		if e.splices != nil {
-			runs, _ = splicedRuns(runs, len(out), e.start, e.end, e.splices)
+			runs = splicedRuns(runs, len(out), e.start, e.end, e.splices)
 		}
 		out = e.appendTo(out, body)
 		at = e.end

@@ -56,8 +56,7 @@ func AppendUserTextsBatched(tc TurnCodec, loc UserTurnLocator, p *Parsed, body [
 	out, pooled := p.scratchFor(body, splicedLen(0, len(body), splices))
 	out = appendSpliced(out, body, 0, len(body), splices)
 	p.memberEdited(body, out, loc.ConversationKey(), len(out)-len(body), pooled)
-	runs, _ := splicedRuns(nil, 0, 0, len(body), splices)
-	p.recordCopy(body, out, runs)
+	p.recordCopy(body, out, splicedRuns(nil, 0, 0, len(body), splices))
 	return out, nil
 }
 
