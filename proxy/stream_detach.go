@@ -177,8 +177,7 @@ func (s *Server) sendStream(ctx *fasthttp.RequestCtx, sb *streamBody, x *exchang
 // context), whose reply status carries a body.
 func canDetach(ctx *fasthttp.RequestCtx) bool {
 	st := ctx.Response.StatusCode()
-	return ctx.Conn() != nil && ctx.Request.Header.IsHTTP11() && !ctx.IsHead() && st >= 200 &&
-		st != fasthttp.StatusNoContent && st != fasthttp.StatusNotModified
+	return ctx.Conn() != nil && ctx.Request.Header.IsHTTP11() && !ctx.IsHead() && st >= 200 && !noBody(st)
 }
 
 // detachedStream is one detached stream: conn is the client connection as
