@@ -51,6 +51,16 @@ func (c *countedDisconnects) count(route, phase string) {
 	c.mu.Unlock()
 }
 
+// settled returns the disconnects counted once there are at least n: a
+// watch reports left before its watcher counts the disconnect (fire sets
+// the flag under the watch's lock, then counts), so a test that saw left
+// waits for the count.
+func (c *countedDisconnects) settled(t *testing.T, n int) []string {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(c.get()) >= n }, 3*time.Second, time.Millisecond, "the disconnect was not counted")
+	return c.get()
+}
+
 func (c *countedDisconnects) get() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -139,7 +149,7 @@ func TestWatcherFiresAttachedWatchOnce(t *testing.T) {
 	require.Eventually(t, w.left, 3*time.Second, 5*time.Millisecond, "the attached watch did not fire")
 	require.False(t, w.clientGone(), "fired once")
 	w.stop()
-	require.Equal(t, []string{"messages/streaming"}, counted.get())
+	require.Equal(t, []string{"messages/streaming"}, counted.settled(t, 1))
 	registered, _, _ := d.stats()
 	require.Equal(t, uint64(1), registered)
 }
@@ -165,7 +175,7 @@ func TestWatcherHijackedConnDeregistered(t *testing.T) {
 	require.NoError(t, cli.Close())
 	require.Eventually(t, w.left, 3*time.Second, 5*time.Millisecond)
 	w.stop()
-	require.Equal(t, []string{"responses/waiting_upstream"}, counted.get())
+	require.Equal(t, []string{"responses/waiting_upstream"}, counted.settled(t, 1))
 	registered, _, _ = d.stats()
 	require.Equal(t, uint64(2), registered)
 }
