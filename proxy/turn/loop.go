@@ -14,11 +14,14 @@ import (
 // outcome.
 type replyLoop struct {
 	t         *Turn
-	agentCopy []byte            // merged reply for the agent
-	items     [][]byte          // the model's real sequence, for the ledger
-	pending   []conv.ToolResult // shepherd's answers to calls of the last reply
-	sent      []byte            // the latest request sent upstream
-	changed   bool
+	agentCopy []byte   // merged reply for the agent
+	items     [][]byte // the model's real sequence, for the ledger
+	// last is a reply whose messages belong after items but are not
+	// rendered yet (convertLast); nil: none.
+	last    []byte
+	pending []conv.ToolResult // shepherd's answers to calls of the last reply
+	sent    []byte            // the latest request sent upstream
+	changed bool
 	// followups and refusalRounds count the follow-ups sent after shepherd
 	// answered every call of a reply: all claimed, or some refused.
 	followups     int
@@ -79,22 +82,33 @@ func (l *replyLoop) step(cur []byte) (step, bool) {
 		l.gone = err
 		return step{}, false
 	}
-	remove, results := answered(view, d)
-	msgItems, err := t.tc.ReplyAsMessages(cur)
-	if err != nil {
+	if err := l.convertLast(); err != nil {
 		t.warn("reply not convertible", err)
 		return step{}, false
 	}
-	var cut []int
-	if cut = l.cutCalls(view, remove); cut != nil {
-		// Still cut inside a tool call after the last attempt: the partial
-		// call never reaches the agent, and the model's history keeps the
-		// reply without it.
-		remove = append(remove, cut...)
-		if msgItems, err = l.withoutCalls(cur); err != nil {
-			t.warn("reply not convertible", err)
-			return step{}, false
-		}
+	remove, results := answered(view, d)
+	// Still cut inside a tool call after the last attempt: the partial call
+	// never reaches the agent, and the model's history keeps the reply
+	// without it.
+	cut := l.cutCalls(view, remove)
+	remove = append(remove, cut...)
+	allAnswered := len(results) > 0 && len(remove) == len(view.ToolCalls)
+	refused := anyRefused(results)
+	follows := allAnswered && l.mayFollowUp(refused)
+	// The model's history of cur is rendered now only when it is needed
+	// now (a follow-up carries it, or the calls were cut); otherwise it is
+	// rendered by finish, and only if the turn is recorded at all (most
+	// turns change nothing and are not).
+	var msgItems [][]byte
+	switch {
+	case cut != nil:
+		msgItems, err = l.withoutCalls(cur)
+	case follows:
+		msgItems, err = t.tc.ReplyAsMessages(cur)
+	}
+	if err != nil {
+		t.warn("reply not convertible", err)
+		return step{}, false
 	}
 	first := moveFirst(view, d.MoveFirst, remove)
 	edited, err := t.tc.EditReply(cur, remove, first)
@@ -108,11 +122,13 @@ func (l *replyLoop) step(cur []byte) (step, bool) {
 		return step{}, false
 	}
 	l.outcome.decided(view, d, cut)
-	l.items = append(l.items, msgItems...)
+	if cut == nil && !follows {
+		l.last = cur
+	} else {
+		l.items = append(l.items, msgItems...)
+	}
 	t.e.metrics.CallsAnswered(len(results))
-	allAnswered := len(results) > 0 && len(remove) == len(view.ToolCalls)
-	refused := anyRefused(results)
-	if !allAnswered || !l.mayFollowUp(refused) {
+	if !follows {
 		l.pending = results
 		return step{remove: remove, first: first}, true
 	}
@@ -194,8 +210,27 @@ func (l *replyLoop) finish(original []byte) []byte {
 	if !l.changed && len(l.pending) == 0 {
 		return original
 	}
+	if err := l.convertLast(); err != nil {
+		l.t.warn("recording turn failed", err)
+		return l.agentCopy
+	}
 	l.t.recordTurn(l.agentCopy, l.items, l.pending)
 	return l.agentCopy
+}
+
+// convertLast renders the model's history of the reply kept in last, if
+// any, onto items.
+func (l *replyLoop) convertLast() error {
+	if l.last == nil {
+		return nil
+	}
+	items, err := l.t.tc.ReplyAsMessages(l.last)
+	l.last = nil
+	if err != nil {
+		return err
+	}
+	l.items = append(l.items, items...)
+	return nil
 }
 
 // recordTurn adds the ledger entry that restores the model's view of this
