@@ -1,7 +1,6 @@
 package rewrite
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -15,25 +14,6 @@ import (
 // This file holds the view and edit helpers several codecs share: tool and
 // text rendering, and edits of common shapes (a top-level array, a message's
 // content list, a top-level number).
-
-// renderTools renders tool specs with render, comma-separated.
-func renderTools(tools []conv.ToolSpec, render func([]byte, conv.ToolSpec, []byte) []byte) ([]byte, error) {
-	var out []byte
-	for i, t := range tools {
-		if t.Name == "" {
-			return nil, errors.New("rewrite: a tool to add has no name")
-		}
-		p, err := toolParams(t.Name, t.Parameters)
-		if err != nil {
-			return nil, err
-		}
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = render(out, t, p)
-	}
-	return out, nil
-}
 
 // TextItems renders each text as a {"type":typ,"text":…} object,
 // comma-separated.

@@ -10,8 +10,8 @@ import (
 // EditOps are one API's primitives for the edits of conv.RequestEdits.
 // ApplyEdits runs them in the order the Codec contract fixes.
 type EditOps struct {
-	// RenderTool appends one tool definition in the API's shape to dst.
-	RenderTool func(dst []byte, t conv.ToolSpec, params []byte) []byte
+	// Tools renders tool definitions in the API's shape.
+	Tools *ToolRenderer
 	// AddTools inserts the rendered, comma-separated definitions.
 	AddTools     func(body, items []byte) ([]byte, error)
 	AppendSystem func(body []byte, texts []string) ([]byte, error)
@@ -115,7 +115,7 @@ func ApplyEditsWithUserTexts(body []byte, texts []UserTexts, e conv.RequestEdits
 func editSteps(e conv.RequestEdits, ops EditOps) ([]MemberOp, error) {
 	var steps []MemberOp
 	if len(e.AddTools) > 0 {
-		items, err := renderTools(e.AddTools, ops.RenderTool)
+		items, err := ops.Tools.Render(nil, e.AddTools)
 		if err != nil {
 			return nil, err
 		}

@@ -214,7 +214,7 @@ func (c anthropicCodec) ApplyEditsWithUserTexts(body []byte, texts []rewrite.Use
 func (c anthropicCodec) editOps() rewrite.EditOps {
 	return rewrite.EditOps{
 		Parsed: c.parsed, ToolsKey: "tools", SystemKey: "system", MaxKey: "max_tokens",
-		RenderTool:   anthropicTool,
+		Tools:        anthropicTools,
 		AddTools:     rewrite.AppendTools("tools"),
 		InsertTools:  rewrite.InsertElements,
 		AppendSystem: anthropicAppendSystem,
@@ -223,6 +223,9 @@ func (c anthropicCodec) editOps() rewrite.EditOps {
 		SetMax:       rewrite.SetMaxKey("max_tokens"),
 	}
 }
+
+// anthropicTools renders (and remembers) the tool definitions hooks add.
+var anthropicTools = rewrite.NewToolRenderer(anthropicTool)
 
 // anthropicTool renders a custom tool definition.
 func anthropicTool(dst []byte, t conv.ToolSpec, params []byte) []byte {

@@ -252,13 +252,16 @@ func (c geminiCodec) ApplyEditsWithUserTexts(body []byte, texts []rewrite.UserTe
 func (c geminiCodec) editOps() rewrite.EditOps {
 	return rewrite.EditOps{
 		Parsed: c.parsed, ToolsKey: "tools", SystemKey: "systemInstruction", MaxKey: "generationConfig",
-		RenderTool:   geminiDecl,
+		Tools:        geminiDecls,
 		AddTools:     geminiAddTools,
 		AppendSystem: geminiAppendSystem,
 		AppendUser:   geminiAppendUser,
 		SetMax:       geminiSetMax,
 	}
 }
+
+// geminiDecls renders (and remembers) the tool definitions hooks add.
+var geminiDecls = rewrite.NewToolRenderer(geminiDecl)
 
 // geminiDecl renders a function declaration.
 func geminiDecl(dst []byte, t conv.ToolSpec, params []byte) []byte {

@@ -283,7 +283,7 @@ func (c chatCodec) ApplyEditsWithUserTexts(body []byte, texts []rewrite.UserText
 func (c chatCodec) editOps() rewrite.EditOps {
 	return rewrite.EditOps{
 		Parsed: c.parsed, ToolsKey: "tools", SystemKey: "messages",
-		RenderTool:   chatTool,
+		Tools:        chatToolRenderer,
 		AddTools:     rewrite.AppendTools("tools"),
 		InsertTools:  rewrite.InsertElements,
 		AppendSystem: chatAppendSystem,
@@ -302,6 +302,9 @@ func chatSetMax(body []byte, n int64) ([]byte, error) {
 	}
 	return rewrite.SetTopLevelInt(body, key, n)
 }
+
+// chatToolRenderer renders (and remembers) the tool definitions hooks add.
+var chatToolRenderer = rewrite.NewToolRenderer(chatTool)
 
 // chatTool renders a function tool definition.
 func chatTool(dst []byte, t conv.ToolSpec, params []byte) []byte {

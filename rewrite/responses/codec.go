@@ -243,7 +243,7 @@ func (c responsesCodec) ApplyEditsWithUserTexts(body []byte, texts []rewrite.Use
 func (c responsesCodec) editOps() rewrite.EditOps {
 	return rewrite.EditOps{
 		Parsed: c.parsed, ToolsKey: "tools", SystemKey: "instructions", MaxKey: "max_output_tokens",
-		RenderTool:   responsesTool,
+		Tools:        responsesTools,
 		AddTools:     rewrite.AppendTools("tools"),
 		InsertTools:  rewrite.InsertElements,
 		AppendSystem: responsesAppendSystem,
@@ -252,6 +252,9 @@ func (c responsesCodec) editOps() rewrite.EditOps {
 		SetMax:       rewrite.SetMaxKey("max_output_tokens"),
 	}
 }
+
+// responsesTools renders (and remembers) the tool definitions hooks add.
+var responsesTools = rewrite.NewToolRenderer(responsesTool)
 
 // responsesTool renders a flat function tool. strict is set to false
 // explicitly: the Responses API defaults it to true, which rejects schemas
