@@ -125,3 +125,47 @@ func TestHashHistoryLike(t *testing.T) {
 		})
 	}
 }
+
+// CommonPrefix agrees with a byte-by-byte comparison wherever the bodies
+// differ and whatever their lengths (block, word and byte boundaries).
+func TestCommonPrefixAnyDifference(t *testing.T) {
+	a := make([]byte, 9000)
+	for i := range a {
+		a[i] = byte('a' + i%23)
+	}
+	naive := func(x, y []byte) int {
+		i := 0
+		for i < len(x) && i < len(y) && x[i] == y[i] {
+			i++
+		}
+		return i
+	}
+	for _, n := range []int{0, 1, 7, 8, 9, 63, 64, 65, 4095, 4096, 4097, 8191, 8192, 9000} {
+		for _, at := range []int{0, 1, 7, 8, 63, 64, 100, 4095, 4096, 4160, 4167, 8191, 8999} {
+			b := append([]byte(nil), a[:n]...)
+			if at < n {
+				b[at] ^= 0x20
+			}
+			require.Equal(t, naive(a, b), rewrite.CommonPrefix(a, b), "len %d, difference at %d", n, at)
+			require.Equal(t, naive(b, a), rewrite.CommonPrefix(b, a), "len %d, difference at %d", n, at)
+		}
+	}
+}
+
+func FuzzCommonPrefix(f *testing.F) {
+	f.Add([]byte("abcdefghijklmnop"), 3, byte(1))
+	f.Fuzz(func(t *testing.T, a []byte, at int, flip byte) {
+		b := append([]byte(nil), a...)
+		if len(b) > 0 && flip != 0 {
+			at = (at%len(b) + len(b)) % len(b)
+			b[at] ^= flip
+		}
+		i := 0
+		for i < len(a) && a[i] == b[i] {
+			i++
+		}
+		if got := rewrite.CommonPrefix(a, b); got != i {
+			t.Fatalf("CommonPrefix = %d, byte by byte %d", got, i)
+		}
+	})
+}
