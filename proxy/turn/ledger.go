@@ -40,10 +40,7 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []
 	if len(ledger) == 0 && fresh == nil {
 		return body, nil, st, nil
 	}
-	pos := make(map[string]int, len(anchors))
-	for i, a := range anchors {
-		pos[a] = i
-	}
+	find := anchorFinder(anchors, len(ledger))
 	type op struct {
 		pos   int
 		order int // user text before turn at the same position is impossible; keep stable
@@ -51,8 +48,8 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []
 	}
 	var ops []op
 	for i := range ledger {
-		p, ok := pos[ledger[i].Anchor]
-		if !ok {
+		p := find(ledger[i].Anchor)
+		if p < 0 {
 			st.missed++
 			continue
 		}
@@ -125,6 +122,38 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []
 		return body, nil, st, err
 	}
 	return out, nil, st, nil
+}
+
+// anchorScanMax is the most ledger entries whose anchors are looked up by
+// scanning the conversation's anchors rather than through a map of them:
+// a typical ledger holds a few entries and a long conversation hundreds of
+// anchors, so building the map cost more than the lookups (pprof: the
+// replay's largest allocation, ~4 KB per request at 60 messages).
+const anchorScanMax = 8
+
+// anchorFinder returns the position of an anchor among anchors (the last
+// one when it occurs more than once), or -1, for lookups entries.
+func anchorFinder(anchors []string, lookups int) func(string) int {
+	if lookups <= anchorScanMax {
+		return func(a string) int {
+			for i := len(anchors) - 1; i >= 0; i-- {
+				if anchors[i] == a {
+					return i
+				}
+			}
+			return -1
+		}
+	}
+	pos := make(map[string]int, len(anchors))
+	for i, a := range anchors {
+		pos[a] = i
+	}
+	return func(a string) int {
+		if p, ok := pos[a]; ok {
+			return p
+		}
+		return -1
+	}
 }
 
 func replayTurn(tc rewrite.TurnCodec, body []byte, pos int, r *turnRecord) ([]byte, error) {

@@ -69,3 +69,21 @@ func TestReplayLedgerV0AndUnknown(t *testing.T) {
 	require.Contains(t, string(out), "reminder")
 	require.NotContains(t, string(out), "from the future")
 }
+
+// anchorFinder scans for a few lookups and maps for many; both find the
+// last position of an anchor, and -1 for one not there.
+func TestAnchorFinderScanAndMapAgree(t *testing.T) {
+	anchors := []string{"a", "b", "c", "b", "d", "a", "e"}
+	for _, q := range []string{"a", "b", "c", "d", "e", "x", ""} {
+		scan := anchorFinder(anchors, anchorScanMax)(q)
+		mapped := anchorFinder(anchors, anchorScanMax+1)(q)
+		want := -1
+		for i, a := range anchors {
+			if a == q {
+				want = i
+			}
+		}
+		require.Equal(t, want, scan, "scan %q", q)
+		require.Equal(t, want, mapped, "map %q", q)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -80,7 +81,8 @@ type PrefixTurn struct {
 func (p *PrefixTurn) Broken() bool { return p.BreakOffset >= 0 }
 
 // PrefixState is the slot: the conversations followed, the last turns,
-// and the breaks counted by cause.
+// and the breaks counted by cause. Its slices and map are never changed in
+// place once set (record replaces them), which lets clones share them.
 type PrefixState struct {
 	Tracks []prefixTrack    `json:"tracks,omitempty"`
 	Turns  []PrefixTurn     `json:"turns,omitempty"`
@@ -103,17 +105,12 @@ type prefixTrack struct {
 // SlotVersion implements state.Slot.
 func (s *PrefixState) SlotVersion() int { return PrefixSlotVersion }
 
-// CloneSlot implements state.Slot.
+// CloneSlot implements state.Slot. The copy shares the receiver's slices
+// and map: nothing changes them in place (record builds new ones), so
+// sharing is as good as a deep copy, and the store clones a session's
+// slots up to three times per turn.
 func (s *PrefixState) CloneSlot() state.Slot {
-	c := &PrefixState{Turns: append([]PrefixTurn(nil), s.Turns...)}
-	c.Tracks = append([]prefixTrack(nil), s.Tracks...)
-	if s.Breaks != nil {
-		c.Breaks = make(map[string]int64, len(s.Breaks))
-		for k, v := range s.Breaks {
-			c.Breaks[k] = v
-		}
-	}
-	return c
+	return &PrefixState{Tracks: s.Tracks[:len(s.Tracks):len(s.Tracks)], Turns: s.Turns[:len(s.Turns):len(s.Turns)], Breaks: s.Breaks}
 }
 
 // Counts implements state.Counter: prefix_breaks, the session's breaks of
@@ -292,15 +289,15 @@ func (c *prefixCheck) record(sess *state.Session, u *turnUsage) {
 	if u != nil {
 		p.CacheReadTokens, p.CacheWriteTokens = u.usage.CacheReadTokens, u.usage.CacheWriteTokens
 	}
-	st.Turns = append(st.Turns, p)
-	if n := len(st.Turns) - maxPrefixTurns; n > 0 {
-		st.Turns = append(st.Turns[:0], st.Turns[n:]...)
-	}
+	// New slices and map, never the old ones changed: clones share them
+	// (CloneSlot).
+	keep := st.Turns[max(0, len(st.Turns)-(maxPrefixTurns-1)):]
+	st.Turns = append(append(make([]PrefixTurn, 0, len(keep)+1), keep...), p)
 	if p.Cause != "" {
-		if st.Breaks == nil {
-			st.Breaks = map[string]int64{}
-		}
-		st.Breaks[p.Cause]++
+		breaks := make(map[string]int64, len(st.Breaks)+1)
+		maps.Copy(breaks, st.Breaks)
+		breaks[p.Cause]++
+		st.Breaks = breaks
 	}
 	sess.SetSlot(PrefixSlotName, st)
 }

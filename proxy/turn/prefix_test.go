@@ -239,3 +239,54 @@ func TestPrefixFollowsTheLastUpstreamRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestPrefixCloneIndependent: clones share the slot's slices and map, so a
+// turn recorded into either copy (tracks, turns at the bound, a break)
+// must leave the other exactly as it was.
+func TestPrefixCloneIndependent(t *testing.T) {
+	m := &prefixMetrics{}
+	sess := &state.Session{}
+	for i := range maxPrefixTurns + 2 {
+		b := msgsBody(fmt.Sprintf(`{"role":"user","content":"conversation %d"}`, i%(maxPrefixTracks+1)))
+		prefixTurn(m, b, b).checkPrefix(sess, "messages", false, false).record(sess, &turnUsage{})
+	}
+	snapshot := func(s *state.Session) string {
+		raw, err := json.Marshal(s.Slots)
+		require.NoError(t, err)
+		return string(raw)
+	}
+	// A break, so that Breaks is set and recorded into.
+	grown := msgsBody(`{"role":"user","content":"conversation 1"}`, `{"role":"assistant","content":"x"}`)
+	broken := msgsBody(`{"role":"user","content":"conversation 1"}`, `{"role":"assistant","content":"y"}`)
+	prefixTurn(m, grown, grown).checkPrefix(sess, "messages", false, false).record(sess, &turnUsage{})
+	c := prefixTurn(m, grown, broken).checkPrefix(sess, "messages", false, false)
+	require.True(t, c.turn.Broken())
+	c.record(sess, &turnUsage{})
+	st, err := PrefixOf(sess)
+	require.NoError(t, err)
+	require.NotEmpty(t, st.Breaks)
+
+	for _, into := range []string{"clone", "original"} {
+		t.Run(into, func(t *testing.T) {
+			orig := &state.Session{}
+			orig.SetSlot(PrefixSlotName, st.CloneSlot())
+			clone := &state.Session{}
+			clone.SetSlot(PrefixSlotName, orig.Slots[PrefixSlotName].CloneSlot())
+			target, other := clone, orig
+			if into == "original" {
+				target, other = orig, clone
+			}
+			before := snapshot(other)
+			for i := range 3 {
+				b := msgsBody(fmt.Sprintf(`{"role":"user","content":"new %d"}`, i))
+				prefixTurn(m, b, b).checkPrefix(target, "messages", false, false).record(target, &turnUsage{})
+				prefixTurn(m, grown, grown).checkPrefix(target, "messages", false, false).record(target, &turnUsage{})
+				c := prefixTurn(m, grown, broken).checkPrefix(target, "messages", false, false)
+				require.True(t, c.turn.Broken())
+				c.record(target, &turnUsage{})
+			}
+			require.NotEqual(t, before, snapshot(target))
+			require.Equal(t, before, snapshot(other), "recording into the %s changed the other copy", into)
+		})
+	}
+}
