@@ -172,7 +172,9 @@ func runContract(t *testing.T, newStore storeFactory) {
 			s.Requests = 1000
 			s.Slots["notes"].(*RawSlot).Noted = "mutated"
 			s.Slots["example"].(*RawSlot).Data[0] = 'X'
-			s.Ledger[0].Data[0] = 'X'
+			// Ledger data is read-only (LedgerEntry): an entry's data is
+			// replaced, never edited.
+			s.Ledger[0].Data = []byte(`{"x":2}`)
 			s.Ledger = append(s.Ledger, LedgerEntry{Kind: "extra"})
 			s.SetSlot("extra", noteSlot("extra"))
 		}

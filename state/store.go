@@ -26,7 +26,9 @@ type Key struct {
 
 // LedgerEntry records what shepherd changed in one turn so it can be replayed
 // identically on later requests. Kind and Data are owned by the hook that wrote
-// the entry; the store treats them as opaque.
+// the entry; the store treats them as opaque. Data is read-only once the entry
+// is in a session: an entry is replaced whole, never edited, so copies of a
+// session share it.
 type LedgerEntry struct {
 	Kind   string `json:"kind"`
 	Anchor string `json:"anchor"`
@@ -115,7 +117,8 @@ type Summary struct {
 // Contract, for every implementation:
 //   - Every method honours ctx; implementations add their own per-call timeout.
 //   - Get returns ErrNotFound (test with errors.Is) for a missing or expired
-//     session. The returned *Session is the caller's own copy.
+//     session. The returned *Session is the caller's own copy (but for
+//     the read-only bytes of LedgerEntry.Data, which copies share).
 //   - Update runs fn on the current session (a fresh zero Session with ID,
 //     Tenant and CreatedAt set if none exists) and stores the result
 //     atomically: concurrent Updates of one key never lose a write. fn may be
