@@ -266,6 +266,29 @@ func (c *Chain) Continues() bool {
 	return false
 }
 
+// ReplyTextReader is implemented by a reply hook that reads the text of a
+// reply (conv.Reply.Text). The turn engine views a JSON reply without its
+// text when no hook of the chain does (rewrite.ReplyCallsParser): decoding
+// the text was the largest allocation of a turn, for nobody. A reply hook
+// that reads Text must implement it and return true.
+type ReplyTextReader interface {
+	ReadsReplyText() bool
+}
+
+// ReadsReplyText reports whether a hook of the chain reads the text of
+// replies (ReplyTextReader).
+func (c *Chain) ReadsReplyText() bool {
+	if c == nil {
+		return false
+	}
+	for _, h := range c.reply {
+		if r, ok := h.(ReplyTextReader); ok && r.ReadsReplyText() {
+			return true
+		}
+	}
+	return false
+}
+
 // HasReplyHooks reports whether any hook inspects replies.
 func (c *Chain) HasReplyHooks() bool { return c != nil && len(c.reply) > 0 }
 

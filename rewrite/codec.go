@@ -79,6 +79,15 @@ type Codec interface {
 	TurnCodec
 }
 
+// ReplyCallsParser is implemented by the codecs that can view a JSON reply
+// without its text: ParseReplyCalls is ParseReply with Reply.Text left
+// empty, never decoded. The turn engine uses it when no hook of the chain
+// reads the text (hooks.ReplyTextReader): decoding the text was the
+// largest allocation of a turn (a copy of it, unescaped).
+type ReplyCallsParser interface {
+	ParseReplyCalls(body []byte) (*conv.Reply, error)
+}
+
 // Fingerprint is the session key of a conversation whose client sends no
 // session id (gemini-cli, Cline, most SDK apps): a hash of the system
 // prompt and of the anchor (conv.Anchors) of the conversation's first

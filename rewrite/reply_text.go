@@ -1,23 +1,27 @@
 package rewrite
 
 import (
+	"strings"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // TextParts joins the text parts of a reply into one string the reply
-// owns, copying each byte once: one part (the usual reply) is that part,
-// owned (jsonkit.OwnedString); several are joined in order. The zero value
-// is empty and ready.
+// owns. Add keeps each part's raw JSON literal; String decodes them
+// (jsonkit.StringValue, which copies unescaped runs whole), copying each
+// byte once: one part (the usual reply) is that part, owned; several are
+// joined in order. A reply view that needs no text never calls String, and
+// so never decodes it (ParseReplyCalls). The zero value is empty and ready.
 //
-// Codecs read the parts with jsonkit.Member/Members, whose strings are
-// decoded by jsonkit.StringValue, rather than gjson's Get, which decodes
-// an escaped string byte by byte.
+// Add takes results with or without their string decoded
+// (jsonkit.Members or MembersRaw): only Raw is read, and it must stay
+// unchanged until String.
 type TextParts struct {
-	first  string
-	joined []byte
-	n      int
+	first string   // raw literal of the first part
+	rest  []string // raw literals of the others
+	n     int
 }
 
 // Add appends the string value of r (a gjson string result; anything else
@@ -26,21 +30,41 @@ func (t *TextParts) Add(r gjson.Result) {
 	if r.Type != gjson.String {
 		return
 	}
-	switch t.n {
-	case 0:
-		t.first = jsonkit.OwnedString(r)
-	case 1:
-		t.joined = append(append(make([]byte, 0, len(t.first)+len(r.Str)), t.first...), r.Str...)
-	default:
-		t.joined = append(t.joined, r.Str...)
+	if t.n == 0 {
+		t.first = r.Raw
+	} else {
+		t.rest = append(t.rest, r.Raw)
 	}
 	t.n++
 }
 
-// String returns the joined text.
+// String returns the joined text, decoded, sharing no memory with the
+// parts' raw literals.
 func (t *TextParts) String() string {
-	if t.n > 1 {
-		return string(t.joined)
+	switch t.n {
+	case 0:
+		return ""
+	case 1:
+		return ownedValue(t.first)
 	}
-	return t.first
+	var b strings.Builder
+	n := len(t.first)
+	for _, r := range t.rest {
+		n += len(r)
+	}
+	b.Grow(n)
+	b.WriteString(jsonkit.StringValue(t.first))
+	for _, r := range t.rest {
+		b.WriteString(jsonkit.StringValue(r))
+	}
+	return b.String()
+}
+
+// ownedValue is the decoded value of the string literal raw, in memory of
+// its own (StringValue returns a substring of raw when it has no escapes).
+func ownedValue(raw string) string {
+	if strings.IndexByte(raw, '\\') >= 0 {
+		return jsonkit.StringValue(raw) // decoded into a fresh string
+	}
+	return strings.Clone(jsonkit.StringValue(raw))
 }

@@ -9,9 +9,10 @@ import (
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
-// TestTextParts: one part is the reply's own copy (the body may be
-// reused), several are joined in order, anything but a string adds
-// nothing, and escapes are decoded.
+// TestTextParts: the text is the reply's own copy (the body may be reused
+// after String), several parts are joined in order, anything but a string
+// adds nothing, and escapes are decoded, whether the parts were read with
+// their strings decoded or not.
 func TestTextParts(t *testing.T) {
 	body := []byte(`[{"text":"plain"},{"text":"a\nb \u00e9"},{"text":7},{"text":"end"}]`)
 	var parts []gjson.Result
@@ -22,14 +23,24 @@ func TestTextParts(t *testing.T) {
 	var one TextParts
 	one.Add(parts[0])
 	got := one.String()
-	copy(body[10:], "XXXXX") // the body is reused
-	require.Equal(t, "plain", got)
-
 	var many TextParts
 	for _, p := range parts {
 		many.Add(p)
 	}
-	require.Equal(t, "XXXXXa\nb éend", many.String())
+	joined := many.String()
+	copy(body[10:], "XXXXX") // the body is reused
+	require.Equal(t, "plain", got)
+	require.Equal(t, "plaina\nb éend", joined)
+
+	// Parts read without their strings decoded (MembersRaw) give the same.
+	var raw TextParts
+	jsonkit.EachElement(gjson.Parse(jsonkit.UnsafeString(body)), func(_ int, v gjson.Result) bool {
+		var kv [1]gjson.Result
+		jsonkit.MembersRaw(v, []string{"text"}, kv[:])
+		raw.Add(kv[0])
+		return true
+	})
+	require.Equal(t, "XXXXXa\nb éend", raw.String())
 	var none TextParts
 	none.Add(parts[2])
 	require.Equal(t, "", none.String())

@@ -303,3 +303,35 @@ func TestOutcomeOnFailure(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), sess.Requests)
 }
+
+// textHook records the text of the replies it sees; reads says whether it
+// declares that it reads it (hooks.ReplyTextReader).
+type textHook struct {
+	reads bool
+	got   []string
+}
+
+func (*textHook) Name() string           { return "text" }
+func (h *textHook) ReadsReplyText() bool { return h.reads }
+func (h *textHook) OnReply(_ context.Context, _ *hooks.Call, r *conv.Reply) (hooks.ReplyDecision, error) {
+	h.got = append(h.got, r.Text)
+	return hooks.ReplyDecision{}, nil
+}
+
+// A reply's text is decoded for a chain with a hook that reads it, and
+// only then; the tool calls are viewed either way.
+func TestReplyTextOnlyForHooksThatReadIt(t *testing.T) {
+	for _, reads := range []bool{true, false} {
+		f := newFixture(t, Limits{MaxFollowups: 4, MaxRefusalRounds: 4})
+		th := &textHook{reads: reads}
+		f.chain = hooks.NewChain(policyHook{}, f.out, th)
+		require.Equal(t, reads, f.chain.ReadsReplyText())
+		w, _ := f.run(t, reply("tool_use", "doing", "rm", "ls"))
+		require.Equal(t, [][]int{{0}}, w.released, "the refusal needs the calls, text or not")
+		want := ""
+		if reads {
+			want = "doing"
+		}
+		require.Equal(t, []string{want}, th.got, "reads=%v", reads)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
 )
@@ -55,7 +56,7 @@ type step struct {
 // when cur could not be processed; the caller then degrades.
 func (l *replyLoop) step(cur []byte) (step, bool) {
 	t := l.t
-	view, err := t.codec.ParseReply(cur)
+	view, err := t.parseReply(cur)
 	if err != nil {
 		t.warn("reply not parsable; passing it through", err)
 		return step{}, false
@@ -150,6 +151,15 @@ func (l *replyLoop) step(cur []byte) (step, bool) {
 		l.followups++
 	}
 	return step{remove: remove, first: first, follow: follow}, true
+}
+
+// parseReply views cur, without its text when no hook reads it (the codec
+// permitting).
+func (t *Turn) parseReply(cur []byte) (*conv.Reply, error) {
+	if rc, ok := t.codec.(rewrite.ReplyCallsParser); ok && !t.chain.ReadsReplyText() {
+		return rc.ParseReplyCalls(cur)
+	}
+	return t.codec.ParseReply(cur)
 }
 
 // mayFollowUp reports whether the bound of the cause allows one more

@@ -13,7 +13,15 @@ import (
 // This file holds the Anthropic reply side: the JSON reply view and the SSE
 // stream decoder.
 
-func (anthropicCodec) ParseReply(body []byte) (*conv.Reply, error) {
+func (anthropicCodec) ParseReply(body []byte) (*conv.Reply, error) { return parseReply(body, true) }
+
+// ParseReplyCalls implements rewrite.ReplyCallsParser.
+func (anthropicCodec) ParseReplyCalls(body []byte) (*conv.Reply, error) {
+	return parseReply(body, false)
+}
+
+// parseReply is ParseReply, with the text decoded only when withText.
+func parseReply(body []byte, withText bool) (*conv.Reply, error) {
 	root, err := rewrite.ParseReplyRoot(body)
 	if err != nil {
 		return nil, err
@@ -25,8 +33,8 @@ func (anthropicCodec) ParseReply(body []byte) (*conv.Reply, error) {
 	var kv [2]gjson.Result
 	jsonkit.EachElement(top[1], func(_ int, b gjson.Result) bool {
 		kv = [2]gjson.Result{}
-		jsonkit.Members(b, blockTextKeys, kv[:])
-		switch kv[0].Str {
+		jsonkit.MembersRaw(b, blockTextKeys, kv[:])
+		switch jsonkit.StringOf(kv[0]) {
 		case "text":
 			text.Add(kv[1])
 		case "tool_use":
@@ -37,7 +45,9 @@ func (anthropicCodec) ParseReply(body []byte) (*conv.Reply, error) {
 		}
 		return true
 	})
-	r.Text = text.String()
+	if withText {
+		r.Text = text.String()
+	}
 	r.RawStop = jsonkit.OwnedString(top[2])
 	r.Stop = anthropicStop(r.RawStop)
 	if u := anthropicUsage(top[3]); u != nil {

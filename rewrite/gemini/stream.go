@@ -18,7 +18,13 @@ import (
 // partTextKeys are the members ParseReply reads of every part for its text.
 var partTextKeys = []string{"text", "thought"}
 
-func (geminiCodec) ParseReply(body []byte) (*conv.Reply, error) {
+func (geminiCodec) ParseReply(body []byte) (*conv.Reply, error) { return parseReply(body, true) }
+
+// ParseReplyCalls implements rewrite.ReplyCallsParser.
+func (geminiCodec) ParseReplyCalls(body []byte) (*conv.Reply, error) { return parseReply(body, false) }
+
+// parseReply is ParseReply, with the text decoded only when withText.
+func parseReply(body []byte, withText bool) (*conv.Reply, error) {
 	root, err := rewrite.ParseReplyRoot(body)
 	if err != nil {
 		return nil, err
@@ -29,7 +35,7 @@ func (geminiCodec) ParseReply(body []byte) (*conv.Reply, error) {
 	var kv [2]gjson.Result
 	jsonkit.EachElement(cand.Get("content.parts"), func(_ int, p gjson.Result) bool {
 		kv = [2]gjson.Result{}
-		if jsonkit.Members(p, partTextKeys, kv[:]); !kv[1].Bool() {
+		if jsonkit.MembersRaw(p, partTextKeys, kv[:]); !kv[1].Bool() {
 			text.Add(kv[0])
 		}
 		if fc, _ := either(p, "functionCall", "function_call"); fc.IsObject() {
@@ -38,7 +44,9 @@ func (geminiCodec) ParseReply(body []byte) (*conv.Reply, error) {
 		}
 		return true
 	})
-	r.Text = text.String()
+	if withText {
+		r.Text = text.String()
+	}
 	fr, _ := either(cand, "finishReason", "finish_reason")
 	r.RawStop = jsonkit.OwnedString(fr)
 	r.Stop = geminiStop(r.RawStop, len(r.ToolCalls) > 0)

@@ -185,6 +185,19 @@ func MembersRaw(obj gjson.Result, keys []string, out []gjson.Result) {
 	members(obj, keys, out, rawValueAt)
 }
 
+// StringOf is the value of a string result, read with its string decoded
+// (Members) or not (MembersRaw: decoded here, without allocating when it
+// has no escapes); "" for any other type.
+func StringOf(r gjson.Result) string {
+	switch {
+	case r.Type != gjson.String:
+		return ""
+	case r.Str != "":
+		return r.Str
+	}
+	return StringValue(r.Raw)
+}
+
 // rawValueAt is ValueAt without decoding a string.
 func rawValueAt(raw string, base, off int) gjson.Result {
 	if raw[0] == '"' {

@@ -13,7 +13,13 @@ import (
 // This file holds the OpenAI Chat reply side: the JSON reply view and the
 // data-only SSE chunk decoder. Only choice 0 is viewed (agents send n=1).
 
-func (chatCodec) ParseReply(body []byte) (*conv.Reply, error) {
+func (chatCodec) ParseReply(body []byte) (*conv.Reply, error) { return parseReply(body, true) }
+
+// ParseReplyCalls implements rewrite.ReplyCallsParser.
+func (chatCodec) ParseReplyCalls(body []byte) (*conv.Reply, error) { return parseReply(body, false) }
+
+// parseReply is ParseReply, with the text decoded only when withText.
+func parseReply(body []byte, withText bool) (*conv.Reply, error) {
 	root, err := rewrite.ParseReplyRoot(body)
 	if err != nil {
 		return nil, err
@@ -24,10 +30,14 @@ func (chatCodec) ParseReply(body []byte) (*conv.Reply, error) {
 	var ch [2]gjson.Result
 	jsonkit.Members(firstChoice(top[1]), choiceKeys, ch[:])
 	var mc [2]gjson.Result
-	jsonkit.Members(ch[0], messageKeys, mc[:])
-	if c := mc[0]; c.Type == gjson.String {
-		r.Text = jsonkit.OwnedString(c)
-	} else {
+	jsonkit.MembersRaw(ch[0], messageKeys, mc[:])
+	switch c := mc[0]; {
+	case !withText:
+	case c.Type == gjson.String:
+		var text rewrite.TextParts
+		text.Add(c)
+		r.Text = text.String()
+	default:
 		r.Text = rewrite.ResultText(c, "text", "text")
 	}
 	jsonkit.EachElement(mc[1], func(_ int, c gjson.Result) bool {

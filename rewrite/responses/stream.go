@@ -21,12 +21,25 @@ func (responsesCodec) ParseReply(body []byte) (*conv.Reply, error) {
 	return responsesReply(root), nil
 }
 
+// ParseReplyCalls implements rewrite.ReplyCallsParser.
+func (responsesCodec) ParseReplyCalls(body []byte) (*conv.Reply, error) {
+	root, err := rewrite.ParseReplyRoot(body)
+	if err != nil {
+		return nil, err
+	}
+	return responsesReplyText(root, false), nil
+}
+
 // partTextKeys are the members responsesReply reads of every content part.
 var partTextKeys = []string{"type", "text"}
 
 // responsesReply views a response object (a reply body, or the response of a
 // terminal stream event).
-func responsesReply(resp gjson.Result) *conv.Reply {
+func responsesReply(resp gjson.Result) *conv.Reply { return responsesReplyText(resp, true) }
+
+// responsesReplyText is responsesReply, with the text decoded only when
+// withText.
+func responsesReplyText(resp gjson.Result, withText bool) *conv.Reply {
 	r := &conv.Reply{Model: jsonkit.OwnedString(resp.Get("model"))}
 	var text rewrite.TextParts
 	var kv [2]gjson.Result
@@ -35,7 +48,7 @@ func responsesReply(resp gjson.Result) *conv.Reply {
 		case "message":
 			jsonkit.EachElement(it.Get("content"), func(_ int, p gjson.Result) bool {
 				kv = [2]gjson.Result{}
-				if jsonkit.Members(p, partTextKeys, kv[:]); kv[0].Str == "output_text" {
+				if jsonkit.MembersRaw(p, partTextKeys, kv[:]); jsonkit.StringOf(kv[0]) == "output_text" {
 					text.Add(kv[1])
 				}
 				return true
@@ -55,7 +68,9 @@ func responsesReply(resp gjson.Result) *conv.Reply {
 		}
 		return true
 	})
-	r.Text = text.String()
+	if withText {
+		r.Text = text.String()
+	}
 	r.Stop, r.RawStop = responsesStop(resp, len(r.ToolCalls) > 0)
 	if u := responsesUsage(resp.Get("usage")); u != nil {
 		r.Usage = *u
