@@ -84,6 +84,30 @@ func TestRecorderCoalescesTouches(t *testing.T) {
 		}
 		require.Equal(t, exp, got)
 	}
-	// 1 for the first touch, then at most one per session per batch of 64
-	require.LessOrEqual(t, st.updates.Load(), int64(1+3*((n+63)/64)), "touches were not coalesced")
+	// 1 for the first touch, then at most one per session per batch
+	require.LessOrEqual(t, st.updates.Load(), int64(1+3*((n+maxTouchBatch-1)/maxTouchBatch)), "touches were not coalesced")
+}
+
+// TestRecorderGathersTouches: touches that arrive one by one within the
+// batch delay (a busy proxy's requests, each touched as it ends) are
+// written together, one update per session, none lost.
+func TestRecorderGathersTouches(t *testing.T) {
+	st := &gatedStore{Memory: state.NewMemory(state.MemoryOptions{}), gate: make(chan struct{})}
+	close(st.gate)
+	defer st.Close()
+	r := newSessionRecorder(st, zap.NewNop(), NewMetrics(), time.Second)
+	keys := []state.Key{{Tenant: "t", Session: "a"}, {Tenant: "t", Session: "b"}}
+	const n = 200
+	for i := range n {
+		r.touch(keys[i%2])
+	}
+	r.close(5 * time.Second)
+	for _, k := range keys {
+		s, err := st.Memory.Get(context.Background(), k)
+		require.NoError(t, err)
+		require.Equal(t, int64(n/2), s.Requests, "session %s", k.Session)
+	}
+	// One batch, unless this goroutine was held up for a batch delay
+	// between touches (then a few).
+	require.LessOrEqual(t, st.updates.Load(), int64(2*3), "touches sent within the delay were not gathered")
 }
