@@ -16,6 +16,8 @@ const deployArgs = `{"target":"staging","reason":"<b>ship it</b>"}`
 // heldDeploy starts a proxy whose model asks for a Deploy (held by the
 // policy's ask rule), then replies then, and sends the agent's turn, which
 // waits on a person; it returns the proxy and the agent's pending turn.
+// The tests open their tab first: without a browser they skip before a
+// call is held (a held call keeps the proxy's shutdown waiting for it).
 func heldDeploy(t *testing.T, session string, then ...mock.Reply) (*shepherd, <-chan turnResult) {
 	s := startShepherd(t, shepherdOptions{})
 	s.Mock.Script(append([]mock.Reply{{Text: "Deploying.", ToolCalls: []mock.ToolCall{{ID: "d1", Name: "Deploy", Args: deployArgs}}}}, then...)...)
@@ -28,8 +30,8 @@ func heldDeploy(t *testing.T, session string, then ...mock.Reply) (*shepherd, <-
 // arguments (escaped), intent, reason and time left; Approve sends it to
 // the agent.
 func TestConsoleApprove(t *testing.T) {
-	s, turn := heldDeploy(t, "console-approve")
 	ctx := newTab(t, 40*time.Second)
+	s, turn := heldDeploy(t, "console-approve")
 	run(t, ctx, "open the console", chromedp.Navigate(s.Admin+"/console/"))
 	giveToken(t, ctx, adminToken)
 
@@ -49,8 +51,8 @@ func TestConsoleApprove(t *testing.T) {
 // TestConsoleDeny: Deny (with a note typed beside the button) keeps the
 // call from the agent; the model receives the refusal with the note.
 func TestConsoleDeny(t *testing.T) {
-	s, turn := heldDeploy(t, "console-deny", mock.Reply{Text: "Understood, not deploying."})
 	ctx := newTab(t, 40*time.Second)
+	s, turn := heldDeploy(t, "console-deny", mock.Reply{Text: "Understood, not deploying."})
 	run(t, ctx, "open the session", chromedp.Navigate(s.Admin+"/console/sessions/console-deny"))
 	giveToken(t, ctx, adminToken)
 
