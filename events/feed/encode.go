@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shepherd-proxy/shepherd/events"
@@ -53,22 +54,27 @@ func appendEvent(dst []byte, ev *events.Event) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-// appendMap appends m with its keys sorted.
+// appendMap appends m with its keys sorted. The members are sorted as
+// key-value pairs, so that no value is looked up again by its key.
 func appendMap[V any](dst []byte, m map[string]V) ([]byte, error) {
-	var stack [16]string
-	keys := stack[:0]
-	for k := range m {
-		keys = append(keys, k)
+	type member struct {
+		k string
+		v V
 	}
-	slices.Sort(keys)
+	var stack [16]member
+	members := stack[:0]
+	for k, v := range m {
+		members = append(members, member{k, v})
+	}
+	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.k, b.k) })
 	dst = append(dst, '{')
 	var err error
-	for i, k := range keys {
+	for i, mb := range members {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(jsonkit.AppendString(dst, k), ':')
-		if dst, err = appendValue(dst, m[k]); err != nil {
+		dst = append(jsonkit.AppendString(dst, mb.k), ':')
+		if dst, err = appendValue(dst, mb.v); err != nil {
 			return dst, err
 		}
 	}
