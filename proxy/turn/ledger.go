@@ -88,7 +88,7 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []
 		switch o.e.Kind {
 		case kindUserText:
 			var texts []string
-			if texts, err = decodeUserText(o.e.Data); err == nil {
+			if texts, err = userTexts.decode(o.e.Data); err == nil {
 				batch = append(batch, rewrite.UserTexts{Pos: o.pos, Texts: texts})
 				replayed++
 				continue

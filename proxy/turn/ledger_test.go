@@ -1,6 +1,7 @@
 package turn
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -86,4 +87,36 @@ func TestAnchorFinderScanAndMapAgree(t *testing.T) {
 		require.Equal(t, want, scan, "scan %q", q)
 		require.Equal(t, want, mapped, "map %q", q)
 	}
+}
+
+// The memo gives what decoding gives, for records seen before or not, and
+// errors are not remembered.
+func TestUserTextMemoIsDecode(t *testing.T) {
+	var m userTextMemo
+	records := [][]byte{
+		encodeRecord(newUserTextRecord([]string{"a", "b\n\"c\""})),
+		encodeRecord(newUserTextRecord([]string{"é"})),
+		[]byte(`{"texts":["old"]}`),
+	}
+	for range 3 {
+		for _, r := range records {
+			want, werr := decodeUserText(r)
+			got, err := m.decode(r)
+			require.NoError(t, werr)
+			require.NoError(t, err)
+			require.Equal(t, want, got)
+		}
+		for _, bad := range []string{`{"v":7,"texts":["x"]}`, `{"texts":[1]}`, `{`} {
+			_, err := m.decode([]byte(bad))
+			require.Error(t, err, bad)
+		}
+	}
+	require.Len(t, m.texts, len(records))
+	// Full: it starts over and still decodes.
+	for i := range maxUserTextMemo + 10 {
+		got, err := m.decode(encodeRecord(newUserTextRecord([]string{fmt.Sprint(i)})))
+		require.NoError(t, err)
+		require.Equal(t, []string{fmt.Sprint(i)}, got)
+	}
+	require.LessOrEqual(t, len(m.texts), maxUserTextMemo)
 }
