@@ -33,11 +33,14 @@ import (
 // validate their whole conversation again; the window alone did the same
 // to sessions that differ only in their first messages (the same task
 // replayed, an evaluation run). Both must coincide for two sessions to
-// share a key. Bodies below indexMemoMinBytes are validated whole (a few
-// microseconds). An entry is taken out while a request uses it and put
-// back for the new body, whose copy recycles the entry's buffer: only the
-// bytes past the shared prefix are copied. Memory is bounded in bytes,
-// least recently used first out.
+// share a key; when they do anyway (a long shared prompt, then the same
+// turns but for the first task), the key holds up to indexMemoWays bodies
+// and each request resumes from the one it shares most with. Bodies below
+// indexMemoMinBytes are validated whole (a few microseconds). An entry is
+// taken out while a request uses it and put back for the new body, whose
+// copy recycles the entry's buffer when it continues that body's
+// conversation: only the bytes past the shared prefix are copied. Memory
+// is bounded in bytes, least recently used first out.
 
 const (
 	indexMemoMinBytes    = 8 << 10
@@ -91,24 +94,84 @@ func (m *indexMemo) validIndexed(body []byte) (idx *jsonkit.Index, ok bool, entr
 		return idx, ok, nil
 	}
 	key := memoKey(body)
-	prev := m.take(key)
+	prev, n, slot := m.closest(key, body)
 	if prev == nil {
 		idx, ok = jsonkit.ValidIndexed(body)
 		if ok {
 			c := append([]byte(nil), body...)
-			entry = &indexMemoEntry{key: key, gen: memoGens.Add(1), body: c, idx: idx.Rebase(c)}
+			entry = &indexMemoEntry{key: slot, gen: memoGens.Add(1), body: c, idx: idx.Rebase(c)}
 		}
 		return idx, ok, entry
 	}
-	n := CommonPrefix(body, prev.body)
 	idx, ok = jsonkit.ValidIndexedFrom(body, prev.idx, n)
 	if !ok {
 		m.put(prev) // still a good reference for the next request
 		return idx, ok, nil
 	}
+	if slot != prev.key {
+		// Another conversation's body, which shares only its start with
+		// this one: validation resumed from it, and it goes back for its
+		// own next request with all it holds (its parsed conversation is
+		// its own: not shared), while this body takes a free way.
+		c := append([]byte(nil), body...)
+		m.put(prev)
+		return idx, ok, &indexMemoEntry{key: slot, gen: memoGens.Add(1), prevGen: prev.gen, shared: n,
+			body: c, idx: idx.Rebase(c)}
+	}
 	c := append(prev.body[:n], body[n:]...) // ours: taken out of the memo
-	return idx, ok, &indexMemoEntry{key: key, gen: memoGens.Add(1), prevGen: prev.gen, shared: n,
+	return idx, ok, &indexMemoEntry{key: slot, gen: memoGens.Add(1), prevGen: prev.gen, shared: n,
 		body: c, idx: idx.Rebase(c), conv: prev.conv.sharing(n)}
+}
+
+// indexMemoWays is how many bodies one memo key holds: conversations whose
+// keyed bytes coincide (agents that share a system prompt and differ only
+// in their first messages, as a replayed task does) each keep their own
+// body instead of taking each other's and validating from their first
+// difference on every request.
+const indexMemoWays = 4
+
+// closest takes the key's bodies out of the memo and keeps the one that
+// shares the longest prefix with body (the others go back), returning it
+// with that length, and the way (memo key) the entry for body goes to:
+// prev's own when body continues prev's conversation (or no way is free),
+// else a free way. It stops looking once a body is continued. prev is nil
+// when the key holds nothing; the way is then the key's first free one.
+func (m *indexMemo) closest(key uint64, body []byte) (prev *indexMemoEntry, n int, way uint64) {
+	way = key
+	free := false
+	for i := range uint64(indexMemoWays) {
+		e := m.take(key + i)
+		if e == nil {
+			if !free {
+				way, free = key+i, true
+			}
+			continue
+		}
+		k := CommonPrefix(body, e.body)
+		if prev != nil && k <= n {
+			m.put(e)
+			continue
+		}
+		if prev != nil {
+			m.put(prev)
+		}
+		prev, n = e, k
+		if continues(n, len(e.body)) {
+			return prev, n, prev.key
+		}
+	}
+	if prev != nil && !free {
+		way = prev.key
+	}
+	return prev, n, way
+}
+
+// continues reports whether a body that shares n bytes with an earlier one
+// of size bytes is that one's conversation resent: they differ only near
+// the end (the new turn, a moved cache breakpoint), not from the start of
+// the conversation on.
+func continues(n, size int) bool {
+	return n >= size-max(4<<10, size/8)
 }
 
 // memoGens numbers the bodies the index memo copies (conv.BodyLineage).

@@ -128,3 +128,57 @@ func TestIndexMemoBounded(t *testing.T) {
 		t.Fatal("a memo without budget")
 	}
 }
+
+// TestIndexMemoWaysKeepCollidingConversations: conversations whose keyed
+// bytes coincide (one long prompt, then the same turns but for the first
+// message's task, as a replayed task or the history benchmark's agents)
+// each resume from their own previous body, however they interleave, and
+// the memo's indexes stay those of a whole validation.
+func TestIndexMemoWaysKeepCollidingConversations(t *testing.T) {
+	conv := func(task string, turns int) []byte {
+		var b strings.Builder
+		fmt.Fprintf(&b, `{"model":"m","system":%q,"messages":[`, strings.Repeat("shared rules. ", 40<<10/14))
+		for i := range turns {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			text := fmt.Sprintf("turn %d %s", i, strings.Repeat("y", 1000))
+			if i == 0 {
+				text = task + " " + text
+			}
+			fmt.Fprintf(&b, `{"role":"user","content":%q}`, text)
+		}
+		b.WriteString(`]}`)
+		return []byte(b.String())
+	}
+	tasks := []string{"task A", "task B", "task C"}
+	if memoKey(conv(tasks[0], 30)) != memoKey(conv(tasks[1], 30)) {
+		t.Fatal("the conversations do not collide: the test needs them to")
+	}
+	m := newIndexMemo(64 << 20)
+	lastGen := map[string]uint64{}
+	for turns := 30; turns < 36; turns++ {
+		for _, task := range tasks {
+			body := conv(task, turns)
+			idx, ok, e := m.validIndexed(body)
+			_, whole, werr := ParseIndexed(append([]byte(nil), body...))
+			wok := werr == nil
+			if !ok || !wok || e == nil || !reflect.DeepEqual(idx, whole) {
+				t.Fatalf("%s at %d turns: ok %v, entry %v, or an index unlike a whole validation", task, turns, ok, e != nil)
+			}
+			if g, seen := lastGen[task]; seen {
+				if e.prevGen != g {
+					t.Fatalf("%s at %d turns resumed from another conversation's body", task, turns)
+				}
+				if !continues(e.shared, len(conv(task, turns-1))) {
+					t.Fatalf("%s at %d turns shares only %d bytes with its previous body", task, turns, e.shared)
+				}
+			}
+			lastGen[task] = e.gen
+			m.put(e)
+		}
+	}
+	if n := m.entries.Len(); n != len(tasks) {
+		t.Fatalf("memo holds %d entries, want one per conversation (%d)", n, len(tasks))
+	}
+}
