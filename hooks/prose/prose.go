@@ -141,13 +141,13 @@ func Judge(reply *conv.Reply, minWords int) (Detection, bool) {
 	return d, true
 }
 
-// OnReply judges a reply of a tool-loop turn and reports prose: the
-// metric, an info log (counts only, never the text), prose.detected, and
-// with Nudge the effect that queues the reminder.
 // ReadsReplyText implements hooks.ReplyTextReader: the judge counts the
 // reply's words.
 func (h *Hook) ReadsReplyText() bool { return true }
 
+// OnReply judges a reply of a tool-loop turn and reports prose: the
+// metric, an info log (counts only, never the text), prose.detected, and
+// with Nudge the effect that queues the reminder.
 func (h *Hook) OnReply(_ context.Context, call *hooks.Call, reply *conv.Reply) (hooks.ReplyDecision, error) {
 	if !h.acts(call) || !call.Request.ToolLoop() {
 		return hooks.ReplyDecision{}, nil
