@@ -19,9 +19,8 @@ import (
 // (jsonkit.Members or MembersRaw): only Raw is read, and it must stay
 // unchanged until String.
 type TextParts struct {
-	first string   // raw literal of the first part
+	first string   // raw literal of the first part ("": none yet)
 	rest  []string // raw literals of the others
-	n     int
 }
 
 // Add appends the string value of r (a gjson string result; anything else
@@ -30,21 +29,20 @@ func (t *TextParts) Add(r gjson.Result) {
 	if r.Type != gjson.String {
 		return
 	}
-	if t.n == 0 {
+	if t.first == "" { // a literal is never empty: it has its quotes
 		t.first = r.Raw
 	} else {
 		t.rest = append(t.rest, r.Raw)
 	}
-	t.n++
 }
 
 // String returns the joined text, decoded, sharing no memory with the
 // parts' raw literals.
 func (t *TextParts) String() string {
-	switch t.n {
-	case 0:
+	switch {
+	case t.first == "":
 		return ""
-	case 1:
+	case len(t.rest) == 0:
 		return ownedValue(t.first)
 	}
 	var b strings.Builder
