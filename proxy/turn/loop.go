@@ -17,8 +17,10 @@ type replyLoop struct {
 	t         *Turn
 	agentCopy []byte   // merged reply for the agent
 	items     [][]byte // the model's real sequence, for the ledger
-	// last is a reply whose messages belong after items but are not
-	// rendered yet (convertLast); nil: none.
+	// last is the turn's final reply when its messages are not rendered
+	// onto items yet (finish renders them if the turn is recorded); nil:
+	// none. Only a step that sends nothing more upstream sets it, so no
+	// later step appends to items after it.
 	last    []byte
 	pending []conv.ToolResult // shepherd's answers to calls of the last reply
 	sent    []byte            // the latest request sent upstream
@@ -81,10 +83,6 @@ func (l *replyLoop) step(cur []byte) (step, bool) {
 	}
 	if d, err = l.holdCalls(view, d); err != nil {
 		l.gone = err
-		return step{}, false
-	}
-	if err := l.convertLast(); err != nil {
-		t.warn("reply not convertible", err)
 		return step{}, false
 	}
 	remove, results := answered(view, d)

@@ -61,10 +61,6 @@ func (l *replyLoop) continueReply(cur []byte, view *conv.Reply, c *conv.Continua
 	if c.DropCalls {
 		remove = allCalls(view)
 	}
-	if err := l.convertLast(); err != nil {
-		t.warn("reply not convertible", err)
-		return step{}, false
-	}
 	items, hasText, err := t.cc.ContinuationMessages(cur, c.Prefill)
 	if err != nil {
 		t.warn("building continuation failed", err)
