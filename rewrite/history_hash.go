@@ -3,6 +3,7 @@ package rewrite
 import (
 	"bytes"
 	"encoding/binary"
+	"sort"
 	"strings"
 
 	"github.com/cespare/xxhash/v2"
@@ -110,30 +111,35 @@ func HashHistoryLike(h *History, body []byte, key string, ref *History, refBody 
 
 // HashHistoryShared is HashHistoryLike for a caller that compared the two
 // bodies already: their first n bytes are equal (n must not exceed the
-// length of their longest common prefix).
+// length of their longest common prefix). h may be ref: ref's hashes are
+// then kept as far as they hold and extended in place (refBody is read
+// before h changes).
 func HashHistoryShared(h *History, body []byte, key string, ref *History, refBody []byte, n int) {
 	if ref.End < 0 || ref.End >= len(refBody) || refBody[ref.End] != ']' {
 		HashHistory(h, body, key) // not an array: one element anyway
 		return
 	}
-	m := 0
-	for m+1 < len(ref.Starts) && ref.Starts[m+1] <= n {
-		m++
-	}
-	if m == len(ref.Starts)-1 && ref.End >= 0 && ref.End < n {
+	// The elements that start, with the one after them, inside the shared
+	// bytes (the last of them ends before the next one starts).
+	m := max(sort.SearchInts(ref.Starts, n+1)-1, 0)
+	if m == len(ref.Starts)-1 && ref.End < n {
 		m = len(ref.Starts) // every element, and the closing bracket, shared
 	}
 	if m == 0 {
 		HashHistory(h, body, key)
 		return
 	}
-	h.Hashes = append(h.Hashes[:0], ref.Hashes[:m]...)
-	h.Starts = append(h.Starts[:0], ref.Starts[:m]...)
-	h.End = -1
 	next := ref.End
 	if m < len(ref.Starts) {
 		next = ref.Starts[m]
 	}
+	if h == ref {
+		h.Hashes, h.Starts = h.Hashes[:m], h.Starts[:m]
+	} else {
+		h.Hashes = append(h.Hashes[:0], ref.Hashes[:m]...)
+		h.Starts = append(h.Starts[:0], ref.Starts[:m]...)
+	}
+	h.End = -1
 	h.walk(jsonkit.UnsafeString(body), next)
 }
 

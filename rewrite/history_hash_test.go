@@ -2,6 +2,7 @@ package rewrite_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,6 +83,9 @@ func FuzzHashHistory(f *testing.F) {
 		rewrite.HashHistory(&ref, []byte(other), "messages")
 		rewrite.HashHistoryLike(&like, []byte(body), "messages", &ref, []byte(other))
 		require.Equal(t, h, like)
+		// In place, the same.
+		rewrite.HashHistoryShared(&ref, []byte(body), "messages", &ref, []byte(other), rewrite.CommonPrefix([]byte(body), []byte(other)))
+		sameHistory(t, h, ref)
 		// A breakpoint added to an object leaves its hash as it was.
 		q := string(gjsonQuote(text))
 		plain := `{"text":` + q + `}`
@@ -122,6 +126,9 @@ func TestHashHistoryLike(t *testing.T) {
 			rewrite.HashHistory(&want, pair[0], key)
 			rewrite.HashHistoryLike(&got, pair[0], key, &ref, pair[1])
 			require.Equal(t, want, got)
+			// In place: ref extended into the new body's hashes.
+			rewrite.HashHistoryShared(&ref, pair[0], key, &ref, pair[1], rewrite.CommonPrefix(pair[0], pair[1]))
+			sameHistory(t, want, ref)
 		})
 	}
 }
@@ -168,4 +175,12 @@ func FuzzCommonPrefix(f *testing.F) {
 			t.Fatalf("CommonPrefix = %d, byte by byte %d", got, i)
 		}
 	})
+}
+
+// sameHistory requires equal histories, an empty slice as good as nil.
+func sameHistory(t *testing.T, want, got rewrite.History) {
+	t.Helper()
+	require.True(t, slices.Equal(want.Hashes, got.Hashes), "hashes %v, want %v", got.Hashes, want.Hashes)
+	require.True(t, slices.Equal(want.Starts, got.Starts), "starts %v, want %v", got.Starts, want.Starts)
+	require.Equal(t, want.End, got.End)
 }

@@ -98,7 +98,7 @@ func (m *indexMemo) validIndexed(body []byte) (idx *jsonkit.Index, ok bool, entr
 	if prev == nil {
 		idx, ok = jsonkit.ValidIndexed(body)
 		if ok {
-			c := append([]byte(nil), body...)
+			c := CopyForGrowth(body)
 			entry = &indexMemoEntry{key: slot, gen: memoGens.Add(1), body: c, idx: idx.Rebase(c)}
 		}
 		return idx, ok, entry
@@ -113,7 +113,7 @@ func (m *indexMemo) validIndexed(body []byte) (idx *jsonkit.Index, ok bool, entr
 		// this one: validation resumed from it, and it goes back for its
 		// own next request with all it holds (its parsed conversation is
 		// its own: not shared), while this body takes a free way.
-		c := append([]byte(nil), body...)
+		c := CopyForGrowth(body)
 		m.put(prev)
 		return idx, ok, &indexMemoEntry{key: slot, gen: memoGens.Add(1), prevGen: prev.gen, shared: n,
 			body: c, idx: idx.Rebase(c)}
@@ -172,6 +172,15 @@ func (m *indexMemo) closest(key uint64, body []byte) (prev *indexMemoEntry, n in
 // the conversation on.
 func continues(n, size int) bool {
 	return n >= size-max(4<<10, size/8)
+}
+
+// CopyForGrowth copies a conversation's body into a buffer with room for
+// its next turns: memos that keep a copy per conversation append the next
+// request's new bytes to it in place, where a copy of the exact size would
+// be copied whole into a larger buffer on the conversation's second
+// request.
+func CopyForGrowth(body []byte) []byte {
+	return append(make([]byte, 0, len(body)+len(body)/8+4096), body...)
 }
 
 // memoGens numbers the bodies the index memo copies (conv.BodyLineage).

@@ -175,7 +175,7 @@ func (e *Engine) Begin(ctx context.Context, r Request) (*Turn, Start) {
 // replaced (ReplaceResults), then the history before DropBefore left out;
 // the replay then works on the messages that remain.
 func (t *Turn) build(sess *state.Session, edits conv.RequestEdits) ([]byte, error) {
-	anchors := t.view.Anchors()
+	anchors := t.view.SharedAnchors()
 	body, msgs, anchors, err := t.reshape(edits, anchors)
 	if err != nil {
 		return nil, err

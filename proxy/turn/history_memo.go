@@ -88,31 +88,35 @@ func sameBytes(a, b []byte) bool {
 }
 
 // hashHistories hashes the conversation member key of the agent's body
-// and of the body sent upstream into agent and up, reusing what ref (the
-// session's previous request, taken from the memo; nil: none) hashed of
-// the bytes they share with it, and returns the ref for the next request:
-// copies of both bodies (one when they are the same bytes) with their
-// hashes. The copies recycle ref's buffers: the bytes shared with ref are
-// already there, so only the rest is copied. lin is body's lineage: when
-// the index memo compared body with the very bytes ref copied (lin.Prev is
-// ref's agentGen), the length they share is lin.Shared, and body is not
-// compared with ref's copy again. runs says how sent was made from body
-// (nil: unknown): with ref's, the bytes sent shares with ref's sent body
-// are found by comparing only what the two turns' edits wrote
-// (rewrite.SharedPrefix), not the whole history a second time.
-func hashHistories(agent, up *rewrite.History, body, sent []byte, runs []rewrite.CopyRun, key string, ref *historyRef, lin conv.BodyLineage) *historyRef {
+// and of the body sent upstream, reusing what ref (the session's previous
+// request, taken from the memo; nil: none) hashed of the bytes they share
+// with it, and returns the ref for the next request: copies of both bodies
+// (one when they are the same bytes) with their hashes (agentHist,
+// sentHist: the caller reads this request's hashes there, and must be done
+// with them before it puts the ref in the memo, where the next request of
+// the session takes it and extends them in place). The copies and the
+// hashes recycle ref's buffers: the bytes and elements shared with ref are
+// already there, so only the rest is copied or hashed. lin is body's
+// lineage: when the index memo compared body with the very bytes ref
+// copied (lin.Prev is ref's agentGen), the length they share is
+// lin.Shared, and body is not compared with ref's copy again. runs says
+// how sent was made from body (nil: unknown): with ref's, the bytes sent
+// shares with ref's sent body are found by comparing only what the two
+// turns' edits wrote (rewrite.SharedPrefix), not the whole history a
+// second time.
+func hashHistories(body, sent []byte, runs []rewrite.CopyRun, key string, ref *historyRef, lin conv.BodyLineage) *historyRef {
 	next := historyRef{agentGen: lin.Gen}
 	if sameBytes(body, sent) || !rewrite.ValidCopyRuns(runs, len(sent), len(body)) {
 		runs = nil
 	}
 	if ref == nil {
-		rewrite.HashHistory(up, sent, key)
-		rewrite.HashHistoryLike(agent, body, key, up, sent)
-		next.agent = append([]byte(nil), body...)
+		rewrite.HashHistory(&next.sentHist, sent, key)
+		rewrite.HashHistoryLike(&next.agentHist, body, key, &next.sentHist, sent)
+		next.agent = rewrite.CopyForGrowth(body)
 		if sameBytes(body, sent) {
 			next.sent = next.agent
 		} else {
-			next.sent = append([]byte(nil), sent...)
+			next.sent = rewrite.CopyForGrowth(sent)
 		}
 	} else {
 		var na int
@@ -125,9 +129,11 @@ func hashHistories(agent, up *rewrite.History, body, sent []byte, runs []rewrite
 		if !sameBytes(body, sent) || !sameBytes(ref.agent, ref.sent) {
 			ns = sharedSent(body, sent, runs, ref, na)
 		}
-		rewrite.HashHistoryShared(up, sent, key, &ref.sentHist, ref.sent, ns)
-		rewrite.HashHistoryShared(agent, body, key, &ref.agentHist, ref.agent, na)
-		// ref is ours (taken): overwrite its buffers past the shared bytes.
+		// ref is ours (taken): its hashes are extended, and its buffers
+		// overwritten past the shared bytes, in place.
+		next.sentHist, next.agentHist = ref.sentHist, ref.agentHist
+		rewrite.HashHistoryShared(&next.sentHist, sent, key, &next.sentHist, ref.sent, ns)
+		rewrite.HashHistoryShared(&next.agentHist, body, key, &next.agentHist, ref.agent, na)
 		sentBuf := ref.sent
 		if sameBytes(ref.agent, ref.sent) {
 			sentBuf = nil // one buffer for both: the agent's copy reuses it
@@ -138,7 +144,7 @@ func hashHistories(agent, up *rewrite.History, body, sent []byte, runs []rewrite
 		} else if sentBuf != nil {
 			next.sent = append(sentBuf[:ns], sent[ns:]...)
 		} else {
-			next.sent = append([]byte(nil), sent...)
+			next.sent = rewrite.CopyForGrowth(sent)
 		}
 	}
 	if runs != nil {
@@ -148,8 +154,6 @@ func hashHistories(agent, up *rewrite.History, body, sent []byte, runs []rewrite
 		}
 		next.sentRuns = append(buf, runs...)
 	}
-	next.agentHist = cloneHistory(agent)
-	next.sentHist = cloneHistory(up)
 	return &next
 }
 
@@ -176,7 +180,4 @@ func identityRun(n int) []rewrite.CopyRun {
 		return nil
 	}
 	return []rewrite.CopyRun{{Len: n}}
-}
-func cloneHistory(h *rewrite.History) rewrite.History {
-	return rewrite.History{Hashes: append([]uint32(nil), h.Hashes...), Starts: append([]int(nil), h.Starts...), End: h.End}
 }

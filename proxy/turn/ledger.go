@@ -40,7 +40,7 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []
 	if len(ledger) == 0 && fresh == nil {
 		return body, nil, st, nil
 	}
-	find := anchorFinder(anchors, len(ledger))
+	find := anchorFinder(anchors)
 	type op struct {
 		pos   int
 		order int // user text before turn at the same position is impossible; keep stable
@@ -124,35 +124,52 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []
 	return out, nil, st, nil
 }
 
-// anchorScanMax is the most ledger entries whose anchors are looked up by
-// scanning the conversation's anchors rather than through a map of them:
-// a typical ledger holds a few entries and a long conversation hundreds of
-// anchors, so building the map cost more than the lookups (pprof: the
-// replay's largest allocation, ~4 KB per request at 60 messages).
-const anchorScanMax = 8
-
-// anchorFinder returns the position of an anchor among anchors (the last
-// one when it occurs more than once), or -1, for lookups entries.
-func anchorFinder(anchors []string, lookups int) func(string) int {
-	if lookups <= anchorScanMax {
-		return func(a string) int {
-			for i := len(anchors) - 1; i >= 0; i-- {
-				if anchors[i] == a {
-					return i
-				}
+// anchorFinder returns the position of an anchor among anchors, or -1.
+// Anchors chain the digests of every message up to theirs, so a
+// conversation holds each at most once (of equal ones, any may be found).
+// The ledger looks them up mostly in conversation order (its entries are
+// appended as the conversation goes), so each lookup scans on from where
+// the previous one was found, wrapping around: a whole replay costs about
+// one pass over the anchors. Lookups out of order or missing cost a pass
+// each; once the passes cost more than a map of the anchors would, the
+// finder builds one (pprof: the map, built for every replay, was the
+// replay's largest allocation, ~50 KB per request at 900 messages).
+func anchorFinder(anchors []string) func(string) int {
+	n := len(anchors)
+	cursor, budget := 0, 4*n+64
+	var pos map[string]int
+	return func(a string) int {
+		if pos != nil {
+			if p, ok := pos[a]; ok {
+				return p
 			}
 			return -1
 		}
-	}
-	pos := make(map[string]int, len(anchors))
-	for i, a := range anchors {
-		pos[a] = i
-	}
-	return func(a string) int {
-		if p, ok := pos[a]; ok {
-			return p
+		found := -1
+		k := 0
+		for ; k < n; k++ {
+			i := cursor + k
+			if i >= n {
+				i -= n
+			}
+			if anchors[i] == a {
+				found = i
+				break
+			}
 		}
-		return -1
+		if found >= 0 {
+			cursor = found + 1
+			if cursor == n {
+				cursor = 0
+			}
+		}
+		if budget -= k + 1; budget < 0 {
+			pos = make(map[string]int, n)
+			for i, a := range anchors {
+				pos[a] = i
+			}
+		}
+		return found
 	}
 }
 

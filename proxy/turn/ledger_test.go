@@ -2,6 +2,8 @@ package turn
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -71,22 +73,36 @@ func TestReplayLedgerV0AndUnknown(t *testing.T) {
 	require.NotContains(t, string(out), "from the future")
 }
 
-// anchorFinder scans for a few lookups and maps for many; both find the
-// last position of an anchor, and -1 for one not there.
-func TestAnchorFinderScanAndMapAgree(t *testing.T) {
-	anchors := []string{"a", "b", "c", "b", "d", "a", "e"}
-	for _, q := range []string{"a", "b", "c", "d", "e", "x", ""} {
-		scan := anchorFinder(anchors, anchorScanMax)(q)
-		mapped := anchorFinder(anchors, anchorScanMax+1)(q)
-		want := -1
-		for i, a := range anchors {
-			if a == q {
-				want = i
+// anchorFinder finds every anchor, in or out of order, and -1 for one
+// not there, before and after it gives up scanning for a map.
+func TestAnchorFinderFindsInAnyOrder(t *testing.T) {
+	anchors := make([]string, 50)
+	for i := range anchors {
+		anchors[i] = fmt.Sprintf("a%02d", i)
+	}
+	want := func(q string) int { return slices.Index(anchors, q) }
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, order := range []string{"ascending", "shuffled", "missing"} {
+		find := anchorFinder(anchors)
+		var qs []string
+		for range 3 { // past the scan budget
+			for i := range anchors {
+				qs = append(qs, anchors[i])
+				if order == "missing" {
+					qs = append(qs, fmt.Sprintf("x%d", i))
+				}
 			}
 		}
-		require.Equal(t, want, scan, "scan %q", q)
-		require.Equal(t, want, mapped, "map %q", q)
+		if order == "shuffled" {
+			rng.Shuffle(len(qs), func(i, j int) { qs[i], qs[j] = qs[j], qs[i] })
+		}
+		for _, q := range qs {
+			require.Equal(t, want(q), find(q), "%s: %q", order, q)
+		}
 	}
+	require.Equal(t, -1, anchorFinder(nil)("a"))
+	dup := []string{"a", "b", "a"}
+	require.Equal(t, "a", dup[anchorFinder(dup)("a")])
 }
 
 // The memo gives what decoding gives, for records seen before or not, and

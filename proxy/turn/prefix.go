@@ -187,13 +187,16 @@ type PrefixMetrics interface {
 // conversation member; replaced and dropped say whether the request edits
 // replaced tool results or left messages out.
 func (t *Turn) checkPrefix(sess *state.Session, key string, replaced, dropped bool) *prefixCheck {
-	var agent, up rewrite.History
 	mk := historyMemoKey{key: t.key, member: key}
 	var runs []rewrite.CopyRun
 	if cm, ok := t.codec.(rewrite.CopyMapper); ok {
 		runs = cm.CopyRuns(t.body, t.sent)
 	}
-	t.e.history.put(mk, hashHistories(&agent, &up, t.body, t.sent, runs, key, t.e.history.take(mk), t.lineage()))
+	ref := hashHistories(t.body, t.sent, runs, key, t.e.history.take(mk), t.lineage())
+	// The hashes are the ref's: read them all before the ref goes back to
+	// the memo, where the session's next request extends them in place.
+	defer t.e.history.put(mk, ref)
+	agent, up := &ref.agentHist, &ref.sentHist
 	if len(agent.Hashes) == 0 {
 		return nil
 	}

@@ -10,9 +10,10 @@ import (
 // reshape applies the edits that change the agent's own messages to its
 // body: the tool-result replacements (last one per block wins), then
 // DropBefore. It returns the body, the view messages that remain and their
-// anchors (anchors narrowed in place: the ledger replay and the fresh user
-// text then address the remaining messages by position). Without such
-// edits it returns the agent's body and view unchanged.
+// anchors (a new slice: anchors is only read; the ledger replay and the
+// fresh user text then address the remaining messages by position).
+// Without such edits it returns the agent's body, view and anchors
+// unchanged.
 func (t *Turn) reshape(edits conv.RequestEdits, anchors []string) ([]byte, []conv.Message, []string, error) {
 	body, msgs := t.body, t.view.Messages
 	if len(edits.ReplaceResults) > 0 {
@@ -34,15 +35,14 @@ func (t *Turn) reshape(edits conv.RequestEdits, anchors []string) ([]byte, []con
 		return nil, nil, nil, err
 	}
 	kept := make([]conv.Message, 0, len(msgs)-drop)
-	n := 0
+	keptAnchors := make([]string, 0, len(msgs)-drop)
 	for i := range msgs {
 		if i >= drop || msgs[i].Role == conv.RoleSystem {
 			kept = append(kept, msgs[i])
-			anchors[n] = anchors[i]
-			n++
+			keptAnchors = append(keptAnchors, anchors[i])
 		}
 	}
-	return body, kept, anchors[:n], nil
+	return body, kept, keptAnchors, nil
 }
 
 // leaveOut returns body without the messages before drop that are not

@@ -142,6 +142,16 @@ func (r *Request) Anchors() []string {
 	return Anchors(r.Messages)
 }
 
+// SharedAnchors is Anchors without the copy: the view's own slice when the
+// codec filled it in (capped: an append copies), which the caller only
+// reads.
+func (r *Request) SharedAnchors() []string {
+	if r.MessageAnchors != nil && len(r.MessageAnchors) == len(r.Messages) {
+		return slices.Clip(r.MessageAnchors)
+	}
+	return Anchors(r.Messages)
+}
+
 // Opening reports whether the conversation has no assistant message yet: it
 // starts (or starts over), so it has no earlier state of its own.
 func (r *Request) Opening() bool {
