@@ -101,6 +101,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
+	defer t.Settle() // a turn that does not run: its check reads the body
 	body = s.routeSelect(ctx, &x, t, in.view != nil && s.turnServes(ctx, &x, in.view), body)
 	x.feed.turn = t
 	x.watch = s.watchClient(ctx, x.route.name)

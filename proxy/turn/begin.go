@@ -69,11 +69,14 @@ type Turn struct {
 	// the session (usage.go); nil until Run.
 	tally *outcomeLog
 	// prefix is the turn's cache-integrity check (prefix.go), nil when none
-	// is kept; prefixKey the codec's conversation member; lastSent the
-	// latest follow-up or continuation sent upstream (nil: none).
-	prefix    *prefixCheck
-	prefixKey string
-	lastSent  []byte
+	// is kept, set by the goroutine that closes prefixDone (nil: none was
+	// started): read it through prefixResult. prefixKey is the codec's
+	// conversation member; lastSent the latest follow-up or continuation
+	// sent upstream (nil: none).
+	prefix     *prefixCheck
+	prefixDone chan struct{}
+	prefixKey  string
+	lastSent   []byte
 	// watch reports the turn's tool calls to the chain's CallWatchers
 	// (watch.go); nil when none watches.
 	watch *callWatch
@@ -160,7 +163,7 @@ func (e *Engine) Begin(ctx context.Context, r Request) (*Turn, Start) {
 	t.sent = out
 	if hk, ok := t.codec.(rewrite.HistoryKeyer); ok && t.call.Side == "" && !t.call.StateUnavailable {
 		t.prefixKey = hk.ConversationKey()
-		t.prefix = t.checkPrefix(sess, t.prefixKey, len(edits.ReplaceResults) > 0, edits.DropBefore > 0)
+		t.startPrefix(sess, t.prefixKey, len(edits.ReplaceResults) > 0, edits.DropBefore > 0)
 	}
 	return t, Start{Body: out}
 }

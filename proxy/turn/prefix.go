@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -182,30 +183,81 @@ type PrefixMetrics interface {
 	PrefixBreak(route, cause string)
 }
 
-// checkPrefix compares the turn's conversations with the session's
-// previous request of the same conversation. key is the codec's
-// conversation member; replaced and dropped say whether the request edits
-// replaced tool results or left messages out.
-func (t *Turn) checkPrefix(sess *state.Session, key string, replaced, dropped bool) *prefixCheck {
-	mk := historyMemoKey{key: t.key, member: key}
-	var runs []rewrite.CopyRun
+// prefixJob is what a cache-integrity check reads, taken from the turn
+// when Begin starts it: the check runs while the request is upstream, in a
+// goroutine of its own, and must not touch what the turn goes on changing
+// (the session, the codec, the call).
+type prefixJob struct {
+	body, sent []byte
+	runs       []rewrite.CopyRun // how sent was made from body; nil: unknown
+	key        string            // the codec's conversation member
+	memo       historyMemoKey
+	lineage    conv.BodyLineage
+	prev       *PrefixState // the session's slot as loaded (nil: none)
+	// replaced and dropped say whether the request edits replaced tool
+	// results or left messages out.
+	replaced, dropped bool
+	route, requestID  string
+	at                time.Time
+}
+
+// startPrefix starts the turn's cache-integrity check (checkPrefix) in
+// the background: nothing before the reply needs it, and it hashes the
+// conversation (for a long history, the bytes past what the session's
+// previous request shared with it, and one comparison of them), which
+// pprof put at about a tenth of a 1 MB request's time. Its result is read
+// through prefixResult, which waits for it; Settle waits for it too,
+// before the request's body can be reused.
+func (t *Turn) startPrefix(sess *state.Session, key string, replaced, dropped bool) {
+	j := &prefixJob{body: t.body, sent: t.sent, key: key, memo: historyMemoKey{key: t.key, member: key},
+		lineage: t.lineage(), replaced: replaced, dropped: dropped,
+		route: t.call.Route, requestID: t.call.RequestID, at: t.e.now()}
 	if cm, ok := t.codec.(rewrite.CopyMapper); ok {
-		runs = cm.CopyRuns(t.body, t.sent)
+		j.runs = slices.Clone(cm.CopyRuns(t.body, t.sent))
 	}
-	ref := hashHistories(t.body, t.sent, runs, key, t.e.history.take(mk), t.lineage())
+	j.prev, _ = PrefixOf(sess) // decodes the slot into sess: here, not beside the turn
+	done := make(chan struct{})
+	t.prefixDone = done
+	go func() {
+		defer close(done)
+		t.prefix = t.e.checkPrefix(j)
+	}()
+}
+
+// prefixResult is the turn's cache-integrity check, once it is done (nil:
+// none).
+func (t *Turn) prefixResult() *prefixCheck {
+	t.Settle()
+	return t.prefix
+}
+
+// Settle waits for the work Begin left running beside the request (the
+// cache-integrity check, which reads the agent's body and the one sent
+// upstream). Run waits for it before it saves; a caller that drops a turn
+// without running it must call Settle before the request's body is reused.
+// It may be called any number of times, from any goroutine.
+func (t *Turn) Settle() {
+	if t != nil && t.prefixDone != nil {
+		<-t.prefixDone
+	}
+}
+
+// checkPrefix compares a turn's conversations with the session's previous
+// request of the same conversation.
+func (e *Engine) checkPrefix(j *prefixJob) *prefixCheck {
+	ref := hashHistories(j.body, j.sent, j.runs, j.key, e.history.take(j.memo), j.lineage)
 	// The hashes are the ref's: read them all before the ref goes back to
 	// the memo, where the session's next request extends them in place.
-	defer t.e.history.put(mk, ref)
+	defer e.history.put(j.memo, ref)
 	agent, up := &ref.agentHist, &ref.sentHist
 	if len(agent.Hashes) == 0 {
 		return nil
 	}
 	c := &prefixCheck{track: prefixTrack{First: agent.Hashes[0], AgentLen: len(agent.Hashes),
 		AgentSum: sumHashes(agent.Hashes), Upstream: packHashes(up.Hashes)}}
-	c.turn = PrefixTurn{At: t.e.now(), RequestID: t.call.RequestID, Hash: fmt.Sprintf("%016x", sumHashes(up.Hashes)),
+	c.turn = PrefixTurn{At: j.at, RequestID: j.requestID, Hash: fmt.Sprintf("%016x", sumHashes(up.Hashes)),
 		Elements: len(up.Hashes), BreakOffset: -1, BreakElement: -1}
-	st, _ := PrefixOf(sess)
-	tr := st.track(agent.Hashes[0])
+	tr := j.prev.track(agent.Hashes[0])
 	if tr == nil {
 		c.turn.First = true
 		return c
@@ -222,15 +274,15 @@ func (t *Turn) checkPrefix(sess *state.Session, key string, replaced, dropped bo
 	switch {
 	case tr.AgentLen > len(agent.Hashes) || sumHashes(agent.Hashes[:tr.AgentLen]) != tr.AgentSum:
 		c.turn.Cause = CauseClient
-	case replaced:
+	case j.replaced:
 		c.turn.Cause = CauseCompaction
-	case dropped:
+	case j.dropped:
 		c.turn.Cause = CauseGating
 	default:
 		c.turn.Cause = CauseProxy
 	}
-	if m, ok := t.e.metrics.(PrefixMetrics); ok {
-		m.PrefixBreak(t.call.Route, c.turn.Cause)
+	if m, ok := e.metrics.(PrefixMetrics); ok {
+		m.PrefixBreak(j.route, c.turn.Cause)
 	}
 	return c
 }
@@ -309,10 +361,11 @@ func (c *prefixCheck) record(sess *state.Session, u *turnUsage) {
 // the turn's replies were read); ok is false when the turn kept none (a
 // side request, an API without a conversation member, an empty one).
 func (t *Turn) Prefix() (p PrefixTurn, ok bool) {
-	if t.prefix == nil {
+	c := t.prefixResult()
+	if c == nil {
 		return PrefixTurn{}, false
 	}
-	p = t.prefix.turn
+	p = c.turn
 	if a := t.spent(); a != nil {
 		p.CacheReadTokens, p.CacheWriteTokens = a.usage.CacheReadTokens, a.usage.CacheWriteTokens
 	}

@@ -40,6 +40,12 @@ func prefixTurn(m *prefixMetrics, agent, sent []byte) *Turn {
 	return &Turn{e: e, body: agent, sent: sent, call: hooks.Call{Route: "anthropic", RequestID: "r1"}}
 }
 
+// checkPrefix runs the turn's check as Begin starts it and waits for it.
+func (t *Turn) checkPrefix(sess *state.Session, key string, replaced, dropped bool) *prefixCheck {
+	t.startPrefix(sess, key, replaced, dropped)
+	return t.prefixResult()
+}
+
 // TestCheckPrefix: each decision of the check, after a first turn that
 // recorded the agent's [u1] and the upstream's [u1 a1].
 func TestCheckPrefix(t *testing.T) {

@@ -118,6 +118,7 @@ func (t *Turn) end(l *replyLoop, w Writer, first, fallback []byte) error {
 // returns (a Sender returns once its request is written). A turn that never
 // runs leaves its body to the collector.
 func (t *Turn) releaseSent() {
+	t.Settle() // the check reads the body
 	if r, ok := t.codec.(rewrite.BodyReleaser); ok && t.sent != nil {
 		r.ReleaseBody(t.sent)
 	}

@@ -47,8 +47,9 @@ func (t *Turn) save() (state.Key, bool) {
 			return key, false
 		}
 	}
-	if t.prefix != nil && t.lastSent != nil {
-		t.prefix.followed(t.prefixKey, t.lastSent)
+	prefix := t.prefixResult()
+	if prefix != nil && t.lastSent != nil {
+		prefix.followed(t.prefixKey, t.lastSent)
 	}
 	fn := func(s *state.Session) error {
 		if !side {
@@ -59,8 +60,8 @@ func (t *Turn) save() (state.Key, bool) {
 		}
 		appendLedger(s, t.entries)
 		acct.addTo(s)
-		if t.prefix != nil {
-			t.prefix.record(s, acct)
+		if prefix != nil {
+			prefix.record(s, acct)
 		}
 		return nil
 	}
