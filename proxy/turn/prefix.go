@@ -130,14 +130,22 @@ func PrefixOf(sess *state.Session) (*PrefixState, error) {
 	return state.SlotAs(sess, PrefixSlotName, decodePrefixSlot)
 }
 
-// packHashes encodes element hashes for prefixTrack.Upstream.
-func packHashes(h []uint32) string {
+// hashBytes is element hashes as little-endian bytes, in one buffer: what
+// packHashes encodes, and what the sums of a track (prefixTrack.AgentSum,
+// PrefixTurn.Hash) are the xxhash64 of.
+func hashBytes(h []uint32) []byte {
 	raw := make([]byte, 4*len(h))
 	for i, v := range h {
 		binary.LittleEndian.PutUint32(raw[4*i:], v)
 	}
-	return base64.StdEncoding.EncodeToString(raw)
+	return raw
 }
+
+// packHashes encodes element hashes for prefixTrack.Upstream.
+func packHashes(h []uint32) string { return packHashBytes(hashBytes(h)) }
+
+// packHashBytes is packHashes of hashBytes' result.
+func packHashBytes(raw []byte) string { return base64.StdEncoding.EncodeToString(raw) }
 
 // unpackHashes decodes prefixTrack.Upstream; nil when it is malformed.
 func unpackHashes(s string) []uint32 {
@@ -150,17 +158,6 @@ func unpackHashes(s string) []uint32 {
 		out[i] = binary.LittleEndian.Uint32(raw[4*i:])
 	}
 	return out
-}
-
-// sumHashes is the xxhash64 of element hashes, in order.
-func sumHashes(hashes []uint32) uint64 {
-	d := xxhash.New()
-	var b [4]byte
-	for _, h := range hashes {
-		binary.LittleEndian.PutUint32(b[:], h)
-		_, _ = d.Write(b[:])
-	}
-	return d.Sum64()
 }
 
 // followed notes the turn's last upstream request (after follow-ups or
@@ -253,9 +250,12 @@ func (e *Engine) checkPrefix(j *prefixJob) *prefixCheck {
 	if len(agent.Hashes) == 0 {
 		return nil
 	}
+	// Each conversation's hashes as bytes once: summed, packed, and (the
+	// agent's) summed again up to the previous request's length.
+	agentRaw, upRaw := hashBytes(agent.Hashes), hashBytes(up.Hashes)
 	c := &prefixCheck{track: prefixTrack{First: agent.Hashes[0], AgentLen: len(agent.Hashes),
-		AgentSum: sumHashes(agent.Hashes), Upstream: packHashes(up.Hashes)}}
-	c.turn = PrefixTurn{At: j.at, RequestID: j.requestID, Hash: fmt.Sprintf("%016x", sumHashes(up.Hashes)),
+		AgentSum: xxhash.Sum64(agentRaw), Upstream: packHashBytes(upRaw)}}
+	c.turn = PrefixTurn{At: j.at, RequestID: j.requestID, Hash: fmt.Sprintf("%016x", xxhash.Sum64(upRaw)),
 		Elements: len(up.Hashes), BreakOffset: -1, BreakElement: -1}
 	tr := j.prev.track(agent.Hashes[0])
 	if tr == nil {
@@ -272,7 +272,7 @@ func (e *Engine) checkPrefix(j *prefixJob) *prefixCheck {
 		c.turn.BreakOffset = up.Starts[k]
 	}
 	switch {
-	case tr.AgentLen > len(agent.Hashes) || sumHashes(agent.Hashes[:tr.AgentLen]) != tr.AgentSum:
+	case tr.AgentLen > len(agent.Hashes) || xxhash.Sum64(agentRaw[:4*tr.AgentLen]) != tr.AgentSum:
 		c.turn.Cause = CauseClient
 	case j.replaced:
 		c.turn.Cause = CauseCompaction
