@@ -58,6 +58,13 @@ func TestAppendUserTextsErrors(t *testing.T) {
 			require.Error(t, wantErr, "%s %d", api, bad)
 			_, err := tc.AppendUserTexts(body, ops)
 			require.EqualError(t, err, wantErr.Error())
+			// The same with the body parsed (indexed): the batch then
+			// finds the turns from the index.
+			parsed := apitest.CodecFor(api)
+			_, err = parsed.(rewrite.Codec).ParseRequest(body)
+			require.NoError(t, err)
+			_, err = parsed.AppendUserTexts(body, ops)
+			require.EqualError(t, err, wantErr.Error())
 		}
 	}
 }

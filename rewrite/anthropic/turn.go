@@ -258,6 +258,10 @@ func (anthropicCodec) ConversationKey() string { return "messages" }
 
 func (anthropicCodec) FillerElem() string { return `{"role":"user","content":""}` }
 
+// SingleElemTurns implements rewrite.SingleElemTurnLocator: each turn is
+// the one element at its view position.
+func (anthropicCodec) SingleElemTurns() {}
+
 func (c anthropicCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
 	return rewrite.SingleElemTurns(c.parsed, body, "messages")
 }

@@ -280,6 +280,10 @@ func (geminiCodec) ConversationKey() string { return "contents" }
 
 func (geminiCodec) FillerElem() string { return `{"role":"user","parts":[]}` }
 
+// SingleElemTurns implements rewrite.SingleElemTurnLocator: each turn is
+// the one element at its view position.
+func (geminiCodec) SingleElemTurns() {}
+
 func (c geminiCodec) UserTurnElems(body []byte) ([]gjson.Result, func(int) (int, int, error), error) {
 	return rewrite.SingleElemTurns(c.parsed, body, "contents")
 }

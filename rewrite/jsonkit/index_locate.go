@@ -76,6 +76,28 @@ func (d *Index) AppendElements(dst []gjson.Result, key string) (elems []gjson.Re
 	return elems, true
 }
 
+// MemberElemSpan is where element i of the root array member key lies in
+// the body, [start, end), and how many elements the array has (start and
+// end are 0 when i is not one of them): AppendElements' element i without
+// listing them all. ok is false when AppendElements' is.
+func (d *Index) MemberElemSpan(key string, i int) (start, end, count int, ok bool) {
+	if d == nil {
+		return 0, 0, 0, false
+	}
+	m := d.member(key)
+	if m < 0 || !d.members[m].isArray {
+		return 0, 0, 0, false
+	}
+	ms := &d.members[m]
+	if ms.elems == nil && ms.end-ms.start > 2 && strings.TrimSpace(d.body[ms.start+1:ms.end-1]) != "" {
+		return 0, 0, 0, false // elements not known
+	}
+	if i < 0 || i >= len(ms.elems) {
+		return 0, 0, len(ms.elems), true
+	}
+	return ms.elems[i].start, ms.elems[i].end, len(ms.elems), true
+}
+
 // MemberReplaced returns the index of out, which is d's body with the value
 // of the root member key, [start, end) as MemberSpan gives it, replaced by
 // n bytes that are one JSON value of the same kind (array or not). Every
