@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"go.uber.org/zap"
 
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
@@ -217,6 +218,17 @@ func (t *Turn) startPrefix(sess *state.Session, key string, replaced, dropped bo
 	t.prefixDone = done
 	go func() {
 		defer close(done)
+		// Off the handler's goroutine no middleware recovers a panic: the
+		// check is diagnostics, so the turn goes on without it (fail-open),
+		// as the engine does for a failing hook.
+		defer func() {
+			if r := recover(); r != nil {
+				t.prefix = nil
+				t.e.metrics.HookFailed("cache_integrity")
+				t.e.log.Error("cache-integrity check failed; the turn goes on without it",
+					zap.String("request_id", j.requestID), zap.Any("panic", r))
+			}
+		}()
 		t.prefix = t.e.checkPrefix(j)
 	}()
 }

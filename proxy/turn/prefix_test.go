@@ -296,3 +296,26 @@ func TestPrefixCloneIndependent(t *testing.T) {
 		})
 	}
 }
+
+// panickyPrefixMetrics panics when a break is counted: a check that fails
+// in its goroutine.
+type panickyPrefixMetrics struct{ countingMetrics }
+
+func (m *panickyPrefixMetrics) PrefixBreak(_, _ string) { panic("metrics sink broken") }
+
+// A check that panics in its goroutine does not take the process down: the
+// turn has no cache-integrity record, the failure is counted as a hook's,
+// and Settle returns.
+func TestPrefixCheckPanicFailsOpen(t *testing.T) {
+	const u1, a1, u2 = `{"role":"user","content":"q1"}`, `{"role":"assistant","content":"a1"}`, `{"role":"user","content":"q2"}`
+	sess := &state.Session{}
+	prefixTurn(&prefixMetrics{}, msgsBody(u1, a1), msgsBody(u1, a1)).checkPrefix(sess, "messages", false, false).record(sess, nil)
+	m := &panickyPrefixMetrics{}
+	e := New(Options{Store: state.NewMemory(state.MemoryOptions{MaxSessions: 1, TTL: time.Hour}), Metrics: m})
+	tr := &Turn{e: e, body: msgsBody(u1, u2), sent: msgsBody(u1, u2), call: hooks.Call{Route: "anthropic", RequestID: "r1"}}
+	tr.startPrefix(sess, "messages", false, false) // the history changed: a break is counted
+	tr.Settle()
+	_, ok := tr.Prefix()
+	require.False(t, ok)
+	require.Equal(t, 1, m.get("hook_failed_cache_integrity"))
+}
