@@ -22,15 +22,32 @@ func checkResume(t *testing.T, prev, next []byte) {
 	if !ok {
 		return
 	}
+	orig := pidx
+	origCopy := copyIndex(orig)
 	pidx = pidx.Rebase(append([]byte(nil), prev...))
+	rebased := copyIndex(pidx)
 	want, wok := ValidIndexed(next)
 	got, gok := ValidIndexedFrom(next, pidx, sharedPrefix(prev, next))
+	// The indexes share element spans: resuming changed neither.
+	if !reflect.DeepEqual(copyIndex(pidx), rebased) || !reflect.DeepEqual(copyIndex(orig), origCopy) {
+		t.Fatalf("resuming changed the index it resumed from\nprev %q\nnext %q", prev, next)
+	}
 	if gok != wok {
 		t.Fatalf("ok %v, want %v\nprev %q\nnext %q", gok, wok, prev, next)
 	}
 	if wok && !reflect.DeepEqual(got, want) {
 		t.Fatalf("index %+v, want %+v\nprev %q\nnext %q", got, want, prev, next)
 	}
+}
+
+// copyIndex is a deep copy of d's members, for comparing it later.
+func copyIndex(d *Index) []memberSpan {
+	out := make([]memberSpan, len(d.members))
+	for i, ms := range d.members {
+		ms.elems = append([]span(nil), ms.elems...)
+		out[i] = ms
+	}
+	return out
 }
 
 func conversation(n int, tail string) []byte {
