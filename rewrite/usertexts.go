@@ -123,20 +123,18 @@ type SingleElemTurnLocator interface {
 func userTurnSpans(loc UserTurnLocator, p *Parsed, body []byte) (span func(pos int) (s, e int, more, ok bool), done func(), ok bool) {
 	key := loc.ConversationKey()
 	if _, single := loc.(SingleElemTurnLocator); single {
-		if idx := p.IndexOf(body); idx != nil {
-			if _, _, _, ok := idx.MemberElemSpan(key, -1); ok {
-				return func(pos int) (int, int, bool, bool) {
-					s, e, n, ok := idx.MemberElemSpan(key, pos)
-					if !ok || pos < 0 || pos >= n {
-						return 0, 0, false, false
-					}
-					if pos+1 < n {
-						e, _, _, _ = idx.MemberElemSpan(key, pos+1)
-						return s, e, true, true
-					}
-					return s, e, false, true
-				}, func() {}, true
-			}
+		if es, ok := p.IndexOf(body).MemberElems(key); ok {
+			return func(pos int) (int, int, bool, bool) {
+				if pos < 0 || pos >= es.Len() {
+					return 0, 0, false, false
+				}
+				s, e := es.At(pos)
+				if pos+1 < es.Len() {
+					e, _ = es.At(pos + 1)
+					return s, e, true, true
+				}
+				return s, e, false, true
+			}, func() {}, true
 		}
 	}
 	elems, run, err := loc.UserTurnElems(body)

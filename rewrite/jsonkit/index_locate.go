@@ -58,6 +58,20 @@ func (d *Index) Elements(key string) (elems []gjson.Result, ok bool) {
 // AppendElements is Elements appending to dst (the caller's buffer, say a
 // pooled one).
 func (d *Index) AppendElements(dst []gjson.Result, key string) (elems []gjson.Result, ok bool) {
+	ms, ok := d.knownElems(key)
+	if !ok {
+		return nil, false
+	}
+	elems = slices.Grow(dst, len(ms.elems))
+	for _, sp := range ms.elems {
+		elems = append(elems, ValueAt(d.body[sp.start:sp.end], 0, sp.start))
+	}
+	return elems, true
+}
+
+// knownElems is the root member key when it is an array whose elements
+// the index holds.
+func (d *Index) knownElems(key string) (*memberSpan, bool) {
 	if d == nil {
 		return nil, false
 	}
@@ -69,33 +83,28 @@ func (d *Index) AppendElements(dst []gjson.Result, key string) (elems []gjson.Re
 	if ms.elems == nil && ms.end-ms.start > 2 && strings.TrimSpace(d.body[ms.start+1:ms.end-1]) != "" {
 		return nil, false // elements not known
 	}
-	elems = slices.Grow(dst, len(ms.elems))
-	for _, sp := range ms.elems {
-		elems = append(elems, ValueAt(d.body[sp.start:sp.end], 0, sp.start))
-	}
-	return elems, true
+	return ms, true
 }
 
-// MemberElemSpan is where element i of the root array member key lies in
-// the body, [start, end), and how many elements the array has (start and
-// end are 0 when i is not one of them): AppendElements' element i without
-// listing them all. ok is false when AppendElements' is.
-func (d *Index) MemberElemSpan(key string, i int) (start, end, count int, ok bool) {
-	if d == nil {
-		return 0, 0, 0, false
+// ElemSpans are where the elements of one root array member lie in the
+// body (MemberElems).
+type ElemSpans struct{ spans []span }
+
+// Len is the number of elements.
+func (e ElemSpans) Len() int { return len(e.spans) }
+
+// At is where element i (0 <= i < Len) lies, [start, end).
+func (e ElemSpans) At(i int) (start, end int) { return e.spans[i].start, e.spans[i].end }
+
+// MemberElems is where the elements of the root array member key lie:
+// AppendElements' elements without listing them; ok is false when
+// AppendElements' is.
+func (d *Index) MemberElems(key string) (ElemSpans, bool) {
+	ms, ok := d.knownElems(key)
+	if !ok {
+		return ElemSpans{}, false
 	}
-	m := d.member(key)
-	if m < 0 || !d.members[m].isArray {
-		return 0, 0, 0, false
-	}
-	ms := &d.members[m]
-	if ms.elems == nil && ms.end-ms.start > 2 && strings.TrimSpace(d.body[ms.start+1:ms.end-1]) != "" {
-		return 0, 0, 0, false // elements not known
-	}
-	if i < 0 || i >= len(ms.elems) {
-		return 0, 0, len(ms.elems), true
-	}
-	return ms.elems[i].start, ms.elems[i].end, len(ms.elems), true
+	return ElemSpans{ms.elems}, true
 }
 
 // MemberReplaced returns the index of out, which is d's body with the value

@@ -104,3 +104,29 @@ func FuzzValidIndexedFrom(f *testing.F) {
 		checkResume(t, prev, append(append([]byte(nil), prev...), next...))
 	})
 }
+
+// MemberElems places the elements where AppendElements finds them, and
+// answers ok exactly when it does.
+func TestMemberElemsIsAppendElements(t *testing.T) {
+	body := conversation(4, `,"tools":[],"stream":true,"n":[1, 2]`)
+	idx, ok := ValidIndexed(body)
+	if !ok {
+		t.Fatal("fixture invalid")
+	}
+	for _, key := range []string{"messages", "system", "tools", "n", "stream", "model", "absent"} {
+		elems, eok := idx.AppendElements(nil, key)
+		es, ok := idx.MemberElems(key)
+		if ok != eok || es.Len() != len(elems) {
+			t.Fatalf("%s: ok %v len %d, AppendElements ok %v len %d", key, ok, es.Len(), eok, len(elems))
+		}
+		for i, el := range elems {
+			if s, e := es.At(i); s != el.Index || e != el.Index+len(el.Raw) {
+				t.Fatalf("%s[%d]: [%d,%d), AppendElements [%d,%d)", key, i, s, e, el.Index, el.Index+len(el.Raw))
+			}
+		}
+	}
+	var none *Index
+	if _, ok := none.MemberElems("messages"); ok {
+		t.Fatal("a nil index knows elements")
+	}
+}
