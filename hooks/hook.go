@@ -235,12 +235,12 @@ type FailClosed interface {
 }
 
 // FailsClosed reports whether a hook of the chain fails closed.
-func (c *Chain) FailsClosed() bool {
-	if c == nil {
-		return false
-	}
-	for _, h := range c.hooks {
-		if fc, ok := h.(FailClosed); ok && fc.FailsClosed() {
+func (c *Chain) FailsClosed() bool { return c != nil && anyHook(c.hooks, FailClosed.FailsClosed) }
+
+// anyHook reports whether a hook of hs implements I and answers true.
+func anyHook[H, I any](hs []H, answer func(I) bool) bool {
+	for _, h := range hs {
+		if i, ok := any(h).(I); ok && answer(i) {
 			return true
 		}
 	}
@@ -254,17 +254,7 @@ type Continuer interface {
 }
 
 // Continues reports whether a hook of the chain may ask for continuations.
-func (c *Chain) Continues() bool {
-	if c == nil {
-		return false
-	}
-	for _, h := range c.hooks {
-		if ct, ok := h.(Continuer); ok && ct.MayContinue() {
-			return true
-		}
-	}
-	return false
-}
+func (c *Chain) Continues() bool { return c != nil && anyHook(c.hooks, Continuer.MayContinue) }
 
 // ReplyTextReader is implemented by a reply hook that reads the text of a
 // reply (conv.Reply.Text). The turn engine views a JSON reply without its
@@ -278,15 +268,7 @@ type ReplyTextReader interface {
 // ReadsReplyText reports whether a hook of the chain reads the text of
 // replies (ReplyTextReader).
 func (c *Chain) ReadsReplyText() bool {
-	if c == nil {
-		return false
-	}
-	for _, h := range c.reply {
-		if r, ok := h.(ReplyTextReader); ok && r.ReadsReplyText() {
-			return true
-		}
-	}
-	return false
+	return c != nil && anyHook(c.reply, ReplyTextReader.ReadsReplyText)
 }
 
 // HasReplyHooks reports whether any hook inspects replies.
