@@ -222,8 +222,7 @@ func (t *Turn) startPrefix(sess *state.Session, key string, replaced, dropped bo
 		// check is diagnostics, so the turn goes on without it (fail-open),
 		// as the engine does for a failing hook.
 		defer func() {
-			if r := recover(); r != nil {
-				t.prefix = nil
+			if r := recover(); r != nil { // t.prefix stays nil: the check did not return
 				t.e.metrics.HookFailed("cache_integrity")
 				t.e.log.Error("cache-integrity check failed; the turn goes on without it",
 					zap.String("request_id", j.requestID), zap.Any("panic", r))

@@ -136,7 +136,7 @@ type BodyLineage struct {
 // Anchors returns Anchors(r.Messages), a slice the caller owns: from
 // MessageAnchors when the codec filled it in, else computed.
 func (r *Request) Anchors() []string {
-	if r.MessageAnchors != nil && len(r.MessageAnchors) == len(r.Messages) {
+	if r.hasAnchors() {
 		return slices.Clone(r.MessageAnchors)
 	}
 	return Anchors(r.Messages)
@@ -146,10 +146,15 @@ func (r *Request) Anchors() []string {
 // codec filled it in (capped: an append copies), which the caller only
 // reads.
 func (r *Request) SharedAnchors() []string {
-	if r.MessageAnchors != nil && len(r.MessageAnchors) == len(r.Messages) {
+	if r.hasAnchors() {
 		return slices.Clip(r.MessageAnchors)
 	}
 	return Anchors(r.Messages)
+}
+
+// hasAnchors reports whether the codec filled in MessageAnchors.
+func (r *Request) hasAnchors() bool {
+	return r.MessageAnchors != nil && len(r.MessageAnchors) == len(r.Messages)
 }
 
 // Opening reports whether the conversation has no assistant message yet: it
