@@ -10,10 +10,46 @@ import (
 )
 
 // UserTexts is one AppendUserTextAt of a batch: texts for the user turn at
-// view position Pos.
+// view position Pos. Reuse, when set, carries the turn's edit from one
+// batch to the next (SpliceReuse): a batch reads Reuse.Known and sets
+// Reuse.Made.
 type UserTexts struct {
 	Pos   int
 	Texts []string
+	Reuse *SpliceReuse
+}
+
+// SpliceReuse lets a batch of user texts take a turn's edit from an
+// earlier batch instead of making it again. A turn's edit reads only the
+// turn's span (the elements it edits, and the separator after them), so
+// the same texts on the same bytes at the same offsets make the same
+// splice; a session replays the same texts into the same earlier turns on
+// every request.
+//
+// Known is an earlier batch's Made (zero: none). The batch uses it when the
+// turn's span in this body is Known's span: the caller vouches that the
+// texts are the ones Known was made with and that body's bytes in that span
+// are the bytes Known was made from, compared byte for byte (for example,
+// both lie in the prefix two bodies share, conv.BodyLineage). Made is what
+// the batch made, or took from Known, for the turn; zero when the batch
+// went one by one.
+type SpliceReuse struct {
+	Known, Made TurnSplice
+}
+
+// TurnSplice is a batch's edit of one turn: the turn's span
+// [SpanStart, SpanEnd) of the body, and the splice the edit made of it,
+// the bytes it kept at either end left out (Splice lies inside the span).
+// SpanEnd 0 is none.
+type TurnSplice struct {
+	SpanStart, SpanEnd int
+	Splice             Splice
+}
+
+// usable reports whether ts is a splice of the span [s, e).
+func (ts *TurnSplice) usable(s, e int) bool {
+	return ts.SpanEnd > 0 && ts.SpanStart == s && ts.SpanEnd == e &&
+		s <= ts.Splice.Start && ts.Splice.Start <= ts.Splice.End && ts.Splice.End <= e
 }
 
 // UserTurnLocator is the part of a codec the batched append needs: the
@@ -71,17 +107,23 @@ func UserTextSplices(tc TurnCodec, loc UserTurnLocator, p *Parsed, body []byte, 
 	}
 	defer done()
 	prefix := `{"` + loc.ConversationKey() + `":[`
-	splices := make([]Splice, 0, len(ops))
-	for _, op := range ops {
+	made := make([]TurnSplice, 0, len(ops))
+	for i := range ops {
+		op := &ops[i]
 		// The span runs to the next element, separator included, and the
 		// small body ends with a filler element after that separator: an
 		// edit that inserts a message after the run then sees the same
 		// neighbours, and lays out the same bytes, as in the whole body.
 		s, e, more, ok := span(op.Pos)
 		if !ok {
-			return nil, false
+			return nil, clearMade(ops)
 		}
 		if len(op.Texts) == 0 {
+			continue
+		}
+		if op.Reuse != nil && op.Reuse.Known.usable(s, e) {
+			made = append(made, op.Reuse.Known)
+			op.Reuse.Made = op.Reuse.Known
 			continue
 		}
 		suffix := "]}"
@@ -92,17 +134,50 @@ func UserTextSplices(tc TurnCodec, loc UserTurnLocator, p *Parsed, body []byte, 
 		mini = append(append(append(mini, prefix...), body[s:e]...), suffix...)
 		out, err := tc.AppendUserTextAt(mini, 0, op.Texts)
 		if err != nil || !bytes.HasPrefix(out, []byte(prefix)) || !bytes.HasSuffix(out, []byte(suffix)) {
-			return nil, false
+			return nil, clearMade(ops)
 		}
-		splices = append(splices, Splice{s, e, out[len(prefix) : len(out)-len(suffix)]})
+		ts := TurnSplice{SpanStart: s, SpanEnd: e, Splice: trimSplice(body, s, e, out[len(prefix):len(out)-len(suffix)])}
+		made = append(made, ts)
+		if op.Reuse != nil {
+			op.Reuse.Made = ts
+		}
 	}
-	slices.SortFunc(splices, func(a, b Splice) int { return a.Start - b.Start })
-	for i := 1; i < len(splices); i++ {
-		if splices[i].Start < splices[i-1].End {
-			return nil, false
+	// Spans that overlap (two ops on one turn, or turns whose edits read
+	// the same elements) go one by one.
+	slices.SortFunc(made, func(a, b TurnSplice) int { return a.SpanStart - b.SpanStart })
+	splices := make([]Splice, len(made))
+	for i := range made {
+		if i > 0 && made[i].SpanStart < made[i-1].SpanEnd {
+			return nil, clearMade(ops)
 		}
+		splices[i] = made[i].Splice
 	}
 	return splices, true
+}
+
+// clearMade forgets the splices a batch that goes one by one after all
+// had noted as made; it returns false, the batch's answer.
+func clearMade(ops []UserTexts) bool {
+	for i := range ops {
+		if ops[i].Reuse != nil {
+			ops[i].Reuse.Made = TurnSplice{}
+		}
+	}
+	return false
+}
+
+// trimSplice is the splice that replaces body[s:e] by b, less the bytes
+// the two share at their start and at their end: a text appended to a turn
+// replaces only the few bytes around the insertion, so the turn's own bytes
+// count as copied (CopyRun), and a remembered splice holds only the text.
+func trimSplice(body []byte, s, e int, b []byte) Splice {
+	old := body[s:e]
+	p := CommonPrefix(old, b)
+	q := 0
+	for q < len(old)-p && q < len(b)-p && old[len(old)-1-q] == b[len(b)-1-q] {
+		q++
+	}
+	return Splice{Start: s + p, End: e - q, Bytes: b[p : len(b)-q]}
 }
 
 // SingleElemTurnLocator is a UserTurnLocator whose user turn at a view

@@ -94,3 +94,79 @@ func benchmarkReplayUserTexts(b *testing.B, api *rewrite.Descriptor) {
 		apitest.ReportCPU(b, func() { _, _ = tc.AppendUserTexts(body, ops) })
 	})
 }
+
+// A batch notes the edit it made of each turn (Reuse.Made), and a later
+// batch given those edits (Reuse.Known) takes them instead of editing the
+// turn again, when the turn's span is the same; otherwise it edits the
+// turn. A batch that goes one by one notes nothing.
+func TestAppendUserTextsReuse(t *testing.T) {
+	for _, api := range apis.All() {
+		t.Run(api.Name, func(t *testing.T) {
+			tc := apitest.CodecFor(api)
+			body := apitest.LongConversation(t, api, 8)
+			turns := apitest.UserTurns(t, api, body, true)
+			require.GreaterOrEqual(t, len(turns), 3)
+			batch := func(known []rewrite.TurnSplice) ([]rewrite.UserTexts, string) {
+				ops := make([]rewrite.UserTexts, len(turns))
+				for i, p := range turns {
+					ops[i] = rewrite.UserTexts{Pos: p, Texts: []string{fmt.Sprintf("reminder %d", p)}, Reuse: &rewrite.SpliceReuse{}}
+					if known != nil {
+						ops[i].Reuse.Known = known[i]
+					}
+				}
+				out, err := tc.AppendUserTexts(body, ops)
+				require.NoError(t, err)
+				return ops, string(out)
+			}
+			ops, first := batch(nil)
+			plain := make([]rewrite.UserTexts, len(ops))
+			for i := range ops {
+				plain[i] = rewrite.UserTexts{Pos: ops[i].Pos, Texts: ops[i].Texts}
+			}
+			ref, err := rewrite.AppendUserTextsOneByOne(tc, body, plain)
+			require.NoError(t, err)
+			require.Equal(t, string(ref), first)
+			made := make([]rewrite.TurnSplice, len(ops))
+			for i := range ops {
+				made[i] = ops[i].Reuse.Made
+				require.Positive(t, made[i].SpanEnd, "turn %d: no edit noted", ops[i].Pos)
+				require.Contains(t, string(made[i].Splice.Bytes), fmt.Sprintf("reminder %d", ops[i].Pos))
+				require.Greater(t, made[i].Splice.Start, made[i].SpanStart,
+					"the splice leaves the turn's first bytes in place")
+			}
+
+			// The same edits given back: the same bytes, the same edits noted.
+			ops, again := batch(made)
+			require.Equal(t, first, again)
+			for i := range ops {
+				require.Equal(t, made[i], ops[i].Reuse.Made)
+			}
+
+			// A known edit is taken as it is (the caller vouched for it):
+			// a marker in its bytes shows up in the body.
+			marked := append([]rewrite.TurnSplice(nil), made...)
+			k := len(marked) / 2
+			marked[k].Splice.Bytes = []byte(`MARKER`)
+			_, got := batch(marked)
+			require.Contains(t, got, "MARKER")
+
+			// A known edit of another span is not: the turn is edited again.
+			moved := append([]rewrite.TurnSplice(nil), marked...)
+			moved[k].SpanStart++
+			_, got = batch(moved)
+			require.Equal(t, first, got)
+
+			// Two ops on one turn go one by one, and note nothing.
+			dup := []rewrite.UserTexts{
+				{Pos: turns[0], Texts: []string{"a"}, Reuse: &rewrite.SpliceReuse{}},
+				{Pos: turns[0], Texts: []string{"b"}, Reuse: &rewrite.SpliceReuse{}},
+				{Pos: turns[1], Texts: []string{"c"}, Reuse: &rewrite.SpliceReuse{}},
+			}
+			_, err = tc.AppendUserTexts(body, dup)
+			require.NoError(t, err)
+			for _, op := range dup {
+				require.Zero(t, op.Reuse.Made.SpanEnd)
+			}
+		})
+	}
+}
