@@ -199,7 +199,8 @@ type Limits struct {
 	// their history, so a resent message is not parsed again); 0 turns the
 	// cache off. Default 67108864 (64 MiB). Half of it again bounds each
 	// of the two memos of recent bodies (rewrite's index memo, the turn
-	// engine's history memo).
+	// engine's history memo), and a sixteenth the turn engine's memo of
+	// the user texts it put into earlier turns.
 	ViewCacheBytes int64 `mapstructure:"view_cache_bytes"`
 	// HeaderTimeout: key limits.header_timeout; the longest a client may
 	// take to send a request's headers, counted from its first byte (on a

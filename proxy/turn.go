@@ -33,9 +33,11 @@ func newEngine(cfg *config.Config, store state.Store, m *Metrics, log *zap.Logge
 		Approvals:  approvalsOf(store),
 		Holds:      turn.Holds(cfg.Intents.Holds()),
 		Events:     ev,
-		// The history memo has a budget of its own, half the view cache's
-		// (limits.view_cache_bytes, 0 turns both off).
+		// The history memo has a budget of its own, half the view cache's,
+		// and the splice memo one sixteenth (limits.view_cache_bytes, 0
+		// turns them all off).
 		HistoryMemoBytes: cfg.Limits.ViewCacheBytes / 2,
+		SpliceMemoBytes:  cfg.Limits.ViewCacheBytes / 16,
 	})
 }
 

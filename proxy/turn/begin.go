@@ -204,8 +204,16 @@ func (t *Turn) build(sess *state.Session, edits conv.RequestEdits) ([]byte, erro
 	}
 	if len(pending) > 0 {
 		// The replay's last user texts and the request edits in one copy
-		// of the body (a long history is copied once, not twice).
-		return ue.ApplyEditsWithUserTexts(body, pending, edits)
+		// of the body (a long history is copied once, not twice). On the
+		// agent's own body, the turns the previous request edited take
+		// those edits (splice_memo.go).
+		var reused *splicesReused
+		if sameBytes(body, t.body) && t.call.Side == "" {
+			reused = t.e.splices.prepare(t.key, t.lineage(), anchors, pending)
+		}
+		out, err := ue.ApplyEditsWithUserTexts(body, pending, edits)
+		reused.keep(anchors, pending, err == nil)
+		return out, err
 	}
 	return t.codec.ApplyEdits(body, edits)
 }

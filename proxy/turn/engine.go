@@ -100,6 +100,10 @@ type Options struct {
 	// previous request's bodies per session, so that hashing a turn's
 	// conversation costs what is new in it; 0 keeps none.
 	HistoryMemoBytes int64
+	// SpliceMemoBytes bounds the splice memo (splice_memo.go): the edits
+	// that put the ledger's user texts into earlier turns, per session, so
+	// that a request does not make them again; 0 keeps none.
+	SpliceMemoBytes int64
 }
 
 // Engine runs turns. It is built once and is safe for concurrent use; each
@@ -118,6 +122,7 @@ type Engine struct {
 	approvals    state.Approvals
 	holds        Holds
 	history      *historyMemo
+	splices      *spliceMemo
 }
 
 // New builds an Engine from its dependencies.
@@ -126,7 +131,7 @@ func New(o Options) *Engine {
 		store: o.Store, metrics: o.Metrics, log: o.Log, now: o.Now,
 		storeTimeout: o.StoreTimeout, limits: o.Limits, recovery: o.Recovery, sessionFor: o.SessionFor,
 		events: o.Events, prices: o.Prices, approvals: o.Approvals, holds: o.Holds.withDefaults(),
-		history: newHistoryMemo(o.HistoryMemoBytes),
+		history: newHistoryMemo(o.HistoryMemoBytes), splices: newSpliceMemo(o.SpliceMemoBytes),
 	}
 	if e.events == nil {
 		e.events = events.Nop{}

@@ -1,0 +1,143 @@
+package turn
+
+import (
+	"slices"
+
+	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/state"
+)
+
+// The splice memo keeps, per session, the edits the previous request's
+// build made to put the ledger's user texts into earlier turns
+// (rewrite.TurnSplice), so the next request takes them instead of editing
+// every turn again. A session replays one text per earlier turn on every
+// request, so without it that work grows with the session's length (pprof,
+// BenchmarkReplayUserTexts: 5–8 µs per turn, half a millisecond per request
+// for a session of a hundred turns).
+//
+// An edit is taken only where the codec would make the same bytes: the same
+// texts, at the same anchor, on a turn whose span lies in the bytes this
+// body shares with the body the edit was made on. Sharing is what the index
+// memo compared byte for byte (conv.BodyLineage: this body's Prev is the
+// kept body's Gen, and the span ends within Shared); the batch then checks
+// that the turn's span is the one the edit was made of. A hash alone is
+// never trusted.
+//
+// Memory is bounded in bytes (the texts and the splices, which hold only
+// what an edit inserted), least recently used session first out.
+
+// spliceSet is one request's edits, by the anchor of the turn they edit.
+type spliceSet struct {
+	gen   uint64 // the Gen of the body they were made on
+	turns map[string]keptSplice
+	bytes int64
+}
+
+type keptSplice struct {
+	texts []string
+	at    rewrite.TurnSplice
+}
+
+func (s *spliceSet) size() int64 { return s.bytes }
+
+// spliceMemo is safe for concurrent use; a nil *spliceMemo keeps nothing.
+type spliceMemo struct {
+	sets *rewrite.TakeMemo[state.Key, *spliceSet]
+}
+
+// newSpliceMemo returns a memo of up to budget bytes; nil when budget <= 0.
+func newSpliceMemo(budget int64) *spliceMemo {
+	if budget <= 0 {
+		return nil
+	}
+	return &spliceMemo{rewrite.NewTakeMemo[state.Key](budget, (*spliceSet).size)}
+}
+
+// splicesReused lends a build the session's kept edits: prepare sets
+// Reuse on the batch's ops, keep stores what the batch made.
+type splicesReused struct {
+	m     *spliceMemo
+	key   state.Key
+	lin   conv.BodyLineage
+	set   *spliceSet // taken from the memo; nil: none
+	reuse []rewrite.SpliceReuse
+	hits  int // ops given a Known edit
+}
+
+// prepare takes the session's kept edits and sets Reuse on every op of
+// ops (positions of the view whose anchors are anchors), with Known where a
+// kept edit may be taken. body must be the agent's body as parsed (lin its
+// lineage): the kept edits' offsets are offsets of the body before it.
+func (m *spliceMemo) prepare(key state.Key, lin conv.BodyLineage, anchors []string, ops []rewrite.UserTexts) *splicesReused {
+	if m == nil || lin.Gen == 0 {
+		return nil
+	}
+	r := &splicesReused{m: m, key: key, lin: lin, reuse: make([]rewrite.SpliceReuse, len(ops))}
+	r.set, _ = m.sets.Take(key)
+	valid := r.set != nil && lin.Prev != 0 && lin.Prev == r.set.gen
+	for i := range ops {
+		ops[i].Reuse = &r.reuse[i]
+		if !valid || ops[i].Pos < 0 || ops[i].Pos >= len(anchors) {
+			continue
+		}
+		k, ok := r.set.turns[anchors[ops[i].Pos]]
+		if ok && k.at.SpanEnd <= lin.Shared && slices.Equal(k.texts, ops[i].Texts) {
+			r.reuse[i].Known = k.at
+			r.hits++
+		}
+	}
+	return r
+}
+
+// keep puts the edits the batch made (or took) in the memo for the
+// session's next request; ok false (the build failed) drops them.
+func (r *splicesReused) keep(anchors []string, ops []rewrite.UserTexts, ok bool) {
+	if r == nil {
+		return
+	}
+	if !ok {
+		return // the set stays taken: the next request edits every turn
+	}
+	set := r.set
+	if set == nil || len(set.turns) > 2*len(ops)+16 {
+		set = &spliceSet{turns: make(map[string]keptSplice, len(ops))}
+	}
+	set.gen = r.lin.Gen
+	for i := range ops {
+		made := r.reuse[i].Made
+		if made.SpanEnd == 0 || ops[i].Pos < 0 || ops[i].Pos >= len(anchors) {
+			continue
+		}
+		a := anchors[ops[i].Pos]
+		if old, ok := set.turns[a]; ok {
+			if sameSplice(old.at, made) && slices.Equal(old.texts, ops[i].Texts) {
+				continue // taken as it was kept
+			}
+			set.bytes -= keptSize(a, old)
+		}
+		// The splice's bytes are a slice of the batch's scratch body:
+		// copied, so the memo holds only the inserted text.
+		made.Splice.Bytes = slices.Clone(made.Splice.Bytes)
+		k := keptSplice{texts: slices.Clone(ops[i].Texts), at: made}
+		set.turns[a] = k
+		set.bytes += keptSize(a, k)
+	}
+	r.m.sets.Put(r.key, set)
+}
+
+// keptSize is an entry's bytes, with the map's and slices' overhead.
+func keptSize(anchor string, k keptSplice) int64 {
+	n := 96 + len(anchor) + len(k.at.Splice.Bytes) + 16*len(k.texts)
+	for _, t := range k.texts {
+		n += len(t)
+	}
+	return int64(n)
+}
+
+// sameSplice reports whether a and b are the same edit, b's bytes a's
+// own slice (an edit the batch took from the memo).
+func sameSplice(a, b rewrite.TurnSplice) bool {
+	return a.SpanStart == b.SpanStart && a.SpanEnd == b.SpanEnd && a.Splice.Start == b.Splice.Start &&
+		a.Splice.End == b.Splice.End && sameBytes(a.Splice.Bytes, b.Splice.Bytes)
+}

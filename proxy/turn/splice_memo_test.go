@@ -1,0 +1,177 @@
+package turn
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/shepherd-proxy/shepherd/hooks"
+	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/anthropic"
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/state"
+)
+
+// spliceSession drives one engine through a session whose every request
+// gets a user text on its newest turn, as the features' reminders do; the
+// ledger then replays one text per earlier turn on each request.
+type spliceSession struct {
+	e     *Engine
+	codec rewrite.Codec
+}
+
+func newSpliceSession(memoBytes int64) *spliceSession {
+	store := state.NewMemory(state.MemoryOptions{MaxSessions: 10, TTL: time.Hour})
+	e := New(Options{Store: store, Metrics: &countingMetrics{}, Limits: Limits{MaxFollowups: 2, MaxRefusalRounds: 2},
+		SpliceMemoBytes: memoBytes, HistoryMemoBytes: 64 << 20})
+	return &spliceSession{e: e, codec: anthropic.Descriptor.NewCodec(rewrite.NewViewCache(64 << 20))}
+}
+
+// send runs one turn of body and returns what went upstream.
+func (s *spliceSession) send(t testing.TB, body []byte, note string) string {
+	t.Helper()
+	view, err := s.codec.ParseRequest(body)
+	require.NoError(t, err)
+	cc, _ := rewrite.Continuer(s.codec)
+	chain := hooks.NewChain(editsHook{func(*conv.Request) conv.RequestEdits {
+		return conv.RequestEdits{AppendUserText: []string{note}}
+	}})
+	tn, st := s.e.Begin(context.Background(), Request{
+		Call:  hooks.Call{Route: "messages", Tenant: "t", SessionID: "s"},
+		Chain: chain, Codec: s.codec, TurnCodec: s.codec.(rewrite.TurnCodec), Continuer: cc,
+		View: view, Body: body,
+	})
+	require.NotNil(t, tn)
+	sent := string(st.Body)
+	w := &scriptWriter{replies: [][]byte{[]byte(reply("end_turn", "ok"))}}
+	require.NoError(t, tn.Run(context.Background(), w, &scriptSender{}))
+	return sent
+}
+
+// agentTurns is an Anthropic conversation of n user turns (tool results of
+// about 1 KB, the first of 60 KB) with the assistant's turns between them:
+// each request adds a little to a long history, as an agent's do.
+func agentTurns(n int, edit func(i int, msg string) string) []byte {
+	var msgs []string
+	for i := range n {
+		if i > 0 {
+			msgs = append(msgs, fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_%d","name":"Read","input":{"path":"f%d.go"}}]}`, i, i))
+		}
+		content := strings.Repeat("a line of the file the agent read\\n", 30)
+		if i == 0 {
+			content = strings.Repeat(content, 60)
+		}
+		msg := fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%d","content":"%s"}]}`, i, content)
+		if edit != nil {
+			msg = edit(i, msg)
+		}
+		msgs = append(msgs, msg)
+	}
+	return msgsBody(msgs...)
+}
+
+// The session's requests go upstream with the same bytes with the memo as
+// without it, and from the second request on the earlier turns take their
+// edits from the memo: a marker put into a kept edit reaches the body.
+func TestSpliceMemoTakesEarlierEdits(t *testing.T) {
+	with, without := newSpliceSession(1<<20), newSpliceSession(0)
+	key := state.Key{Tenant: "t", Session: "s"}
+	for n := 1; n <= 8; n++ {
+		body := agentTurns(n, nil)
+		note := fmt.Sprintf("[reminder %d]", n)
+		got, want := with.send(t, body, note), without.send(t, body, note)
+		require.True(t, want == got, "request %d: the same bytes as without the memo", n)
+		for i := 1; i <= n; i++ {
+			require.True(t, strings.Contains(got, fmt.Sprintf("[reminder %d]", i)))
+		}
+		set, ok := with.e.splices.sets.Take(key)
+		require.True(t, ok, "request %d kept its edits", n)
+		require.Len(t, set.turns, n)
+		with.e.splices.sets.Put(key, set)
+	}
+
+	// A marker in the edit kept for the first turn: the next request,
+	// whose first turn is the same bytes, takes it.
+	mark := func(s *spliceSession, reminders ...int) {
+		set, ok := s.e.splices.sets.Take(key)
+		require.True(t, ok)
+		for _, r := range reminders {
+			old, marked := fmt.Sprintf("[reminder %d]", r), fmt.Sprintf("[MARKED %d]", r)
+			for a, k := range set.turns {
+				if strings.Contains(string(k.at.Splice.Bytes), old) {
+					k.at.Splice.Bytes = []byte(strings.Replace(string(k.at.Splice.Bytes), old, marked, 1))
+					set.turns[a] = k
+				}
+			}
+		}
+		s.e.splices.sets.Put(key, set)
+	}
+	mark(with, 1)
+	got := with.send(t, agentTurns(9, nil), "[reminder 9]")
+	require.True(t, strings.Contains(got, "[MARKED 1]"), "the kept edit was taken")
+	require.False(t, strings.Contains(got, "[reminder 1]"))
+
+	// The agent wrote its third turn's members in another order: the turn
+	// reads the same (its anchor, and so its ledger entry, is the same) and
+	// its span has the same length, but its bytes differ, so from there on
+	// nothing is taken; before it the kept edits are.
+	fresh, ref := newSpliceSession(1<<20), newSpliceSession(0)
+	for n := 1; n <= 4; n++ {
+		fresh.send(t, agentTurns(n, nil), fmt.Sprintf("[reminder %d]", n))
+		ref.send(t, agentTurns(n, nil), fmt.Sprintf("[reminder %d]", n))
+	}
+	mark(fresh, 1, 3)
+	changed := agentTurns(5, func(i int, msg string) string {
+		if i == 2 {
+			return strings.Replace(msg, `{"type":"tool_result","tool_use_id":"toolu_2",`, `{"tool_use_id":"toolu_2","type":"tool_result",`, 1)
+		}
+		return msg
+	})
+	got, want := fresh.send(t, changed, "[reminder 5]"), ref.send(t, changed, "[reminder 5]")
+	require.True(t, strings.Contains(got, "[MARKED 1]"), "the turn before the change took its kept edit")
+	require.True(t, strings.Contains(got, "[reminder 3]"), "the changed turn was edited again")
+	require.False(t, strings.Contains(got, "[MARKED 3]"))
+	got = strings.Replace(got, "[MARKED 1]", "[reminder 1]", 1)
+	require.True(t, want == got, "otherwise the same bytes as without the memo")
+}
+
+// BenchmarkBeginLongSession is a turn's begin (load, hooks, ledger replay,
+// build) in a session of 100 turns with a user text in each, with and
+// without the splice memo.
+func BenchmarkBeginLongSession(b *testing.B) {
+	for _, memo := range []int64{0, 1 << 20} {
+		b.Run(fmt.Sprintf("splice_memo=%v", memo > 0), func(b *testing.B) {
+			s := newSpliceSession(memo)
+			const n = 100
+			for i := 1; i < n; i++ {
+				s.send(b, agentTurns(i, nil), fmt.Sprintf("[reminder %d]", i))
+			}
+			body := agentTurns(n, nil)
+			chain := hooks.NewChain(editsHook{func(*conv.Request) conv.RequestEdits {
+				return conv.RequestEdits{AppendUserText: []string{"[reminder]"}}
+			}})
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				view, err := s.codec.ParseRequest(body)
+				if err != nil {
+					b.Fatal(err)
+				}
+				tn, _ := s.e.Begin(context.Background(), Request{
+					Call:  hooks.Call{Route: "messages", Tenant: "t", SessionID: "s"},
+					Chain: chain, Codec: s.codec, TurnCodec: s.codec.(rewrite.TurnCodec),
+					View: view, Body: body,
+				})
+				if tn == nil {
+					b.Fatal("the turn fell back to pass-through")
+				}
+				tn.Settle()
+				tn.releaseSent()
+			}
+		})
+	}
+}
