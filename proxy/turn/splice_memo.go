@@ -34,9 +34,14 @@ type spliceSet struct {
 	bytes int64
 }
 
+// keptSplice is one turn's edit. gen is the Gen of the latest body it was
+// made on or taken for (the bytes of its span in that body are the ones it
+// was made of): a set keeps only the edits of its own gen, so that an edit
+// no request took since an older body is never vouched for by a newer one.
 type keptSplice struct {
 	texts []string
 	at    rewrite.TurnSplice
+	gen   uint64
 }
 
 func (s *spliceSet) size() int64 { return s.bytes }
@@ -91,19 +96,18 @@ func (m *spliceMemo) prepare(key state.Key, lin conv.BodyLineage, anchors []stri
 }
 
 // keep puts the edits the batch made (or took) in the memo for the
-// session's next request; ok false (the build failed) drops them.
+// session's next request, and only those; ok false (the build failed)
+// drops them all.
 func (r *splicesReused) keep(anchors []string, ops []rewrite.UserTexts, ok bool) {
-	if r == nil {
-		return
-	}
-	if !ok {
+	if r == nil || !ok {
 		return // the set stays taken: the next request edits every turn
 	}
 	set := r.set
-	if set == nil || len(set.turns) > 2*len(ops)+16 {
+	if set == nil {
 		set = &spliceSet{turns: make(map[string]keptSplice, len(ops))}
 	}
-	set.gen = r.lin.Gen
+	gen := r.lin.Gen
+	set.gen = gen
 	for i := range ops {
 		made := r.reuse[i].Made
 		if made.SpanEnd == 0 || ops[i].Pos < 0 || ops[i].Pos >= len(anchors) {
@@ -112,16 +116,24 @@ func (r *splicesReused) keep(anchors []string, ops []rewrite.UserTexts, ok bool)
 		a := anchors[ops[i].Pos]
 		if old, ok := set.turns[a]; ok {
 			if sameSplice(old.at, made) && slices.Equal(old.texts, ops[i].Texts) {
-				continue // taken as it was kept
+				old.gen = gen // taken as it was kept
+				set.turns[a] = old
+				continue
 			}
 			set.bytes -= keptSize(a, old)
 		}
 		// The splice's bytes are a slice of the batch's scratch body:
 		// copied, so the memo holds only the inserted text.
 		made.Splice.Bytes = slices.Clone(made.Splice.Bytes)
-		k := keptSplice{texts: slices.Clone(ops[i].Texts), at: made}
+		k := keptSplice{texts: slices.Clone(ops[i].Texts), at: made, gen: gen}
 		set.turns[a] = k
 		set.bytes += keptSize(a, k)
+	}
+	for a, k := range set.turns {
+		if k.gen != gen {
+			delete(set.turns, a)
+			set.bytes -= keptSize(a, k)
+		}
 	}
 	r.m.sets.Put(r.key, set)
 }

@@ -94,6 +94,18 @@ func TestSpliceMemoTakesEarlierEdits(t *testing.T) {
 		with.e.splices.sets.Put(key, set)
 	}
 
+	// Another conversation in the same session: the set keeps its one
+	// edit, none of the earlier body's (they were not vouched for since).
+	other := agentTurns(1, func(_ int, msg string) string { return strings.Replace(msg, "a line", "a LINE", -1) })
+	with.send(t, other, "[other]")
+	set, ok := with.e.splices.sets.Take(key)
+	require.True(t, ok)
+	require.Len(t, set.turns, 1)
+	with.e.splices.sets.Put(key, set)
+	for n := 1; n <= 8; n++ {
+		with.send(t, agentTurns(n, nil), fmt.Sprintf("[reminder %d]", n))
+	}
+
 	// A marker in the edit kept for the first turn: the next request,
 	// whose first turn is the same bytes, takes it.
 	mark := func(s *spliceSession, reminders ...int) {
