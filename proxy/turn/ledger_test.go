@@ -73,6 +73,42 @@ func TestReplayLedgerV0AndUnknown(t *testing.T) {
 	require.NotContains(t, string(out), "from the future")
 }
 
+// Entries of different turns replay the same whatever their order in the
+// ledger: in conversation order (reversed for the replay), reversed, or
+// shuffled (sorted).
+func TestReplayLedgerAnyOrder(t *testing.T) {
+	codec := anthropic.Descriptor.Codec()
+	var msgs []string
+	for i := range 6 {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"question %d"}`, i),
+			fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":"answer %d"}]}`, i))
+	}
+	body := msgsBody(msgs...)
+	view, err := codec.ParseRequest(body)
+	require.NoError(t, err)
+	anchors := conv.Anchors(view.Messages)
+	var ledger []state.LedgerEntry
+	for i := 0; i < len(anchors); i += 2 {
+		ledger = append(ledger, state.LedgerEntry{Kind: kindUserText, Anchor: anchors[i], Data: []byte(fmt.Sprintf(`{"texts":["note %d"]}`, i))})
+	}
+	ledger = append(ledger, state.LedgerEntry{Kind: kindTurn, Anchor: anchors[5], Data: []byte(v0TurnBlob)})
+	want, _, st, err := replayLedger(codec, body, anchors, ledger, nil, false)
+	require.NoError(t, err)
+	require.Equal(t, len(ledger), st.applied)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 20 {
+		l := slices.Clone(ledger)
+		if trial == 0 {
+			slices.Reverse(l)
+		} else {
+			rng.Shuffle(len(l), func(i, j int) { l[i], l[j] = l[j], l[i] })
+		}
+		got, _, _, err := replayLedger(codec, body, anchors, l, nil, false)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), "trial %d", trial)
+	}
+}
+
 // anchorFinder finds every anchor, in or out of order, and -1 for one
 // not there, before and after it gives up scanning for a map.
 func TestAnchorFinderFindsInAnyOrder(t *testing.T) {
