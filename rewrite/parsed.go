@@ -327,7 +327,11 @@ func (p *Parsed) put(body []byte, idx *jsonkit.Index, edits []memberEdit) []byte
 	}
 	at := 0
 	repl := make([]jsonkit.Replaced, len(edits))
-	runs := make([]CopyRun, 0, 2*len(edits)+1)
+	nruns := 2*len(edits) + 1
+	for i := range edits {
+		nruns += 2 * len(edits[i].splices)
+	}
+	runs := make([]CopyRun, 0, nruns)
 	for i := range edits {
 		e := &edits[i]
 		runs = appendCopy(runs, len(out), at, e.start-at)

@@ -30,7 +30,7 @@ import (
 // spliceSet is one request's edits, by the anchor of the turn they edit.
 type spliceSet struct {
 	gen   uint64 // the Gen of the body they were made on
-	turns map[string]keptSplice
+	turns map[string]*keptSplice
 	bytes int64
 }
 
@@ -104,7 +104,7 @@ func (r *splicesReused) keep(anchors []string, ops []rewrite.UserTexts, ok bool)
 	}
 	set := r.set
 	if set == nil {
-		set = &spliceSet{turns: make(map[string]keptSplice, len(ops))}
+		set = &spliceSet{turns: make(map[string]*keptSplice, len(ops))}
 	}
 	gen := r.lin.Gen
 	set.gen = gen
@@ -117,7 +117,6 @@ func (r *splicesReused) keep(anchors []string, ops []rewrite.UserTexts, ok bool)
 		if old, ok := set.turns[a]; ok {
 			if sameSplice(old.at, made) && slices.Equal(old.texts, ops[i].Texts) {
 				old.gen = gen // taken as it was kept
-				set.turns[a] = old
 				continue
 			}
 			set.bytes -= keptSize(a, old)
@@ -125,7 +124,7 @@ func (r *splicesReused) keep(anchors []string, ops []rewrite.UserTexts, ok bool)
 		// The splice's bytes are a slice of the batch's scratch body:
 		// copied, so the memo holds only the inserted text.
 		made.Splice.Bytes = slices.Clone(made.Splice.Bytes)
-		k := keptSplice{texts: slices.Clone(ops[i].Texts), at: made, gen: gen}
+		k := &keptSplice{texts: slices.Clone(ops[i].Texts), at: made, gen: gen}
 		set.turns[a] = k
 		set.bytes += keptSize(a, k)
 	}
@@ -139,7 +138,7 @@ func (r *splicesReused) keep(anchors []string, ops []rewrite.UserTexts, ok bool)
 }
 
 // keptSize is an entry's bytes, with the map's and slices' overhead.
-func keptSize(anchor string, k keptSplice) int64 {
+func keptSize(anchor string, k *keptSplice) int64 {
 	n := 96 + len(anchor) + len(k.at.Splice.Bytes) + 16*len(k.texts)
 	for _, t := range k.texts {
 		n += len(t)
