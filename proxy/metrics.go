@@ -40,8 +40,11 @@ type Metrics struct {
 	// disconnects counts clients found gone, by route and phase.
 	disconnects *prometheus.CounterVec
 	ledger      *prometheus.CounterVec
-	answered    prometheus.Counter
-	followups   *prometheus.CounterVec
+	// userTextEdits: the ledger replay's user-text edits, from the splice
+	// memo or made (turn.SpliceMetrics).
+	userTextEdits *prometheus.CounterVec
+	answered      prometheus.Counter
+	followups     *prometheus.CounterVec
 
 	acceptErrors     prometheus.Counter
 	truncations      *prometheus.CounterVec
@@ -107,6 +110,9 @@ func NewMetrics() *Metrics {
 		ledger: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shepherd_ledger_entries_total", Help: "Ledger entries replayed into requests (applied), not found in the conversation (missed), or of a record version this build cannot read (unreadable).",
 		}, []string{"result"}),
+		userTextEdits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shepherd_ledger_user_text_edits_total", Help: "User texts the ledger replay put into earlier turns: taken from the edit the session's previous request made (memo), or made again (made).",
+		}, []string{"source"}),
 		answered: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shepherd_tool_calls_answered_total", Help: "Tool calls shepherd answered itself (claimed or refused); the agent never saw them.",
 		}),
@@ -140,7 +146,7 @@ func NewMetrics() *Metrics {
 	for _, cause := range []string{turn.CauseClient, turn.CauseCompaction, turn.CauseGating, turn.CauseProxy} {
 		m.prefixBreaks.WithLabelValues(cause) // every cause reads 0 until it happens
 	}
-	r.MustRegister(m.prefixBreaks, m.acceptErrors, m.truncations, m.recoveries, m.recoveryAttempts, m.recoveryAdded, m.ledger, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
+	r.MustRegister(m.prefixBreaks, m.acceptErrors, m.truncations, m.recoveries, m.recoveryAttempts, m.recoveryAdded, m.ledger, m.userTextEdits, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
 		m.storeErrors, m.hookErrors, m.upstreamErrors, m.clientAborts, m.disconnects, m.sideRequests,
 		viewCacheLookups("hit", func() uint64 { h, _ := m.views.Load().Stats(); return h }),
 		viewCacheLookups("miss", func() uint64 { _, n := m.views.Load().Stats(); return n }),

@@ -20,6 +20,14 @@ func (m *Metrics) LedgerReplayed(applied, missed, unreadable int) {
 	}
 }
 
+var _ turn.SpliceMetrics = (*Metrics)(nil)
+
+// UserTextEdits implements turn.SpliceMetrics.
+func (m *Metrics) UserTextEdits(taken, made int) {
+	m.userTextEdits.WithLabelValues("memo").Add(float64(taken))
+	m.userTextEdits.WithLabelValues("made").Add(float64(made))
+}
+
 // CallsAnswered implements turn.Metrics.
 func (m *Metrics) CallsAnswered(n int) { m.answered.Add(float64(n)) }
 

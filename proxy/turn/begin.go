@@ -212,7 +212,7 @@ func (t *Turn) build(sess *state.Session, edits conv.RequestEdits) ([]byte, erro
 			reused = t.e.splices.prepare(t.key, t.lineage(), anchors, pending)
 		}
 		out, err := ue.ApplyEditsWithUserTexts(body, pending, edits)
-		reused.keep(anchors, pending, err == nil)
+		reused.keep(t.e.metrics, anchors, pending, err == nil)
 		return out, err
 	}
 	return t.codec.ApplyEdits(body, edits)

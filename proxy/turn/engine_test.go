@@ -43,6 +43,10 @@ func (m *countingMetrics) LedgerReplayed(a, mi, u int) {
 	m.add("ledger_unreadable", u)
 }
 func (m *countingMetrics) CallsAnswered(n int)                   { m.add("answered", n) }
+func (m *countingMetrics) UserTextEdits(taken, made int) {
+	m.add("user_text_memo", taken)
+	m.add("user_text_made", made)
+}
 func (m *countingMetrics) FollowUp(string)                       { m.add("followups", 1) }
 func (m *countingMetrics) Continuation(string)                   { m.add("continuations", 1) }
 func (m *countingMetrics) Truncated(_, stop string)              { m.add("truncated_"+stop, 1) }

@@ -95,12 +95,32 @@ func (m *spliceMemo) prepare(key state.Key, lin conv.BodyLineage, anchors []stri
 	return r
 }
 
+// SpliceMetrics is what a Metrics may also implement to count the
+// user-text edits of the ledger replay the splice memo gave (taken) and
+// those the batch made (the proxy's Prometheus metrics do).
+type SpliceMetrics interface {
+	UserTextEdits(taken, made int)
+}
+
 // keep puts the edits the batch made (or took) in the memo for the
-// session's next request, and only those; ok false (the build failed)
-// drops them all.
-func (r *splicesReused) keep(anchors []string, ops []rewrite.UserTexts, ok bool) {
+// session's next request, and only those, and counts them in m; ok false
+// (the build failed) drops them all.
+func (r *splicesReused) keep(m Metrics, anchors []string, ops []rewrite.UserTexts, ok bool) {
 	if r == nil || !ok {
 		return // the set stays taken: the next request edits every turn
+	}
+	if sm, ok := m.(SpliceMetrics); ok {
+		taken, made := 0, 0
+		for i := range r.reuse {
+			switch u := &r.reuse[i]; {
+			case u.Made.SpanEnd == 0:
+			case sameSplice(u.Known, u.Made):
+				taken++
+			default:
+				made++
+			}
+		}
+		sm.UserTextEdits(taken, made)
 	}
 	set := r.set
 	if set == nil {

@@ -20,15 +20,17 @@ import (
 // gets a user text on its newest turn, as the features' reminders do; the
 // ledger then replays one text per earlier turn on each request.
 type spliceSession struct {
-	e     *Engine
-	codec rewrite.Codec
+	e       *Engine
+	codec   rewrite.Codec
+	metrics *countingMetrics
 }
 
 func newSpliceSession(memoBytes int64) *spliceSession {
 	store := state.NewMemory(state.MemoryOptions{MaxSessions: 10, TTL: time.Hour})
-	e := New(Options{Store: store, Metrics: &countingMetrics{}, Limits: Limits{MaxFollowups: 2, MaxRefusalRounds: 2},
+	m := &countingMetrics{}
+	e := New(Options{Store: store, Metrics: m, Limits: Limits{MaxFollowups: 2, MaxRefusalRounds: 2},
 		SpliceMemoBytes: memoBytes, HistoryMemoBytes: 64 << 20})
-	return &spliceSession{e: e, codec: anthropic.Descriptor.NewCodec(rewrite.NewViewCache(64 << 20))}
+	return &spliceSession{e: e, codec: anthropic.Descriptor.NewCodec(rewrite.NewViewCache(64 << 20)), metrics: m}
 }
 
 // send runs one turn of body and returns what went upstream.
@@ -93,6 +95,11 @@ func TestSpliceMemoTakesEarlierEdits(t *testing.T) {
 		require.Len(t, set.turns, n)
 		with.e.splices.sets.Put(key, set)
 	}
+	// Every edit is counted, taken or made.
+	taken, made := with.metrics.get("user_text_memo"), with.metrics.get("user_text_made")
+	require.Equal(t, 8*9/2, taken+made)
+	require.Positive(t, taken)
+	require.Zero(t, without.metrics.get("user_text_memo")+without.metrics.get("user_text_made"), "no memo, no counts")
 
 	// Another conversation in the same session: the set keeps its one
 	// edit, none of the earlier body's (they were not vouched for since).
@@ -123,9 +130,15 @@ func TestSpliceMemoTakesEarlierEdits(t *testing.T) {
 		s.e.splices.sets.Put(key, set)
 	}
 	mark(with, 1)
+	taken, made = with.metrics.get("user_text_memo"), with.metrics.get("user_text_made")
 	got := with.send(t, agentTurns(9, nil), "[reminder 9]")
 	require.True(t, strings.Contains(got, "[MARKED 1]"), "the kept edit was taken")
 	require.False(t, strings.Contains(got, "[reminder 1]"))
+	// Seven earlier turns took their edits; the previous request's last
+	// turn now has a separator after it (its span grew by one byte), so
+	// its edit was made again, with the newest turn's.
+	require.Equal(t, 7, with.metrics.get("user_text_memo")-taken)
+	require.Equal(t, 2, with.metrics.get("user_text_made")-made)
 
 	// The agent wrote its third turn's members in another order: the turn
 	// reads the same (its anchor, and so its ledger entry, is the same) and
