@@ -21,8 +21,11 @@ import (
 // body shares with the body the edit was made on. Sharing is what the index
 // memo compared byte for byte (conv.BodyLineage: this body's Prev is the
 // kept body's Gen, and the span ends within Shared); the batch then checks
-// that the turn's span is the one the edit was made of. A hash alone is
-// never trusted.
+// that the turn's span is the one the edit was made of. The anchor alone
+// would not do: a turn can read the same, and keep its anchor, while its
+// bytes differ (members in another order, an escape's hex digits in
+// another case), and an edit that copies the turn's text would then put
+// the old bytes back. A hash alone is never trusted.
 //
 // Memory is bounded in bytes (the texts and the splices, which hold only
 // what an edit inserted), least recently used session first out.

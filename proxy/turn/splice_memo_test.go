@@ -3,6 +3,7 @@ package turn
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -199,4 +200,77 @@ func BenchmarkBeginLongSession(b *testing.B) {
 			}
 		})
 	}
+}
+
+// A random walk of a session's requests (turns added, an earlier turn's
+// bytes changed with or without changing its length or its reading, a
+// conversation started over) goes upstream with the same bytes with the
+// splice memo as without it, at every step. Turns are tool results or
+// plain text; the text turns' edit copies their text, so a turn that reads
+// the same (same anchor) but is written differently (an escape's hex digits
+// in another case) must not take an edit made of its old bytes.
+func TestSpliceMemoRandomSessions(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	with, without := newSpliceSession(1<<20), newSpliceSession(0)
+	type turnText struct {
+		content string
+		swapped bool // the tool result's members in another order
+		plain   bool // a text turn, not a tool result
+	}
+	base := strings.Repeat("a line of the file the agent read\\n", 30)
+	var turns []turnText
+	start := func() {
+		turns = []turnText{{content: strings.Repeat(base, 60) + fmt.Sprint(rng.IntN(1000))}}
+	}
+	start()
+	body := func() []byte {
+		var msgs []string
+		for i, tt := range turns {
+			if i > 0 {
+				msgs = append(msgs, fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_%d","name":"Read","input":{"path":"f%d.go"}}]}`, i, i))
+			}
+			head := fmt.Sprintf(`"type":"tool_result","tool_use_id":"toolu_%d"`, i)
+			if tt.swapped {
+				head = fmt.Sprintf(`"tool_use_id":"toolu_%d","type":"tool_result"`, i)
+			}
+			if tt.plain {
+				msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"%s"}`, tt.content))
+			} else {
+				msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":[{%s,"content":"%s"}]}`, head, tt.content))
+			}
+		}
+		return msgsBody(msgs...)
+	}
+	for step := range 300 {
+		switch r := rng.IntN(100); {
+		case r < 55 || len(turns) < 3:
+			turns = append(turns, turnText{content: fmt.Sprintf(`caf\u00e9 %d `, step) + base, plain: rng.IntN(2) == 0})
+		case r < 65: // a byte changed, same length
+			k := rng.IntN(len(turns))
+			c := []byte(turns[k].content)
+			c[len(c)-3] = 'X'
+			turns[k].content = string(c)
+		case r < 80: // the same reading, written differently
+			k := rng.IntN(len(turns))
+			turns[k].swapped = !turns[k].swapped
+			if strings.Contains(turns[k].content, `\u00e9`) {
+				turns[k].content = strings.Replace(turns[k].content, `\u00e9`, `\u00E9`, 1)
+			} else {
+				turns[k].content = strings.Replace(turns[k].content, `\u00E9`, `\u00e9`, 1)
+			}
+		case r < 90: // longer
+			k := rng.IntN(len(turns))
+			turns[k].content += "more"
+		case r < 96: // the agent dropped its newest turns
+			turns = turns[:len(turns)-1-rng.IntN(2)]
+		default:
+			start()
+		}
+		b := body()
+		note := fmt.Sprintf("[note %d]", step)
+		got, want := with.send(t, b, note), without.send(t, b, note)
+		require.True(t, got == want, "step %d: the same bytes as without the memo", step)
+	}
+	require.Greater(t, with.metrics.get("user_text_memo"), 300, "the walk took kept edits")
+	require.Positive(t, with.metrics.get("user_text_made"))
 }
