@@ -42,7 +42,7 @@ func (m *countingMetrics) LedgerReplayed(a, mi, u int) {
 	m.add("ledger_missed", mi)
 	m.add("ledger_unreadable", u)
 }
-func (m *countingMetrics) CallsAnswered(n int)                   { m.add("answered", n) }
+func (m *countingMetrics) CallsAnswered(n int) { m.add("answered", n) }
 func (m *countingMetrics) UserTextEdits(taken, made int) {
 	m.add("user_text_memo", taken)
 	m.add("user_text_made", made)
