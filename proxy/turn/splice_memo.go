@@ -70,7 +70,6 @@ type splicesReused struct {
 	lin   conv.BodyLineage
 	set   *spliceSet // taken from the memo; nil: none
 	reuse []rewrite.SpliceReuse
-	hits  int // ops given a Known edit
 }
 
 // prepare takes the session's kept edits and sets Reuse on every op of
@@ -92,7 +91,6 @@ func (m *spliceMemo) prepare(key state.Key, lin conv.BodyLineage, anchors []stri
 		k, ok := r.set.turns[anchors[ops[i].Pos]]
 		if ok && k.at.SpanEnd <= lin.Shared && slices.Equal(k.texts, ops[i].Texts) {
 			r.reuse[i].Known = k.at
-			r.hits++
 		}
 	}
 	return r
