@@ -110,28 +110,24 @@ func (r *splicesReused) keep(m Metrics, anchors []string, ops []rewrite.UserText
 	if r == nil || !ok {
 		return // the set stays taken: the next request edits every turn
 	}
-	if sm, ok := m.(SpliceMetrics); ok {
-		taken, made := 0, 0
-		for i := range r.reuse {
-			switch u := &r.reuse[i]; {
-			case u.Made.SpanEnd == 0:
-			case sameSplice(u.Known, u.Made):
-				taken++
-			default:
-				made++
-			}
-		}
-		sm.UserTextEdits(taken, made)
-	}
 	set := r.set
 	if set == nil {
 		set = &spliceSet{turns: make(map[string]*keptSplice, len(ops))}
 	}
 	gen := r.lin.Gen
 	set.gen = gen
+	taken, remade := 0, 0
 	for i := range ops {
 		made := r.reuse[i].Made
-		if made.SpanEnd == 0 || ops[i].Pos < 0 || ops[i].Pos >= len(anchors) {
+		if made.SpanEnd == 0 {
+			continue
+		}
+		if sameSplice(r.reuse[i].Known, made) {
+			taken++
+		} else {
+			remade++
+		}
+		if ops[i].Pos < 0 || ops[i].Pos >= len(anchors) {
 			continue
 		}
 		a := anchors[ops[i].Pos]
@@ -148,6 +144,9 @@ func (r *splicesReused) keep(m Metrics, anchors []string, ops []rewrite.UserText
 		k := &keptSplice{texts: slices.Clone(ops[i].Texts), at: made, gen: gen}
 		set.turns[a] = k
 		set.bytes += keptSize(a, k)
+	}
+	if sm, ok := m.(SpliceMetrics); ok {
+		sm.UserTextEdits(taken, remade)
 	}
 	for a, k := range set.turns {
 		if k.gen != gen {
