@@ -29,6 +29,11 @@ type EditOps struct {
 	// (MemberOp.Insert): the same bytes, without copying the member.
 	InsertTools  func(value, items []byte) (at int, ins []byte, ok bool)
 	InsertSystem func(value []byte, texts []string) (at int, ins []byte, ok bool)
+	// InsertSystemHead says that InsertSystem reads only the first
+	// element of SystemKey's array value and whether it has one
+	// (MemberOp.InsertHead): where SystemKey is also the conversation
+	// member, it goes in next to a ledger replay's user-text splices.
+	InsertSystemHead bool
 }
 
 // InsertElements is AppendTools's edit of an array value as an insertion:
@@ -129,6 +134,7 @@ func editSteps(e conv.RequestEdits, ops EditOps) ([]MemberOp, error) {
 		sys := MemberOp{Key: ops.SystemKey, Op: func(b []byte) ([]byte, error) { return ops.AppendSystem(b, e.AppendSystem) }}
 		if ops.InsertSystem != nil {
 			sys.Insert = func(v []byte) (int, []byte, bool) { return ops.InsertSystem(v, e.AppendSystem) }
+			sys.InsertHead = ops.InsertSystemHead
 		}
 		steps = append(steps, sys)
 	}

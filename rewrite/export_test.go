@@ -10,6 +10,10 @@ var AppendUserTextsOneByOne = appendUserTextsOneByOne
 // UserTextFallbacks is how many user-text batches were applied one by one.
 func UserTextFallbacks() int64 { return userTextFallbacks.Load() }
 
+// ArrayOpCopies is how many array values EditMembers copied to run an op
+// on them.
+func ArrayOpCopies() int64 { return arrayOpCopies.Load() }
+
 // DataEvent is an SSE event with a data field holding data.
 func DataEvent(data []byte) Event { return Event{Data: data, hasData: true} }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tidwall/gjson"
 
@@ -173,6 +174,14 @@ type MemberOp struct {
 	// value, in order, not overlapping. EditMembers puts them in its one
 	// copy of the body when the op is the first on its member, as Insert.
 	Splices []Splice
+	// InsertHead says that Insert reads only the first element of the
+	// member's array value and whether it has one. EditMembers may then
+	// make the insertion on the value as it was given, next to an earlier
+	// op's splices of the member, when those all start after the first
+	// element and the insertion falls inside it or before it: the value
+	// those splices leave has the same first element at the same place,
+	// so Insert would find the same point in it.
+	InsertHead bool
 }
 
 // Splice replaces body[Start:End] by Bytes.
@@ -231,6 +240,12 @@ func (p *Parsed) EditMembers(body []byte, ops []MemberOp) ([]byte, error) {
 			edits = append(edits, memberEdit{key: op.Key, start: start, end: end, splices: op.Splices})
 			continue
 		}
+		if op.InsertHead && op.Insert != nil && k >= 0 && edits[k].splices != nil {
+			if s, ok := headInsertion(idx, op, body, start, end, edits[k].splices); ok {
+				edits[k].splices = append([]Splice{s}, edits[k].splices...)
+				continue
+			}
+		}
 		if op.Insert != nil && k < 0 {
 			if at, ins, ok := op.Insert(body[start:end]); ok {
 				edits = append(edits, memberEdit{key: op.Key, start: start, end: end, splices: []Splice{{start + at, start + at, ins}}})
@@ -240,6 +255,9 @@ func (p *Parsed) EditMembers(body []byte, ops []MemberOp) ([]byte, error) {
 		cur := body[start:end]
 		if k >= 0 {
 			cur = edits[k].whole(body)
+		}
+		if cur[0] == '[' {
+			arrayOpCopies.Add(1)
 		}
 		prefix := AppendMemberPrefix(nil, op.Key)
 		mini := make([]byte, 0, len(prefix)+len(cur)+1)
@@ -260,6 +278,31 @@ func (p *Parsed) EditMembers(body []byte, ops []MemberOp) ([]byte, error) {
 		}
 	}
 	return p.put(body, idx, edits), nil
+}
+
+// arrayOpCopies counts the array values (tools, conversations: long)
+// EditMembers copied to run an op on them (tests check that insertions
+// and splices went in without).
+var arrayOpCopies atomic.Int64
+
+// headInsertion is op's insertion (InsertHead) into the array value
+// body[start:end] as a splice that goes before ss, the splices an earlier
+// op made of it; ok is false unless the value has a first element, ss all
+// start at or after its end, and the insertion point lies before that end.
+func headInsertion(idx *jsonkit.Index, op MemberOp, body []byte, start, end int, ss []Splice) (Splice, bool) {
+	elems, ok := idx.MemberElems(op.Key)
+	if !ok || elems.Len() == 0 {
+		return Splice{}, false
+	}
+	_, firstEnd := elems.At(0)
+	if len(ss) == 0 || ss[0].Start < firstEnd {
+		return Splice{}, false
+	}
+	at, ins, ok := op.Insert(body[start:end])
+	if !ok || start+at >= firstEnd {
+		return Splice{}, false
+	}
+	return Splice{Start: start + at, End: start + at, Bytes: ins}, true
 }
 
 // memberEdit is a member value EditMembers replaces: body[start:end] by

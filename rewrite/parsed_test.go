@@ -81,8 +81,16 @@ func TestParsedEditsSameBytes(t *testing.T) {
 					c := api.NewCodec(apitest.Views)
 					_, err := c.ParseRequest(body)
 					require.NoError(t, err)
+					copies := rewrite.ArrayOpCopies()
 					together, err := c.(rewrite.UserTextsEditor).ApplyEditsWithUserTexts(body, ops, e)
 					require.NoError(t, err)
+					// With the user texts spliced, the system note, the
+					// output limit and the newest user text go in without
+					// copying the conversation (for Chat, whose system
+					// note goes into the conversation too: InsertHead).
+					if _, ok := rewrite.UserTextSplices(c.(rewrite.TurnCodec), c.(rewrite.UserTurnLocator), nil, body, ops); ok && len(ops) > 0 && len(e.AddTools) == 0 {
+						require.Zero(t, rewrite.ArrayOpCopies()-copies, "trial %d: an array was copied to edit it, edits %+v", trial, e)
+					}
 					require.Equal(t, string(want), string(together), "together, trial %d: ops %v, edits %+v", trial, ops, e)
 					kept = append(kept, [2][]byte{want, together})
 					// The copy runs the codec reports are true, and
@@ -238,5 +246,47 @@ func TestEditMembersInsert(t *testing.T) {
 				require.Equal(t, gjson.GetBytes(got, key).Raw, string(got[start:end]), "body %s, ops %d", body, n)
 			}
 		}
+	}
+}
+
+// TestEditMembersInsertHead: an InsertHead insertion goes in next to an
+// earlier op's splices of the same member when they all lie after the
+// first element, and the op runs on the spliced value otherwise; the bytes
+// are those of the two ops in turn either way.
+func TestEditMembersInsertHead(t *testing.T) {
+	body := []byte(`{"m":[{"a":"x"} , {"b":"y"}],"z":1}`)
+	at := func(s string) int { return strings.Index(string(body), s) }
+	// suffix inserts "!" before the closing quote of the first element's
+	// string (reading only that element), as its Op does on the whole body.
+	suffix := func(v []byte) (int, []byte, bool) {
+		i := strings.IndexByte(string(v), '}')
+		return i - 1, []byte("!"), i > 0
+	}
+	for name, tc := range map[string]struct {
+		splice rewrite.Splice
+		copies int64
+	}{
+		"after the first":  {rewrite.Splice{Start: at(`"y"`) + 2, End: at(`"y"`) + 2, Bytes: []byte("+")}, 0},
+		"at its end":       {rewrite.Splice{Start: at(`} ,`) + 1, End: at(`} ,`) + 1, Bytes: []byte(" ")}, 0},
+		"inside the first": {rewrite.Splice{Start: at(`"x"`) + 1, End: at(`"x"`) + 2, Bytes: []byte("w")}, 1},
+	} {
+		spliced := append(append(append([]byte(nil), body[:tc.splice.Start]...), tc.splice.Bytes...), body[tc.splice.End:]...)
+		first := rewrite.MemberOp{Key: "m", Splices: []rewrite.Splice{tc.splice},
+			Op: func([]byte) ([]byte, error) { return spliced, nil }}
+		head := rewrite.MemberOp{Key: "m", Insert: suffix, InsertHead: true, Op: func(b []byte) ([]byte, error) {
+			i := strings.Index(string(b), `"}`)
+			return append(append(append([]byte(nil), b[:i]...), '!'), b[i:]...), nil
+		}}
+		want, err := head.Op(spliced)
+		require.NoError(t, err)
+		idx, ok := jsonkit.ValidIndexed(body)
+		require.True(t, ok)
+		var p rewrite.Parsed
+		p.Remember(idx)
+		copies := rewrite.ArrayOpCopies()
+		got, err := p.EditMembers(body, []rewrite.MemberOp{first, head})
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), name)
+		require.Equal(t, tc.copies, rewrite.ArrayOpCopies()-copies, name)
 	}
 }

@@ -288,8 +288,10 @@ func (c chatCodec) editOps() rewrite.EditOps {
 		InsertTools:  rewrite.InsertElements,
 		AppendSystem: chatAppendSystem,
 		InsertSystem: chatInsertSystem,
-		AppendUser:   chatAppendUser,
-		SetMax:       chatSetMax,
+		// chatInsertSystem reads the leading message and whether there is one.
+		InsertSystemHead: true,
+		AppendUser:       chatAppendUser,
+		SetMax:           chatSetMax,
 	}
 }
 
