@@ -224,6 +224,64 @@ func members(obj gjson.Result, keys []string, out []gjson.Result, at func(raw st
 	})
 }
 
+// NestedMember returns obj.outer.inner, Member(Member(obj, outer), inner),
+// reading outer's value only up to inner: the members of obj before outer
+// are skipped, and outer's value is never measured, so a long definition
+// after inner costs nothing.
+func NestedMember(obj gjson.Result, outer, inner string) gjson.Result {
+	if !obj.IsObject() {
+		return gjson.Result{}
+	}
+	s := obj.Raw
+	at := memberStart(s, strings.IndexByte(s, '{'), outer)
+	if at < 0 || s[at] != '{' {
+		return gjson.Result{}
+	}
+	var out gjson.Result
+	EachMember(s, at, func(key string, start, end int) bool {
+		if key != inner {
+			return true
+		}
+		out = ValueAt(s[start:end], obj.Index, start)
+		return false
+	})
+	return out
+}
+
+// memberStart is where the value of the first member named key of the
+// object starting at s[i] starts (-1: none), the values before it skipped
+// as EachMember does.
+func memberStart(s string, i int, key string) int {
+	j := i + 1
+	for {
+		if j = SkipSpace(s, j); j >= len(s) || s[j] != '"' {
+			return -1
+		}
+		kend := SkipString(s, j)
+		if kend < 0 {
+			return -1
+		}
+		k := s[j+1 : kend-1]
+		if strings.IndexByte(k, '\\') >= 0 {
+			k = gjson.Parse(s[j:kend]).Str
+		}
+		if j = SkipSpace(s, kend); j >= len(s) || s[j] != ':' {
+			return -1
+		}
+		if j = SkipSpace(s, j+1); j < len(s) && k == key {
+			return j
+		}
+		end := SkipValue(s, j)
+		if end < 0 {
+			return -1
+		}
+		if j = SkipSpace(s, end); j >= len(s) || s[j] != ',' {
+			return -1
+		}
+		j++
+	}
+}
+
 // Member returns obj's first member named key (gjson's Get for a plain key,
 // without decoding the members before it).
 func Member(obj gjson.Result, key string) gjson.Result {

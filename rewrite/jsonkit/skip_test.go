@@ -23,6 +23,7 @@ func checkIteration(t *testing.T, doc string) {
 		EachElement(r, func(int, gjson.Result) bool { return true })
 		var out [2]gjson.Result
 		Members(r, []string{"a", ""}, out[:])
+		NestedMember(r, "a", "b")
 		return
 	}
 	var walk func(r gjson.Result)
@@ -67,6 +68,18 @@ func checkIteration(t *testing.T, doc string) {
 				walk(got[i])
 			}
 			require.False(t, got[len(keys)-1].Exists())
+			// NestedMember is Member of Member, for every pair of keys
+			// (and absent ones).
+			for _, outer := range keys {
+				v := Member(r, outer)
+				inner := []string{"\x00absent"}
+				if v.IsObject() {
+					v.ForEach(func(k, _ gjson.Result) bool { inner = append(inner, k.Str); return true })
+				}
+				for _, in := range inner {
+					requireSameResult(t, Member(v, in), NestedMember(r, outer, in))
+				}
+			}
 		}
 	}
 	walk(gjson.Parse(doc))

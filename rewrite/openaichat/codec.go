@@ -70,7 +70,7 @@ func parseChatRequest(views *rewrite.ViewCache, parsed *rewrite.Parsed, body []b
 	case mt.Type == gjson.Number:
 		req.MaxOutputTokens, req.HasMaxOutputTokens = mt.Int(), true
 	}
-	if req.Tools, err = chatTools(tools); err != nil {
+	if req.Tools, err = chatTools(idx, tools); err != nil {
 		return nil, rewrite.AtField(err, "tools")
 	}
 	if !fpOnly {
@@ -126,23 +126,20 @@ func chatFingerprintMessages(views *rewrite.ViewCache, idx *jsonkit.Index, msgs 
 	return out, err
 }
 
-// chatTools lists function (and custom) tool names.
-// toolKinds are the members of a tool chatTools looks for its name in.
-var toolKinds = []string{"function", "custom"}
-
-func chatTools(tools gjson.Result) ([]conv.ToolDef, error) {
+// chatTools lists the tools' names: a function tool's function.name, else a
+// custom tool's custom.name. The definitions come from the index and each
+// is read only up to its name (the schema after it is never scanned).
+func chatTools(idx *jsonkit.Index, tools gjson.Result) ([]conv.ToolDef, error) {
 	var defs []conv.ToolDef
 	var err error
-	jsonkit.EachElement(tools, func(i int, t gjson.Result) bool {
+	idx.Each(tools, func(i int, t gjson.Result) bool {
 		if !t.IsObject() {
 			err = rewrite.AtIndex(rewrite.TypeError("", "an object"), i)
 			return false
 		}
-		var fc [2]gjson.Result
-		jsonkit.MembersRaw(t, toolKinds, fc[:])
-		n := jsonkit.Member(fc[0], "name")
+		n := jsonkit.NestedMember(t, "function", "name")
 		if !n.Exists() {
-			n = jsonkit.Member(fc[1], "name")
+			n = jsonkit.NestedMember(t, "custom", "name")
 		}
 		if err = rewrite.AtIndex(rewrite.WantString(n, "function.name"), i); err != nil {
 			return false

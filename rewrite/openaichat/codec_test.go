@@ -49,6 +49,26 @@ func TestChatParseRequestDetails(t *testing.T) {
 	require.Equal(t, []conv.Block{{Kind: conv.BlockToolResult, ToolCallID: "c1", ToolName: "f", Text: "r1\nr2"}}, req.Messages[3].Blocks)
 }
 
+// TestChatToolNames: a function tool is named by function.name, a custom
+// tool by custom.name (function first when a tool has both), wherever the
+// member sits among the others; a tool without either name is not listed.
+func TestChatToolNames(t *testing.T) {
+	schema := `"parameters":{"type":"object","properties":{"name":{"type":"string"}}}`
+	body := `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[` +
+		`{"type":"function","function":{"name":"read","description":"d",` + schema + `}},` +
+		`{"function":{"description":"d",` + schema + `,"name":"write"},"type":"function"},` +
+		`{"type":"custom","custom":{"name":"apply_patch","format":{"type":"grammar"}}},` +
+		`{"custom":{"name":"second"},"function":{"name":"first"}},` +
+		`{"type":"function","function":{"name":""}}]}`
+	req, err := apitest.CodecFor(Descriptor).ParseRequest([]byte(body))
+	require.NoError(t, err)
+	require.Equal(t, []conv.ToolDef{{Name: "read"}, {Name: "write"}, {Name: "apply_patch"}, {Name: "first"}}, req.Tools)
+
+	req, err = apitest.CodecFor(Descriptor).ParseRequest([]byte(`{"model":"m","messages":[],"tools":[{"type":"function","function":{"description":"no name"}}]}`))
+	require.NoError(t, err)
+	require.Empty(t, req.Tools)
+}
+
 func TestChatMalformed(t *testing.T) {
 	tests := []struct{ body, field string }{
 		{`{"messages":"hi"}`, "messages must be an array"},
