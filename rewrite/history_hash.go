@@ -119,6 +119,17 @@ func HashHistoryShared(h *History, body []byte, key string, ref *History, refBod
 		HashHistory(h, body, key) // not an array: one element anyway
 		return
 	}
+	HashHistoryKnown(h, body, key, ref, n)
+}
+
+// HashHistoryKnown is HashHistoryShared for a caller that checked ref's
+// body itself (its byte at ref.End is the conversation's closing bracket)
+// and may no longer have it past the n bytes it shares with body.
+func HashHistoryKnown(h *History, body []byte, key string, ref *History, n int) {
+	if ref.End < 0 {
+		HashHistory(h, body, key)
+		return
+	}
 	// The elements that start, with the one after them, inside the shared
 	// bytes (the last of them ends before the next one starts).
 	m := max(sort.SearchInts(ref.Starts, n+1)-1, 0)

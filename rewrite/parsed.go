@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -37,6 +38,9 @@ type Parsed struct {
 	// copied is the copy runs of the last edit through p (CopyRuns); every
 	// other edit through p forgets them.
 	copied copied
+	// target is where the next last edit may build its result
+	// (BuildInto); nil: none.
+	target *BuildTarget
 }
 
 // Remember records idx, the index of a body just parsed. The body p
@@ -233,7 +237,7 @@ func (p *Parsed) EditMembers(body []byte, ops []MemberOp) ([]byte, error) {
 	for i, op := range ops {
 		start, end, ok := idx.MemberSpan(op.Key)
 		if op.Key == "" || !ok {
-			return p.editWhole(p.put(body, idx, edits), ops[i:])
+			return p.editWhole(p.put(body, idx, edits, false), ops[i:])
 		}
 		k := slices.IndexFunc(edits, func(e memberEdit) bool { return e.key == op.Key })
 		if op.Splices != nil && k < 0 && splicesInside(op.Splices, start, end) {
@@ -268,7 +272,7 @@ func (p *Parsed) EditMembers(body []byte, ops []MemberOp) ([]byte, error) {
 		}
 		if !bytes.HasPrefix(edited, prefix) || len(edited) < len(prefix)+2 || edited[len(edited)-1] != '}' ||
 			(edited[len(prefix)] == '[') != (cur[0] == '[') {
-			return p.editWhole(p.put(body, idx, edits), ops[i:])
+			return p.editWhole(p.put(body, idx, edits, false), ops[i:])
 		}
 		value := edited[len(prefix) : len(edited)-1]
 		if k >= 0 {
@@ -277,7 +281,7 @@ func (p *Parsed) EditMembers(body []byte, ops []MemberOp) ([]byte, error) {
 			edits = append(edits, memberEdit{key: op.Key, start: start, end: end, value: value})
 		}
 	}
-	return p.put(body, idx, edits), nil
+	return p.put(body, idx, edits, true), nil
 }
 
 // arrayOpCopies counts the array values (tools, conversations: long)
@@ -352,8 +356,14 @@ func (e *memberEdit) whole(body []byte) []byte {
 }
 
 // put returns body (indexed by idx) with edits in place, in one copy, and
-// remembers the result; body itself when there are none.
-func (p *Parsed) put(body []byte, idx *jsonkit.Index, edits []memberEdit) []byte {
+// remembers the result; body itself when there are none. last says the
+// result is the edit's (no op follows): it is then built in the target
+// BuildInto offered, when that applies.
+func (p *Parsed) put(body []byte, idx *jsonkit.Index, edits []memberEdit, last bool) []byte {
+	t := p.target
+	if last {
+		p.target = nil // one offer, one edit
+	}
 	if len(edits) == 0 {
 		p.Escape() // body goes to the caller as it is
 		return body
@@ -363,10 +373,16 @@ func (p *Parsed) put(body []byte, idx *jsonkit.Index, edits []memberEdit) []byte
 	for _, e := range edits {
 		n += e.size() - (e.end - e.start)
 	}
-	out := getScratch(n) // the caller's; back with ReleaseFinal
-	pooled := out != nil
-	if !pooled {
-		out = make([]byte, 0, n)
+	b := outBuilder{body: body}
+	pooled := false
+	if last && t != nil && sameSlice(body, t.Agent) && cap(t.Prev) >= n && !overlapping(body, t.Prev) {
+		b.into(t)
+	} else {
+		b.out = getScratch(n) // the caller's; back with ReleaseFinal
+		pooled = b.out != nil
+		if !pooled {
+			b.out = make([]byte, 0, n)
+		}
 	}
 	at := 0
 	repl := make([]jsonkit.Replaced, len(edits))
@@ -377,23 +393,37 @@ func (p *Parsed) put(body []byte, idx *jsonkit.Index, edits []memberEdit) []byte
 	runs := make([]CopyRun, 0, nruns)
 	for i := range edits {
 		e := &edits[i]
-		runs = appendCopy(runs, len(out), at, e.start-at)
-		out = append(out, body[at:e.start]...)
+		runs = appendCopy(runs, len(b.out), at, e.start-at)
+		b.copyFrom(at, e.start-at)
 		if e.splices != nil {
-			runs = splicedRuns(runs, len(out), e.start, e.end, e.splices)
+			runs = splicedRuns(runs, len(b.out), e.start, e.end, e.splices)
+			b.spliced(e.start, e.end, e.splices)
+		} else {
+			b.insert(e.value)
 		}
-		out = e.appendTo(out, body)
 		at = e.end
 		repl[i] = jsonkit.Replaced{Key: e.key, Len: e.size()}
 	}
-	runs = appendCopy(runs, len(out), at, len(body)-at)
-	out = append(out, body[at:]...)
+	runs = appendCopy(runs, len(b.out), at, len(body)-at)
+	b.copyFrom(at, len(body)-at)
+	out := b.out
 	p.remembered(idx.MembersReplaced(out, repl), body, out, false)
 	p.recordCopy(body, out, runs)
 	if pooled {
 		p.final = out
 	}
 	return out
+}
+
+// overlapping reports whether a and b share any byte of memory (up to
+// their capacities).
+func overlapping(a, b []byte) bool {
+	if cap(a) == 0 || cap(b) == 0 {
+		return false
+	}
+	a0 := uintptr(unsafe.Pointer(unsafe.SliceData(a)))
+	b0 := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return a0 < b0+uintptr(cap(b)) && b0 < a0+uintptr(cap(a))
 }
 
 // editWhole applies ops to the whole body in turn; p forgets.

@@ -77,6 +77,10 @@ type Turn struct {
 	prefixDone chan struct{}
 	prefixKey  string
 	lastSent   []byte
+	// held is the session's history memo entry whose buffer holds sent
+	// (rewrite.BuildTarget; set with prefix): releaseSent gives it back
+	// to the memo (nil: none).
+	held *historyRef
 	// watch reports the turn's tool calls to the chain's CallWatchers
 	// (watch.go); nil when none watches.
 	watch *callWatch
@@ -154,16 +158,22 @@ func (e *Engine) Begin(ctx context.Context, r Request) (*Turn, Start) {
 	if edits.SetMaxOutputTokens > 0 {
 		t.call.OutputLimit = edits.SetMaxOutputTokens
 	}
+	var hold *sentHold // the session's history memo entry, taken for the check
+	hk, checked := t.codec.(rewrite.HistoryKeyer)
+	if checked = checked && t.call.Side == "" && !t.call.StateUnavailable; checked {
+		t.prefixKey = hk.ConversationKey()
+		hold = t.offerTarget()
+	}
 	out, err := t.build(sess, edits)
 	if err != nil {
 		// Fail open: the agent's own request goes upstream unchanged.
+		t.dropHold(hold)
 		t.hookFailed(&hooks.HookError{Hook: "turn_engine", Err: err})
 		return nil, Start{Body: r.Body}
 	}
 	t.sent = out
-	if hk, ok := t.codec.(rewrite.HistoryKeyer); ok && t.call.Side == "" && !t.call.StateUnavailable {
-		t.prefixKey = hk.ConversationKey()
-		t.startPrefix(sess, t.prefixKey, len(edits.ReplaceResults) > 0, edits.DropBefore > 0)
+	if checked {
+		t.startPrefix(sess, t.prefixKey, hold, len(edits.ReplaceResults) > 0, edits.DropBefore > 0)
 	}
 	return t, Start{Body: out}
 }

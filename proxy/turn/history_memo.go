@@ -103,8 +103,11 @@ func sameBytes(a, b []byte) bool {
 // how sent was made from body (nil: unknown): with ref's, the bytes sent
 // shares with ref's sent body are found by comparing only what the two
 // turns' edits wrote (rewrite.SharedPrefix), not the whole history a
-// second time.
-func hashHistories(body, sent []byte, runs []rewrite.CopyRun, key string, ref *historyRef, lin conv.BodyLineage) *historyRef {
+// second time. built, when its Built is set, says sent was built in ref's
+// sent buffer (rewrite.BuildTarget): it shares its first built.Kept bytes
+// with ref's sent body, whose bytes past those are gone, and it becomes
+// the next ref's sent body as it is.
+func hashHistories(body, sent []byte, runs []rewrite.CopyRun, key string, ref *historyRef, lin conv.BodyLineage, built *rewrite.BuildTarget) *historyRef {
 	next := historyRef{agentGen: lin.Gen}
 	if sameBytes(body, sent) || !rewrite.ValidCopyRuns(runs, len(sent), len(body)) {
 		runs = nil
@@ -125,14 +128,23 @@ func hashHistories(body, sent []byte, runs []rewrite.CopyRun, key string, ref *h
 		} else {
 			na = rewrite.CommonPrefix(body, ref.agent)
 		}
-		ns := na
-		if !sameBytes(body, sent) || !sameBytes(ref.agent, ref.sent) {
-			ns = sharedSent(body, sent, runs, ref, na)
-		}
 		// ref is ours (taken): its hashes are extended, and its buffers
 		// overwritten past the shared bytes, in place.
 		next.sentHist, next.agentHist = ref.sentHist, ref.agentHist
-		rewrite.HashHistoryShared(&next.sentHist, sent, key, &next.sentHist, ref.sent, ns)
+		inPlace := built != nil && built.Built
+		ns := na
+		switch {
+		case inPlace:
+			// ref's sent body is gone past Kept; the build checked its
+			// closing bracket before it wrote.
+			ns = built.Kept
+			rewrite.HashHistoryKnown(&next.sentHist, sent, key, &next.sentHist, ns)
+		case !sameBytes(body, sent) || !sameBytes(ref.agent, ref.sent):
+			ns = sharedSent(body, sent, runs, ref, na)
+			fallthrough
+		default:
+			rewrite.HashHistoryShared(&next.sentHist, sent, key, &next.sentHist, ref.sent, ns)
+		}
 		rewrite.HashHistoryShared(&next.agentHist, body, key, &next.agentHist, ref.agent, na)
 		sentBuf := ref.sent
 		if sameBytes(ref.agent, ref.sent) {
@@ -141,6 +153,8 @@ func hashHistories(body, sent []byte, runs []rewrite.CopyRun, key string, ref *h
 		next.agent = append(ref.agent[:na], body[na:]...)
 		if sameBytes(body, sent) {
 			next.sent = next.agent
+		} else if inPlace {
+			next.sent = sent
 		} else if sentBuf != nil {
 			next.sent = append(sentBuf[:ns], sent[ns:]...)
 		} else {

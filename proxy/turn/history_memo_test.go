@@ -91,7 +91,7 @@ func TestHashHistoriesMatchesWholeHash(t *testing.T) {
 				t.Fatalf("step %d: sharedSent %d, CommonPrefix %d", step, got, want)
 			}
 		}
-		ref = hashHistories(body, sent, runs, "messages", ref, lin)
+		ref = hashHistories(body, sent, runs, "messages", ref, lin, nil)
 		sameHistory(t, fmt.Sprintf("step %d agent", step), &ref.agentHist, wantHistory(body))
 		sameHistory(t, fmt.Sprintf("step %d up", step), &ref.sentHist, wantHistory(sent))
 		if string(ref.agent) != string(body) || string(ref.sent) != string(sent) {
@@ -201,7 +201,7 @@ func BenchmarkHashHistories(b *testing.B) {
 			if mode == "compare" {
 				r, pr = nil, nil
 			}
-			seed := hashHistories(prevBody, prevSent, pr, "messages", nil, conv.BodyLineage{Gen: 1})
+			seed := hashHistories(prevBody, prevSent, pr, "messages", nil, conv.BodyLineage{Gen: 1}, nil)
 			ref := *seed
 			b.SetBytes(int64(len(sent)))
 			b.ResetTimer()
@@ -213,7 +213,7 @@ func BenchmarkHashHistories(b *testing.B) {
 				cur.sentRuns = slices.Clone(ref.sentRuns)
 				cur.agentHist, cur.sentHist = cloneHistory(&ref.agentHist), cloneHistory(&ref.sentHist)
 				b.StartTimer()
-				hashHistories(body, sent, r, "messages", &cur, lin)
+				hashHistories(body, sent, r, "messages", &cur, lin, nil)
 			}
 		})
 	}

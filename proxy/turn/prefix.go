@@ -197,6 +197,11 @@ type prefixJob struct {
 	replaced, dropped bool
 	route, requestID  string
 	at                time.Time
+	// hold is the session's history memo entry when Begin took it (nil:
+	// the check takes it); when sent was built in its buffer, the check
+	// leaves it to the turn (Turn.held), which gives it back in
+	// releaseSent.
+	hold *sentHold
 }
 
 // startPrefix starts the turn's cache-integrity check (checkPrefix) in
@@ -206,9 +211,9 @@ type prefixJob struct {
 // pprof put at about a tenth of a 1 MB request's time. Its result is read
 // through prefixResult, which waits for it; Settle waits for it too,
 // before the request's body can be reused.
-func (t *Turn) startPrefix(sess *state.Session, key string, replaced, dropped bool) {
+func (t *Turn) startPrefix(sess *state.Session, key string, hold *sentHold, replaced, dropped bool) {
 	j := &prefixJob{body: t.body, sent: t.sent, key: key, memo: historyMemoKey{key: t.key, member: key},
-		lineage: t.lineage(), replaced: replaced, dropped: dropped,
+		lineage: t.lineage(), replaced: replaced, dropped: dropped, hold: hold,
 		route: t.call.Route, requestID: t.call.RequestID, at: t.e.now()}
 	if cm, ok := t.codec.(rewrite.CopyMapper); ok {
 		j.runs = slices.Clone(cm.CopyRuns(t.body, t.sent))
@@ -228,7 +233,7 @@ func (t *Turn) startPrefix(sess *state.Session, key string, replaced, dropped bo
 					zap.String("request_id", j.requestID), zap.Any("panic", r))
 			}
 		}()
-		t.prefix = t.e.checkPrefix(j)
+		t.prefix, t.held = t.e.checkPrefix(j)
 	}()
 }
 
@@ -252,30 +257,45 @@ func (t *Turn) Settle() {
 
 // checkPrefix compares a turn's conversations with the session's previous
 // request of the same conversation.
-func (e *Engine) checkPrefix(j *prefixJob) *prefixCheck {
-	ref := hashHistories(j.body, j.sent, j.runs, j.key, e.history.take(j.memo), j.lineage)
+//
+// When the body sent was built in the memo entry's buffer (j.hold), the
+// entry is returned as held, not put back: the turn gives it back once it
+// is done with that body.
+func (e *Engine) checkPrefix(j *prefixJob) (c *prefixCheck, held *historyRef) {
+	var ref *historyRef
+	var target *rewrite.BuildTarget
+	if j.hold != nil {
+		ref, target = j.hold.ref, j.hold.target
+	} else {
+		ref = e.history.take(j.memo)
+	}
+	ref = hashHistories(j.body, j.sent, j.runs, j.key, ref, j.lineage, target)
 	// The hashes are the ref's: read them all before the ref goes back to
 	// the memo, where the session's next request extends them in place.
-	defer e.history.put(j.memo, ref)
+	if j.hold.built() {
+		held = ref
+	} else {
+		defer e.history.put(j.memo, ref)
+	}
 	agent, up := &ref.agentHist, &ref.sentHist
 	if len(agent.Hashes) == 0 {
-		return nil
+		return nil, held
 	}
 	// Each conversation's hashes as bytes once: summed, packed, and (the
 	// agent's) summed again up to the previous request's length.
 	agentRaw, upRaw := hashBytes(agent.Hashes), hashBytes(up.Hashes)
-	c := &prefixCheck{track: prefixTrack{First: agent.Hashes[0], AgentLen: len(agent.Hashes),
+	c = &prefixCheck{track: prefixTrack{First: agent.Hashes[0], AgentLen: len(agent.Hashes),
 		AgentSum: xxhash.Sum64(agentRaw), Upstream: packHashBytes(upRaw)}}
 	c.turn = PrefixTurn{At: j.at, RequestID: j.requestID, Hash: fmt.Sprintf("%016x", xxhash.Sum64(upRaw)),
 		Elements: len(up.Hashes), BreakOffset: -1, BreakElement: -1}
 	tr := j.prev.track(agent.Hashes[0])
 	if tr == nil {
 		c.turn.First = true
-		return c
+		return c, held
 	}
 	k := firstDiff(unpackHashes(tr.Upstream), up.Hashes)
 	if k < 0 {
-		return c
+		return c, held
 	}
 	c.turn.BreakElement = k
 	c.turn.BreakOffset = up.End
@@ -295,7 +315,7 @@ func (e *Engine) checkPrefix(j *prefixJob) *prefixCheck {
 	if m, ok := e.metrics.(PrefixMetrics); ok {
 		m.PrefixBreak(j.route, c.turn.Cause)
 	}
-	return c
+	return c, held
 }
 
 // lineage is the agent body's lineage from its parse (zero without a view).

@@ -42,7 +42,7 @@ func prefixTurn(m *prefixMetrics, agent, sent []byte) *Turn {
 
 // checkPrefix runs the turn's check as Begin starts it and waits for it.
 func (t *Turn) checkPrefix(sess *state.Session, key string, replaced, dropped bool) *prefixCheck {
-	t.startPrefix(sess, key, replaced, dropped)
+	t.startPrefix(sess, key, nil, replaced, dropped)
 	return t.prefixResult()
 }
 
@@ -313,7 +313,7 @@ func TestPrefixCheckPanicFailsOpen(t *testing.T) {
 	m := &panickyPrefixMetrics{}
 	e := New(Options{Store: state.NewMemory(state.MemoryOptions{MaxSessions: 1, TTL: time.Hour}), Metrics: m})
 	tr := &Turn{e: e, body: msgsBody(u1, u2), sent: msgsBody(u1, u2), call: hooks.Call{Route: "anthropic", RequestID: "r1"}}
-	tr.startPrefix(sess, "messages", false, false) // the history changed: a break is counted
+	tr.startPrefix(sess, "messages", nil, false, false) // the history changed: a break is counted
 	tr.Settle()
 	_, ok := tr.Prefix()
 	require.False(t, ok)

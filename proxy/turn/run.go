@@ -123,6 +123,10 @@ func (t *Turn) releaseSent() {
 		r.ReleaseBody(t.sent)
 	}
 	t.sent = nil
+	if t.held != nil { // the body was built in the memo entry's buffer
+		t.e.history.put(historyMemoKey{key: t.key, member: t.prefixKey}, t.held)
+		t.held = nil
+	}
 }
 
 // pass ends a turn whose reply is not the model's to decide on: it reached

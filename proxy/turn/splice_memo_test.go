@@ -24,13 +24,24 @@ type spliceSession struct {
 	e       *Engine
 	codec   rewrite.Codec
 	metrics *countingMetrics
+	// inPlace counts the bodies built in the buffer of the previous one
+	// sent (rewrite.BuildTarget), whose memo entry the turn then holds.
+	inPlace int
+	// prefix is the last turn's cache-integrity record.
+	prefix string
 }
 
 func newSpliceSession(memoBytes int64) *spliceSession {
+	return newSpliceSessionHistory(memoBytes, 64<<20)
+}
+
+// newSpliceSessionHistory is newSpliceSession with a history memo of
+// historyBytes (0: none, so no body is built in a previous one's buffer).
+func newSpliceSessionHistory(memoBytes, historyBytes int64) *spliceSession {
 	store := state.NewMemory(state.MemoryOptions{MaxSessions: 10, TTL: time.Hour})
 	m := &countingMetrics{}
 	e := New(Options{Store: store, Metrics: m, Limits: Limits{MaxFollowups: 2, MaxRefusalRounds: 2},
-		SpliceMemoBytes: memoBytes, HistoryMemoBytes: 64 << 20})
+		SpliceMemoBytes: memoBytes, HistoryMemoBytes: historyBytes})
 	return &spliceSession{e: e, codec: anthropic.Descriptor.NewCodec(rewrite.NewViewCache(64 << 20)), metrics: m}
 }
 
@@ -50,6 +61,15 @@ func (s *spliceSession) send(t testing.TB, body []byte, note string) string {
 	})
 	require.NotNil(t, tn)
 	sent := string(st.Body)
+	s.prefix = ""
+	if tn.Settle(); tn.prefix != nil {
+		p := tn.prefix.turn
+		s.prefix = fmt.Sprint(p.Hash, p.Elements, p.BreakElement, p.BreakOffset, p.Cause, p.First)
+	}
+	if tn.held != nil {
+		require.True(t, sameBytes(tn.held.sent, st.Body), "the entry held is the body's")
+		s.inPlace++
+	}
 	w := &scriptWriter{replies: [][]byte{[]byte(reply("end_turn", "ok"))}}
 	require.NoError(t, tn.Run(context.Background(), w, &scriptSender{}))
 	return sent
@@ -82,6 +102,9 @@ func agentTurns(n int, edit func(i int, msg string) string) []byte {
 // edits from the memo: a marker put into a kept edit reaches the body.
 func TestSpliceMemoTakesEarlierEdits(t *testing.T) {
 	with, without := newSpliceSession(1<<20), newSpliceSession(0)
+	// Without the history memo every body is built anew: with it, most are
+	// built in the previous body's buffer, with the same bytes.
+	fresh := newSpliceSessionHistory(1<<20, 0)
 	key := state.Key{Tenant: "t", Session: "s"}
 	for n := 1; n <= 8; n++ {
 		body := agentTurns(n, nil)
@@ -212,6 +235,9 @@ func BenchmarkBeginLongSession(b *testing.B) {
 func TestSpliceMemoRandomSessions(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	with, without := newSpliceSession(1<<20), newSpliceSession(0)
+	// Without the history memo every body is built anew: with it, most are
+	// built in the previous body's buffer, with the same bytes.
+	fresh := newSpliceSessionHistory(1<<20, 0)
 	type turnText struct {
 		content string
 		swapped bool // the tool result's members in another order
@@ -270,7 +296,13 @@ func TestSpliceMemoRandomSessions(t *testing.T) {
 		note := fmt.Sprintf("[note %d]", step)
 		got, want := with.send(t, b, note), without.send(t, b, note)
 		require.True(t, got == want, "step %d: the same bytes as without the memo", step)
+		require.True(t, got == fresh.send(t, b, note), "step %d: the same bytes as built anew", step)
+		require.NotEmpty(t, with.prefix)
+		require.Equal(t, fresh.prefix, with.prefix, "step %d: the same cache-integrity record", step)
 	}
+	t.Logf("in place: %d of 300", with.inPlace)
+	require.Greater(t, with.inPlace, 100, "bodies built in the previous one's buffer")
+	require.Zero(t, fresh.inPlace)
 	require.Greater(t, with.metrics.get("user_text_memo"), 300, "the walk took kept edits")
 	require.Positive(t, with.metrics.get("user_text_made"))
 }

@@ -196,6 +196,10 @@ func anthropicBlock(b gjson.Result, names *rewrite.ToolNames) (conv.Block, error
 // ReleaseBody implements rewrite.BodyReleaser.
 func (c anthropicCodec) ReleaseBody(body []byte) { c.parsed.ReleaseFinal(body) }
 
+// BuildInto is rewrite.BuildTargeter: the request's last edit may build
+// its result in the previous request's sent body.
+func (c anthropicCodec) BuildInto(t *rewrite.BuildTarget) { c.parsed.BuildInto(t) }
+
 // CopyRuns is rewrite.CopyMapper: how the last edit of the request made out.
 func (c anthropicCodec) CopyRuns(src, out []byte) []rewrite.CopyRun {
 	return c.parsed.CopyRuns(src, out)

@@ -236,6 +236,10 @@ func geminiCall(fc gjson.Result) (conv.Block, error) {
 // ReleaseBody implements rewrite.BodyReleaser.
 func (c geminiCodec) ReleaseBody(body []byte) { c.parsed.ReleaseFinal(body) }
 
+// BuildInto is rewrite.BuildTargeter: the request's last edit may build
+// its result in the previous request's sent body.
+func (c geminiCodec) BuildInto(t *rewrite.BuildTarget) { c.parsed.BuildInto(t) }
+
 // CopyRuns is rewrite.CopyMapper: how the last edit of the request made out.
 func (c geminiCodec) CopyRuns(src, out []byte) []rewrite.CopyRun { return c.parsed.CopyRuns(src, out) }
 

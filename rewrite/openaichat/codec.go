@@ -264,6 +264,10 @@ func chatFunction(fn gjson.Result) (conv.Block, error) {
 // ReleaseBody implements rewrite.BodyReleaser.
 func (c chatCodec) ReleaseBody(body []byte) { c.parsed.ReleaseFinal(body) }
 
+// BuildInto is rewrite.BuildTargeter: the request's last edit may build
+// its result in the previous request's sent body.
+func (c chatCodec) BuildInto(t *rewrite.BuildTarget) { c.parsed.BuildInto(t) }
+
 // CopyRuns is rewrite.CopyMapper: how the last edit of the request made out.
 func (c chatCodec) CopyRuns(src, out []byte) []rewrite.CopyRun { return c.parsed.CopyRuns(src, out) }
 

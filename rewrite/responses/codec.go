@@ -225,6 +225,10 @@ func responsesText(out gjson.Result) string {
 // ReleaseBody implements rewrite.BodyReleaser.
 func (c responsesCodec) ReleaseBody(body []byte) { c.parsed.ReleaseFinal(body) }
 
+// BuildInto is rewrite.BuildTargeter: the request's last edit may build
+// its result in the previous request's sent body.
+func (c responsesCodec) BuildInto(t *rewrite.BuildTarget) { c.parsed.BuildInto(t) }
+
 // CopyRuns is rewrite.CopyMapper: how the last edit of the request made out.
 func (c responsesCodec) CopyRuns(src, out []byte) []rewrite.CopyRun {
 	return c.parsed.CopyRuns(src, out)
