@@ -109,7 +109,7 @@ func (b *outBuilder) insert(ins []byte) {
 	b.verified(o, k, n)
 }
 
-// spliced appends body[start:end] with ss made (appendSpliced).
+// spliced appends body[start:end] with ss made.
 func (b *outBuilder) spliced(start, end int, ss []Splice) {
 	at := start
 	for _, s := range ss {
@@ -149,8 +149,8 @@ func (b *outBuilder) covered(o, src, n int) int {
 	return max(0, min(k, b.t.Shared-src, len(b.t.Prev)-o))
 }
 
-// sameSlice reports whether a and b are the same slice: same start, same
+// SameSlice reports whether a and b are the same slice: same start, same
 // length (not a comparison of bytes).
-func sameSlice(a, b []byte) bool {
+func SameSlice(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

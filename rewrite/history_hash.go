@@ -115,16 +115,22 @@ func HashHistoryLike(h *History, body []byte, key string, ref *History, refBody 
 // then kept as far as they hold and extended in place (refBody is read
 // before h changes).
 func HashHistoryShared(h *History, body []byte, key string, ref *History, refBody []byte, n int) {
-	if ref.End < 0 || ref.End >= len(refBody) || refBody[ref.End] != ']' {
+	if !ref.ClosedIn(refBody) {
 		HashHistory(h, body, key) // not an array: one element anyway
 		return
 	}
 	HashHistoryKnown(h, body, key, ref, n)
 }
 
+// ClosedIn reports whether body's byte at h.End is the closing bracket of
+// the conversation array h hashed (h is body's History).
+func (h *History) ClosedIn(body []byte) bool {
+	return h.End >= 0 && h.End < len(body) && body[h.End] == ']'
+}
+
 // HashHistoryKnown is HashHistoryShared for a caller that checked ref's
-// body itself (its byte at ref.End is the conversation's closing bracket)
-// and may no longer have it past the n bytes it shares with body.
+// body itself (ref.ClosedIn) and may no longer have it past the n bytes
+// it shares with body.
 func HashHistoryKnown(h *History, body []byte, key string, ref *History, n int) {
 	if ref.End < 0 {
 		HashHistory(h, body, key)

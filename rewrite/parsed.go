@@ -206,12 +206,9 @@ func splicedLen(start, end int, ss []Splice) int {
 
 // appendSpliced appends body[start:end] with ss made to dst.
 func appendSpliced(dst, body []byte, start, end int, ss []Splice) []byte {
-	at := start
-	for _, s := range ss {
-		dst = append(append(dst, body[at:s.Start]...), s.Bytes...)
-		at = s.End
-	}
-	return append(dst, body[at:end]...)
+	b := outBuilder{out: dst, body: body}
+	b.spliced(start, end, ss)
+	return b.out
 }
 
 // A body an edit through p returns may be one of p's pooled buffers
@@ -339,20 +336,12 @@ func (e *memberEdit) size() int {
 	return splicedLen(e.start, e.end, e.splices)
 }
 
-// appendTo appends the edited value to dst.
-func (e *memberEdit) appendTo(dst, body []byte) []byte {
-	if e.splices == nil {
-		return append(dst, e.value...)
-	}
-	return appendSpliced(dst, body, e.start, e.end, e.splices)
-}
-
 // whole returns the edited value as one slice (a copy for splices).
 func (e *memberEdit) whole(body []byte) []byte {
 	if e.splices == nil {
 		return e.value
 	}
-	return e.appendTo(make([]byte, 0, e.size()), body)
+	return appendSpliced(make([]byte, 0, e.size()), body, e.start, e.end, e.splices)
 }
 
 // put returns body (indexed by idx) with edits in place, in one copy, and
@@ -375,7 +364,7 @@ func (p *Parsed) put(body []byte, idx *jsonkit.Index, edits []memberEdit, last b
 	}
 	b := outBuilder{body: body}
 	pooled := false
-	if last && t != nil && sameSlice(body, t.Agent) && cap(t.Prev) >= n && !overlapping(body, t.Prev) {
+	if last && t != nil && SameSlice(body, t.Agent) && cap(t.Prev) >= n && !overlapping(body, t.Prev) {
 		b.into(t)
 	} else {
 		b.out = getScratch(n) // the caller's; back with ReleaseFinal

@@ -218,7 +218,7 @@ func (t *Turn) build(sess *state.Session, edits conv.RequestEdits) ([]byte, erro
 		// agent's own body, the turns the previous request edited take
 		// those edits (splice_memo.go).
 		var reused *splicesReused
-		if sameBytes(body, t.body) && t.call.Side == "" {
+		if rewrite.SameSlice(body, t.body) && t.call.Side == "" {
 			reused = t.e.splices.prepare(t.key, t.lineage(), anchors, pending)
 		}
 		out, err := ue.ApplyEditsWithUserTexts(body, pending, edits)

@@ -35,12 +35,11 @@ func (t *Turn) offerTarget() *sentHold {
 		return nil
 	}
 	h := &sentHold{ref: ref}
-	lin := t.lineage()
-	if sameBytes(ref.agent, ref.sent) || ref.sentRuns == nil || lin.Prev == 0 || lin.Prev != ref.agentGen ||
-		lin.Shared > min(len(t.body), len(ref.agent)) || !closedAt(ref.sent, ref.sentHist.End) {
+	shared, compared := ref.sharedWith(t.body, t.lineage())
+	if !compared || rewrite.SameSlice(ref.agent, ref.sent) || ref.sentRuns == nil || !ref.sentHist.ClosedIn(ref.sent) {
 		return h // the check still takes it: no second look-up
 	}
-	h.target = &rewrite.BuildTarget{Prev: ref.sent, PrevRuns: ref.sentRuns, Agent: t.body, Shared: lin.Shared}
+	h.target = &rewrite.BuildTarget{Prev: ref.sent, PrevRuns: ref.sentRuns, Agent: t.body, Shared: shared}
 	bt.BuildInto(h.target)
 	return h
 }
@@ -58,11 +57,4 @@ func (t *Turn) dropHold(h *sentHold) {
 	if h != nil && !h.built() {
 		t.e.history.put(historyMemoKey{key: t.key, member: t.prefixKey}, h.ref)
 	}
-}
-
-// closedAt reports whether body[end] is the closing bracket of the
-// conversation its hashes end at: checked before the body is overwritten,
-// as HashHistoryShared checks it after.
-func closedAt(body []byte, end int) bool {
-	return end >= 0 && end < len(body) && body[end] == ']'
 }

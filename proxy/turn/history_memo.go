@@ -42,7 +42,7 @@ type historyRef struct {
 
 func (r *historyRef) size() int64 {
 	n := int64(cap(r.agent) + 12*(len(r.agentHist.Starts)+len(r.sentHist.Starts)) + 24*cap(r.sentRuns))
-	if !sameBytes(r.agent, r.sent) {
+	if !rewrite.SameSlice(r.agent, r.sent) {
 		n += int64(cap(r.sent))
 	}
 	return n
@@ -82,11 +82,6 @@ func (m *historyMemo) put(k historyMemoKey, r *historyRef) {
 	m.refs.Put(k, r)
 }
 
-// sameBytes reports whether a and b are the same slice (not a comparison).
-func sameBytes(a, b []byte) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
-}
-
 // hashHistories hashes the conversation member key of the agent's body
 // and of the body sent upstream, reusing what ref (the session's previous
 // request, taken from the memo; nil: none) hashed of the bytes they share
@@ -109,23 +104,21 @@ func sameBytes(a, b []byte) bool {
 // the next ref's sent body as it is.
 func hashHistories(body, sent []byte, runs []rewrite.CopyRun, key string, ref *historyRef, lin conv.BodyLineage, built *rewrite.BuildTarget) *historyRef {
 	next := historyRef{agentGen: lin.Gen}
-	if sameBytes(body, sent) || !rewrite.ValidCopyRuns(runs, len(sent), len(body)) {
+	if rewrite.SameSlice(body, sent) || !rewrite.ValidCopyRuns(runs, len(sent), len(body)) {
 		runs = nil
 	}
 	if ref == nil {
 		rewrite.HashHistory(&next.sentHist, sent, key)
 		rewrite.HashHistoryLike(&next.agentHist, body, key, &next.sentHist, sent)
 		next.agent = rewrite.CopyForGrowth(body)
-		if sameBytes(body, sent) {
+		if rewrite.SameSlice(body, sent) {
 			next.sent = next.agent
 		} else {
 			next.sent = rewrite.CopyForGrowth(sent)
 		}
 	} else {
-		var na int
-		if lin.Prev != 0 && lin.Prev == ref.agentGen && lin.Shared <= min(len(body), len(ref.agent)) {
-			na = lin.Shared // compared by the index memo, with the bytes ref.agent copies
-		} else {
+		na, compared := ref.sharedWith(body, lin)
+		if !compared {
 			na = rewrite.CommonPrefix(body, ref.agent)
 		}
 		// ref is ours (taken): its hashes are extended, and its buffers
@@ -133,25 +126,24 @@ func hashHistories(body, sent []byte, runs []rewrite.CopyRun, key string, ref *h
 		next.sentHist, next.agentHist = ref.sentHist, ref.agentHist
 		inPlace := built != nil && built.Built
 		ns := na
-		switch {
-		case inPlace:
+		if inPlace {
 			// ref's sent body is gone past Kept; the build checked its
 			// closing bracket before it wrote.
 			ns = built.Kept
 			rewrite.HashHistoryKnown(&next.sentHist, sent, key, &next.sentHist, ns)
-		case !sameBytes(body, sent) || !sameBytes(ref.agent, ref.sent):
-			ns = sharedSent(body, sent, runs, ref, na)
-			fallthrough
-		default:
+		} else {
+			if !rewrite.SameSlice(body, sent) || !rewrite.SameSlice(ref.agent, ref.sent) {
+				ns = sharedSent(body, sent, runs, ref, na)
+			}
 			rewrite.HashHistoryShared(&next.sentHist, sent, key, &next.sentHist, ref.sent, ns)
 		}
 		rewrite.HashHistoryShared(&next.agentHist, body, key, &next.agentHist, ref.agent, na)
 		sentBuf := ref.sent
-		if sameBytes(ref.agent, ref.sent) {
+		if rewrite.SameSlice(ref.agent, ref.sent) {
 			sentBuf = nil // one buffer for both: the agent's copy reuses it
 		}
 		next.agent = append(ref.agent[:na], body[na:]...)
-		if sameBytes(body, sent) {
+		if rewrite.SameSlice(body, sent) {
 			next.sent = next.agent
 		} else if inPlace {
 			next.sent = sent
@@ -171,15 +163,25 @@ func hashHistories(body, sent []byte, runs []rewrite.CopyRun, key string, ref *h
 	return &next
 }
 
+// sharedWith is how many bytes body shares with r's agent body, as the
+// index memo compared them (lin: body's lineage); ok is false when the
+// memo did not compare body with the very bytes r's agent body copies.
+func (r *historyRef) sharedWith(body []byte, lin conv.BodyLineage) (n int, ok bool) {
+	if lin.Prev == 0 || lin.Prev != r.agentGen || lin.Shared > min(len(body), len(r.agent)) {
+		return 0, false
+	}
+	return lin.Shared, true
+}
+
 // sharedSent is the length of the prefix sent shares with ref's sent body,
 // given that body shares its first na bytes with ref's agent body and
 // runs (nil: unknown) says how sent was made from body.
 func sharedSent(body, sent []byte, runs []rewrite.CopyRun, ref *historyRef, na int) int {
 	refRuns := ref.sentRuns
-	if sameBytes(ref.agent, ref.sent) {
+	if rewrite.SameSlice(ref.agent, ref.sent) {
 		refRuns = identityRun(len(ref.agent))
 	}
-	if sameBytes(body, sent) {
+	if rewrite.SameSlice(body, sent) {
 		runs = identityRun(len(body))
 	}
 	if runs == nil || refRuns == nil {

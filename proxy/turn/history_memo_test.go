@@ -84,7 +84,7 @@ func TestHashHistoriesMatchesWholeHash(t *testing.T) {
 			fromMemo++
 		}
 		if ref != nil && lin.Prev != 0 && lin.Prev == ref.agentGen {
-			if (runs != nil || sameBytes(body, sent)) && (ref.sentRuns != nil || sameBytes(ref.agent, ref.sent)) {
+			if (runs != nil || rewrite.SameSlice(body, sent)) && (ref.sentRuns != nil || rewrite.SameSlice(ref.agent, ref.sent)) {
 				fromRuns++
 			}
 			if got, want := sharedSent(body, sent, runs, ref, lin.Shared), rewrite.CommonPrefix(sent, ref.sent); got != want {

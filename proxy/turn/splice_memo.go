@@ -170,5 +170,5 @@ func keptSize(anchor string, k *keptSplice) int64 {
 // own slice (an edit the batch took from the memo).
 func sameSplice(a, b rewrite.TurnSplice) bool {
 	return a.SpanStart == b.SpanStart && a.SpanEnd == b.SpanEnd && a.Splice.Start == b.Splice.Start &&
-		a.Splice.End == b.Splice.End && sameBytes(a.Splice.Bytes, b.Splice.Bytes)
+		a.Splice.End == b.Splice.End && rewrite.SameSlice(a.Splice.Bytes, b.Splice.Bytes)
 }
