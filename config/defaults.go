@@ -41,6 +41,7 @@ func Defaults() Config {
 			HeaderTimeout:       15 * time.Second,
 			BodyTimeout:         5 * time.Minute,
 			MaxConnsPerIP:       0,
+			CutThroughBytes:     64 << 10,
 		},
 		Admin: Admin{
 			Listen: "127.0.0.1:8788",

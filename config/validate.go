@@ -78,6 +78,9 @@ func (c *Config) Validate() error {
 	if c.Limits.MaxConnsPerIP < 0 {
 		p.add("limits.max_conns_per_ip", "must be >= 0 (0 means no cap), got %d", c.Limits.MaxConnsPerIP)
 	}
+	if c.Limits.CutThroughBytes < 0 {
+		p.add("limits.cut_through_bytes", "must be >= 0 (0 turns cut-through off), got %d", c.Limits.CutThroughBytes)
+	}
 	if c.Limits.ViewCacheBytes < 0 {
 		p.add("limits.view_cache_bytes", "must be >= 0 (0 turns the cache off), got %d", c.Limits.ViewCacheBytes)
 	}

@@ -184,11 +184,13 @@ func TestValidate(t *testing.T) {
 				c.Limits.HeaderTimeout = 0
 				c.Limits.BodyTimeout = -time.Second
 				c.Limits.MaxConnsPerIP = -1
+				c.Limits.CutThroughBytes = -1
 			},
 			want: []string{
 				"limits.header_timeout: must be > 0",
 				"limits.body_timeout: must be > 0",
 				"limits.max_conns_per_ip: must be >= 0",
+				"limits.cut_through_bytes: must be >= 0",
 			},
 		},
 		{

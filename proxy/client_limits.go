@@ -22,9 +22,18 @@ import (
 // route of a request with a body (noteBodyRoute, so a body that fails to
 // read is refused in the route's error shape) and gives the request d to
 // send its body, counted from the end of its headers.
+//
+// A body over limits.max_body_bytes by its Content-Length is refused
+// (bufferBody) after fasthttp read one byte of it, not the 8 KB it reads
+// ahead of a streamed body's handler: the limit it is given here caps that
+// read.
 func (s *Server) headerReceived(d time.Duration) func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
 	return func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 		s.noteBodyRoute(h)
-		return fasthttp.RequestConfig{ReadTimeout: d}
+		rc := fasthttp.RequestConfig{ReadTimeout: d}
+		if h.ContentLength() > s.cfg.Limits.MaxBodyBytes {
+			rc.MaxRequestBodySize = 1
+		}
+		return rc
 	}
 }

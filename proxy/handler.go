@@ -81,6 +81,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	if !s.admit(ctx, &x) {
 		return
 	}
+	if ctx.RequestBodyStream() != nil { // bufferBody left it: cut-through
+		s.handleCutThrough(ctx, &x)
+		return
+	}
 	body, ok := s.readBody(ctx, &x)
 	if !ok {
 		return
@@ -167,24 +171,32 @@ func (in *inspection) stream() bool { return in.hasHints && in.hints.Stream }
 // inspect parses a model request: into the full view when hooks will read
 // it, otherwise only validated and peeked for the session hints.
 func (s *Server) inspect(ctx *fasthttp.RequestCtx, x *exchange, body []byte) (inspection, bool) {
+	in, err := s.inspectBody(x, body)
+	if err != nil {
+		s.finish(ctx, x, writeError(ctx, x.route.provider, err))
+		return in, false
+	}
+	return in, true
+}
+
+// inspectBody is inspect's work; the error is the request's refusal.
+func (s *Server) inspectBody(x *exchange, body []byte) (inspection, error) {
 	in := inspection{body: body}
 	if !x.route.inspect {
-		return in, true
+		return in, nil
 	}
 	x.codec = x.route.api.NewCodec(s.views)
 	in.codec = x.codec
 	if x.route.noTurn || s.features.chain(x.route.api).Empty() {
 		hs, err := rewrite.PeekRequestWith(s.views, x.route.api, body)
 		if err != nil {
-			s.finish(ctx, x, writeError(ctx, x.route.provider, err))
-			return in, false
+			return in, err
 		}
 		in.hints, in.hasHints = hs, true
 	} else {
 		v, err := x.codec.ParseRequest(body)
 		if err != nil {
-			s.finish(ctx, x, writeError(ctx, x.route.provider, err))
-			return in, false
+			return in, err
 		}
 		in.view = v
 		if x.call.Side = s.sideRequest(x.codec, body, v); x.call.Side != "" {
@@ -198,7 +210,7 @@ func (s *Server) inspect(ctx *fasthttp.RequestCtx, x *exchange, body []byte) (in
 			in.view.Stream = true
 		}
 	}
-	return in, true
+	return in, nil
 }
 
 // identify fills in who the request is from: route, tenant and session.
@@ -233,6 +245,12 @@ func (s *Server) startTurn(ctx *fasthttp.RequestCtx, x *exchange, in *inspection
 // false when the request is answered (the client left, the upstream
 // failed).
 func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange, body []byte) bool {
+	return s.forwardBody(ctx, x, body, nil)
+}
+
+// forwardBody is forward with the body either whole (body) or arriving
+// (cut, cut_through.go).
+func (s *Server) forwardBody(ctx *fasthttp.RequestCtx, x *exchange, body []byte, cut *cutBody) bool {
 	up := s.upstreamOf(x)
 	upReq := fasthttp.AcquireRequest()
 	x.upResp = fasthttp.AcquireResponse()
@@ -241,7 +259,11 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange, body []byte) boo
 	if x.trace != nil {
 		x.trace.roundStarted(upReq, up, x.target.model)
 	}
-	setWatchedBody(upReq, x.upResp, body, x.watch)
+	if cut != nil {
+		upReq.SetBodyStream(cut, cut.size)
+	} else {
+		setWatchedBody(upReq, x.upResp, body, x.watch)
+	}
 	t0 := time.Now()
 	err := up.client.DoTimeout(upReq, x.upResp, s.cfg.Limits.UpstreamTimeout)
 	x.upWait = time.Since(t0)
@@ -249,6 +271,14 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange, body []byte) boo
 		x.trace.roundResponded(x.upResp, err)
 	}
 	fasthttp.ReleaseRequest(upReq)
+	if cut != nil {
+		x.upWait -= cut.checked
+		if cut.stopped() {
+			fasthttp.ReleaseResponse(x.upResp)
+			s.cutStopped(ctx, x, cut)
+			return false
+		}
+	}
 	s.metrics.observeUpstream(x.route.name, x.upWait)
 	if err == nil {
 		x.watch.received(x.upResp, phaseReadingReply)

@@ -53,6 +53,7 @@ type Metrics struct {
 	recoveryAdded    *prometheus.HistogramVec
 
 	sideRequests *prometheus.CounterVec
+	cutThrough   *prometheus.CounterVec
 	// prefixBreaks counts turns whose conversation did not extend the
 	// previous request's, by cause (proxy/turn/prefix.go).
 	prefixBreaks *prometheus.CounterVec
@@ -138,6 +139,10 @@ func NewMetrics() *Metrics {
 			Name: "shepherd_side_requests_total",
 			Help: "Side requests (no tools, tool_choice none, JSON output) passed upstream untouched, by route and kind.",
 		}, []string{"route", "kind"}),
+		cutThrough: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shepherd_cut_through_requests_total",
+			Help: "Model requests whose body went upstream while it arrived (limits.cut_through_bytes), by route and result: forwarded (whole), refused (the body failed its checks; the upstream never got it whole), incomplete (the client did not send it all), client_left (it left before the reply), upstream_failed.",
+		}, []string{"route", "result"}),
 		prefixBreaks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shepherd_prefix_breaks_total",
 			Help: "Turns whose conversation sent upstream did not extend the session's previous request's (a prompt-cache miss from that point), by cause: client (the agent changed its history), compaction, gating (shepherd's context features changed it by design), proxy (unexplained: a bug).",
@@ -147,7 +152,7 @@ func NewMetrics() *Metrics {
 		m.prefixBreaks.WithLabelValues(cause) // every cause reads 0 until it happens
 	}
 	r.MustRegister(m.prefixBreaks, m.acceptErrors, m.truncations, m.recoveries, m.recoveryAttempts, m.recoveryAdded, m.ledger, m.userTextEdits, m.answered, m.followups, m.requests, m.upstreamWait, m.overhead, m.streamDuration, m.streamsOpen,
-		m.storeErrors, m.hookErrors, m.upstreamErrors, m.clientAborts, m.disconnects, m.sideRequests,
+		m.storeErrors, m.hookErrors, m.upstreamErrors, m.clientAborts, m.disconnects, m.sideRequests, m.cutThrough,
 		viewCacheLookups("hit", func() uint64 { h, _ := m.views.Load().Stats(); return h }),
 		viewCacheLookups("miss", func() uint64 { _, n := m.views.Load().Stats(); return n }),
 		pinnedLookups("hit", func(s state.PinnedStats) int64 { return s.Hits }, &m.pinned),

@@ -152,6 +152,7 @@ func New(o Options) (*Server, error) {
 		handler = s.handleWithAdmin
 	}
 	handler = s.screenRequest(handler)
+	handler = s.bufferBody(handler)
 	handler = recoverMiddleware(handler, s.log)
 	if o.Features.runsHooks() {
 		// Keep the hooks' deep request side off the connection goroutine,
@@ -188,7 +189,7 @@ func New(o Options) (*Server, error) {
 		HeaderReceived:                s.headerReceived(cfg.Limits.BodyTimeout),
 		CloseOnShutdown:               true,
 		ConnState:                     s.connState,
-		StreamRequestBody:             false,
+		StreamRequestBody:             true, // request_body.go, cut_through.go
 		KeepHijackedConns:             true, // a detached stream's connection outlives the hijack (stream_detach.go)
 		DisableHeaderNamesNormalizing: false,
 		// fasthttp's header errors quote the raw request (SecureErrorLogMessage

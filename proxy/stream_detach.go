@@ -164,6 +164,9 @@ func (s *Server) sendStream(ctx *fasthttp.RequestCtx, sb *streamBody, x *exchang
 		// Bytes fasthttp read past the request (a pipelined request) are
 		// in its reader, which reads through the request context: they
 		// are copied out now, while the context is still fasthttp's.
+		// The turn a stream runs may read the request body until it
+		// ends (a continuation appends to it): the stream owns it now.
+		d.body = takeRequestBody(ctx)
 		var known bool
 		if d.pending, known = hijackPending(c); !known {
 			d.keep = false // cannot tell what fasthttp read: the connection ends with the stream
@@ -190,13 +193,15 @@ type detachedStream struct {
 	sb      *streamBody
 	x       *exchange
 	head    []byte
-	pending []byte // bytes fasthttp read past the request (hijackPending)
-	trailer bool   // the client accepts trailers: the overhead goes in one
-	keep    bool   // the connection may serve another request
+	pending []byte      // bytes fasthttp read past the request (hijackPending)
+	body    *pooledBody // the request's body, released when the stream ends
+	trailer bool        // the client accepts trailers: the overhead goes in one
+	keep    bool        // the connection may serve another request
 }
 
 func (d *detachedStream) run() {
 	if !d.sb.claim() {
+		d.releaseBody()
 		d.close()
 		return
 	}
@@ -204,6 +209,7 @@ func (d *detachedStream) run() {
 	d.head = nil
 	sw := newStreamWriter(cw)
 	d.sb.run(sw)
+	d.releaseBody()
 	if sw.Flush() != nil || cw.end(d.trailerValue()) != nil || !d.keep || d.s.stopping.Load() {
 		d.close()
 		return
@@ -216,6 +222,14 @@ func (d *detachedStream) run() {
 	// Shutdown like any other (once it began a request; until then
 	// Shutdown closes it through closeFresh).
 	_ = d.s.srv.ServeConn(rc)
+}
+
+// releaseBody gives the request body back once the stream no longer reads it.
+func (d *detachedStream) releaseBody() {
+	if d.body != nil {
+		releaseBodyBuffer(d.body)
+		d.body = nil
+	}
 }
 
 // trailerValue is the overhead trailer's value; nil when the client takes

@@ -1,0 +1,188 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Cut-through forwarding: a long model request that shepherd forwards
+// unchanged (no hook runs on its API, no routing rule, no
+// Content-Encoding, tracing off) goes upstream while it still arrives, as
+// nginx's proxy_request_buffering off sends it, instead of after it is
+// whole. Its bytes are written upstream as they are read, all but the last
+// one; once the body is whole it is checked as any request is (validated,
+// peeked, its session identified), and only then is its last byte sent.
+// A body that fails the check (not JSON, a repeated key, a wrong type) is
+// refused in the API's shape as before, and the upstream, which has not
+// received the whole body, never sees a request: its connection is closed.
+// A client that stops sending mid-body is refused as a body read failure
+// (408, 400) and its upstream connection closed the same way. The
+// upstream's time (Server-Timing, shepherd_upstream_duration_seconds) then
+// includes the body's upload; the check's time counts as shepherd's own.
+
+// cutThroughChunk bounds each read of a cut-through body, so that the
+// upstream reads one piece while the next is read from the client (on
+// loopback a whole body is often waiting in the socket buffer: read in one
+// piece, it would go upstream after one long copy, not beside it).
+const cutThroughChunk = 128 << 10
+
+// cutThroughCandidate reports whether the request's body is to be forwarded
+// while it arrives (called before it is read).
+func (s *Server) cutThroughCandidate(ctx *fasthttp.RequestCtx) bool {
+	size, least := ctx.Request.Header.ContentLength(), s.cfg.Limits.CutThroughBytes
+	// A routing rule picks the upstream from the body, and a traced
+	// request's upstream headers carry the span the body names.
+	if least <= 0 || size < least || size > s.cfg.Limits.MaxBodyBytes || s.router != nil || s.tracer != nil {
+		return false
+	}
+	if len(ctx.Request.Header.Peek(fasthttp.HeaderContentEncoding)) > 0 {
+		return false
+	}
+	rt := classifyHeader(&ctx.Request.Header, ctx.Path())
+	if !rt.inspect || rt.api == nil || rt.notFound {
+		return false
+	}
+	return rt.noTurn || s.features.chain(rt.api).Empty()
+}
+
+// cutBody is the upstream request body of a cut-through request: it copies
+// the client's body stream upstream as it arrives, holding back the last
+// byte until the whole body passed check.
+type cutBody struct {
+	src   io.Reader
+	buf   *pooledBody
+	size  int
+	check func(body []byte) error
+	// readErr is the client side's failure (the body did not arrive);
+	// checkErr the body's refusal. Either stops the upstream request.
+	readErr, checkErr error
+	// checked is the time check took (shepherd's own, inside the upstream
+	// round trip's time).
+	checked time.Duration
+}
+
+var errCutThroughStopped = errors.New("proxy: request body not forwarded")
+
+// SupportsBodyWriteTo lets fasthttp write the body through WriteTo.
+func (b *cutBody) SupportsBodyWriteTo() bool { return true }
+
+// Read is not used (fasthttp writes through WriteTo).
+func (b *cutBody) Read([]byte) (int, error) { return 0, errCutThroughStopped }
+
+// WriteTo copies the body to the upstream connection as it arrives.
+func (b *cutBody) WriteTo(w io.Writer) (int64, error) {
+	fl, _ := w.(interface{ Flush() error })
+	buf := b.buf.b[:0]
+	sent := 0
+	for len(buf) < b.size {
+		n, err := b.src.Read(buf[len(buf):min(b.size, len(buf)+cutThroughChunk)])
+		buf = buf[:len(buf)+n]
+		if n > 0 {
+			end := min(len(buf), b.size-1)
+			if end > sent {
+				if _, werr := w.Write(buf[sent:end]); werr != nil {
+					b.buf.b = buf
+					return int64(sent), werr
+				}
+				sent = end
+				if fl != nil {
+					if werr := fl.Flush(); werr != nil {
+						b.buf.b = buf
+						return int64(sent), werr
+					}
+				}
+			}
+		}
+		if err != nil && !(errors.Is(err, io.EOF) && len(buf) == b.size) {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			b.buf.b = buf
+			b.readErr = err
+			return int64(sent), errCutThroughStopped
+		}
+	}
+	b.buf.b = buf
+	t0 := time.Now()
+	err := b.check(buf)
+	b.checked = time.Since(t0)
+	if err != nil {
+		b.checkErr = err
+		return int64(sent), errCutThroughStopped
+	}
+	n, err := w.Write(buf[sent:])
+	return int64(sent + n), err
+}
+
+// stopped reports whether the body did not go upstream whole: the client
+// failed to send it or it failed its check.
+func (b *cutBody) stopped() bool { return b.readErr != nil || b.checkErr != nil }
+
+// handleCutThrough is handle for a request whose body goes upstream while
+// it arrives: the body's check (inspect, identify, the feed's start, the
+// client watch) runs once it is whole, before its last byte is sent.
+func (s *Server) handleCutThrough(ctx *fasthttp.RequestCtx, x *exchange) {
+	size := ctx.Request.Header.ContentLength()
+	p := acquireBodyBuffer(size)
+	ctx.Request.SetUserValue(bodyBufferKey{}, p) // back to the pool when the request is reset
+	var in inspection
+	cut := &cutBody{src: ctx.RequestBodyStream(), buf: p, size: size}
+	cut.check = func(body []byte) error {
+		var err error
+		if in, err = s.inspectBody(x, body); err != nil {
+			return err
+		}
+		s.identify(ctx, x, &in)
+		s.requestStarted(x, &in)
+		x.watch = s.watchClient(ctx, x.route.name)
+		if c := connOf(x.upResp); c != nil && !x.watch.sending(c) {
+			return errClientGone
+		}
+		return nil
+	}
+	defer func() { x.watch.stop() }() // nil once a stream's writer owns it
+	ok := s.forwardBody(ctx, x, nil, cut)
+	if len(p.b) == size {
+		ctx.Request.SetBodyRaw(p.b) // the stream is read: the connection may serve another request
+	}
+	s.metrics.cutThrough.WithLabelValues(x.route.name, cut.result(ok, x.watch)).Inc()
+	if !ok {
+		return
+	}
+	s.respond(ctx, x, &in, nil)
+}
+
+// result is the request's shepherd_cut_through_requests_total result; ok
+// is whether the upstream answered.
+func (b *cutBody) result(ok bool, w *clientWatch) string {
+	switch {
+	case errors.Is(b.checkErr, errClientGone) || w.left():
+		return "client_left"
+	case b.checkErr != nil:
+		return "refused"
+	case b.readErr != nil:
+		return "incomplete"
+	case !ok:
+		return "upstream_failed"
+	}
+	return "forwarded"
+}
+
+// cutStopped answers a cut-through request whose body did not go upstream
+// whole; its upstream connection is already closed (the transport closes
+// one whose request failed to write), so the upstream saw no request.
+func (s *Server) cutStopped(ctx *fasthttp.RequestCtx, x *exchange, cut *cutBody) {
+	switch {
+	case errors.Is(cut.checkErr, errClientGone):
+		s.abandon(ctx, x)
+	case cut.checkErr != nil:
+		s.finish(ctx, x, writeError(ctx, x.route.provider, cut.checkErr))
+	default:
+		status := writeError(ctx, x.route.provider, refusedError(cut.readErr))
+		ctx.SetConnectionClose() // the rest of the body is unread
+		s.finish(ctx, x, status)
+	}
+}
