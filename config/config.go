@@ -215,10 +215,11 @@ type Limits struct {
 	// 429 and closed. 0 means no cap. Default 0: the default listener is
 	// loopback, where every agent shares one address.
 	MaxConnsPerIP int `mapstructure:"max_conns_per_ip"`
-	// CutThroughBytes: key limits.cut_through_bytes; a model request body
-	// of at least this many bytes (by its Content-Length) that shepherd
-	// forwards unchanged (no feature runs on its API, no routing rule, no
-	// Content-Encoding) goes upstream while it still arrives; its last byte
+	// CutThroughBytes: key limits.cut_through_bytes; a request body of at
+	// least this many bytes (by its Content-Length) that shepherd forwards
+	// unchanged (a pass-through route's; a model request's when no feature
+	// runs on its API, no routing rule, no Content-Encoding, tracing off)
+	// goes upstream while it still arrives; its last byte
 	// is held until the whole body passed the same checks as any other
 	// (a refused body never reaches the upstream whole). 0 reads every body
 	// whole first. Default 65536.

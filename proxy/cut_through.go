@@ -8,20 +8,21 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Cut-through forwarding: a long model request that shepherd forwards
-// unchanged (no hook runs on its API, no routing rule, no
-// Content-Encoding, tracing off) goes upstream while it still arrives, as
-// nginx's proxy_request_buffering off sends it, instead of after it is
-// whole. Its bytes are written upstream as they are read, all but the last
-// one; once the body is whole it is checked as any request is (validated,
-// peeked, its session identified), and only then is its last byte sent.
-// A body that fails the check (not JSON, a repeated key, a wrong type) is
-// refused in the API's shape as before, and the upstream, which has not
-// received the whole body, never sees a request: its connection is closed.
-// A client that stops sending mid-body is refused as a body read failure
-// (408, 400) and its upstream connection closed the same way. The
-// upstream's time (Server-Timing, shepherd_upstream_duration_seconds) then
-// includes the body's upload; the check's time counts as shepherd's own.
+// Cut-through forwarding: a long request body that shepherd forwards
+// unchanged (a pass-through route's; a model request's when no hook runs
+// on its API, no routing rule, no Content-Encoding, tracing off) goes
+// upstream while it still arrives, as nginx's proxy_request_buffering off
+// sends it, instead of after it is whole. Its bytes are written upstream
+// as they are read, all but the last one; once the body is whole it is
+// checked as any request is (validated, peeked, its session identified),
+// and only then is its last byte sent. A body that fails the check (not
+// JSON, a repeated key, a wrong type) is refused in the API's shape as
+// before, and the upstream, which has not received the whole body, never
+// sees a request: its connection is closed. A client that stops sending
+// mid-body is refused as a body read failure (408, 400) and its upstream
+// connection closed the same way. The upstream's time (Server-Timing,
+// shepherd_upstream_duration_seconds) then includes the body's upload; the
+// check's time counts as shepherd's own.
 
 // cutThroughChunk bounds each read of a cut-through body, so that the
 // upstream reads one piece while the next is read from the client (on
@@ -30,22 +31,27 @@ import (
 const cutThroughChunk = 128 << 10
 
 // cutThroughCandidate reports whether the request's body is to be forwarded
-// while it arrives (called before it is read).
+// while it arrives (called before it is read): a body of at least
+// limits.cut_through_bytes that goes upstream as sent. A pass-through
+// route's body (a file upload, say) always does; a model request's when no
+// feature reads it, no routing rule picks its upstream from it, it needs
+// no decoding, and tracing is off (a traced request's upstream headers
+// carry the span its body names).
 func (s *Server) cutThroughCandidate(ctx *fasthttp.RequestCtx) bool {
 	size, least := ctx.Request.Header.ContentLength(), s.cfg.Limits.CutThroughBytes
-	// A routing rule picks the upstream from the body, and a traced
-	// request's upstream headers carry the span the body names.
-	if least <= 0 || size < least || size > s.cfg.Limits.MaxBodyBytes || s.router != nil || s.tracer != nil {
-		return false
-	}
-	if len(ctx.Request.Header.Peek(fasthttp.HeaderContentEncoding)) > 0 {
+	if least <= 0 || size < least || size > s.cfg.Limits.MaxBodyBytes {
 		return false
 	}
 	rt := classifyHeader(&ctx.Request.Header, ctx.Path())
-	if !rt.inspect || rt.api == nil || rt.notFound {
+	switch {
+	case rt.notFound:
+		return false
+	case !rt.inspect:
+		return true
+	case s.router != nil || s.tracer != nil || len(ctx.Request.Header.Peek(fasthttp.HeaderContentEncoding)) > 0:
 		return false
 	}
-	return rt.noTurn || s.features.chain(rt.api).Empty()
+	return rt.api != nil && (rt.noTurn || s.features.chain(rt.api).Empty())
 }
 
 // cutBody is the upstream request body of a cut-through request: it copies

@@ -316,3 +316,36 @@ func TestCutThroughOnlyWhenTheBodyGoesUnchanged(t *testing.T) {
 		})
 	}
 }
+
+// TestCutThroughPassThroughRoutes: a long body on a pass-through route (a
+// file upload) goes upstream while it arrives whatever the features, and
+// arrives as sent.
+func TestCutThroughPassThroughRoutes(t *testing.T) {
+	u := startRawUpstream(t, `{"id":"file_1"}`)
+	h := newHarness(t, harnessOptions{Config: func(c *config.Config) {
+		c.Upstreams.Anthropic = u.url()
+		c.Topics.Enabled = true
+	}})
+	body := bytes.Repeat([]byte("--b\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nxxxxxxxx\r\n"), 4000)
+	c := dialShepherd(t, h)
+	head := fmt.Sprintf("POST /v1/files HTTP/1.1\r\nHost: shepherd\r\nAnthropic-Version: 2023-06-01\r\n"+
+		"Content-Type: multipart/form-data; boundary=b\r\nContent-Length: %d\r\n\r\n", len(body))
+	_, err := io.WriteString(c, head)
+	require.NoError(t, err)
+	_, err = c.Write(body[:len(body)/2])
+	require.NoError(t, err)
+	require.True(t, u.waitFor(5*time.Second, func() bool { return u.arrived >= 64<<10 }),
+		"the upstream got nothing while half the upload was sent: shepherd held it")
+	_, err = c.Write(body[len(body)/2:])
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err)
+	got, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", got)
+	require.JSONEq(t, `{"id":"file_1"}`, string(got))
+	bodies := u.received()
+	require.Len(t, bodies, 1)
+	require.True(t, bytes.Equal(body, bodies[0].body), "the upstream got other bytes")
+	require.Equal(t, 1.0, kit.Metrics(t, h.URL+"/metrics").Value("shepherd_cut_through_requests_total",
+		`route="passthrough"`, `result="forwarded"`))
+}

@@ -64,11 +64,12 @@ func takeRequestBody(ctx *fasthttp.RequestCtx) *pooledBody {
 	return p
 }
 
-// bodyPools pools request body buffers by size class: 16 KB << i; a larger
-// body gets a buffer of its own.
-type bodyPools [12]sync.Pool
+// bodyPools pools request body buffers by size class: 512 B << i, up to
+// 32 MB; a larger body gets a buffer of its own. Small classes matter: a
+// detached stream keeps its request's buffer for its whole life.
+type bodyPools [17]sync.Pool
 
-const minBodyClass = 16 << 10
+const minBodyClass = 512
 
 // bodyClass is the class of a buffer of capacity n: the smallest that
 // holds n bytes; -1 beyond the largest.
@@ -136,7 +137,7 @@ func (s *Server) readWholeBody(ctx *fasthttp.RequestCtx) error {
 	}
 	hint := size
 	if hint < 0 {
-		hint = minBodyClass
+		hint = 16 << 10 // chunked: grown as it arrives
 	}
 	p := acquireBodyBuffer(hint)
 	b, err := readBodyInto(p.b, ctx.RequestBodyStream(), limit)

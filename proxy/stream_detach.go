@@ -166,10 +166,18 @@ func (s *Server) sendStream(ctx *fasthttp.RequestCtx, sb *streamBody, x *exchang
 		// are copied out now, while the context is still fasthttp's.
 		// The turn a stream runs may read the request body until it
 		// ends (a continuation appends to it): the stream owns it now.
-		d.body = takeRequestBody(ctx)
+		if x.feed.turn != nil {
+			d.body = takeRequestBody(ctx)
+		}
 		var known bool
 		if d.pending, known = hijackPending(c); !known {
 			d.keep = false // cannot tell what fasthttp read: the connection ends with the stream
+		} else if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
+			// Write to the socket itself: the hijacked connection holds
+			// fasthttp's 16 KB read buffer (the server streams request
+			// bodies, so it keeps it through the request), whose bytes
+			// past the request are copied in d.pending.
+			d.c = u.UnsafeConn()
 		}
 		go d.run()
 	})
