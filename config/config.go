@@ -222,7 +222,9 @@ type Limits struct {
 	// goes upstream while it still arrives; its last byte
 	// is held until the whole body passed the same checks as any other
 	// (a refused body never reaches the upstream whole). 0 reads every body
-	// whole first. Default 65536.
+	// whole first; so does an upstream_timeout shorter than body_timeout
+	// (the upload would run against the upstream's write deadline).
+	// Default 65536.
 	CutThroughBytes int `mapstructure:"cut_through_bytes"`
 }
 

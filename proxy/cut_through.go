@@ -36,10 +36,17 @@ const cutThroughChunk = 128 << 10
 // route's body (a file upload, say) always does; a model request's when no
 // feature reads it, no routing rule picks its upstream from it, it needs
 // no decoding, and tracing is off (a traced request's upstream headers
-// carry the span its body names).
+// carry the span its body names). Never when limits.upstream_timeout is
+// shorter than limits.body_timeout.
 func (s *Server) cutThroughCandidate(ctx *fasthttp.RequestCtx) bool {
-	size, least := ctx.Request.Header.ContentLength(), s.cfg.Limits.CutThroughBytes
-	if least <= 0 || size < least || size > s.cfg.Limits.MaxBodyBytes {
+	lim := &s.cfg.Limits
+	size, least := ctx.Request.Header.ContentLength(), lim.CutThroughBytes
+	if least <= 0 || size < least || size > lim.MaxBodyBytes {
+		return false
+	}
+	if lim.UpstreamTimeout > 0 && lim.UpstreamTimeout < lim.BodyTimeout {
+		// The upstream write waits on the client: a slow upload within
+		// the body timeout would hit the upstream's write deadline.
 		return false
 	}
 	rt := classifyHeader(&ctx.Request.Header, ctx.Path())

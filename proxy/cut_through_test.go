@@ -290,13 +290,15 @@ func TestCutThroughKeepAlive(t *testing.T) {
 }
 
 // TestCutThroughOnlyWhenTheBodyGoesUnchanged: with a feature on (topics
-// edit the request) or cut-through off, the upstream gets nothing until the
-// body is whole.
+// edit the request), cut-through off, or an upstream timeout shorter than
+// the body timeout, the upstream gets nothing until the body is whole.
 func TestCutThroughOnlyWhenTheBodyGoesUnchanged(t *testing.T) {
 	d := kit.Drivers()[0]
 	for name, cfg := range map[string]func(*config.Config){
 		"topics_on": func(c *config.Config) { c.Topics.Enabled = true },
 		"off":       func(c *config.Config) { c.Limits.CutThroughBytes = 0 },
+		// The upload would run against the upstream's write deadline.
+		"upstream_timeout_below_body_timeout": func(c *config.Config) { c.Limits.UpstreamTimeout = time.Second },
 	} {
 		t.Run(name, func(t *testing.T) {
 			h, u := cutThroughHarness(t, d, cfg)
