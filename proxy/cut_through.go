@@ -88,45 +88,39 @@ func (b *cutBody) Read([]byte) (int, error) { return 0, errCutThroughStopped }
 // WriteTo copies the body to the upstream connection as it arrives.
 func (b *cutBody) WriteTo(w io.Writer) (int64, error) {
 	fl, _ := w.(interface{ Flush() error })
-	buf := b.buf.b[:0]
+	p := b.buf
+	p.b = p.b[:0]
 	sent := 0
-	for len(buf) < b.size {
-		n, err := b.src.Read(buf[len(buf):min(b.size, len(buf)+cutThroughChunk)])
-		buf = buf[:len(buf)+n]
-		if n > 0 {
-			end := min(len(buf), b.size-1)
-			if end > sent {
-				if _, werr := w.Write(buf[sent:end]); werr != nil {
-					b.buf.b = buf
+	for len(p.b) < b.size {
+		n, err := b.src.Read(p.b[len(p.b):min(b.size, len(p.b)+cutThroughChunk)])
+		p.b = p.b[:len(p.b)+n]
+		if end := min(len(p.b), b.size-1); end > sent {
+			if _, werr := w.Write(p.b[sent:end]); werr != nil {
+				return int64(sent), werr
+			}
+			sent = end
+			if fl != nil {
+				if werr := fl.Flush(); werr != nil {
 					return int64(sent), werr
-				}
-				sent = end
-				if fl != nil {
-					if werr := fl.Flush(); werr != nil {
-						b.buf.b = buf
-						return int64(sent), werr
-					}
 				}
 			}
 		}
-		if err != nil && !(errors.Is(err, io.EOF) && len(buf) == b.size) {
+		if err != nil && !(errors.Is(err, io.EOF) && len(p.b) == b.size) {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			b.buf.b = buf
 			b.readErr = err
 			return int64(sent), errCutThroughStopped
 		}
 	}
-	b.buf.b = buf
 	t0 := time.Now()
-	err := b.check(buf)
+	err := b.check(p.b)
 	b.checked = time.Since(t0)
 	if err != nil {
 		b.checkErr = err
 		return int64(sent), errCutThroughStopped
 	}
-	n, err := w.Write(buf[sent:])
+	n, err := w.Write(p.b[sent:])
 	return int64(sent + n), err
 }
 
@@ -139,8 +133,7 @@ func (b *cutBody) stopped() bool { return b.readErr != nil || b.checkErr != nil 
 // client watch) runs once it is whole, before its last byte is sent.
 func (s *Server) handleCutThrough(ctx *fasthttp.RequestCtx, x *exchange) {
 	size := ctx.Request.Header.ContentLength()
-	p := acquireBodyBuffer(size)
-	ctx.Request.SetUserValue(bodyBufferKey{}, p) // back to the pool when the request is reset
+	p := requestBodyBuffer(ctx, size)
 	var in inspection
 	cut := &cutBody{src: ctx.RequestBodyStream(), buf: p, size: size}
 	cut.check = func(body []byte) error {

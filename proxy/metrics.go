@@ -141,7 +141,7 @@ func NewMetrics() *Metrics {
 		}, []string{"route", "kind"}),
 		cutThrough: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shepherd_cut_through_requests_total",
-			Help: "Model requests whose body went upstream while it arrived (limits.cut_through_bytes), by route and result: forwarded (whole), refused (the body failed its checks; the upstream never got it whole), incomplete (the client did not send it all), client_left (it left before the reply), upstream_failed.",
+			Help: "Requests whose body went upstream while it arrived (limits.cut_through_bytes), by route and result: forwarded (whole), refused (the body failed its checks; the upstream never got it whole), incomplete (the client did not send it all), client_left (it left before the reply), upstream_failed.",
 		}, []string{"route", "result"}),
 		prefixBreaks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shepherd_prefix_breaks_total",

@@ -36,7 +36,8 @@ func (p *pooledBody) Close() error {
 	return nil
 }
 
-// bodyAllocator hands out request body buffers and takes them back.
+// bodyAllocator hands out request body buffers (acquire: capacity at least
+// n, length 0) and takes them back.
 type bodyAllocator interface {
 	acquire(n int) *pooledBody
 	release(p *pooledBody)
@@ -48,10 +49,16 @@ type bodyAllocator interface {
 // fails loudly instead of reading another request's bytes.
 var bodyBuffers bodyAllocator = &bodyPools{}
 
-// acquireBodyBuffer returns a buffer of capacity at least n, length 0.
-func acquireBodyBuffer(n int) *pooledBody { return bodyBuffers.acquire(n) }
-
 func releaseBodyBuffer(p *pooledBody) { bodyBuffers.release(p) }
+
+// requestBodyBuffer returns a body buffer of capacity at least n that the
+// request owns: it goes back to the pool when fasthttp resets the request
+// (unless takeRequestBody hands it on first).
+func requestBodyBuffer(ctx *fasthttp.RequestCtx, n int) *pooledBody {
+	p := bodyBuffers.acquire(n)
+	ctx.Request.SetUserValue(bodyBufferKey{}, p)
+	return p
+}
 
 // takeRequestBody hands the request's pooled body to the caller, who
 // releases it (releaseBodyBuffer) once nothing reads it: for what outlives
@@ -139,19 +146,16 @@ func (s *Server) readWholeBody(ctx *fasthttp.RequestCtx) error {
 	if hint < 0 {
 		hint = 16 << 10 // chunked: grown as it arrives
 	}
-	p := acquireBodyBuffer(hint)
+	p := requestBodyBuffer(ctx, hint)
 	b, err := readBodyInto(p.b, ctx.RequestBodyStream(), limit)
 	p.b = b
-	if err != nil {
-		releaseBodyBuffer(p)
+	switch {
+	case err != nil:
 		return err
-	}
-	if size >= 0 && len(b) != size {
-		releaseBodyBuffer(p)
+	case size >= 0 && len(b) != size:
 		return io.ErrUnexpectedEOF
 	}
 	ctx.Request.SetBodyRaw(b) // closes the stream
-	ctx.Request.SetUserValue(bodyBufferKey{}, p)
 	return nil
 }
 
@@ -179,8 +183,6 @@ func readBodyInto(dst []byte, r io.Reader, limit int) ([]byte, error) {
 // refuseBody answers a request whose body could not be read, in its
 // route's error shape, and closes the connection.
 func (s *Server) refuseBody(ctx *fasthttp.RequestCtx, err error) {
-	rt := classifyHeader(&ctx.Request.Header, ctx.Path())
-	status := writeError(ctx, rt.provider, refusedError(err))
-	s.metrics.countRequest(rt.name, status)
+	s.refuseUnread(ctx, classifyHeader(&ctx.Request.Header, ctx.Path()), err)
 	ctx.SetConnectionClose()
 }

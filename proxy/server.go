@@ -330,7 +330,12 @@ func (s *Server) closeFreshWhileStopping() (stop func()) {
 // handleServerError renders errors fasthttp meets before the handler runs
 // (oversized or unparsable requests) in the calling API's error shape.
 func (s *Server) handleServerError(ctx *fasthttp.RequestCtx, err error) {
-	rt := s.routeOfRefused(ctx, err)
+	s.refuseUnread(ctx, s.routeOfRefused(ctx, err), err)
+}
+
+// refuseUnread answers a request that could not be read (err, from
+// fasthttp or the body's read) in rt's error shape, and counts it.
+func (s *Server) refuseUnread(ctx *fasthttp.RequestCtx, rt route, err error) {
 	status := writeError(ctx, rt.provider, refusedError(err))
 	s.metrics.countRequest(rt.name, status)
 }

@@ -161,14 +161,14 @@ func (s *Server) sendStream(ctx *fasthttp.RequestCtx, sb *streamBody, x *exchang
 		// context goes back to fasthttp once this returns.
 		d := &detachedStream{s: s, conn: conn, c: c, sb: sb, x: x, trailer: trailer,
 			keep: !ctx.Response.Header.ConnectionClose(), head: ctx.Response.Header.AppendBytes(nil)}
-		// Bytes fasthttp read past the request (a pipelined request) are
-		// in its reader, which reads through the request context: they
-		// are copied out now, while the context is still fasthttp's.
 		// The turn a stream runs may read the request body until it
 		// ends (a continuation appends to it): the stream owns it now.
 		if x.feed.turn != nil {
 			d.body = takeRequestBody(ctx)
 		}
+		// Bytes fasthttp read past the request (a pipelined request) are
+		// in its reader, which reads through the request context: they
+		// are copied out now, while the context is still fasthttp's.
 		var known bool
 		if d.pending, known = hijackPending(c); !known {
 			d.keep = false // cannot tell what fasthttp read: the connection ends with the stream
