@@ -1,6 +1,7 @@
 package jsonkit
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -113,6 +114,48 @@ func ValueAt(raw string, base, off int) gjson.Result {
 	return r
 }
 
+// ValueAtRaw is ValueAt for a caller that reads a number by its Raw: the
+// number is not parsed (Num stays 0), which also keeps strconv's float
+// parser, and the stack it takes, out of the call.
+//
+// Literals are typed here as well, without gjson's parser (its frame is
+// large): true, false and null as gjson types them.
+func ValueAtRaw(raw string, base, off int) gjson.Result {
+	r := gjson.Result{Raw: raw, Index: base + off}
+	switch c := raw[0]; {
+	case c == '-' || c >= '0' && c <= '9':
+		r.Type = gjson.Number
+	case c == '{' || c == '[':
+		r.Type = gjson.JSON
+	case c == '"':
+		r.Type, r.Str = gjson.String, StringValue(raw)
+	case raw == "true":
+		r.Type = gjson.True
+	case raw == "false":
+		r.Type = gjson.False
+	case raw == "null":
+		r.Type = gjson.Null
+	default:
+		return ValueAt(raw, base, off)
+	}
+	return r
+}
+
+// Num is the value of a number result whose Num ValueAtRaw left unparsed:
+// an integer literal is read as one (strconv.ParseInt takes little stack),
+// any other by strconv.ParseFloat, as gjson reads it. It is 0 for a
+// result that is not a number.
+func Num(r gjson.Result) float64 {
+	if r.Type != gjson.Number {
+		return 0
+	}
+	if i, err := strconv.ParseInt(r.Raw, 10, 64); err == nil && i >= -1<<53 && i <= 1<<53 {
+		return float64(i)
+	}
+	f, _ := strconv.ParseFloat(r.Raw, 64)
+	return f
+}
+
 // EachElement calls fn with each element of arr and its position, stopping
 // when fn returns false. It does nothing unless arr is an array (gjson's
 // ForEach would visit an object's members, or a scalar itself). Each
@@ -125,52 +168,77 @@ func EachElement(arr gjson.Result, fn func(i int, v gjson.Result) bool) {
 	s := arr.Raw
 	j := strings.IndexByte(s, '[') + 1
 	for n := 0; ; n++ {
-		if j = SkipSpace(s, j); j >= len(s) || s[j] == ']' {
+		start, end, next, ok := NextElement(s, j)
+		if !ok || !fn(n, ValueAt(s[start:end], arr.Index, start)) {
 			return
 		}
-		end := SkipValue(s, j)
-		if end < 0 {
-			return
-		}
-		if !fn(n, ValueAt(s[j:end], arr.Index, j)) {
-			return
-		}
-		if j = SkipSpace(s, end); j < len(s) && s[j] == ',' {
-			j++
-		}
+		j = next
 	}
+}
+
+// NextElement reads the element of an array that starts at s[j] (just past
+// the opening bracket or a comma; whitespace allowed): the span of its
+// value and where to look for the next one. ok is false at the closing
+// bracket or on malformed input. It is EachElement's step, for a loop that
+// must not pay for a callback (NextMember).
+func NextElement(s string, j int) (start, end, next int, ok bool) {
+	if j = SkipSpace(s, j); j >= len(s) || s[j] == ']' {
+		return 0, 0, j, false
+	}
+	if end = SkipValue(s, j); end < 0 {
+		return 0, 0, j, false
+	}
+	if next = SkipSpace(s, end); next < len(s) && s[next] == ',' {
+		next++
+	}
+	return j, end, next, true
 }
 
 // EachMember calls fn with the decoded name of each member of the object
 // starting at s[i] and the span of its value, in order, stopping when fn
 // returns false or at the first malformed member.
 func EachMember(s string, i int, fn func(key string, start, end int) bool) {
-	j := i + 1
-	for {
-		if j = SkipSpace(s, j); j >= len(s) || s[j] != '"' {
+	for j := i + 1; j >= 0; {
+		key, start, end, next, ok := NextMember(s, j)
+		if !ok || !fn(key, start, end) {
 			return
 		}
-		kend := SkipString(s, j)
-		if kend < 0 {
-			return
-		}
-		key := s[j+1 : kend-1]
-		if strings.IndexByte(key, '\\') >= 0 {
-			key = gjson.Parse(s[j:kend]).Str
-		}
-		if j = SkipSpace(s, kend); j >= len(s) || s[j] != ':' {
-			return
-		}
-		j = SkipSpace(s, j+1)
-		end := SkipValue(s, j)
-		if end < 0 || !fn(key, j, end) {
-			return
-		}
-		if j = SkipSpace(s, end); j >= len(s) || s[j] != ',' {
-			return // the closing brace, or malformed
-		}
-		j++
+		j = next
 	}
+}
+
+// NextMember reads the member of an object that starts at s[j] (just past
+// the opening brace or a comma; whitespace allowed): its decoded name, the
+// span of its value, and where the member after it starts (just past the
+// comma; -1 when none follows: the closing brace, or malformed input). ok
+// is false when no well-formed member starts at j. It is EachMember's step,
+// for a loop that must not pay for a callback (a closure's frame sits on
+// the stack under whatever the loop's body calls).
+func NextMember(s string, j int) (key string, start, end, next int, ok bool) {
+	if j = SkipSpace(s, j); j >= len(s) || s[j] != '"' {
+		return "", 0, 0, -1, false
+	}
+	kend := SkipString(s, j)
+	if kend < 0 {
+		return "", 0, 0, -1, false
+	}
+	key = s[j+1 : kend-1]
+	if strings.IndexByte(key, '\\') >= 0 {
+		key = gjson.Parse(s[j:kend]).Str
+	}
+	if j = SkipSpace(s, kend); j >= len(s) || s[j] != ':' {
+		return "", 0, 0, -1, false
+	}
+	start = SkipSpace(s, j+1)
+	end = SkipValue(s, start)
+	if end < 0 {
+		return "", 0, 0, -1, false
+	}
+	next = -1
+	if k := SkipSpace(s, end); k < len(s) && s[k] == ',' {
+		next = k + 1
+	}
+	return key, start, end, next, true
 }
 
 // Members fills out[i] with the member of obj named keys[i] (the first one
@@ -283,9 +351,21 @@ func memberStart(s string, i int, key string) int {
 }
 
 // Member returns obj's first member named key (gjson's Get for a plain key,
-// without decoding the members before it).
+// without decoding the members before it). It runs in little stack (no
+// callback, no path parsing), which matters where it runs under a streamed
+// turn's reading chain (turn.Turn.Run).
 func Member(obj gjson.Result, key string) gjson.Result {
-	var out [1]gjson.Result
-	Members(obj, []string{key}, out[:])
-	return out[0]
+	if !obj.IsObject() {
+		return gjson.Result{}
+	}
+	s := obj.Raw
+	at := memberStart(s, strings.IndexByte(s, '{'), key)
+	if at < 0 {
+		return gjson.Result{}
+	}
+	end := SkipValue(s, at)
+	if end < 0 {
+		return gjson.Result{}
+	}
+	return ValueAt(s[at:end], obj.Index, at)
 }

@@ -23,11 +23,25 @@ func checkIteration(t *testing.T, doc string) {
 		EachElement(r, func(int, gjson.Result) bool { return true })
 		var out [2]gjson.Result
 		Members(r, []string{"a", ""}, out[:])
+		Member(r, "a")
 		NestedMember(r, "a", "b")
 		return
 	}
 	var walk func(r gjson.Result)
 	walk = func(r gjson.Result) {
+		if r.Type == gjson.Number {
+			// Num reads from Raw what gjson parsed; ValueAtRaw leaves it.
+			require.Equal(t, r.Num, Num(r), "number %s", r.Raw)
+			raw := ValueAtRaw(r.Raw, 0, r.Index)
+			require.Equal(t, r.Num, Num(raw), "number %s", r.Raw)
+			require.Equal(t, r.Index, raw.Index)
+		}
+		if r.Exists() && r.Raw != "" {
+			// ValueAtRaw is ValueAt but for a number's Num.
+			want, got := ValueAt(r.Raw, 0, r.Index), ValueAtRaw(r.Raw, 0, r.Index)
+			want.Num = 0
+			requireSameResult(t, want, got)
+		}
 		if r.IsArray() || r.IsObject() {
 			last := -1
 			r.ForEach(func(_, v gjson.Result) bool { last = v.Index + len(v.Raw); return true })
@@ -65,9 +79,11 @@ func checkIteration(t *testing.T, doc string) {
 			Members(r, keys, got)
 			for i := range want {
 				requireSameResult(t, want[i], got[i])
+				requireSameResult(t, want[i], Member(r, keys[i]))
 				walk(got[i])
 			}
 			require.False(t, got[len(keys)-1].Exists())
+			require.False(t, Member(r, "\x00absent").Exists())
 			// NestedMember is Member of Member, for every pair of keys
 			// (and absent ones).
 			for _, outer := range keys {
@@ -99,6 +115,7 @@ var iterationSeeds = []string{
 	`{"a":1,"a":2,"b":"x\"y","c":{"d":[1,{"e":"\\"}]}}`,
 	`{"k\u00e9y":"v","\"q\"":[ "\\\\", "]" , "}" ],"n":null}`,
 	`[{"role":"user","content":[{"type":"tool_result","content":"a \"quoted\" ] } string\\"}]}]`,
+	`[0, -0, 1e3, 1E-2, 9007199254740993, -9007199254740993, -12, 0.5, 123456789012345678901, 2.0]`,
 	`[1`, `{"a":`, `{"a" 1}`, `["\"]`, `[1,,2]`, `{"a":1,}`, `[tru]`, `"\\"`,
 }
 
