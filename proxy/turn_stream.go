@@ -37,16 +37,18 @@ func (s *Server) streamTurn(ctx *fasthttp.RequestCtx, x *exchange, t *turn.Turn)
 // pipeTurn is the stream writer of a turn; head is the agent's request line
 // and headers, for follow-ups. Hooks run under a background context: the
 // RequestCtx is not the writer's to touch.
+//
+// Its goroutine waits in the turn's upstream read for the whole stream, so
+// pipeTurn keeps its frame small (one deferred call, the writer and sender
+// set field by field in the exchange): an idle stream's stack stays at 4 KB
+// only while every frame under that read is small (turn.Turn.Run).
 func (s *Server) pipeTurn(w io.Writer, x *exchange, t *turn.Turn, head requestHead) {
-	start := time.Now()
+	defer s.streamTurnEnded(x, time.Now())
 	s.metrics.streamsOpen.Inc()
-	defer s.metrics.streamsOpen.Dec()
-	defer func() { s.metrics.streamDuration.WithLabelValues(x.route.name).Observe(time.Since(start).Seconds()) }()
-	defer x.watch.stop()
-
 	tio := &x.turnIO
-	tio.stream = turnStream{s: s, w: w, x: x, resp: x.upResp, sp: x.route.api.NewSplicer()}
-	tio.sender = upstreamSender{s: s, x: x, head: head}
+	tio.stream.s, tio.stream.w, tio.stream.x, tio.stream.resp = s, w, x, x.upResp
+	tio.stream.sp = x.route.api.NewSplicer()
+	tio.sender.s, tio.sender.x, tio.sender.head = s, x, head
 	err := t.Run(context.Background(), &tio.stream, &tio.sender)
 	if errors.Is(err, turn.ErrClientGone) {
 		s.streamClientGone(x)
@@ -55,6 +57,15 @@ func (s *Server) pipeTurn(w io.Writer, x *exchange, t *turn.Turn, head requestHe
 	if x.trace != nil {
 		s.traceFinished(x, fasthttp.StatusOK)
 	}
+}
+
+// streamTurnEnded is what pipeTurn leaves, even when it panics: the client
+// watch stopped, the stream's duration observed, and the open streams
+// gauge lowered.
+func (s *Server) streamTurnEnded(x *exchange, start time.Time) {
+	x.watch.stop()
+	s.metrics.streamDuration.WithLabelValues(x.route.name).Observe(time.Since(start).Seconds())
+	s.metrics.streamsOpen.Dec()
 }
 
 // turnStream is the turn engine's writer for an SSE reply: a stream
@@ -74,10 +85,19 @@ var _ turn.Writer = (*turnStream)(nil)
 // errStreamBroke marks a stream that ended with shepherd's error event.
 var errStreamBroke = errors.New("proxy: upstream stream broke")
 
-// Read implements turn.Writer.
+// Read implements turn.Writer. The stream's goroutine spends its life in
+// the spliceStream call, so Read's frame holds nothing else: what follows
+// runs in ended's.
 func (ts *turnStream) Read() ([]byte, bool, error) {
+	clientGone, upErr := ts.s.spliceStream(ts.w, ts.x, ts.resp, ts.sp)
+	return ts.ended(clientGone, upErr)
+}
+
+// ended is Read's result once the upstream stream is over.
+//
+//go:noinline
+func (ts *turnStream) ended(clientGone bool, upErr error) ([]byte, bool, error) {
 	s, x := ts.s, ts.x
-	clientGone, upErr := s.spliceStream(ts.w, x, ts.resp, ts.sp)
 	fasthttp.ReleaseResponse(ts.resp)
 	ts.resp = nil
 	switch {
@@ -202,37 +222,61 @@ func (s *Server) spliceStream(w io.Writer, x *exchange, upResp *fasthttp.Respons
 // read, streamWriter). It notes whether the upstream frames its events
 // with CRLF and reports whether the client went away, the upstream's read
 // error or the splicer's error. It allocates nothing per event the splicer
-// forwards (TestSpliceEventsAllocs).
+// forwards (TestSpliceEventsAllocs): the splicer takes each event through
+// a pointer to the one the Reader keeps (NextEvent).
 func spliceEvents(r *rewrite.Reader, w io.Writer, sp rewrite.StreamSplicer, crlfSeen *bool) (clientGone bool, readErr, feedErr error) {
 	for {
-		ev, err := r.Next()
-		if len(ev.Raw) > 0 && !sseEventEnded(ev.Raw) {
-			ev.Raw = nil // cut inside this event: dropped (forwardEvents)
-		}
+		ev, err := r.NextEvent()
 		if len(ev.Raw) > 0 {
-			if !*crlfSeen && bytes.HasSuffix(ev.Raw, crlf) {
-				*crlfSeen = true
+			if gone, ferr := spliceEvent(ev, w, sp, crlfSeen); gone || ferr != nil {
+				return gone, nil, ferr
 			}
-			out, ferr := sp.Feed(ev)
-			if ferr != nil {
-				return false, nil, ferr
-			}
-			if len(out) > 0 {
-				if _, err := w.Write(out); err != nil {
-					return true, nil, nil
-				}
-			}
-		}
-		if err == io.EOF {
-			return !flush(w), nil, nil
-		}
-		if err != nil && (clientLeft(err) || writeFailed(w)) {
-			return true, nil, nil
 		}
 		if err != nil {
-			return false, err, nil
+			gone, readErr := spliceEnded(w, err)
+			return gone, readErr, nil
 		}
 	}
+}
+
+// spliceEvent feeds one event to sp and writes what it returns; gone
+// reports that the client went away. It and spliceEnded run in frames of
+// their own, so that spliceEvents' frame, which sits under every upstream
+// read of a streamed turn, stays small (turn.Turn.Run).
+//
+//go:noinline
+func spliceEvent(ev *rewrite.Event, w io.Writer, sp rewrite.StreamSplicer, crlfSeen *bool) (gone bool, feedErr error) {
+	if !sseEventEnded(ev.Raw) {
+		return false, nil // cut inside this event: dropped (forwardEvents)
+	}
+	if !*crlfSeen && bytes.HasSuffix(ev.Raw, crlf) {
+		*crlfSeen = true
+	}
+	out, err := sp.Feed(ev)
+	if err != nil {
+		return false, err
+	}
+	if len(out) > 0 {
+		if _, err := w.Write(out); err != nil {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// spliceEnded is the end of spliceEvents' stream on err, the reader's
+// error: io.EOF (the rest flushed), the client gone, or the upstream's
+// read error.
+//
+//go:noinline
+func spliceEnded(w io.Writer, err error) (gone bool, readErr error) {
+	switch {
+	case err == io.EOF:
+		return !flush(w), nil
+	case clientLeft(err) || writeFailed(w):
+		return true, nil
+	}
+	return false, err
 }
 
 // write writes b and flushes it (with whatever the stream had pending) as

@@ -45,15 +45,23 @@ func ParseTrustedRoot(body []byte) (gjson.Result, error) {
 	return root, nil
 }
 
+// The errors of ParseReplyRoot, made once: it runs for every event of a
+// stream, deep in a streamed turn's stack, where a formatted error's
+// temporaries would count towards every stream's stack size.
+var (
+	errReplyNotJSON   = fmt.Errorf("%w: not valid JSON", ErrMalformedReply)
+	errReplyNotObject = fmt.Errorf("%w: not a JSON object", ErrMalformedReply)
+)
+
 // ParseReplyRoot validates a reply body or event payload and returns its
 // top-level object.
 func ParseReplyRoot(body []byte) (gjson.Result, error) {
 	if !jsonkit.Valid(body) {
-		return gjson.Result{}, fmt.Errorf("%w: not valid JSON", ErrMalformedReply)
+		return gjson.Result{}, errReplyNotJSON
 	}
 	root, ok := jsonkit.RootObject(jsonkit.UnsafeString(body))
 	if !ok {
-		return gjson.Result{}, fmt.Errorf("%w: not a JSON object", ErrMalformedReply)
+		return gjson.Result{}, errReplyNotObject
 	}
 	return root, nil
 }

@@ -87,18 +87,18 @@ func feedAllocs(t *testing.T, api *rewrite.Descriptor, open, ev string, observe 
 		sp.(rewrite.CallObserving).ObserveCalls(func(conv.ToolCallDelta) { seen++ })
 	}
 	for _, e := range events(t, open) {
-		if _, err := sp.Feed(e); err != nil {
+		if _, err := sp.Feed(&e); err != nil {
 			t.Fatal(err)
 		}
 	}
 	e := events(t, ev)[0]
 	for range 200 { // warm up: accumulators reach their size
-		if _, err := sp.Feed(e); err != nil {
+		if _, err := sp.Feed(&e); err != nil {
 			t.Fatal(err)
 		}
 	}
 	n := testing.AllocsPerRun(2000, func() {
-		if _, err := sp.Feed(e); err != nil {
+		if _, err := sp.Feed(&e); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -156,7 +156,7 @@ func BenchmarkObserveToolDelta(b *testing.B) {
 					sp.(rewrite.CallObserving).ObserveCalls(func(conv.ToolCallDelta) { n++ })
 				}
 				for _, e := range events(t, c.toolOpen) {
-					if _, err := sp.Feed(e); err != nil {
+					if _, err := sp.Feed(&e); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -164,7 +164,7 @@ func BenchmarkObserveToolDelta(b *testing.B) {
 				b.ReportAllocs()
 				b.ResetTimer()
 				for range b.N {
-					if _, err := sp.Feed(e); err != nil {
+					if _, err := sp.Feed(&e); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -32,8 +32,11 @@ type StreamSplicer interface {
 	// message_delta and message_stop, Chat finish/usage chunks and [DONE],
 	// Responses response.completed/incomplete/failed, Gemini's finishReason
 	// and usage) are held. Block indices are renumbered so the agent sees
-	// 0, 1, 2, … across all streams of the turn.
-	Feed(ev Event) ([]byte, error)
+	// 0, 1, 2, … across all streams of the turn. ev is read during the
+	// call only. It is a pointer because Feed runs on the stack of a
+	// streamed turn's goroutine, under its whole reading chain: an Event
+	// passed by value is copied into the caller's and the callee's frames.
+	Feed(ev *Event) ([]byte, error)
 
 	// Done reports whether the current stream's terminal event arrived.
 	Done() bool

@@ -96,6 +96,8 @@ type Reader struct {
 	ndata        int   // data lines seen
 	dataBuf      []byte
 	dataBufInUse bool
+
+	ev Event // NextEvent's
 }
 
 // field is a value's position relative to the start of the event.
@@ -133,17 +135,30 @@ func (r *Reader) Reset(src io.Reader) {
 //
 // The returned slices are valid only until the next call to Next.
 func (r *Reader) Next() (Event, error) {
+	var ev Event
+	err := r.NextInto(&ev)
+	return ev, err
+}
+
+// NextInto is Next with the event stored in *ev (overwritten whole). The
+// event is built there, never in a frame of the reader's: a caller that
+// keeps one Event for a whole stream and calls deep code with it between
+// reads (the proxy's stream splicing loop) keeps its goroutine's stack
+// small.
+func (r *Reader) NextInto(ev *Event) error {
 	if r.done {
-		return Event{}, r.err
+		*ev = Event{}
+		return r.err
 	}
 	r.buf.discard()
 	r.name, r.id, r.data, r.ndata, r.dataBufInUse = field{}, field{}, field{}, 0, false
 	for {
-		if ev, ok := r.scanLines(r.err == io.EOF); ok {
-			return ev, nil
+		if r.scanLines(r.err == io.EOF) {
+			r.event(ev)
+			return nil
 		}
 		if r.err != nil {
-			return r.finish()
+			return r.finish(ev)
 		}
 		if err := r.buf.fill(r.src, r.max); err != nil {
 			r.err = err
@@ -151,28 +166,40 @@ func (r *Reader) Next() (Event, error) {
 	}
 }
 
+// NextEvent is Next with the event kept in the Reader: the pointer stays
+// the same for the Reader's life and its event is valid until the next
+// call. A caller that hands each event on through an interface (which
+// would move an Event of its own to the heap) allocates nothing.
+func (r *Reader) NextEvent() (*Event, error) {
+	err := r.NextInto(&r.ev)
+	return &r.ev, err
+}
+
 // finish handles the end of input with a possibly unfinished event pending.
-func (r *Reader) finish() (Event, error) {
+func (r *Reader) finish(ev *Event) error {
 	r.done = true
+	*ev = Event{}
 	if r.err != io.EOF {
-		return Event{}, r.err
+		return r.err
 	}
 	w := &r.buf
 	if w.pos == w.end && w.start == w.end {
-		return Event{}, io.EOF
+		return io.EOF
 	}
 	if w.pos < w.end {
 		r.line(w.pos, w.end)
 		w.pos = w.end
 	}
-	return r.event(), nil
+	r.event(ev)
+	return nil
 }
 
-// scanLines processes the complete lines buffered after pos and reports the
-// event if a blank line ended it. A CR as the last buffered byte ends a line
-// only at EOF: until the next byte arrives it may be the first half of a
-// CRLF, and waiting keeps event boundaries independent of chunking.
-func (r *Reader) scanLines(eof bool) (Event, bool) {
+// scanLines processes the complete lines buffered after pos and reports
+// whether a blank line ended an event (r.event reads it). A CR as the last
+// buffered byte ends a line only at EOF: until the next byte arrives it may
+// be the first half of a CRLF, and waiting keeps event boundaries
+// independent of chunking.
+func (r *Reader) scanLines(eof bool) bool {
 	w := &r.buf
 	b := w.buf
 	for {
@@ -187,14 +214,14 @@ func (r *Reader) scanLines(eof bool) (Event, bool) {
 		}
 		if i == len(seg) {
 			w.scan = w.end
-			return Event{}, false // no complete line yet
+			return false // no complete line yet
 		}
 		lineStart, lineEnd := w.pos, from+i
 		next := lineEnd + 1
 		if b[lineEnd] == '\r' {
 			if next == w.end && !eof {
 				w.scan = lineEnd
-				return Event{}, false
+				return false
 			}
 			if next < w.end && b[next] == '\n' {
 				next++
@@ -202,7 +229,7 @@ func (r *Reader) scanLines(eof bool) (Event, bool) {
 		}
 		w.pos = next
 		if lineStart == lineEnd {
-			return r.event(), true
+			return true
 		}
 		r.line(lineStart, lineEnd)
 	}
@@ -258,11 +285,11 @@ func (r *Reader) line(s, e int) {
 // reader skips it; JSON stream decoders must too).
 var BOM = []byte("\xef\xbb\xbf")
 
-// event builds the Event for buf[start:pos].
-func (r *Reader) event() Event {
+// event sets *ev to the Event for buf[start:pos].
+func (r *Reader) event(ev *Event) {
 	w := &r.buf
 	raw := w.buf[w.start:w.pos:w.pos]
-	ev := Event{Raw: raw, hasData: r.ndata > 0}
+	*ev = Event{Raw: raw, hasData: r.ndata > 0}
 	if r.name.set {
 		ev.Name = raw[r.name.start:r.name.end:r.name.end]
 	}
@@ -275,7 +302,6 @@ func (r *Reader) event() Event {
 	case r.ndata == 1:
 		ev.Data = raw[r.data.start:r.data.end:r.data.end]
 	}
-	return ev
 }
 
 // window is a read buffer holding the unconsumed tail of a stream: bytes

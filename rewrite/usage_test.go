@@ -69,7 +69,7 @@ func TestUsageEveryAPI(t *testing.T) {
 					break
 				}
 				require.NoError(t, err)
-				_, err = sp.Feed(ev)
+				_, err = sp.Feed(&ev)
 				require.NoError(t, err)
 			}
 			require.True(t, sp.Done())

@@ -68,6 +68,11 @@ type Turn struct {
 	// tally is the reply loop's outcome log, for the usage save adds to
 	// the session (usage.go); nil until Run.
 	tally *outcomeLog
+	// loop is Run's state, kept here rather than in Run's frame: a
+	// streamed turn's goroutine sits in Run for the whole stream, and
+	// every byte of the frames under its upstream read counts towards the
+	// goroutine's stack (see Run).
+	loop replyLoop
 	// prefix is the turn's cache-integrity check (prefix.go), nil when none
 	// is kept, set by the goroutine that closes prefixDone (nil: none was
 	// started): read it through prefixResult. prefixKey is the codec's

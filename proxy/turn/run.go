@@ -30,60 +30,80 @@ var errNoContinuer = errors.New("turn: the API cannot continue a reply")
 func (t *Turn) Run(ctx context.Context, w Writer, up Sender) error {
 	t.ctx = ctx
 	defer t.releaseSent()
-	loop := replyLoop{t: t, sent: t.sent, w: w}
-	l := &loop
+	l := &t.loop // zero: Run runs once per turn; set field by field, with no
+	// composite literal in this frame
+	l.t, l.sent, l.w = t, t.sent, w
 	l.outcome.rounds = 1
 	t.tally = &l.outcome
 	t.watchCalls(w)
+	// Run's own frame stays small: a streamed turn's goroutine waits in
+	// w.Read for the stream's next bytes with Run, the splicer's loop and
+	// the upstream reader's frames under it, and that chain fits the 4 KB
+	// a goroutine's stack starts at only when no frame on it holds much.
+	// Each round's decision runs in round, whose frame is gone by the next
+	// Read (docs/architecture.md, detached streams).
 	var first []byte
-	for round := 0; ; round++ {
+	for n := 0; ; n++ {
 		cur, ok, err := w.Read()
 		if err != nil {
 			return t.abort(l, err)
 		}
 		if !ok {
-			return t.pass(l, w, cur, round)
+			return t.pass(l, w, cur, n)
 		}
-		if round == 0 {
+		if n == 0 {
 			first = cur
 		}
-		st, ok := l.step(cur)
-		if l.gone != nil { // the agent left while a call was held
-			return t.abort(l, l.gone)
-		}
-		if !ok {
-			// Degrade: the agent gets the reply as it came after what was
-			// merged so far.
-			if err := w.Release(nil, nil); err != nil {
-				return t.abort(l, err)
-			}
-			return t.end(l, w, first, l.fallback(cur))
-		}
-		if err := w.Release(st.remove, st.first); err != nil {
-			return t.abort(l, err)
-		}
-		l.outcome.released()
-		if st.follow == nil {
-			return t.end(l, w, first, nil)
-		}
-		if t.trace != nil {
-			t.trace.RoundSending(st.cont)
-		}
-		resp, err := up.Send(st.follow)
-		t.lastSent = st.follow
-		l.countSent(st.cont)
-		if err == nil {
-			err = w.Follow(resp, st.cont)
-		}
-		if errors.Is(err, ErrClientGone) {
-			return t.abort(l, err)
-		}
-		if err != nil {
-			t.warn("follow-up upstream failed; the agent gets the reply so far", err)
-			l.endRecovery(true)
-			return t.end(l, w, first, nil)
+		if done, err := t.round(l, w, up, first, cur); done {
+			return err
 		}
 	}
+}
+
+// round decides cur, the next complete reply of the turn (first is the
+// turn's first): it releases the reply's calls to the agent and sends the
+// follow-up or continuation that is due, or ends the turn (done, with
+// Run's result).
+//
+//go:noinline
+func (t *Turn) round(l *replyLoop, w Writer, up Sender, first, cur []byte) (done bool, err error) {
+	st, ok := l.step(cur)
+	if l.gone != nil { // the agent left while a call was held
+		return true, t.abort(l, l.gone)
+	}
+	if !ok {
+		// Degrade: the agent gets the reply as it came after what was
+		// merged so far.
+		if err := w.Release(nil, nil); err != nil {
+			return true, t.abort(l, err)
+		}
+		return true, t.end(l, w, first, l.fallback(cur))
+	}
+	if err := w.Release(st.remove, st.first); err != nil {
+		return true, t.abort(l, err)
+	}
+	l.outcome.released()
+	if st.follow == nil {
+		return true, t.end(l, w, first, nil)
+	}
+	if t.trace != nil {
+		t.trace.RoundSending(st.cont)
+	}
+	resp, err := up.Send(st.follow)
+	t.lastSent = st.follow
+	l.countSent(st.cont)
+	if err == nil {
+		err = w.Follow(resp, st.cont)
+	}
+	if errors.Is(err, ErrClientGone) {
+		return true, t.abort(l, err)
+	}
+	if err != nil {
+		t.warn("follow-up upstream failed; the agent gets the reply so far", err)
+		l.endRecovery(true)
+		return true, t.end(l, w, first, nil)
+	}
+	return false, nil
 }
 
 // end finishes a turn whose replies were decided: the ledger records what

@@ -353,7 +353,7 @@ func TestAnthropicSpliceHoldsLastTextClose(t *testing.T) {
 		sp := Descriptor.NewSplicer()
 		var out []byte
 		for _, ev := range aspEvents([]byte(src)) {
-			b, err := sp.Feed(ev)
+			b, err := sp.Feed(&ev)
 			require.NoError(t, err)
 			if gjson.GetBytes(ev.Data, "type").Str == "content_block_stop" && gjson.GetBytes(ev.Data, "index").Int() == 1 ||
 				string(ev.Name) == "ping" || len(ev.Data) == 0 {
@@ -380,7 +380,7 @@ func TestAnthropicSpliceHoldsLastTextClose(t *testing.T) {
 	sp := Descriptor.NewSplicer()
 	var parts []string
 	for _, ev := range aspEvents([]byte(in)) {
-		b, err := sp.Feed(ev)
+		b, err := sp.Feed(&ev)
 		require.NoError(t, err)
 		parts = append(parts, string(b))
 	}

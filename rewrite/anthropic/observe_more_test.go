@@ -45,7 +45,7 @@ func TestObserveCallsContinue(t *testing.T) {
 		for {
 			ev, err := rd.Next()
 			if len(ev.Raw) > 0 {
-				_, ferr := sp.Feed(ev)
+				_, ferr := sp.Feed(&ev)
 				require.NoError(t, ferr)
 			}
 			if err == io.EOF {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
@@ -80,6 +81,10 @@ type asMember struct {
 
 type anthropicSplicer struct {
 	arena rewrite.Arena // the held events' bytes
+	// fields and delta are the event Feed is taking, read into the
+	// splicer rather than into Feed's frames (readAnthropicEvent).
+	fields anthropicEventFields
+	delta  asDelta
 
 	// Turn state.
 	streams  int   // streams started (1 + follow-ups)
@@ -275,16 +280,21 @@ type anthropicEventFields struct {
 	typ, index, cb, delta, msg, usage gjson.Result
 }
 
-func readAnthropicEvent(ev *rewrite.Event) (anthropicEventFields, string, error) {
-	var f anthropicEventFields
-	root, err := rewrite.ParseReplyRoot(ev.Data)
-	if err != nil {
-		return f, "", err
-	}
+// readAnthropicEvent sets *f to the top-level members of the event's
+// payload, whose root object is root (rewrite.ParseReplyRoot; f must be
+// zero), and returns the event's type. The fields go through a pointer, as
+// they do to every step of Feed: six gjson.Results passed or returned by
+// value take stack space in Feed's frames, and a streamed turn's goroutine
+// runs Feed on top of its whole reading chain (see turn.Turn.Run).
+func readAnthropicEvent(ev *rewrite.Event, root *gjson.Result, f *anthropicEventFields) (string, error) {
+	// jsonkit.EachMember rather than gjson's ForEach, which parses every
+	// number as a float on the way (strconv.ParseFloat alone takes more
+	// stack than a streamed turn can spare); no field's Num is read.
 	var dup string
-	root.ForEach(func(k, v gjson.Result) bool {
+	raw := root.Raw
+	jsonkit.EachMember(raw, strings.IndexByte(raw, '{'), func(key string, start, end int) bool {
 		var dst *gjson.Result
-		switch k.Str {
+		switch key {
 		case "type":
 			dst = &f.typ
 		case "index":
@@ -301,27 +311,27 @@ func readAnthropicEvent(ev *rewrite.Event) (anthropicEventFields, string, error)
 			return true
 		}
 		if dst.Exists() {
-			dup = k.Str
+			dup = key
 			return false
 		}
-		*dst = v
+		*dst = jsonkit.ValueAtRaw(raw[start:end], root.Index, start)
 		return true
 	})
 	if dup != "" {
-		return f, "", spliceErr("duplicate member %q", dup)
+		return "", spliceErr("duplicate member %q", dup)
 	}
 	typ := jsonkit.UnsafeString(ev.Name)
 	switch {
 	case f.typ.Type == gjson.String:
 		typ = f.typ.Str
 	case f.typ.Exists():
-		return f, "", spliceErr("type must be a string")
+		return "", spliceErr("type must be a string")
 	}
-	return f, typ, nil
+	return typ, nil
 }
 
 // Feed takes one event of the current stream.
-func (s *anthropicSplicer) Feed(ev rewrite.Event) ([]byte, error) {
+func (s *anthropicSplicer) Feed(ev *rewrite.Event) ([]byte, error) {
 	if s.finished {
 		return nil, errors.New("rewrite: anthropic splicer: Feed after Finish")
 	}
@@ -334,43 +344,89 @@ func (s *anthropicSplicer) Feed(ev rewrite.Event) ([]byte, error) {
 		// Comments, data-less pings and unknown events.
 		return s.passThrough(ev.Raw), nil
 	}
-	var fd asDelta
-	var f anthropicEventFields
 	if anthropicFastDeltas {
-		if up, ok := fastBlockDelta(ev.Data, &f, &fd); ok {
-			return s.blockEvent(&ev, &f, up, &fd, true)
+		if out, ok, err := s.feedFastDelta(ev); ok {
+			return out, err
 		}
 	}
-	f, typ, err := readAnthropicEvent(&ev)
+	// Validated here, not under feedEvent's frame: the validator recurses
+	// once per level of nesting.
+	root, err := rewrite.ParseReplyRoot(ev.Data)
+	if err != nil {
+		return nil, err
+	}
+	return s.feedEvent(ev, &root)
+}
+
+// feedFastDelta takes a content_block_delta through the fast path
+// (stream_fast.go); ok is false when the event is not one it reads. It and
+// feedEvent are Feed's two paths, each with its own locals: only one of
+// them is on a streamed turn's stack at a time (see readAnthropicEvent).
+//
+//go:noinline
+func (s *anthropicSplicer) feedFastDelta(ev *rewrite.Event) (out []byte, ok bool, err error) {
+	f, fd := &s.fields, &s.delta
+	*f, *fd = anthropicEventFields{}, asDelta{}
+	up, ok := fastBlockDelta(ev.Data, f, fd)
+	if !ok {
+		return nil, false, nil
+	}
+	out, err = s.blockEvent(ev, f, up, fd, true)
+	return out, true, err
+}
+
+// feedEvent takes an event with data by its type; root is its payload's
+// root object.
+//
+//go:noinline
+func (s *anthropicSplicer) feedEvent(ev *rewrite.Event, root *gjson.Result) ([]byte, error) {
+	f := &s.fields
+	*f = anthropicEventFields{}
+	typ, err := readAnthropicEvent(ev, root, f)
 	if err != nil {
 		return nil, err
 	}
 	switch typ {
 	case "message_start":
-		return s.messageStart(&ev, f)
+		return s.messageStart(ev, f)
 	case "content_block_start":
-		return s.blockStart(&ev, f)
+		return s.blockStart(ev, f)
 	case "content_block_delta", "content_block_stop":
-		up, err := blockIndex(&f, ev.Data)
+		up, err := blockIndex(f, ev.Data)
 		if err != nil {
 			return nil, err
 		}
-		return s.blockEvent(&ev, &f, up, nil, typ == "content_block_delta")
+		return s.blockEvent(ev, f, up, nil, typ == "content_block_delta")
 	case "message_delta":
-		return nil, s.messageDelta(&ev, f)
+		return nil, s.messageDelta(ev, f)
 	case "message_stop":
-		s.term = append(s.term, s.copyEvent(&ev, gjson.Result{}))
-		s.stopEvent = len(s.term) - 1
-		s.done = true
+		s.messageStop(ev)
 		return nil, nil
 	case "error":
-		s.done, s.failed = true, true
-		s.errMessage = gjson.GetBytes(ev.Data, "error.message").String()
-		out := s.flushClose(s.flushSeam(nil))
-		return s.emit(out, ev.Raw), nil
+		return s.errorEvent(ev), nil
 	}
 	// ping and unknown events.
 	return s.passThrough(ev.Raw), nil
+}
+
+// messageStop holds the stream's message_stop for Finish.
+//
+//go:noinline
+func (s *anthropicSplicer) messageStop(ev *rewrite.Event) {
+	s.term = append(s.term, s.copyEvent(ev, gjson.Result{}))
+	s.stopEvent = len(s.term) - 1
+	s.done = true
+}
+
+// errorEvent ends the stream with the provider's error event, after what
+// is held.
+//
+//go:noinline
+func (s *anthropicSplicer) errorEvent(ev *rewrite.Event) []byte {
+	s.done, s.failed = true, true
+	s.errMessage = gjson.GetBytes(ev.Data, "error.message").String()
+	out := s.flushClose(s.flushSeam(nil))
+	return s.emit(out, ev.Raw)
 }
 
 // passThrough writes an event that belongs to no block: at once, or, while
@@ -437,7 +493,7 @@ func (s *anthropicSplicer) addOpenText(text string) {
 	}
 }
 
-func (s *anthropicSplicer) messageStart(ev *rewrite.Event, f anthropicEventFields) ([]byte, error) {
+func (s *anthropicSplicer) messageStart(ev *rewrite.Event, f *anthropicEventFields) ([]byte, error) {
 	if s.started || len(s.blocks) > 0 {
 		return nil, spliceErr("message_start after the stream started")
 	}
@@ -446,7 +502,7 @@ func (s *anthropicSplicer) messageStart(ev *rewrite.Event, f anthropicEventField
 	}
 	s.started = true
 	s.msg = []byte(f.msg.Raw)
-	if u := f.msg.Get("usage"); u.IsObject() {
+	if u := jsonkit.Member(f.msg, "usage"); u.IsObject() {
 		s.usage = []byte(u.Raw)
 	}
 	if s.streams > 1 {
@@ -470,11 +526,11 @@ func blockIndex(f *anthropicEventFields, data []byte) (int64, error) {
 	return n, nil
 }
 
-func (s *anthropicSplicer) blockStart(ev *rewrite.Event, f anthropicEventFields) ([]byte, error) {
+func (s *anthropicSplicer) blockStart(ev *rewrite.Event, f *anthropicEventFields) ([]byte, error) {
 	if !s.started {
 		return nil, spliceErr("content_block_start before message_start")
 	}
-	up, err := blockIndex(&f, ev.Data)
+	up, err := blockIndex(f, ev.Data)
 	if err != nil {
 		return nil, err
 	}
@@ -485,7 +541,7 @@ func (s *anthropicSplicer) blockStart(ev *rewrite.Event, f anthropicEventFields)
 		return nil, spliceErr("content_block_start without a content_block object")
 	}
 	b := &asBlock{up: up, start: []byte(f.cb.Raw)}
-	typ := f.cb.Get("type").Str
+	typ := jsonkit.Member(f.cb, "type").Str
 	if typ == "tool_use" && s.released {
 		return nil, spliceErr("tool_use block %d started after Release", up)
 	}
@@ -502,7 +558,7 @@ func (s *anthropicSplicer) blockStart(ev *rewrite.Event, f anthropicEventFields)
 			b.state, b.agent = asMerged, s.openAgent
 			s.merged, s.merging = true, true
 			s.seam = rewrite.NewSeamFilter(string(s.openText))
-			if t := f.cb.Get("text"); t.Str != "" {
+			if t := jsonkit.Member(f.cb, "text"); t.Str != "" {
 				return s.mergedText(nil, nil, nil, t.Str), nil
 			}
 			return nil, nil
@@ -522,7 +578,7 @@ func (s *anthropicSplicer) blockStart(ev *rewrite.Event, f anthropicEventFields)
 	s.next++
 	if typ == "text" {
 		s.openAgent = b.agent
-		s.openText = append(s.openText[:0], f.cb.Get("text").Str...)
+		s.openText = append(s.openText[:0], jsonkit.Member(f.cb, "text").Str...)
 	}
 	e := asEvent{name: ev.Name, data: ev.Data, raw: ev.Raw, idxStart: f.index.Index, idxEnd: jsonkit.ValueEnd(f.index)}
 	return s.emit(out, renumber(&e, b.agent)), nil
@@ -735,7 +791,7 @@ func (b *asBlock) addDelta(d *asDelta) error {
 	return nil
 }
 
-func (s *anthropicSplicer) messageDelta(ev *rewrite.Event, f anthropicEventFields) error {
+func (s *anthropicSplicer) messageDelta(ev *rewrite.Event, f *anthropicEventFields) error {
 	if !jsonkit.IsNull(f.delta) && !f.delta.IsObject() {
 		return spliceErr("message_delta delta must be an object")
 	}

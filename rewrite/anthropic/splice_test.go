@@ -42,7 +42,7 @@ func aspFeed(t testing.TB, sp rewrite.StreamSplicer, stream string) []byte {
 			return out
 		}
 		require.NoError(t, err)
-		b, err := sp.Feed(ev)
+		b, err := sp.Feed(&ev)
 		require.NoError(t, err)
 		out = append(out, b...)
 	}
@@ -373,7 +373,7 @@ func TestAnthropicSpliceMalformed(t *testing.T) {
 			for err == nil {
 				var ev rewrite.Event
 				if ev, err = r.Next(); err == nil {
-					_, err = sp.Feed(ev)
+					_, err = sp.Feed(&ev)
 				}
 			}
 			require.NotErrorIs(t, err, io.EOF)
@@ -384,7 +384,7 @@ func TestAnthropicSpliceMalformed(t *testing.T) {
 	// A block before message_start, an out-of-range tool index, calls made
 	// twice.
 	sp := Descriptor.NewSplicer()
-	_, err := sp.Feed(rewrite.Event{Name: []byte("content_block_start"), Data: []byte(`{"type":"content_block_start","index":0,"content_block":{"type":"text"}}`)})
+	_, err := sp.Feed(&rewrite.Event{Name: []byte("content_block_start"), Data: []byte(`{"type":"content_block_start","index":0,"content_block":{"type":"text"}}`)})
 	require.Error(t, err)
 	sp = Descriptor.NewSplicer()
 	aspFeed(t, sp, aspFixture(t, "splice_tools.sse"))
@@ -534,7 +534,7 @@ func FuzzAnthropicSplicer(f *testing.F) {
 				evs = mixed
 			}
 			for _, ev := range evs {
-				b, err := sp.Feed(ev)
+				b, err := sp.Feed(&ev)
 				if err != nil {
 					ok = false
 					break

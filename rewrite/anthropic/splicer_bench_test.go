@@ -68,7 +68,7 @@ func BenchmarkAnthropicSplicerFeed(b *testing.B) {
 		for b.Loop() {
 			sp := Descriptor.NewSplicer()
 			for _, ev := range evs {
-				if _, err := sp.Feed(ev); err != nil {
+				if _, err := sp.Feed(&ev); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -81,7 +81,7 @@ func BenchmarkAnthropicSplicerFeed(b *testing.B) {
 		for b.Loop() {
 			sp := Descriptor.NewSplicer()
 			for _, ev := range evs {
-				if _, err := sp.Feed(ev); err != nil {
+				if _, err := sp.Feed(&ev); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -109,7 +109,7 @@ func TestAgentStreamShape(t *testing.T) {
 	sp := Descriptor.NewSplicer()
 	var out []byte
 	for _, ev := range evs {
-		b, err := sp.Feed(ev)
+		b, err := sp.Feed(&ev)
 		if err != nil {
 			t.Fatal(err)
 		}

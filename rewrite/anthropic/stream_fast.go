@@ -138,7 +138,9 @@ func fastBlockDelta(data []byte, f *anthropicEventFields, d *asDelta) (up int64,
 	*f = anthropicEventFields{}
 	*d = asDelta{}
 	f.typ = gjson.Result{Type: gjson.String, Raw: s[ts:te], Str: s[ts+1 : te-1], Index: ts}
-	f.index = gjson.Result{Type: gjson.Number, Raw: s[is:ie], Num: float64(num), Index: is}
+	// Num is left 0 as readAnthropicEvent leaves it (jsonkit.ValueAtRaw):
+	// the index is read from its Raw.
+	f.index = gjson.Result{Type: gjson.Number, Raw: s[is:ie], Index: is}
 	f.delta = gjson.Result{Type: gjson.JSON, Raw: s[ds : len(s)-1], Index: ds}
 	d.typ, d.field = fdKinds[k].typ, fdKinds[k].field
 	d.val = gjson.Result{Type: gjson.String, Raw: s[qs:qe], Str: s[qs+1 : qe-1], Index: qs}

@@ -18,7 +18,12 @@ import (
 // slowBlockDelta is what the general path reads from a content_block_delta
 // payload: readAnthropicEvent, blockIndex and readDelta.
 func slowBlockDelta(data []byte) (anthropicEventFields, int64, asDelta, error) {
-	f, typ, err := readAnthropicEvent(&rewrite.Event{Data: data})
+	var f anthropicEventFields
+	root, err := rewrite.ParseReplyRoot(data)
+	if err != nil {
+		return f, 0, asDelta{}, err
+	}
+	typ, err := readAnthropicEvent(&rewrite.Event{Data: data}, &root, &f)
 	if err != nil {
 		return f, 0, asDelta{}, err
 	}
@@ -153,7 +158,7 @@ func aspTrace(s1, s2, choice []byte) string {
 			}
 		}
 		for _, ev := range aspEvents(s) {
-			out, err := sp.Feed(ev)
+			out, err := sp.Feed(&ev)
 			fmt.Fprintf(&b, "feed %q %v\n", out, err)
 		}
 		reply, err := sp.Reply()
@@ -313,15 +318,15 @@ func TestAnthropicSpliceOutputDoesNotAliasPastTheEvent(t *testing.T) {
 	// A pass-through event comes back without a copy; appending to what
 	// Feed returned must not write into the caller's buffer after it.
 	sp := Descriptor.NewSplicer()
-	_, err := sp.Feed(aspEvents([]byte(acMsgStart("m", 1)))[0])
+	_, err := sp.Feed(&aspEvents([]byte(acMsgStart("m", 1)))[0])
 	require.NoError(t, err)
-	_, err = sp.Feed(aspEvents([]byte(acStart(0, `{"type":"text","text":""}`)))[0])
+	_, err = sp.Feed(&aspEvents([]byte(acStart(0, `{"type":"text","text":""}`)))[0])
 	require.NoError(t, err)
 	raw := "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n"
 	buf := []byte(raw + "NEXT EVENT")
 	ev := aspEvents([]byte(raw))[0]
 	ev.Raw = buf[:len(raw)] // capacity runs on into the next bytes
-	out, err := sp.Feed(ev)
+	out, err := sp.Feed(&ev)
 	require.NoError(t, err)
 	require.Equal(t, raw, string(out))
 	_ = append(out, "XXXX"...)

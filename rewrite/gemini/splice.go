@@ -201,7 +201,7 @@ func (s *geminiSplicer) out(b []byte) []byte {
 	return o
 }
 
-func (s *geminiSplicer) Feed(ev rewrite.Event) ([]byte, error) {
+func (s *geminiSplicer) Feed(ev *rewrite.Event) ([]byte, error) {
 	if s.finished {
 		return nil, errGeminiFinished
 	}
@@ -259,7 +259,7 @@ type geminiChunkParts struct {
 // chunk handles one GenerateContentResponse chunk: readParts and
 // readMetadata record it, then a continuation's chunk goes to contChunk and
 // any other to passChunk.
-func (s *geminiSplicer) chunk(ev rewrite.Event, root gjson.Result) ([]byte, error) {
+func (s *geminiSplicer) chunk(ev *rewrite.Event, root gjson.Result) ([]byte, error) {
 	c, err := s.readParts(root)
 	if err != nil {
 		return nil, err
@@ -357,7 +357,7 @@ func (s *geminiSplicer) readMetadata(root, cand gjson.Result) (terminal bool) {
 // agent: its text parts pass, its calls are held back, and its terminal
 // chunk is held (or, with text beside calls, sent without the calls) until
 // the engine decides the turn.
-func (s *geminiSplicer) passChunk(ev rewrite.Event, c *geminiChunkParts, terminal bool) ([]byte, error) {
+func (s *geminiSplicer) passChunk(ev *rewrite.Event, c *geminiChunkParts, terminal bool) ([]byte, error) {
 	elems, text, ncall := c.elems, c.text, c.ncall
 	if !terminal {
 		switch {
@@ -887,7 +887,7 @@ func (s *geminiSplicer) contParts(elems []gjson.Result, terminal bool) (out, cal
 
 // contChunk handles a chunk of a continuation stream (see above); its parts
 // are already recorded.
-func (s *geminiSplicer) contChunk(ev rewrite.Event, arr gjson.Result, elems []gjson.Result, ncall int, terminal bool) ([]byte, error) {
+func (s *geminiSplicer) contChunk(ev *rewrite.Event, arr gjson.Result, elems []gjson.Result, ncall int, terminal bool) ([]byte, error) {
 	out, calls, same := s.contParts(elems, terminal)
 	if !terminal {
 		switch {

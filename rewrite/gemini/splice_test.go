@@ -49,7 +49,7 @@ func gsFeedErr(sp rewrite.StreamSplicer, sse string) ([]byte, error) {
 		if err != nil {
 			return out, err
 		}
-		b, err := sp.Feed(ev)
+		b, err := sp.Feed(&ev)
 		if err != nil {
 			return out, err
 		}
@@ -159,7 +159,7 @@ func TestGeminiSplicerTextStreamsAtOnce(t *testing.T) {
 	for i := range events {
 		ev, err := r.Next()
 		require.NoError(t, err)
-		b, err := sp.Feed(ev)
+		b, err := sp.Feed(&ev)
 		require.NoError(t, err)
 		if i < len(events)-1 {
 			require.Equal(t, string(ev.Raw), string(b), "chunk %d passes at once", i)
@@ -229,7 +229,7 @@ func TestGeminiSplicerMixedTextForwardedAtOnce(t *testing.T) {
 	r := rewrite.NewReader(strings.NewReader(in))
 	ev, err := r.Next()
 	require.NoError(t, err)
-	b, err := sp.Feed(ev)
+	b, err := sp.Feed(&ev)
 	require.NoError(t, err)
 	// Only the parts array changed: thought (signed) and text, no call.
 	want := strings.Replace(string(ev.Data), `,{"functionCall": {"name": "create_new_topic","args": {"title": "x"}}}`, "", 1)
@@ -396,16 +396,16 @@ func TestGeminiSplicerMalformed(t *testing.T) {
 		`{"candidates":[{"content":{"parts":{}}}]}`, `{"candidates":[{"content":{"parts":["x"]}}]}`, `{`,
 	} {
 		sp := Descriptor.NewSplicer()
-		_, err := sp.Feed(rewrite.Event{Data: []byte(data), Raw: []byte("data: " + data + "\n\n")})
+		_, err := sp.Feed(&rewrite.Event{Data: []byte(data), Raw: []byte("data: " + data + "\n\n")})
 		require.Error(t, err, data)
 	}
 	sp := Descriptor.NewSplicer()
-	b, err := sp.Feed(rewrite.Event{Raw: []byte(": ping\n\n")})
+	b, err := sp.Feed(&rewrite.Event{Raw: []byte(": ping\n\n")})
 	require.NoError(t, err)
 	require.Equal(t, ": ping\n\n", string(b))
 	_, err = sp.Finish()
 	require.NoError(t, err)
-	_, err = sp.Feed(rewrite.Event{Raw: []byte(": ping\n\n")})
+	_, err = sp.Feed(&rewrite.Event{Raw: []byte(": ping\n\n")})
 	require.Error(t, err)
 }
 

@@ -299,7 +299,7 @@ func TestChatSpliceContinue(t *testing.T) {
 			break
 		}
 		require.NoError(t, err)
-		b, err := s.Feed(ev)
+		b, err := s.Feed(&ev)
 		require.NoError(t, err)
 		if gjson.GetBytes(ev.Data, "choices.0.finish_reason").Type != gjson.String {
 			require.Empty(t, b, "%s", ev.Data)
@@ -403,7 +403,7 @@ func TestChatSpliceContinueTwice(t *testing.T) {
 			break
 		}
 		require.NoError(t, err)
-		b, err := s.Feed(ev)
+		b, err := s.Feed(&ev)
 		require.NoError(t, err)
 		out2 = append(out2, b...)
 		c := gjson.GetBytes(ev.Data, "choices.0.delta.content").Str

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
@@ -98,6 +99,14 @@ type chatSplicer struct {
 	stream int // 0 for the first stream
 	cur    chatSpliceStream
 
+	// root and delta are what Feed reads of the chunk it is taking, kept
+	// here rather than in Feed's frames: a streamed turn's goroutine runs
+	// Feed on top of its whole reading chain, and gjson.Results there
+	// would grow every stream's stack past its first 4 KB.
+	root    [7]gjson.Result // the chunk's members (chatRootKeys)
+	choice0 [3]gjson.Result // its choice 0's members (chatChoiceKeys)
+	delta   chatChunkDelta
+
 	// First-stream values used in every chunk the splicer builds or edits.
 	firstID, firstCreated, firstModel, fingerprint []byte
 
@@ -136,54 +145,77 @@ var (
 
 // chatMembers fills out[i] with obj's member keys[i]; a listed key present
 // twice is an error (the agent's parser would read another value than ours).
-func chatMembers(obj gjson.Result, keys []string, out []gjson.Result) error {
-	var err error
-	obj.ForEach(func(k, v gjson.Result) bool {
+//
+// A number's Num is left 0 (jsonkit.ValueAtRaw; read it with jsonkit.Num):
+// gjson's ForEach would parse every number as a float on the way, and
+// strconv's float parser takes more stack than Feed, which runs under a
+// streamed turn's whole reading chain, can spare.
+func chatMembers(obj *gjson.Result, keys []string, out []gjson.Result) error {
+	if !obj.IsObject() {
+		return nil
+	}
+	raw := obj.Raw
+	for j := strings.IndexByte(raw, '{') + 1; j >= 0; {
+		k, start, end, next, ok := jsonkit.NextMember(raw, j)
+		if !ok {
+			return nil
+		}
 		for i, key := range keys {
-			if k.Str == key {
+			if k == key {
 				if out[i].Exists() {
-					err = fmt.Errorf("%w: duplicate member %q", rewrite.ErrMalformedReply, key)
-					return false
+					return chatDuplicate(key)
 				}
-				out[i] = v
+				out[i] = jsonkit.ValueAtRaw(raw[start:end], obj.Index, start)
 			}
 		}
-		return true
-	})
-	return err
+		j = next
+	}
+	return nil
+}
+
+// chatDuplicate is chatMembers' error for a repeated member.
+func chatDuplicate(key string) error {
+	return fmt.Errorf("%w: duplicate member %q", rewrite.ErrMalformedReply, key)
 }
 
 // chatChoice0 returns the element of choices with index 0 (an absent or null
 // index counts as 0); ok is false when there is none. A non-object element,
 // a non-number index or two choices 0 are errors.
-func chatChoice0(choices gjson.Result) (c gjson.Result, ok bool, err error) {
-	jsonkit.EachElement(choices, func(_ int, e gjson.Result) bool {
+func chatChoice0(choices *gjson.Result) (c gjson.Result, ok bool, err error) {
+	if !choices.IsArray() {
+		return c, false, nil
+	}
+	// A loop over jsonkit.NextElement, not EachElement's callback: Feed
+	// runs under a streamed turn's whole reading chain (chatMembers).
+	s := choices.Raw
+	for j := strings.IndexByte(s, '[') + 1; ; {
+		start, end, next, more := jsonkit.NextElement(s, j)
+		if !more {
+			return c, ok, nil
+		}
+		e := jsonkit.ValueAt(s[start:end], choices.Index, start)
 		if !e.IsObject() {
-			err = fmt.Errorf("%w: choices element is not an object", rewrite.ErrMalformedReply)
-			return false
+			return c, false, fmt.Errorf("%w: choices element is not an object", rewrite.ErrMalformedReply)
 		}
 		var m [1]gjson.Result
-		if err = chatMembers(e, chatChoiceKeys[:1], m[:]); err != nil {
-			return false
+		if err := chatMembers(&e, chatChoiceKeys[:1], m[:]); err != nil {
+			return c, false, err
 		}
-		idx := m[0]
-		if !jsonkit.IsNull(idx) && idx.Type != gjson.Number {
-			err = fmt.Errorf("%w: choices index is not a number", rewrite.ErrMalformedReply)
-			return false
+		idx := &m[0]
+		if !jsonkit.IsNull(*idx) && idx.Type != gjson.Number {
+			return c, false, fmt.Errorf("%w: choices index is not a number", rewrite.ErrMalformedReply)
 		}
-		if jsonkit.IsNull(idx) || idx.Num == 0 {
+		if jsonkit.IsNull(*idx) || jsonkit.Num(*idx) == 0 {
 			if ok {
-				err = fmt.Errorf("%w: two choices with index 0", rewrite.ErrMalformedReply)
-				return false
+				return c, false, fmt.Errorf("%w: two choices with index 0", rewrite.ErrMalformedReply)
 			}
 			c, ok = e, true
 		}
-		return true
-	})
-	return c, ok && err == nil, err
+		j = next
+	}
 }
 
-func (s *chatSplicer) Feed(ev rewrite.Event) ([]byte, error) {
+func (s *chatSplicer) Feed(ev *rewrite.Event) ([]byte, error) {
 	if s.finished {
 		return nil, fmt.Errorf("%w: Feed after Finish", errChatSplice)
 	}
@@ -195,63 +227,97 @@ func (s *chatSplicer) Feed(ev rewrite.Event) ([]byte, error) {
 	return out, err
 }
 
-func (s *chatSplicer) feed(ev rewrite.Event) ([]byte, error) {
+func (s *chatSplicer) feed(ev *rewrite.Event) ([]byte, error) {
 	s.noteEOL(ev.Raw)
 	data := bytes.TrimSpace(ev.Data)
 	if ev.IsComment() || len(data) == 0 {
 		return s.pass(ev.Raw), nil
 	}
 	if bytes.Equal(data, rewrite.DoneData) {
-		s.cur.held = append(s.cur.held, chatHeld{raw: s.complete(ev.Raw), done: true})
-		s.cur.done = true
-		if s.watch.On() {
-			s.watchEnd()
-		}
-		return s.flushSeam(nil), nil
+		return s.doneChunk(ev), nil
 	}
+	// Validated here, not under feedChunk's frame: the validator recurses
+	// once per level of nesting.
 	root, err := rewrite.ParseReplyRoot(ev.Data)
 	if err != nil {
 		return nil, err
 	}
-	var m [7]gjson.Result
+	return s.feedChunk(ev, &root)
+}
+
+// feedChunk takes a chunk whose payload's root object is root.
+//
+//go:noinline
+func (s *chatSplicer) feedChunk(ev *rewrite.Event, root *gjson.Result) ([]byte, error) {
+	m := &s.root
+	*m = [7]gjson.Result{}
 	if err := chatMembers(root, chatRootKeys, m[:]); err != nil {
 		return nil, err
 	}
-	id, created, model, choices, usage, errv, fp := m[0], m[1], m[2], m[3], m[4], m[5], m[6]
-	if err := rewrite.WantArray(choices, "choices"); err != nil {
+	choices, usage, errv := &m[3], &m[4], &m[5]
+	if err := rewrite.WantArray(*choices, "choices"); err != nil {
 		return nil, fmt.Errorf("%w: choices is not an array", rewrite.ErrMalformedReply)
 	}
-	if !jsonkit.IsNull(errv) && jsonkit.LastValueEnd(choices) < 0 {
-		// A mid-stream error chunk: the agent must see it; the stream ends.
-		s.cur.errored = true
-		if held := s.flushSeam(nil); held != nil {
-			return append(held, s.pass(ev.Raw)...), nil
-		}
-		return s.pass(ev.Raw), nil
+	if !jsonkit.IsNull(*errv) && jsonkit.LastValueEnd(*choices) < 0 {
+		return s.errorChunk(ev), nil
 	}
 	switch {
 	case usage.IsObject():
-	case jsonkit.IsNull(usage):
+	case jsonkit.IsNull(*usage):
 		if usage.Exists() {
 			s.usageNull = true
 		}
 	default:
 		return nil, fmt.Errorf("%w: usage is not an object", rewrite.ErrMalformedReply)
 	}
-	s.noteIDs(id, created, model, fp)
+	s.noteIDs(&m[0], &m[1], &m[2], &m[6])
 	c, ok, err := chatChoice0(choices)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		if usage.IsObject() {
-			s.cur.usage = []byte(usage.Raw)
-			s.cur.held = append(s.cur.held, chatHeld{raw: s.complete(ev.Raw), data: bytes.Clone(ev.Data), usage: true})
-			return s.flushSeam(nil), nil
+			return s.usageChunk(ev, usage), nil
 		}
 		return s.pass(ev.Raw), nil // another choice, or nothing of ours
 	}
-	return s.choice(ev, c, usage)
+	return s.choice(ev, &c, usage)
+}
+
+// doneChunk holds the stream's [DONE] for Finish. It, errorChunk and
+// usageChunk are feed's rare steps, each in a frame of its own so that
+// feed's and feedChunk's frames, under which the splicer's common steps
+// run, stay small.
+//
+//go:noinline
+func (s *chatSplicer) doneChunk(ev *rewrite.Event) []byte {
+	s.cur.held = append(s.cur.held, chatHeld{raw: s.complete(ev.Raw), done: true})
+	s.cur.done = true
+	if s.watch.On() {
+		s.watchEnd()
+	}
+	return s.flushSeam(nil)
+}
+
+// errorChunk passes a mid-stream error chunk: the agent must see it; the
+// stream ends.
+//
+//go:noinline
+func (s *chatSplicer) errorChunk(ev *rewrite.Event) []byte {
+	s.cur.errored = true
+	if held := s.flushSeam(nil); held != nil {
+		return append(held, s.pass(ev.Raw)...)
+	}
+	return s.pass(ev.Raw)
+}
+
+// usageChunk holds a chunk that carries only the usage.
+//
+//go:noinline
+func (s *chatSplicer) usageChunk(ev *rewrite.Event, usage *gjson.Result) []byte {
+	s.cur.usage = []byte(usage.Raw)
+	s.cur.held = append(s.cur.held, chatHeld{raw: s.complete(ev.Raw), data: bytes.Clone(ev.Data), usage: true})
+	return s.flushSeam(nil)
 }
 
 // chatChunkDelta is what choice reads from a chunk's choice 0.
@@ -268,47 +334,49 @@ type chatChunkDelta struct {
 // choice handles a chunk whose choice 0 is c: readChoice records its
 // deltas, then a continuation's chunk goes to contChoice and any other to
 // passChoice.
-func (s *chatSplicer) choice(ev rewrite.Event, c, usage gjson.Result) ([]byte, error) {
-	d, err := s.readChoice(c, usage)
-	if err != nil {
+func (s *chatSplicer) choice(ev *rewrite.Event, c, usage *gjson.Result) ([]byte, error) {
+	d := &s.delta
+	*d = chatChunkDelta{}
+	if err := s.readChoice(c, usage, d); err != nil {
 		return nil, err
 	}
 	if s.cur.cont {
-		return s.contChoice(ev, d.isObject, d.members[:], usage, d.content, d.hasCalls, d.hasFinish, d.hasText)
+		return s.contChoice(ev, d.isObject, d.members[:], usage.IsObject(), d.content, d.hasCalls, d.hasFinish, d.hasText)
 	}
 	s.noteText(d.content)
-	return s.passChoice(ev, &d, usage), nil
+	return s.passChoice(ev, d, usage.IsObject()), nil
 }
 
 // readChoice checks choice 0 (c) and the chunk's usage, and records their
 // text, tool call, finish and usage deltas in the current stream.
-func (s *chatSplicer) readChoice(c, usage gjson.Result) (d chatChunkDelta, err error) {
-	var cm [3]gjson.Result
+func (s *chatSplicer) readChoice(c, usage *gjson.Result, d *chatChunkDelta) error {
+	cm := &s.choice0
+	*cm = [3]gjson.Result{}
 	if err := chatMembers(c, chatChoiceKeys, cm[:]); err != nil {
-		return d, err
+		return err
 	}
-	delta, fr := cm[1], cm[2]
-	if !jsonkit.IsNull(delta) && !delta.IsObject() {
-		return d, fmt.Errorf("%w: delta is not an object", rewrite.ErrMalformedReply)
+	delta, fr := &cm[1], &cm[2]
+	if !jsonkit.IsNull(*delta) && !delta.IsObject() {
+		return fmt.Errorf("%w: delta is not an object", rewrite.ErrMalformedReply)
 	}
-	if !jsonkit.IsNull(fr) && fr.Type != gjson.String {
-		return d, fmt.Errorf("%w: finish_reason is not a string", rewrite.ErrMalformedReply)
+	if !jsonkit.IsNull(*fr) && fr.Type != gjson.String {
+		return fmt.Errorf("%w: finish_reason is not a string", rewrite.ErrMalformedReply)
 	}
 	dm := &d.members
 	if err := chatMembers(delta, chatDeltaKeys, dm[:]); err != nil {
-		return d, err
+		return err
 	}
-	role, calls := dm[0], dm[5]
-	if !jsonkit.IsNull(role) && role.Type != gjson.String {
-		return d, fmt.Errorf("%w: delta.role is not a string", rewrite.ErrMalformedReply)
+	role, calls := &dm[0], &dm[5]
+	if !jsonkit.IsNull(*role) && role.Type != gjson.String {
+		return fmt.Errorf("%w: delta.role is not a string", rewrite.ErrMalformedReply)
 	}
 	for i, dst := range [...]*[]byte{&s.cur.content, &s.cur.refusal, &s.cur.reasoningContent, &s.cur.reasoning} {
-		t := dm[1+i]
-		if jsonkit.IsNull(t) {
+		t := &dm[1+i]
+		if jsonkit.IsNull(*t) {
 			continue
 		}
 		if t.Type != gjson.String {
-			return d, fmt.Errorf("%w: delta.%s is not a string", rewrite.ErrMalformedReply, chatDeltaKeys[1+i])
+			return fmt.Errorf("%w: delta.%s is not a string", rewrite.ErrMalformedReply, chatDeltaKeys[1+i])
 		}
 		if i == 0 {
 			s.cur.sawContent = true
@@ -319,18 +387,18 @@ func (s *chatSplicer) readChoice(c, usage gjson.Result) (d chatChunkDelta, err e
 			*dst = append(*dst, t.Str...)
 		}
 	}
-	if err := rewrite.WantArray(calls, ""); err != nil {
-		return d, fmt.Errorf("%w: delta.tool_calls is not an array", rewrite.ErrMalformedReply)
+	if err := rewrite.WantArray(*calls, ""); err != nil {
+		return fmt.Errorf("%w: delta.tool_calls is not an array", rewrite.ErrMalformedReply)
 	}
-	d.hasCalls = jsonkit.LastValueEnd(calls) >= 0
+	d.hasCalls = jsonkit.LastValueEnd(*calls) >= 0
 	if d.hasCalls {
-		if err := s.addCalls(calls); err != nil {
-			return d, err
+		if err := s.addCalls(*calls); err != nil {
+			return err
 		}
 	}
 	d.hasFinish = fr.Type == gjson.String && fr.Str != ""
 	if d.hasFinish {
-		s.cur.finish = jsonkit.OwnedString(fr)
+		s.cur.finish = jsonkit.OwnedString(*fr)
 		if s.watch.On() {
 			s.watchEnd()
 		}
@@ -340,14 +408,14 @@ func (s *chatSplicer) readChoice(c, usage gjson.Result) (d chatChunkDelta, err e
 	}
 	d.hasRole = role.Type == gjson.String
 	d.isObject = delta.IsObject()
-	return d, nil
+	return nil
 }
 
 // passChoice renders a chunk of the first stream or a follow-up (not a
 // continuation) for the agent: text passes (a follow-up's without its
 // role), tool call deltas are held back, and a finish is held until the
 // engine decides the turn.
-func (s *chatSplicer) passChoice(ev rewrite.Event, d *chatChunkDelta, usage gjson.Result) []byte {
+func (s *chatSplicer) passChoice(ev *rewrite.Event, d *chatChunkDelta, usageObj bool) []byte {
 	if !d.hasCalls && !d.hasFinish {
 		if s.stream == 0 {
 			s.roleSent = s.roleSent || d.hasRole
@@ -376,14 +444,14 @@ func (s *chatSplicer) passChoice(ev rewrite.Event, d *chatChunkDelta, usage gjso
 		if d.hasFinish {
 			cp = chatEditChoice(cp, "finish_reason", []byte("null"))
 		}
-		if usage.IsObject() {
+		if usageObj {
 			cp = chatEditRoot(cp, "usage", []byte("null"))
 		}
 		out = s.frame(nil, s.rewriteIDs(cp))
 		s.roleSent = s.roleSent || d.hasRole
 	}
 	if d.hasFinish {
-		h := chatHeld{data: bytes.Clone(ev.Data), finish: true, usage: usage.IsObject()}
+		h := chatHeld{data: bytes.Clone(ev.Data), finish: true, usage: usageObj}
 		if d.hasCalls || forward {
 			h.data = chatEditChoice(h.data, "delta", []byte("{}"))
 		} else {
@@ -398,7 +466,7 @@ func (s *chatSplicer) passChoice(ev rewrite.Event, d *chatChunkDelta, usage gjso
 // read by choice (dm holds its delta members, tool calls already added):
 // content goes through the seam filter, reasoning is dropped, and a chunk
 // left without text is dropped, except for its held finish.
-func (s *chatSplicer) contChoice(ev rewrite.Event, hasDelta bool, dm []gjson.Result, usage gjson.Result, content string, hasCalls, hasFinish, hasText bool) ([]byte, error) {
+func (s *chatSplicer) contChoice(ev *rewrite.Event, hasDelta bool, dm []gjson.Result, usageObj bool, content string, hasCalls, hasFinish, hasText bool) ([]byte, error) {
 	emit := content
 	if s.seam != nil {
 		emit = s.seam.Write(content)
@@ -426,13 +494,13 @@ func (s *chatSplicer) contChoice(ev rewrite.Event, hasDelta bool, dm []gjson.Res
 		if hasFinish {
 			cp = chatEditChoice(cp, "finish_reason", []byte("null"))
 		}
-		if usage.IsObject() {
+		if usageObj {
 			cp = chatEditRoot(cp, "usage", []byte("null"))
 		}
 		out = s.frame(nil, s.rewriteIDs(cp))
 	}
 	if hasFinish {
-		h := chatHeld{data: bytes.Clone(ev.Data), finish: true, usage: usage.IsObject()}
+		h := chatHeld{data: bytes.Clone(ev.Data), finish: true, usage: usageObj}
 		if hasCalls || hasText || hasRole || forward || content != "" {
 			h.data = chatEditChoice(h.data, "delta", []byte("{}"))
 		} else {
@@ -498,14 +566,14 @@ func (s *chatSplicer) addCalls(calls gjson.Result) error {
 			return false
 		}
 		var m [4]gjson.Result
-		if err = chatMembers(tc, chatCallKeys, m[:]); err != nil {
+		if err = chatMembers(&tc, chatCallKeys, m[:]); err != nil {
 			return false
 		}
 		idx, id, typ, fn := m[0], m[1], m[2], m[3]
 		key := float64(pos)
 		switch {
 		case idx.Type == gjson.Number:
-			key = idx.Num
+			key = jsonkit.Num(idx)
 		case !jsonkit.IsNull(idx):
 			err = fmt.Errorf("%w: tool_calls index is not a number", rewrite.ErrMalformedReply)
 			return false
@@ -515,7 +583,7 @@ func (s *chatSplicer) addCalls(calls gjson.Result) error {
 			err = fmt.Errorf("%w: tool_calls function is not an object", rewrite.ErrMalformedReply)
 			return false
 		}
-		if err = chatMembers(fn, chatFuncKeys, f[:]); err != nil {
+		if err = chatMembers(&fn, chatFuncKeys, f[:]); err != nil {
 			return false
 		}
 		for _, v := range [...]gjson.Result{id, typ, f[0], f[1]} {
@@ -556,8 +624,8 @@ func (s *chatSplicer) call(key float64) *chatSpliceCall {
 
 // noteIDs records the first values of id, created, model (per stream and
 // for the turn) and the turn's system_fingerprint.
-func (s *chatSplicer) noteIDs(id, created, model, fp gjson.Result) {
-	set := func(dst *[]byte, r gjson.Result) {
+func (s *chatSplicer) noteIDs(id, created, model, fp *gjson.Result) {
+	set := func(dst *[]byte, r *gjson.Result) {
 		if *dst == nil && r.Exists() {
 			*dst = []byte(r.Raw)
 		}
@@ -587,7 +655,7 @@ func (s *chatSplicer) rewriteIDs(data []byte) []byte {
 			continue
 		}
 		var m [1]gjson.Result
-		if chatMembers(root, []string{kv.key}, m[:]) != nil {
+		if chatMembers(&root, []string{kv.key}, m[:]) != nil {
 			continue
 		}
 		if v := m[0]; v.Exists() && v.Raw != string(kv.val) {
@@ -613,8 +681,8 @@ func chatEditChoice(data []byte, key string, raw []byte) []byte {
 		return data
 	}
 	var m [7]gjson.Result
-	_ = chatMembers(root, chatRootKeys, m[:])
-	c, ok, _ := chatChoice0(m[3])
+	_ = chatMembers(&root, chatRootKeys, m[:])
+	c, ok, _ := chatChoice0(&m[3])
 	if !ok {
 		return data
 	}
@@ -628,13 +696,13 @@ func chatEditDelta(data []byte, edit func([]byte, gjson.Result) []byte) []byte {
 		return data
 	}
 	var m [7]gjson.Result
-	_ = chatMembers(root, chatRootKeys, m[:])
-	c, ok, _ := chatChoice0(m[3])
+	_ = chatMembers(&root, chatRootKeys, m[:])
+	c, ok, _ := chatChoice0(&m[3])
 	if !ok {
 		return data
 	}
 	var cm [3]gjson.Result
-	_ = chatMembers(c, chatChoiceKeys, cm[:])
+	_ = chatMembers(&c, chatChoiceKeys, cm[:])
 	if !cm[1].IsObject() {
 		return data
 	}
@@ -965,7 +1033,7 @@ func (s *chatSplicer) Finish() ([]byte, error) {
 		if h.usage && final != nil {
 			if root, ok := jsonkit.RootObject(jsonkit.UnsafeString(d)); ok {
 				var m [7]gjson.Result
-				_ = chatMembers(root, chatRootKeys, m[:])
+				_ = chatMembers(&root, chatRootKeys, m[:])
 				if m[4].Raw != string(final) {
 					d = jsonkit.SetMember(d, root, "usage", final)
 					edited = true

@@ -42,7 +42,7 @@ func chatSpliceFeedFrom(s rewrite.StreamSplicer, src io.Reader) ([]byte, error) 
 		if err != nil {
 			return out, err
 		}
-		b, err := s.Feed(ev)
+		b, err := s.Feed(&ev)
 		if err != nil {
 			return out, err
 		}
@@ -415,7 +415,7 @@ func TestChatSpliceErrors(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Finish()
 	require.Error(t, err)
-	_, err = s.Feed(rewrite.Event{Data: []byte("[DONE]")})
+	_, err = s.Feed(&rewrite.Event{Data: []byte("[DONE]")})
 	require.Error(t, err)
 }
 

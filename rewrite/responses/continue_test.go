@@ -318,7 +318,7 @@ func rcRun(t testing.TB, steps ...rcStep) (out []byte, parts [][]byte, replies [
 				break
 			}
 			require.NoError(t, err)
-			b, err := sp.Feed(ev)
+			b, err := sp.Feed(&ev)
 			require.NoError(t, err)
 			fed = append(fed, b...)
 		}

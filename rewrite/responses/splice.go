@@ -100,6 +100,7 @@ func newRespStream() *respStream {
 }
 
 type responsesSplicer struct {
+	fields   respFields    // the event Feed is taking (feedEvent)
 	streams  []*respStream // the current one last
 	nextSeq  int64         // the next sequence_number the agent gets
 	seqInit  bool          // nextSeq is fixed (first numbered event seen or sent)
@@ -145,10 +146,20 @@ func parseRespFields(data []byte) (respFields, error) {
 	if err != nil {
 		return f, err
 	}
+	return f, readRespFields(&root, &f)
+}
+
+// readRespFields is parseRespFields of a payload whose root object is root
+// (f must be zero). It reads the members with jsonkit.EachMember, not
+// gjson's ForEach, which parses every number as a float on the way (its
+// stack, under a streamed turn's reading chain, is what Feed must spare):
+// the numbers the splicer reads, it reads from their Raw (respInt).
+func readRespFields(root *gjson.Result, f *respFields) error {
 	var dup string
-	root.ForEach(func(k, v gjson.Result) bool {
+	raw := root.Raw
+	jsonkit.EachMember(raw, strings.IndexByte(raw, '{'), func(key string, start, end int) bool {
 		var dst *gjson.Result
-		switch k.Str {
+		switch key {
 		case "type":
 			dst = &f.typ
 		case "sequence_number":
@@ -163,7 +174,7 @@ func parseRespFields(data []byte) (respFields, error) {
 			dst = &f.response
 		case "content_index", "delta", "text", "part":
 			var e *gjson.Result
-			switch k.Str {
+			switch key {
 			case "content_index":
 				e = &f.content
 			case "delta":
@@ -176,23 +187,23 @@ func parseRespFields(data []byte) (respFields, error) {
 			if e.Exists() {
 				f.dupEdit = true
 			} else {
-				*e = v
+				*e = jsonkit.ValueAtRaw(raw[start:end], root.Index, start)
 			}
 			return true
 		default:
 			return true
 		}
 		if dst.Exists() {
-			dup = k.Str
+			dup = key
 			return false
 		}
-		*dst = v
+		*dst = jsonkit.ValueAtRaw(raw[start:end], root.Index, start)
 		return true
 	})
 	if dup != "" {
-		return f, fmt.Errorf("%w: event repeats %q", rewrite.ErrMalformedReply, dup)
+		return fmt.Errorf("%w: event repeats %q", rewrite.ErrMalformedReply, dup)
 	}
-	return f, nil
+	return nil
 }
 
 // respInt reads a non-negative integer that fits comfortably in an int.
@@ -211,7 +222,7 @@ func (s *responsesSplicer) Done() bool { return s.cur().done }
 
 func (s *responsesSplicer) Events() int { return s.events }
 
-func (s *responsesSplicer) Feed(ev rewrite.Event) ([]byte, error) {
+func (s *responsesSplicer) Feed(ev *rewrite.Event) ([]byte, error) {
 	if s.finished {
 		return nil, errors.New("rewrite: Feed after Finish")
 	}
@@ -235,7 +246,7 @@ func (s *responsesSplicer) out(b []byte) []byte {
 // feed handles one upstream event: data-less events and [DONE]
 // (feedDataless), response-level events (feedResponseEvent), then item
 // events routed to their item's state (itemFor, feedItem).
-func (s *responsesSplicer) feed(ev rewrite.Event) ([]byte, error) {
+func (s *responsesSplicer) feed(ev *rewrite.Event) ([]byte, error) {
 	if !s.framed && len(ev.Raw) > 0 {
 		s.framed, s.crlf = true, bytes.Contains(ev.Raw, []byte("\r\n"))
 	}
@@ -244,10 +255,27 @@ func (s *responsesSplicer) feed(ev rewrite.Event) ([]byte, error) {
 	}
 	data := bytes.TrimSpace(ev.Data)
 	if len(data) == 0 || bytes.Equal(data, rewrite.DoneData) {
-		return s.feedDataless(&ev, len(data) == 0), nil
+		return s.feedDataless(ev, len(data) == 0), nil
 	}
-	f, err := parseRespFields(ev.Data)
+	// Validated here, not under feedEvent's frame: the validator recurses
+	// once per level of nesting.
+	root, err := rewrite.ParseReplyRoot(ev.Data)
 	if err != nil {
+		return nil, err
+	}
+	return s.feedEvent(ev, &root)
+}
+
+// feedEvent takes an event whose payload's root object is root. Its fields
+// are read into the splicer (s.fields), not into this frame: a streamed
+// turn's goroutine runs Feed on top of its whole reading chain, and ten
+// gjson.Results here would grow every stream's stack past its first 4 KB.
+//
+//go:noinline
+func (s *responsesSplicer) feedEvent(ev *rewrite.Event, root *gjson.Result) ([]byte, error) {
+	f := &s.fields
+	*f = respFields{}
+	if err := readRespFields(root, f); err != nil {
 		return nil, err
 	}
 	st := s.cur()
@@ -261,7 +289,7 @@ func (s *responsesSplicer) feed(ev rewrite.Event) ([]byte, error) {
 	if f.typ.Type != gjson.String {
 		typ = string(ev.Name)
 	}
-	if b, handled, err := s.feedResponseEvent(st, typ, &f, &ev); handled {
+	if b, handled, err := s.feedResponseEvent(st, typ, f, ev); handled {
 		return b, err
 	}
 
@@ -285,7 +313,7 @@ func (s *responsesSplicer) feed(ev rewrite.Event) ([]byte, error) {
 		s.breakOpen()
 		return s.emit(ev.Raw, ev.Name, ev.Data, -1) // unknown or item-less event
 	}
-	return s.feedItem(st, s.itemFor(st, idx, typ, &f), idx, typ, &f, &ev)
+	return s.feedItem(st, s.itemFor(st, idx, typ, f), idx, typ, f, ev)
 }
 
 // feedDataless handles an event without data (bare: comments, pings) or

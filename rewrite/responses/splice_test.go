@@ -30,7 +30,7 @@ func respFeedSplice(t *testing.T, sp rewrite.StreamSplicer, sse []byte) []byte {
 			return out
 		}
 		require.NoError(t, err)
-		b, err := sp.Feed(ev)
+		b, err := sp.Feed(&ev)
 		require.NoError(t, err)
 		out = append(out, b...)
 	}
@@ -444,7 +444,7 @@ func TestResponsesSpliceMalformed(t *testing.T) {
 		`{"type":"response.completed","response":[]}`,
 	} {
 		sp := Descriptor.NewSplicer()
-		_, err := sp.Feed(rewrite.Event{Name: []byte("x"), Data: []byte(data), Raw: []byte("data: " + data + "\n\n")})
+		_, err := sp.Feed(&rewrite.Event{Name: []byte("x"), Data: []byte(data), Raw: []byte("data: " + data + "\n\n")})
 		require.Error(t, err, data)
 	}
 	// [DONE] is held and sent after the terminal event.
@@ -524,7 +524,7 @@ func FuzzResponsesSplicer(f *testing.F) {
 			if err != nil {
 				break
 			}
-			b, _ := sp.Feed(ev)
+			b, _ := sp.Feed(&ev)
 			out = append(out, b...)
 			if !sp.Done() || released {
 				continue

@@ -58,7 +58,7 @@ func ObserveTurn(t testing.TB, api *rewrite.Descriptor, streams [][]byte, mk fun
 			ev, err := rd.Next()
 			if len(ev.Raw) > 0 {
 				events = append(events, bytes.Clone(ev.Raw))
-				b, ferr := sp.Feed(ev)
+				b, ferr := sp.Feed(&ev)
 				require.NoError(t, ferr)
 				out = append(out, b...)
 			}
