@@ -403,6 +403,7 @@ func (p *plan) eventStream(ttft time.Duration) *eventStream {
 		ttft:      ttft,
 		delay:     pickDur(p.r.InterEventDelay, p.s.opts.InterEventDelay),
 		hold:      pickDur(p.r.Hold, p.s.opts.Hold),
+		holdAfter: max(p.s.opts.HoldAfter, 1),
 		pingEvery: pickDur(p.r.PingEvery, p.s.opts.PingEvery),
 		gate:      p.s.opts.Gate,
 	}

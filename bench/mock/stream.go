@@ -27,6 +27,7 @@ type eventStream struct {
 
 	ttft, delay     time.Duration
 	hold, pingEvery time.Duration
+	holdAfter       int    // events sent before the hold (at least 1)
 	ping            []byte // keep-alive sent while holding; nil sends nothing
 	gate            <-chan struct{}
 	holdUntil       time.Time
@@ -90,7 +91,7 @@ func (e *eventStream) Read(p []byte) (int, error) {
 	}
 	e.rest = e.buf[start:e.ends[e.next]]
 	e.next++
-	if e.next == 1 && e.hold > 0 {
+	if e.next == e.holdAfter && e.hold > 0 {
 		e.holding = true
 		e.holdUntil = time.Now().Add(e.hold)
 	}

@@ -140,11 +140,13 @@ type Options struct {
 	// PadText generates that many bytes of lorem text for replies whose Text
 	// is empty.
 	PadText int
-	// Hold keeps a stream open after its first event for this long before
-	// continuing, sending a keep-alive every PingEvery: an Anthropic ping
-	// event, an SSE comment for OpenAI, nothing for Gemini (its SDK rejects
-	// anything but data lines).
+	// Hold keeps a stream open after its first event (its first HoldAfter
+	// events, when HoldAfter > 1) for this long before continuing, sending
+	// a keep-alive every PingEvery: an Anthropic ping event, an SSE comment
+	// for OpenAI, nothing for Gemini (its SDK rejects anything but data
+	// lines).
 	Hold      time.Duration
+	HoldAfter int
 	PingEvery time.Duration
 
 	// StampText replaces the text of every streamed Anthropic text_delta and

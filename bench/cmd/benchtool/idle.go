@@ -15,6 +15,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,7 +36,8 @@ import (
 )
 
 type idleConfig struct {
-	url     string // base URL; the requests go to url + workload.Path
+	url     string // base URL; the requests go to url + path
+	path    string // the request path and query (default workload.Path)
 	n       int
 	body    []byte
 	hold    time.Duration // how long all streams stay open once open (RSS sampled meanwhile)
@@ -83,6 +85,7 @@ func cmdIdle(args []string, w io.Writer) error {
 	hold := fs.Duration("hold", 3*time.Second, "keep all streams open this long once open, sampling RSS (peak reported)")
 	timeout := fs.Duration("timeout", 60*time.Second, "give up waiting for the first events after")
 	bodyFile := fs.String("body", "", "request body file, a streaming request (required)")
+	path := fs.String("path", workload.Path, "request path (and query) of the streams: the body's API")
 	pid := fs.Int("pid", 0, "process whose VmRSS is measured (0: none)")
 	dialers := fs.Int("dialers", 256, "streams being opened at once")
 	_ = fs.Parse(args)
@@ -96,7 +99,7 @@ func cmdIdle(args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	r, err := runIdle(idleConfig{url: fs.Arg(0), n: *n, body: body, hold: *hold, timeout: *timeout, pid: *pid, dialers: *dialers})
+	r, err := runIdle(idleConfig{url: fs.Arg(0), path: *path, n: *n, body: body, hold: *hold, timeout: *timeout, pid: *pid, dialers: *dialers})
 	if err != nil {
 		return err
 	}
@@ -194,7 +197,7 @@ func runIdle(cfg idleConfig) (idleResult, error) {
 	}
 	var head bytes.Buffer
 	fmt.Fprintf(&head, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n",
-		strings.TrimRight(u.Path, "/")+workload.Path, u.Host, len(cfg.body))
+		strings.TrimRight(u.Path, "/")+cmp.Or(cfg.path, workload.Path), u.Host, len(cfg.body))
 	for _, h := range workload.Headers {
 		fmt.Fprintf(&head, "%s: %s\r\n", h[0], h[1])
 	}
@@ -335,7 +338,9 @@ func openStream(addr string, head []byte, i int, body []byte, deadline time.Time
 }
 
 // awaitFirstEvent reads a response head and body bytes until the first
-// SSE event terminator ("\n\n") after the head. The status must be 200.
+// SSE event terminator ("\n\n", or "\r\n\r\n" from an upstream that frames
+// its events with CRLF, as Gemini's does) after the head. The status must
+// be 200.
 func awaitFirstEvent(r io.Reader) error {
 	buf := make([]byte, 0, 4096)
 	tmp := make([]byte, 2048)
@@ -352,7 +357,7 @@ func awaitFirstEvent(r io.Reader) error {
 				}
 			}
 		}
-		if headEnd >= 0 && bytes.Contains(buf[headEnd:], []byte("\n\n")) {
+		if headEnd >= 0 && (bytes.Contains(buf[headEnd:], []byte("\n\n")) || bytes.Contains(buf[headEnd:], []byte("\r\n\r\n"))) {
 			return nil
 		}
 		if err != nil {

@@ -60,6 +60,7 @@ func parseFlags(args []string, out io.Writer) (string, mock.Options, error) {
 		"Unix nanoseconds, 19 digits, space-padded to -chunk; use with -delay so that each event is flushed on its own")
 	hold := fs.Duration("hold", 0, "hold each stream open this long after its first event")
 	ping := fs.Duration("ping", 0, "keep-alive interval while holding a stream")
+	holdAfter := fs.Int("hold-after", 1, "events a held stream sends before the hold")
 	noRecord := fs.Bool("no-record", true, "do not record requests")
 	if err := fs.Parse(args); err != nil {
 		return "", mock.Options{}, err
@@ -77,6 +78,7 @@ func parseFlags(args []string, out io.Writer) (string, mock.Options, error) {
 		PadText:         *pad,
 		StampText:       *stamp,
 		Hold:            *hold,
+		HoldAfter:       *holdAfter,
 		PingEvery:       *ping,
 		NoRecord:        *noRecord,
 	}, nil
