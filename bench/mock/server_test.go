@@ -180,6 +180,28 @@ func TestGate(t *testing.T) {
 	require.False(t, ok)
 }
 
+func TestHoldAfterEvents(t *testing.T) {
+	s := start(t, mock.Options{Hold: 200 * time.Millisecond, HoldAfter: 3, PingEvery: 50 * time.Millisecond})
+	s.Script(mock.Reply{Text: "held after three"})
+	evs := parseSSE(t, readAll(t, post(t, s.URL()+"/v1/messages", `{"model":"m","stream":true}`)))
+	// The pings come after the first three events, not after the first.
+	var names []string
+	for _, ev := range evs {
+		names = append(names, ev.name)
+	}
+	require.Equal(t, []string{"message_start", "content_block_start", "content_block_delta"}, names[:3])
+	require.Equal(t, "ping", names[3])
+	i := 3
+	for i < len(names) && names[i] == "ping" {
+		i++
+	}
+	require.Less(t, i, len(names))
+	require.NotEqual(t, "ping", names[i])
+	for _, n := range names[i:] {
+		require.NotEqual(t, "ping", n)
+	}
+}
+
 func TestHoldAndPing(t *testing.T) {
 	s := start(t, mock.Options{Hold: 250 * time.Millisecond, PingEvery: 60 * time.Millisecond})
 	s.Script(mock.Reply{Text: "after the hold"})
