@@ -173,6 +173,43 @@ func chatMembers(obj *gjson.Result, keys []string, out []gjson.Result) error {
 	return nil
 }
 
+// The type errors of readChoiceMembers, made once.
+var (
+	errChatDelta     = fmt.Errorf("%w: delta is not an object", rewrite.ErrMalformedReply)
+	errChatFinish    = fmt.Errorf("%w: finish_reason is not a string", rewrite.ErrMalformedReply)
+	errChatDeltaRole = fmt.Errorf("%w: delta.role is not a string", rewrite.ErrMalformedReply)
+)
+
+// readChoiceMembers reads choice c's members into s.choice0 and its
+// delta's into d.members, and checks their types. It runs in a small
+// frame of its own, before readChoice: reading members decodes strings,
+// the deepest call of a chunk, and readChoice's larger frame is not under
+// it.
+//
+//go:noinline
+func (s *chatSplicer) readChoiceMembers(c *gjson.Result, d *chatChunkDelta) error {
+	cm := &s.choice0
+	*cm = [3]gjson.Result{}
+	if err := chatMembers(c, chatChoiceKeys, cm[:]); err != nil {
+		return err
+	}
+	delta, fr := &cm[1], &cm[2]
+	if !jsonkit.IsNull(*delta) && !delta.IsObject() {
+		return errChatDelta
+	}
+	if !jsonkit.IsNull(*fr) && fr.Type != gjson.String {
+		return errChatFinish
+	}
+	dm := &d.members
+	if err := chatMembers(delta, chatDeltaKeys, dm[:]); err != nil {
+		return err
+	}
+	if role := &dm[0]; !jsonkit.IsNull(*role) && role.Type != gjson.String {
+		return errChatDeltaRole
+	}
+	return nil
+}
+
 // chatDuplicate is chatMembers' error for a repeated member.
 func chatDuplicate(key string) error {
 	return fmt.Errorf("%w: duplicate member %q", rewrite.ErrMalformedReply, key)
@@ -331,13 +368,16 @@ type chatChunkDelta struct {
 	hasRole   bool            // a role
 }
 
-// choice handles a chunk whose choice 0 is c: readChoice records its
-// deltas, then a continuation's chunk goes to contChoice and any other to
-// passChoice.
+// choice handles a chunk whose choice 0 is c: readChoiceMembers and
+// readChoice record its deltas, then a continuation's chunk goes to
+// contChoice and any other to passChoice.
 func (s *chatSplicer) choice(ev *rewrite.Event, c, usage *gjson.Result) ([]byte, error) {
 	d := &s.delta
 	*d = chatChunkDelta{}
-	if err := s.readChoice(c, usage, d); err != nil {
+	if err := s.readChoiceMembers(c, d); err != nil {
+		return nil, err
+	}
+	if err := s.readChoice(usage, d); err != nil {
 		return nil, err
 	}
 	if s.cur.cont {
@@ -347,29 +387,13 @@ func (s *chatSplicer) choice(ev *rewrite.Event, c, usage *gjson.Result) ([]byte,
 	return s.passChoice(ev, d, usage.IsObject()), nil
 }
 
-// readChoice checks choice 0 (c) and the chunk's usage, and records their
-// text, tool call, finish and usage deltas in the current stream.
-func (s *chatSplicer) readChoice(c, usage *gjson.Result, d *chatChunkDelta) error {
-	cm := &s.choice0
-	*cm = [3]gjson.Result{}
-	if err := chatMembers(c, chatChoiceKeys, cm[:]); err != nil {
-		return err
-	}
-	delta, fr := &cm[1], &cm[2]
-	if !jsonkit.IsNull(*delta) && !delta.IsObject() {
-		return fmt.Errorf("%w: delta is not an object", rewrite.ErrMalformedReply)
-	}
-	if !jsonkit.IsNull(*fr) && fr.Type != gjson.String {
-		return fmt.Errorf("%w: finish_reason is not a string", rewrite.ErrMalformedReply)
-	}
+// readChoice records the text, tool call, finish and usage deltas of
+// choice 0 (its members, which readChoiceMembers read and checked, are in
+// s.choice0 and d.members) and of the chunk's usage in the current stream.
+func (s *chatSplicer) readChoice(usage *gjson.Result, d *chatChunkDelta) error {
+	delta, fr := &s.choice0[1], &s.choice0[2]
 	dm := &d.members
-	if err := chatMembers(delta, chatDeltaKeys, dm[:]); err != nil {
-		return err
-	}
 	role, calls := &dm[0], &dm[5]
-	if !jsonkit.IsNull(*role) && role.Type != gjson.String {
-		return fmt.Errorf("%w: delta.role is not a string", rewrite.ErrMalformedReply)
-	}
 	for i, dst := range [...]*[]byte{&s.cur.content, &s.cur.refusal, &s.cur.reasoningContent, &s.cur.reasoning} {
 		t := &dm[1+i]
 		if jsonkit.IsNull(*t) {
