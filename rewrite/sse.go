@@ -136,16 +136,14 @@ func (r *Reader) Reset(src io.Reader) {
 // The returned slices are valid only until the next call to Next.
 func (r *Reader) Next() (Event, error) {
 	var ev Event
-	err := r.NextInto(&ev)
+	err := r.nextInto(&ev)
 	return ev, err
 }
 
-// NextInto is Next with the event stored in *ev (overwritten whole). The
-// event is built there, never in a frame of the reader's: a caller that
-// keeps one Event for a whole stream and calls deep code with it between
-// reads (the proxy's stream splicing loop) keeps its goroutine's stack
-// small.
-func (r *Reader) NextInto(ev *Event) error {
+// nextInto is Next with the event stored in *ev (overwritten whole), built
+// there and never in a frame of the reader's (NextEvent's caller keeps its
+// goroutine's stack small).
+func (r *Reader) nextInto(ev *Event) error {
 	if r.done {
 		*ev = Event{}
 		return r.err
@@ -171,7 +169,7 @@ func (r *Reader) NextInto(ev *Event) error {
 // call. A caller that hands each event on through an interface (which
 // would move an Event of its own to the heap) allocates nothing.
 func (r *Reader) NextEvent() (*Event, error) {
-	err := r.NextInto(&r.ev)
+	err := r.nextInto(&r.ev)
 	return &r.ev, err
 }
 

@@ -30,8 +30,9 @@ var errNoContinuer = errors.New("turn: the API cannot continue a reply")
 func (t *Turn) Run(ctx context.Context, w Writer, up Sender) error {
 	t.ctx = ctx
 	defer t.releaseSent()
-	l := &t.loop // zero: Run runs once per turn; set field by field, with no
-	// composite literal in this frame
+	// t.loop is zero (Run runs once per turn); it is set field by field, so
+	// that no composite literal takes room in this frame.
+	l := &t.loop
 	l.t, l.sent, l.w = t, t.sent, w
 	l.outcome.rounds = 1
 	t.tally = &l.outcome

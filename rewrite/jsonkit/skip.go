@@ -215,30 +215,43 @@ func EachMember(s string, i int, fn func(key string, start, end int) bool) {
 // for a loop that must not pay for a callback (a closure's frame sits on
 // the stack under whatever the loop's body calls).
 func NextMember(s string, j int) (key string, start, end, next int, ok bool) {
-	if j = SkipSpace(s, j); j >= len(s) || s[j] != '"' {
+	if key, start, ok = memberKey(s, j); !ok {
 		return "", 0, 0, -1, false
+	}
+	if end = SkipValue(s, start); end < 0 {
+		return "", 0, 0, -1, false
+	}
+	return key, start, end, memberAfter(s, end), true
+}
+
+// memberKey reads the name of the member that starts at s[j] (whitespace
+// allowed) and where its value starts; ok is false when no well-formed
+// name and colon start there. The name is decoded when it has escapes.
+func memberKey(s string, j int) (key string, value int, ok bool) {
+	if j = SkipSpace(s, j); j >= len(s) || s[j] != '"' {
+		return "", 0, false
 	}
 	kend := SkipString(s, j)
 	if kend < 0 {
-		return "", 0, 0, -1, false
+		return "", 0, false
 	}
 	key = s[j+1 : kend-1]
 	if strings.IndexByte(key, '\\') >= 0 {
 		key = gjson.Parse(s[j:kend]).Str
 	}
 	if j = SkipSpace(s, kend); j >= len(s) || s[j] != ':' {
-		return "", 0, 0, -1, false
+		return "", 0, false
 	}
-	start = SkipSpace(s, j+1)
-	end = SkipValue(s, start)
-	if end < 0 {
-		return "", 0, 0, -1, false
-	}
-	next = -1
+	return key, SkipSpace(s, j+1), true
+}
+
+// memberAfter is where the member after the value that ends at s[end]
+// starts (just past the comma); -1 when none follows.
+func memberAfter(s string, end int) int {
 	if k := SkipSpace(s, end); k < len(s) && s[k] == ',' {
-		next = k + 1
+		return k + 1
 	}
-	return key, start, end, next, true
+	return -1
 }
 
 // Members fills out[i] with the member of obj named keys[i] (the first one
@@ -320,34 +333,21 @@ func NestedMember(obj gjson.Result, outer, inner string) gjson.Result {
 // object starting at s[i] starts (-1: none), the values before it skipped
 // as EachMember does.
 func memberStart(s string, i int, key string) int {
-	j := i + 1
-	for {
-		if j = SkipSpace(s, j); j >= len(s) || s[j] != '"' {
+	for j := i + 1; j >= 0; {
+		k, start, ok := memberKey(s, j)
+		if !ok {
 			return -1
 		}
-		kend := SkipString(s, j)
-		if kend < 0 {
-			return -1
+		if k == key && start < len(s) {
+			return start
 		}
-		k := s[j+1 : kend-1]
-		if strings.IndexByte(k, '\\') >= 0 {
-			k = gjson.Parse(s[j:kend]).Str
-		}
-		if j = SkipSpace(s, kend); j >= len(s) || s[j] != ':' {
-			return -1
-		}
-		if j = SkipSpace(s, j+1); j < len(s) && k == key {
-			return j
-		}
-		end := SkipValue(s, j)
+		end := SkipValue(s, start)
 		if end < 0 {
 			return -1
 		}
-		if j = SkipSpace(s, end); j >= len(s) || s[j] != ',' {
-			return -1
-		}
-		j++
+		j = memberAfter(s, end)
 	}
+	return -1
 }
 
 // Member returns obj's first member named key (gjson's Get for a plain key,
