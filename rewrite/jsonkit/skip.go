@@ -350,6 +350,26 @@ func memberStart(s string, i int, key string) int {
 	return -1
 }
 
+// MemberRaw is the raw text of the first member named key of the object
+// obj (JSON text; Member's Raw), "" when it has none or obj is not an
+// object. It builds no gjson.Result, for the checks that only look at a
+// value's first byte, in the least stack.
+func MemberRaw(obj, key string) string {
+	i := strings.IndexByte(obj, '{')
+	if i < 0 || strings.TrimSpace(obj[:i]) != "" {
+		return ""
+	}
+	at := memberStart(obj, i, key)
+	if at < 0 {
+		return ""
+	}
+	end := SkipValue(obj, at)
+	if end < 0 {
+		return ""
+	}
+	return obj[at:end]
+}
+
 // Member returns obj's first member named key (gjson's Get for a plain key,
 // without decoding the members before it). It runs in little stack (no
 // callback, no path parsing), which matters where it runs under a streamed

@@ -58,6 +58,7 @@ func checkIteration(t *testing.T, doc string) {
 				return true
 			})
 			require.Len(t, got, len(want), "elements of %s", r.Raw)
+			require.Empty(t, MemberRaw(r.Raw, "a"), "an array has no members")
 			for i := range want {
 				requireSameResult(t, want[i], got[i])
 				walk(got[i])
@@ -80,10 +81,12 @@ func checkIteration(t *testing.T, doc string) {
 			for i := range want {
 				requireSameResult(t, want[i], got[i])
 				requireSameResult(t, want[i], Member(r, keys[i]))
+				require.Equal(t, want[i].Raw, MemberRaw(r.Raw, keys[i]))
 				walk(got[i])
 			}
 			require.False(t, got[len(keys)-1].Exists())
 			require.False(t, Member(r, "\x00absent").Exists())
+			require.Empty(t, MemberRaw(r.Raw, "\x00absent"))
 			// NestedMember is Member of Member, for every pair of keys
 			// (and absent ones).
 			for _, outer := range keys {

@@ -33,6 +33,15 @@ type validator struct {
 	// idx, when set, records the root object's members and the elements
 	// of its array members (ValidIndexed).
 	idx *Index
+	// starts holds where the current member or element of the open
+	// containers at depth 1 and 2 began, for idx.
+	starts [3]int
+	// depth counts the containers open in scan: the closing byte of each
+	// of the first 256 is a bit of arrays (set: ']'), of the rest an
+	// element of deep.
+	depth  int
+	arrays [4]uint64
+	deep   []byte
 }
 
 func (v *validator) ws() {
@@ -46,17 +55,23 @@ func (v *validator) ws() {
 	}
 }
 
+// value reads one value at v.i, inside depth enclosing containers.
 func (v *validator) value(depth int) bool {
 	if v.i >= len(v.b) {
 		return false
 	}
+	switch v.b[v.i] {
+	case '{', '[':
+		return v.scan(depth, 0, false)
+	}
+	return v.scalar()
+}
+
+// scalar reads a string, number or literal at v.i.
+func (v *validator) scalar() bool {
 	switch c := v.b[v.i]; {
 	case c == '"':
 		return v.str()
-	case c == '{':
-		return v.container(depth+1, '}')
-	case c == '[':
-		return v.container(depth+1, ']')
 	case c == '-' || (c >= '0' && c <= '9'):
 		return v.number()
 	case c == 't':
@@ -77,25 +92,62 @@ func (v *validator) lit(s string) bool {
 	return true
 }
 
-// container reads the members of an object (close '}': "key": value) or the
-// elements of an array (close ']') after the opening byte at v.i.
-func (v *validator) container(depth int, close byte) bool {
-	if depth > maxValidDepth {
-		return false
+// scan reads containers without recursion, so that validating a deeply
+// nested value (a tool call's arguments in a Gemini chunk, read under a
+// streamed turn's whole reading chain) takes no more stack than a flat
+// one. With after false it reads the container whose opening byte is at
+// v.i, inside depth enclosing ones. With after true it reads the rest of
+// the open container at depth (close: its closing byte) from just past
+// one of its members or elements. It returns once that container closed.
+//
+// The containers opened meanwhile are kept on v's stack of open
+// containers (push, pop). With an index (v.idx), the root object's keys
+// and the members and elements of the containers at depth 1 and 2 are
+// noted as they end, as the recursive reading noted them.
+func (v *validator) scan(depth int, close byte, after bool) bool {
+	base := v.depth
+	if after {
+		v.push(close)
 	}
-	v.i++ // '{' or '['
-	v.ws()
-	if v.i < len(v.b) && v.b[v.i] == close {
-		v.i++
-		return true
-	}
-	return v.items(depth, close)
-}
-
-// items reads the members or elements of a container from the first one
-// (at v.i, after any whitespace) to the closing byte.
-func (v *validator) items(depth int, close byte) bool {
 	for {
+		if after {
+			more, ok := v.next(close)
+			if !ok {
+				return false
+			}
+			if !more {
+				// The container closed: it was an item of the one outside.
+				v.pop()
+				if v.depth == base {
+					return true
+				}
+				depth--
+				close = v.top()
+				if v.idx != nil {
+					v.noteItem(depth, close)
+				}
+				continue
+			}
+		} else {
+			// An opening byte at v.i.
+			if depth++; depth > maxValidDepth {
+				return false
+			}
+			close = '}'
+			if v.b[v.i] == '[' {
+				close = ']'
+			}
+			v.push(close)
+			v.i++
+			v.ws()
+			if v.i < len(v.b) && v.b[v.i] == close {
+				after = true // empty: next reads the closing byte
+				continue
+			}
+		}
+		// A member's key (close '}') and value, or an element: a scalar
+		// is read here, a container's opening byte left for the next
+		// step, which notes the item once it closes.
 		if close == '}' {
 			keyStart := v.i
 			if v.i >= len(v.b) || v.b[v.i] != '"' || !v.str() {
@@ -111,21 +163,74 @@ func (v *validator) items(depth int, close byte) bool {
 			v.i++
 			v.ws()
 		}
-		start := v.i
-		if !v.value(depth) {
+		if v.i >= len(v.b) {
 			return false
 		}
-		if v.idx != nil && depth <= 2 {
-			v.idx.note(depth, close, start, v.i)
+		if v.idx != nil && depth < len(v.starts) {
+			v.starts[depth] = v.i
 		}
-		if more, ok := v.next(close); !more {
-			return ok
+		if c := v.b[v.i]; c == '{' || c == '[' {
+			after = false
+			continue
 		}
+		if !v.scalar() {
+			return false
+		}
+		if v.idx != nil {
+			v.noteItem(depth, close)
+		}
+		after = true
 	}
 }
 
+// noteItem notes in v.idx the member or element of the open container at
+// depth that ends at v.i.
+func (v *validator) noteItem(depth int, close byte) {
+	if depth < len(v.starts) {
+		v.idx.note(depth, close, v.starts[depth], v.i)
+	}
+}
+
+// push opens a container whose closing byte is close. The first
+// len(v.arrays)*64 levels are bits in v (no allocation); deeper ones, up
+// to maxValidDepth, go to v.deep.
+func (v *validator) push(close byte) {
+	if n := v.depth; n < 64*len(v.arrays) {
+		bit := uint64(1) << (n % 64)
+		if close == ']' {
+			v.arrays[n/64] |= bit
+		} else {
+			v.arrays[n/64] &^= bit
+		}
+	} else {
+		v.deep = append(v.deep, close)
+	}
+	v.depth++
+}
+
+// pop closes the innermost open container.
+func (v *validator) pop() {
+	v.depth--
+	if v.depth >= 64*len(v.arrays) {
+		v.deep = v.deep[:len(v.deep)-1]
+	}
+}
+
+// top is the innermost open container's closing byte.
+func (v *validator) top() byte {
+	n := v.depth - 1
+	if n >= 64*len(v.arrays) {
+		return v.deep[len(v.deep)-1]
+	}
+	if v.arrays[n/64]&(1<<(n%64)) != 0 {
+		return ']'
+	}
+	return '}'
+}
+
 // next reads what follows a member or element: a comma (more: another
-// one follows) or the closing byte (ok). Anything else is invalid.
+// one follows, whitespace after it read too) or the closing byte; ok is
+// false for anything else.
 func (v *validator) next(close byte) (more, ok bool) {
 	v.ws()
 	if v.i >= len(v.b) {
@@ -143,13 +248,10 @@ func (v *validator) next(close byte) (more, ok bool) {
 	return false, false
 }
 
-// rest reads the rest of a container after one of its members or
-// elements, v.i just past it.
+// rest reads the rest of the open container at depth (closing byte
+// close) after one of its members or elements, v.i just past it.
 func (v *validator) rest(depth int, close byte) bool {
-	if more, ok := v.next(close); !more {
-		return ok
-	}
-	return v.items(depth, close)
+	return v.scan(depth, close, true)
 }
 
 // SWAR constants: a byte-wise "has a byte below 0x20", "has a quote", "has

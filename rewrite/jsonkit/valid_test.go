@@ -83,3 +83,42 @@ func bigBody() []byte {
 	sb.WriteString(`]}`)
 	return []byte(sb.String())
 }
+
+// Nesting is read without recursion (validator.scan): deep values, past
+// the levels kept in bits and up to encoding/json's limit of 10000, are
+// judged as encoding/json judges them, arrays and objects mixed.
+func TestValidDeepNesting(t *testing.T) {
+	nest := func(levels int, broken bool) []byte {
+		var open, close strings.Builder
+		for i := range levels {
+			if i%3 == 1 {
+				open.WriteString(`{"k":`)
+			} else {
+				open.WriteString(`[1,`)
+			}
+		}
+		for i := levels - 1; i >= 0; i-- {
+			if i%3 == 1 {
+				close.WriteString(`}`)
+			} else {
+				close.WriteString(`]`)
+			}
+		}
+		c := close.String()
+		if broken { // one closing byte of the wrong kind, deep inside
+			c = strings.Replace(c, "}]", "]]", 1)
+		}
+		return []byte(open.String() + `"x"` + c)
+	}
+	for _, levels := range []int{1, 2, 3, 255, 256, 257, 300, 9999, 10000, 10001} {
+		for _, broken := range []bool{false, true} {
+			b := nest(levels, broken)
+			require.Equal(t, json.Valid(b), Valid(b), "levels %d, broken %v", levels, broken)
+			_, ok := ValidIndexed(b)
+			require.Equal(t, json.Valid(b), ok, "ValidIndexed: levels %d, broken %v", levels, broken)
+		}
+	}
+	require.True(t, Valid(nest(10000, false)))
+	require.False(t, Valid(nest(10001, false)))
+	require.False(t, Valid(nest(300, true)))
+}
