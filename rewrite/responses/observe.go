@@ -7,6 +7,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // This file reports the splicer's tool calls to a CallObserver while they
@@ -36,12 +37,12 @@ func (s *responsesSplicer) watchItem(idx int64, typ string, f *respFields, ev *r
 	n := len(s.streams) - 1
 	freeform := strings.HasPrefix(typ, respEvInputPrefix)
 	if f.item.IsObject() {
-		freeform = f.item.Get("type").Str == "custom_tool_call"
+		freeform = jsonkit.Member(f.item, "type").Str == "custom_tool_call"
 	}
 	if !s.watch.Started(n, idx) {
 		var id, name string
 		if f.item.IsObject() {
-			id, name = f.item.Get("call_id").Str, f.item.Get("name").Str
+			id, name = jsonkit.Member(f.item, "call_id").Str, jsonkit.Member(f.item, "name").Str
 		}
 		s.watch.Start(n, idx, s.watch.Count(n), id, name, freeform, "")
 	}
@@ -60,12 +61,12 @@ func (s *responsesSplicer) watchItem(idx int64, typ string, f *respFields, ev *r
 		s.watch.Done(n, idx, frag)
 	case typ == respEvItemAdded:
 		if !s.watch.HasArgs(n, idx) {
-			s.watch.Args(n, idx, f.item.Get(member).Str)
+			s.watch.Args(n, idx, jsonkit.Member(f.item, member).Str)
 		}
 	case typ == respEvItemDone:
 		frag := ""
 		if !s.watch.HasArgs(n, idx) {
-			frag = f.item.Get(member).Str
+			frag = jsonkit.Member(f.item, member).Str
 		}
 		s.watch.Done(n, idx, frag)
 	}

@@ -101,6 +101,7 @@ func newRespStream() *respStream {
 
 type responsesSplicer struct {
 	fields   respFields    // the event Feed is taking (feedEvent)
+	fedData  []byte        // that event's payload, which fields were read from
 	streams  []*respStream // the current one last
 	nextSeq  int64         // the next sequence_number the agent gets
 	seqInit  bool          // nextSeq is fixed (first numbered event seen or sent)
@@ -247,6 +248,7 @@ func (s *responsesSplicer) out(b []byte) []byte {
 // (feedDataless), response-level events (feedResponseEvent), then item
 // events routed to their item's state (itemFor, feedItem).
 func (s *responsesSplicer) feed(ev *rewrite.Event) ([]byte, error) {
+	s.fedData = nil
 	if !s.framed && len(ev.Raw) > 0 {
 		s.framed, s.crlf = true, bytes.Contains(ev.Raw, []byte("\r\n"))
 	}
@@ -278,6 +280,7 @@ func (s *responsesSplicer) feedEvent(ev *rewrite.Event, root *gjson.Result) ([]b
 	if err := readRespFields(root, f); err != nil {
 		return nil, err
 	}
+	s.fedData = ev.Data
 	st := s.cur()
 	if !s.seqInit && len(s.streams) == 1 && f.seq.Exists() {
 		s.seqInit = true
@@ -344,7 +347,7 @@ func (s *responsesSplicer) feedResponseEvent(st *respStream, typ string, f *resp
 	switch typ {
 	case respEvCreated, respEvInProgress, respEvQueued:
 		if len(s.streams) > 1 {
-			if id := f.response.Get("id"); id.Type == gjson.String {
+			if id := jsonkit.Member(f.response, "id"); id.Type == gjson.String {
 				s.followID = jsonkit.OwnedString(id)
 			}
 			return nil, true, nil
@@ -387,7 +390,7 @@ func (s *responsesSplicer) itemFor(st *respStream, idx int64, typ string, f *res
 	it := st.items[idx]
 	if it == nil {
 		call := strings.HasPrefix(typ, respEvArgsPrefix) || strings.HasPrefix(typ, respEvInputPrefix) ||
-			(typ == respEvItemAdded || typ == respEvItemDone) && responsesCallType(f.item.Get("type").Str)
+			(typ == respEvItemAdded || typ == respEvItemDone) && responsesCallType(jsonkit.Member(f.item, "type").Str)
 		it = &respItemState{call: call, agent: -1}
 		if st.cont && !call {
 			if respReasoningEvent(typ, f.item) {
@@ -401,7 +404,7 @@ func (s *responsesSplicer) itemFor(st *respStream, idx int64, typ string, f *res
 	}
 	if (typ == respEvItemAdded || typ == respEvItemDone) && f.item.IsObject() {
 		it.item = []byte(f.item.Raw)
-		if id := f.item.Get("id"); id.Type == gjson.String {
+		if id := jsonkit.Member(f.item, "id"); id.Type == gjson.String {
 			st.ids[id.Str] = idx
 		}
 	}
@@ -472,7 +475,7 @@ func (s *responsesSplicer) writeBare(h respHeld) []byte {
 // item's.
 func respReasoningEvent(typ string, item gjson.Result) bool {
 	if typ == respEvItemAdded || typ == respEvItemDone {
-		return item.Get("type").Str == "reasoning"
+		return jsonkit.Member(item, "type").Str == "reasoning"
 	}
 	return strings.HasPrefix(typ, "response.reasoning")
 }
@@ -480,7 +483,7 @@ func respReasoningEvent(typ string, item gjson.Result) bool {
 // respMessageEvent reports whether an event of a new item is a message's.
 func respMessageEvent(typ string, item gjson.Result) bool {
 	if typ == respEvItemAdded || typ == respEvItemDone {
-		return item.Get("type").Str == "message"
+		return jsonkit.Member(item, "type").Str == "message"
 	}
 	return strings.HasPrefix(typ, respEvTextPrefix) || strings.HasPrefix(typ, respEvPartPrefix) ||
 		strings.HasPrefix(typ, "response.refusal.")
@@ -527,8 +530,14 @@ type respRewrite struct {
 }
 
 // emitRewrite is emit with the members of rw replaced too.
+//
+// A streamed turn's goroutine runs it under its whole reading chain, for
+// nearly every event: its frame holds no respFields and no gjson.Result
+// (the payload's members are read into the splicer, by emitFields, and the
+// edits name their spans), so that the stack of a stream that waits
+// between events stays at its first 4 KB.
 func (s *responsesSplicer) emitRewrite(raw, name, data []byte, out int, rw *respRewrite) ([]byte, error) {
-	f, err := parseRespFields(data)
+	f, err := s.emitFields(data)
 	if err != nil {
 		return nil, err
 	}
@@ -543,20 +552,15 @@ func (s *responsesSplicer) emitRewrite(raw, name, data []byte, out int, rw *resp
 	if f.seq.Exists() {
 		s.seqInit = true
 		sc.seq = strconv.AppendInt(sc.seq[:0], s.nextSeq, 10)
-		edits = append(edits, respEdit{f.seq, sc.seq})
+		edits = appendRespEdit(edits, &f.seq, sc.seq)
 		s.nextSeq++
 	}
-	if out >= 0 && f.out.Exists() {
+	if out >= 0 {
 		sc.out = strconv.AppendInt(sc.out[:0], int64(out), 10)
-		edits = append(edits, respEdit{f.out, sc.out})
+		edits = appendRespEdit(edits, &f.out, sc.out)
 	}
 	if rw != nil {
-		edits = appendRespEdit(edits, f.itemID, rw.itemID)
-		edits = appendRespEdit(edits, f.content, rw.content)
-		edits = appendRespEdit(edits, f.delta, rw.delta)
-		edits = appendRespEdit(edits, f.text, rw.text)
-		edits = appendRespEdit(edits, f.part, rw.part)
-		edits = appendRespEdit(edits, f.item, rw.item)
+		edits = rw.appendEdits(edits, f)
 	}
 	sc.edits = edits
 	s.events++
@@ -567,9 +571,40 @@ func (s *responsesSplicer) emitRewrite(raw, name, data []byte, out int, rw *resp
 	return s.reframeInto(&sc.event, raw, name, data, newData), nil
 }
 
+// emitFields returns the members of an event payload that emitRewrite
+// edits: the fields feedEvent read when data is the payload Feed is
+// taking (the same bytes, not equal ones), else data's, read into the
+// splicer's scratch. Either stays valid until the next emit or Feed.
+//
+//go:noinline
+func (s *responsesSplicer) emitFields(data []byte) (*respFields, error) {
+	if len(data) > 0 && len(data) == len(s.fedData) && &data[0] == &s.fedData[0] {
+		return &s.fields, nil
+	}
+	f := &s.scratch.fields
+	*f = respFields{}
+	root, err := rewrite.ParseReplyRoot(data)
+	if err != nil {
+		return nil, err
+	}
+	return f, readRespFields(&root, f)
+}
+
+// appendEdits adds the edits of rw's members that the payload whose
+// fields are f has.
+func (rw *respRewrite) appendEdits(edits []respEdit, f *respFields) []respEdit {
+	edits = appendRespEdit(edits, &f.itemID, rw.itemID)
+	edits = appendRespEdit(edits, &f.content, rw.content)
+	edits = appendRespEdit(edits, &f.delta, rw.delta)
+	edits = appendRespEdit(edits, &f.text, rw.text)
+	edits = appendRespEdit(edits, &f.part, rw.part)
+	return appendRespEdit(edits, &f.item, rw.item)
+}
+
 // respScratch holds the buffers emitRewrite renders one event with, reused
 // from event to event so that forwarding an event allocates nothing.
 type respScratch struct {
+	fields   respFields // the payload's members, when not the fed event's
 	edits    []respEdit
 	seq, out []byte // sequence_number, output_index
 	data     []byte // the edited payload
@@ -578,17 +613,19 @@ type respScratch struct {
 
 // appendRespEdit adds the edit of at to val when the event has at and val
 // is set.
-func appendRespEdit(edits []respEdit, at gjson.Result, val []byte) []respEdit {
+func appendRespEdit(edits []respEdit, at *gjson.Result, val []byte) []respEdit {
 	if val != nil && at.Exists() {
-		edits = append(edits, respEdit{at, val})
+		edits = append(edits, respEdit{start: at.Index, end: jsonkit.ValueEnd(*at), old: at.Raw, val: val})
 	}
 	return edits
 }
 
-// respEdit replaces one value of a payload.
+// respEdit replaces one value of a payload: the bytes old, at
+// [start, end).
 type respEdit struct {
-	at  gjson.Result
-	val []byte
+	start, end int
+	old        string
+	val        []byte
 }
 
 // applyRespEdits returns data with each edit's value replaced (data itself
@@ -605,8 +642,8 @@ func applyRespEdits(data []byte, edits []respEdit) []byte {
 func appendRespEdits(dst, data []byte, edits []respEdit) []byte {
 	sortRespEdits(edits)
 	changed := false
-	for _, e := range edits {
-		if e.at.Raw != jsonkit.UnsafeString(e.val) {
+	for i := range edits {
+		if edits[i].old != jsonkit.UnsafeString(edits[i].val) {
 			changed = true
 		}
 	}
@@ -618,13 +655,14 @@ func appendRespEdits(dst, data []byte, edits []respEdit) []byte {
 		out = make([]byte, 0, len(data)+16)
 	}
 	pos := 0
-	for _, e := range edits {
-		if e.at.Index < pos || jsonkit.ValueEnd(e.at) > len(data) {
+	for i := range edits {
+		e := &edits[i]
+		if e.start < pos || e.end > len(data) {
 			continue // cannot happen for distinct top-level members
 		}
-		out = append(out, data[pos:e.at.Index]...)
+		out = append(out, data[pos:e.start]...)
 		out = append(out, e.val...)
-		pos = jsonkit.ValueEnd(e.at)
+		pos = e.end
 	}
 	return append(out, data[pos:]...)
 }
@@ -633,7 +671,7 @@ func appendRespEdits(dst, data []byte, edits []respEdit) []byte {
 // sort: there are at most eight, and a sort with a closure would allocate).
 func sortRespEdits(edits []respEdit) {
 	for i := 1; i < len(edits); i++ {
-		for j := i; j > 0 && edits[j].at.Index < edits[j-1].at.Index; j-- {
+		for j := i; j > 0 && edits[j].start < edits[j-1].start; j-- {
 			edits[j], edits[j-1] = edits[j-1], edits[j]
 		}
 	}
@@ -940,9 +978,9 @@ func (s *responsesSplicer) Finish() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	edits := []respEdit{{f.response, merged}}
+	edits := appendRespEdit(nil, &f.response, merged)
 	if f.seq.Exists() {
-		edits = append(edits, respEdit{f.seq, strconv.AppendInt(nil, s.nextSeq, 10)})
+		edits = appendRespEdit(edits, &f.seq, strconv.AppendInt(nil, s.nextSeq, 10))
 		s.nextSeq++
 	}
 	s.events++
@@ -1058,13 +1096,14 @@ func newRespOpen(st *respStream, key int64, it *respItemState, typ string, f *re
 		return nil
 	}
 	switch {
-	case typ == respEvPartAdded && f.part.Get("type").Str == "output_text":
+	case typ == respEvPartAdded && jsonkit.Member(f.part, "type").Str == "output_text":
 	case typ == respEvTextDelta && f.delta.Type == gjson.String:
 	default:
 		return nil
 	}
 	o := &respOpen{st: st, key: key, agent: it.agent, content: ci, mText: -1}
-	switch id := gjson.GetBytes(it.item, "id"); {
+	item := gjson.Result{Type: gjson.JSON, Raw: jsonkit.UnsafeString(it.item)}
+	switch id := jsonkit.Member(item, "id"); {
 	case f.itemID.Type == gjson.String:
 		o.itemID = []byte(f.itemID.Raw)
 	case id.Type == gjson.String:
@@ -1306,10 +1345,10 @@ func (s *responsesSplicer) feedMerge(m *respItemState, typ string, f *respFields
 // and its extra parts as they finally are go to the open text's message.
 func (s *responsesSplicer) mergeItemDone(o *respOpen, f *respFields) {
 	s.flushSeam()
-	if st := f.item.Get("status"); st.Type == gjson.String {
+	if st := jsonkit.Member(f.item, "status"); st.Type == gjson.String {
 		o.edit.status = []byte(st.Raw)
 	}
-	parts := rewrite.BlocksElems(f.item.Get("content"))
+	parts := rewrite.BlocksElems(jsonkit.Member(f.item, "content"))
 	for mi, x := range o.extra {
 		if mi < int64(len(parts)) && parts[mi].IsObject() {
 			o.edit.extra[x.pos] = []byte(parts[mi].Raw)
@@ -1328,7 +1367,7 @@ func (s *responsesSplicer) mergePartAdded(o *respOpen, f *respFields, ci int64, 
 	if !hasCI {
 		return true
 	}
-	if o.mText < 0 && !o.textClosed && f.part.Get("type").Str == "output_text" {
+	if o.mText < 0 && !o.textClosed && jsonkit.Member(f.part, "type").Str == "output_text" {
 		o.mText = ci
 		return true
 	}
