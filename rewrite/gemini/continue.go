@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -42,14 +43,19 @@ const (
 	gpCall
 )
 
-func geminiKindOf(p gjson.Result) geminiPartKind {
-	if fc, _ := either(p, "functionCall", "function_call"); fc.IsObject() {
+func geminiKindOf(p *gjson.Result) geminiPartKind {
+	// jsonkit's lookups, not gjson's Get: a streamed turn's splicer runs
+	// this on every part (see), under the whole reading chain.
+	fc := jsonkit.MemberRaw(p.Raw, "functionCall")
+	if fc == "" {
+		fc = jsonkit.MemberRaw(p.Raw, "function_call")
+	}
+	switch {
+	case strings.HasPrefix(fc, "{"):
 		return gpCall
-	}
-	if p.Get("thought").Bool() {
+	case jsonkit.Member(*p, "thought").Bool():
 		return gpThought
-	}
-	if p.Get("text").Type == gjson.String {
+	case strings.HasPrefix(jsonkit.MemberRaw(p.Raw, "text"), `"`):
 		return gpText
 	}
 	return gpOther
@@ -78,7 +84,7 @@ func (geminiCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte, b
 	keep := make([]int, 0, len(elems))
 	hasText := false
 	for i, p := range elems {
-		switch geminiKindOf(p) {
+		switch geminiKindOf(&p) {
 		case gpCall:
 			continue
 		case gpText:
@@ -91,7 +97,7 @@ func (geminiCodec) ContinuationMessages(reply []byte, prefill bool) ([][]byte, b
 		hasText = false
 		for n := len(keep); n > 0; n-- {
 			p := elems[keep[n-1]]
-			if geminiKindOf(p) != gpText {
+			if geminiKindOf(&p) != gpText {
 				continue
 			}
 			t := p.Get("text")
@@ -151,11 +157,11 @@ func (geminiCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 
 	// acc's trailing text run.
 	e1 := rewrite.BlocksElems(p1)
-	open := len(e1) > 0 && geminiKindOf(e1[len(e1)-1]) == gpText
+	open := len(e1) > 0 && geminiKindOf(&e1[len(e1)-1]) == gpText
 	var prev []byte
 	if open {
 		j, n := len(e1), 0
-		for j > 0 && geminiKindOf(e1[j-1]) == gpText && n < rewrite.SeamWindow {
+		for j > 0 && geminiKindOf(&e1[j-1]) == gpText && n < rewrite.SeamWindow {
 			j--
 			n += len(e1[j].Get("text").Str)
 		}
@@ -170,7 +176,7 @@ func (geminiCodec) ContinueReply(acc, next []byte) ([]byte, error) {
 	const before, in, after = 0, 1, 2
 	run := before
 	for _, p := range rewrite.BlocksElems(p2) {
-		k := geminiKindOf(p)
+		k := geminiKindOf(&p)
 		switch {
 		case k == gpThought:
 			continue

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
@@ -69,6 +70,9 @@ var (
 )
 
 type geminiSplicer struct {
+	// c is what readParts found in the chunk Feed is taking: kept here,
+	// not in the frames under Feed (see chunk).
+	c        geminiChunkParts
 	eol      []byte // line ending of the upstream ("\r\n" until seen)
 	eolSeen  bool
 	events   int
@@ -219,7 +223,7 @@ func (s *geminiSplicer) Feed(ev *rewrite.Event) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e := root.Get("error"); e.Exists() && !root.Get("candidates").Exists() {
+	if errorChunk(&root) {
 		s.failed, s.done = true, true
 		if s.stream == 0 {
 			return s.out(s.passRaw(nil, ev.Raw)), nil
@@ -237,7 +241,7 @@ func (s *geminiSplicer) Feed(ev *rewrite.Event) ([]byte, error) {
 			return nil, err
 		}
 	}
-	b, err := s.chunk(ev, root)
+	b, err := s.chunk(ev, &root)
 	if err != nil {
 		return nil, err
 	}
@@ -256,98 +260,171 @@ type geminiChunkParts struct {
 	ncall          int            // the chunk's calls
 }
 
+// errorChunk reports whether a chunk is an error (an error member and no
+// candidates).
+func errorChunk(root *gjson.Result) bool {
+	return jsonkit.MemberRaw(root.Raw, "error") != "" && jsonkit.MemberRaw(root.Raw, "candidates") == ""
+}
+
 // chunk handles one GenerateContentResponse chunk: readParts and
 // readMetadata record it, then a continuation's chunk goes to contChunk and
 // any other to passChunk.
-func (s *geminiSplicer) chunk(ev *rewrite.Event, root gjson.Result) ([]byte, error) {
-	c, err := s.readParts(root)
-	if err != nil {
+//
+// A streamed turn's goroutine runs it on top of its whole reading chain:
+// what the chunk holds (s.c, root, each part) is kept in the splicer and
+// passed by pointer, and its members are looked up with jsonkit (Member,
+// MemberRaw), not gjson's Get, so that the frames under Feed fit in the
+// stream's first 4 KB of stack.
+func (s *geminiSplicer) chunk(ev *rewrite.Event, root *gjson.Result) ([]byte, error) {
+	c := &s.c
+	if err := s.readParts(root, c); err != nil {
 		return nil, err
 	}
-	terminal := s.readMetadata(root, c.cand)
-	if s.cont {
-		return s.contChunk(ev, c.partsArr, c.elems, c.ncall, terminal)
-	}
-	return s.passChunk(ev, &c, terminal)
-}
-
-// readParts checks the shape of candidate 0 and records its parts (calls
-// among them) in the splicer.
-func (s *geminiSplicer) readParts(root gjson.Result) (c geminiChunkParts, err error) {
-	cands := root.Get("candidates")
-	if !jsonkit.IsNull(cands) && !cands.IsArray() {
-		return c, fmt.Errorf("%w: candidates must be an array", rewrite.ErrMalformedReply)
-	}
-	c.cand = cands.Get("0")
-	if !jsonkit.IsNull(c.cand) && !c.cand.IsObject() {
-		return c, fmt.Errorf("%w: candidates[0] must be an object", rewrite.ErrMalformedReply)
-	}
-	content := c.cand.Get("content")
-	if !jsonkit.IsNull(content) && !content.IsObject() {
-		return c, fmt.Errorf("%w: candidates[0].content must be an object", rewrite.ErrMalformedReply)
-	}
-	c.partsArr = content.Get("parts")
-	if !jsonkit.IsNull(c.partsArr) && !c.partsArr.IsArray() {
-		return c, fmt.Errorf("%w: candidates[0].content.parts must be an array", rewrite.ErrMalformedReply)
-	}
-	// elems and text are the splicer's scratch, valid until the next
-	// chunk; raw parts are copied into the part arena.
-	s.elems = s.elems[:0]
-	jsonkit.EachElement(c.partsArr, func(_ int, v gjson.Result) bool {
-		s.elems = append(s.elems, v)
-		return true
-	})
-	c.elems, c.text = s.elems, s.text[:0]
-	defer func() { s.text = c.text }()
-	c.firstCall = len(s.calls)
-	for i, p := range c.elems {
-		if !p.IsObject() {
-			return c, fmt.Errorf("%w: candidates[0].content.parts[%d] must be an object", rewrite.ErrMalformedReply, i)
-		}
-		raw := s.arena.KeepString(p.Raw)
-		s.parts = append(s.parts, raw)
-		if fc, _ := either(p, "functionCall", "function_call"); fc.IsObject() {
-			s.calls = append(s.calls, raw)
-			if s.watch.On() {
-				s.watchCall(fc)
-			}
-		} else {
-			c.text = append(c.text, i)
+	for i := range c.elems {
+		if err := s.readPart(c, i); err != nil {
+			return nil, err
 		}
 	}
 	c.ncall = len(s.calls) - c.firstCall
-	return c, nil
+	s.text = c.text // the scratch, grown
+	terminal := s.readMetadata(root, &c.cand)
+	if s.cont {
+		return s.contChunk(ev, c.partsArr, c.elems, c.ncall, terminal)
+	}
+	return s.passChunk(ev, c, terminal)
+}
+
+// readParts checks the shape of candidate 0 and lists its parts in c;
+// chunk then reads each (readPart).
+func (s *geminiSplicer) readParts(root *gjson.Result, c *geminiChunkParts) error {
+	*c = geminiChunkParts{}
+	// jsonkit's lookups, not gjson's Get: they need far less stack.
+	cands := jsonkit.Member(*root, "candidates")
+	if !jsonkit.IsNull(cands) && !cands.IsArray() {
+		return errChunkShape("candidates must be an array", -1)
+	}
+	c.cand = firstElement(&cands)
+	if !jsonkit.IsNull(c.cand) && !c.cand.IsObject() {
+		return errChunkShape("candidates[0] must be an object", -1)
+	}
+	content := jsonkit.Member(c.cand, "content")
+	if !jsonkit.IsNull(content) && !content.IsObject() {
+		return errChunkShape("candidates[0].content must be an object", -1)
+	}
+	c.partsArr = jsonkit.Member(content, "parts")
+	if !jsonkit.IsNull(c.partsArr) && !c.partsArr.IsArray() {
+		return errChunkShape("candidates[0].content.parts must be an array", -1)
+	}
+	// elems and text are the splicer's scratch, valid until the next
+	// chunk; raw parts are copied into the part arena.
+	s.elems = appendElements(s.elems[:0], &c.partsArr)
+	c.elems, c.text = s.elems, s.text[:0]
+	c.firstCall = len(s.calls)
+	return nil
+}
+
+// readPart records part i of the chunk: a call, or a part that is not one
+// (c.text).
+//
+//go:noinline
+func (s *geminiSplicer) readPart(c *geminiChunkParts, i int) error {
+	p := &c.elems[i]
+	if !p.IsObject() {
+		return errChunkShape("candidates[0].content.parts[%d] must be an object", i)
+	}
+	raw := s.arena.KeepString(p.Raw)
+	s.parts = append(s.parts, raw)
+	fc := memberEither(p, "functionCall", "function_call")
+	if !fc.IsObject() {
+		c.text = append(c.text, i)
+		return nil
+	}
+	s.calls = append(s.calls, raw)
+	if s.watch.On() {
+		s.watchCall(fc)
+	}
+	return nil
+}
+
+// errChunkShape is the error of a chunk whose candidate 0 is not shaped as
+// what (a part's index in it when i >= 0).
+//
+//go:noinline
+func errChunkShape(what string, i int) error {
+	if i >= 0 {
+		what = fmt.Sprintf(what, i)
+	}
+	return fmt.Errorf("%w: %s", rewrite.ErrMalformedReply, what)
+}
+
+// firstElement is arr's first element (gjson's Get("0")); none when arr
+// is not an array or is empty.
+func firstElement(arr *gjson.Result) gjson.Result {
+	if !arr.IsArray() {
+		return gjson.Result{}
+	}
+	start, end, _, ok := jsonkit.NextElement(arr.Raw, strings.IndexByte(arr.Raw, '[')+1)
+	if !ok {
+		return gjson.Result{}
+	}
+	return jsonkit.ValueAt(arr.Raw[start:end], arr.Index, start)
+}
+
+// appendElements appends arr's elements (none unless arr is an array),
+// each with its offset in the chunk as Index.
+func appendElements(dst []gjson.Result, arr *gjson.Result) []gjson.Result {
+	if !arr.IsArray() {
+		return dst
+	}
+	for j := strings.IndexByte(arr.Raw, '[') + 1; ; {
+		start, end, next, ok := jsonkit.NextElement(arr.Raw, j)
+		if !ok {
+			return dst
+		}
+		dst = append(dst, jsonkit.ValueAt(arr.Raw[start:end], arr.Index, start))
+		j = next
+	}
+}
+
+// memberEither is either with jsonkit.Member's lookups (for the chunks of
+// a stream): obj's member camel, or else snake.
+func memberEither(obj *gjson.Result, camel, snake string) gjson.Result {
+	v := jsonkit.Member(*obj, camel)
+	if !v.Exists() {
+		v = jsonkit.Member(*obj, snake)
+	}
+	return v
 }
 
 // readMetadata records the chunk's ids, model, usage, prompt feedback and
 // finish reason, and reports whether the chunk ends its stream (a finish
 // reason, or a blocked prompt without a candidate).
-func (s *geminiSplicer) readMetadata(root, cand gjson.Result) (terminal bool) {
+func (s *geminiSplicer) readMetadata(root, cand *gjson.Result) (terminal bool) {
 	if s.stream == 0 {
 		if s.firstID == nil {
-			s.firstID = rawString(root.Get("responseId"))
+			s.firstID = rawString(jsonkit.Member(*root, "responseId"))
 		}
 		if s.firstModel == nil {
-			s.firstModel = rawString(root.Get("modelVersion"))
+			s.firstModel = rawString(jsonkit.Member(*root, "modelVersion"))
 		}
 	}
 	if s.id == nil {
-		s.id = rawString(root.Get("responseId"))
+		s.id = rawString(jsonkit.Member(*root, "responseId"))
 	}
 	if s.model == nil {
-		s.model = rawString(root.Get("modelVersion"))
+		s.model = rawString(jsonkit.Member(*root, "modelVersion"))
 	}
-	if u := root.Get("usageMetadata"); u.IsObject() {
+	if u := jsonkit.Member(*root, "usageMetadata"); u.IsObject() {
 		s.usage = append(s.usage[:0], u.Raw...) // owned by the splicer alone (Next)
 	}
-	if pf := root.Get("promptFeedback"); pf.IsObject() {
+	if pf := jsonkit.Member(*root, "promptFeedback"); pf.IsObject() {
 		s.feedback = []byte(pf.Raw)
 	}
-	fr, _ := either(cand, "finishReason", "finish_reason")
+	fr := memberEither(cand, "finishReason", "finish_reason")
 	terminal = fr.Type == gjson.String && fr.Str != ""
 	if terminal {
 		s.finish = []byte(fr.Raw)
-	} else if !cand.Exists() && root.Get("promptFeedback.blockReason").Type == gjson.String {
+	} else if !cand.Exists() && jsonkit.Member(jsonkit.Member(*root, "promptFeedback"), "blockReason").Type == gjson.String {
 		terminal = true // the prompt was blocked: no candidate comes
 	}
 	return terminal
@@ -780,13 +857,13 @@ func (s *geminiSplicer) Continue() {
 }
 
 // see follows one part the agent gets.
-func (s *geminiSplicer) see(p gjson.Result) {
+func (s *geminiSplicer) see(p *gjson.Result) {
 	if geminiKindOf(p) != gpText {
 		s.open, s.tail = false, s.tail[:0]
 		return
 	}
 	s.open = true
-	s.tail = append(s.tail, p.Get("text").Str...)
+	s.tail = append(s.tail, jsonkit.Member(*p, "text").Str...)
 	if len(s.tail) > 2*rewrite.SeamWindow {
 		s.tail = s.tail[:copy(s.tail, s.tail[len(s.tail)-rewrite.SeamWindow:])]
 	}
@@ -795,20 +872,21 @@ func (s *geminiSplicer) see(p gjson.Result) {
 // seeElems follows the parts elems at keep (every part when keep is nil).
 func (s *geminiSplicer) seeElems(elems []gjson.Result, keep []int) {
 	if keep == nil {
-		for _, p := range elems {
-			s.see(p)
+		for i := range elems {
+			s.see(&elems[i])
 		}
 		return
 	}
 	for _, i := range keep {
-		s.see(elems[i])
+		s.see(&elems[i])
 	}
 }
 
 // seeRaw follows raw parts.
 func (s *geminiSplicer) seeRaw(parts [][]byte) {
 	for _, p := range parts {
-		s.see(gjson.ParseBytes(p))
+		part := gjson.ParseBytes(p)
+		s.see(&part)
 	}
 }
 
@@ -842,7 +920,7 @@ func (s *geminiSplicer) contParts(elems []gjson.Result, terminal bool) (out, cal
 	out = make([][]byte, 0, len(elems)+1)
 	same = true
 	for _, p := range elems {
-		switch geminiKindOf(p) {
+		switch geminiKindOf(&p) {
 		case gpCall:
 			calls = append(calls, []byte(p.Raw))
 			if f := s.endRun(); f != nil {
