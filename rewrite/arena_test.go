@@ -40,6 +40,18 @@ func TestArenaKeep(t *testing.T) {
 		s := strings.Repeat(string(rune('a'+i%26)), 100)
 		kept = append(kept, a.KeepString(s))
 	}
+	// Copies up to a quarter of ArenaBlock, larger than a small first
+	// block, are kept whole.
+	for _, n := range []int{rewrite.ArenaFirstBlock - 1, rewrite.ArenaFirstBlock + 1, rewrite.ArenaBlock / 4} {
+		var b rewrite.Arena
+		s := strings.Repeat("c", n)
+		if got := b.KeepString(s); string(got) != s {
+			t.Fatalf("a copy of %d bytes in a fresh arena is %d bytes", n, len(got))
+		}
+		if got := b.KeepString(s); string(got) != s {
+			t.Fatalf("a second copy of %d bytes is %d bytes", n, len(got))
+		}
+	}
 	for i, k := range kept {
 		if want := strings.Repeat(string(rune('a'+i%26)), 100); string(k) != want {
 			t.Fatalf("copy %d = %q, want %q", i, k, want)
