@@ -3,10 +3,12 @@ package turn
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"go.uber.org/zap"
@@ -93,15 +95,45 @@ type PrefixState struct {
 
 // prefixTrack is one conversation of the session, known by the hash of the
 // agent's first element (First): the element hashes of the latest request
-// sent upstream for it (Upstream, packed: base64 of little-endian uint32s,
-// so the record stays small and cheap to encode), and of the agent's
-// latest request only its length and the hash of its element hashes (all
-// the next turn needs to tell whether the agent's history only grew).
+// sent upstream for it (Upstream), and of the agent's latest request only
+// its length and the hash of its element hashes (all the next turn needs
+// to tell whether the agent's history only grew).
 type prefixTrack struct {
-	First    uint32 `json:"first"`
-	AgentLen int    `json:"agent_len"`
-	AgentSum uint64 `json:"agent_sum"`
-	Upstream string `json:"upstream"`
+	First    uint32       `json:"first"`
+	AgentLen int          `json:"agent_len"`
+	AgentSum uint64       `json:"agent_sum"`
+	Upstream packedHashes `json:"upstream"`
+}
+
+// packedHashes is element hashes, kept as they are in memory (a turn
+// compares with them, the memory store keeps them) and written in JSON as
+// one string, the base64 of their little-endian bytes, so that a stored
+// slot stays small and cheap to encode. Its elements are never changed in
+// place once set.
+type packedHashes []uint32
+
+// MarshalJSON implements json.Marshaler.
+func (h packedHashes) MarshalJSON() ([]byte, error) {
+	return h.appendJSON(nil), nil
+}
+
+// appendJSON appends h's JSON string to dst.
+func (h packedHashes) appendJSON(dst []byte) []byte {
+	dst = append(dst, '"')
+	dst = base64.StdEncoding.AppendEncode(dst, hashBytes(h))
+	return append(dst, '"')
+}
+
+// UnmarshalJSON implements json.Unmarshaler: a string that is not such an
+// encoding reads as no hashes (the next turn then finds no break), any
+// other JSON value is an error.
+func (h *packedHashes) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*h = unpackHashes(s)
+	return nil
 }
 
 // SlotVersion implements state.Slot.
@@ -131,10 +163,18 @@ func PrefixOf(sess *state.Session) (*PrefixState, error) {
 	return state.SlotAs(sess, PrefixSlotName, decodePrefixSlot)
 }
 
-// hashBytes is element hashes as little-endian bytes, in one buffer: what
-// packHashes encodes, and what the sums of a track (prefixTrack.AgentSum,
-// PrefixTurn.Hash) are the xxhash64 of.
+// hashBytes is element hashes as little-endian bytes: what packedHashes
+// encodes, and what the sums of a track (prefixTrack.AgentSum,
+// PrefixTurn.Hash) are the xxhash64 of. On a little-endian machine it is
+// h's own memory (no copy: a 1 MB history has a few thousand elements,
+// hashed and compared on every turn); elsewhere a copy.
 func hashBytes(h []uint32) []byte {
+	if len(h) == 0 {
+		return nil
+	}
+	if littleEndian {
+		return unsafe.Slice((*byte)(unsafe.Pointer(&h[0])), 4*len(h))
+	}
 	raw := make([]byte, 4*len(h))
 	for i, v := range h {
 		binary.LittleEndian.PutUint32(raw[4*i:], v)
@@ -142,19 +182,18 @@ func hashBytes(h []uint32) []byte {
 	return raw
 }
 
-// packHashes encodes element hashes for prefixTrack.Upstream.
-func packHashes(h []uint32) string { return packHashBytes(hashBytes(h)) }
+// littleEndian reports whether this machine stores a uint32 low byte
+// first, as packedHashes encodes it.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
-// packHashBytes is packHashes of hashBytes' result.
-func packHashBytes(raw []byte) string { return base64.StdEncoding.EncodeToString(raw) }
-
-// unpackHashes decodes prefixTrack.Upstream; nil when it is malformed.
-func unpackHashes(s string) []uint32 {
+// unpackHashes decodes packedHashes' string; nil when it is malformed or
+// empty.
+func unpackHashes(s string) packedHashes {
 	raw, err := base64.StdEncoding.DecodeString(s)
-	if err != nil || len(raw)%4 != 0 {
+	if err != nil || len(raw)%4 != 0 || len(raw) == 0 {
 		return nil
 	}
-	out := make([]uint32, len(raw)/4)
+	out := make(packedHashes, len(raw)/4)
 	for i := range out {
 		out[i] = binary.LittleEndian.Uint32(raw[4*i:])
 	}
@@ -166,7 +205,7 @@ func unpackHashes(s string) []uint32 {
 func (c *prefixCheck) followed(key string, lastSent []byte) {
 	var h rewrite.History
 	rewrite.HashHistory(&h, lastSent, key)
-	c.track.Upstream = packHashes(h.Hashes)
+	c.track.Upstream = h.Hashes // h is this call's
 }
 
 // prefixCheck is what Begin found for the turn and save records.
@@ -281,11 +320,13 @@ func (e *Engine) checkPrefix(j *prefixJob) (c *prefixCheck, held *historyRef) {
 	if len(agent.Hashes) == 0 {
 		return nil, held
 	}
-	// Each conversation's hashes as bytes once: summed, packed, and (the
-	// agent's) summed again up to the previous request's length.
+	// Each conversation's hashes as bytes (their own memory): summed,
+	// and (the agent's) summed again up to the previous request's length.
+	// The track keeps a copy of the upstream ones: the ref's are extended
+	// in place by the session's next request.
 	agentRaw, upRaw := hashBytes(agent.Hashes), hashBytes(up.Hashes)
 	c = &prefixCheck{track: prefixTrack{First: agent.Hashes[0], AgentLen: len(agent.Hashes),
-		AgentSum: xxhash.Sum64(agentRaw), Upstream: packHashBytes(upRaw)}}
+		AgentSum: xxhash.Sum64(agentRaw), Upstream: slices.Clone(up.Hashes)}}
 	c.turn = PrefixTurn{At: j.at, RequestID: j.requestID, Hash: fmt.Sprintf("%016x", xxhash.Sum64(upRaw)),
 		Elements: len(up.Hashes), BreakOffset: -1, BreakElement: -1}
 	tr := j.prev.track(agent.Hashes[0])
@@ -293,7 +334,7 @@ func (e *Engine) checkPrefix(j *prefixJob) (c *prefixCheck, held *historyRef) {
 		c.turn.First = true
 		return c, held
 	}
-	k := firstDiff(unpackHashes(tr.Upstream), up.Hashes)
+	k := firstDiff(tr.Upstream, up.Hashes)
 	if k < 0 {
 		return c, held
 	}

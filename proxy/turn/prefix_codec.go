@@ -78,7 +78,11 @@ func decodePrefixTrack(v string, t *prefixTrack) bool {
 		case "agent_sum":
 			return jsonkit.DecodeUint(v, 64, &t.AgentSum)
 		case "upstream":
-			return jsonkit.DecodeString(v, &t.Upstream)
+			var packed string
+			if !jsonkit.DecodeString(v, &packed) {
+				return false
+			}
+			t.Upstream = unpackHashes(packed)
 		}
 		return true
 	})
@@ -136,7 +140,7 @@ func (s *PrefixState) AppendSlotJSON(dst []byte) ([]byte, error) {
 			dst = strconv.AppendUint(append(dst, `{"first":`...), uint64(t.First), 10)
 			dst = strconv.AppendInt(append(dst, `,"agent_len":`...), int64(t.AgentLen), 10)
 			dst = strconv.AppendUint(append(dst, `,"agent_sum":`...), t.AgentSum, 10)
-			dst = jsonkit.AppendString(append(dst, `,"upstream":`...), t.Upstream)
+			dst = t.Upstream.appendJSON(append(dst, `,"upstream":`...))
 			dst = append(dst, '}')
 		}
 		dst = append(dst, ']')

@@ -11,7 +11,7 @@ import (
 func samplePrefixState() *PrefixState {
 	at := time.Date(2026, 11, 26, 10, 0, 0, 123, time.FixedZone("x", -3600))
 	return &PrefixState{
-		Tracks: []prefixTrack{{First: 4294967295, AgentLen: 30, AgentSum: 18446744073709551615, Upstream: packHashes([]uint32{1, 2, 3})}, {}},
+		Tracks: []prefixTrack{{First: 4294967295, AgentLen: 30, AgentSum: 18446744073709551615, Upstream: packedHashes{1, 2, 3}}, {}},
 		Turns: []PrefixTurn{
 			{At: at, RequestID: "req-1", Hash: "00ff00ff00ff00ff", Elements: 62, First: true, BreakOffset: -1, BreakElement: -1},
 			{At: at.UTC(), Hash: "x", Elements: 63, BreakOffset: 1234, BreakElement: 7, Cause: CauseClient, CacheReadTokens: 9, CacheWriteTokens: 1},
@@ -27,6 +27,11 @@ func TestPrefixSlotCodec(t *testing.T) {
 	for _, s := range []*PrefixState{samplePrefixState(), {}, {Tracks: []prefixTrack{}, Turns: []PrefixTurn{}, Breaks: map[string]int64{}}} {
 		want, err := json.Marshal(s)
 		require.NoError(t, err)
+		if len(s.Tracks) > 0 && len(s.Tracks[0].Upstream) > 0 {
+			// Stored slots keep their format: the hashes as one base64
+			// string of their little-endian bytes.
+			require.Contains(t, string(want), `"upstream":"AQAAAAIAAAADAAAA"`)
+		}
 		got, err := s.AppendSlotJSON(nil)
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(got))

@@ -223,7 +223,7 @@ func TestPrefixFollowsTheLastUpstreamRequest(t *testing.T) {
 			require.NoError(t, err)
 			var h rewrite.History
 			rewrite.HashHistory(&h, []byte(up.sent[0]), "messages")
-			require.Equal(t, h.Hashes, unpackHashes(st.Tracks[0].Upstream), "the follow-up is the base of the next turn")
+			require.Equal(t, h.Hashes, []uint32(st.Tracks[0].Upstream), "the follow-up is the base of the next turn")
 
 			// The agent's next request: its copy of the reply, then a new message.
 			content := gjson.GetBytes(w.final.Reply, "content").Raw
