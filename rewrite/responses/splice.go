@@ -227,11 +227,36 @@ func (s *responsesSplicer) Feed(ev *rewrite.Event) ([]byte, error) {
 	if s.finished {
 		return nil, errors.New("rewrite: Feed after Finish")
 	}
+	s.reserve(len(ev.Raw), len(ev.Data))
 	b, err := s.feed(ev)
 	if err != nil {
 		return nil, err
 	}
 	return s.out(b), nil
+}
+
+// reserve grows the scratch emitRewrite renders an event in (respScratch)
+// to fit an event of raw bytes with a payload of data bytes, renumbered.
+// It runs here, with only Feed's callers below it: grown deep under
+// feedEvent, a buffer now and then takes the allocator's slow path, over a
+// kilobyte deep, on top of a streamed turn's reading chain, and the
+// stream's goroutine keeps the larger stack that took for its whole life.
+//
+//go:noinline
+func (s *responsesSplicer) reserve(raw, data int) {
+	const digits = 24 // a renumbered member's new value, and then some
+	sc := &s.scratch
+	if cap(sc.event) < raw+digits {
+		sc.event = make([]byte, 0, raw+raw/4+digits)
+	}
+	if cap(sc.data) < data+digits {
+		sc.data = make([]byte, 0, data+data/4+digits)
+	}
+	if cap(sc.edits) == 0 {
+		sc.edits = make([]respEdit, 0, 8) // at most eight members are edited
+		sc.seq = make([]byte, 0, digits)
+		sc.out = make([]byte, 0, digits)
+	}
 }
 
 // out returns b after the events rendered earlier and not written yet.
