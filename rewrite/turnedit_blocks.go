@@ -30,12 +30,7 @@ func BlocksConversation(body []byte, key string) (root, arr gjson.Result, err er
 // BlocksElems returns the elements of arr in order (nil unless arr is an
 // array), each with its offset in the body arr was read from as Index.
 func BlocksElems(arr gjson.Result) []gjson.Result {
-	var elems []gjson.Result
-	jsonkit.EachElement(arr, func(_ int, v gjson.Result) bool {
-		elems = append(elems, v)
-		return true
-	})
-	return elems
+	return jsonkit.ElementsOf(nil, arr)
 }
 
 // BlocksAt returns the element at pos, or an error naming key when pos is out of

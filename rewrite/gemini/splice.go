@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
@@ -303,7 +302,7 @@ func (s *geminiSplicer) readParts(root *gjson.Result, c *geminiChunkParts) error
 	if !jsonkit.IsNull(cands) && !cands.IsArray() {
 		return errChunkShape("candidates must be an array", -1)
 	}
-	c.cand = firstElement(&cands)
+	c.cand = jsonkit.FirstElement(cands)
 	if !jsonkit.IsNull(c.cand) && !c.cand.IsObject() {
 		return errChunkShape("candidates[0] must be an object", -1)
 	}
@@ -317,7 +316,7 @@ func (s *geminiSplicer) readParts(root *gjson.Result, c *geminiChunkParts) error
 	}
 	// elems and text are the splicer's scratch, valid until the next
 	// chunk; raw parts are copied into the part arena.
-	s.elems = appendElements(s.elems[:0], &c.partsArr)
+	s.elems = jsonkit.ElementsOf(s.elems[:0], c.partsArr)
 	c.elems, c.text = s.elems, s.text[:0]
 	c.firstCall = len(s.calls)
 	return nil
@@ -355,35 +354,6 @@ func errChunkShape(what string, i int) error {
 		what = fmt.Sprintf(what, i)
 	}
 	return fmt.Errorf("%w: %s", rewrite.ErrMalformedReply, what)
-}
-
-// firstElement is arr's first element (gjson's Get("0")); none when arr
-// is not an array or is empty.
-func firstElement(arr *gjson.Result) gjson.Result {
-	if !arr.IsArray() {
-		return gjson.Result{}
-	}
-	start, end, _, ok := jsonkit.NextElement(arr.Raw, strings.IndexByte(arr.Raw, '[')+1)
-	if !ok {
-		return gjson.Result{}
-	}
-	return jsonkit.ValueAt(arr.Raw[start:end], arr.Index, start)
-}
-
-// appendElements appends arr's elements (none unless arr is an array),
-// each with its offset in the chunk as Index.
-func appendElements(dst []gjson.Result, arr *gjson.Result) []gjson.Result {
-	if !arr.IsArray() {
-		return dst
-	}
-	for j := strings.IndexByte(arr.Raw, '[') + 1; ; {
-		start, end, next, ok := jsonkit.NextElement(arr.Raw, j)
-		if !ok {
-			return dst
-		}
-		dst = append(dst, jsonkit.ValueAt(arr.Raw[start:end], arr.Index, start))
-		j = next
-	}
 }
 
 // memberEither is either with jsonkit.Member's lookups (for the chunks of

@@ -176,6 +176,39 @@ func EachElement(arr gjson.Result, fn func(i int, v gjson.Result) bool) {
 	}
 }
 
+// ElementsOf appends arr's elements to dst (none unless arr is an
+// array), each with its offset in the document arr came from as Index:
+// EachElement's elements, collected without a callback, into a slice the
+// caller may reuse.
+func ElementsOf(dst []gjson.Result, arr gjson.Result) []gjson.Result {
+	if !arr.IsArray() {
+		return dst
+	}
+	s := arr.Raw
+	for j := strings.IndexByte(s, '[') + 1; ; {
+		start, end, next, ok := NextElement(s, j)
+		if !ok {
+			return dst
+		}
+		dst = append(dst, ValueAt(s[start:end], arr.Index, start))
+		j = next
+	}
+}
+
+// FirstElement is arr's first element (gjson's Get("0")); none, with no
+// offset, when arr is not an array or is empty.
+func FirstElement(arr gjson.Result) gjson.Result {
+	if !arr.IsArray() {
+		return gjson.Result{}
+	}
+	s := arr.Raw
+	start, end, _, ok := NextElement(s, strings.IndexByte(s, '[')+1)
+	if !ok {
+		return gjson.Result{}
+	}
+	return ValueAt(s[start:end], arr.Index, start)
+}
+
 // NextElement reads the element of an array that starts at s[j] (just past
 // the opening bracket or a comma; whitespace allowed): the span of its
 // value and where to look for the next one. ok is false at the closing
@@ -359,15 +392,24 @@ func MemberRaw(obj, key string) string {
 	if i < 0 || strings.TrimSpace(obj[:i]) != "" {
 		return ""
 	}
-	at := memberStart(obj, i, key)
+	at, end := memberValueSpan(obj, i, key)
 	if at < 0 {
 		return ""
 	}
-	end := SkipValue(obj, at)
-	if end < 0 {
-		return ""
-	}
 	return obj[at:end]
+}
+
+// memberValueSpan is where the value of the first member named key of the
+// object whose opening brace is s[i] starts and ends; at is -1 when it has
+// none (or the object is malformed before it).
+func memberValueSpan(s string, i int, key string) (at, end int) {
+	if at = memberStart(s, i, key); at < 0 {
+		return -1, -1
+	}
+	if end = SkipValue(s, at); end < 0 {
+		return -1, -1
+	}
+	return at, end
 }
 
 // Member returns obj's first member named key (gjson's Get for a plain key,
@@ -379,12 +421,8 @@ func Member(obj gjson.Result, key string) gjson.Result {
 		return gjson.Result{}
 	}
 	s := obj.Raw
-	at := memberStart(s, strings.IndexByte(s, '{'), key)
+	at, end := memberValueSpan(s, strings.IndexByte(s, '{'), key)
 	if at < 0 {
-		return gjson.Result{}
-	}
-	end := SkipValue(s, at)
-	if end < 0 {
 		return gjson.Result{}
 	}
 	return ValueAt(s[at:end], obj.Index, at)

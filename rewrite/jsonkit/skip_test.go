@@ -59,8 +59,18 @@ func checkIteration(t *testing.T, doc string) {
 			})
 			require.Len(t, got, len(want), "elements of %s", r.Raw)
 			require.Empty(t, MemberRaw(r.Raw, "a"), "an array has no members")
+			// ElementsOf collects them, after what dst holds; FirstElement
+			// is gjson's Get("0") (an empty array has none).
+			collected := ElementsOf([]gjson.Result{{}}, r)
+			require.Len(t, collected, len(want)+1, "ElementsOf of %s", r.Raw)
+			if first := r.Get("0"); first.Exists() {
+				requireSameResult(t, first, FirstElement(r))
+			} else { // gjson gives an empty array's missing element an offset
+				require.False(t, FirstElement(r).Exists())
+			}
 			for i := range want {
 				requireSameResult(t, want[i], got[i])
+				requireSameResult(t, want[i], collected[i+1])
 				walk(got[i])
 			}
 		case r.IsObject():

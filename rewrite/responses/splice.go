@@ -143,11 +143,16 @@ type respFields struct {
 // error (decoders disagree on which duplicate wins).
 func parseRespFields(data []byte) (respFields, error) {
 	var f respFields
+	return f, parseRespFieldsInto(data, &f)
+}
+
+// parseRespFieldsInto is parseRespFields into f (which must be zero).
+func parseRespFieldsInto(data []byte, f *respFields) error {
 	root, err := rewrite.ParseReplyRoot(data)
 	if err != nil {
-		return f, err
+		return err
 	}
-	return f, readRespFields(&root, &f)
+	return readRespFields(&root, f)
 }
 
 // readRespFields is parseRespFields of a payload whose root object is root
@@ -608,11 +613,10 @@ func (s *responsesSplicer) emitFields(data []byte) (*respFields, error) {
 	}
 	f := &s.scratch.fields
 	*f = respFields{}
-	root, err := rewrite.ParseReplyRoot(data)
-	if err != nil {
+	if err := parseRespFieldsInto(data, f); err != nil {
 		return nil, err
 	}
-	return f, readRespFields(&root, f)
+	return f, nil
 }
 
 // appendEdits adds the edits of rw's members that the payload whose
