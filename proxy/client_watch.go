@@ -184,11 +184,15 @@ type watchedBody struct {
 	off  int
 	resp *fasthttp.Response
 	w    *clientWatch
+	// gather, when upstreamTransport writes the request through it, takes
+	// the body to write it with the head in one system call
+	// (upstream_gather.go).
+	gather gatherWriter
 }
 
 // setWatchedBody makes body req's body, bound to w through resp.
 func setWatchedBody(req *fasthttp.Request, resp *fasthttp.Response, body []byte, w *clientWatch) {
-	if w == nil || len(body) == 0 {
+	if len(body) == 0 {
 		return // an empty body would gain a Content-Length header
 	}
 	req.SetBodyStream(&watchedBody{b: body, resp: resp, w: w}, len(body))
@@ -201,6 +205,12 @@ func (b *watchedBody) SupportsBodyWriteTo() bool { return true }
 func (b *watchedBody) WriteTo(w io.Writer) (int64, error) {
 	if !b.bind() {
 		return 0, errClientGone
+	}
+	if b.gather.conn != nil && b.off == 0 {
+		// Queued: written after the head, on the bufio.Writer's flush.
+		b.gather.body = b.b
+		b.off = len(b.b)
+		return int64(len(b.b)), nil
 	}
 	n, err := w.Write(b.b[b.off:])
 	b.off += n

@@ -57,9 +57,21 @@ func (t *upstreamTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Req
 		return true, err
 	}
 	bw := hc.AcquireWriter(conn)
+	gb, _ := req.BodyStream().(*watchedBody)
+	if gb != nil {
+		gb.gather.conn = conn
+		bw.Reset(&gb.gather) // upstream_gather.go
+	}
 	err = req.Write(bw)
 	if err == nil {
 		err = bw.Flush()
+	}
+	if gb != nil {
+		if err == nil {
+			err = gb.gather.flush()
+		}
+		gb.gather = gatherWriter{}
+		bw.Reset(conn)
 	}
 	hc.ReleaseWriter(bw)
 	if err != nil {
