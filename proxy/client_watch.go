@@ -190,12 +190,15 @@ type watchedBody struct {
 	gather gatherWriter
 }
 
-// setWatchedBody makes body req's body, bound to w through resp.
-func setWatchedBody(req *fasthttp.Request, resp *fasthttp.Response, body []byte, w *clientWatch) {
+// setWatchedBody makes body req's body, bound to w through resp, and
+// returns it (nil for an empty body).
+func setWatchedBody(req *fasthttp.Request, resp *fasthttp.Response, body []byte, w *clientWatch) *watchedBody {
 	if len(body) == 0 {
-		return // an empty body would gain a Content-Length header
+		return nil // an empty body would gain a Content-Length header
 	}
-	req.SetBodyStream(&watchedBody{b: body, resp: resp, w: w}, len(body))
+	b := &watchedBody{b: body, resp: resp, w: w}
+	req.SetBodyStream(b, len(body))
+	return b
 }
 
 // SupportsBodyWriteTo lets fasthttp write the body through WriteTo.
@@ -207,7 +210,8 @@ func (b *watchedBody) WriteTo(w io.Writer) (int64, error) {
 		return 0, errClientGone
 	}
 	if b.gather.conn != nil && b.off == 0 {
-		// Queued: written after the head, on the bufio.Writer's flush.
+		// Queued: written after the head, on the bufio.Writer's flush
+		// (with b.gather.copies, when set).
 		b.gather.body = b.b
 		b.off = len(b.b)
 		return int64(len(b.b)), nil

@@ -69,6 +69,9 @@ type exchange struct {
 	}
 	// trace is the request's spans; nil when tracing is off (tracing.go).
 	trace *requestTrace
+	// copies says which spans of the body forwarded are copies of the
+	// agent's (upstream_gather.go).
+	copies bodyCopies
 }
 
 // handle proxies one request, in steps: admit it, read its body, inspect
@@ -106,7 +109,11 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	defer t.Settle() // a turn that does not run: its check reads the body
+	built := body
 	body = s.routeSelect(ctx, &x, t, in.view != nil && s.turnServes(ctx, &x, in.view), body)
+	if rewrite.SameSlice(body, built) { // not rewritten for another model
+		x.copies.src, x.copies.runs = t.SentCopies()
+	}
 	x.feed.turn = t
 	x.watch = s.watchClient(ctx, x.route.name)
 	defer func() { x.watch.stop() }() // nil once a stream's writer owns it
@@ -261,8 +268,8 @@ func (s *Server) forwardBody(ctx *fasthttp.RequestCtx, x *exchange, body []byte,
 	}
 	if cut != nil {
 		upReq.SetBodyStream(cut, cut.size)
-	} else {
-		setWatchedBody(upReq, x.upResp, body, x.watch)
+	} else if b := setWatchedBody(upReq, x.upResp, body, x.watch); b != nil {
+		b.gather.copies = x.copies
 	}
 	t0 := time.Now()
 	err := up.client.DoTimeout(upReq, x.upResp, s.cfg.Limits.UpstreamTimeout)

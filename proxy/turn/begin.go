@@ -297,3 +297,21 @@ func unjoin(err error) []error {
 	}
 	return []error{err}
 }
+
+// SentCopies says how the body Begin returned was made from the agent's:
+// runs are spans of it copied verbatim from agent (rewrite.CopyRun). Both
+// are nil when the codec does not know (or t is nil). The runs are the
+// codec's: read them before the turn edits again (Run).
+func (t *Turn) SentCopies() (agent []byte, runs []rewrite.CopyRun) {
+	if t == nil {
+		return nil, nil
+	}
+	cm, ok := t.codec.(rewrite.CopyMapper)
+	if !ok {
+		return nil, nil
+	}
+	if runs = cm.CopyRuns(t.body, t.sent); runs == nil {
+		return nil, nil
+	}
+	return t.body, runs
+}
