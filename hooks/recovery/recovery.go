@@ -40,25 +40,29 @@ func MatchModel[T any](rules []ModelRule[T], model string) (T, bool) {
 	return zero, false
 }
 
-// globMatch matches s against a pattern whose only metacharacter is *.
+// globMatch matches s against a pattern whose only metacharacter is *. It
+// runs for every request's model against every rule, so it walks the
+// pattern in place rather than splitting it.
 func globMatch(pattern, s string) bool {
-	parts := strings.Split(pattern, "*")
-	if len(parts) == 1 {
+	first, rest, ok := strings.Cut(pattern, "*")
+	if !ok {
 		return pattern == s
 	}
-	if !strings.HasPrefix(s, parts[0]) {
+	if !strings.HasPrefix(s, first) {
 		return false
 	}
-	s = s[len(parts[0]):]
-	last := parts[len(parts)-1]
-	for _, p := range parts[1 : len(parts)-1] {
-		i := strings.Index(s, p)
+	s = s[len(first):]
+	for {
+		part, more, ok := strings.Cut(rest, "*")
+		if !ok { // the last part: a suffix of what is left
+			return strings.HasSuffix(s, part)
+		}
+		i := strings.Index(s, part)
 		if i < 0 {
 			return false
 		}
-		s = s[i+len(p):]
+		s, rest = s[i+len(part):], more
 	}
-	return strings.HasSuffix(s, last)
 }
 
 // Options configure the hook (Config.Provision builds them from the

@@ -2,7 +2,10 @@ package recovery
 
 import (
 	"context"
+	"regexp"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
@@ -105,4 +108,26 @@ type replyFunc func(*conv.Reply) hooks.ReplyDecision
 func (replyFunc) Name() string { return "func" }
 func (f replyFunc) OnReply(_ context.Context, _ *hooks.Call, r *conv.Reply) (hooks.ReplyDecision, error) {
 	return f(r), nil
+}
+
+// globMatch agrees with the regular expression its pattern stands for:
+// each * any run of bytes, everything else literal.
+func FuzzGlobMatch(f *testing.F) {
+	for _, seed := range [][2]string{{"*", ""}, {"a*b*c", "abc"}, {"a*b*c", "acb"}, {"gpt-*-mini", "gpt-4o-mini"},
+		{"*ab*ab", "abab"}, {"a**a", "a"}, {"x*", "x\ny"}} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, pattern, s string) {
+		if !utf8.ValidString(pattern) || !utf8.ValidString(s) {
+			t.Skip("the regexp reads UTF-8") // model names are
+		}
+		parts := strings.Split(pattern, "*")
+		for i, p := range parts {
+			parts[i] = regexp.QuoteMeta(p)
+		}
+		re := regexp.MustCompile(`(?s)\A` + strings.Join(parts, ".*") + `\z`)
+		if got, want := globMatch(pattern, s), re.MatchString(s); got != want {
+			t.Fatalf("globMatch(%q, %q) = %v, the pattern's regexp says %v", pattern, s, got, want)
+		}
+	})
 }
