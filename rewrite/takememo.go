@@ -1,7 +1,6 @@
 package rewrite
 
 import (
-	"container/list"
 	"sync"
 )
 
@@ -12,19 +11,27 @@ import (
 // the budget is passed; an entry above a quarter of the budget is not
 // kept. It backs the index memo and the turn engine's history memo.
 //
+// Every request takes and puts: the recency list's nodes are kept for
+// reuse (a free list as long as the most entries held at once), so that a
+// put allocates nothing once the memo has been as full as it gets.
+//
 // A nil *TakeMemo keeps nothing. It is safe for concurrent use.
 type TakeMemo[K comparable, V any] struct {
 	mu     sync.Mutex
 	budget int64
 	used   int64
 	size   func(V) int64
-	lru    *list.List // of *takeEntry[K, V], most recent first
-	byKey  map[K]*list.Element
+	// head is the recency list's sentinel: head.next the most recently
+	// put entry, head.prev the least.
+	head  takeNode[K, V]
+	free  *takeNode[K, V] // nodes for reuse, linked through next
+	byKey map[K]*takeNode[K, V]
 }
 
-type takeEntry[K comparable, V any] struct {
-	k K
-	v V
+type takeNode[K comparable, V any] struct {
+	prev, next *takeNode[K, V]
+	k          K
+	v          V
 }
 
 // NewTakeMemo returns a memo of up to budget bytes, size giving an entry's
@@ -33,7 +40,9 @@ func NewTakeMemo[K comparable, V any](budget int64, size func(V) int64) *TakeMem
 	if budget <= 0 {
 		return nil
 	}
-	return &TakeMemo[K, V]{budget: budget, size: size, lru: list.New(), byKey: map[K]*list.Element{}}
+	m := &TakeMemo[K, V]{budget: budget, size: size, byKey: map[K]*takeNode[K, V]{}}
+	m.head.prev, m.head.next = &m.head, &m.head
+	return m
 }
 
 // Take removes k's entry and returns it (false: none).
@@ -44,12 +53,11 @@ func (m *TakeMemo[K, V]) Take(k K) (V, bool) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	el := m.byKey[k]
-	if el == nil {
+	n := m.byKey[k]
+	if n == nil {
 		return zero, false
 	}
-	m.remove(el)
-	return el.Value.(*takeEntry[K, V]).v, true
+	return m.remove(n), true
 }
 
 // Put makes v k's entry (replacing one a concurrent request put), then
@@ -61,16 +69,26 @@ func (m *TakeMemo[K, V]) Put(k K, v V) {
 	size := m.size(v)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if el := m.byKey[k]; el != nil {
-		m.remove(el)
+	if n := m.byKey[k]; n != nil {
+		m.remove(n)
 	}
 	if size > m.budget/4 {
 		return
 	}
-	m.byKey[k] = m.lru.PushFront(&takeEntry[K, V]{k: k, v: v})
+	n := m.free
+	if n != nil {
+		m.free = n.next
+	} else {
+		n = new(takeNode[K, V])
+	}
+	n.k, n.v = k, v
+	n.prev, n.next = &m.head, m.head.next
+	n.next.prev = n
+	m.head.next = n
+	m.byKey[k] = n
 	m.used += size
 	for m.used > m.budget {
-		m.remove(m.lru.Back())
+		m.remove(m.head.prev)
 	}
 }
 
@@ -94,9 +112,16 @@ func (m *TakeMemo[K, V]) Used() (used, budget int64) {
 	return m.used, m.budget
 }
 
-func (m *TakeMemo[K, V]) remove(el *list.Element) {
-	e := el.Value.(*takeEntry[K, V])
-	m.used -= m.size(e.v)
-	m.lru.Remove(el)
-	delete(m.byKey, e.k)
+// remove unlinks n, returns its value and keeps the node for reuse
+// (holding neither its key nor its value).
+func (m *TakeMemo[K, V]) remove(n *takeNode[K, V]) V {
+	v := n.v
+	m.used -= m.size(v)
+	n.prev.next, n.next.prev = n.next, n.prev
+	delete(m.byKey, n.k)
+	var zk K
+	var zv V
+	n.k, n.v, n.prev = zk, zv, nil
+	n.next, m.free = m.free, n
+	return v
 }
