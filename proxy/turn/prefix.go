@@ -91,6 +91,13 @@ type PrefixState struct {
 	Tracks []prefixTrack    `json:"tracks,omitempty"`
 	Turns  []PrefixTurn     `json:"turns,omitempty"`
 	Breaks map[string]int64 `json:"breaks,omitempty"`
+	// storedTurns, when not empty, is the turns as a serialising store
+	// held them (a JSON array of at least one element), not decoded: Turns
+	// is then nil. A turn reads only the tracks, and record keeps the last
+	// turns as they are, so a request served from Redis decodes no turn
+	// (prefix_codec.go). PrefixOf, which the sessions API reads, decodes
+	// them.
+	storedTurns string
 }
 
 // prefixTrack is one conversation of the session, known by the hash of the
@@ -144,7 +151,8 @@ func (s *PrefixState) SlotVersion() int { return PrefixSlotVersion }
 // sharing is as good as a deep copy, and the store clones a session's
 // slots up to three times per turn.
 func (s *PrefixState) CloneSlot() state.Slot {
-	return &PrefixState{Tracks: s.Tracks[:len(s.Tracks):len(s.Tracks)], Turns: s.Turns[:len(s.Turns):len(s.Turns)], Breaks: s.Breaks}
+	return &PrefixState{Tracks: s.Tracks[:len(s.Tracks):len(s.Tracks)], Turns: s.Turns[:len(s.Turns):len(s.Turns)], Breaks: s.Breaks,
+		storedTurns: s.storedTurns}
 }
 
 // Counts implements state.Counter: prefix_breaks, the session's breaks of
@@ -157,9 +165,25 @@ func (s *PrefixState) Counts() map[string]int64 {
 	return map[string]int64{"prefix_breaks": n}
 }
 
-// PrefixOf returns the session's cache-integrity slot: nil when it has
-// none, an error when the stored slot cannot be read.
+// PrefixOf returns the session's cache-integrity slot with its turns
+// decoded: nil when it has none, an error when the stored slot cannot be
+// read. The session keeps the slot as it was (its turns, if they came from
+// a store, undecoded).
 func PrefixOf(sess *state.Session) (*PrefixState, error) {
+	st, err := prefixSlot(sess)
+	if st == nil || err != nil || st.storedTurns == "" {
+		return st, err
+	}
+	out := *st
+	if err := out.decodeStoredTurns(); err != nil {
+		return nil, fmt.Errorf("state: slot %q: %w", PrefixSlotName, err)
+	}
+	return &out, nil
+}
+
+// prefixSlot is the session's slot as the turn engine reads it: decoded
+// into sess, but for its stored turns.
+func prefixSlot(sess *state.Session) (*PrefixState, error) {
 	return state.SlotAs(sess, PrefixSlotName, decodePrefixSlot)
 }
 
@@ -257,7 +281,7 @@ func (t *Turn) startPrefix(sess *state.Session, key string, hold *sentHold, repl
 	if cm, ok := t.codec.(rewrite.CopyMapper); ok {
 		j.runs = slices.Clone(cm.CopyRuns(t.body, t.sent))
 	}
-	j.prev, _ = PrefixOf(sess) // decodes the slot into sess: here, not beside the turn
+	j.prev, _ = prefixSlot(sess) // decodes the slot into sess: here, not beside the turn
 	done := make(chan struct{})
 	t.prefixDone = done
 	go func() {
@@ -397,7 +421,7 @@ func (s *PrefixState) track(first uint32) *prefixTrack {
 // maxPrefixTracks forgotten), the turn with its cache usage, and the break.
 // It may run more than once (an optimistic update retried).
 func (c *prefixCheck) record(sess *state.Session, u *turnUsage) {
-	st, err := PrefixOf(sess)
+	st, err := prefixSlot(sess)
 	if st == nil || err != nil {
 		st = &PrefixState{}
 	}
@@ -418,8 +442,10 @@ func (c *prefixCheck) record(sess *state.Session, u *turnUsage) {
 	}
 	// New slices and map, never the old ones changed: clones share them
 	// (CloneSlot).
-	keep := st.Turns[max(0, len(st.Turns)-(maxPrefixTurns-1)):]
-	st.Turns = append(append(make([]PrefixTurn, 0, len(keep)+1), keep...), p)
+	if !st.appendStoredTurn(&p) {
+		keep := st.Turns[max(0, len(st.Turns)-(maxPrefixTurns-1)):]
+		st.Turns = append(append(make([]PrefixTurn, 0, len(keep)+1), keep...), p)
+	}
 	if p.Cause != "" {
 		breaks := make(map[string]int64, len(st.Breaks)+1)
 		maps.Copy(breaks, st.Breaks)

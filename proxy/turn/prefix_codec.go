@@ -1,9 +1,12 @@
 package turn
 
 import (
+	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -55,6 +58,10 @@ func decodePrefixFast(data []byte, s *PrefixState) bool {
 		case "tracks":
 			return jsonkit.DecodeArray(v, &s.Tracks, decodePrefixTrack)
 		case "turns":
+			if hasElements(v) {
+				s.Turns, s.storedTurns = nil, strings.Clone(v) // decoded when read (PrefixOf)
+				return true
+			}
 			return jsonkit.DecodeArray(v, &s.Turns, decodePrefixTurn)
 		case "breaks":
 			return jsonkit.DecodeMap(v, &s.Breaks, jsonkit.DecodeInt)
@@ -118,6 +125,62 @@ func decodePrefixTurn(v string, p *PrefixTurn) bool {
 	return ok
 }
 
+// hasElements reports whether v, a valid JSON value, is an array with at
+// least one element.
+func hasElements(v string) bool {
+	if v == "" || v[0] != '[' {
+		return false
+	}
+	rest := jsonkit.SkipSpace(v, 1)
+	return rest < len(v) && v[rest] != ']'
+}
+
+// decodeStoredTurns decodes storedTurns into Turns, as encoding/json would
+// have decoded the slot's turns.
+func (s *PrefixState) decodeStoredTurns() error {
+	if s.storedTurns == "" {
+		return nil
+	}
+	var turns []PrefixTurn
+	if !jsonkit.DecodeArray(s.storedTurns, &turns, decodePrefixTurn) {
+		var slow struct {
+			Turns []PrefixTurn `json:"turns"`
+		}
+		if err := json.Unmarshal([]byte(`{"turns":`+s.storedTurns+`}`), &slow); err != nil {
+			return fmt.Errorf("turns: %w", err)
+		}
+		turns = slow.Turns
+	}
+	s.Turns, s.storedTurns = turns, ""
+	return nil
+}
+
+// appendStoredTurn records p after the last maxPrefixTurns-1 stored turns,
+// keeping them undecoded; false when the turns are not stored (or p cannot
+// be written: the caller then decodes them and records p as a value, as
+// it does any turn).
+func (s *PrefixState) appendStoredTurn(p *PrefixTurn) bool {
+	if s.storedTurns == "" {
+		return false
+	}
+	elems := jsonkit.ElementsOf(nil, gjson.Parse(s.storedTurns))
+	keep := elems[max(0, len(elems)-(maxPrefixTurns-1)):]
+	dst := make([]byte, 0, len(s.storedTurns)+256)
+	dst = append(dst, '[')
+	for _, e := range keep {
+		dst = append(append(dst, e.Raw...), ',')
+	}
+	dst, err := appendPrefixTurn(dst, p)
+	if err != nil {
+		if s.decodeStoredTurns() != nil {
+			s.Turns, s.storedTurns = nil, "" // unreadable: the turn starts the list again
+		}
+		return false
+	}
+	s.storedTurns = string(append(dst, ']'))
+	return true
+}
+
 // AppendSlotJSON implements state.SlotAppender: the JSON encoding/json
 // writes for s (strings escaped by jsonkit.AppendString).
 func (s *PrefixState) AppendSlotJSON(dst []byte) ([]byte, error) {
@@ -145,7 +208,10 @@ func (s *PrefixState) AppendSlotJSON(dst []byte) ([]byte, error) {
 		}
 		dst = append(dst, ']')
 	}
-	if len(s.Turns) > 0 {
+	if s.storedTurns != "" {
+		comma()
+		dst = append(append(dst, `"turns":`...), s.storedTurns...)
+	} else if len(s.Turns) > 0 {
 		comma()
 		dst = append(dst, `"turns":[`...)
 		for i := range s.Turns {

@@ -2,10 +2,14 @@ package turn
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/state"
 )
 
 func samplePrefixState() *PrefixState {
@@ -40,6 +44,10 @@ func TestPrefixSlotCodec(t *testing.T) {
 		require.NoError(t, json.Unmarshal(want, &slow))
 		var fast PrefixState
 		require.True(t, decodePrefixFast(want, &fast), "%s", want)
+		again, err := fast.AppendSlotJSON(nil)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(again), "turns kept as stored are written back as they were")
+		require.NoError(t, fast.decodeStoredTurns())
 		require.Equal(t, slow, fast)
 	}
 	st, err := decodePrefixSlot(PrefixSlotVersion, mustJSON(t, samplePrefixState()))
@@ -68,8 +76,15 @@ func FuzzPrefixSlotCodec(f *testing.F) {
 		serr := json.Unmarshal(raw, &slow)
 		var fast PrefixState
 		if decodePrefixFast(raw, &fast) {
-			require.NoError(t, serr, "the fast decoder took what encoding/json refuses: %s", raw)
-			require.Equal(t, slow, fast, "%s", raw)
+			// Turns are kept as stored until read: what encoding/json
+			// refuses in them is refused then.
+			terr := fast.decodeStoredTurns()
+			if serr == nil {
+				require.NoError(t, terr, "%s", raw)
+				require.Equal(t, slow, fast, "%s", raw)
+			} else {
+				require.Error(t, terr, "the fast decoder took what encoding/json refuses: %s", raw)
+			}
 		}
 		if serr != nil {
 			return
@@ -84,4 +99,66 @@ func FuzzPrefixSlotCodec(f *testing.F) {
 			require.Equal(t, a, b)
 		}
 	})
+}
+
+// A slot read from a store keeps its turns undecoded through a turn: the
+// turn's record keeps the last maxPrefixTurns-1 of them as stored and adds
+// its own, and PrefixOf (the sessions API) reads them all, as if they had
+// been decoded, while the session keeps them undecoded.
+func TestPrefixStoredTurns(t *testing.T) {
+	at := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	var before PrefixState
+	for i := range maxPrefixTurns {
+		before.Turns = append(before.Turns, PrefixTurn{At: at.Add(time.Duration(i) * time.Second),
+			RequestID: fmt.Sprintf("req-%d", i), Hash: "h", Elements: i, BreakOffset: -1, BreakElement: -1})
+	}
+	data, err := before.AppendSlotJSON(nil)
+	require.NoError(t, err)
+	sess := &state.Session{ID: "s", Slots: state.Slots{PrefixSlotName: &state.RawSlot{V: PrefixSlotVersion, Data: data}}}
+
+	st, err := prefixSlot(sess)
+	require.NoError(t, err)
+	require.Nil(t, st.Turns, "not decoded for the turn")
+	require.NotEmpty(t, st.storedTurns)
+
+	next := PrefixTurn{At: at.Add(time.Hour), RequestID: "req-next", Hash: "n", Elements: 11, BreakOffset: 40, BreakElement: 3, Cause: CauseClient}
+	c := &prefixCheck{turn: next, track: prefixTrack{First: 7}}
+	c.record(sess, &turnUsage{usage: conv.Usage{CacheReadTokens: 5}})
+	next.CacheReadTokens = 5
+
+	kept, err := prefixSlot(sess)
+	require.NoError(t, err)
+	require.Nil(t, kept.Turns, "still undecoded after the record")
+	got, err := PrefixOf(sess)
+	require.NoError(t, err)
+	require.Equal(t, append(append([]PrefixTurn(nil), before.Turns[1:]...), next), got.Turns)
+	require.Equal(t, map[string]int64{CauseClient: 1}, got.Breaks)
+	require.Equal(t, uint32(7), got.Tracks[0].First)
+	again, err := prefixSlot(sess)
+	require.NoError(t, err)
+	require.Nil(t, again.Turns, "PrefixOf leaves the session's slot as it was")
+
+	// What the store writes back reads, with encoding/json, as the same.
+	out, err := kept.AppendSlotJSON(nil)
+	require.NoError(t, err)
+	var slow PrefixState
+	require.NoError(t, json.Unmarshal(out, &slow))
+	require.Equal(t, got.Turns, slow.Turns)
+
+	// A stored turn the engine cannot read (a foreign writer's) is
+	// reported when read (the sessions API then leaves the section out)
+	// until later turns push it out of the list.
+	bad := &state.Session{ID: "b", Slots: state.Slots{PrefixSlotName: &state.RawSlot{V: PrefixSlotVersion,
+		Data: []byte(`{"turns":[{"elements":"many"}]}`)}}}
+	_, err = PrefixOf(bad)
+	require.Error(t, err)
+	for range maxPrefixTurns - 1 {
+		c.record(bad, nil)
+		_, err = PrefixOf(bad)
+		require.Error(t, err)
+	}
+	c.record(bad, nil)
+	got, err = PrefixOf(bad)
+	require.NoError(t, err)
+	require.Len(t, got.Turns, maxPrefixTurns)
 }
