@@ -7,7 +7,7 @@ const CountRefusals = "refusals"
 // kept (the audit is bounded by Options.MaxAudit, so this counts the
 // recent ones), for session listings.
 func (s *State) Counts() map[string]int64 {
-	var n int64
+	n := storedRefusals(s.storedAudit)
 	for _, e := range s.Audit {
 		if e.Decision == DecisionRefused {
 			n++

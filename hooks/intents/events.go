@@ -47,7 +47,7 @@ func (h *Hook) announceStartingIntent(call *hooks.Call, p *policy.Policy) {
 	if p == nil || p.CurrentIntentID == "" || call.Session == nil || call.Session.Requests != 0 || call.StateUnavailable {
 		return
 	}
-	if st, err := Of(call.Session); err != nil || st.Active() != "" {
+	if st, err := stateOf(call.Session); err != nil || st.Active() != "" {
 		return
 	}
 	h.selectedEvent(call, p, p.CurrentIntentID, h.cfg.Now(), true)

@@ -211,7 +211,7 @@ func (h *Hook) OnRequest(_ context.Context, call *hooks.Call, req *conv.Request)
 		return conv.RequestEdits{}, nil, nil
 	}
 	reminder := "[Active Intent: unknown — shepherd cannot read this session's state]"
-	if st, err := Of(call.Session); !call.StateUnavailable && err == nil {
+	if st, err := stateOf(call.Session); !call.StateUnavailable && err == nil {
 		reminder = h.Reminder(p, activeIntent(call.Session, st, p))
 	}
 	return conv.RequestEdits{
@@ -262,7 +262,7 @@ func (h *Hook) OnReply(_ context.Context, call *hooks.Call, reply *conv.Reply) (
 	// The active topic, as the topics feature notes it in its slot ("" when
 	// topics is off): audit entries name it.
 	topic := call.Session.Note("topics")
-	st, err := Of(call.Session)
+	st, err := stateOf(call.Session)
 	if err != nil {
 		// A slot this build cannot read: the active intent is unknown,
 		// as when the state store is down.
@@ -340,6 +340,9 @@ func (h *Hook) OnReply(_ context.Context, call *hooks.Call, reply *conv.Reply) (
 			}
 			if selected != "" {
 				s.Intent = selected
+			}
+			if s.appendStoredAudit(audit, maxAudit) {
+				return
 			}
 			s.Audit = append(s.Audit, audit...)
 			if over := len(s.Audit) - maxAudit; over > 0 {

@@ -1,6 +1,7 @@
 package intents
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -23,6 +24,13 @@ type State struct {
 	Intent string `json:"intent,omitempty"`
 	// Audit lists the decisions, oldest first, at most Options.MaxAudit.
 	Audit []AuditEntry `json:"audit,omitempty"`
+	// storedAudit, when not empty, is the audit as a serialising store
+	// held it (a JSON array of at least one entry), not decoded: Audit is
+	// then nil. The hook reads only the intent, and a turn's decisions are
+	// appended to the stored entries as they are, so a request served
+	// from Redis decodes no audit entry (slot_codec.go). Of, which the
+	// sessions API and the console read, decodes them.
+	storedAudit string
 }
 
 // AuditEntry is one recorded governance decision on a tool call.
@@ -44,7 +52,7 @@ func (s *State) SlotVersion() int { return SlotVersion }
 
 // CloneSlot implements state.Slot.
 func (s *State) CloneSlot() state.Slot {
-	return &State{Intent: s.Intent, Audit: slices.Clone(s.Audit)}
+	return &State{Intent: s.Intent, Audit: slices.Clone(s.Audit), storedAudit: s.storedAudit}
 }
 
 // Note implements state.Noter: the selected intent, shown in session
@@ -59,12 +67,24 @@ func (s *State) Active() string {
 	return s.Intent
 }
 
-// Of returns the intents slot of sess: nil when it has none, an error when
-// the stored slot cannot be read (an unknown version, bad JSON). Decoding a
-// stored slot caches the result in sess (state.SlotAs).
+// Of returns the intents slot of sess with its audit decoded: nil when it
+// has none, an error when the stored slot cannot be read (an unknown
+// version, bad JSON). The session keeps the slot as the hook reads it
+// (stateOf).
 func Of(sess *state.Session) (*State, error) {
-	return state.SlotAs(sess, Name, decodeSlot)
+	st, err := stateOf(sess)
+	if st == nil || err != nil || st.storedAudit == "" {
+		return st, err
+	}
+	out := *st
+	if err := out.decodeStoredAudit(); err != nil {
+		return nil, fmt.Errorf("intents: slot: %w", err)
+	}
+	return &out, nil
 }
 
-// decodeSlot reads a stored slot: versions 0 and 1 have the same shape.
-var decodeSlot = state.SameShapeJSON[State]("intents", 0, SlotVersion)
+// stateOf is the session's slot as the hook reads it: decoded into sess
+// (state.SlotAs), but for its stored audit.
+func stateOf(sess *state.Session) (*State, error) {
+	return state.SlotAs(sess, Name, decodeSlot)
+}
