@@ -16,7 +16,7 @@ func (t *Hook) chapterOpened(call *hooks.Call, title string, titles []string, no
 	previous := ""
 	if n := len(titles); n > 1 {
 		previous = titles[n-2]
-	} else if st, err := Of(call.Session); err == nil {
+	} else if st, err := stateOf(call.Session); err == nil {
 		previous = st.Active()
 	}
 	t.cfg.Events.Emit(events.Event{

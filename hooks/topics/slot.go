@@ -1,6 +1,7 @@
 package topics
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -22,6 +23,12 @@ type State struct {
 	Topic string `json:"topic,omitempty"`
 	// Chapters are the session's chapters, oldest first.
 	Chapters []Chapter `json:"chapters,omitempty"`
+	// storedChapters, when not empty, is the chapters as a serialising
+	// store held them (a JSON array of at least one chapter), not decoded:
+	// Chapters is then nil. The hook reads only the active topic, and a
+	// turn's chapters and calls are added to the stored JSON
+	// (slot_codec.go); Of decodes it.
+	storedChapters string
 }
 
 // Chapter is one topic chapter of a session.
@@ -43,7 +50,7 @@ func (s *State) SlotVersion() int { return SlotVersion }
 
 // CloneSlot implements state.Slot.
 func (s *State) CloneSlot() state.Slot {
-	c := &State{Topic: s.Topic}
+	c := &State{Topic: s.Topic, storedChapters: s.storedChapters}
 	if s.Chapters != nil {
 		c.Chapters = make([]Chapter, len(s.Chapters))
 		for i, ch := range s.Chapters {
@@ -52,6 +59,29 @@ func (s *State) CloneSlot() state.Slot {
 		}
 	}
 	return c
+}
+
+// record opens a chapter for each of titles (the last becomes the active
+// topic) and notes calls under the newest chapter; calls before any
+// chapter are kept under an untitled one.
+func (s *State) record(titles []string, calls []CallNote, now time.Time) {
+	if len(titles) > 0 {
+		s.Topic = titles[len(titles)-1]
+	}
+	if s.addStored(titles, calls, now) {
+		return
+	}
+	for _, title := range titles {
+		s.Chapters = append(s.Chapters, Chapter{Title: title, StartedAt: now})
+	}
+	if len(calls) == 0 {
+		return
+	}
+	if len(s.Chapters) == 0 {
+		s.Chapters = append(s.Chapters, Chapter{StartedAt: now})
+	}
+	last := &s.Chapters[len(s.Chapters)-1]
+	last.Calls = append(last.Calls, calls...)
 }
 
 // Note implements state.Noter: the active topic, shown in session listings.
@@ -65,12 +95,24 @@ func (s *State) Active() string {
 	return s.Topic
 }
 
-// Of returns the topics slot of sess: nil when it has none, an error when
-// the stored slot cannot be read (an unknown version, bad JSON). Decoding a
-// stored slot caches the result in sess (state.SlotAs).
+// Of returns the topics slot of sess with its chapters decoded: nil when
+// it has none, an error when the stored slot cannot be read (an unknown
+// version, bad JSON). The session keeps the slot as the hook reads it
+// (stateOf).
 func Of(sess *state.Session) (*State, error) {
-	return state.SlotAs(sess, Name, decodeSlot)
+	st, err := stateOf(sess)
+	if st == nil || err != nil || st.storedChapters == "" {
+		return st, err
+	}
+	out := *st
+	if err := out.decodeStoredChapters(); err != nil {
+		return nil, fmt.Errorf("topics: slot: %w", err)
+	}
+	return &out, nil
 }
 
-// decodeSlot reads a stored slot: versions 0 and 1 have the same shape.
-var decodeSlot = state.SameShapeJSON[State]("topics", 0, SlotVersion)
+// stateOf is the session's slot as the hook reads it: decoded into sess
+// (state.SlotAs), but for its stored chapters.
+func stateOf(sess *state.Session) (*State, error) {
+	return state.SlotAs(sess, Name, decodeSlot)
+}

@@ -123,7 +123,7 @@ func (t *Hook) OnRequest(_ context.Context, call *hooks.Call, req *conv.Request)
 	if call.Side != "" || req.HasTool(t.cfg.ToolName) {
 		return conv.RequestEdits{}, nil, nil
 	}
-	st, err := Of(call.Session)
+	st, err := stateOf(call.Session)
 	if err != nil {
 		return conv.RequestEdits{}, nil, err
 	}
@@ -188,19 +188,7 @@ func (t *Hook) OnReply(_ context.Context, call *hooks.Call, reply *conv.Reply) (
 			if err != nil {
 				return // a slot this build cannot read is left as it is
 			}
-			for _, title := range titles {
-				s.Topic = title
-				s.Chapters = append(s.Chapters, Chapter{Title: title, StartedAt: now})
-			}
-			if len(others) == 0 {
-				return
-			}
-			if len(s.Chapters) == 0 {
-				// Calls before any chapter are kept under an untitled one.
-				s.Chapters = append(s.Chapters, Chapter{StartedAt: now})
-			}
-			last := &s.Chapters[len(s.Chapters)-1]
-			last.Calls = append(last.Calls, others...)
+			s.record(titles, others, now)
 		})
 	}
 	return d, nil
