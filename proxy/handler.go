@@ -271,6 +271,7 @@ func (s *Server) forwardBody(ctx *fasthttp.RequestCtx, x *exchange, body []byte,
 	} else if b := setWatchedBody(upReq, x.upResp, body, x.watch); b != nil {
 		b.gather.copies = x.copies
 	}
+	x.copies = bodyCopies{} // the agent's body is not held past the write
 	t0 := time.Now()
 	err := up.client.DoTimeout(upReq, x.upResp, s.cfg.Limits.UpstreamTimeout)
 	x.upWait = time.Since(t0)
