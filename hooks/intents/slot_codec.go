@@ -1,7 +1,6 @@
 package intents
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -46,19 +45,12 @@ var (
 // decodeStateFast decodes data into s as encoding/json would, or reports
 // false (s then holds nothing the caller keeps).
 func decodeStateFast(data []byte, s *State) bool {
-	if !jsonkit.Valid(data) {
-		return false
-	}
-	v := gjson.Parse(jsonkit.UnsafeString(data)).Raw
-	if v == "" || v[0] != '{' {
-		return false
-	}
-	_, ok := jsonkit.DecodeObject(v, stateKeys, func(key, v string) bool {
+	return jsonkit.DecodeDocument(data, stateKeys, func(key, v string) bool {
 		switch key {
 		case "intent":
 			return jsonkit.DecodeString(v, &s.Intent)
 		case "audit":
-			if hasElements(v) {
+			if jsonkit.HasElements(v) {
 				s.Audit, s.storedAudit = nil, strings.Clone(v) // decoded when read (Of)
 				return true
 			}
@@ -66,7 +58,6 @@ func decodeStateFast(data []byte, s *State) bool {
 		}
 		return true
 	})
-	return ok
 }
 
 func decodeAuditEntry(v string, e *AuditEntry) bool {
@@ -94,31 +85,15 @@ func decodeAuditEntry(v string, e *AuditEntry) bool {
 	return ok
 }
 
-// hasElements reports whether v, a valid JSON value, is an array with at
-// least one element.
-func hasElements(v string) bool {
-	if v == "" || v[0] != '[' {
-		return false
-	}
-	rest := jsonkit.SkipSpace(v, 1)
-	return rest < len(v) && v[rest] != ']'
-}
-
 // decodeStoredAudit decodes storedAudit into Audit, as encoding/json would
 // have decoded the slot's audit.
 func (s *State) decodeStoredAudit() error {
 	if s.storedAudit == "" {
 		return nil
 	}
-	var audit []AuditEntry
-	if !jsonkit.DecodeArray(s.storedAudit, &audit, decodeAuditEntry) {
-		var slow struct {
-			Audit []AuditEntry `json:"audit"`
-		}
-		if err := json.Unmarshal([]byte(`{"audit":`+s.storedAudit+`}`), &slow); err != nil {
-			return fmt.Errorf("audit: %w", err)
-		}
-		audit = slow.Audit
+	audit, err := jsonkit.DecodeStoredArray(s.storedAudit, decodeAuditEntry)
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
 	}
 	s.Audit, s.storedAudit = audit, ""
 	return nil

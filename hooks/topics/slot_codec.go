@@ -1,7 +1,6 @@
 package topics
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -50,19 +49,12 @@ var (
 // chapters array with elements, kept as stored; or reports false (s then
 // holds nothing the caller keeps).
 func decodeStateFast(data []byte, s *State) bool {
-	if !jsonkit.Valid(data) {
-		return false
-	}
-	v := gjson.Parse(jsonkit.UnsafeString(data)).Raw
-	if v == "" || v[0] != '{' {
-		return false
-	}
-	_, ok := jsonkit.DecodeObject(v, stateKeys, func(key, v string) bool {
+	return jsonkit.DecodeDocument(data, stateKeys, func(key, v string) bool {
 		switch key {
 		case "topic":
 			return jsonkit.DecodeString(v, &s.Topic)
 		case "chapters":
-			if hasElements(v) {
+			if jsonkit.HasElements(v) {
 				s.Chapters, s.storedChapters = nil, strings.Clone(v) // decoded when read (Of)
 				return true
 			}
@@ -70,7 +62,6 @@ func decodeStateFast(data []byte, s *State) bool {
 		}
 		return true
 	})
-	return ok
 }
 
 func decodeChapter(v string, c *Chapter) bool {
@@ -103,31 +94,15 @@ func decodeCall(v string, n *CallNote) bool {
 	return ok
 }
 
-// hasElements reports whether v, a valid JSON value, is an array with at
-// least one element.
-func hasElements(v string) bool {
-	if v == "" || v[0] != '[' {
-		return false
-	}
-	rest := jsonkit.SkipSpace(v, 1)
-	return rest < len(v) && v[rest] != ']'
-}
-
 // decodeStoredChapters decodes storedChapters into Chapters, as
 // encoding/json would have decoded the slot's chapters.
 func (s *State) decodeStoredChapters() error {
 	if s.storedChapters == "" {
 		return nil
 	}
-	var chapters []Chapter
-	if !jsonkit.DecodeArray(s.storedChapters, &chapters, decodeChapter) {
-		var slow struct {
-			Chapters []Chapter `json:"chapters"`
-		}
-		if err := json.Unmarshal([]byte(`{"chapters":`+s.storedChapters+`}`), &slow); err != nil {
-			return fmt.Errorf("chapters: %w", err)
-		}
-		chapters = slow.Chapters
+	chapters, err := jsonkit.DecodeStoredArray(s.storedChapters, decodeChapter)
+	if err != nil {
+		return fmt.Errorf("chapters: %w", err)
 	}
 	s.Chapters, s.storedChapters = chapters, ""
 	return nil
@@ -197,7 +172,7 @@ func (s *State) addStored(titles []string, calls []CallNote, at time.Time) bool 
 		}
 		out = make([]byte, 0, len(raw)+len(notes)+1)
 		out = append(out, raw[:closeAt]...)
-		if hasElements(cs.Raw) {
+		if jsonkit.HasElements(cs.Raw) {
 			out = append(out, ',')
 		}
 		out = append(append(out, notes...), raw[closeAt:]...)

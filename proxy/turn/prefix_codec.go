@@ -1,7 +1,6 @@
 package turn
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -46,19 +45,12 @@ var (
 // decodePrefixFast decodes data into s as encoding/json would, or reports
 // false (s then holds nothing the caller keeps).
 func decodePrefixFast(data []byte, s *PrefixState) bool {
-	if !jsonkit.Valid(data) {
-		return false
-	}
-	v := gjson.Parse(jsonkit.UnsafeString(data)).Raw
-	if v == "" || v[0] != '{' {
-		return false
-	}
-	_, ok := jsonkit.DecodeObject(v, prefixStateKeys, func(key, v string) bool {
+	return jsonkit.DecodeDocument(data, prefixStateKeys, func(key, v string) bool {
 		switch key {
 		case "tracks":
 			return jsonkit.DecodeArray(v, &s.Tracks, decodePrefixTrack)
 		case "turns":
-			if hasElements(v) {
+			if jsonkit.HasElements(v) {
 				s.Turns, s.storedTurns = nil, strings.Clone(v) // decoded when read (PrefixOf)
 				return true
 			}
@@ -68,7 +60,6 @@ func decodePrefixFast(data []byte, s *PrefixState) bool {
 		}
 		return true
 	})
-	return ok
 }
 
 func decodePrefixTrack(v string, t *prefixTrack) bool {
@@ -125,31 +116,15 @@ func decodePrefixTurn(v string, p *PrefixTurn) bool {
 	return ok
 }
 
-// hasElements reports whether v, a valid JSON value, is an array with at
-// least one element.
-func hasElements(v string) bool {
-	if v == "" || v[0] != '[' {
-		return false
-	}
-	rest := jsonkit.SkipSpace(v, 1)
-	return rest < len(v) && v[rest] != ']'
-}
-
 // decodeStoredTurns decodes storedTurns into Turns, as encoding/json would
 // have decoded the slot's turns.
 func (s *PrefixState) decodeStoredTurns() error {
 	if s.storedTurns == "" {
 		return nil
 	}
-	var turns []PrefixTurn
-	if !jsonkit.DecodeArray(s.storedTurns, &turns, decodePrefixTurn) {
-		var slow struct {
-			Turns []PrefixTurn `json:"turns"`
-		}
-		if err := json.Unmarshal([]byte(`{"turns":`+s.storedTurns+`}`), &slow); err != nil {
-			return fmt.Errorf("turns: %w", err)
-		}
-		turns = slow.Turns
+	turns, err := jsonkit.DecodeStoredArray(s.storedTurns, decodePrefixTurn)
+	if err != nil {
+		return fmt.Errorf("turns: %w", err)
 	}
 	s.Turns, s.storedTurns = turns, ""
 	return nil

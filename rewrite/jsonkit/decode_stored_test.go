@@ -1,0 +1,48 @@
+package jsonkit
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestHasElements(t *testing.T) {
+	for v, want := range map[string]bool{`[1]`: true, `[ {"a":1} ]`: true, `[]`: false, `[ ]`: false, `null`: false, `{}`: false, ``: false} {
+		assert.Equal(t, want, HasElements(v), "%q", v)
+	}
+}
+
+// A stored array decodes element by element where the decoder takes it,
+// with encoding/json where it does not (here: a number where the decoder
+// wants strings is refused by both; a key in another case only by the
+// element decoder), and fails as encoding/json fails.
+func TestDecodeStoredArray(t *testing.T) {
+	type item struct {
+		Name string `json:"name"`
+	}
+	one := func(v string, e *item) bool {
+		_, ok := DecodeObject(v, []string{"name"}, func(key, v string) bool {
+			return key != "name" || DecodeString(v, &e.Name)
+		})
+		return ok
+	}
+	got, err := DecodeStoredArray(`[{"name":"a"},null,{"name":"b"}]`, one)
+	require.NoError(t, err)
+	assert.Equal(t, []item{{"a"}, {}, {"b"}}, got)
+	got, err = DecodeStoredArray(`[{"NAME":"folded"}]`, one)
+	require.NoError(t, err, "encoding/json reads what the element decoder leaves")
+	assert.Equal(t, []item{{"folded"}}, got)
+	_, err = DecodeStoredArray(`[{"name":7}]`, one)
+	assert.Error(t, err)
+}
+
+func TestDecodeDocument(t *testing.T) {
+	var keys []string
+	ok := DecodeDocument([]byte(` {"a":1,"b":[2]} `), []string{"a", "b"}, func(key, _ string) bool { keys = append(keys, key); return true })
+	assert.True(t, ok)
+	assert.Equal(t, []string{"a", "b"}, keys)
+	for _, bad := range []string{`[1]`, `{"a":`, `{"a":1,"a":2}`, `"x"`} {
+		assert.False(t, DecodeDocument([]byte(bad), []string{"a"}, func(string, string) bool { return true }), bad)
+	}
+}
