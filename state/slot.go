@@ -269,6 +269,25 @@ func SameShapeJSON[T any, PT interface {
 	}
 }
 
+// SameShapeFast is SameShapeJSON with a hand-written decoder tried first:
+// fast decodes data of a version from oldest to current into a fresh *T
+// as encoding/json would, or reports false, and encoding/json, the
+// reference, then reads it.
+func SameShapeFast[T any, PT interface {
+	*T
+	Slot
+}](owner string, oldest, current int, fast func(data []byte, s PT) bool) func(version int, data []byte) (PT, error) {
+	slow := SameShapeJSON[T, PT](owner, oldest, current)
+	return func(version int, data []byte) (PT, error) {
+		if version >= oldest && version <= current && len(data) > 0 {
+			if s := PT(new(T)); fast(data, s) {
+				return s, nil
+			}
+		}
+		return slow(version, data)
+	}
+}
+
 // SlotForUpdate returns the slot called name for an effect to change, as
 // SlotAs reads it, creating and storing a fresh zero *T when s has none.
 // Its error is SlotAs's: a stored slot that cannot be read is left as it is

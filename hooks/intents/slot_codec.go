@@ -17,24 +17,12 @@ import (
 // on it (the bench's agent stream, whose every reply holds a tool call,
 // after a few hundred turns). decodeSlot reads the slots this hook writes
 // without reflection and leaves anything else to encoding/json
-// (state.SameShapeJSON), which stays the reference (FuzzSlotCodec holds
+// (state.SameShapeFast), which stays the reference (FuzzSlotCodec holds
 // the two to the same result); AppendSlotJSON writes what encoding/json
 // writes for the state.
 
-// decodeSlotJSON is the encoding/json decoder of the slot: versions 0 and
-// 1 have the same shape.
-var decodeSlotJSON = state.SameShapeJSON[State]("intents", 0, SlotVersion)
-
-// decodeSlot reads a stored slot.
-func decodeSlot(version int, data []byte) (*State, error) {
-	if version >= 0 && version <= SlotVersion && len(data) > 0 {
-		var s State
-		if decodeStateFast(data, &s) {
-			return &s, nil
-		}
-	}
-	return decodeSlotJSON(version, data)
-}
+// decodeSlot reads a stored slot: versions 0 and 1 have the same shape.
+var decodeSlot = state.SameShapeFast("intents", 0, SlotVersion, decodeStateFast)
 
 // The JSON names of the slot's structs.
 var (

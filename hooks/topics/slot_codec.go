@@ -19,24 +19,12 @@ import (
 // (storedChapters): a turn's chapters and calls are added to that JSON,
 // and Of (the sessions API, the console) decodes it into a copy. Anything
 // the fast decoder does not take goes to encoding/json
-// (state.SameShapeJSON), which stays the reference (FuzzSlotCodec holds
+// (state.SameShapeFast), which stays the reference (FuzzSlotCodec holds
 // the two to the same result); AppendSlotJSON writes what encoding/json
 // writes for the state.
 
-// decodeSlotJSON is the encoding/json decoder of the slot: versions 0 and
-// 1 have the same shape.
-var decodeSlotJSON = state.SameShapeJSON[State]("topics", 0, SlotVersion)
-
-// decodeSlot reads a stored slot.
-func decodeSlot(version int, data []byte) (*State, error) {
-	if version >= 0 && version <= SlotVersion && len(data) > 0 {
-		var s State
-		if decodeStateFast(data, &s) {
-			return &s, nil
-		}
-	}
-	return decodeSlotJSON(version, data)
-}
+// decodeSlot reads a stored slot: versions 0 and 1 have the same shape.
+var decodeSlot = state.SameShapeFast("topics", 0, SlotVersion, decodeStateFast)
 
 // The JSON names of the slot's structs.
 var (

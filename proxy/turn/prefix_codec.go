@@ -17,23 +17,12 @@ import (
 // (Redis) serves; encoding/json spent 7% of such a turn's CPU on it (its
 // packed hashes run to KB on long histories). decodePrefixSlot reads the
 // slots this engine writes without reflection and leaves anything else to
-// encoding/json (state.SameShapeJSON), which stays the reference
+// encoding/json (state.SameShapeFast), which stays the reference
 // (FuzzPrefixSlotCodec holds the two to the same result); AppendSlotJSON
 // writes what encoding/json writes for the state.
 
-// decodePrefixSlotJSON is the encoding/json decoder of the slot.
-var decodePrefixSlotJSON = state.SameShapeJSON[PrefixState]("turn engine", 1, PrefixSlotVersion)
-
 // decodePrefixSlot decodes the slot's stored JSON.
-func decodePrefixSlot(version int, data []byte) (*PrefixState, error) {
-	if version >= 1 && version <= PrefixSlotVersion && len(data) > 0 {
-		var s PrefixState
-		if decodePrefixFast(data, &s) {
-			return &s, nil
-		}
-	}
-	return decodePrefixSlotJSON(version, data)
-}
+var decodePrefixSlot = state.SameShapeFast("turn engine", 1, PrefixSlotVersion, decodePrefixFast)
 
 // The JSON names of the slot's structs.
 var (
