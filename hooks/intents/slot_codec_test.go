@@ -150,3 +150,38 @@ func TestStoredAudit(t *testing.T) {
 	_, err = Of(bad)
 	require.Error(t, err)
 }
+
+// FuzzStoredAudit: decisions appended to a stored audit (as this codec or
+// encoding/json writes it) read back as the same decisions appended to the
+// decoded audit and trimmed to the bound, with the same refusals counted.
+func FuzzStoredAudit(f *testing.F) {
+	good, _ := json.Marshal(sampleState())
+	f.Add(good, "Bash", DecisionRefused, uint8(2), uint8(3))
+	f.Add([]byte(`{"audit":[null,{"decision":"refused"}]}`), "x", "allowed", uint8(1), uint8(1))
+	f.Fuzz(func(t *testing.T, raw []byte, tool, decision string, n, limit uint8) {
+		var values State
+		if json.Unmarshal(raw, &values) != nil || limit == 0 {
+			return
+		}
+		var stored State
+		if !decodeStateFast(mustMarshal(t, &values), &stored) || stored.storedAudit == "" {
+			return
+		}
+		at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+		var entries []AuditEntry
+		for i := range int(n % 8) {
+			entries = append(entries, AuditEntry{At: at, Tool: tool, CallID: fmt.Sprint(i), Decision: decision})
+		}
+		bound := int(limit)
+		require.True(t, stored.appendStoredAudit(entries, bound))
+		values.Audit = append(values.Audit, entries...)
+		if over := len(values.Audit) - bound; over > 0 && len(entries) > 0 {
+			values.Audit = values.Audit[over:]
+		}
+		var want State
+		require.NoError(t, json.Unmarshal(mustMarshal(t, &values), &want))
+		require.Equal(t, want.Counts(), stored.Counts())
+		require.NoError(t, stored.decodeStoredAudit())
+		require.Equal(t, want.Audit, stored.Audit)
+	})
+}
