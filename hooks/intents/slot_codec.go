@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/shepherd-proxy/shepherd/state"
 )
@@ -95,30 +93,17 @@ func (s *State) appendStoredAudit(entries []AuditEntry, limit int) bool {
 	if s.storedAudit == "" || len(entries) == 0 {
 		return s.storedAudit != ""
 	}
-	var keep []gjson.Result
-	if len(entries) >= limit {
-		entries = entries[len(entries)-limit:]
-	} else {
-		elems := jsonkit.ElementsOf(nil, gjson.Parse(s.storedAudit))
-		keep = elems[max(0, len(elems)-(limit-len(entries))):]
-	}
-	dst := make([]byte, 0, len(s.storedAudit)+160*len(entries))
-	dst = append(dst, '[')
-	for _, e := range keep {
-		dst = append(append(dst, e.Raw...), ',')
-	}
-	for i := range entries {
-		var err error
-		if dst, err = appendAuditEntry(dst, &entries[i]); err != nil {
-			if s.decodeStoredAudit() != nil {
-				s.Audit, s.storedAudit = nil, "" // unreadable: the audit starts again
-			}
-			return false
+	entries = entries[max(0, len(entries)-limit):]
+	audit, err := jsonkit.AppendStoredArray(s.storedAudit, limit-len(entries), len(entries), func(dst []byte, i int) ([]byte, error) {
+		return appendAuditEntry(dst, &entries[i])
+	})
+	if err != nil {
+		if s.decodeStoredAudit() != nil {
+			s.Audit, s.storedAudit = nil, "" // unreadable: the audit starts again
 		}
-		dst = append(dst, ',')
+		return false
 	}
-	dst[len(dst)-1] = ']'
-	s.storedAudit = string(dst)
+	s.storedAudit = audit
 	return true
 }
 

@@ -118,18 +118,17 @@ func (s *State) addStored(titles []string, calls []CallNote, at time.Time) bool 
 	raw := s.storedChapters
 	if len(titles) > 0 {
 		// New chapters go at the end; the calls under the newest.
-		dst := []byte(raw[:strings.LastIndexByte(raw, ']')])
-		for i, title := range titles {
-			c := Chapter{Title: title, StartedAt: at}
+		chapters, err := jsonkit.AppendStoredArray(raw, -1, len(titles), func(dst []byte, i int) ([]byte, error) {
+			c := Chapter{Title: titles[i], StartedAt: at}
 			if i == len(titles)-1 {
 				c.Calls = calls
 			}
-			var err error
-			if dst, err = appendChapter(append(dst, ','), &c); err != nil {
-				return s.decodeForValues()
-			}
+			return appendChapter(dst, &c)
+		})
+		if err != nil {
+			return s.decodeForValues()
 		}
-		s.storedChapters = string(append(dst, ']'))
+		s.storedChapters = chapters
 		return true
 	}
 	last := lastElement(raw)

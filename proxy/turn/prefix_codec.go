@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/shepherd-proxy/shepherd/state"
 )
@@ -127,21 +125,16 @@ func (s *PrefixState) appendStoredTurn(p *PrefixTurn) bool {
 	if s.storedTurns == "" {
 		return false
 	}
-	elems := jsonkit.ElementsOf(nil, gjson.Parse(s.storedTurns))
-	keep := elems[max(0, len(elems)-(maxPrefixTurns-1)):]
-	dst := make([]byte, 0, len(s.storedTurns)+256)
-	dst = append(dst, '[')
-	for _, e := range keep {
-		dst = append(append(dst, e.Raw...), ',')
-	}
-	dst, err := appendPrefixTurn(dst, p)
+	turns, err := jsonkit.AppendStoredArray(s.storedTurns, maxPrefixTurns-1, 1, func(dst []byte, _ int) ([]byte, error) {
+		return appendPrefixTurn(dst, p)
+	})
 	if err != nil {
 		if s.decodeStoredTurns() != nil {
 			s.Turns, s.storedTurns = nil, "" // unreadable: the turn starts the list again
 		}
 		return false
 	}
-	s.storedTurns = string(append(dst, ']'))
+	s.storedTurns = turns
 	return true
 }
 

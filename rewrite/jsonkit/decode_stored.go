@@ -2,6 +2,7 @@ package jsonkit
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -48,4 +49,39 @@ func DecodeStoredArray[T any](v string, one func(v string, e *T) bool) ([]T, err
 		return nil, err
 	}
 	return out, nil
+}
+
+// AppendStoredArray returns the stored JSON array raw with only its last
+// keep elements (keep < 0: all of them, not scanned), followed by n new
+// elements, the i-th written by one: how a codec adds to a list it keeps
+// as stored. An error from one is returned as it is.
+func AppendStoredArray(raw string, keep, n int, one func(dst []byte, i int) ([]byte, error)) (string, error) {
+	dst := make([]byte, 0, len(raw)+160*n)
+	sep := false
+	if keep < 0 {
+		dst = append(dst, raw[:strings.LastIndexByte(raw, ']')]...)
+		sep = HasElements(raw)
+	} else {
+		dst = append(dst, '[')
+		if keep > 0 {
+			elems := ElementsOf(nil, gjson.Parse(raw))
+			for _, e := range elems[max(0, len(elems)-keep):] {
+				if sep {
+					dst = append(dst, ',')
+				}
+				dst, sep = append(dst, e.Raw...), true
+			}
+		}
+	}
+	for i := range n {
+		if sep {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = one(dst, i); err != nil {
+			return "", err
+		}
+		sep = true
+	}
+	return string(append(dst, ']')), nil
 }

@@ -1,6 +1,8 @@
 package jsonkit
 
 import (
+	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -45,4 +47,30 @@ func TestDecodeDocument(t *testing.T) {
 	for _, bad := range []string{`[1]`, `{"a":`, `{"a":1,"a":2}`, `"x"`} {
 		assert.False(t, DecodeDocument([]byte(bad), []string{"a"}, func(string, string) bool { return true }), bad)
 	}
+}
+
+// A stored array keeps its last keep elements (all when keep < 0) and
+// gains the new ones after them; an error from the writer is returned.
+func TestAppendStoredArray(t *testing.T) {
+	num := func(dst []byte, i int) ([]byte, error) { return strconv.AppendInt(dst, int64(10+i), 10), nil }
+	for _, tc := range []struct {
+		raw     string
+		keep, n int
+		want    string
+	}{
+		{`[1,{"a":[2]},3]`, -1, 2, `[1,{"a":[2]},3,10,11]`},
+		{`[1,2,3]`, 2, 1, `[2,3,10]`},
+		{`[1,2,3]`, 5, 1, `[1,2,3,10]`},
+		{`[1,2,3]`, 0, 2, `[10,11]`},
+		{`[]`, -1, 1, `[10]`},
+		{`[ 1 ]`, 1, 0, `[1]`},
+	} {
+		got, err := AppendStoredArray(tc.raw, tc.keep, tc.n, num)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, got, "%s keep %d", tc.raw, tc.keep)
+		assert.True(t, Valid([]byte(got)), got)
+	}
+	boom := errors.New("boom")
+	_, err := AppendStoredArray(`[1]`, -1, 1, func([]byte, int) ([]byte, error) { return nil, boom })
+	assert.ErrorIs(t, err, boom)
 }
