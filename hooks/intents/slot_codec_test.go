@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherd-proxy/shepherd/state"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 func sampleState() *State {
@@ -24,21 +25,7 @@ func sampleState() *State {
 // and an empty audit; both stored versions read alike.
 func TestSlotCodec(t *testing.T) {
 	for _, s := range []*State{sampleState(), {}, {Audit: []AuditEntry{}}} {
-		want, err := json.Marshal(s)
-		require.NoError(t, err)
-		got, err := s.AppendSlotJSON(nil)
-		require.NoError(t, err)
-		require.Equal(t, string(want), string(got))
-
-		var slow State
-		require.NoError(t, json.Unmarshal(want, &slow))
-		var fast State
-		require.True(t, decodeStateFast(want, &fast), "%s", want)
-		again, err := fast.AppendSlotJSON(nil)
-		require.NoError(t, err)
-		require.Equal(t, string(want), string(again), "an audit kept as stored is written back as it was")
-		require.NoError(t, fast.decodeStoredAudit())
-		require.Equal(t, slow, fast)
+		kit.CheckSlotRoundTrip(t, s, decodeStateFast, (*State).decodeStoredAudit, (*State).AppendSlotJSON)
 	}
 	for _, v := range []int{0, SlotVersion} {
 		st, err := decodeSlot(v, mustMarshal(t, sampleState()))
@@ -68,32 +55,7 @@ func FuzzSlotCodec(f *testing.F) {
 	f.Add([]byte(`{"intent":null,"audit":[null,{"tool":"x","TOOL":"y"}]}`))
 	f.Add([]byte(`{"Intent":"a","audit":[{"at":"2026-11-27T10:00:00Z","reason":"<&>"}]}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		var slow State
-		serr := json.Unmarshal(raw, &slow)
-		var fast State
-		if decodeStateFast(raw, &fast) {
-			// The audit is kept as stored until read: what encoding/json
-			// refuses in it is refused then.
-			aerr := fast.decodeStoredAudit()
-			if serr == nil {
-				require.NoError(t, aerr, "%s", raw)
-				require.Equal(t, slow, fast, "%s", raw)
-			} else {
-				require.Error(t, aerr, "the fast decoder took what encoding/json refuses: %s", raw)
-			}
-		}
-		if serr != nil {
-			return
-		}
-		want, werr := json.Marshal(&slow)
-		got, gerr := slow.AppendSlotJSON(nil)
-		require.Equal(t, werr != nil, gerr != nil)
-		if werr == nil {
-			var a, b State
-			require.NoError(t, json.Unmarshal(want, &a))
-			require.NoError(t, json.Unmarshal(got, &b), "%s", got)
-			require.Equal(t, a, b)
-		}
+		kit.CheckSlotCodec(t, raw, decodeStateFast, (*State).decodeStoredAudit, (*State).AppendSlotJSON)
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/shepherd-proxy/shepherd/state"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 func sampleState() *State {
@@ -24,22 +25,8 @@ func sampleState() *State {
 // and no chapters; stored chapters are written back as they were.
 func TestSlotCodec(t *testing.T) {
 	for _, s := range []*State{sampleState(), {}, {Chapters: []Chapter{}}} {
-		want, err := json.Marshal(s)
-		require.NoError(t, err)
-		got, err := s.AppendSlotJSON(nil)
-		require.NoError(t, err)
-		require.Equal(t, string(want), string(got))
-
-		var slow State
-		require.NoError(t, json.Unmarshal(want, &slow))
-		var fast State
-		require.True(t, decodeStateFast(want, &fast), "%s", want)
-		again, err := fast.AppendSlotJSON(nil)
-		require.NoError(t, err)
-		require.Equal(t, string(want), string(again))
-		require.Equal(t, int64(len(slow.Chapters)), fast.Counts()[CountChapters])
-		require.NoError(t, fast.decodeStoredChapters())
-		require.Equal(t, slow, fast)
+		read := kit.CheckSlotRoundTrip(t, s, decodeStateFast, (*State).decodeStoredChapters, (*State).AppendSlotJSON)
+		require.Equal(t, int64(len(s.Chapters)), read.Counts()[CountChapters], "counted while stored")
 	}
 	_, err := decodeSlot(SlotVersion, []byte(`{"topic":7}`))
 	require.Error(t, err, "what neither decoder reads is an error")
@@ -118,30 +105,7 @@ func FuzzSlotCodec(f *testing.F) {
 	f.Add([]byte(`{"topic":null,"chapters":[null,{"title":"x","TITLE":"y","calls":[null]}]}`))
 	f.Add([]byte(`{"Topic":"a","chapters":[{"started_at":"2026-11-27T10:00:00Z","calls":[{"name":"<&>"}]}]}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		var slow State
-		serr := json.Unmarshal(raw, &slow)
-		var fast State
-		if decodeStateFast(raw, &fast) {
-			cerr := fast.decodeStoredChapters()
-			if serr == nil {
-				require.NoError(t, cerr, "%s", raw)
-				require.Equal(t, slow, fast, "%s", raw)
-			} else {
-				require.Error(t, cerr, "the fast decoder took what encoding/json refuses: %s", raw)
-			}
-		}
-		if serr != nil {
-			return
-		}
-		want, werr := json.Marshal(&slow)
-		got, gerr := slow.AppendSlotJSON(nil)
-		require.Equal(t, werr != nil, gerr != nil)
-		if werr == nil {
-			var a, b State
-			require.NoError(t, json.Unmarshal(want, &a))
-			require.NoError(t, json.Unmarshal(got, &b), "%s", got)
-			require.Equal(t, a, b)
-		}
+		kit.CheckSlotCodec(t, raw, decodeStateFast, (*State).decodeStoredChapters, (*State).AppendSlotJSON)
 	})
 }
 

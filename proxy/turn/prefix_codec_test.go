@@ -10,6 +10,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
+	"github.com/shepherd-proxy/shepherd/test/kit"
 )
 
 func samplePrefixState() *PrefixState {
@@ -36,19 +37,7 @@ func TestPrefixSlotCodec(t *testing.T) {
 			// string of their little-endian bytes.
 			require.Contains(t, string(want), `"upstream":"AQAAAAIAAAADAAAA"`)
 		}
-		got, err := s.AppendSlotJSON(nil)
-		require.NoError(t, err)
-		require.Equal(t, string(want), string(got))
-
-		var slow PrefixState
-		require.NoError(t, json.Unmarshal(want, &slow))
-		var fast PrefixState
-		require.True(t, decodePrefixFast(want, &fast), "%s", want)
-		again, err := fast.AppendSlotJSON(nil)
-		require.NoError(t, err)
-		require.Equal(t, string(want), string(again), "turns kept as stored are written back as they were")
-		require.NoError(t, fast.decodeStoredTurns())
-		require.Equal(t, slow, fast)
+		kit.CheckSlotRoundTrip(t, s, decodePrefixFast, (*PrefixState).decodeStoredTurns, (*PrefixState).AppendSlotJSON)
 	}
 	st, err := decodePrefixSlot(PrefixSlotVersion, mustJSON(t, samplePrefixState()))
 	require.NoError(t, err)
@@ -72,32 +61,7 @@ func FuzzPrefixSlotCodec(f *testing.F) {
 	f.Add([]byte(`{"tracks":[null,{"first":1,"FIRST":2}],"turns":null,"breaks":{"a":null}}`))
 	f.Add([]byte(`{"turns":[{"at":"2026-11-26T10:00:00Z","first":false,"elements":-0,"cause":"<x>"}],"breaks":{}}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		var slow PrefixState
-		serr := json.Unmarshal(raw, &slow)
-		var fast PrefixState
-		if decodePrefixFast(raw, &fast) {
-			// Turns are kept as stored until read: what encoding/json
-			// refuses in them is refused then.
-			terr := fast.decodeStoredTurns()
-			if serr == nil {
-				require.NoError(t, terr, "%s", raw)
-				require.Equal(t, slow, fast, "%s", raw)
-			} else {
-				require.Error(t, terr, "the fast decoder took what encoding/json refuses: %s", raw)
-			}
-		}
-		if serr != nil {
-			return
-		}
-		want, werr := json.Marshal(&slow)
-		got, gerr := slow.AppendSlotJSON(nil)
-		require.Equal(t, werr != nil, gerr != nil)
-		if werr == nil {
-			var a, b PrefixState
-			require.NoError(t, json.Unmarshal(want, &a))
-			require.NoError(t, json.Unmarshal(got, &b), "%s", got)
-			require.Equal(t, a, b)
-		}
+		kit.CheckSlotCodec(t, raw, decodePrefixFast, (*PrefixState).decodeStoredTurns, (*PrefixState).AppendSlotJSON)
 	})
 }
 
