@@ -278,3 +278,22 @@ func TestStatic(t *testing.T) {
 	require.True(t, IsPath([]byte("/console/x")))
 	require.False(t, IsPath([]byte("/consoles")))
 }
+
+// TestSessionShowsWhatIsNotKept: a session past its topics bounds numbers
+// its chapters after the dropped ones and says what it no longer keeps.
+func TestSessionShowsWhatIsNotKept(t *testing.T) {
+	st := newFakeStore()
+	key := state.Key{Tenant: "t", Session: "long"}
+	_, err := st.Update(context.Background(), key, func(s *state.Session) error {
+		s.SetSlot(topics.Name, &topics.State{Topic: "Ship", ChaptersDropped: 7, CallsDropped: 250, Chapters: []topics.Chapter{
+			{Title: "Test", StartedAt: t0}, {Title: "Ship", StartedAt: t0.Add(time.Minute)},
+		}})
+		return nil
+	})
+	require.NoError(t, err)
+	code, body, _ := get(newTestHandler(st, ""), "/console/f/sessions/long?tenant=t")
+	require.Equal(t, 200, code, body)
+	require.Contains(t, body, "the oldest 7 chapters and 250 tool calls")
+	require.Regexp(t, `chapter-no">8</span>\s*<h3 class="chapter-title">Test`, body)
+	require.Regexp(t, `chapter-no">9</span>\s*<h3 class="chapter-title">Ship`, body)
+}

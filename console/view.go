@@ -81,20 +81,23 @@ func hitRatio(input, read, write int64) string {
 
 // sessionView is the session page's data.
 type sessionView struct {
-	ID, Tenant    string
-	Agent, Model  string
-	Created       time.Time
-	Updated       time.Time
-	Requests      int64
-	Usage         state.Usage
-	CacheHit      string
-	Topic         string
-	Intent        intentView
-	Chapters      []*chapterView
-	Activity      []activityRow
-	EventsKept    bool // the store keeps events (the timeline shows turns)
-	Refusals      int
-	Continuations int
+	ID, Tenant   string
+	Agent, Model string
+	Created      time.Time
+	Updated      time.Time
+	Requests     int64
+	Usage        state.Usage
+	CacheHit     string
+	Topic        string
+	Intent       intentView
+	Chapters     []*chapterView
+	// DroppedChapters and DroppedCalls count what the session no longer
+	// keeps (topics.max_chapters, topics.max_calls): the oldest.
+	DroppedChapters, DroppedCalls int64
+	Activity                      []activityRow
+	EventsKept                    bool // the store keeps events (the timeline shows turns)
+	Refusals                      int
+	Continuations                 int
 	// Prefix is the cache-integrity pane: the last turns, newest first.
 	Prefix []prefixRow
 }
@@ -173,6 +176,9 @@ func buildSession(s *state.Session, evs []events.Event, eventsKept bool) *sessio
 	in, _ := intents.Of(s)
 	v.Topic = tp.Active()
 	v.Intent.ID = in.Active()
+	if tp != nil {
+		v.DroppedChapters, v.DroppedCalls = tp.ChaptersDropped, tp.CallsDropped
+	}
 
 	tl := newTimeline(tp, evs)
 	if in != nil {
@@ -215,7 +221,7 @@ func newTimeline(tp *topics.State, evs []events.Event) *timeline {
 	tl := &timeline{calls: map[string]*itemView{}}
 	if tp != nil && len(tp.Chapters) > 0 {
 		for i, c := range tp.Chapters {
-			ch := &chapterView{Number: i + 1, Title: c.Title, StartedAt: c.StartedAt}
+			ch := &chapterView{Number: int(tp.ChaptersDropped) + i + 1, Title: c.Title, StartedAt: c.StartedAt}
 			for _, n := range c.Calls {
 				it := &itemView{Kind: "call", At: n.At, Tool: n.Name, CallID: n.ID, Status: "allowed"}
 				ch.Items = append(ch.Items, it)

@@ -68,8 +68,13 @@ type sessionJSON struct {
 	Topic     string           `json:"topic,omitempty"`
 	Intent    string           `json:"intent,omitempty"`
 	Chapters  []chapterJSON    `json:"chapters"`
-	Audit     []auditJSON      `json:"audit"`
-	Recovery  recoveryJSON     `json:"recovery"`
+	// ChaptersDropped and CallsDropped count the oldest chapters and call
+	// notes the session no longer keeps (topics.max_chapters,
+	// topics.max_calls).
+	ChaptersDropped int64        `json:"chapters_dropped"`
+	CallsDropped    int64        `json:"calls_dropped"`
+	Audit           []auditJSON  `json:"audit"`
+	Recovery        recoveryJSON `json:"recovery"`
 	// Budgets are the session's budget counters (budgets.*: turns, tokens,
 	// cost_micros, calls:<tool>, streak) when the store keeps any.
 	Budgets map[string]int64 `json:"budgets,omitempty"`
@@ -147,7 +152,8 @@ func sessionAnswer(s *state.Session, withLedger bool) sessionJSON {
 		ID: s.ID, Tenant: s.Tenant, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		Requests: s.Requests, Version: s.Version, Topic: tp.Topic, Intent: in.Intent,
 		Agent: s.Agent, Model: s.Model, Usage: usageJSON(s.Usage), Counts: slotCounts(s.Slots),
-		Chapters:      make([]chapterJSON, len(tp.Chapters)),
+		Chapters:        make([]chapterJSON, len(tp.Chapters)),
+		ChaptersDropped: tp.ChaptersDropped, CallsDropped: tp.CallsDropped,
 		Audit:         make([]auditJSON, len(in.Audit)),
 		Recovery:      recoveryJSON(*rc),
 		LedgerEntries: len(s.Ledger),

@@ -200,3 +200,68 @@ func TestTopicsTwoReplicasShareRedis(t *testing.T) {
 
 // routeOf is the metric route label of api's non-streaming requests.
 func routeOf(api topicAPI) string { return api.d.Route(false) }
+
+// TestTopicsSlotIsBounded: a long session keeps at most topics.max_chapters
+// chapters and topics.max_calls call notes, the newest, in the memory store
+// and in Redis (where a turn adds to the stored chapters); the sessions
+// API counts what was dropped.
+func TestTopicsSlotIsBounded(t *testing.T) {
+	for _, name := range []string{"memory", "redis"} {
+		t.Run(name, func(t *testing.T) {
+			var store state.Store // memory: the harness's own
+			if name == "redis" {
+				url := kit.RedisURL(t)
+				prefix := fmt.Sprintf("shepherd-topics-bound-%d", time.Now().UnixNano())
+				defer cleanupRedisPrefix(t, url, prefix)
+				var err error
+				store, err = state.NewRedis(state.RedisOptions{URL: url, KeyPrefix: prefix, TTL: time.Minute, Timeout: time.Second})
+				require.NoError(t, err)
+			}
+			h := newHarness(t, harnessOptions{Store: store, Config: func(c *config.Config) {
+				c.Topics.Enabled = true
+				c.Topics.MaxChapters, c.Topics.MaxCalls = 2, 4
+			}})
+			api := topicAPIs()[0]
+			hdr := map[string]string{"X-Session-Id": "bounded-" + name}
+			for k, v := range api.headers {
+				hdr[k] = v
+			}
+			history := []string{api.user("start")}
+			calls, chapters := 0, 0
+			for k := range 16 {
+				scriptTurn(h.mock, k)
+				if k%4 < 2 {
+					chapters++
+				}
+				resp, reply := do(t, "POST", h.URL+api.path, api.request(history), hdr)
+				require.Equal(t, 200, resp.StatusCode, string(reply))
+				history = append(history, api.echo(reply)...)
+				names, ids := api.calls(reply), api.ids(reply)
+				calls += len(names)
+				if len(names) == 0 {
+					history = append(history, api.user(fmt.Sprintf("continue %d", k)))
+				}
+				for i := range names {
+					history = append(history, api.toolResult(ids[i], names[i]))
+				}
+			}
+			_, got := do(t, "GET", h.URL+"/shepherd/v1/sessions/bounded-"+name, "", nil)
+			j := gjson.ParseBytes(got)
+			kept := j.Get("chapters").Array()
+			require.LessOrEqual(t, len(kept), 2, string(got))
+			require.Equal(t, int64(chapters), j.Get("chapters_dropped").Int()+int64(len(kept)), string(got))
+			require.Equal(t, "Phase 13", kept[len(kept)-1].Get("title").String())
+			notes := j.Get("chapters.#.calls.#.id").Array()
+			var ids []string
+			for _, c := range notes {
+				for _, id := range c.Array() {
+					ids = append(ids, id.String())
+				}
+			}
+			require.LessOrEqual(t, len(ids), 4)
+			require.Equal(t, int64(calls), j.Get("calls_dropped").Int()+int64(len(ids)), string(got))
+			require.Equal(t, "c15", ids[len(ids)-1], "the newest call is kept")
+			require.Equal(t, int64(len(kept)), j.Get("counts.chapters").Int())
+		})
+	}
+}

@@ -38,13 +38,24 @@ type Config struct {
 	// NoTopicReminder: key topics.no_topic_reminder; the reminder before the
 	// first chapter; "" uses the built-in text.
 	NoTopicReminder string `mapstructure:"no_topic_reminder"`
+	// MaxChapters: key topics.max_chapters; the most chapters a session
+	// keeps (the oldest are dropped and counted); default 200.
+	MaxChapters int `mapstructure:"max_chapters"`
+	// MaxCalls: key topics.max_calls; the most tool-call notes a session
+	// keeps over all its chapters (the oldest are dropped and counted);
+	// default 1000.
+	MaxCalls int `mapstructure:"max_calls"`
 }
+
+// maxBound is the largest topics.max_chapters and topics.max_calls.
+const maxBound = 100_000
 
 var _ hooks.Section = (*Config)(nil)
 
 // SetDefaults implements hooks.Section.
 func (c *Config) SetDefaults() {
-	*c = Config{Enabled: true, ToolName: DefaultTopicTool, Placement: PlacementLastUser, MaxFollowups: -1}
+	*c = Config{Enabled: true, ToolName: DefaultTopicTool, Placement: PlacementLastUser, MaxFollowups: -1,
+		MaxChapters: DefaultMaxChapters, MaxCalls: DefaultMaxCalls}
 }
 
 // Validate implements hooks.Section.
@@ -60,6 +71,12 @@ func (c *Config) Validate() []hooks.Problem {
 	}
 	if c.MaxFollowups < -1 || c.MaxFollowups > 16 {
 		p.Add("topics.max_followups", "%d is out of range: must be between 0 and 16", c.MaxFollowups)
+	}
+	if c.MaxChapters < 1 || c.MaxChapters > maxBound {
+		p.Add("topics.max_chapters", "%d is out of range: must be between 1 and %d", c.MaxChapters, maxBound)
+	}
+	if c.MaxCalls < 1 || c.MaxCalls > maxBound {
+		p.Add("topics.max_calls", "%d is out of range: must be between 1 and %d", c.MaxCalls, maxBound)
 	}
 	return p
 }
@@ -88,6 +105,7 @@ func (c *Config) Provision(env hooks.Env) (hooks.Plugin, error) {
 	return plugin{New(Options{
 		ToolName: c.ToolName, Placement: c.Placement,
 		Guidance: c.Guidance, Reminder: c.Reminder, NoTopicReminder: c.NoTopicReminder,
+		Limits:        Limits{Chapters: c.MaxChapters, Calls: c.MaxCalls},
 		OnTopicChange: changes.Inc,
 		Events:        env.Events,
 	})}, nil

@@ -16,11 +16,12 @@ func TestConfigValidate(t *testing.T) {
 	require.Empty(t, c.Validate(), "the defaults are valid")
 	require.Equal(t, []string{DefaultTopicTool}, c.OwnedTools())
 	c.Placement, c.ToolName, c.MaxFollowups = "footer", "new topic!", 17
+	c.MaxChapters, c.MaxCalls = 0, maxBound+1
 	var keys []string
 	for _, p := range c.Validate() {
 		keys = append(keys, p.Key)
 	}
-	require.Equal(t, []string{"topics.placement", "topics.tool_name", "topics.max_followups"}, keys)
+	require.Equal(t, []string{"topics.placement", "topics.tool_name", "topics.max_followups", "topics.max_chapters", "topics.max_calls"}, keys)
 	c.Enabled = false
 	require.Nil(t, c.OwnedTools())
 }

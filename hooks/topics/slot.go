@@ -21,8 +21,14 @@ const SlotVersion = 1
 type State struct {
 	// Topic is the active topic ("" before the first chapter).
 	Topic string `json:"topic,omitempty"`
-	// Chapters are the session's chapters, oldest first.
+	// Chapters are the session's chapters, oldest first: the newest
+	// Options.MaxChapters at most, each with the calls made under it, the
+	// newest Options.MaxCalls calls at most in all (bound.go).
 	Chapters []Chapter `json:"chapters,omitempty"`
+	// ChaptersDropped and CallsDropped count the oldest chapters and call
+	// notes dropped to keep the slot within its bounds.
+	ChaptersDropped int64 `json:"chapters_dropped,omitempty"`
+	CallsDropped    int64 `json:"calls_dropped,omitempty"`
 	// storedChapters, when not empty, is the chapters as a serialising
 	// store held them (a JSON array of at least one chapter), not decoded:
 	// Chapters is then nil. The hook reads only the active topic, and a
@@ -50,7 +56,8 @@ func (s *State) SlotVersion() int { return SlotVersion }
 
 // CloneSlot implements state.Slot.
 func (s *State) CloneSlot() state.Slot {
-	c := &State{Topic: s.Topic, storedChapters: s.storedChapters}
+	c := &State{}
+	*c = *s
 	if s.Chapters != nil {
 		c.Chapters = make([]Chapter, len(s.Chapters))
 		for i, ch := range s.Chapters {
@@ -63,14 +70,18 @@ func (s *State) CloneSlot() state.Slot {
 
 // record opens a chapter for each of titles (the last becomes the active
 // topic) and notes calls under the newest chapter; calls before any
-// chapter are kept under an untitled one.
-func (s *State) record(titles []string, calls []CallNote, now time.Time) {
+// chapter are kept under an untitled one. The oldest chapters and notes
+// past lim are dropped (bound).
+func (s *State) record(titles []string, calls []CallNote, now time.Time, lim Limits) {
 	if len(titles) > 0 {
 		s.Topic = titles[len(titles)-1]
 	}
-	if s.addStored(titles, calls, now) {
+	if s.storedOver(len(titles), len(calls), lim) {
+		s.decodeForValues() // trimmed below, as values
+	} else if s.addStored(titles, calls, now) {
 		return
 	}
+	defer s.bound(lim)
 	for _, title := range titles {
 		s.Chapters = append(s.Chapters, Chapter{Title: title, StartedAt: now})
 	}

@@ -2,6 +2,7 @@ package topics
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,7 +29,7 @@ var decodeSlot = state.SameShapeFast("topics", 0, SlotVersion, decodeStateFast)
 
 // The JSON names of the slot's structs.
 var (
-	stateKeys   = []string{"topic", "chapters"}
+	stateKeys   = []string{"topic", "chapters", "chapters_dropped", "calls_dropped"}
 	chapterKeys = []string{"title", "started_at", "calls"}
 	callKeys    = []string{"name", "id", "at"}
 )
@@ -47,6 +48,10 @@ func decodeStateFast(data []byte, s *State) bool {
 				return true
 			}
 			return jsonkit.DecodeArray(v, &s.Chapters, decodeChapter)
+		case "chapters_dropped":
+			return jsonkit.DecodeInt(v, &s.ChaptersDropped)
+		case "calls_dropped":
+			return jsonkit.DecodeInt(v, &s.CallsDropped)
 		}
 		return true
 	})
@@ -217,21 +222,34 @@ func (s *State) AppendSlotJSON(dst []byte) ([]byte, error) {
 		if sep {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, `"chapters":`...)
+		dst, sep = append(dst, `"chapters":`...), true
 		if s.storedChapters != "" {
-			return append(append(dst, s.storedChapters...), '}'), nil
-		}
-		dst = append(dst, '[')
-		for i := range s.Chapters {
-			if i > 0 {
-				dst = append(dst, ',')
+			dst = append(dst, s.storedChapters...)
+		} else {
+			dst = append(dst, '[')
+			for i := range s.Chapters {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				var err error
+				if dst, err = appendChapter(dst, &s.Chapters[i]); err != nil {
+					return dst, err
+				}
 			}
-			var err error
-			if dst, err = appendChapter(dst, &s.Chapters[i]); err != nil {
-				return dst, err
-			}
+			dst = append(dst, ']')
 		}
-		dst = append(dst, ']')
+	}
+	for _, n := range []struct {
+		key string
+		v   int64
+	}{{`"chapters_dropped":`, s.ChaptersDropped}, {`"calls_dropped":`, s.CallsDropped}} {
+		if n.v == 0 {
+			continue
+		}
+		if sep {
+			dst = append(dst, ',')
+		}
+		dst, sep = strconv.AppendInt(append(dst, n.key...), n.v, 10), true
 	}
 	return append(dst, '}'), nil
 }

@@ -111,13 +111,16 @@ func FuzzSlotCodec(f *testing.F) {
 
 // FuzzStoredChapters: a turn recorded into stored chapters (as this codec
 // or encoding/json writes them) reads back as the same turn recorded into
-// the decoded chapters.
+// the decoded chapters, within the same small bounds.
 func FuzzStoredChapters(f *testing.F) {
 	good, _ := json.Marshal(sampleState())
-	f.Add(good, "New", "Write", true)
-	f.Add([]byte(`{"chapters":[null]}`), "", "Bash", false)
-	f.Add([]byte(`{"chapters":[{"title":"a","calls":[]}]}`), "", "Read", true)
-	f.Fuzz(func(t *testing.T, raw []byte, title, call string, twoCalls bool) {
+	f.Add(good, "New", "Write", true, uint8(0), uint8(0))
+	f.Add([]byte(`{"chapters":[null]}`), "", "Bash", false, uint8(0), uint8(0))
+	f.Add([]byte(`{"chapters":[{"title":"a","calls":[]}]}`), "", "Read", true, uint8(0), uint8(0))
+	f.Add(good, "New", "Write", true, uint8(1), uint8(2))
+	f.Add(good, "", "Write", true, uint8(7), uint8(2))
+	f.Add([]byte(`{"chapters":[{"title":"a"},{"title":"b","calls":[{"name":"x"}]}],"calls_dropped":4}`), "c", "Read", false, uint8(0), uint8(0))
+	f.Fuzz(func(t *testing.T, raw []byte, title, call string, twoCalls bool, maxChapters, maxCalls uint8) {
 		var values State
 		if json.Unmarshal(raw, &values) != nil {
 			return
@@ -136,8 +139,9 @@ func FuzzStoredChapters(f *testing.F) {
 		if twoCalls {
 			calls = append(calls, CallNote{Name: call, ID: "id", At: at})
 		}
-		values.record(titles, calls, at)
-		stored.record(titles, calls, at)
+		lim := Limits{Chapters: int(maxChapters%8) + 1, Calls: int(maxCalls%16) + 1}
+		values.record(titles, calls, at, lim)
+		stored.record(titles, calls, at, lim)
 		out, err := stored.AppendSlotJSON(nil)
 		require.NoError(t, err)
 		var got State
@@ -147,6 +151,7 @@ func FuzzStoredChapters(f *testing.F) {
 		require.NoError(t, json.Unmarshal(mustJSON(t, &values), &want))
 		require.Equal(t, want.Topic, got.Topic)
 		require.Equal(t, want.Chapters, got.Chapters, "%s -> %s", raw, out)
+		require.Equal(t, [2]int64{want.ChaptersDropped, want.CallsDropped}, [2]int64{got.ChaptersDropped, got.CallsDropped})
 		require.Equal(t, int64(len(values.Chapters)), stored.Counts()[CountChapters])
 	})
 }

@@ -54,6 +54,9 @@ type Options struct {
 	Guidance        string
 	Reminder        string // {title} is replaced by the active topic
 	NoTopicReminder string
+	// Limits bound the chapters and call notes kept per session (zero
+	// fields: DefaultMaxChapters, DefaultMaxCalls).
+	Limits Limits
 	// Now is the clock for chapter and call times (tests); default time.Now.
 	Now func() time.Time
 	// OnTopicChange, when set, is called once per accepted create_new_topic
@@ -103,6 +106,7 @@ func New(cfg Options) *Hook {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	cfg.Limits = cfg.Limits.withDefaults()
 	return &Hook{cfg: cfg, spec: conv.ToolSpec{
 		Name:        cfg.ToolName,
 		Description: topicToolDescription,
@@ -183,12 +187,13 @@ func (t *Hook) OnReply(_ context.Context, call *hooks.Call, reply *conv.Reply) (
 		}
 	}
 	if len(titles) > 0 || len(others) > 0 {
+		lim := t.cfg.Limits
 		d.Effects = append(d.Effects, func(sess *state.Session) {
 			s, err := state.SlotForUpdate(sess, Name, decodeSlot)
 			if err != nil {
 				return // a slot this build cannot read is left as it is
 			}
-			s.record(titles, others, now)
+			s.record(titles, others, now, lim)
 		})
 	}
 	return d, nil
