@@ -8,12 +8,18 @@ import (
 // Clone returns a deep copy of s (nil for nil); see clone.
 func (s *Session) Clone() *Session { return s.clone() }
 
-// clone returns a deep copy of s that shares no memory it may change:
-// every slice and map is copied, and every slot (Slot.CloneSlot), except
-// the bytes of LedgerEntry.Data, which are read-only (an entry is replaced
-// whole, never edited; the store clones a session up to three times per
-// turn, and copying every entry's record each time was most of a clone).
-// Nil slices stay nil. A Session field added later must be handled here;
+// clone returns a copy of s that shares no memory it may change: every
+// slice and map is copied, except what is read-only or copied on write:
+//   - the bytes of LedgerEntry.Data (an entry is replaced whole, never
+//     edited);
+//   - the slots themselves (the Slots map is copied, its values shared):
+//     a slot is changed only through SlotForUpdate, which first gives the
+//     session its own copy (Slot.CloneSlot).
+//
+// The store clones a session up to three times per turn: deep copies of
+// every ledger record and every slot (a long session's chapters, audit
+// and turns) were most of a clone, and a turn changes few of them. Nil
+// slices stay nil. A Session field added later must be handled here;
 // clone_test.go checks that nothing else is shared.
 func (s *Session) clone() *Session {
 	if s == nil {
@@ -21,7 +27,7 @@ func (s *Session) clone() *Session {
 	}
 	c := *s
 	c.Ledger = slices.Clone(s.Ledger)
-	c.Slots = s.Slots.clone()
+	c.Slots = maps.Clone(s.Slots)
 	c.Routes = maps.Clone(s.Routes)
 	c.staged = nil // staged for the save of s, not of its copy
 	return &c

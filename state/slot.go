@@ -9,9 +9,14 @@ import (
 
 // Slot is the part of a session record that one hook owns: its own state
 // (topics' chapters, intents' selection and audit, …), stored under the
-// hook's name. The store treats it as opaque: it clones it, and encodes it
-// as {"v": SlotVersion(), "data": <the slot as JSON>} where the store
+// hook's name. The store treats it as opaque, and encodes it as
+// {"v": SlotVersion(), "data": <the slot as JSON>} where the store
 // serialises sessions (Redis).
+//
+// A slot is copied on write: copies of a session (the store's own among
+// them) share their slots, so a slot read from a session (SlotAs) must not
+// be changed in place. An effect changes a slot through SlotForUpdate,
+// which puts a copy of its own in the session first.
 type Slot interface {
 	// SlotVersion is the schema version of the slot's JSON encoding. A hook
 	// raises it when it changes the encoding, and keeps decoding the older
@@ -135,20 +140,6 @@ func (s *Slots) UnmarshalJSON(b []byte) error {
 	}
 	*s = out
 	return nil
-}
-
-// clone returns a deep copy of s (nil for nil).
-func (s Slots) clone() Slots {
-	if s == nil {
-		return nil
-	}
-	out := make(Slots, len(s))
-	for name, sl := range s {
-		if sl != nil {
-			out[name] = sl.CloneSlot()
-		}
-	}
-	return out
 }
 
 // notes collects the notes of the slots that have one (nil for none).
@@ -288,17 +279,27 @@ func SameShapeFast[T any, PT interface {
 	}
 }
 
-// SlotForUpdate returns the slot called name for an effect to change, as
-// SlotAs reads it, creating and storing a fresh zero *T when s has none.
-// Its error is SlotAs's: a stored slot that cannot be read is left as it is
-// (the caller should then change nothing, so nothing it holds is lost).
+// SlotForUpdate returns the slot called name for an effect to change: a
+// copy of the slot as SlotAs reads it (CloneSlot), stored in s in its
+// place, so copies of s that shared it are not changed; or a fresh zero *T
+// stored in s when s has none. Its error is SlotAs's: a stored slot that
+// cannot be read is left as it is (the caller should then change nothing,
+// so nothing it holds is lost).
 func SlotForUpdate[T any, PT interface {
 	*T
 	Slot
 }](s *Session, name string, decode func(version int, data []byte) (PT, error)) (PT, error) {
 	sl, err := SlotAs(s, name, decode)
-	if err != nil || sl != nil {
-		return sl, err
+	if err != nil {
+		return nil, err
+	}
+	if sl != nil {
+		own, ok := sl.CloneSlot().(PT)
+		if !ok {
+			return nil, fmt.Errorf("state: slot %q: CloneSlot returned another type than %T", name, sl)
+		}
+		s.Slots[name] = own
+		return own, nil
 	}
 	sl = PT(new(T))
 	s.SetSlot(name, sl)

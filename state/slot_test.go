@@ -130,9 +130,14 @@ func TestSlotForUpdate(t *testing.T) {
 	c.N = 5
 	assert.Same(t, c, s.Slots["counter"], "a missing slot is created and stored")
 
+	shared := s.clone()
 	again, err := SlotForUpdate(s, "counter", decodeCounter)
 	require.NoError(t, err)
-	assert.Same(t, c, again, "an existing slot is returned, not replaced")
+	assert.Equal(t, c, again, "an existing slot is returned as it is")
+	assert.NotSame(t, c, again, "as the session's own copy")
+	assert.Same(t, again, s.Slots["counter"])
+	again.N = 6
+	assert.Equal(t, 5, shared.Slots["counter"].(*counterSlot).N, "a copy that shared the slot is not changed")
 
 	stored := &RawSlot{V: 1, Data: json.RawMessage(`{"n":1}`)}
 	s.SetSlot("counter", stored)

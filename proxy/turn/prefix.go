@@ -421,9 +421,9 @@ func (s *PrefixState) track(first uint32) *prefixTrack {
 // maxPrefixTracks forgotten), the turn with its cache usage, and the break.
 // It may run more than once (an optimistic update retried).
 func (c *prefixCheck) record(sess *state.Session, u *turnUsage) {
-	st, err := prefixSlot(sess)
-	if st == nil || err != nil {
-		st = &PrefixState{}
+	st := &PrefixState{} // the session's own: its slot may be shared (state.Slot)
+	if cur, err := prefixSlot(sess); cur != nil && err == nil {
+		*st = *cur
 	}
 	tracks := make([]prefixTrack, 0, maxPrefixTracks)
 	tracks = append(tracks, c.track)
