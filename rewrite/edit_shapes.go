@@ -122,7 +122,10 @@ func NamedTools(idx *jsonkit.Index, tools gjson.Result, key string) ([]conv.Tool
 			return false
 		}
 		if n.Str != "" {
-			defs = append(defs, conv.ToolDef{Name: jsonkit.OwnedString(n)})
+			if defs == nil {
+				defs = make([]conv.ToolDef, 0, 32) // Claude Code declares about 20
+			}
+			defs = append(defs, conv.ToolDef{Name: jsonkit.Name(n)})
 		}
 		return true
 	})

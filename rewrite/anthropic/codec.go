@@ -49,7 +49,7 @@ func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
 			return nil, err
 		}
 	}
-	req := &conv.Request{Model: jsonkit.OwnedString(model), Stream: stream.Bool(), MetadataUserID: jsonkit.OwnedString(uid),
+	req := &conv.Request{Model: jsonkit.Name(model), Stream: stream.Bool(), MetadataUserID: jsonkit.OwnedString(uid),
 		Thinking: thinking == "enabled" || thinking == "adaptive"}
 	req.Lineage = pb.Lineage
 	if maxTok.Type == gjson.Number {

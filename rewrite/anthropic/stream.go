@@ -28,7 +28,7 @@ func parseReply(body []byte, withText bool) (*conv.Reply, error) {
 	}
 	var top [4]gjson.Result // one pass over the reply (gjson's Get walks it per key)
 	jsonkit.Members(root, replyKeys, top[:])
-	r := &conv.Reply{Model: jsonkit.OwnedString(top[0])}
+	r := &conv.Reply{Model: jsonkit.Name(top[0])}
 	var text rewrite.TextParts
 	var kv [2]gjson.Result
 	jsonkit.EachElement(top[1], func(_ int, b gjson.Result) bool {

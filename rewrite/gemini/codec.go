@@ -69,7 +69,7 @@ func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
 			return nil, err
 		}
 	}
-	req := &conv.Request{Model: jsonkit.OwnedString(model)}
+	req := &conv.Request{Model: jsonkit.Name(model)}
 	req.Lineage = pb.Lineage
 	if mot.Type == gjson.Number {
 		req.MaxOutputTokens, req.HasMaxOutputTokens = mot.Int(), true

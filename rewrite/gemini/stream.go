@@ -29,7 +29,7 @@ func parseReply(body []byte, withText bool) (*conv.Reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &conv.Reply{Model: jsonkit.OwnedString(root.Get("modelVersion"))}
+	r := &conv.Reply{Model: jsonkit.Name(root.Get("modelVersion"))}
 	cand := root.Get("candidates.0")
 	var text rewrite.TextParts
 	var kv [2]gjson.Result

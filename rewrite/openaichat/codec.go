@@ -62,7 +62,7 @@ func parseChatRequest(views *rewrite.ViewCache, parsed *rewrite.Parsed, body []b
 			return nil, err
 		}
 	}
-	req := &conv.Request{Model: jsonkit.OwnedString(model), Stream: stream.Bool(), PromptCacheKey: jsonkit.OwnedString(pck)}
+	req := &conv.Request{Model: jsonkit.Name(model), Stream: stream.Bool(), PromptCacheKey: jsonkit.OwnedString(pck)}
 	req.Lineage = pb.Lineage
 	switch {
 	case mct.Type == gjson.Number:

@@ -26,7 +26,7 @@ func parseReply(body []byte, withText bool) (*conv.Reply, error) {
 	}
 	var top [3]gjson.Result // one pass over the reply (gjson's Get walks it per key)
 	jsonkit.Members(root, replyKeys, top[:])
-	r := &conv.Reply{Model: jsonkit.OwnedString(top[0])}
+	r := &conv.Reply{Model: jsonkit.Name(top[0])}
 	var ch [2]gjson.Result
 	jsonkit.Members(firstChoice(top[1]), choiceKeys, ch[:])
 	var mc [2]gjson.Result

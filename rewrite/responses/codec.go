@@ -47,7 +47,7 @@ func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 			return nil, err
 		}
 	}
-	req := &conv.Request{Model: jsonkit.OwnedString(model), Stream: stream.Bool(), PromptCacheKey: jsonkit.OwnedString(pck), PreviousResponseID: jsonkit.OwnedString(prev)}
+	req := &conv.Request{Model: jsonkit.Name(model), Stream: stream.Bool(), PromptCacheKey: jsonkit.OwnedString(pck), PreviousResponseID: jsonkit.OwnedString(prev)}
 	req.Lineage = pb.Lineage
 	if mot.Type == gjson.Number {
 		req.MaxOutputTokens, req.HasMaxOutputTokens = mot.Int(), true

@@ -40,7 +40,7 @@ func responsesReply(resp gjson.Result) *conv.Reply { return responsesReplyText(r
 // responsesReplyText is responsesReply, with the text decoded only when
 // withText.
 func responsesReplyText(resp gjson.Result, withText bool) *conv.Reply {
-	r := &conv.Reply{Model: jsonkit.OwnedString(resp.Get("model"))}
+	r := &conv.Reply{Model: jsonkit.Name(resp.Get("model"))}
 	var text rewrite.TextParts
 	var kv [2]gjson.Result
 	jsonkit.EachElement(resp.Get("output"), func(_ int, it gjson.Result) bool {
