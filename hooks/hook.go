@@ -278,11 +278,12 @@ func (c *Chain) HasReplyHooks() bool { return c != nil && len(c.reply) > 0 }
 // short-circuit response if a hook gave one, and the errors of hooks that
 // failed (joined; the chain went on without them).
 func (c *Chain) RunRequest(ctx context.Context, call *Call, req *conv.Request) (conv.RequestEdits, *Response, error) {
-	var edits conv.RequestEdits
 	var errs []error
 	if c == nil {
-		return edits, nil, nil
+		return conv.RequestEdits{}, nil, nil
 	}
+	var buf [8]conv.RequestEdits
+	parts := buf[:0] // merged once, at the end (conv.MergeAll)
 	for _, h := range c.request {
 		observeStart(call, h)
 		e, resp, err := h.OnRequest(ctx, call, req)
@@ -291,12 +292,14 @@ func (c *Chain) RunRequest(ctx context.Context, call *Call, req *conv.Request) (
 			errs = append(errs, &HookError{Hook: h.Name(), Err: err})
 			continue
 		}
-		edits.Merge(e)
+		if !e.Empty() {
+			parts = append(parts, e)
+		}
 		if resp != nil {
-			return edits, resp, errors.Join(errs...)
+			return conv.MergeAll(parts), resp, errors.Join(errs...)
 		}
 	}
-	return edits, nil, errors.Join(errs...)
+	return conv.MergeAll(parts), nil, errors.Join(errs...)
 }
 
 // RunReply runs the reply hooks and merges their decisions per the ReplyHook

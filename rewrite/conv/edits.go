@@ -70,6 +70,53 @@ func (e *RequestEdits) Merge(o RequestEdits) {
 	e.DropBefore = max(e.DropBefore, o.DropBefore)
 }
 
+// MergeAll is the edits of parts merged in order, as Merge would merge them
+// one after another, with one allocation per list that more than one part
+// adds to: a list only one part adds to is that part's (capped, so an
+// append to the result copies it). The request hooks' edits are merged on
+// every request.
+func MergeAll(parts []RequestEdits) RequestEdits {
+	var out RequestEdits
+	if len(parts) == 0 {
+		return out
+	}
+	out.AddTools = concat(parts, func(e *RequestEdits) []ToolSpec { return e.AddTools })
+	out.AppendSystem = concat(parts, func(e *RequestEdits) []string { return e.AppendSystem })
+	out.AppendUserText = concat(parts, func(e *RequestEdits) []string { return e.AppendUserText })
+	out.ReplaceResults = concat(parts, func(e *RequestEdits) []ResultEdit { return e.ReplaceResults })
+	for i := range parts {
+		if parts[i].SetMaxOutputTokens > 0 {
+			out.SetMaxOutputTokens = parts[i].SetMaxOutputTokens
+		}
+		out.DropBefore = max(out.DropBefore, parts[i].DropBefore)
+	}
+	return out
+}
+
+// concat joins the list field of every part, in order.
+func concat[T any](parts []RequestEdits, field func(*RequestEdits) []T) []T {
+	n, from := 0, -1
+	for i := range parts {
+		if l := len(field(&parts[i])); l > 0 {
+			n += l
+			if from < 0 {
+				from = i
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	if first := field(&parts[from]); len(first) == n {
+		return first[:n:n]
+	}
+	out := make([]T, 0, n)
+	for i := from; i < len(parts); i++ {
+		out = append(out, field(&parts[i])...)
+	}
+	return out
+}
+
 // Verdict is what a reply hook decides about one tool call.
 type Verdict int
 

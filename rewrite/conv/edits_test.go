@@ -1,0 +1,46 @@
+package conv
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// MergeAll merges as Merge does one part after another, and its lists are
+// full (a list handed back whole from one part is capped): appending to
+// the result never writes into a part.
+func TestMergeAll(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	strs := func(p string) []string {
+		var out []string
+		for i := range rng.IntN(3) {
+			out = append(out, fmt.Sprint(p, i))
+		}
+		return out
+	}
+	for round := range 2000 {
+		parts := make([]RequestEdits, rng.IntN(5))
+		for i := range parts {
+			p := fmt.Sprint(round, ".", i, ".")
+			parts[i] = RequestEdits{AppendSystem: strs(p + "s"), AppendUserText: strs(p + "u"),
+				SetMaxOutputTokens: int64(rng.IntN(3)) * 100, DropBefore: rng.IntN(3)}
+			for _, n := range strs(p + "t") {
+				parts[i].AddTools = append(parts[i].AddTools, ToolSpec{Name: n})
+			}
+			for k := range rng.IntN(2) {
+				parts[i].ReplaceResults = append(parts[i].ReplaceResults, ResultEdit{Msg: i, Block: k, Text: p})
+			}
+		}
+		var want RequestEdits
+		for _, e := range parts {
+			want.Merge(e)
+		}
+		got := MergeAll(parts)
+		require.Equal(t, want, got, "round %d", round)
+		require.Equal(t, len(got.AppendSystem), cap(got.AppendSystem), "an append to the result must copy")
+		require.Equal(t, len(got.AddTools), cap(got.AddTools))
+		require.Equal(t, len(got.AppendUserText), cap(got.AppendUserText))
+	}
+}
