@@ -69,7 +69,7 @@ func ApplyEdits(body []byte, e conv.RequestEdits, ops EditOps) ([]byte, error) {
 		ops.Parsed.Escape() // body goes to the caller as it is
 		return body, nil
 	}
-	steps, err := editSteps(e, ops)
+	steps, err := editSteps(make([]MemberOp, 0, maxSteps), e, ops)
 	if err != nil {
 		return nil, err
 	}
@@ -106,46 +106,76 @@ func ApplyEditsWithUserTexts(body []byte, texts []UserTexts, e conv.RequestEdits
 	if !ok { // what AppendUserTextsBatched would find again before falling back
 		return inTurn(appendUserTextsFallback(tc, body, texts))
 	}
-	steps, err := editSteps(e, ops)
+	steps := make([]MemberOp, 1, 1+maxSteps)
+	steps[0] = MemberOp{Key: loc.ConversationKey(), Splices: splices,
+		Op: func(b []byte) ([]byte, error) { return appendUserTextsOneByOne(tc, b, texts) }}
+	steps, err := editSteps(steps, e, ops)
 	if err != nil {
 		return nil, err
 	}
-	first := MemberOp{Key: loc.ConversationKey(), Splices: splices,
-		Op: func(b []byte) ([]byte, error) { return appendUserTextsOneByOne(tc, b, texts) }}
-	return ops.Parsed.EditMembers(body, append([]MemberOp{first}, steps...))
+	return ops.Parsed.EditMembers(body, steps)
 }
 
-// editSteps are e as EditMembers ops, in the order the Codec contract
-// fixes: tools, system, user text, output limit.
-func editSteps(e conv.RequestEdits, ops EditOps) ([]MemberOp, error) {
-	var steps []MemberOp
+// editSteps appends e as EditMembers ops to steps, in the order the Codec
+// contract fixes: tools, system, user text, output limit. The ops' closures
+// share one copy of their arguments (editArgs), not one each.
+func editSteps(steps []MemberOp, e conv.RequestEdits, ops EditOps) ([]MemberOp, error) {
+	if e.Empty() {
+		return steps, nil
+	}
+	a := &editArgs{e: e, ops: ops}
 	if len(e.AddTools) > 0 {
-		items, err := ops.Tools.Render(nil, e.AddTools)
-		if err != nil {
+		var err error
+		if a.items, err = ops.Tools.Render(nil, e.AddTools); err != nil {
 			return nil, err
 		}
-		add := MemberOp{Key: ops.ToolsKey, Op: func(b []byte) ([]byte, error) { return ops.AddTools(b, items) }}
+		add := MemberOp{Key: ops.ToolsKey, Op: a.addTools}
 		if ops.InsertTools != nil {
-			add.Insert = func(v []byte) (int, []byte, bool) { return ops.InsertTools(v, items) }
+			add.Insert = a.insertTools
 		}
 		steps = append(steps, add)
 	}
 	if len(e.AppendSystem) > 0 {
-		sys := MemberOp{Key: ops.SystemKey, Op: func(b []byte) ([]byte, error) { return ops.AppendSystem(b, e.AppendSystem) }}
+		sys := MemberOp{Key: ops.SystemKey, Op: a.appendSystem}
 		if ops.InsertSystem != nil {
-			sys.Insert = func(v []byte) (int, []byte, bool) { return ops.InsertSystem(v, e.AppendSystem) }
+			sys.Insert = a.insertSystem
 			sys.InsertHead = ops.InsertSystemHead
 		}
 		steps = append(steps, sys)
 	}
 	if len(e.AppendUserText) > 0 {
-		steps = append(steps, MemberOp{Key: "", Op: func(b []byte) ([]byte, error) { return ops.AppendUser(b, e.AppendUserText) }})
+		steps = append(steps, MemberOp{Key: "", Op: a.appendUser})
 	}
 	if e.SetMaxOutputTokens > 0 {
-		steps = append(steps, MemberOp{Key: ops.MaxKey, Op: func(b []byte) ([]byte, error) { return ops.SetMax(b, e.SetMaxOutputTokens) }})
+		steps = append(steps, MemberOp{Key: ops.MaxKey, Op: a.setMax})
 	}
 	return steps, nil
 }
+
+// maxSteps is the most ops editSteps makes.
+const maxSteps = 4
+
+// editArgs are the arguments of editSteps's ops.
+type editArgs struct {
+	e     conv.RequestEdits
+	ops   EditOps
+	items []byte // the rendered AddTools
+}
+
+func (a *editArgs) addTools(b []byte) ([]byte, error) { return a.ops.AddTools(b, a.items) }
+func (a *editArgs) insertTools(v []byte) (int, []byte, bool) {
+	return a.ops.InsertTools(v, a.items)
+}
+func (a *editArgs) appendSystem(b []byte) ([]byte, error) {
+	return a.ops.AppendSystem(b, a.e.AppendSystem)
+}
+func (a *editArgs) insertSystem(v []byte) (int, []byte, bool) {
+	return a.ops.InsertSystem(v, a.e.AppendSystem)
+}
+func (a *editArgs) appendUser(b []byte) ([]byte, error) {
+	return a.ops.AppendUser(b, a.e.AppendUserText)
+}
+func (a *editArgs) setMax(b []byte) ([]byte, error) { return a.ops.SetMax(b, a.e.SetMaxOutputTokens) }
 
 // AppendTools returns an AddTools that appends to the top-level array key,
 // creating it when absent.

@@ -230,7 +230,7 @@ func appendSpliced(dst, body []byte, start, end int, ss []Splice) []byte {
 // body in turn.
 func (p *Parsed) EditMembers(body []byte, ops []MemberOp) ([]byte, error) {
 	idx := p.IndexOf(body)
-	var edits []memberEdit
+	edits := make([]memberEdit, 0, len(ops))
 	for i, op := range ops {
 		start, end, ok := idx.MemberSpan(op.Key)
 		if op.Key == "" || !ok {

@@ -214,17 +214,24 @@ func (c anthropicCodec) ApplyEditsWithUserTexts(body []byte, texts []rewrite.Use
 	return rewrite.ApplyEditsWithUserTexts(body, texts, e, c.editOps(), c, c)
 }
 
+// The edit primitives that are closures, made once (editOps runs for
+// every request).
+var (
+	anthropicAddTools = rewrite.AppendTools("tools")
+	anthropicSetMax   = rewrite.SetMaxKey("max_tokens")
+)
+
 // editOps are the API's edit primitives, through the request's Parsed.
 func (c anthropicCodec) editOps() rewrite.EditOps {
 	return rewrite.EditOps{
 		Parsed: c.parsed, ToolsKey: "tools", SystemKey: "system", MaxKey: "max_tokens",
 		Tools:        anthropicTools,
-		AddTools:     rewrite.AppendTools("tools"),
+		AddTools:     anthropicAddTools,
 		InsertTools:  rewrite.InsertElements,
 		AppendSystem: anthropicAppendSystem,
 		InsertSystem: anthropicInsertSystem,
 		AppendUser:   anthropicAppendUser,
-		SetMax:       rewrite.SetMaxKey("max_tokens"),
+		SetMax:       anthropicSetMax,
 	}
 }
 

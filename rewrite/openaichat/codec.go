@@ -280,12 +280,18 @@ func (c chatCodec) ApplyEditsWithUserTexts(body []byte, texts []rewrite.UserText
 	return rewrite.ApplyEditsWithUserTexts(body, texts, e, c.editOps(), c, c)
 }
 
+// The edit primitives that are closures, made once (editOps runs for
+// every request).
+var (
+	chatAddTools = rewrite.AppendTools("tools")
+)
+
 // editOps are the API's edit primitives, through the request's Parsed.
 func (c chatCodec) editOps() rewrite.EditOps {
 	return rewrite.EditOps{
 		Parsed: c.parsed, ToolsKey: "tools", SystemKey: "messages",
 		Tools:        chatToolRenderer,
-		AddTools:     rewrite.AppendTools("tools"),
+		AddTools:     chatAddTools,
 		InsertTools:  rewrite.InsertElements,
 		AppendSystem: chatAppendSystem,
 		InsertSystem: chatInsertSystem,

@@ -243,17 +243,24 @@ func (c responsesCodec) ApplyEditsWithUserTexts(body []byte, texts []rewrite.Use
 	return rewrite.ApplyEditsWithUserTexts(body, texts, e, c.editOps(), c, c)
 }
 
+// The edit primitives that are closures, made once (editOps runs for
+// every request).
+var (
+	responsesAddTools = rewrite.AppendTools("tools")
+	responsesSetMax   = rewrite.SetMaxKey("max_output_tokens")
+)
+
 // editOps are the API's edit primitives, through the request's Parsed.
 func (c responsesCodec) editOps() rewrite.EditOps {
 	return rewrite.EditOps{
 		Parsed: c.parsed, ToolsKey: "tools", SystemKey: "instructions", MaxKey: "max_output_tokens",
 		Tools:        responsesTools,
-		AddTools:     rewrite.AppendTools("tools"),
+		AddTools:     responsesAddTools,
 		InsertTools:  rewrite.InsertElements,
 		AppendSystem: responsesAppendSystem,
 		InsertSystem: rewrite.InsertSuffix,
 		AppendUser:   responsesAppendUser,
-		SetMax:       rewrite.SetMaxKey("max_output_tokens"),
+		SetMax:       responsesSetMax,
 	}
 }
 
