@@ -38,6 +38,13 @@ func listLimit(limit int) int {
 
 // summarize returns the listing form of s.
 func summarize(s *Session) Summary {
+	sum := summaryOf(s)
+	sum.Counts, sum.Notes = s.Slots.counts(), s.Slots.notes()
+	return sum
+}
+
+// summaryOf is the listing form of s but for its slots' counts and notes.
+func summaryOf(s *Session) Summary {
 	return Summary{
 		ID:        s.ID,
 		Tenant:    s.Tenant,
@@ -47,8 +54,6 @@ func summarize(s *Session) Summary {
 		Agent:     s.Agent,
 		Model:     s.Model,
 		Usage:     s.Usage,
-		Counts:    s.Slots.counts(),
-		Notes:     s.Slots.notes(),
 	}
 }
 

@@ -40,7 +40,20 @@ type record struct {
 
 // encodeRecord serialises s at RecordVersion.
 func encodeRecord(s *Session) ([]byte, error) {
-	return appendRecord(make([]byte, 0, recordSizeHint(s)), s)
+	return appendRecord(make([]byte, 0, recordSizeHint(s)), s, nil)
+}
+
+// encodeRecordSummary is encodeRecord, and summarize(s) from what it
+// encoded (each slot's note and counts read once).
+func encodeRecordSummary(s *Session) ([]byte, Summary, error) {
+	var seen slotFacts
+	data, err := appendRecord(make([]byte, 0, recordSizeHint(s)), s, &seen)
+	if err != nil {
+		return nil, Summary{}, err
+	}
+	sum := summaryOf(s)
+	sum.Counts, sum.Notes = seen.counts, seen.notes
+	return data, sum, nil
 }
 
 // decodeRecord reads a serialised record of any supported version into s.

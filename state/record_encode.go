@@ -25,7 +25,11 @@ import (
 // It is hand-written because encoding/json compacted the whole slots
 // object once more after Slots.MarshalJSON wrote it, and walked the
 // session by reflection: 15% of the Redis store's CPU per turn.
-func appendRecord(dst []byte, s *Session) ([]byte, error) {
+//
+// The slots' notes and counts it writes go to seen too, when not nil: the
+// summary of the session reads them there, not from the slots again (a
+// long session's counts walk its chapters and audit).
+func appendRecord(dst []byte, s *Session, seen *slotFacts) ([]byte, error) {
 	dst = append(dst, `{"v":`...)
 	dst = strconv.AppendInt(dst, RecordVersion, 10)
 	dst = jsonkit.AppendString(append(dst, `,"id":`...), s.ID)
@@ -66,7 +70,7 @@ func appendRecord(dst []byte, s *Session) ([]byte, error) {
 		dst = append(dst, ']')
 	}
 	if len(s.Slots) > 0 {
-		if dst, err = appendSlots(append(dst, `,"slots":`...), s.Slots); err != nil {
+		if dst, err = appendSlots(append(dst, `,"slots":`...), s.Slots, seen); err != nil {
 			return dst, err
 		}
 	}
@@ -125,8 +129,9 @@ func appendUsage(dst []byte, u *Usage) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-// appendSlots appends the slots as Slots.MarshalJSON does.
-func appendSlots(dst []byte, slots Slots) ([]byte, error) {
+// appendSlots appends the slots as Slots.MarshalJSON does, and collects
+// their notes and counts into seen (when not nil).
+func appendSlots(dst []byte, slots Slots, seen *slotFacts) ([]byte, error) {
 	dst = append(dst, '{')
 	first := true
 	for _, name := range slices.Sorted(maps.Keys(slots)) {
@@ -138,6 +143,7 @@ func appendSlots(dst []byte, slots Slots) ([]byte, error) {
 		if err != nil {
 			return dst, err
 		}
+		seen.add(name, r)
 		if !first {
 			dst = append(dst, ',')
 		}
@@ -180,4 +186,32 @@ func appendRawJSON(dst, raw []byte) ([]byte, error) {
 		return dst, err
 	}
 	return append(dst, b.Bytes()...), nil
+}
+
+// slotFacts are the notes and counts of a session's slots, as
+// Slots.notes and Slots.counts give them.
+type slotFacts struct {
+	notes  map[string]string
+	counts map[string]int64
+}
+
+// add records slot name's note and counts; slots come in name order, so
+// that of two colliding count names the last sorted wins, as in
+// Slots.counts.
+func (f *slotFacts) add(name string, r *RawSlot) {
+	if f == nil {
+		return
+	}
+	if r.Noted != "" {
+		if f.notes == nil {
+			f.notes = map[string]string{}
+		}
+		f.notes[name] = r.Noted
+	}
+	for k, v := range r.Counted {
+		if f.counts == nil {
+			f.counts = map[string]int64{}
+		}
+		f.counts[k] = v
+	}
 }

@@ -16,11 +16,15 @@ import (
 func sameRecord(t *testing.T, s *Session, html bool) {
 	t.Helper()
 	want, werr := json.Marshal(record{V: RecordVersion, Session: s})
-	got, gerr := appendRecord(nil, s)
+	got, gerr := appendRecord(nil, s, nil)
 	if werr != nil || gerr != nil {
 		require.Equal(t, werr != nil, gerr != nil, "encoding/json: %v, appendRecord: %v", werr, gerr)
 		return
 	}
+	again, sum, err := encodeRecordSummary(s)
+	require.NoError(t, err)
+	require.Equal(t, string(got), string(again))
+	require.Equal(t, summarize(s), sum, "the summary from the slots as encoded")
 	if !html {
 		require.Equal(t, string(want), string(got))
 	}

@@ -155,11 +155,11 @@ func (r *Redis) commit(ctx context.Context, key Key, expected string, version in
 	s.ID, s.Tenant, s.CreatedAt = key.Session, key.Tenant, created
 	s.Version = version + 1
 	s.UpdatedAt = time.Now().UTC().Round(0)
-	data, err := encodeRecord(s)
+	data, summary, err := encodeRecordSummary(s)
 	if err != nil {
 		return nil, false, r.fail(ctx, "update", fmt.Errorf("encode session: %w", err))
 	}
-	sum, err := json.Marshal(summarize(s))
+	sum, err := json.Marshal(summary)
 	if err != nil {
 		return nil, false, r.fail(ctx, "update", fmt.Errorf("encode summary: %w", err))
 	}
