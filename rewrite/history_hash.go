@@ -105,8 +105,58 @@ func (h *History) walk(s string, j int) {
 // from ref (same offsets, same hashes) and only the rest is walked and
 // hashed. The agent's body and the one sent upstream usually differ only
 // near their end.
+//
+// When the bodies differ before the conversation (the body sent upstream
+// has the hooks' tools and system text, the agent's has not), the
+// conversations are compared from their opening brackets and the shared
+// elements are taken from ref at their offsets moved by the difference:
+// otherwise a first request of a long session would walk its whole
+// conversation twice.
 func HashHistoryLike(h *History, body []byte, key string, ref *History, refBody []byte) {
-	HashHistoryShared(h, body, key, ref, refBody, CommonPrefix(body, refBody))
+	n := CommonPrefix(body, refBody)
+	if hashHistoryMoved(h, body, key, ref, refBody, n) {
+		return
+	}
+	HashHistoryShared(h, body, key, ref, refBody, n)
+}
+
+// hashHistoryMoved is HashHistoryLike for bodies whose first n shared
+// bytes end before ref's conversation array: h takes ref's elements that
+// lie, with the separator after them, inside the bytes the two arrays
+// share from their opening brackets, their offsets moved to body's array,
+// and walks the rest. It reports false, changing nothing, when it does not
+// apply (the shared bytes reach into the array, either conversation is not
+// an array, or no element is shared). h must not be ref.
+func hashHistoryMoved(h *History, body []byte, key string, ref *History, refBody []byte, n int) bool {
+	if h == ref || len(ref.Starts) == 0 || ref.Starts[0] <= n || !ref.ClosedIn(refBody) {
+		return false
+	}
+	s, rs := jsonkit.UnsafeString(body), jsonkit.UnsafeString(refBody)
+	ia, ib := memberValue(s, key), memberValue(rs, key)
+	if ia < 0 || ib < 0 || s[ia] != '[' || rs[ib] != '[' || ib > ref.Starts[0] {
+		return false
+	}
+	shared := ib + CommonPrefix(body[ia:], refBody[ib:]) // in refBody's offsets
+	m := max(sort.SearchInts(ref.Starts, shared+1)-1, 0)
+	if m == len(ref.Starts)-1 && ref.End < shared {
+		m = len(ref.Starts)
+	}
+	if m == 0 {
+		return false
+	}
+	next := ref.End
+	if m < len(ref.Starts) {
+		next = ref.Starts[m]
+	}
+	moved := ia - ib
+	h.Hashes = append(h.Hashes[:0], ref.Hashes[:m]...)
+	h.Starts = h.Starts[:0]
+	for _, st := range ref.Starts[:m] {
+		h.Starts = append(h.Starts, st+moved)
+	}
+	h.End = -1
+	h.walk(s, next+moved)
+	return true
 }
 
 // HashHistoryShared is HashHistoryLike for a caller that compared the two

@@ -83,6 +83,13 @@ func FuzzHashHistory(f *testing.F) {
 		rewrite.HashHistory(&ref, []byte(other), "messages")
 		rewrite.HashHistoryLike(&like, []byte(body), "messages", &ref, []byte(other))
 		require.Equal(t, h, like)
+		// And against one whose conversation starts elsewhere.
+		moved := `{"model":` + string(gjsonQuote(text)) + `,"messages":[` + elem + `,` + elem + `]}`
+		var movedRef rewrite.History
+		rewrite.HashHistory(&movedRef, []byte(moved), "messages")
+		like = rewrite.History{}
+		rewrite.HashHistoryLike(&like, []byte(body), "messages", &movedRef, []byte(moved))
+		require.Equal(t, h, like, "%s vs %s", body, moved)
 		// In place, the same.
 		rewrite.HashHistoryShared(&ref, []byte(body), "messages", &ref, []byte(other), rewrite.CommonPrefix([]byte(body), []byte(other)))
 		sameHistory(t, h, ref)
@@ -115,6 +122,12 @@ func TestHashHistoryLike(t *testing.T) {
 		"string input":   {[]byte(`{"input":"x"}`), []byte(`{"input":"y"}`)},
 		"same string":    {[]byte(`{"input":"x"}`), []byte(`{"input":"x"}`)},
 		"string vs list": {[]byte(`{"input":"x"}`), []byte(`{"input":[` + a + `]}`)},
+		// The conversation moved: text added or removed before it.
+		"moved, same":          {body(a, b, c), []byte(`{"model":"longer name","messages":[` + a + `,` + b + `,` + c + `]}`)},
+		"moved back":           {[]byte(`{"model":"longer name","tools":[],"messages":[` + a + `,` + b + `]}`), body(a, b, c)},
+		"moved, last differs":  {body(a, b, `{"role":"user","content":"c!"}`), []byte(`{"model":"mm","messages":[` + a + `,` + b + `,` + c + `]}`)},
+		"moved, first differs": {body(c, b), []byte(`{"model":"mm","messages":[` + a + `,` + b + `]}`)},
+		"moved, spaced":        {body(a, b), []byte(`{"model":"mm", "messages": [ ` + a + ` , ` + b + ` ] }`)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			key := "messages"
