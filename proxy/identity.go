@@ -137,9 +137,14 @@ func tenantOf(req *fasthttp.Request) string {
 	if len(cred) == 0 {
 		return "anonymous"
 	}
-	h := sha256.New()
-	h.Write([]byte("shepherd-tenant\x00"))
-	h.Write(cred)
-	var sum [sha256.Size]byte
-	return hex.EncodeToString(h.Sum(sum[:0])[:16])
+	// One Sum256 over a stack buffer (a credential fits it): no digest
+	// to allocate and clone, as sha256.New and Sum would.
+	var buf [256]byte
+	sum := sha256.Sum256(append(append(buf[:0], tenantSalt...), cred...))
+	var out [32]byte
+	hex.Encode(out[:], sum[:16])
+	return string(out[:])
 }
+
+// tenantSalt prefixes the credential in tenantOf's hash.
+const tenantSalt = "shepherd-tenant\x00"

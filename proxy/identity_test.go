@@ -1,6 +1,9 @@
 package proxy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -82,6 +85,18 @@ func TestTenantOfHashesCredential(t *testing.T) {
 	q.SetRequestURI("http://x/v1beta/models/m:generateContent?key=gkey")
 	require.NotEqual(t, "anonymous", tenantOf(q))
 	require.Equal(t, tenantOf(mk("X-Goog-Api-Key", "gkey")), tenantOf(q), "the same Gemini key in header or query is one tenant")
+
+	// The namespace is stable across versions (stored sessions are keyed
+	// by it): the first half of SHA-256("shepherd-tenant\x00" + credential),
+	// in hex, for short and long credentials alike.
+	for _, cred := range []string{"sk-ant-secret-1", strings.Repeat("k", 1000)} {
+		sum := sha256.Sum256([]byte("shepherd-tenant\x00" + cred))
+		require.Equal(t, hex.EncodeToString(sum[:16]), tenantOf(mk("X-Api-Key", cred)))
+	}
+	if !raceEnabled { // allocation counts are not meaningful under -race
+		r := mk("X-Api-Key", "sk-ant-secret-1")
+		require.Equal(t, 1.0, testing.AllocsPerRun(50, func() { _ = tenantOf(r) }), "one allocation: the string")
+	}
 }
 
 func TestClassify(t *testing.T) {

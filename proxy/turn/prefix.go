@@ -3,6 +3,7 @@ package turn
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -351,7 +352,7 @@ func (e *Engine) checkPrefix(j *prefixJob) (c *prefixCheck, held *historyRef) {
 	agentRaw, upRaw := hashBytes(agent.Hashes), hashBytes(up.Hashes)
 	c = &prefixCheck{track: prefixTrack{First: agent.Hashes[0], AgentLen: len(agent.Hashes),
 		AgentSum: xxhash.Sum64(agentRaw), Upstream: slices.Clone(up.Hashes)}}
-	c.turn = PrefixTurn{At: j.at, RequestID: j.requestID, Hash: fmt.Sprintf("%016x", xxhash.Sum64(upRaw)),
+	c.turn = PrefixTurn{At: j.at, RequestID: j.requestID, Hash: hex16(xxhash.Sum64(upRaw)),
 		Elements: len(up.Hashes), BreakOffset: -1, BreakElement: -1}
 	tr := j.prev.track(agent.Hashes[0])
 	if tr == nil {
@@ -468,4 +469,11 @@ func (t *Turn) Prefix() (p PrefixTurn, ok bool) {
 		p.CacheReadTokens, p.CacheWriteTokens = a.usage.CacheReadTokens, a.usage.CacheWriteTokens
 	}
 	return p, true
+}
+
+// hex16 is v as 16 lowercase hex digits (fmt's %016x, without fmt).
+func hex16(v uint64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return hex.EncodeToString(b[:])
 }

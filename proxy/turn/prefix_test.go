@@ -319,3 +319,9 @@ func TestPrefixCheckPanicFailsOpen(t *testing.T) {
 	require.False(t, ok)
 	require.Equal(t, 1, m.get("hook_failed_cache_integrity"))
 }
+
+func TestHex16(t *testing.T) {
+	for _, v := range []uint64{0, 1, 0xabc, 1<<64 - 1, 0x0123456789abcdef} {
+		require.Equal(t, fmt.Sprintf("%016x", v), hex16(v))
+	}
+}
