@@ -1,13 +1,10 @@
 package rewrite
 
 import (
-	"bytes"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 )
 
 // memoConversation is a body above indexMemoMinBytes: a large system
@@ -183,20 +180,5 @@ func TestIndexMemoWaysKeepCollidingConversations(t *testing.T) {
 	}
 	if n := m.entries.Len(); n != len(tasks) {
 		t.Fatalf("memo holds %d entries, want one per conversation (%d)", n, len(tasks))
-	}
-}
-
-// CopyForGrowth is a copy (not the body's memory) with room for an eighth
-// more and a page.
-func TestCopyForGrowth(t *testing.T) {
-	for _, n := range []int{0, 1, 5000, 1 << 20} {
-		body := bytes.Repeat([]byte{'x'}, n)
-		c := CopyForGrowth(body)
-		require.Equal(t, body, c[:len(body):len(body)])
-		require.GreaterOrEqual(t, cap(c), n+n/8+4096)
-		if n > 0 {
-			c[0] = 'y'
-			require.Equal(t, byte('x'), body[0], "not aliasing the body")
-		}
 	}
 }
