@@ -136,26 +136,12 @@ func hashHistoryMoved(h *History, body []byte, key string, ref *History, refBody
 	if ia < 0 || ib < 0 || s[ia] != '[' || rs[ib] != '[' || ib > ref.Starts[0] {
 		return false
 	}
-	shared := ib + CommonPrefix(body[ia:], refBody[ib:]) // in refBody's offsets
-	m := max(sort.SearchInts(ref.Starts, shared+1)-1, 0)
-	if m == len(ref.Starts)-1 && ref.End < shared {
-		m = len(ref.Starts)
-	}
+	m, next := ref.sharedElems(ib + CommonPrefix(body[ia:], refBody[ib:])) // in refBody's offsets
 	if m == 0 {
 		return false
 	}
-	next := ref.End
-	if m < len(ref.Starts) {
-		next = ref.Starts[m]
-	}
-	moved := ia - ib
-	h.Hashes = append(h.Hashes[:0], ref.Hashes[:m]...)
-	h.Starts = h.Starts[:0]
-	for _, st := range ref.Starts[:m] {
-		h.Starts = append(h.Starts, st+moved)
-	}
-	h.End = -1
-	h.walk(s, next+moved)
+	h.takeShared(ref, m, ia-ib)
+	h.walk(s, next+ia-ib)
 	return true
 }
 
@@ -186,28 +172,50 @@ func HashHistoryKnown(h *History, body []byte, key string, ref *History, n int) 
 		HashHistory(h, body, key)
 		return
 	}
-	// The elements that start, with the one after them, inside the shared
-	// bytes (the last of them ends before the next one starts).
-	m := max(sort.SearchInts(ref.Starts, n+1)-1, 0)
-	if m == len(ref.Starts)-1 && ref.End < n {
-		m = len(ref.Starts) // every element, and the closing bracket, shared
-	}
+	m, next := ref.sharedElems(n)
 	if m == 0 {
 		HashHistory(h, body, key)
 		return
 	}
-	next := ref.End
-	if m < len(ref.Starts) {
-		next = ref.Starts[m]
+	h.takeShared(ref, m, 0)
+	h.walk(jsonkit.UnsafeString(body), next)
+}
+
+// sharedElems is how many of h's elements lie, with the one after them,
+// inside the first n bytes of h's body (the last of them ends before the
+// next one starts; all of them when the closing bracket does too), and
+// the offset where the walk goes on after them: the next element, or the
+// closing bracket.
+func (h *History) sharedElems(n int) (m, next int) {
+	m = max(sort.SearchInts(h.Starts, n+1)-1, 0)
+	if m == len(h.Starts)-1 && h.End < n {
+		m = len(h.Starts) // every element, and the closing bracket, shared
 	}
-	if h == ref {
+	next = h.End
+	if m < len(h.Starts) {
+		next = h.Starts[m]
+	}
+	return m, next
+}
+
+// takeShared makes h ref's first m elements, their offsets moved by
+// moved, with End unknown until h walks on; h may be ref when moved is 0
+// (ref is then cut in place).
+func (h *History) takeShared(ref *History, m, moved int) {
+	switch {
+	case h == ref:
 		h.Hashes, h.Starts = h.Hashes[:m], h.Starts[:m]
-	} else {
+	case moved == 0:
 		h.Hashes = append(h.Hashes[:0], ref.Hashes[:m]...)
 		h.Starts = append(h.Starts[:0], ref.Starts[:m]...)
+	default:
+		h.Hashes = append(h.Hashes[:0], ref.Hashes[:m]...)
+		h.Starts = h.Starts[:0]
+		for _, st := range ref.Starts[:m] {
+			h.Starts = append(h.Starts, st+moved)
+		}
 	}
 	h.End = -1
-	h.walk(jsonkit.UnsafeString(body), next)
 }
 
 // CommonPrefix is the length of the longest common prefix of a and b:
