@@ -56,25 +56,13 @@ func (e *RequestEdits) Empty() bool {
 		len(e.ReplaceResults) == 0 && e.DropBefore == 0
 }
 
-// Merge appends o's edits after e's. A later SetMaxOutputTokens wins; of
-// two DropBefore the larger wins; a later replacement of the same result
-// block wins (ApplyResultEdits keeps the last).
-func (e *RequestEdits) Merge(o RequestEdits) {
-	e.AddTools = append(e.AddTools, o.AddTools...)
-	e.AppendSystem = append(e.AppendSystem, o.AppendSystem...)
-	e.AppendUserText = append(e.AppendUserText, o.AppendUserText...)
-	if o.SetMaxOutputTokens > 0 {
-		e.SetMaxOutputTokens = o.SetMaxOutputTokens
-	}
-	e.ReplaceResults = append(e.ReplaceResults, o.ReplaceResults...)
-	e.DropBefore = max(e.DropBefore, o.DropBefore)
-}
-
-// MergeAll is the edits of parts merged in order, as Merge would merge them
-// one after another, with one allocation per list that more than one part
-// adds to: a list only one part adds to is that part's (capped, so an
-// append to the result copies it). The request hooks' edits are merged on
-// every request.
+// MergeAll is the edits of parts merged in order: each list is the parts'
+// lists one after another; a later SetMaxOutputTokens wins; of two
+// DropBefore the larger wins; a later replacement of the same result block
+// wins (ApplyResultEdits keeps the last). It makes one allocation per list
+// that more than one part adds to: a list only one part adds to is that
+// part's (capped, so an append to the result copies it). The request
+// hooks' edits are merged on every request.
 func MergeAll(parts []RequestEdits) RequestEdits {
 	var out RequestEdits
 	if len(parts) == 0 {

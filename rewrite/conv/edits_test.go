@@ -8,9 +8,21 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// MergeAll merges as Merge does one part after another, and its lists are
-// full (a list handed back whole from one part is capped): appending to
-// the result never writes into a part.
+// mergeOneByOne is MergeAll's reference: o's edits appended after e's.
+func mergeOneByOne(e *RequestEdits, o RequestEdits) {
+	e.AddTools = append(e.AddTools, o.AddTools...)
+	e.AppendSystem = append(e.AppendSystem, o.AppendSystem...)
+	e.AppendUserText = append(e.AppendUserText, o.AppendUserText...)
+	if o.SetMaxOutputTokens > 0 {
+		e.SetMaxOutputTokens = o.SetMaxOutputTokens
+	}
+	e.ReplaceResults = append(e.ReplaceResults, o.ReplaceResults...)
+	e.DropBefore = max(e.DropBefore, o.DropBefore)
+}
+
+// MergeAll merges as the parts merged one after another would, and its
+// lists are full (a list handed back whole from one part is capped):
+// appending to the result never writes into a part.
 func TestMergeAll(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	strs := func(p string) []string {
@@ -35,7 +47,7 @@ func TestMergeAll(t *testing.T) {
 		}
 		var want RequestEdits
 		for _, e := range parts {
-			want.Merge(e)
+			mergeOneByOne(&want, e)
 		}
 		got := MergeAll(parts)
 		require.Equal(t, want, got, "round %d", round)
