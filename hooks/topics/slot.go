@@ -22,8 +22,8 @@ type State struct {
 	// Topic is the active topic ("" before the first chapter).
 	Topic string `json:"topic,omitempty"`
 	// Chapters are the session's chapters, oldest first: the newest
-	// Options.MaxChapters at most, each with the calls made under it, the
-	// newest Options.MaxCalls calls at most in all (bound.go).
+	// Limits.Chapters at most, each with the calls made under it, the
+	// newest Limits.Calls calls at most in all (bound.go).
 	Chapters []Chapter `json:"chapters,omitempty"`
 	// ChaptersDropped and CallsDropped count the oldest chapters and call
 	// notes dropped to keep the slot within its bounds.
