@@ -39,7 +39,8 @@ func listLimit(limit int) int {
 // summarize returns the listing form of s.
 func summarize(s *Session) Summary {
 	sum := summaryOf(s)
-	sum.Counts, sum.Notes = s.Slots.counts(), s.Slots.notes()
+	f := s.Slots.facts()
+	sum.Counts, sum.Notes = f.counts, f.notes
 	return sum
 }
 

@@ -143,7 +143,7 @@ func appendSlots(dst []byte, slots Slots, seen *slotFacts) ([]byte, error) {
 		if err != nil {
 			return dst, err
 		}
-		seen.add(name, r)
+		seen.add(name, r.Noted, r.Counted)
 		if !first {
 			dst = append(dst, ',')
 		}
@@ -186,32 +186,4 @@ func appendRawJSON(dst, raw []byte) ([]byte, error) {
 		return dst, err
 	}
 	return append(dst, b.Bytes()...), nil
-}
-
-// slotFacts are the notes and counts of a session's slots, as
-// Slots.notes and Slots.counts give them.
-type slotFacts struct {
-	notes  map[string]string
-	counts map[string]int64
-}
-
-// add records slot name's note and counts; slots come in name order, so
-// that of two colliding count names the last sorted wins, as in
-// Slots.counts.
-func (f *slotFacts) add(name string, r *RawSlot) {
-	if f == nil {
-		return
-	}
-	if r.Noted != "" {
-		if f.notes == nil {
-			f.notes = map[string]string{}
-		}
-		f.notes[name] = r.Noted
-	}
-	for k, v := range r.Counted {
-		if f.counts == nil {
-			f.counts = map[string]int64{}
-		}
-		f.counts[k] = v
-	}
 }

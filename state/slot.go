@@ -142,43 +142,52 @@ func (s *Slots) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// notes collects the notes of the slots that have one (nil for none).
-func (s Slots) notes() map[string]string {
-	var out map[string]string
-	for name, sl := range s {
-		n, ok := sl.(Noter)
-		if !ok {
-			continue
-		}
-		if note := n.Note(); note != "" {
-			if out == nil {
-				out = map[string]string{}
-			}
-			out[name] = note
-		}
-	}
-	return out
+// slotFacts are the notes and counts of a session's slots, for its
+// summary: the slots that have a note (Noter) and the counts of those that
+// have some (Counter), each nil when none does.
+type slotFacts struct {
+	notes  map[string]string
+	counts map[string]int64
 }
 
-// counts merges the counts of the slots that have some (nil for none).
-// Names are unique across slots (see Counter); should two collide, the
-// slot whose name sorts last wins, so the result does not depend on map
-// order.
-func (s Slots) counts() map[string]int64 {
-	var out map[string]int64
+// facts gathers the slots' notes and counts. Count names are unique across
+// slots (see Counter); should two collide, the slot whose name sorts last
+// wins, so the result does not depend on map order.
+func (s Slots) facts() slotFacts {
+	var f slotFacts
 	for _, name := range slices.Sorted(maps.Keys(s)) {
-		c, ok := s[name].(Counter)
-		if !ok {
-			continue
+		var note string
+		if n, ok := s[name].(Noter); ok {
+			note = n.Note()
 		}
-		for k, v := range c.Counts() {
-			if out == nil {
-				out = map[string]int64{}
-			}
-			out[k] = v
+		var counts map[string]int64
+		if c, ok := s[name].(Counter); ok {
+			counts = c.Counts()
 		}
+		f.add(name, note, counts)
 	}
-	return out
+	return f
+}
+
+// add records slot name's note and counts. Slots must come in name order
+// (appendSlots and facts go so), for the rule on colliding count names.
+// A nil f records nothing.
+func (f *slotFacts) add(name, note string, counts map[string]int64) {
+	if f == nil {
+		return
+	}
+	if note != "" {
+		if f.notes == nil {
+			f.notes = map[string]string{}
+		}
+		f.notes[name] = note
+	}
+	for k, v := range counts {
+		if f.counts == nil {
+			f.counts = map[string]int64{}
+		}
+		f.counts[k] = v
+	}
 }
 
 // Note is the note of the slot called name ("" when s or the slot is nil or

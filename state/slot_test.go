@@ -83,7 +83,7 @@ func TestCountsSurviveStorage(t *testing.T) {
 	c := raw.CloneSlot().(*RawSlot)
 	c.Counted["things"] = 99
 	assert.EqualValues(t, 3, raw.Counts()["things"], "a clone owns its counts")
-	assert.Nil(t, (&Session{}).Slots.counts())
+	assert.Nil(t, (&Session{}).Slots.facts().counts)
 }
 
 func TestSlotAsErrors(t *testing.T) {
