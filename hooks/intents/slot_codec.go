@@ -74,14 +74,9 @@ func decodeAuditEntry(v string, e *AuditEntry) bool {
 // decodeStoredAudit decodes storedAudit into Audit, as encoding/json would
 // have decoded the slot's audit.
 func (s *State) decodeStoredAudit() error {
-	if s.storedAudit == "" {
-		return nil
-	}
-	audit, err := jsonkit.DecodeStoredArray(s.storedAudit, decodeAuditEntry)
-	if err != nil {
+	if err := jsonkit.TakeStored(&s.storedAudit, &s.Audit, decodeAuditEntry); err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
-	s.Audit, s.storedAudit = audit, ""
 	return nil
 }
 

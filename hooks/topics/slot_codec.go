@@ -90,14 +90,9 @@ func decodeCall(v string, n *CallNote) bool {
 // decodeStoredChapters decodes storedChapters into Chapters, as
 // encoding/json would have decoded the slot's chapters.
 func (s *State) decodeStoredChapters() error {
-	if s.storedChapters == "" {
-		return nil
-	}
-	chapters, err := jsonkit.DecodeStoredArray(s.storedChapters, decodeChapter)
-	if err != nil {
+	if err := jsonkit.TakeStored(&s.storedChapters, &s.Chapters, decodeChapter); err != nil {
 		return fmt.Errorf("chapters: %w", err)
 	}
-	s.Chapters, s.storedChapters = chapters, ""
 	return nil
 }
 

@@ -106,14 +106,9 @@ func decodePrefixTurn(v string, p *PrefixTurn) bool {
 // decodeStoredTurns decodes storedTurns into Turns, as encoding/json would
 // have decoded the slot's turns.
 func (s *PrefixState) decodeStoredTurns() error {
-	if s.storedTurns == "" {
-		return nil
-	}
-	turns, err := jsonkit.DecodeStoredArray(s.storedTurns, decodePrefixTurn)
-	if err != nil {
+	if err := jsonkit.TakeStored(&s.storedTurns, &s.Turns, decodePrefixTurn); err != nil {
 		return fmt.Errorf("turns: %w", err)
 	}
-	s.Turns, s.storedTurns = turns, ""
 	return nil
 }
 

@@ -51,6 +51,21 @@ func DecodeStoredArray[T any](v string, one func(v string, e *T) bool) ([]T, err
 	return out, nil
 }
 
+// TakeStored decodes a list a codec kept as stored (*stored, a JSON array;
+// "" when the list is not stored) into *list with DecodeStoredArray, and
+// empties *stored; nothing changes on an error.
+func TakeStored[T any](stored *string, list *[]T, one func(v string, e *T) bool) error {
+	if *stored == "" {
+		return nil
+	}
+	out, err := DecodeStoredArray(*stored, one)
+	if err != nil {
+		return err
+	}
+	*list, *stored = out, ""
+	return nil
+}
+
 // AppendStoredArray returns the stored JSON array raw with only its last
 // keep elements (keep < 0: all of them, not scanned), followed by n new
 // elements, the i-th written by one: how a codec adds to a list it keeps

@@ -39,6 +39,25 @@ func TestDecodeStoredArray(t *testing.T) {
 	assert.Error(t, err)
 }
 
+// TakeStored decodes the stored list into the list and empties it; a list
+// not stored, or one that cannot be read, is left as it is.
+func TestTakeStored(t *testing.T) {
+	one := func(v string, e *string) bool { return DecodeString(v, e) }
+	stored, list := "", []string{"kept"}
+	require.NoError(t, TakeStored(&stored, &list, one))
+	assert.Equal(t, []string{"kept"}, list, "nothing stored: nothing taken")
+
+	stored = `["a","b"]`
+	require.NoError(t, TakeStored(&stored, &list, one))
+	assert.Equal(t, []string{"a", "b"}, list)
+	assert.Empty(t, stored)
+
+	stored = `[7]`
+	require.Error(t, TakeStored(&stored, &list, one))
+	assert.Equal(t, `[7]`, stored, "unreadable: left as stored")
+	assert.Equal(t, []string{"a", "b"}, list)
+}
+
 func TestDecodeDocument(t *testing.T) {
 	var keys []string
 	ok := DecodeDocument([]byte(` {"a":1,"b":[2]} `), []string{"a", "b"}, func(key, _ string) bool { keys = append(keys, key); return true })
