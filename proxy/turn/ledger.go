@@ -47,7 +47,7 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []
 		order int // user text before turn at the same position is impossible; keep stable
 		e     *state.LedgerEntry
 	}
-	var ops []op
+	ops := make([]op, 0, len(ledger)) // one allocation: a long session's ledger grew it a dozen times
 	for i := range ledger {
 		p := find(ledger[i].Anchor)
 		if p < 0 {
@@ -71,7 +71,7 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []
 	// messages after it, ends a run. In descending order every position of
 	// a run is still valid when the run is applied.
 	out := body
-	var batch []rewrite.UserTexts
+	batch := make([]rewrite.UserTexts, 0, len(ops)+1)
 	replayed := 0 // ledger entries in batch (fresh is not one)
 	if fresh != nil {
 		batch = append(batch, *fresh)

@@ -117,6 +117,7 @@ func (r *splicesReused) keep(m Metrics, anchors []string, ops []rewrite.UserText
 	gen := r.lin.Gen
 	set.gen = gen
 	taken, remade := 0, 0
+	current := 0 // entries of set.turns whose gen is gen
 	for i := range ops {
 		made := r.reuse[i].Made
 		if made.SpanEnd == 0 {
@@ -133,8 +134,14 @@ func (r *splicesReused) keep(m Metrics, anchors []string, ops []rewrite.UserText
 		a := anchors[ops[i].Pos]
 		if old, ok := set.turns[a]; ok {
 			if sameSplice(old.at, made) && slices.Equal(old.texts, ops[i].Texts) {
-				old.gen = gen // taken as it was kept
+				if old.gen != gen { // taken as it was kept
+					old.gen = gen
+					current++
+				}
 				continue
+			}
+			if old.gen == gen {
+				current--
 			}
 			set.bytes -= keptSize(a, old)
 		}
@@ -144,14 +151,17 @@ func (r *splicesReused) keep(m Metrics, anchors []string, ops []rewrite.UserText
 		k := &keptSplice{texts: slices.Clone(ops[i].Texts), at: made, gen: gen}
 		set.turns[a] = k
 		set.bytes += keptSize(a, k)
+		current++
 	}
 	if sm, ok := m.(SpliceMetrics); ok {
 		sm.UserTextEdits(taken, remade)
 	}
-	for a, k := range set.turns {
-		if k.gen != gen {
-			delete(set.turns, a)
-			set.bytes -= keptSize(a, k)
+	if current < len(set.turns) { // some edit was not taken for this body: dropped (a long session's sweep cost a map walk per request)
+		for a, k := range set.turns {
+			if k.gen != gen {
+				delete(set.turns, a)
+				set.bytes -= keptSize(a, k)
+			}
 		}
 	}
 	r.m.sets.Put(r.key, set)

@@ -189,13 +189,17 @@ func TestSpliceMemoTakesEarlierEdits(t *testing.T) {
 }
 
 // BenchmarkBeginLongSession is a turn's begin (load, hooks, ledger replay,
-// build) in a session of 100 turns with a user text in each, with and
-// without the splice memo.
+// build) in a session of 100 or 400 turns with a user text in each, with
+// and without the splice memo: with it, what a turn costs should not grow
+// with the session.
 func BenchmarkBeginLongSession(b *testing.B) {
-	for _, memo := range []int64{0, 1 << 20} {
-		b.Run(fmt.Sprintf("splice_memo=%v", memo > 0), func(b *testing.B) {
-			s := newSpliceSession(memo)
-			const n = 100
+	for _, c := range []struct {
+		memo int64
+		n    int
+	}{{0, 100}, {1 << 20, 100}, {1 << 20, 400}} {
+		b.Run(fmt.Sprintf("splice_memo=%v/turns=%d", c.memo > 0, c.n), func(b *testing.B) {
+			s := newSpliceSession(c.memo)
+			n := c.n
 			for i := 1; i < n; i++ {
 				s.send(b, agentTurns(i, nil), fmt.Sprintf("[reminder %d]", i))
 			}
