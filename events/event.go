@@ -4,8 +4,9 @@
 // session in the state store so any replica can show it.
 //
 // This file is the contract every producer and consumer shares: the Event
-// and its types. The package imports nothing of the project, so hooks, the
-// turn engine and the proxy may all emit.
+// and its types. The package imports nothing of the project but jsonkit
+// (the JSON encoders, a leaf), so hooks, the turn engine and the proxy may
+// all emit.
 package events
 
 import "time"
@@ -111,6 +112,9 @@ type Event struct {
 	// Data holds the type's fields (see Type). It is encoded off the
 	// request path; producers must not change it after Emit.
 	Data map[string]any `json:"data,omitempty"`
+	// Fields, when set, holds them instead, typed (request.go): the
+	// events of every request use it. Values reads either.
+	Fields Fields `json:"-"`
 }
 
 // Emitter accepts events. Emit never blocks and never fails: a full queue

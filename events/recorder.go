@@ -11,8 +11,12 @@ type Recorder struct {
 	evs []Event
 }
 
-// Emit implements Emitter.
+// Emit implements Emitter. An event's typed Fields are kept as its Data,
+// so readers find every event's data in Data.
 func (r *Recorder) Emit(ev Event) {
+	if ev.Fields != nil {
+		ev.Data, ev.Fields = ev.Fields.Map(), nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.evs = append(r.evs, ev)

@@ -53,12 +53,9 @@ func (s *Server) requestStarted(x *exchange, in *inspection) {
 	s.events.Emit(events.Event{
 		Type: events.RequestStarted, At: x.start, Session: x.call.SessionID, Tenant: x.call.Tenant,
 		Route: x.route.name, RequestID: x.requestID,
-		Data: map[string]any{"model": x.feed.model, "agent": x.call.Agent, "stream": stream, "side": x.call.Side},
+		Fields: &events.RequestStartedData{Model: x.feed.model, Agent: x.call.Agent, Stream: stream, Side: x.call.Side},
 	})
 }
-
-// finishedKeys is the most keys a request.finished event's data holds.
-const finishedKeys = 13
 
 // requestFinished emits request.finished once for a request whose
 // request.started was emitted: status is the agent's response status, the
@@ -69,26 +66,22 @@ func (s *Server) requestFinished(x *exchange, status int) {
 	}
 	x.feed.done = true
 	now := time.Now()
-	// Sized for every key below: a map grown from the default size was
-	// rehashed twice per request (pprof: most of requestFinished).
-	data := make(map[string]any, finishedKeys)
-	data["status"], data["duration_ms"], data["model"] = status, now.Sub(x.start).Milliseconds(), x.feed.model
-	data["stop"], data["rounds"], data["continuations"] = "", 0, 0
-	data["overhead_ms"] = overheadMillis(x.ownTime())
+	d := &events.RequestFinishedData{
+		Status: status, DurationMS: now.Sub(x.start).Milliseconds(), Model: x.feed.model,
+		OverheadMS: overheadMillis(x.ownTime()),
+	}
 	var failure error
 	if t := x.feed.turn; t != nil {
 		o := t.Outcome()
 		u := o.Usage
-		data["stop"], data["rounds"], data["continuations"] = string(o.Stop), o.Rounds, o.Continuations
-		data["usage"] = map[string]any{
-			"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
-			"cache_read_tokens": u.CacheReadTokens, "cache_write_tokens": u.CacheWriteTokens,
+		d.Stop, d.Rounds, d.Continuations = string(o.Stop), o.Rounds, o.Continuations
+		d.Usage = &events.RequestUsage{
+			InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+			CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens,
 		}
-		if usd, priced := t.Cost(); priced {
-			data["cost_usd"] = usd
-		}
+		d.CostUSD, d.Priced = t.Cost()
 		if p, ok := t.Prefix(); ok {
-			data["prefix_hash"], data["prefix_break_offset"], data["prefix_break_cause"] = p.Hash, p.BreakOffset, p.Cause
+			d.Prefix = &events.RequestPrefix{Hash: p.Hash, BreakOffset: p.BreakOffset, Cause: p.Cause}
 		}
 		failure = o.Err
 	}
@@ -96,14 +89,14 @@ func (s *Server) requestFinished(x *exchange, status int) {
 	case errors.Is(failure, turn.ErrClientGone) || status == statusClientClosed:
 		// A streamed reply's headers said 200; the agent left before its
 		// end, which the feed reports as the proxy's logs do.
-		data["status"], data["error"] = statusClientClosed, "client went away"
+		d.Status, d.Error = statusClientClosed, "client went away"
 	case failure != nil:
-		data["error"] = config.RedactText(failure.Error())
+		d.Error = config.RedactText(failure.Error())
 	case status >= 400:
-		data["error"] = fasthttp.StatusMessage(status)
+		d.Error = fasthttp.StatusMessage(status)
 	}
 	s.events.Emit(events.Event{
 		Type: events.RequestFinished, At: now, Session: x.call.SessionID, Tenant: x.call.Tenant,
-		Route: x.route.name, RequestID: x.requestID, Data: data,
+		Route: x.route.name, RequestID: x.requestID, Fields: d,
 	})
 }

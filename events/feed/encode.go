@@ -14,8 +14,9 @@ import (
 // appendEvent appends ev as one JSON object to dst: the fields of
 // events.Event in their declared order under their json names (id,
 // route, request_id and data left out when empty), at as RFC 3339 with
-// nanoseconds, and data's keys sorted, which is the document
-// encoding/json writes for it, read the same by any JSON parser. Strings
+// nanoseconds, and data's keys sorted, which is the document encoding/json
+// writes for it, read the same by any JSON parser (typed Fields append
+// their data in that form themselves, events.Fields). Strings
 // are escaped by jsonkit.AppendString (invalid UTF-8 becomes U+FFFD; HTML
 // characters are not escaped).
 //
@@ -46,7 +47,12 @@ func appendEvent(dst []byte, ev *events.Event) ([]byte, error) {
 	if ev.RequestID != "" {
 		dst = jsonkit.AppendString(append(dst, `,"request_id":`...), ev.RequestID)
 	}
-	if len(ev.Data) > 0 {
+	switch {
+	case ev.Fields != nil:
+		if dst, err = ev.Fields.AppendJSON(append(dst, `,"data":`...)); err != nil {
+			return dst, err
+		}
+	case len(ev.Data) > 0:
 		if dst, err = appendMap(append(dst, `,"data":`...), ev.Data); err != nil {
 			return dst, err
 		}

@@ -148,7 +148,7 @@ func New(o Options) (*Publisher, error) {
 
 // Emit implements events.Emitter: it queues ev and returns at once. A full
 // queue drops its oldest event (counted); after Close ev is dropped.
-// ev.Data must not be changed after Emit.
+// ev.Data and ev.Fields must not be changed after Emit.
 func (p *Publisher) Emit(ev events.Event) {
 	p.mu.Lock()
 	if p.closed {
@@ -280,7 +280,7 @@ func (p *Publisher) flush(parent context.Context) {
 			// Data held something JSON cannot encode: the event is kept
 			// without it rather than lost.
 			p.logger.Warn("feed: event data not encodable; kept without data", zap.String("type", string(ev.Type)), zap.Error(err))
-			ev.Data = nil
+			ev.Data, ev.Fields = nil, nil
 			if buf, err = appendEvent(buf[:start], ev); err != nil {
 				buf = buf[:start]
 				continue
