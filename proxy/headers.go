@@ -21,8 +21,21 @@ var hopHeaders = []string{
 	"Upgrade",
 }
 
+// hopHeader is the index in hopHeaders of name, in any case, or -1.
+func hopHeader(name []byte) int {
+	switch len(name) {
+	case 2, 7, 10, 16, 17, 18, 19: // the lengths of hopHeaders' names
+		for i, h := range hopHeaders {
+			if len(h) == len(name) && bytes.EqualFold(name, []byte(h)) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
 // removeHopHeaders deletes hop-by-hop headers, including any header named in
-// the Connection header's token list.
+// the Connection header's token list, deleting each by name.
 func removeHopHeaders(h interface {
 	Peek(string) []byte
 	Del(string)
@@ -36,6 +49,40 @@ func removeHopHeaders(h interface {
 	}
 	for _, name := range hopHeaders {
 		h.Del(name)
+	}
+}
+
+// removeHopResponseHeaders is removeHopHeaders for a response: it reads
+// the headers once and deletes only those present. Deleting every hop
+// header by name normalized each name every time (with the request's,
+// 1.3 µs of a small request: pprof under wrk). A request's headers are
+// not read so: reading them all makes fasthttp parse and rewrite its
+// Cookie headers.
+func removeHopResponseHeaders(h *fasthttp.ResponseHeader) {
+	var present uint16 // bit i: hopHeaders[i]
+	var named [][]byte // the Connection header's tokens (copies: deleting moves the header's bytes)
+	for k, v := range h.All() {
+		i := hopHeader(k)
+		if i < 0 {
+			continue
+		}
+		present |= 1 << i
+		if hopHeaders[i] != "Connection" {
+			continue
+		}
+		for tok := range bytes.SplitSeq(v, []byte(",")) {
+			if name := bytes.TrimSpace(tok); len(name) > 0 {
+				named = append(named, bytes.Clone(name))
+			}
+		}
+	}
+	for _, name := range named {
+		h.DelBytes(name)
+	}
+	for i, name := range hopHeaders {
+		if present&(1<<i) != 0 {
+			h.Del(name)
+		}
 	}
 }
 
@@ -76,6 +123,6 @@ func copyResponseHeaders(dst *fasthttp.Response, src *fasthttp.Response) {
 	src.Header.VisitAll(func(k, v []byte) {
 		dst.Header.AddBytesKV(k, v)
 	})
-	removeHopHeaders(&dst.Header)
+	removeHopResponseHeaders(&dst.Header)
 	dst.Header.Del("Content-Length")
 }
