@@ -52,40 +52,6 @@ func removeHopHeaders(h interface {
 	}
 }
 
-// removeHopResponseHeaders is removeHopHeaders for a response: it reads
-// the headers once and deletes only those present. Deleting every hop
-// header by name normalized each name every time (with the request's,
-// 1.3 µs of a small request: pprof under wrk). A request's headers are
-// not read so: reading them all makes fasthttp parse and rewrite its
-// Cookie headers.
-func removeHopResponseHeaders(h *fasthttp.ResponseHeader) {
-	var present uint16 // bit i: hopHeaders[i]
-	var named [][]byte // the Connection header's tokens (copies: deleting moves the header's bytes)
-	for k, v := range h.All() {
-		i := hopHeader(k)
-		if i < 0 {
-			continue
-		}
-		present |= 1 << i
-		if hopHeaders[i] != "Connection" {
-			continue
-		}
-		for tok := range bytes.SplitSeq(v, []byte(",")) {
-			if name := bytes.TrimSpace(tok); len(name) > 0 {
-				named = append(named, bytes.Clone(name))
-			}
-		}
-	}
-	for _, name := range named {
-		h.DelBytes(name)
-	}
-	for i, name := range hopHeaders {
-		if present&(1<<i) != 0 {
-			h.Del(name)
-		}
-	}
-}
-
 // prepareUpstreamRequest fills out from in for the upstream u: the same
 // method, path (behind the upstream's path prefix), query and headers minus
 // hop-by-hop headers; Host is the upstream's. body becomes the request body.
@@ -116,13 +82,39 @@ func prepareUpstreamRequest(out *fasthttp.Request, in *fasthttp.Request, u *upst
 }
 
 // copyResponseHeaders copies the upstream response's status and headers to
-// the client response, minus hop-by-hop headers and Content-Length (fasthttp
-// sets it from the body it writes).
+// the client response, minus hop-by-hop headers, those the Connection
+// header names, and Content-Length (fasthttp sets it from the body it
+// writes), in their order. It skips what it does not forward rather than
+// copy then delete it: deleting a header by name normalized the name
+// every time (with the request's, 1.3 µs of a small request: pprof under
+// wrk), and fasthttp's deletion moves the last header into the deleted
+// one's place, which reorders repeated headers of one name.
 func copyResponseHeaders(dst *fasthttp.Response, src *fasthttp.Response) {
 	dst.SetStatusCode(src.StatusCode())
-	src.Header.VisitAll(func(k, v []byte) {
+	var named [][]byte // the Connection header's tokens
+	for k, v := range src.Header.All() {
+		if hopHeader(k) >= 0 && bytes.EqualFold(k, []byte("Connection")) {
+			for tok := range bytes.SplitSeq(v, []byte(",")) {
+				if name := bytes.TrimSpace(tok); len(name) > 0 {
+					named = append(named, name)
+				}
+			}
+		}
+	}
+	for k, v := range src.Header.All() {
+		if hopHeader(k) >= 0 || bytes.EqualFold(k, []byte(fasthttp.HeaderContentLength)) || isNamed(named, k) {
+			continue
+		}
 		dst.Header.AddBytesKV(k, v)
-	})
-	removeHopResponseHeaders(&dst.Header)
-	dst.Header.Del("Content-Length")
+	}
+}
+
+// isNamed reports whether name is one of names, in any case.
+func isNamed(names [][]byte, name []byte) bool {
+	for _, n := range names {
+		if bytes.EqualFold(n, name) {
+			return true
+		}
+	}
+	return false
 }
