@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/shepherd-proxy/shepherd/rewrite"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 func TestHashElementLeavesOutCacheControl(t *testing.T) {
@@ -196,4 +197,49 @@ func sameHistory(t *testing.T, want, got rewrite.History) {
 	require.True(t, slices.Equal(want.Hashes, got.Hashes), "hashes %v, want %v", got.Hashes, want.Hashes)
 	require.True(t, slices.Equal(want.Starts, got.Starts), "starts %v, want %v", got.Starts, want.Starts)
 	require.Equal(t, want.End, got.End)
+}
+
+// FuzzHashHistoryIndexed: from the validator's index, the same history as
+// walking the body, whatever the elements and the members around them.
+func FuzzHashHistoryIndexed(f *testing.F) {
+	f.Add(`{"role":"user","content":"a"}`, `{"cache_control":{"type":"ephemeral"},"x":"\"cache_control\""}`, "messages", " ")
+	f.Add(`"cache_control"`, `[1, {"cache_control" : 2}]`, `messag\u0065s`, "\n")
+	f.Add(`{"a":"x\"cache_control"}`, `{}`, "input", "")
+	f.Fuzz(func(t *testing.T, e1, e2, otherKey, space string) {
+		if strings.Trim(space, " \t\r\n") != "" {
+			space = " "
+		}
+		for _, body := range []string{
+			`{"messages":[` + space + e1 + space + `,` + e2 + space + `]` + space + `}`,
+			`{"model":"m",` + `"` + otherKey + `":[` + e2 + `],"messages":[` + e1 + `]}`,
+			`{"messages":` + space + `[]}`,
+			`{"messages":"text"}`,
+			`{"messages":[` + e1 + `],"messages":[` + e2 + `]}`,
+		} {
+			idx, ok := jsonkit.ValidIndexed([]byte(body))
+			if !ok {
+				continue
+			}
+			var want, got rewrite.History
+			rewrite.HashHistory(&want, []byte(body), "messages")
+			rewrite.HashHistoryIndexed(&got, []byte(body), "messages", idx)
+			require.Equal(t, want, got, "%s", body)
+		}
+	})
+}
+
+// TestHashHistoryIndexed: the index's spans give HashHistory's history,
+// breakpoints left out; a body the index does not cover is walked.
+func TestHashHistoryIndexed(t *testing.T) {
+	body := []byte(`{"model":"m","messages":[ {"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}]} , {"role":"assistant","content":"b"} ],"max_tokens":5}`)
+	idx, ok := jsonkit.ValidIndexed(body)
+	require.True(t, ok)
+	var want, got rewrite.History
+	rewrite.HashHistory(&want, body, "messages")
+	rewrite.HashHistoryIndexed(&got, body, "messages", idx)
+	require.Len(t, got.Hashes, 2)
+	require.Equal(t, want, got)
+	copied := slices.Clone(body)
+	rewrite.HashHistoryIndexed(&got, copied, "messages", idx) // another array: walked
+	require.Equal(t, want, got)
 }

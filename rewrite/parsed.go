@@ -113,6 +113,14 @@ func sameBuffer(a, b []byte) bool {
 	return cap(a) > 0 && cap(b) > 0 && &a[:1][0] == &b[:1][0]
 }
 
+// BodyIndexer is what a Codec whose parses go through a Parsed may also
+// implement: IndexOf of that Parsed. An index is never changed once built
+// (an edit makes a new one), so the one it returns may be read while the
+// codec goes on editing.
+type BodyIndexer interface {
+	IndexOf(body []byte) *jsonkit.Index
+}
+
 // IndexOf returns the index of body when body is the body remembered (the
 // same bytes: same array, same length), else nil.
 func (p *Parsed) IndexOf(body []byte) *jsonkit.Index {

@@ -10,6 +10,7 @@ import (
 	"github.com/shepherd-proxy/shepherd/hooks"
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -53,6 +54,9 @@ type Turn struct {
 	view  *conv.Request // the agent's request
 	body  []byte        // the agent's body
 	sent  []byte        // what went upstream: the model's view
+	// agentIdx is body's index as the codec parsed it, taken before the
+	// build edits through the codec (nil: the codec has none).
+	agentIdx *jsonkit.Index
 	// ctx is the context hooks run under (Run's).
 	ctx     context.Context
 	entries []state.LedgerEntry
@@ -117,6 +121,9 @@ func (e *Engine) Begin(ctx context.Context, r Request) (*Turn, Start) {
 		e: e, call: r.Call, chain: r.Chain, codec: r.Codec, tc: r.TurnCodec, cc: r.Continuer,
 		key:  state.Key{Tenant: r.Call.Tenant, Session: r.Call.SessionID},
 		view: r.View, body: r.Body, opening: r.Opening, ctx: ctx, trace: r.Trace,
+	}
+	if bi, ok := r.Codec.(rewrite.BodyIndexer); ok {
+		t.agentIdx = bi.IndexOf(r.Body)
 	}
 	if o, ok := r.Trace.(hooks.HookObserver); ok {
 		// A trace that follows single hooks sees each hook of each phase.

@@ -3,6 +3,7 @@ package turn
 import (
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -101,13 +102,25 @@ func (m *historyMemo) put(k historyMemoKey, r *historyRef) {
 // second time. built, when its Built is set, says sent was built in ref's
 // sent buffer (rewrite.BuildTarget): it shares its first built.Kept bytes
 // with ref's sent body, whose bytes past those are gone, and it becomes
-// the next ref's sent body as it is.
-func hashHistories(body, sent []byte, runs []rewrite.CopyRun, key string, ref *historyRef, lin conv.BodyLineage, built *rewrite.BuildTarget) *historyRef {
+// the next ref's sent body as it is. agentIdx is body's index when the
+// codec has it (nil: none): without ref, body's elements are then hashed
+// where it says they lie, and sent's like body's, instead of walking sent
+// whole.
+func hashHistories(body, sent []byte, runs []rewrite.CopyRun, key string, ref *historyRef, lin conv.BodyLineage, built *rewrite.BuildTarget, agentIdx *jsonkit.Index) *historyRef {
 	next := historyRef{agentGen: lin.Gen}
 	if rewrite.SameSlice(body, sent) || !rewrite.ValidCopyRuns(runs, len(sent), len(body)) {
 		runs = nil
 	}
-	if ref == nil {
+	if ref == nil && agentIdx.Covers(body) {
+		rewrite.HashHistoryIndexed(&next.agentHist, body, key, agentIdx)
+		rewrite.HashHistoryLike(&next.sentHist, sent, key, &next.agentHist, body)
+		next.agent = rewrite.CopyForGrowth(body)
+		if rewrite.SameSlice(body, sent) {
+			next.sent = next.agent
+		} else {
+			next.sent = rewrite.CopyForGrowth(sent)
+		}
+	} else if ref == nil {
 		rewrite.HashHistory(&next.sentHist, sent, key)
 		rewrite.HashHistoryLike(&next.agentHist, body, key, &next.sentHist, sent)
 		next.agent = rewrite.CopyForGrowth(body)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -49,7 +50,9 @@ func TestHashHistoriesMatchesWholeHash(t *testing.T) {
 	edits := rand.New(rand.NewPCG(3, 4))                           // a stream of its own: rng's drives the memo's cases
 	views := rewrite.NewViewCache(64 << 20)
 	var ref *historyRef
-	fromMemo, fromRuns := 0, 0 // steps that used the index memo's length; copy runs on both sides
+	fromMemo, fromRuns := 0, 0             // steps that used the index memo's length; copy runs on both sides
+	fromIndex := 0                         // new histories hashed from the codec's index
+	indexed := rand.New(rand.NewPCG(3, 5)) // apart from rng, whose walk the counts above rely on
 	for step := range 400 {
 		switch op := rng.IntN(10); {
 		case op < 6: // grow, as agents do
@@ -91,7 +94,16 @@ func TestHashHistoriesMatchesWholeHash(t *testing.T) {
 				t.Fatalf("step %d: sharedSent %d, CommonPrefix %d", step, got, want)
 			}
 		}
-		ref = hashHistories(body, sent, runs, "messages", ref, lin, nil)
+		// Half the time the codec's index of body is known: a new
+		// session's history is then hashed from its element spans.
+		var idx *jsonkit.Index
+		if indexed.IntN(2) == 0 {
+			idx, _ = jsonkit.ValidIndexed(body)
+			if ref == nil {
+				fromIndex++
+			}
+		}
+		ref = hashHistories(body, sent, runs, "messages", ref, lin, nil, idx)
 		sameHistory(t, fmt.Sprintf("step %d agent", step), &ref.agentHist, wantHistory(body))
 		sameHistory(t, fmt.Sprintf("step %d up", step), &ref.sentHist, wantHistory(sent))
 		if string(ref.agent) != string(body) || string(ref.sent) != string(sent) {
@@ -103,6 +115,9 @@ func TestHashHistoriesMatchesWholeHash(t *testing.T) {
 		if rng.IntN(20) == 0 {
 			ref = nil // evicted
 		}
+	}
+	if fromIndex < 3 {
+		t.Fatalf("a new history was hashed from an index %d times in 400 steps", fromIndex)
 	}
 	if fromRuns < 15 {
 		t.Fatalf("both turns' copy runs were known %d times in 400 steps", fromRuns)
@@ -201,7 +216,7 @@ func BenchmarkHashHistories(b *testing.B) {
 			if mode == "compare" {
 				r, pr = nil, nil
 			}
-			seed := hashHistories(prevBody, prevSent, pr, "messages", nil, conv.BodyLineage{Gen: 1}, nil)
+			seed := hashHistories(prevBody, prevSent, pr, "messages", nil, conv.BodyLineage{Gen: 1}, nil, nil)
 			ref := *seed
 			b.SetBytes(int64(len(sent)))
 			b.ResetTimer()
@@ -213,7 +228,7 @@ func BenchmarkHashHistories(b *testing.B) {
 				cur.sentRuns = slices.Clone(ref.sentRuns)
 				cur.agentHist, cur.sentHist = cloneHistory(&ref.agentHist), cloneHistory(&ref.sentHist)
 				b.StartTimer()
-				hashHistories(body, sent, r, "messages", &cur, lin, nil)
+				hashHistories(body, sent, r, "messages", &cur, lin, nil, nil)
 			}
 		})
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 	"github.com/shepherd-proxy/shepherd/state"
 )
 
@@ -261,6 +262,8 @@ type prefixJob struct {
 	replaced, dropped bool
 	route, requestID  string
 	at                time.Time
+	// agentIdx is body's index, as the codec parsed it (nil: none).
+	agentIdx *jsonkit.Index
 	// hold is the session's history memo entry when Begin took it (nil:
 	// the check takes it); when sent was built in its buffer, the check
 	// leaves it to the turn (Turn.held), which gives it back in
@@ -277,7 +280,7 @@ type prefixJob struct {
 // before the request's body can be reused.
 func (t *Turn) startPrefix(sess *state.Session, key string, hold *sentHold, replaced, dropped bool) {
 	j := &prefixJob{body: t.body, sent: t.sent, key: key, memo: historyMemoKey{key: t.key, member: key},
-		lineage: t.lineage(), replaced: replaced, dropped: dropped, hold: hold,
+		lineage: t.lineage(), replaced: replaced, dropped: dropped, hold: hold, agentIdx: t.agentIdx,
 		route: t.call.Route, requestID: t.call.RequestID, at: t.e.now()}
 	if cm, ok := t.codec.(rewrite.CopyMapper); ok {
 		j.runs = slices.Clone(cm.CopyRuns(t.body, t.sent))
@@ -333,7 +336,7 @@ func (e *Engine) checkPrefix(j *prefixJob) (c *prefixCheck, held *historyRef) {
 	} else {
 		ref = e.history.take(j.memo)
 	}
-	ref = hashHistories(j.body, j.sent, j.runs, j.key, ref, j.lineage, target)
+	ref = hashHistories(j.body, j.sent, j.runs, j.key, ref, j.lineage, target, j.agentIdx)
 	// The hashes are the ref's: read them all before the ref goes back to
 	// the memo, where the session's next request extends them in place.
 	if j.hold.built() {

@@ -205,6 +205,9 @@ func (c anthropicCodec) CopyRuns(src, out []byte) []rewrite.CopyRun {
 	return c.parsed.CopyRuns(src, out)
 }
 
+// IndexOf implements rewrite.BodyIndexer.
+func (c anthropicCodec) IndexOf(body []byte) *jsonkit.Index { return c.parsed.IndexOf(body) }
+
 func (c anthropicCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return rewrite.ApplyEdits(body, e, c.editOps())
 }

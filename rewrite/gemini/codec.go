@@ -243,6 +243,9 @@ func (c geminiCodec) BuildInto(t *rewrite.BuildTarget) { c.parsed.BuildInto(t) }
 // CopyRuns is rewrite.CopyMapper: how the last edit of the request made out.
 func (c geminiCodec) CopyRuns(src, out []byte) []rewrite.CopyRun { return c.parsed.CopyRuns(src, out) }
 
+// IndexOf implements rewrite.BodyIndexer.
+func (c geminiCodec) IndexOf(body []byte) *jsonkit.Index { return c.parsed.IndexOf(body) }
+
 func (c geminiCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return rewrite.ApplyEdits(body, e, c.editOps())
 }

@@ -107,6 +107,19 @@ func (d *Index) MemberElems(key string) (ElemSpans, bool) {
 	return ElemSpans{ms.elems}, true
 }
 
+// FirstMemberElems is MemberElems for a reader that finds a root member by
+// its key as written: it answers only when the first member named key is
+// written without escapes (so no earlier member is written key), with
+// where the array's value ends in the body (just past its closing
+// bracket).
+func (d *Index) FirstMemberElems(key string) (end int, es ElemSpans, ok bool) {
+	ms, ok := d.knownElems(key)
+	if !ok || ms.key != key {
+		return 0, ElemSpans{}, false
+	}
+	return ms.end, ElemSpans{ms.elems}, true
+}
+
 // MemberReplaced returns the index of out, which is d's body with the value
 // of the root member key, [start, end) as MemberSpan gives it, replaced by
 // n bytes that are one JSON value of the same kind (array or not). Every

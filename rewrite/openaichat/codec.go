@@ -271,6 +271,9 @@ func (c chatCodec) BuildInto(t *rewrite.BuildTarget) { c.parsed.BuildInto(t) }
 // CopyRuns is rewrite.CopyMapper: how the last edit of the request made out.
 func (c chatCodec) CopyRuns(src, out []byte) []rewrite.CopyRun { return c.parsed.CopyRuns(src, out) }
 
+// IndexOf implements rewrite.BodyIndexer.
+func (c chatCodec) IndexOf(body []byte) *jsonkit.Index { return c.parsed.IndexOf(body) }
+
 func (c chatCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return rewrite.ApplyEdits(body, e, c.editOps())
 }

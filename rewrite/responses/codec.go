@@ -234,6 +234,9 @@ func (c responsesCodec) CopyRuns(src, out []byte) []rewrite.CopyRun {
 	return c.parsed.CopyRuns(src, out)
 }
 
+// IndexOf implements rewrite.BodyIndexer.
+func (c responsesCodec) IndexOf(body []byte) *jsonkit.Index { return c.parsed.IndexOf(body) }
+
 func (c responsesCodec) ApplyEdits(body []byte, e conv.RequestEdits) ([]byte, error) {
 	return rewrite.ApplyEdits(body, e, c.editOps())
 }
