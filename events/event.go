@@ -4,9 +4,8 @@
 // session in the state store so any replica can show it.
 //
 // This file is the contract every producer and consumer shares: the Event
-// and its types. The package imports nothing of the project but jsonkit
-// (the JSON encoders, a leaf), so hooks, the turn engine and the proxy may
-// all emit.
+// and its types. The package imports nothing of the project, so hooks, the
+// turn engine and the proxy may all emit.
 package events
 
 import "time"

@@ -1,24 +1,16 @@
 package events
 
-import (
-	"strconv"
-
-	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
-)
-
 // Fields is an event's data in typed form, for the events emitted on every
 // request (request.started, request.finished): building and encoding a map
 // of a dozen keys per event was most of the feed's cost on small requests
 // (pprof under wrk, hooks off: 7.5 % of the proxy's throughput with the
 // feed on). A producer sets Event.Fields instead of Event.Data.
 //
-// AppendJSON appends the data as the JSON object Map's result encodes to
-// (keys sorted, the feed's encoding of Data), so a reader of the feed
-// cannot tell which one the producer used; it fails only on a value JSON
-// cannot hold (a NaN). Map returns the same data as Data would hold it,
-// with the same Go types, for in-process readers (Recorder).
+// Map returns the data as Data would hold it, with the same Go types, for
+// in-process readers (Recorder). The feed encodes this package's Fields
+// types directly, to the JSON their Map encodes to (events/feed), so a
+// reader of the feed cannot tell which form the producer used.
 type Fields interface {
-	AppendJSON(dst []byte) ([]byte, error)
 	Map() map[string]any
 }
 
@@ -35,15 +27,6 @@ func (ev *Event) Values() map[string]any {
 type RequestStartedData struct {
 	Model, Agent, Side string
 	Stream             bool
-}
-
-// AppendJSON implements Fields.
-func (d *RequestStartedData) AppendJSON(dst []byte) ([]byte, error) {
-	dst = jsonkit.AppendString(append(dst, `{"agent":`...), d.Agent)
-	dst = jsonkit.AppendString(append(dst, `,"model":`...), d.Model)
-	dst = jsonkit.AppendString(append(dst, `,"side":`...), d.Side)
-	dst = strconv.AppendBool(append(dst, `,"stream":`...), d.Stream)
-	return append(dst, '}'), nil
 }
 
 // Map implements Fields.
@@ -82,41 +65,6 @@ type RequestPrefix struct {
 	Hash        string
 	BreakOffset int
 	Cause       string
-}
-
-// AppendJSON implements Fields: the keys in sorted order.
-func (d *RequestFinishedData) AppendJSON(dst []byte) ([]byte, error) {
-	var err error
-	dst = strconv.AppendInt(append(dst, `{"continuations":`...), int64(d.Continuations), 10)
-	if d.Priced {
-		if dst, err = jsonkit.AppendFloat(append(dst, `,"cost_usd":`...), d.CostUSD, 64); err != nil {
-			return dst, err
-		}
-	}
-	dst = strconv.AppendInt(append(dst, `,"duration_ms":`...), d.DurationMS, 10)
-	if d.Error != "" {
-		dst = jsonkit.AppendString(append(dst, `,"error":`...), d.Error)
-	}
-	dst = jsonkit.AppendString(append(dst, `,"model":`...), d.Model)
-	if dst, err = jsonkit.AppendFloat(append(dst, `,"overhead_ms":`...), d.OverheadMS, 64); err != nil {
-		return dst, err
-	}
-	if p := d.Prefix; p != nil {
-		dst = jsonkit.AppendString(append(dst, `,"prefix_break_cause":`...), p.Cause)
-		dst = strconv.AppendInt(append(dst, `,"prefix_break_offset":`...), int64(p.BreakOffset), 10)
-		dst = jsonkit.AppendString(append(dst, `,"prefix_hash":`...), p.Hash)
-	}
-	dst = strconv.AppendInt(append(dst, `,"rounds":`...), int64(d.Rounds), 10)
-	dst = strconv.AppendInt(append(dst, `,"status":`...), int64(d.Status), 10)
-	dst = jsonkit.AppendString(append(dst, `,"stop":`...), d.Stop)
-	if u := d.Usage; u != nil {
-		dst = strconv.AppendInt(append(dst, `,"usage":{"cache_read_tokens":`...), u.CacheReadTokens, 10)
-		dst = strconv.AppendInt(append(dst, `,"cache_write_tokens":`...), u.CacheWriteTokens, 10)
-		dst = strconv.AppendInt(append(dst, `,"input_tokens":`...), u.InputTokens, 10)
-		dst = strconv.AppendInt(append(dst, `,"output_tokens":`...), u.OutputTokens, 10)
-		dst = append(dst, '}')
-	}
-	return append(dst, '}'), nil
 }
 
 // Map implements Fields.

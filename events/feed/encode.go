@@ -15,8 +15,8 @@ import (
 // events.Event in their declared order under their json names (id,
 // route, request_id and data left out when empty), at as RFC 3339 with
 // nanoseconds, and data's keys sorted, which is the document encoding/json
-// writes for it, read the same by any JSON parser (typed Fields append
-// their data in that form themselves, events.Fields). Strings
+// writes for it, read the same by any JSON parser (typed Fields too:
+// appendFields). Strings
 // are escaped by jsonkit.AppendString (invalid UTF-8 becomes U+FFFD; HTML
 // characters are not escaped).
 //
@@ -49,7 +49,7 @@ func appendEvent(dst []byte, ev *events.Event) ([]byte, error) {
 	}
 	switch {
 	case ev.Fields != nil:
-		if dst, err = ev.Fields.AppendJSON(append(dst, `,"data":`...)); err != nil {
+		if dst, err = appendFields(append(dst, `,"data":`...), ev.Fields); err != nil {
 			return dst, err
 		}
 	case len(ev.Data) > 0:

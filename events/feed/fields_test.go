@@ -112,3 +112,17 @@ func BenchmarkAppendTypedEvent(b *testing.B) {
 		buf, _ = appendEvent(buf[:0], &ev)
 	}
 }
+
+// otherFields is a Fields type the feed has no encoder of its own for.
+type otherFields map[string]any
+
+func (f otherFields) Map() map[string]any { return f }
+
+// TestOtherFieldsEncodeThroughTheirMap: any other Fields type is encoded
+// from its map.
+func TestOtherFieldsEncodeThroughTheirMap(t *testing.T) {
+	ev := events.Event{Type: events.FormatApplied, Session: "s", Tenant: "t", Fields: otherFields{"rule": "r", "n": 2}}
+	got, err := appendEvent(nil, &ev)
+	require.NoError(t, err)
+	require.Contains(t, string(got), `,"data":{"n":2,"rule":"r"}}`)
+}
