@@ -111,18 +111,14 @@ func hashHistories(body, sent []byte, runs []rewrite.CopyRun, key string, ref *h
 	if rewrite.SameSlice(body, sent) || !rewrite.ValidCopyRuns(runs, len(sent), len(body)) {
 		runs = nil
 	}
-	if ref == nil && agentIdx.Covers(body) {
-		rewrite.HashHistoryIndexed(&next.agentHist, body, key, agentIdx)
-		rewrite.HashHistoryLike(&next.sentHist, sent, key, &next.agentHist, body)
-		next.agent = rewrite.CopyForGrowth(body)
-		if rewrite.SameSlice(body, sent) {
-			next.sent = next.agent
+	if ref == nil {
+		if agentIdx.Covers(body) {
+			rewrite.HashHistoryIndexed(&next.agentHist, body, key, agentIdx)
+			rewrite.HashHistoryLike(&next.sentHist, sent, key, &next.agentHist, body)
 		} else {
-			next.sent = rewrite.CopyForGrowth(sent)
+			rewrite.HashHistory(&next.sentHist, sent, key)
+			rewrite.HashHistoryLike(&next.agentHist, body, key, &next.sentHist, sent)
 		}
-	} else if ref == nil {
-		rewrite.HashHistory(&next.sentHist, sent, key)
-		rewrite.HashHistoryLike(&next.agentHist, body, key, &next.sentHist, sent)
 		next.agent = rewrite.CopyForGrowth(body)
 		if rewrite.SameSlice(body, sent) {
 			next.sent = next.agent
