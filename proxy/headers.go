@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"bytes"
+	"iter"
+	"slices"
 
 	"github.com/valyala/fasthttp"
 )
@@ -21,17 +23,29 @@ var hopHeaders = []string{
 	"Upgrade",
 }
 
-// hopHeader is the index in hopHeaders of name, in any case, or -1.
-func hopHeader(name []byte) int {
+// isHopHeader reports whether name is one of hopHeaders, in any case.
+func isHopHeader(name []byte) bool {
 	switch len(name) {
 	case 2, 7, 10, 16, 17, 18, 19: // the lengths of hopHeaders' names
-		for i, h := range hopHeaders {
+		for _, h := range hopHeaders {
 			if len(h) == len(name) && bytes.EqualFold(name, []byte(h)) {
-				return i
+				return true
 			}
 		}
 	}
-	return -1
+	return false
+}
+
+// connectionTokens yields the header names a Connection header's value
+// lists (RFC 9110 §7.6.1), slices of v.
+func connectionTokens(v []byte) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		for tok := range bytes.SplitSeq(v, []byte(",")) {
+			if name := bytes.TrimSpace(tok); len(name) > 0 && !yield(name) {
+				return
+			}
+		}
+	}
 }
 
 // removeHopHeaders deletes hop-by-hop headers, including any header named in
@@ -40,12 +54,8 @@ func removeHopHeaders(h interface {
 	Peek(string) []byte
 	Del(string)
 }) {
-	if conn := h.Peek("Connection"); len(conn) > 0 {
-		for _, tok := range bytes.Split(conn, []byte(",")) {
-			if name := bytes.TrimSpace(tok); len(name) > 0 {
-				h.Del(string(name))
-			}
-		}
+	for name := range connectionTokens(h.Peek("Connection")) {
+		h.Del(string(name))
 	}
 	for _, name := range hopHeaders {
 		h.Del(name)
@@ -91,18 +101,14 @@ func prepareUpstreamRequest(out *fasthttp.Request, in *fasthttp.Request, u *upst
 // one's place, which reorders repeated headers of one name.
 func copyResponseHeaders(dst *fasthttp.Response, src *fasthttp.Response) {
 	dst.SetStatusCode(src.StatusCode())
-	var named [][]byte // the Connection header's tokens
+	var named [][]byte // the Connection headers' tokens
 	for k, v := range src.Header.All() {
-		if hopHeader(k) >= 0 && bytes.EqualFold(k, []byte("Connection")) {
-			for tok := range bytes.SplitSeq(v, []byte(",")) {
-				if name := bytes.TrimSpace(tok); len(name) > 0 {
-					named = append(named, name)
-				}
-			}
+		if bytes.EqualFold(k, []byte("Connection")) {
+			named = slices.AppendSeq(named, connectionTokens(v))
 		}
 	}
 	for k, v := range src.Header.All() {
-		if hopHeader(k) >= 0 || bytes.EqualFold(k, []byte(fasthttp.HeaderContentLength)) || isNamed(named, k) {
+		if isHopHeader(k) || bytes.EqualFold(k, []byte(fasthttp.HeaderContentLength)) || isNamed(named, k) {
 			continue
 		}
 		dst.Header.AddBytesKV(k, v)

@@ -67,7 +67,7 @@ func forwardable(before []headerPair, drop ...string) []headerPair {
 	}
 	var out []headerPair
 	for _, p := range before {
-		if hopHeader([]byte(p.k)) < 0 && !named[strings.ToLower(p.k)] {
+		if !isHopHeader([]byte(p.k)) && !named[strings.ToLower(p.k)] {
 			out = append(out, p)
 		}
 	}
