@@ -112,7 +112,7 @@ type Event struct {
 	// request path; producers must not change it after Emit.
 	Data map[string]any `json:"data,omitempty"`
 	// Fields, when set, holds them instead, typed (request.go): the
-	// events of every request use it. Values reads either.
+	// events of every request use it.
 	Fields Fields `json:"-"`
 }
 

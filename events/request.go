@@ -14,15 +14,6 @@ type Fields interface {
 	Map() map[string]any
 }
 
-// Values is the event's data as a map: Data, or Fields' map when the
-// producer gave Fields (nil when neither).
-func (ev *Event) Values() map[string]any {
-	if ev.Fields != nil {
-		return ev.Fields.Map()
-	}
-	return ev.Data
-}
-
 // RequestStartedData is request.started's data.
 type RequestStartedData struct {
 	Model, Agent, Side string

@@ -42,7 +42,7 @@ func TestTypedFieldsEncodeAsTheirMap(t *testing.T) {
 		got, err := appendEvent(nil, &ev)
 		require.NoError(t, err, "event %d", i)
 		asMap := ev
-		asMap.Data, asMap.Fields = ev.Values(), nil
+		asMap.Data, asMap.Fields = ev.Fields.Map(), nil
 		want, err := appendEvent(nil, &asMap)
 		require.NoError(t, err, "event %d", i)
 		require.Equal(t, string(want), string(got), "event %d", i)

@@ -103,8 +103,8 @@ func (m *historyMemo) put(k historyMemoKey, r *historyRef) {
 // sent buffer (rewrite.BuildTarget): it shares its first built.Kept bytes
 // with ref's sent body, whose bytes past those are gone, and it becomes
 // the next ref's sent body as it is. agentIdx is body's index when the
-// codec has it (nil: none): without ref, body's elements are then hashed
-// where it says they lie, and sent's like body's, instead of walking sent
+// codec has it (nil: none): without ref, body's elements are hashed where
+// it says they lie, and sent's like body's, instead of walking a body
 // whole.
 func hashHistories(body, sent []byte, runs []rewrite.CopyRun, key string, ref *historyRef, lin conv.BodyLineage, built *rewrite.BuildTarget, agentIdx *jsonkit.Index) *historyRef {
 	next := historyRef{agentGen: lin.Gen}
@@ -112,13 +112,10 @@ func hashHistories(body, sent []byte, runs []rewrite.CopyRun, key string, ref *h
 		runs = nil
 	}
 	if ref == nil {
-		if agentIdx.Covers(body) {
-			rewrite.HashHistoryIndexed(&next.agentHist, body, key, agentIdx)
-			rewrite.HashHistoryLike(&next.sentHist, sent, key, &next.agentHist, body)
-		} else {
-			rewrite.HashHistory(&next.sentHist, sent, key)
-			rewrite.HashHistoryLike(&next.agentHist, body, key, &next.sentHist, sent)
-		}
+		// Without agentIdx, HashHistoryIndexed walks body: one body is
+		// walked and the other hashed like it, as ever.
+		rewrite.HashHistoryIndexed(&next.agentHist, body, key, agentIdx)
+		rewrite.HashHistoryLike(&next.sentHist, sent, key, &next.agentHist, body)
 		next.agent = rewrite.CopyForGrowth(body)
 		if rewrite.SameSlice(body, sent) {
 			next.sent = next.agent
