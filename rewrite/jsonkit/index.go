@@ -1,6 +1,7 @@
 package jsonkit
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -15,6 +16,50 @@ import (
 type Index struct {
 	body    string
 	members []memberSpan
+	// resumed is 1 + the member ValidIndexedFrom resumed in (0: the body
+	// was validated whole), tailKept whether the members after it were
+	// taken from the earlier index (their bytes unchanged): Unchanged.
+	resumed  int
+	tailKept bool
+}
+
+// Unchanged reports whether root member i of d holds the bytes member i of
+// the index d was resumed from held (ValidIndexedFrom): a member before the
+// one validation resumed in (it lies in the shared bytes), or one after it
+// when the rest of the body was the earlier body's rest. Always false for
+// an index of a body validated whole.
+func (d *Index) Unchanged(i int) bool {
+	return d != nil && d.resumed > 0 && i >= 0 && i < len(d.members) &&
+		(i < d.resumed-1 || (d.tailKept && i > d.resumed-1))
+}
+
+// SameSpans reports whether d and o index the same bytes the same way (how
+// each was made aside: Unchanged may differ).
+func (d *Index) SameSpans(o *Index) bool {
+	if d == nil || o == nil {
+		return d == o
+	}
+	if d.body != o.body || len(d.members) != len(o.members) {
+		return false
+	}
+	for i := range d.members {
+		a, b := &d.members[i], &o.members[i]
+		if a.key != b.key || a.keyAt != b.keyAt || a.start != b.start || a.end != b.end || a.isArray != b.isArray || !slices.Equal(a.elems, b.elems) {
+			return false
+		}
+	}
+	return true
+}
+
+// MemberAt is the position of the root member whose value starts at byte
+// start (a Result's Index from Lookup), -1 when none does.
+func (d *Index) MemberAt(start int) int {
+	for i := range d.members {
+		if d.members[i].start == start {
+			return i
+		}
+	}
+	return -1
 }
 
 type memberSpan struct {

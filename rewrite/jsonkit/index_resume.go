@@ -11,6 +11,15 @@ import "slices"
 // resumes there and reads only the rest. The caller supplies the previous
 // body's index and how many leading bytes the two bodies share, which it
 // found by comparing them: nothing is taken on trust from a hash.
+//
+// The members after the conversation are usually the previous body's too:
+// Claude Code sends its system prompt and tools (tens of KB) after the
+// messages. When the rest of a body from the end of the resumed array on
+// is the rest of the previous body from the end of its array, byte for
+// byte (one comparison), the validator would read the same bytes from the
+// same state (in the root object, just past a member's value): it reads
+// none of them, and the previous index's spans of those members move by
+// the difference in the array's length.
 
 // ValidIndexedFrom is ValidIndexed(body) for a body whose first shared
 // bytes equal those of prev's body (prev from ValidIndexed or
@@ -26,7 +35,7 @@ func ValidIndexedFrom(body []byte, prev *Index, shared int) (*Index, bool) {
 	if m < 0 {
 		return ValidIndexed(body)
 	}
-	idx := &Index{body: UnsafeString(body), members: make([]memberSpan, m+1, len(prev.members)+1)}
+	idx := &Index{body: UnsafeString(body), members: make([]memberSpan, m+1, len(prev.members)+1), resumed: m + 1}
 	for i := range m + 1 {
 		ms := prev.members[i]
 		ms.key = idx.body[ms.keyAt : ms.keyAt+len(ms.key)]
@@ -43,6 +52,11 @@ func ValidIndexedFrom(body []byte, prev *Index, shared int) (*Index, bool) {
 		return nil, false
 	}
 	idx.note(1, '}', last.start, v.i)
+	if prev.sameTail(m, body[v.i:]) {
+		idx.members = appendShifted(idx.members, prev.members[m+1:], v.i-prev.members[m].end, idx.body)
+		idx.tailKept = true
+		return idx, true
+	}
 	if !v.rest(1, '}') {
 		return nil, false
 	}
@@ -51,6 +65,46 @@ func ValidIndexedFrom(body []byte, prev *Index, shared int) (*Index, bool) {
 		return nil, false
 	}
 	return idx, true
+}
+
+// sameTail reports whether rest is d's body from the end of member m's
+// value on, byte for byte.
+func (d *Index) sameTail(m int, rest []byte) bool {
+	tail := d.body[d.members[m].end:]
+	return len(rest) == len(tail) && UnsafeString(rest) == tail
+}
+
+// appendShifted appends to dst the spans of members (an index's, of a body
+// whose bytes they cover are in body delta bytes later), moved by delta and
+// their keys sliced from body; element spans are copied, not shared.
+func appendShifted(dst, members []memberSpan, delta int, body string) []memberSpan {
+	for _, ms := range members {
+		ms.keyAt += delta
+		ms.start += delta
+		ms.end += delta
+		ms.key = body[ms.keyAt : ms.keyAt+len(ms.key)]
+		if ms.elems != nil {
+			elems := make([]span, len(ms.elems))
+			for i, e := range ms.elems {
+				elems[i] = span{e.start + delta, e.end + delta}
+			}
+			ms.elems = elems
+		}
+		dst = append(dst, ms)
+	}
+	return dst
+}
+
+// ConversationEnd is where the root array member that validation of a body
+// sharing d's first shared bytes would resume in (ValidIndexedFrom) ends:
+// the end of the conversation those bytes reach into. It is the body's
+// length when there is none.
+func (d *Index) ConversationEnd(shared int) int {
+	m, _ := d.resumePoint(min(shared, len(d.body)) - 1)
+	if m < 0 {
+		return len(d.body)
+	}
+	return d.members[m].end
 }
 
 // resumePoint is where validation of a body sharing d.body's first shared

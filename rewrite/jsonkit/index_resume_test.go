@@ -35,7 +35,7 @@ func checkResume(t *testing.T, prev, next []byte) {
 	if gok != wok {
 		t.Fatalf("ok %v, want %v\nprev %q\nnext %q", gok, wok, prev, next)
 	}
-	if wok && !reflect.DeepEqual(got, want) {
+	if wok && (got.body != want.body || !reflect.DeepEqual(got.members, want.members)) {
 		t.Fatalf("index %+v, want %+v\nprev %q\nnext %q", got, want, prev, next)
 	}
 }
@@ -91,6 +91,57 @@ func TestValidIndexedFrom(t *testing.T) {
 	}
 }
 
+// agentBody is a Claude Code shaped body: the conversation of n turns
+// first, then the members after it (tail: its system prompt and tools).
+func agentBody(n int, tail string) []byte {
+	c := string(conversation(n, ``))
+	c = strings.Replace(c, `"system":[{"type":"text","text":"be brief"}],`, ``, 1)
+	return []byte(strings.TrimSuffix(c, "}") + tail + "}")
+}
+
+const agentTail = `,"system":[{"type":"text","text":"be brief"},{"type":"text","text":"x\u00e9"}],` +
+	`"tools":[{"name":"Read","input_schema":{"type":"object"}},{"name":"Bash"}],"metadata":{"user_id":"u"},"stream":true`
+
+// TestValidIndexedFromTail: members after the conversation that are the
+// previous body's, byte for byte, are taken from its index, moved; any
+// change in them, or after them, is validated as before.
+func TestValidIndexedFromTail(t *testing.T) {
+	base := agentBody(5, agentTail)
+	if idx, _ := ValidIndexed(base); len(idx.members) != 6 || len(idx.members[1].elems) != 5 || len(idx.members[3].elems) != 2 {
+		t.Fatalf("unexpected index: %+v", idx.members)
+	}
+	edit := func(old, new string) []byte {
+		return []byte(strings.Replace(string(agentBody(7, agentTail)), old, new, 1))
+	}
+	cases := map[string][]byte{
+		"grown":                agentBody(7, agentTail),
+		"same":                 agentBody(5, agentTail),
+		"shrunk":               agentBody(3, agentTail),
+		"tool renamed":         edit(`"Bash"`, `"Bish"`),
+		"tool added":           edit(`{"name":"Bash"}`, `{"name":"Bash"},{"name":"Grep"}`),
+		"tail member dropped":  edit(`,"stream":true`, ``),
+		"tail made invalid":    edit(`"stream":true`, `"stream":tru`),
+		"trailing space":       append(agentBody(7, agentTail), ' '),
+		"trailing garbage":     append(agentBody(7, agentTail), " x"...),
+		"duplicate tail key":   edit(`"stream":true`, `"stream":true,"model":"n"`),
+		"no tail":              agentBody(7, ``),
+		"escape in tail":       edit(`x\u00e9`, `x\u00e8`),
+		"control char in tail": edit(`x\u00e9`, "x"),
+	}
+	for name, next := range cases {
+		t.Run(name, func(t *testing.T) { checkResume(t, base, next) })
+	}
+	// The tail is read from the index, not validated: the resumed index is
+	// still the whole validation's (checkResume), with the tail's spans
+	// moved by the two turns added.
+	prev, _ := ValidIndexed(base)
+	next := agentBody(7, agentTail)
+	got, ok := ValidIndexedFrom(next, prev.Rebase(append([]byte(nil), base...)), sharedPrefix(base, next))
+	if !ok || got.members[3].start != prev.members[3].start+len(next)-len(base) {
+		t.Fatalf("tools not moved: %+v", got.members)
+	}
+}
+
 // FuzzValidIndexedFrom: for any two bodies, resuming after the first gives
 // what validating the second whole gives.
 func FuzzValidIndexedFrom(f *testing.F) {
@@ -98,10 +149,17 @@ func FuzzValidIndexedFrom(f *testing.F) {
 	f.Add(conversation(3, `,"a":[1,2]`), conversation(3, `,"a":[1,2,3]`))
 	f.Add([]byte(`{"a":[1,2],"b":[3]}`), []byte(`{"a":[1,2],"b":[3,4]}`))
 	f.Add([]byte(`{"a":[{"x":1},{"y":2}]}`), []byte(`{"a":[{"x":1},{"y":2},{"z":"\u0000"}]}`))
+	f.Add(agentBody(3, agentTail), []byte(`,{"role":"user","content":"more"}`))
 	f.Fuzz(func(t *testing.T, prev, next []byte) {
 		checkResume(t, prev, next)
 		// The common case: next extends prev's bytes.
 		checkResume(t, prev, append(append([]byte(nil), prev...), next...))
+		// Claude Code's: next inserted inside prev, whose end stays.
+		if len(prev) > 0 {
+			cut := int(uint(len(next)) % uint(len(prev)))
+			mid := append(append(append([]byte(nil), prev[:cut]...), next...), prev[cut:]...)
+			checkResume(t, prev, mid)
+		}
 	})
 }
 

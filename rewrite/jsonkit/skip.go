@@ -427,3 +427,57 @@ func Member(obj gjson.Result, key string) gjson.Result {
 	}
 	return ValueAt(s[at:end], obj.Index, at)
 }
+
+// LeadingElements fills out with the first elements (raw text) of the
+// array that is the value of the root object's member named key, found by
+// skipping the members before it, not by validating them: s may be
+// anything, and what is found is only as good as a guess until s is
+// validated. n is how many were found; more reports whether another
+// element follows the last of them (without reading it). n is 0 when s is
+// not an object with such a member, or the array is empty.
+func LeadingElements(s, key string, out []string) (n int, more bool) {
+	j := SkipSpace(s, 0)
+	if j >= len(s) || s[j] != '{' {
+		return 0, false
+	}
+	for j++; ; {
+		k, v, ok := memberKey(s, j)
+		if !ok {
+			return 0, false
+		}
+		if k == key {
+			return leadingElements(s, v, out)
+		}
+		end := SkipValue(s, v)
+		if end < 0 {
+			return 0, false
+		}
+		if j = memberAfter(s, end); j < 0 {
+			return 0, false
+		}
+	}
+}
+
+// leadingElements is LeadingElements for the array starting at s[i].
+func leadingElements(s string, i int, out []string) (n int, more bool) {
+	if i >= len(s) || s[i] != '[' {
+		return 0, false
+	}
+	j := i + 1
+	for n < len(out) {
+		if j = SkipSpace(s, j); j >= len(s) || s[j] == ']' {
+			return n, false
+		}
+		end := SkipValue(s, j)
+		if end < 0 {
+			return n, false
+		}
+		out[n], n = s[j:end], n+1
+		k := SkipSpace(s, end)
+		if k >= len(s) || s[k] != ',' {
+			return n, false
+		}
+		j = k + 1
+	}
+	return n, true
+}

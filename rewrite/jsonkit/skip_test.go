@@ -25,8 +25,11 @@ func checkIteration(t *testing.T, doc string) {
 		Members(r, []string{"a", ""}, out[:])
 		Member(r, "a")
 		NestedMember(r, "a", "b")
+		var lead [2]string
+		LeadingElements(doc, "a", lead[:])
 		return
 	}
+	checkLeadingElements(t, doc)
 	var walk func(r gjson.Result)
 	walk = func(r gjson.Result) {
 		if r.Type == gjson.Number {
@@ -223,4 +226,39 @@ func TestMembersRaw(t *testing.T) {
 	require.Equal(t, "x\ny", dec[0].Str)
 	require.Empty(t, raw[0].Str)
 	require.False(t, raw[3].Exists())
+}
+
+// checkLeadingElements holds LeadingElements to gjson on a valid document:
+// the first elements of the root member "a" (the first one when it
+// repeats), and whether more follow.
+func checkLeadingElements(t *testing.T, doc string) {
+	t.Helper()
+	var lead [2]string
+	n, more := LeadingElements(doc, "a", lead[:])
+	r := gjson.Parse(doc)
+	var a gjson.Result
+	if r.IsObject() {
+		var out [1]gjson.Result
+		Members(r, []string{"a"}, out[:])
+		a = out[0]
+	}
+	var want []string
+	if a.IsArray() {
+		a.ForEach(func(_, v gjson.Result) bool { want = append(want, v.Raw); return true })
+	}
+	require.Equal(t, min(len(want), 2), n, "leading elements of %s", doc)
+	require.Equal(t, len(want) > 2, more, "more elements in %s", doc)
+	for i := range n {
+		require.Equal(t, want[i], lead[i])
+	}
+}
+
+// TestLeadingElements: the conversation's first elements, wherever it lies.
+func TestLeadingElements(t *testing.T) {
+	for _, doc := range []string{
+		`{"a":[1,{"x":[2]},3]}`, `{"m":"x","s":{"a":[9]},"a":[ "p" , "q" ]}`, `{"a":[]}`, `{"a":{}}`,
+		`{"b":1}`, `[1]`, `{"a":[1]}`, `{"a":[1,2]}`, `{"a":[1,2,3],"a":[4]}`, ` { "a" : [ 1 , 2 , 3 ] } `,
+	} {
+		checkLeadingElements(t, doc)
+	}
 }
