@@ -24,7 +24,7 @@ func ParseIndexed(body []byte) (gjson.Result, *jsonkit.Index, error) {
 // a body that extends one parsed before is validated from where the two
 // differ. A nil views validates whole.
 func ParseIndexedWith(views *ViewCache, body []byte) (gjson.Result, *jsonkit.Index, error) {
-	b, err := ParseBody(views, body)
+	b, err := ParseBody(views, body, "")
 	if err != nil {
 		return gjson.Result{}, nil, err
 	}

@@ -15,27 +15,28 @@ import (
 // The index memo lets ParseRequest validate only what is new in a body.
 // Agents resend their whole history with a few KB added at the end of the
 // conversation; the memo keeps recent bodies (copies) with their indexes
-// (jsonkit.Index), found by the hash of a window of the body (memoKey).
-// The hash only picks a candidate: the two bodies are then compared byte
-// for byte (CommonPrefix) and validation resumes after the last shared
-// conversation element (jsonkit.ValidIndexedFrom), so a candidate that
-// shares little, or nothing, only costs the comparison.
+// (jsonkit.Index), found by a key (memoKey). The key only picks a
+// candidate: the two bodies are then compared byte for byte (CommonPrefix)
+// and validation resumes after the last shared conversation element
+// (jsonkit.ValidIndexedFrom), so a candidate that shares little, or
+// nothing, only costs the comparison.
 //
-// The key hashes two parts of the body: its first bytes (the largest power
-// of two up to half of it, at most indexMemoPrefixBytes: the system prompt,
-// tools and first messages) and the indexMemoKeyBytes that end at the
-// largest power of two up to three quarters of it. As a conversation
-// grows, its key changes only when one of those lengths crosses a power of
-// two (a miss each time), and the keyed bytes stay in the part agents
-// never rewrite (they change the last messages: cache breakpoints, the new
-// turn). The prefix alone made the sessions of one agent kind, which share
-// a system prompt and tools of tens of KB, take each other's entries and
-// validate their whole conversation again; the window alone did the same
-// to sessions that differ only in their first messages (the same task
-// replayed, an evaluation run). Both must coincide for two sessions to
-// share a key; when they do anyway (a long shared prompt, then the same
-// turns but for the first task), the key holds up to indexMemoWays bodies
-// and each request resumes from the one it shares most with. Bodies below
+// The key is the hash of the conversation's first two elements (the root
+// array the codec names: messages, input, contents), found by skipping
+// the members before it. They are the bytes of a body that stay put while
+// its conversation grows, wherever the conversation lies: Claude Code sends
+// its messages first and its system prompt and tools (tens of KB) after
+// them, so everything after the new turn moves; other agents send the
+// conversation last. The first message tells sessions of one agent kind
+// apart (their tasks), the first reply sessions with the same task (its
+// ids and text are the model's). A conversation of one or two elements is
+// keyed by its first alone, so its key changes once, on its second
+// request, and an element's first indexMemoElemKeyBytes only are hashed (a
+// cache breakpoint moved off a long first message does not change them).
+// Sessions that share both (a task replayed with the same reply) share a
+// key: it holds up to indexMemoWays bodies and each request resumes from
+// the one it shares most with. A body without such a conversation is keyed
+// by two windows of its bytes (memoWindowKey). Bodies below
 // indexMemoMinBytes are validated whole (a few microseconds). An entry is
 // taken out while a request uses it and put back for the new body, whose
 // copy recycles the entry's buffer when it continues that body's
@@ -43,9 +44,10 @@ import (
 // is bounded in bytes, least recently used first out.
 
 const (
-	indexMemoMinBytes    = 8 << 10
-	indexMemoKeyBytes    = 4 << 10
-	indexMemoPrefixBytes = 32 << 10
+	indexMemoMinBytes     = 8 << 10
+	indexMemoElemKeyBytes = 16 << 10
+	indexMemoKeyBytes     = 4 << 10
+	indexMemoPrefixBytes  = 32 << 10
 )
 
 type indexMemoEntry struct {
@@ -61,6 +63,18 @@ type indexMemoEntry struct {
 	// or from an earlier body's that shares conv.valid leading bytes with
 	// this one; nil: nothing.
 	conv *convMemo
+	// derived is what codecs derived from the body's other root members
+	// (ReuseMember), for the next body of the conversation; prevDerived,
+	// while the body is parsed, the previous body's (read only). Both are
+	// never modified once the entry is back in the memo.
+	derived, prevDerived []derivedValue
+}
+
+// derivedValue is a value ReuseMember computed from root member member.
+type derivedValue struct {
+	tag    ViewParser
+	member int
+	val    any
 }
 
 // indexMemo is safe for concurrent use; a nil *indexMemo keeps nothing.
@@ -83,17 +97,18 @@ func (m *indexMemo) take(key uint64) *indexMemoEntry {
 func (m *indexMemo) put(e *indexMemoEntry) { m.entries.Put(e.key, e) }
 
 // validIndexed is jsonkit.ValidIndexed(body), resumed from the memo's
-// body of the same conversation when it has one. The entry for body is
+// body of the same conversation when it has one; conversation names the
+// body's conversation member ("": none, or unknown). The entry for body is
 // returned, not yet put back (Body.Release puts it), with what the
 // conversation of the previous body parsed to that still holds for this
 // one (entry.conv, nil when none); entry is nil when the memo keeps
 // nothing for body.
-func (m *indexMemo) validIndexed(body []byte) (idx *jsonkit.Index, ok bool, entry *indexMemoEntry) {
+func (m *indexMemo) validIndexed(body []byte, conversation string) (idx *jsonkit.Index, ok bool, entry *indexMemoEntry) {
 	if m == nil || len(body) < indexMemoMinBytes {
 		idx, ok = jsonkit.ValidIndexed(body)
 		return idx, ok, nil
 	}
-	key := memoKey(body)
+	key := memoKey(body, conversation)
 	prev, n, slot := m.closest(key, body)
 	if prev == nil {
 		idx, ok = jsonkit.ValidIndexed(body)
@@ -116,11 +131,11 @@ func (m *indexMemo) validIndexed(body []byte) (idx *jsonkit.Index, ok bool, entr
 		c := CopyForGrowth(body)
 		m.put(prev)
 		return idx, ok, &indexMemoEntry{key: slot, gen: memoGens.Add(1), prevGen: prev.gen, shared: n,
-			body: c, idx: idx.Rebase(c)}
+			body: c, idx: idx.Rebase(c), prevDerived: prev.derived}
 	}
 	c := append(prev.body[:n], body[n:]...) // ours: taken out of the memo
 	return idx, ok, &indexMemoEntry{key: slot, gen: memoGens.Add(1), prevGen: prev.gen, shared: n,
-		body: c, idx: idx.Rebase(c), conv: prev.conv.sharing(n)}
+		body: c, idx: idx.Rebase(c), conv: prev.conv.sharing(n), prevDerived: prev.derived}
 }
 
 // indexMemoWays is how many bodies one memo key holds: conversations whose
@@ -156,7 +171,7 @@ func (m *indexMemo) closest(key uint64, body []byte) (prev *indexMemoEntry, n in
 			m.put(prev)
 		}
 		prev, n = e, k
-		if continues(n, len(e.body)) {
+		if continues(n, e.idx.ConversationEnd(n)) {
 			return prev, n, prev.key
 		}
 	}
@@ -167,11 +182,13 @@ func (m *indexMemo) closest(key uint64, body []byte) (prev *indexMemoEntry, n in
 }
 
 // continues reports whether a body that shares n bytes with an earlier one
-// of size bytes is that one's conversation resent: they differ only near
-// the end (the new turn, a moved cache breakpoint), not from the start of
-// the conversation on.
-func continues(n, size int) bool {
-	return n >= size-max(4<<10, size/8)
+// whose conversation ends at byte end (jsonkit.Index.ConversationEnd) is
+// that one's conversation resent: they differ only near the conversation's
+// end (the new turn, a moved cache breakpoint), not from its start on.
+// What follows the conversation does not count: Claude Code sends its
+// system prompt and tools there, often larger than the conversation.
+func continues(n, end int) bool {
+	return n >= end-max(4<<10, end/8)
 }
 
 // CopyForGrowth copies a conversation's body into a buffer with room for
@@ -207,14 +224,16 @@ type Body struct {
 // ParseBody validates a request body (an error wrapping ErrMalformed when
 // it is not valid JSON or not an object) and indexes its top level, through
 // views' index memo: a body that extends one parsed before is validated
-// from where the two differ. A nil views validates whole and keeps
-// nothing. The caller must Release the result.
-func ParseBody(views *ViewCache, body []byte) (*Body, error) {
+// from where the two differ. conversation is the root member that holds the
+// conversation (messages, input, contents; "" when there is none), which
+// keys the memo. A nil views validates whole and keeps nothing. The caller
+// must Release the result.
+func ParseBody(views *ViewCache, body []byte, conversation string) (*Body, error) {
 	b := &Body{views: views}
 	if views != nil {
 		b.memo = views.bodies
 	}
-	idx, ok, entry := b.memo.validIndexed(body)
+	idx, ok, entry := b.memo.validIndexed(body, conversation)
 	if !ok {
 		return nil, fmt.Errorf("%w: body is not valid JSON", ErrMalformed)
 	}
@@ -241,14 +260,35 @@ func (b *Body) Release() {
 	if b == nil || b.entry == nil {
 		return
 	}
+	b.entry.prevDerived = nil
 	b.memo.put(b.entry)
 	b.entry = nil
 }
 
 // memoKey is the memo key of body (at least indexMemoMinBytes long): the
-// hashes of its first memoPrefixLen bytes and of the indexMemoKeyBytes
-// ending at memoKeyEnd, combined.
-func memoKey(body []byte) uint64 {
+// hash of the first two elements of its conversation, the root array
+// member named conversation, when it has three or more, else of its first
+// (indexMemoElemKeyBytes of each at most); memoWindowKey when it has none.
+func memoKey(body []byte, conversation string) uint64 {
+	if conversation != "" {
+		var head [2]string
+		if n, more := jsonkit.LeadingElements(jsonkit.UnsafeString(body), conversation, head[:]); n > 0 {
+			key := xxhash.Sum64String(head[0][:min(len(head[0]), indexMemoElemKeyBytes)])
+			if n == 2 && more {
+				second := xxhash.Sum64String(head[1][:min(len(head[1]), indexMemoElemKeyBytes)])
+				key ^= bits.RotateLeft64(second, 29)
+			}
+			return key
+		}
+	}
+	return memoWindowKey(body)
+}
+
+// memoWindowKey is the key of a body without a conversation: the hashes
+// of its first memoPrefixLen bytes and of the indexMemoKeyBytes ending at
+// memoKeyEnd, combined. It changes when either length crosses a power of
+// two.
+func memoWindowKey(body []byte) uint64 {
 	end := memoKeyEnd(len(body))
 	window := xxhash.Sum64(body[end-indexMemoKeyBytes : end])
 	return xxhash.Sum64(body[:memoPrefixLen(len(body))]) ^ bits.RotateLeft64(window, 31)
@@ -271,4 +311,40 @@ func memoKeyEnd(n int) int {
 		e *= 2
 	}
 	return e
+}
+
+// ReuseMember returns derive's value for v, a root member of b (a value
+// b.Idx.Lookup returned), or the value derive gave for the same member of
+// the previous body of b's conversation when the index memo found that
+// member's bytes unchanged (jsonkit.Index.Unchanged: in the bytes the two
+// bodies share, or after the conversation when all that follows it is the
+// same). Claude Code resends its tools, tens of KB, after its messages with
+// every request. tag names derive (one per codec and member). The value is
+// shared with later requests: it must own its memory (no string or slice
+// aliasing the body) and never be modified; derive returns a slice capped
+// (slices.Clip), so that an append copies it.
+func ReuseMember[T any](b *Body, tag ViewParser, v gjson.Result, derive func() (T, error)) (T, error) {
+	e := b.entry
+	if e == nil {
+		return derive()
+	}
+	i := b.Idx.MemberAt(v.Index)
+	if i < 0 {
+		return derive()
+	}
+	if b.Idx.Unchanged(i) {
+		for _, d := range e.prevDerived {
+			if d.tag == tag && d.member == i {
+				if val, ok := d.val.(T); ok {
+					e.derived = append(e.derived, d)
+					return val, nil
+				}
+			}
+		}
+	}
+	val, err := derive()
+	if err == nil {
+		e.derived = append(e.derived, derivedValue{tag: tag, member: i, val: val})
+	}
+	return val, err
 }

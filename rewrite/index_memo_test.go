@@ -2,9 +2,12 @@ package rewrite
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
 // memoConversation is a body above indexMemoMinBytes: a large system
@@ -53,7 +56,7 @@ func TestIndexMemoSameAsWhole(t *testing.T) {
 		if (gerr == nil) != (werr == nil) {
 			t.Fatalf("step %d: error %v, want %v", i, gerr, werr)
 		}
-		if werr == nil && !reflect.DeepEqual(got, want) {
+		if werr == nil && !got.SameSpans(want) {
 			t.Fatalf("step %d: the memo's index differs from a whole validation", i)
 		}
 		for j := range buf {
@@ -62,11 +65,12 @@ func TestIndexMemoSameAsWhole(t *testing.T) {
 	}
 }
 
-// TestIndexMemoKeySessions: two conversations that share a system prompt
-// longer than the default key prefixes of the past (agents of one kind)
-// key apart once they are longer than what they share, and each keeps its
-// key while it grows, until three quarters of it cross a power of two.
-func TestIndexMemoKeySessions(t *testing.T) {
+// TestIndexMemoWindowKeySessions: keyed by their bytes (memoWindowKey, the
+// key of bodies without a conversation member), two bodies that share a
+// system prompt longer than the default key prefixes of the past key
+// apart once they are longer than what they share, and each keeps its key
+// while it grows, until three quarters of it cross a power of two.
+func TestIndexMemoWindowKeySessions(t *testing.T) {
 	conv := func(agent string, turns int) []byte {
 		var b strings.Builder
 		fmt.Fprintf(&b, `{"model":"m","system":%q,"messages":[`, strings.Repeat("shared rules. ", 40<<10/14))
@@ -80,7 +84,7 @@ func TestIndexMemoKeySessions(t *testing.T) {
 		return []byte(b.String())
 	}
 	a, b := conv("alpha", 100), conv("beta", 100)
-	if memoKey(a) == memoKey(b) {
+	if memoWindowKey(a) == memoWindowKey(b) {
 		t.Fatalf("two sessions sharing a %d-byte prompt share a key at %d bytes", 40<<10, len(a))
 	}
 	// The same conversation but for its first message (the same task
@@ -92,14 +96,14 @@ func TestIndexMemoKeySessions(t *testing.T) {
 		c = strings.Replace(c, strings.Repeat("shared rules. ", 40<<10/14), strings.Repeat("shared rules. ", 8<<10/14), 1)
 		return []byte(strings.Replace(c, `"same turn 0 `, `"`+task+` turn 0 `, 1))
 	}
-	if x, y := first("task A", 100), first("task B", 100); memoKey(x) == memoKey(y) {
+	if x, y := first("task A", 100), first("task B", 100); memoWindowKey(x) == memoWindowKey(y) {
 		t.Fatal("two sessions differing only in their first message share a key")
 	}
 	same := 0
 	for turns := 101; turns <= 140; turns++ {
 		next := conv("alpha", turns)
 		if memoKeyEnd(len(next)) == memoKeyEnd(len(a)) {
-			if memoKey(next) != memoKey(a) {
+			if memoWindowKey(next) != memoWindowKey(a) {
 				t.Fatalf("the key changed at %d turns, before a power of two", turns)
 			}
 			same++
@@ -130,8 +134,8 @@ func TestIndexMemoBounded(t *testing.T) {
 }
 
 // TestIndexMemoWaysKeepCollidingConversations: conversations whose keyed
-// bytes coincide (one long prompt, then the same turns but for the first
-// message's task, as a replayed task or the history benchmark's agents)
+// bytes coincide (one long prompt, then the same first message and reply,
+// then a different task)
 // each resume from their own previous body, however they interleave, and
 // the memo's indexes stay those of a whole validation.
 func TestIndexMemoWaysKeepCollidingConversations(t *testing.T) {
@@ -143,7 +147,7 @@ func TestIndexMemoWaysKeepCollidingConversations(t *testing.T) {
 				b.WriteByte(',')
 			}
 			text := fmt.Sprintf("turn %d %s", i, strings.Repeat("y", 1000))
-			if i == 0 {
+			if i == 2 {
 				text = task + " " + text
 			}
 			fmt.Fprintf(&b, `{"role":"user","content":%q}`, text)
@@ -152,7 +156,7 @@ func TestIndexMemoWaysKeepCollidingConversations(t *testing.T) {
 		return []byte(b.String())
 	}
 	tasks := []string{"task A", "task B", "task C"}
-	if memoKey(conv(tasks[0], 30)) != memoKey(conv(tasks[1], 30)) {
+	if memoKey(conv(tasks[0], 30), "messages") != memoKey(conv(tasks[1], 30), "messages") {
 		t.Fatal("the conversations do not collide: the test needs them to")
 	}
 	m := newIndexMemo(64 << 20)
@@ -160,17 +164,17 @@ func TestIndexMemoWaysKeepCollidingConversations(t *testing.T) {
 	for turns := 30; turns < 36; turns++ {
 		for _, task := range tasks {
 			body := conv(task, turns)
-			idx, ok, e := m.validIndexed(body)
+			idx, ok, e := m.validIndexed(body, "messages")
 			_, whole, werr := ParseIndexed(append([]byte(nil), body...))
 			wok := werr == nil
-			if !ok || !wok || e == nil || !reflect.DeepEqual(idx, whole) {
+			if !ok || !wok || e == nil || !idx.SameSpans(whole) {
 				t.Fatalf("%s at %d turns: ok %v, entry %v, or an index unlike a whole validation", task, turns, ok, e != nil)
 			}
 			if g, seen := lastGen[task]; seen {
 				if e.prevGen != g {
 					t.Fatalf("%s at %d turns resumed from another conversation's body", task, turns)
 				}
-				if !continues(e.shared, len(conv(task, turns-1))) {
+				if prevIdx, _ := jsonkit.ValidIndexed(conv(task, turns-1)); !continues(e.shared, prevIdx.ConversationEnd(e.shared)) {
 					t.Fatalf("%s at %d turns shares only %d bytes with its previous body", task, turns, e.shared)
 				}
 			}
@@ -180,5 +184,177 @@ func TestIndexMemoWaysKeepCollidingConversations(t *testing.T) {
 	}
 	if n := m.entries.Len(); n != len(tasks) {
 		t.Fatalf("memo holds %d entries, want one per conversation (%d)", n, len(tasks))
+	}
+}
+
+// TestIndexMemoContinuesBeforeTheTail: a conversation sent before members
+// larger than itself (Claude Code sends its system prompt and tools, tens
+// of KB, after the messages) is continued from one request to the next:
+// each resumes from its own previous body in its own way and keeps the
+// messages' views, so parsing the next request reads only its new turn.
+func TestIndexMemoContinuesBeforeTheTail(t *testing.T) {
+	tail := fmt.Sprintf(`,"system":%q,"tools":[{"name":"Read","description":%q}],"stream":true`,
+		strings.Repeat("rules. ", 20<<10/7), strings.Repeat("reads. ", 60<<10/7))
+	conv := func(task string, turns int) []byte {
+		var b strings.Builder
+		b.WriteString(`{"model":"m","messages":[`)
+		for i := range turns {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"role":"user","content":%q}`, fmt.Sprintf("%s turn %d %s", task, i, strings.Repeat("y", 300)))
+		}
+		b.WriteString("]" + tail + "}")
+		return []byte(b.String())
+	}
+	views := NewViewCache(64 << 20)
+	lastGen := map[string]uint64{}
+	for turns := 10; turns < 16; turns++ {
+		for _, task := range []string{"task A", "task B"} {
+			body := conv(task, turns)
+			before := views.Reused()
+			pb, err := ParseBody(views, body, "messages")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m [1]gjson.Result
+			pb.Idx.Lookup([]string{"messages"}, m[:])
+			if _, _, err := ParseMessages(pb, m[0], "messages", rawViews, rawMessage); err != nil {
+				t.Fatal(err)
+			}
+			lin := pb.Lineage
+			pb.Release()
+			if g, seen := lastGen[task]; seen {
+				if lin.Prev != g {
+					t.Fatalf("%s at %d turns did not resume from its previous body: %+v, previous gen %d, %d bytes", task, turns, lin, g, len(body))
+				}
+				if got := views.Reused() - before; got < uint64(turns-2) {
+					t.Fatalf("%s at %d turns reused %d earlier messages' views, want at least %d", task, turns, got, turns-2)
+				}
+			}
+			lastGen[task] = lin.Gen
+		}
+	}
+	if n := views.bodies.entries.Len(); n != 2 {
+		t.Fatalf("memo holds %d entries, want one per conversation", n)
+	}
+}
+
+// TestIndexMemoKeyFollowsTheConversation: the key is the conversation's
+// first elements, wherever the conversation lies. It stays while the
+// conversation grows (from its third element on), with the members after
+// it moving (Claude Code's order) or not; it tells apart sessions of one
+// agent kind (their first messages differ) and sessions with the same task
+// (their first replies differ).
+func TestIndexMemoKeyFollowsTheConversation(t *testing.T) {
+	system := fmt.Sprintf(`"system":%q`, strings.Repeat("shared rules. ", 40<<10/14))
+	body := func(first bool, task, reply string, turns int) []byte {
+		var msgs []string
+		for i := range turns {
+			text := fmt.Sprintf("turn %d %s", i, strings.Repeat("y", 500))
+			switch i {
+			case 0:
+				text = task
+			case 1:
+				text = reply
+			}
+			msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":%q}`, text))
+		}
+		conv := `"messages":[` + strings.Join(msgs, ",") + `]`
+		if first {
+			return []byte(`{"model":"m",` + conv + `,` + system + `,"stream":true}`)
+		}
+		return []byte(`{"model":"m",` + system + `,` + conv + `}`)
+	}
+	for _, first := range []bool{true, false} {
+		key := memoKey(body(first, "task A", "reply 1", 3), "messages")
+		for turns := 4; turns < 120; turns++ {
+			if k := memoKey(body(first, "task A", "reply 1", turns), "messages"); k != key {
+				t.Fatalf("conversation first %v: the key changed at %d turns", first, turns)
+			}
+		}
+		if memoKey(body(first, "task B", "reply 1", 9), "messages") == key {
+			t.Fatalf("conversation first %v: two tasks share a key", first)
+		}
+		if memoKey(body(first, "task A", "reply 2", 9), "messages") == key {
+			t.Fatalf("conversation first %v: two replies to one task share a key", first)
+		}
+		if memoKey(body(first, "task A", "reply 1", 9), "input") != memoWindowKey(body(first, "task A", "reply 1", 9)) {
+			t.Fatalf("conversation first %v: a body without the member is not keyed by its bytes", first)
+		}
+	}
+}
+
+// TestReuseMember: a member after the conversation is derived once while
+// the conversation grows with it unchanged, again when its bytes change
+// (or anything after the conversation does), and a member before the
+// conversation is reused from the shared bytes; the values are those of a
+// derivation from scratch.
+func TestReuseMember(t *testing.T) {
+	tag := NewViewParser("test_tools")
+	body := func(turns int, tools, after string) []byte {
+		var msgs []string
+		for i := range turns {
+			msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"turn %d %s"}`, i, strings.Repeat("y", 300)))
+		}
+		return []byte(`{"model":"m","messages":[` + strings.Join(msgs, ",") + `],"tools":[` + tools + `],"system":` +
+			fmt.Sprintf("%q", strings.Repeat("rules. ", 20<<10/7)) + after + `}`)
+	}
+	views := NewViewCache(64 << 20)
+	derived := 0
+	parse := func(b []byte) (model string, names []string) {
+		t.Helper()
+		pb, err := ParseBody(views, b, "messages")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pb.Release()
+		var m [2]gjson.Result
+		pb.Idx.Lookup([]string{"model", "tools"}, m[:])
+		names, err = ReuseMember(pb, tag, m[1], func() ([]string, error) {
+			derived++
+			var out []string
+			m[1].ForEach(func(_, v gjson.Result) bool { out = append(out, v.Get("name").String()); return true })
+			return out, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		model, _ = ReuseMember(pb, tag, m[0], func() (string, error) { derived++; return strings.Clone(m[0].Str), nil })
+		return model, names
+	}
+	tools := `{"name":"Read"},{"name":"Bash"}`
+	steps := []struct {
+		body    []byte
+		derived int // derivations the step makes
+		names   string
+	}{
+		{body(10, tools, ``), 2, "Read,Bash"},                                           // first: derived
+		{body(11, tools, ``), 0, "Read,Bash"},                                           // grown: both reused
+		{body(12, tools, ``), 0, "Read,Bash"},                                           // again
+		{body(13, `{"name":"Read"},{"name":"Grep"}`, ``), 1, "Read,Grep"},               // tools changed: derived; model reused
+		{body(14, `{"name":"Read"},{"name":"Grep"}`, `,"stream":true`), 1, "Read,Grep"}, // the rest changed after the tools
+		{body(15, `{"name":"Read"},{"name":"Grep"}`, `,"stream":true`), 0, "Read,Grep"},
+	}
+	for i, s := range steps {
+		before := derived
+		model, names := parse(s.body)
+		if got := derived - before; got != s.derived {
+			t.Fatalf("step %d: %d derivations, want %d", i, got, s.derived)
+		}
+		if model != "m" || strings.Join(names, ",") != s.names {
+			t.Fatalf("step %d: model %q, tools %v, want %s", i, model, names, s.names)
+		}
+	}
+	// Without the memo: derived every time.
+	pb, err := ParseBody(nil, steps[1].body, "messages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m [1]gjson.Result
+	pb.Idx.Lookup([]string{"tools"}, m[:])
+	before := derived
+	if _, err := ReuseMember(pb, tag, m[0], func() (int, error) { derived++; return 0, nil }); err != nil || derived != before+1 {
+		t.Fatal("a body outside the memo reused a value")
 	}
 }

@@ -29,7 +29,7 @@ func rawBody(elems ...string) []byte {
 func parseRaw(t *testing.T, views *ViewCache, body []byte) ([]conv.Message, []string, uint64) {
 	t.Helper()
 	h0, m0 := views.Stats()
-	b, err := ParseBody(views, body)
+	b, err := ParseBody(views, body, "messages")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +58,9 @@ func TestParseMessagesReuseBoundary(t *testing.T) {
 		{[]string{`{"a":1}`, `{"b":2}`, `123`}, 1},                         // 12 was followed by ']'
 		{[]string{`{"a":1}`, `{"b":2}`, `123`, `{"c":"d"}`}, 2},            // 123 again: then followed by ']'
 		{[]string{`{"a":1}`, `{"b":2}`, `123`, `{"c":"d"}`, `{"e":5}`}, 1}, // {"c":"d"} ends where they differ
-		{[]string{`{"a":1}`, `{"b":3}`, `123`, `{"c":"d"}`, `{"e":5}`}, 4}, // edited inside
-		{[]string{`{"a":1}`}, 0},
+		{[]string{`{"a":1}`, `{"b":2}`, `123`, `{"c":"x"}`, `{"e":5}`}, 2}, // edited inside
+		{[]string{`{"a":1}`, `{"b":3}`, `123`, `{"c":"x"}`, `{"e":5}`}, 5}, // the first reply edited: another conversation (memoKey)
+		{[]string{`{"a":1}`}, 1},                                           // one element: keyed by it alone, another key
 	}
 	var reused uint64
 	for i, s := range steps {

@@ -77,7 +77,7 @@ func TestHashHistoriesMatchesWholeHash(t *testing.T) {
 		}
 		// The lineage of body, from a parse through the index memo, as
 		// the codecs report it (conv.Request.Lineage).
-		pb, err := rewrite.ParseBody(views, body)
+		pb, err := rewrite.ParseBody(views, body, "messages")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -78,4 +78,5 @@ func anthropicError(status int, message string) []byte {
 var (
 	anthropicViews       = rewrite.NewViewParser("anthropic")
 	anthropicSystemViews = rewrite.NewViewParser("anthropic_system")
+	anthropicToolsViews  = rewrite.NewViewParser("anthropic_tools")
 )

@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -28,7 +29,7 @@ var (
 var anthropicKeys = []string{"model", "stream", "max_tokens", "system", "tools", "messages", "metadata", "thinking"}
 
 func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	pb, err := rewrite.ParseBody(c.views, body)
+	pb, err := rewrite.ParseBody(c.views, body, "messages")
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +59,10 @@ func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	if req.System, err = anthropicSystem(c.views, idx, system); err != nil {
 		return nil, rewrite.AtField(err, "system")
 	}
-	if req.Tools, err = rewrite.NamedTools(idx, tools, "name"); err != nil {
+	if req.Tools, err = rewrite.ReuseMember(pb, anthropicToolsViews, tools, func() ([]conv.ToolDef, error) {
+		defs, err := rewrite.NamedTools(idx, tools, "name")
+		return slices.Clip(defs), err
+	}); err != nil {
 		return nil, rewrite.AtField(err, "tools")
 	}
 	if req.Messages, req.MessageAnchors, err = rewrite.ParseMessages(pb, msgs, "messages", anthropicViews, anthropicMessage); err != nil {

@@ -88,4 +88,7 @@ func geminiError(status int, message string) []byte {
 }
 
 // geminiViews tags Gemini contents in the view cache.
-var geminiViews = rewrite.NewViewParser("gemini")
+var (
+	geminiViews      = rewrite.NewViewParser("gemini")
+	geminiToolsViews = rewrite.NewViewParser("gemini_tools")
+)

@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -42,7 +43,7 @@ var geminiKeys = []string{"model", "contents", "tools", "systemInstruction", "sy
 // by the URL, which the proxy knows) and Model is "" unless the body names
 // one (the model is in the URL).
 func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	pb, err := rewrite.ParseBody(c.views, body)
+	pb, err := rewrite.ParseBody(c.views, body, "contents")
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +78,10 @@ func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	if req.System, err = geminiSystem(sys); err != nil {
 		return nil, rewrite.AtField(err, sysKey)
 	}
-	if req.Tools, err = geminiTools(tools); err != nil {
+	if req.Tools, err = rewrite.ReuseMember(pb, geminiToolsViews, tools, func() ([]conv.ToolDef, error) {
+		defs, err := geminiTools(tools)
+		return slices.Clip(defs), err
+	}); err != nil {
 		return nil, rewrite.AtField(err, "tools")
 	}
 	if req.Messages, req.MessageAnchors, err = rewrite.ParseMessages(pb, contents, "contents", geminiViews, geminiContent); err != nil {

@@ -32,4 +32,7 @@ func chatTerminal(name, data []byte) bool {
 }
 
 // chatViews tags Chat messages in the view cache.
-var chatViews = rewrite.NewViewParser("openai_chat")
+var (
+	chatViews      = rewrite.NewViewParser("openai_chat")
+	chatToolsViews = rewrite.NewViewParser("openai_chat_tools")
+)

@@ -2,6 +2,7 @@ package openaichat
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tidwall/gjson"
 
@@ -43,7 +44,7 @@ func (c chatCodec) FingerprintRequest(body []byte) (string, error) {
 // only the messages up to it (all that System and Fingerprint read). The
 // index is remembered in parsed (nil: not).
 func parseChatRequest(views *rewrite.ViewCache, parsed *rewrite.Parsed, body []byte, fpOnly bool) (*conv.Request, error) {
-	pb, err := rewrite.ParseBody(views, body)
+	pb, err := rewrite.ParseBody(views, body, "messages")
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +71,10 @@ func parseChatRequest(views *rewrite.ViewCache, parsed *rewrite.Parsed, body []b
 	case mt.Type == gjson.Number:
 		req.MaxOutputTokens, req.HasMaxOutputTokens = mt.Int(), true
 	}
-	if req.Tools, err = chatTools(idx, tools); err != nil {
+	if req.Tools, err = rewrite.ReuseMember(pb, chatToolsViews, tools, func() ([]conv.ToolDef, error) {
+		defs, err := chatTools(idx, tools)
+		return slices.Clip(defs), err
+	}); err != nil {
 		return nil, rewrite.AtField(err, "tools")
 	}
 	if !fpOnly {

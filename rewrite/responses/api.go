@@ -41,4 +41,7 @@ func responsesTerminal(name, data []byte) bool {
 }
 
 // responsesViews tags Responses input items in the view cache.
-var responsesViews = rewrite.NewViewParser("openai_responses")
+var (
+	responsesViews      = rewrite.NewViewParser("openai_responses")
+	responsesToolsViews = rewrite.NewViewParser("openai_responses_tools")
+)

@@ -2,6 +2,7 @@ package responses
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -28,7 +29,7 @@ var responsesKeys = []string{"model", "stream", "max_output_tokens", "instructio
 	"prompt_cache_key", "previous_response_id"}
 
 func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	pb, err := rewrite.ParseBody(c.views, body)
+	pb, err := rewrite.ParseBody(c.views, body, "input")
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +53,10 @@ func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	if mot.Type == gjson.Number {
 		req.MaxOutputTokens, req.HasMaxOutputTokens = mot.Int(), true
 	}
-	if req.Tools, err = rewrite.NamedTools(idx, tools, "name"); err != nil {
+	if req.Tools, err = rewrite.ReuseMember(pb, responsesToolsViews, tools, func() ([]conv.ToolDef, error) {
+		defs, err := rewrite.NamedTools(idx, tools, "name")
+		return slices.Clip(defs), err
+	}); err != nil {
 		return nil, rewrite.AtField(err, "tools")
 	}
 	if input.Type == gjson.String {
