@@ -244,7 +244,8 @@ const AgentTurns = 30
 // AnthropicAgent is a coding-agent-shaped Messages request: a long system
 // prompt in cached blocks, 12 tools with JSON schemas, a first user task and
 // then turns tool round trips (assistant text + tool_use, user tool_result
-// with a file-sized result), plus Claude Code style metadata. With 30 turns
+// with a file-sized result), plus Claude Code style metadata, its members
+// in Claude Code's order (messages before system and tools). With 30 turns
 // it is about 50 KB.
 func AnthropicAgent(turns int, stream bool) []byte {
 	g := &gen{state: 0x9E3779B97F4A7C15}
@@ -370,13 +371,17 @@ type chatFunction struct {
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
+// messagesRequest is a Messages request in the order Claude Code writes
+// its members: the conversation first, then the system prompt and tools
+// (which an agent resends unchanged after its growing conversation),
+// metadata, max_tokens and stream.
 type messagesRequest struct {
 	Model     string    `json:"model"`
-	MaxTokens int       `json:"max_tokens"`
+	Messages  []message `json:"messages"`
 	System    []block   `json:"system,omitempty"`
 	Tools     []tool    `json:"tools,omitempty"`
-	Messages  []message `json:"messages"`
 	Metadata  *metadata `json:"metadata,omitempty"`
+	MaxTokens int       `json:"max_tokens"`
 	Stream    bool      `json:"stream,omitempty"`
 }
 

@@ -225,7 +225,7 @@ func TestAgentHistoryExtends(t *testing.T) {
 		prev, next := bodies[k-1], bodies[k]
 		// The messages of the previous body are a byte prefix of the next
 		// one's: everything up to the end of its last message.
-		cut := bytes.LastIndex(prev, []byte(`],"metadata"`))
+		cut := bytes.Index(prev, []byte(`],"system"`))
 		if cut < 0 || !bytes.HasPrefix(next, prev[:cut]) {
 			t.Fatalf("body %d does not extend body %d", k, k-1)
 		}
@@ -266,7 +266,7 @@ func TestAgentHistoryVariants(t *testing.T) {
 			}
 			if k > 0 {
 				prev := bodies[k-1]
-				cut := bytes.LastIndex(prev, []byte(`],"metadata"`))
+				cut := bytes.Index(prev, []byte(`],"system"`))
 				if !bytes.HasPrefix(b, prev[:cut]) {
 					t.Errorf("variant %d body %d does not extend body %d", v, k, k-1)
 				}
