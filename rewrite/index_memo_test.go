@@ -335,6 +335,7 @@ func TestReuseMember(t *testing.T) {
 		{body(13, `{"name":"Read"},{"name":"Grep"}`, ``), 1, "Read,Grep"},               // tools changed: derived; model reused
 		{body(14, `{"name":"Read"},{"name":"Grep"}`, `,"stream":true`), 1, "Read,Grep"}, // the rest changed after the tools
 		{body(15, `{"name":"Read"},{"name":"Grep"}`, `,"stream":true`), 0, "Read,Grep"},
+		{body(15, `{"name":"Read"},{"name":"Grep"}`, `,"stream":true`), 0, "Read,Grep"}, // the same body again (a retry)
 	}
 	for i, s := range steps {
 		before := derived

@@ -17,20 +17,21 @@ type Index struct {
 	body    string
 	members []memberSpan
 	// resumed is 1 + the member ValidIndexedFrom resumed in (0: the body
-	// was validated whole), tailKept whether the members after it were
-	// taken from the earlier index (their bytes unchanged): Unchanged.
-	resumed  int
-	tailKept bool
+	// was validated whole), shared how many leading bytes it was told the
+	// two bodies share, tailKept whether the members after it were taken
+	// from the earlier index (their bytes unchanged): Unchanged.
+	resumed, shared int
+	tailKept        bool
 }
 
 // Unchanged reports whether root member i of d holds the bytes member i of
-// the index d was resumed from held (ValidIndexedFrom): a member before the
-// one validation resumed in (it lies in the shared bytes), or one after it
-// when the rest of the body was the earlier body's rest. Always false for
-// an index of a body validated whole.
+// the index d was resumed from held (ValidIndexedFrom): a member that ends
+// before the last shared byte, or one after the member validation resumed
+// in when the rest of the body was the earlier body's rest. Always false
+// for an index of a body validated whole.
 func (d *Index) Unchanged(i int) bool {
 	return d != nil && d.resumed > 0 && i >= 0 && i < len(d.members) &&
-		(i < d.resumed-1 || (d.tailKept && i > d.resumed-1))
+		(d.members[i].end < d.shared || (d.tailKept && i > d.resumed-1))
 }
 
 // SameSpans reports whether d and o index the same bytes the same way (how

@@ -31,11 +31,12 @@ import "slices"
 func ValidIndexedFrom(body []byte, prev *Index, shared int) (*Index, bool) {
 	// An element must end before the last shared byte: a number ends
 	// where the byte after it is not a digit, so that byte must be shared.
-	m, k := prev.resumePoint(min(shared, len(body), len(prev.body)) - 1)
+	shared = min(shared, len(body), len(prev.body))
+	m, k := prev.resumePoint(shared - 1)
 	if m < 0 {
 		return ValidIndexed(body)
 	}
-	idx := &Index{body: UnsafeString(body), members: make([]memberSpan, m+1, len(prev.members)+1), resumed: m + 1}
+	idx := &Index{body: UnsafeString(body), members: make([]memberSpan, m+1, len(prev.members)+1), resumed: m + 1, shared: shared}
 	for i := range m + 1 {
 		ms := prev.members[i]
 		ms.key = idx.body[ms.keyAt : ms.keyAt+len(ms.key)]

@@ -38,6 +38,16 @@ func checkResume(t *testing.T, prev, next []byte) {
 	if wok && (got.body != want.body || !reflect.DeepEqual(got.members, want.members)) {
 		t.Fatalf("index %+v, want %+v\nprev %q\nnext %q", got, want, prev, next)
 	}
+	// A member said unchanged is the earlier body's member, byte for byte.
+	for i := 0; got != nil && i < len(got.members); i++ {
+		if !got.Unchanged(i) {
+			continue
+		}
+		g, p := &got.members[i], &pidx.members[i]
+		if got.body[g.keyAt:g.end] != pidx.body[p.keyAt:p.end] {
+			t.Fatalf("member %d said unchanged: %q, was %q", i, got.body[g.keyAt:g.end], pidx.body[p.keyAt:p.end])
+		}
+	}
 }
 
 // copyIndex is a deep copy of d's members, for comparing it later.
