@@ -48,6 +48,9 @@ const (
 	indexMemoElemKeyBytes = 16 << 10
 	indexMemoKeyBytes     = 4 << 10
 	indexMemoPrefixBytes  = 32 << 10
+	// indexMemoSkipBytes bounds the members skipped to find the
+	// conversation: one that starts later is keyed by memoWindowKey.
+	indexMemoSkipBytes = 64 << 10
 )
 
 type indexMemoEntry struct {
@@ -268,11 +271,12 @@ func (b *Body) Release() {
 // memoKey is the memo key of body (at least indexMemoMinBytes long): the
 // hash of the first two elements of its conversation, the root array
 // member named conversation, when it has three or more, else of its first
-// (indexMemoElemKeyBytes of each at most); memoWindowKey when it has none.
+// (indexMemoElemKeyBytes of each at most); memoWindowKey when it has none,
+// or it starts past indexMemoSkipBytes.
 func memoKey(body []byte, conversation string) uint64 {
 	if conversation != "" {
 		var head [2]string
-		if n, more := jsonkit.LeadingElements(jsonkit.UnsafeString(body), conversation, head[:]); n > 0 {
+		if n, more := jsonkit.LeadingElements(jsonkit.UnsafeString(body), conversation, indexMemoSkipBytes, head[:]); n > 0 {
 			key := xxhash.Sum64String(head[0][:min(len(head[0]), indexMemoElemKeyBytes)])
 			if n == 2 && more {
 				second := xxhash.Sum64String(head[1][:min(len(head[1]), indexMemoElemKeyBytes)])

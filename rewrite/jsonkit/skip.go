@@ -434,13 +434,14 @@ func Member(obj gjson.Result, key string) gjson.Result {
 // anything, and what is found is only as good as a guess until s is
 // validated. n is how many were found; more reports whether another
 // element follows the last of them (without reading it). n is 0 when s is
-// not an object with such a member, or the array is empty.
-func LeadingElements(s, key string, out []string) (n int, more bool) {
+// not an object with such a member, the array is empty, or the member
+// starts at or past byte within (what precedes it is not skipped further).
+func LeadingElements(s, key string, within int, out []string) (n int, more bool) {
 	j := SkipSpace(s, 0)
 	if j >= len(s) || s[j] != '{' {
 		return 0, false
 	}
-	for j++; ; {
+	for j++; j < within; {
 		k, v, ok := memberKey(s, j)
 		if !ok {
 			return 0, false
@@ -456,6 +457,7 @@ func LeadingElements(s, key string, out []string) (n int, more bool) {
 			return 0, false
 		}
 	}
+	return 0, false
 }
 
 // leadingElements is LeadingElements for the array starting at s[i].

@@ -26,7 +26,7 @@ func checkIteration(t *testing.T, doc string) {
 		Member(r, "a")
 		NestedMember(r, "a", "b")
 		var lead [2]string
-		LeadingElements(doc, "a", lead[:])
+		LeadingElements(doc, "a", len(doc), lead[:])
 		return
 	}
 	checkLeadingElements(t, doc)
@@ -234,7 +234,7 @@ func TestMembersRaw(t *testing.T) {
 func checkLeadingElements(t *testing.T, doc string) {
 	t.Helper()
 	var lead [2]string
-	n, more := LeadingElements(doc, "a", lead[:])
+	n, more := LeadingElements(doc, "a", len(doc), lead[:])
 	r := gjson.Parse(doc)
 	var a gjson.Result
 	if r.IsObject() {
@@ -260,5 +260,12 @@ func TestLeadingElements(t *testing.T) {
 		`{"b":1}`, `[1]`, `{"a":[1]}`, `{"a":[1,2]}`, `{"a":[1,2,3],"a":[4]}`, ` { "a" : [ 1 , 2 , 3 ] } `,
 	} {
 		checkLeadingElements(t, doc)
+	}
+	var lead [2]string
+	if n, _ := LeadingElements(`{"m":"xxxxxxxx","a":[1,2]}`, "a", 16, lead[:]); n != 0 {
+		t.Fatal("a member starting past within was found")
+	}
+	if n, _ := LeadingElements(`{"m":"xxxxxxxx","a":[1,2]}`, "a", 17, lead[:]); n != 2 {
+		t.Fatal("a member starting before within was not found")
 	}
 }
