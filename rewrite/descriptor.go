@@ -50,6 +50,11 @@ type Descriptor struct {
 	// PeekRequest checks: the structure of the wire API, not the content.
 	TopLevel map[string]JSONKind
 
+	// Conversation is the top-level request member that holds the
+	// conversation ("messages", "input", "contents"): the index memo keys
+	// a body by its first elements (ParseBody).
+	Conversation string
+
 	// KeepAlive is what a stream writer sends between events while it
 	// holds a reply (a call waiting for approval), so the connection stays
 	// open: bytes the API's clients ignore, with "\n" line endings. nil

@@ -67,9 +67,12 @@ type indexMemoEntry struct {
 	// this one; nil: nothing.
 	conv *convMemo
 	// derived is what codecs derived from the body's other root members
-	// (ReuseMember), for the next body of the conversation; prevDerived,
-	// while the body is parsed, the previous body's (read only). Both are
-	// never modified once the entry is back in the memo.
+	// (ReuseMember), for the next body resumed from this one (its
+	// conversation's, or another's that shares the bytes: the bytes are
+	// compared either way); prevDerived, while the body is parsed, that of
+	// the body it was resumed from (read only). Neither is modified once the
+	// entry is back in the memo, and neither counts in the memo's size:
+	// what ReuseMember keeps must be small (a list of tool names).
 	derived, prevDerived []derivedValue
 }
 
@@ -112,7 +115,7 @@ func (m *indexMemo) validIndexed(body []byte, conversation string) (idx *jsonkit
 		return idx, ok, nil
 	}
 	key := memoKey(body, conversation)
-	prev, n, slot := m.closest(key, body)
+	prev, n, slot := m.closest(key, body, conversation)
 	if prev == nil {
 		idx, ok = jsonkit.ValidIndexed(body)
 		if ok {
@@ -154,7 +157,7 @@ const indexMemoWays = 4
 // prev's own when body continues prev's conversation (or no way is free),
 // else a free way. It stops looking once a body is continued. prev is nil
 // when the key holds nothing; the way is then the key's first free one.
-func (m *indexMemo) closest(key uint64, body []byte) (prev *indexMemoEntry, n int, way uint64) {
+func (m *indexMemo) closest(key uint64, body []byte, conversation string) (prev *indexMemoEntry, n int, way uint64) {
 	way = key
 	free := false
 	for i := range uint64(indexMemoWays) {
@@ -174,7 +177,7 @@ func (m *indexMemo) closest(key uint64, body []byte) (prev *indexMemoEntry, n in
 			m.put(prev)
 		}
 		prev, n = e, k
-		if continues(n, e.idx.ConversationEnd(n)) {
+		if continues(n, conversationEnd(e.idx, conversation)) {
 			return prev, n, prev.key
 		}
 	}
@@ -184,8 +187,20 @@ func (m *indexMemo) closest(key uint64, body []byte) (prev *indexMemoEntry, n in
 	return prev, n, way
 }
 
+// conversationEnd is where the conversation of the body idx indexes ends:
+// the end of its root member named conversation, the body's end when it
+// has none.
+func conversationEnd(idx *jsonkit.Index, conversation string) int {
+	if conversation != "" {
+		if end, ok := idx.MemberEnd(conversation); ok {
+			return end
+		}
+	}
+	return idx.Bytes()
+}
+
 // continues reports whether a body that shares n bytes with an earlier one
-// whose conversation ends at byte end (jsonkit.Index.ConversationEnd) is
+// whose conversation ends at byte end (conversationEnd) is
 // that one's conversation resent: they differ only near the conversation's
 // end (the new turn, a moved cache breakpoint), not from its start on.
 // What follows the conversation does not count: Claude Code sends its

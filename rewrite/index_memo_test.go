@@ -174,7 +174,7 @@ func TestIndexMemoWaysKeepCollidingConversations(t *testing.T) {
 				if e.prevGen != g {
 					t.Fatalf("%s at %d turns resumed from another conversation's body", task, turns)
 				}
-				if prevIdx, _ := jsonkit.ValidIndexed(conv(task, turns-1)); !continues(e.shared, prevIdx.ConversationEnd(e.shared)) {
+				if prevIdx, _ := jsonkit.ValidIndexed(conv(task, turns-1)); !continues(e.shared, conversationEnd(prevIdx, "messages")) {
 					t.Fatalf("%s at %d turns shares only %d bytes with its previous body", task, turns, e.shared)
 				}
 			}
@@ -357,5 +357,29 @@ func TestReuseMember(t *testing.T) {
 	before := derived
 	if _, err := ReuseMember(pb, tag, m[0], func() (int, error) { derived++; return 0, nil }); err != nil || derived != before+1 {
 		t.Fatal("a body outside the memo reused a value")
+	}
+}
+
+// TestContinuesMeasuresTheConversation: a body that differs from an
+// earlier one in its conversation's first message does not continue it,
+// even when an array before the conversation (tools sent first) lies
+// whole in the bytes they share.
+func TestContinuesMeasuresTheConversation(t *testing.T) {
+	body := func(task string) []byte {
+		var msgs []string
+		for i := range 20 {
+			msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"%s turn %d %s"}`, task, i, strings.Repeat("y", 500)))
+		}
+		return []byte(`{"tools":[` + strings.Repeat(`{"name":"t","description":"`+strings.Repeat("d", 1000)+`"},`, 30) +
+			`{"name":"last"}],"messages":[` + strings.Join(msgs, ",") + `]}`)
+	}
+	a, b := body("task A"), body("task B")
+	prev, _ := jsonkit.ValidIndexed(a)
+	n := CommonPrefix(a, b)
+	if continues(n, conversationEnd(prev, "messages")) {
+		t.Fatalf("a body differing from its first message on continues the earlier one (%d bytes shared of %d)", n, len(a))
+	}
+	if !continues(len(a)-10, conversationEnd(prev, "messages")) {
+		t.Fatal("a body differing only at its end does not continue the earlier one")
 	}
 }

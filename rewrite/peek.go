@@ -42,16 +42,18 @@ func PeekRequest(api *Descriptor, body []byte) (SessionHints, error) {
 	return PeekRequestWith(nil, api, body)
 }
 
-// PeekRequestWith is PeekRequest through views' index memo
-// (ParseIndexedWith): a body that extends one seen before is validated from
-// where they differ, and the members are read from the index instead of a
-// second walk. A nil views validates whole.
+// PeekRequestWith is PeekRequest through views' index memo (ParseBody,
+// keyed by the API's conversation): a body that extends one seen before is
+// validated from where they differ, and the members are read from the
+// index instead of a second walk. A nil views validates whole.
 func PeekRequestWith(views *ViewCache, api *Descriptor, body []byte) (SessionHints, error) {
 	var h SessionHints
-	_, idx, err := ParseIndexedWith(views, body)
+	b, err := ParseBody(views, body, api.Conversation)
 	if err != nil {
 		return h, err
 	}
+	b.Release()
+	idx := b.Idx
 	checks := api.TopLevel
 	idx.EachMember(func(k string, v gjson.Result) bool {
 		err = peekMember(&h, checks, k, v)

@@ -9,8 +9,12 @@ import (
 
 // Descriptor is the Anthropic Messages API: POST /v1/messages (JSON or SSE)
 // and /v1/messages/count_tokens.
+// conversationMember is the request member that holds the conversation.
+const conversationMember = "messages"
+
 var Descriptor = &rewrite.Descriptor{
 	Name:           "anthropic",
+	Conversation:   conversationMember,
 	Provider:       "anthropic",
 	ProviderErrors: true,
 	Routes: []rewrite.Route{

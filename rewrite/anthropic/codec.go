@@ -29,7 +29,7 @@ var (
 var anthropicKeys = []string{"model", "stream", "max_tokens", "system", "tools", "messages", "metadata", "thinking"}
 
 func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	pb, err := rewrite.ParseBody(c.views, body, "messages")
+	pb, err := rewrite.ParseBody(c.views, body, conversationMember)
 	if err != nil {
 		return nil, err
 	}

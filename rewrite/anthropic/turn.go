@@ -254,7 +254,7 @@ func anthropicTakeStopAndUsage(out []byte, r1, r2 gjson.Result) ([]byte, error) 
 	return out, nil
 }
 
-func (anthropicCodec) ConversationKey() string { return "messages" }
+func (anthropicCodec) ConversationKey() string { return conversationMember }
 
 func (anthropicCodec) FillerElem() string { return `{"role":"user","content":""}` }
 

@@ -32,8 +32,9 @@ func TestTable(t *testing.T) {
 		}
 		require.NotNil(t, d.NewCodec, d.Name)
 		var _ rewrite.TurnCodec = d.Codec()
-		_, keyed := any(d.Codec()).(rewrite.HistoryKeyer)
+		keyer, keyed := any(d.Codec()).(rewrite.HistoryKeyer)
 		require.True(t, keyed, "%s: the cache-integrity check needs the conversation's member", d.Name)
+		require.Equal(t, keyer.ConversationKey(), d.Conversation, "%s: the index memo keys by the conversation", d.Name)
 		require.NotNil(t, d.IsTerminal, d.Name)
 		require.NotEmpty(t, d.Provider, d.Name)
 		if d.ProviderErrors {

@@ -11,8 +11,12 @@ import (
 // Descriptor is the Gemini generateContent API: POST …/models/…:generateContent
 // and …:streamGenerateContent (a JSON array, or SSE with alt=sse) under
 // /v1beta/ or /v1/.
+// conversationMember is the request member that holds the conversation.
+const conversationMember = "contents"
+
 var Descriptor = &rewrite.Descriptor{
 	Name:           "gemini",
+	Conversation:   conversationMember,
 	Provider:       "gemini",
 	ProviderErrors: true,
 	Routes: []rewrite.Route{

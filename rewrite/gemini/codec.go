@@ -43,7 +43,7 @@ var geminiKeys = []string{"model", "contents", "tools", "systemInstruction", "sy
 // by the URL, which the proxy knows) and Model is "" unless the body names
 // one (the model is in the URL).
 func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	pb, err := rewrite.ParseBody(c.views, body, "contents")
+	pb, err := rewrite.ParseBody(c.views, body, conversationMember)
 	if err != nil {
 		return nil, err
 	}

@@ -276,7 +276,7 @@ func geminiReplyPair(first, next []byte) (r1, r2, p1, p2 gjson.Result, err error
 	return r1, r2, p1, p2, nil
 }
 
-func (geminiCodec) ConversationKey() string { return "contents" }
+func (geminiCodec) ConversationKey() string { return conversationMember }
 
 func (geminiCodec) FillerElem() string { return `{"role":"user","parts":[]}` }
 

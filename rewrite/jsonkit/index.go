@@ -52,6 +52,17 @@ func (d *Index) SameSpans(o *Index) bool {
 	return true
 }
 
+// MemberEnd is where the value of the first root member named key ends;
+// ok is false when there is none.
+func (d *Index) MemberEnd(key string) (end int, ok bool) {
+	for i := range d.members {
+		if m := &d.members[i]; m.name() == key {
+			return m.end, true
+		}
+	}
+	return 0, false
+}
+
 // MemberAt is the position of the root member whose value starts at byte
 // start (a Result's Index from Lookup), -1 when none does.
 func (d *Index) MemberAt(start int) int {

@@ -96,18 +96,6 @@ func appendShifted(dst, members []memberSpan, delta int, body string) []memberSp
 	return dst
 }
 
-// ConversationEnd is where the root array member that validation of a body
-// sharing d's first shared bytes would resume in (ValidIndexedFrom) ends:
-// the end of the conversation those bytes reach into. It is the body's
-// length when there is none.
-func (d *Index) ConversationEnd(shared int) int {
-	m, _ := d.resumePoint(min(shared, len(d.body)) - 1)
-	if m < 0 {
-		return len(d.body)
-	}
-	return d.members[m].end
-}
-
 // resumePoint is where validation of a body sharing d.body's first shared
 // bytes can resume: the last root member m whose value is an array with
 // elements, the first k of them (k >= 1) ending inside the shared bytes.

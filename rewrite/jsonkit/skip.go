@@ -434,14 +434,15 @@ func Member(obj gjson.Result, key string) gjson.Result {
 // anything, and what is found is only as good as a guess until s is
 // validated. n is how many were found; more reports whether another
 // element follows the last of them (without reading it). n is 0 when s is
-// not an object with such a member, the array is empty, or the member
-// starts at or past byte within (what precedes it is not skipped further).
+// not an object with such a member, the array is empty, or the members
+// before it do not end before byte within (no byte past within is skipped).
 func LeadingElements(s, key string, within int, out []string) (n int, more bool) {
-	j := SkipSpace(s, 0)
-	if j >= len(s) || s[j] != '{' {
+	head := s[:min(within, len(s))]
+	j := SkipSpace(head, 0)
+	if j >= len(head) || head[j] != '{' {
 		return 0, false
 	}
-	for j++; j < within; {
+	for j++; ; {
 		k, v, ok := memberKey(s, j)
 		if !ok {
 			return 0, false
@@ -449,15 +450,14 @@ func LeadingElements(s, key string, within int, out []string) (n int, more bool)
 		if k == key {
 			return leadingElements(s, v, out)
 		}
-		end := SkipValue(s, v)
-		if end < 0 {
+		end := SkipValue(head, v)
+		if end < 0 || end >= len(head) {
 			return 0, false
 		}
-		if j = memberAfter(s, end); j < 0 {
+		if j = memberAfter(head, end); j < 0 {
 			return 0, false
 		}
 	}
-	return 0, false
 }
 
 // leadingElements is LeadingElements for the array starting at s[i].

@@ -262,10 +262,13 @@ func TestLeadingElements(t *testing.T) {
 		checkLeadingElements(t, doc)
 	}
 	var lead [2]string
-	if n, _ := LeadingElements(`{"m":"xxxxxxxx","a":[1,2]}`, "a", 16, lead[:]); n != 0 {
-		t.Fatal("a member starting past within was found")
+	for within, want := range map[int]int{14: 0, 15: 0, 16: 2, 100: 2} {
+		// The member before "a" ends at byte 15 (exclusive).
+		if n, _ := LeadingElements(`{"m":"xxxxxxxx","a":[1,2]}`, "a", within, lead[:]); n != want {
+			t.Fatalf("within %d: %d elements, want %d", within, n, want)
+		}
 	}
-	if n, _ := LeadingElements(`{"m":"xxxxxxxx","a":[1,2]}`, "a", 17, lead[:]); n != 2 {
-		t.Fatal("a member starting before within was not found")
+	if n, _ := LeadingElements(`{"a":[1,2]}`, "a", 5, lead[:]); n != 2 {
+		t.Fatal("the conversation's own elements were bounded")
 	}
 }

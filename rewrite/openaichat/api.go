@@ -8,8 +8,12 @@ import (
 
 // Descriptor is the OpenAI Chat Completions API: POST /v1/chat/completions
 // (JSON or SSE). Its error shape is the one OpenAI clients get elsewhere.
+// conversationMember is the request member that holds the conversation.
+const conversationMember = "messages"
+
 var Descriptor = &rewrite.Descriptor{
 	Name:           "openai_chat",
+	Conversation:   conversationMember,
 	Provider:       "openai",
 	ProviderErrors: true,
 	Routes:         []rewrite.Route{{Name: "chat_completions", Path: "/v1/chat/completions"}},

@@ -44,7 +44,7 @@ func (c chatCodec) FingerprintRequest(body []byte) (string, error) {
 // only the messages up to it (all that System and Fingerprint read). The
 // index is remembered in parsed (nil: not).
 func parseChatRequest(views *rewrite.ViewCache, parsed *rewrite.Parsed, body []byte, fpOnly bool) (*conv.Request, error) {
-	pb, err := rewrite.ParseBody(views, body, "messages")
+	pb, err := rewrite.ParseBody(views, body, conversationMember)
 	if err != nil {
 		return nil, err
 	}

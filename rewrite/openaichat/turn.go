@@ -326,7 +326,7 @@ func chatAppendToolCalls(out []byte, nmsg gjson.Result, msg func() gjson.Result)
 	return nil, fmt.Errorf("%w: choices[0].message.tool_calls is not an array", rewrite.ErrMalformedReply)
 }
 
-func (chatCodec) ConversationKey() string { return "messages" }
+func (chatCodec) ConversationKey() string { return conversationMember }
 
 func (chatCodec) FillerElem() string { return `{"role":"user","content":""}` }
 

@@ -8,10 +8,14 @@ import (
 
 // Descriptor is the OpenAI Responses API: POST /v1/responses (JSON or
 // SSE).
+// conversationMember is the request member that holds the conversation.
+const conversationMember = "input"
+
 var Descriptor = &rewrite.Descriptor{
-	Name:     "openai_responses",
-	Provider: "openai",
-	Routes:   []rewrite.Route{{Name: "responses", Path: "/v1/responses"}},
+	Name:         "openai_responses",
+	Conversation: conversationMember,
+	Provider:     "openai",
+	Routes:       []rewrite.Route{{Name: "responses", Path: "/v1/responses"}},
 	NewCodec: func(views *rewrite.ViewCache) rewrite.Codec {
 		return responsesCodec{views: views, parsed: new(rewrite.Parsed)}
 	},

@@ -29,7 +29,7 @@ var responsesKeys = []string{"model", "stream", "max_output_tokens", "instructio
 	"prompt_cache_key", "previous_response_id"}
 
 func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
-	pb, err := rewrite.ParseBody(c.views, body, "input")
+	pb, err := rewrite.ParseBody(c.views, body, conversationMember)
 	if err != nil {
 		return nil, err
 	}

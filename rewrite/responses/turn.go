@@ -373,7 +373,7 @@ func (in *responsesInput) resultRunEnd(pos int) int {
 	return v
 }
 
-func (responsesCodec) ConversationKey() string { return "input" }
+func (responsesCodec) ConversationKey() string { return conversationMember }
 
 func (responsesCodec) FillerElem() string { return `{"role":"user","content":""}` }
 
