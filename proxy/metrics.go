@@ -155,6 +155,9 @@ func NewMetrics() *Metrics {
 		m.storeErrors, m.hookErrors, m.upstreamErrors, m.clientAborts, m.disconnects, m.sideRequests, m.cutThrough,
 		viewCacheLookups("hit", func() uint64 { h, _ := m.views.Load().Stats(); return h }),
 		viewCacheLookups("miss", func() uint64 { _, n := m.views.Load().Stats(); return n }),
+		indexMemoBodies("whole", func(w, _, _ uint64) uint64 { return w }, &m.views),
+		indexMemoBodies("resumed", func(_, r, _ uint64) uint64 { return r }, &m.views),
+		indexMemoBodies("resumed_tail", func(_, _, t uint64) uint64 { return t }, &m.views),
 		pinnedLookups("hit", func(s state.PinnedStats) int64 { return s.Hits }, &m.pinned),
 		pinnedLookups("miss", func(s state.PinnedStats) int64 { return s.Misses }, &m.pinned),
 		pinnedLookups("stale", func(s state.PinnedStats) int64 { return s.Stale }, &m.pinned),
@@ -218,6 +221,17 @@ func pinnedLookups(result string, read func(state.PinnedStats) int64, src *atomi
 		s, _ := p.r.PinnedStats()
 		return float64(read(s))
 	})
+}
+
+// indexMemoBodies exports one result of the index memo's counts
+// (rewrite.ViewCache.BodyStats of the server's cache) as
+// shepherd_index_memo_bodies_total{result}.
+func indexMemoBodies(result string, pick func(whole, resumed, resumedTail uint64) uint64, views *atomic.Pointer[rewrite.ViewCache]) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name:        "shepherd_index_memo_bodies_total",
+		Help:        "Request bodies of 8 KB or more validated through the index memo: whole, resumed (validated from where they differ from an earlier body), or resumed_tail (resumed, and the members after the conversation taken from the earlier body's index: unchanged bytes).",
+		ConstLabels: prometheus.Labels{"result": result},
+	}, func() float64 { return float64(pick(views.Load().BodyStats())) })
 }
 
 // viewCacheLookups exports the view cache's counts (rewrite.ViewCache.Stats

@@ -86,13 +86,17 @@ type derivedValue struct {
 // indexMemo is safe for concurrent use; a nil *indexMemo keeps nothing.
 type indexMemo struct {
 	entries *TakeMemo[uint64, *indexMemoEntry]
+	// The bodies validated through the memo (BodyStats): whole, or
+	// resumed with the members after the conversation validated or taken
+	// from the earlier index.
+	whole, resumed, resumedTail atomic.Uint64
 }
 
 func newIndexMemo(budget int64) *indexMemo {
 	if budget <= 0 {
 		return nil
 	}
-	return &indexMemo{NewTakeMemo[uint64](budget, func(e *indexMemoEntry) int64 { return int64(cap(e.body)) + e.conv.bytes() })}
+	return &indexMemo{entries: NewTakeMemo[uint64](budget, func(e *indexMemoEntry) int64 { return int64(cap(e.body)) + e.conv.bytes() })}
 }
 
 func (m *indexMemo) take(key uint64) *indexMemoEntry {
@@ -116,6 +120,7 @@ func (m *indexMemo) validIndexed(body []byte, conversation string) (idx *jsonkit
 	}
 	key := memoKey(body, conversation)
 	prev, n, slot := m.closest(key, body, conversation)
+	defer func() { m.count(idx) }()
 	if prev == nil {
 		idx, ok = jsonkit.ValidIndexed(body)
 		if ok {
@@ -142,6 +147,20 @@ func (m *indexMemo) validIndexed(body []byte, conversation string) (idx *jsonkit
 	c := append(prev.body[:n], body[n:]...) // ours: taken out of the memo
 	return idx, ok, &indexMemoEntry{key: slot, gen: memoGens.Add(1), prevGen: prev.gen, shared: n,
 		body: c, idx: idx.Rebase(c), conv: prev.conv.sharing(n), prevDerived: prev.derived}
+}
+
+// count counts a body the memo validated into idx (nil: invalid, not
+// counted).
+func (m *indexMemo) count(idx *jsonkit.Index) {
+	switch resumed, tail := idx.Resumed(); {
+	case idx == nil:
+	case tail:
+		m.resumedTail.Add(1)
+	case resumed:
+		m.resumed.Add(1)
+	default:
+		m.whole.Add(1)
+	}
 }
 
 // indexMemoWays is how many bodies one memo key holds: conversations whose

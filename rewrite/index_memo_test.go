@@ -238,6 +238,11 @@ func TestIndexMemoContinuesBeforeTheTail(t *testing.T) {
 	if n := views.bodies.entries.Len(); n != 2 {
 		t.Fatalf("memo holds %d entries, want one per conversation", n)
 	}
+	// Each conversation's first body was validated whole, every later one
+	// resumed with its system prompt and tools taken from the index.
+	if whole, resumed, tail := views.BodyStats(); whole != 2 || resumed != 0 || tail != 10 {
+		t.Fatalf("bodies: %d whole, %d resumed, %d resumed with the tail kept; want 2, 0, 10", whole, resumed, tail)
+	}
 }
 
 // TestIndexMemoKeyFollowsTheConversation: the key is the conversation's

@@ -119,6 +119,19 @@ func (c *ViewCache) Reused() uint64 {
 	return c.reused.Load()
 }
 
+// BodyStats reports how the request bodies of 8 KB or more parsed through
+// c's index memo since c was built were validated: whole, resumed from an
+// earlier body with what follows the conversation validated, or resumed
+// with that taken from the earlier body's index (unchanged bytes); zeros
+// for a nil cache or a memo without budget.
+func (c *ViewCache) BodyStats() (whole, resumed, resumedTail uint64) {
+	if c == nil || c.bodies == nil {
+		return 0, 0, 0
+	}
+	m := c.bodies
+	return m.whole.Load(), m.resumed.Load(), m.resumedTail.Load()
+}
+
 // enabled reports whether c caches anything.
 func (c *ViewCache) enabled() bool { return c != nil && c.limit.Load() != 0 }
 

@@ -52,6 +52,13 @@ func (d *Index) SameSpans(o *Index) bool {
 	return true
 }
 
+// Resumed reports whether d was made by ValidIndexedFrom from an earlier
+// index (not by validating the body whole), and whether the members after
+// the conversation were taken from it too.
+func (d *Index) Resumed() (resumed, tailKept bool) {
+	return d != nil && d.resumed > 0, d != nil && d.tailKept
+}
+
 // MemberEnd is where the value of the first root member named key ends;
 // ok is false when there is none.
 func (d *Index) MemberEnd(key string) (end int, ok bool) {

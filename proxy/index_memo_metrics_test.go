@@ -1,0 +1,31 @@
+package proxy_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/shepherd-proxy/shepherd/bench/workload"
+	"github.com/shepherd-proxy/shepherd/config"
+)
+
+// TestIndexMemoBodiesMetric: a Claude Code shaped session (messages first,
+// then its system prompt and tools) is validated whole on its first
+// request and resumed on the next ones, with what follows the conversation
+// taken from the previous body's index, on routes with hooks (the codec's
+// parse) and without (the peek): shepherd_index_memo_bodies_total says so.
+func TestIndexMemoBodiesMetric(t *testing.T) {
+	for name, topics := range map[string]bool{"hooks": true, "no hooks": false} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, harnessOptions{Config: func(c *config.Config) { c.Topics.Enabled = topics }})
+			hdr := map[string]string{"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01", "X-Session-Id": "memo-" + name}
+			for _, body := range workload.AgentHistory(workload.AgentTurns, 3) {
+				resp, reply := do(t, "POST", h.URL+"/v1/messages", string(body), hdr)
+				require.Equal(t, 200, resp.StatusCode, "%s", reply)
+			}
+			require.Equal(t, 1.0, metricValue(t, h, "shepherd_index_memo_bodies_total", `result="whole"`))
+			require.Equal(t, 3.0, metricValue(t, h, "shepherd_index_memo_bodies_total", `result="resumed_tail"`))
+			require.Equal(t, 0.0, metricValue(t, h, "shepherd_index_memo_bodies_total", `result="resumed"`))
+		})
+	}
+}
