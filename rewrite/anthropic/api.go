@@ -7,11 +7,11 @@ import (
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
-// Descriptor is the Anthropic Messages API: POST /v1/messages (JSON or SSE)
-// and /v1/messages/count_tokens.
 // conversationMember is the request member that holds the conversation.
 const conversationMember = "messages"
 
+// Descriptor is the Anthropic Messages API: POST /v1/messages (JSON or SSE)
+// and /v1/messages/count_tokens.
 var Descriptor = &rewrite.Descriptor{
 	Name:           "anthropic",
 	Conversation:   conversationMember,

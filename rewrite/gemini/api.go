@@ -8,12 +8,12 @@ import (
 	"github.com/shepherd-proxy/shepherd/rewrite/jsonkit"
 )
 
-// Descriptor is the Gemini generateContent API: POST …/models/…:generateContent
-// and …:streamGenerateContent (a JSON array, or SSE with alt=sse) under
-// /v1beta/ or /v1/.
 // conversationMember is the request member that holds the conversation.
 const conversationMember = "contents"
 
+// Descriptor is the Gemini generateContent API: POST …/models/…:generateContent
+// and …:streamGenerateContent (a JSON array, or SSE with alt=sse) under
+// /v1beta/ or /v1/.
 var Descriptor = &rewrite.Descriptor{
 	Name:           "gemini",
 	Conversation:   conversationMember,

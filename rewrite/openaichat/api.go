@@ -6,11 +6,11 @@ import (
 	"github.com/shepherd-proxy/shepherd/rewrite"
 )
 
-// Descriptor is the OpenAI Chat Completions API: POST /v1/chat/completions
-// (JSON or SSE). Its error shape is the one OpenAI clients get elsewhere.
 // conversationMember is the request member that holds the conversation.
 const conversationMember = "messages"
 
+// Descriptor is the OpenAI Chat Completions API: POST /v1/chat/completions
+// (JSON or SSE). Its error shape is the one OpenAI clients get elsewhere.
 var Descriptor = &rewrite.Descriptor{
 	Name:           "openai_chat",
 	Conversation:   conversationMember,

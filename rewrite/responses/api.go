@@ -6,11 +6,11 @@ import (
 	"github.com/shepherd-proxy/shepherd/rewrite"
 )
 
-// Descriptor is the OpenAI Responses API: POST /v1/responses (JSON or
-// SSE).
 // conversationMember is the request member that holds the conversation.
 const conversationMember = "input"
 
+// Descriptor is the OpenAI Responses API: POST /v1/responses (JSON or
+// SSE).
 var Descriptor = &rewrite.Descriptor{
 	Name:         "openai_responses",
 	Conversation: conversationMember,
