@@ -3,6 +3,7 @@ package rewrite
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
@@ -385,4 +386,14 @@ func ReuseMember[T any](b *Body, tag ViewParser, v gjson.Result, derive func() (
 		e.derived = append(e.derived, derivedValue{tag: tag, member: i, val: val})
 	}
 	return val, err
+}
+
+// ReuseToolDefs is ReuseMember for a tools member parsed into tool
+// definitions: the list parse returns is handed out capped (slices.Clip),
+// as ReuseMember's shared values must be.
+func ReuseToolDefs(b *Body, tag ViewParser, tools gjson.Result, parse func() ([]conv.ToolDef, error)) ([]conv.ToolDef, error) {
+	return ReuseMember(b, tag, tools, func() ([]conv.ToolDef, error) {
+		defs, err := parse()
+		return slices.Clip(defs), err
+	})
 }

@@ -2,7 +2,6 @@ package anthropic
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -59,10 +58,7 @@ func (c anthropicCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	if req.System, err = anthropicSystem(c.views, idx, system); err != nil {
 		return nil, rewrite.AtField(err, "system")
 	}
-	if req.Tools, err = rewrite.ReuseMember(pb, anthropicToolsViews, tools, func() ([]conv.ToolDef, error) {
-		defs, err := rewrite.NamedTools(idx, tools, "name")
-		return slices.Clip(defs), err
-	}); err != nil {
+	if req.Tools, err = rewrite.ReuseToolDefs(pb, anthropicToolsViews, tools, func() ([]conv.ToolDef, error) { return rewrite.NamedTools(idx, tools, "name") }); err != nil {
 		return nil, rewrite.AtField(err, "tools")
 	}
 	if req.Messages, req.MessageAnchors, err = rewrite.ParseMessages(pb, msgs, "messages", anthropicViews, anthropicMessage); err != nil {

@@ -2,7 +2,6 @@ package gemini
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -78,10 +77,7 @@ func (c geminiCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	if req.System, err = geminiSystem(sys); err != nil {
 		return nil, rewrite.AtField(err, sysKey)
 	}
-	if req.Tools, err = rewrite.ReuseMember(pb, geminiToolsViews, tools, func() ([]conv.ToolDef, error) {
-		defs, err := geminiTools(tools)
-		return slices.Clip(defs), err
-	}); err != nil {
+	if req.Tools, err = rewrite.ReuseToolDefs(pb, geminiToolsViews, tools, func() ([]conv.ToolDef, error) { return geminiTools(tools) }); err != nil {
 		return nil, rewrite.AtField(err, "tools")
 	}
 	if req.Messages, req.MessageAnchors, err = rewrite.ParseMessages(pb, contents, "contents", geminiViews, geminiContent); err != nil {

@@ -2,7 +2,6 @@ package openaichat
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/tidwall/gjson"
 
@@ -71,10 +70,7 @@ func parseChatRequest(views *rewrite.ViewCache, parsed *rewrite.Parsed, body []b
 	case mt.Type == gjson.Number:
 		req.MaxOutputTokens, req.HasMaxOutputTokens = mt.Int(), true
 	}
-	if req.Tools, err = rewrite.ReuseMember(pb, chatToolsViews, tools, func() ([]conv.ToolDef, error) {
-		defs, err := chatTools(idx, tools)
-		return slices.Clip(defs), err
-	}); err != nil {
+	if req.Tools, err = rewrite.ReuseToolDefs(pb, chatToolsViews, tools, func() ([]conv.ToolDef, error) { return chatTools(idx, tools) }); err != nil {
 		return nil, rewrite.AtField(err, "tools")
 	}
 	if !fpOnly {

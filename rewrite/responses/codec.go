@@ -2,7 +2,6 @@ package responses
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -53,10 +52,7 @@ func (c responsesCodec) ParseRequest(body []byte) (*conv.Request, error) {
 	if mot.Type == gjson.Number {
 		req.MaxOutputTokens, req.HasMaxOutputTokens = mot.Int(), true
 	}
-	if req.Tools, err = rewrite.ReuseMember(pb, responsesToolsViews, tools, func() ([]conv.ToolDef, error) {
-		defs, err := rewrite.NamedTools(idx, tools, "name")
-		return slices.Clip(defs), err
-	}); err != nil {
+	if req.Tools, err = rewrite.ReuseToolDefs(pb, responsesToolsViews, tools, func() ([]conv.ToolDef, error) { return rewrite.NamedTools(idx, tools, "name") }); err != nil {
 		return nil, rewrite.AtField(err, "tools")
 	}
 	if input.Type == gjson.String {
