@@ -24,7 +24,7 @@ const maxContentCodings = 3
 // Content-Encoding (fasthttp writes the upstream request's Content-Length
 // from the body), so what shepherd read is what the upstream reads. (A body
 // whose top-level object repeats a key is refused when it is parsed:
-// rewrite.ParseIndexedWith.) Errors: errBodyTooLarge (413) over limit,
+// rewrite.ParseBody.) Errors: errBodyTooLarge (413) over limit,
 // errUnsupportedEncoding (415), errBadEncoding (400). Other routes' bodies
 // pass as sent.
 func requestBody(ctx *fasthttp.RequestCtx, rt route, limit int) ([]byte, error) {

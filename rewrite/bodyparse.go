@@ -17,18 +17,10 @@ import (
 // error wraps ErrMalformed when the body is not valid JSON, not an object,
 // or repeats a top-level key (duplicateKeyError).
 func ParseIndexed(body []byte) (gjson.Result, *jsonkit.Index, error) {
-	return ParseIndexedWith(nil, body)
-}
-
-// ParseIndexedWith is ParseIndexed through views' index memo (index_memo.go):
-// a body that extends one parsed before is validated from where the two
-// differ. A nil views validates whole.
-func ParseIndexedWith(views *ViewCache, body []byte) (gjson.Result, *jsonkit.Index, error) {
-	b, err := ParseBody(views, body, "")
+	b, err := ParseBody(nil, body, "")
 	if err != nil {
 		return gjson.Result{}, nil, err
 	}
-	b.Release()
 	return b.Root, b.Idx, nil
 }
 

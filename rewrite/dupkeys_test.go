@@ -110,15 +110,15 @@ func FuzzDuplicateKeys(f *testing.F) {
 func TestDuplicateKeysThroughMemo(t *testing.T) {
 	views := NewViewCache(64 << 20)
 	base := memoConversation(12, "")
-	if _, _, err := ParseIndexedWith(views, base); err != nil {
+	if _, err := parseMemo(views, base); err != nil {
 		t.Fatal(err)
 	}
 	dup := append(base[:len(base)-1:len(base)-1], `,"model":"other"}`...)
-	_, _, err := ParseIndexedWith(views, dup)
+	_, err := parseMemo(views, dup)
 	if err == nil || !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), `"model"`) {
 		t.Fatalf("duplicate after a resumed conversation: %v; want ErrMalformed naming model", err)
 	}
-	if _, _, err := ParseIndexedWith(views, memoConversation(13, "")); err != nil {
+	if _, err := parseMemo(views, memoConversation(13, "")); err != nil {
 		t.Fatalf("the grown body without a duplicate: %v", err)
 	}
 }
