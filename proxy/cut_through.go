@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/shepherd-proxy/shepherd/rewrite"
 )
 
 // Cut-through forwarding: a long request body that shepherd forwards
@@ -69,6 +71,8 @@ type cutBody struct {
 	buf   *pooledBody
 	size  int
 	check func(body []byte) error
+	// prefetch is fed the body as it arrives, for check's parse.
+	prefetch *rewrite.BodyPrefetch
 	// readErr is the client side's failure (the body did not arrive);
 	// checkErr the body's refusal. Either stops the upstream request.
 	readErr, checkErr error
@@ -94,6 +98,9 @@ func (b *cutBody) WriteTo(w io.Writer) (int64, error) {
 	for len(p.b) < b.size {
 		n, err := b.src.Read(p.b[len(p.b):min(b.size, len(p.b)+cutThroughChunk)])
 		p.b = p.b[:len(p.b)+n]
+		if n > 0 {
+			b.prefetch.Feed(p.b)
+		}
 		if end := min(len(p.b), b.size-1); end > sent {
 			if _, werr := w.Write(p.b[sent:end]); werr != nil {
 				return int64(sent), werr
@@ -135,7 +142,8 @@ func (s *Server) handleCutThrough(ctx *fasthttp.RequestCtx, x *exchange) {
 	size := ctx.Request.Header.ContentLength()
 	p := requestBodyBuffer(ctx, size)
 	var in inspection
-	cut := &cutBody{src: ctx.RequestBodyStream(), buf: p, size: size}
+	cut := &cutBody{src: ctx.RequestBodyStream(), buf: p, size: size, prefetch: s.prefetchBody(ctx)}
+	defer cut.prefetch.Close() // before the buffer can hold another body
 	cut.check = func(body []byte) error {
 		var err error
 		if in, err = s.inspectBody(x, body); err != nil {

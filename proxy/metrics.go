@@ -158,6 +158,10 @@ func NewMetrics() *Metrics {
 		indexMemoBodies("whole", func(w, _, _ uint64) uint64 { return w }, &m.views),
 		indexMemoBodies("resumed", func(_, r, _ uint64) uint64 { return r }, &m.views),
 		indexMemoBodies("resumed_tail", func(_, _, t uint64) uint64 { return t }, &m.views),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "shepherd_index_memo_prefetched_bodies_total",
+			Help: "Request bodies of 64 KB or more compared with an earlier body in the index memo while they arrived, instead of after their last byte.",
+		}, func() float64 { return float64(m.views.Load().Prefetched()) }),
 		pinnedLookups("hit", func(s state.PinnedStats) int64 { return s.Hits }, &m.pinned),
 		pinnedLookups("miss", func(s state.PinnedStats) int64 { return s.Misses }, &m.pinned),
 		pinnedLookups("stale", func(s state.PinnedStats) int64 { return s.Stale }, &m.pinned),

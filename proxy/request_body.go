@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/shepherd-proxy/shepherd/rewrite"
 )
 
 // The proxy listener streams request bodies (fasthttp's StreamRequestBody),
@@ -122,7 +124,9 @@ func (ps *bodyPools) release(p *pooledBody) {
 func (s *Server) bufferBody(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		if ctx.RequestBodyStream() != nil && !s.cutThroughCandidate(ctx) {
-			if err := s.readWholeBody(ctx); err != nil {
+			pf := s.prefetchBody(ctx)
+			defer pf.Close() // before the buffer can hold another body
+			if err := s.readWholeBody(ctx, pf); err != nil {
 				s.refuseBody(ctx, err)
 				return
 			}
@@ -134,9 +138,20 @@ func (s *Server) bufferBody(next fasthttp.RequestHandler) fasthttp.RequestHandle
 	}
 }
 
+// prefetchBody returns the prefetch for the request's body: a model
+// request's long body is compared with the index memo's bodies while it
+// arrives (rewrite.BodyPrefetch); nil for any other.
+func (s *Server) prefetchBody(ctx *fasthttp.RequestCtx) *rewrite.BodyPrefetch {
+	rt := classifyHeader(&ctx.Request.Header, ctx.Path())
+	if !rt.inspect || rt.api == nil {
+		return nil
+	}
+	return s.views.PrefetchBody(rt.api.Conversation, ctx.Request.Header.ContentLength())
+}
+
 // readWholeBody reads the request's streamed body into a pooled buffer
 // that becomes the request's body.
-func (s *Server) readWholeBody(ctx *fasthttp.RequestCtx) error {
+func (s *Server) readWholeBody(ctx *fasthttp.RequestCtx, pf *rewrite.BodyPrefetch) error {
 	limit := s.cfg.Limits.MaxBodyBytes
 	size := ctx.Request.Header.ContentLength()
 	if size > limit {
@@ -147,7 +162,7 @@ func (s *Server) readWholeBody(ctx *fasthttp.RequestCtx) error {
 		hint = 16 << 10 // chunked: grown as it arrives
 	}
 	p := requestBodyBuffer(ctx, hint)
-	b, err := readBodyInto(p.b, ctx.RequestBodyStream(), limit)
+	b, err := readBodyInto(p.b, ctx.RequestBodyStream(), limit, pf)
 	p.b = b
 	switch {
 	case err != nil:
@@ -160,8 +175,8 @@ func (s *Server) readWholeBody(ctx *fasthttp.RequestCtx) error {
 }
 
 // readBodyInto appends what r holds to dst, at most limit bytes
-// (fasthttp.ErrBodyTooLarge beyond).
-func readBodyInto(dst []byte, r io.Reader, limit int) ([]byte, error) {
+// (fasthttp.ErrBodyTooLarge beyond), feeding pf the body after each read.
+func readBodyInto(dst []byte, r io.Reader, limit int, pf *rewrite.BodyPrefetch) ([]byte, error) {
 	for {
 		if len(dst) == cap(dst) {
 			dst = append(dst, 0)[:len(dst)]
@@ -170,6 +185,9 @@ func readBodyInto(dst []byte, r io.Reader, limit int) ([]byte, error) {
 		dst = dst[:len(dst)+n]
 		if len(dst) > limit {
 			return dst, fasthttp.ErrBodyTooLarge
+		}
+		if n > 0 {
+			pf.Feed(dst)
 		}
 		if errors.Is(err, io.EOF) {
 			return dst, nil

@@ -91,6 +91,11 @@ type indexMemo struct {
 	// resumed with the members after the conversation validated or taken
 	// from the earlier index.
 	whole, resumed, resumedTail atomic.Uint64
+	// prefetches are the bodies being compared while they arrive
+	// (BodyPrefetch), by their buffer; prefetchedN counts the bodies
+	// parsed with the comparison a prefetch made.
+	prefetches  prefetchRegistry
+	prefetchedN atomic.Uint64
 }
 
 func newIndexMemo(budget int64) *indexMemo {
@@ -119,8 +124,10 @@ func (m *indexMemo) validIndexed(body []byte, conversation string) (idx *jsonkit
 		idx, ok = jsonkit.ValidIndexed(body)
 		return idx, ok, nil
 	}
-	key := memoKey(body, conversation)
-	prev, n, slot := m.closest(key, body, conversation)
+	prev, n, slot, found := m.prefetched(body, conversation)
+	if !found {
+		prev, n, slot = m.closest(memoKey(body, conversation), body, conversation)
+	}
 	defer func() { m.count(idx) }()
 	if prev == nil {
 		idx, ok = jsonkit.ValidIndexed(body)
@@ -178,17 +185,30 @@ const indexMemoWays = 4
 // else a free way. It stops looking once a body is continued. prev is nil
 // when the key holds nothing; the way is then the key's first free one.
 func (m *indexMemo) closest(key uint64, body []byte, conversation string) (prev *indexMemoEntry, n int, way uint64) {
-	way = key
-	free := false
-	for i := range uint64(indexMemoWays) {
+	return m.pick(key, conversation, func(i uint64) (*indexMemoEntry, int) {
 		e := m.take(key + i)
 		if e == nil {
+			return nil, 0
+		}
+		return e, CommonPrefix(body, e.body)
+	})
+}
+
+// pick is closest's choice among the key's ways: way(i) hands over the
+// entry of way key+i, taken out of the memo (nil: none), with the bytes it
+// shares with the body. Ways are asked in order until one continues the
+// body's conversation; pick puts back every entry it does not return.
+func (m *indexMemo) pick(key uint64, conversation string, way func(i uint64) (*indexMemoEntry, int)) (prev *indexMemoEntry, n int, slot uint64) {
+	slot = key
+	free := false
+	for i := range uint64(indexMemoWays) {
+		e, k := way(i)
+		if e == nil {
 			if !free {
-				way, free = key+i, true
+				slot, free = key+i, true
 			}
 			continue
 		}
-		k := CommonPrefix(body, e.body)
 		if prev != nil && k <= n {
 			m.put(e)
 			continue
@@ -202,9 +222,9 @@ func (m *indexMemo) closest(key uint64, body []byte, conversation string) (prev 
 		}
 	}
 	if prev != nil && !free {
-		way = prev.key
+		slot = prev.key
 	}
-	return prev, n, way
+	return prev, n, slot
 }
 
 // conversationEnd is where the conversation of the body idx indexes ends:
@@ -310,17 +330,30 @@ func (b *Body) Release() {
 // or it starts past indexMemoSkipBytes.
 func memoKey(body []byte, conversation string) uint64 {
 	if conversation != "" {
-		var head [2]string
-		if n, more := jsonkit.LeadingElements(jsonkit.UnsafeString(body), conversation, indexMemoSkipBytes, head[:]); n > 0 {
-			key := xxhash.Sum64String(head[0][:min(len(head[0]), indexMemoElemKeyBytes)])
-			if n == 2 && more {
-				second := xxhash.Sum64String(head[1][:min(len(head[1]), indexMemoElemKeyBytes)])
-				key ^= bits.RotateLeft64(second, 29)
-			}
+		if key, n, _ := conversationKey(body, conversation); n > 0 {
 			return key
 		}
 	}
 	return memoWindowKey(body)
+}
+
+// conversationKey is memoKey's hash of the first elements of body's
+// conversation: n is how many it found (0: none, no key), more whether
+// another follows. Of a body that is still arriving, the key is the
+// whole body's once n is 2 and more is true: the separator after the
+// second element has arrived.
+func conversationKey(body []byte, conversation string) (key uint64, n int, more bool) {
+	var head [2]string
+	n, more = jsonkit.LeadingElements(jsonkit.UnsafeString(body), conversation, indexMemoSkipBytes, head[:])
+	if n == 0 {
+		return 0, 0, false
+	}
+	key = xxhash.Sum64String(head[0][:min(len(head[0]), indexMemoElemKeyBytes)])
+	if n == 2 && more {
+		second := xxhash.Sum64String(head[1][:min(len(head[1]), indexMemoElemKeyBytes)])
+		key ^= bits.RotateLeft64(second, 29)
+	}
+	return key, n, more
 }
 
 // memoWindowKey is the key of a body without a conversation: the hashes

@@ -132,6 +132,16 @@ func (c *ViewCache) BodyStats() (whole, resumed, resumedTail uint64) {
 	return m.whole.Load(), m.resumed.Load(), m.resumedTail.Load()
 }
 
+// Prefetched reports how many request bodies were parsed with the
+// comparison a BodyPrefetch made while they arrived (zero for a nil cache
+// or a memo without budget).
+func (c *ViewCache) Prefetched() uint64 {
+	if c == nil || c.bodies == nil {
+		return 0
+	}
+	return c.bodies.prefetchedN.Load()
+}
+
 // enabled reports whether c caches anything.
 func (c *ViewCache) enabled() bool { return c != nil && c.limit.Load() != 0 }
 
