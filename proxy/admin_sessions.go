@@ -120,6 +120,7 @@ type recoveryJSON struct {
 type ledgerEntryJSON struct {
 	Kind   string `json:"kind"`
 	Anchor string `json:"anchor"`
+	Root   string `json:"root,omitempty"`
 	Data   []byte `json:"data,omitempty"`
 }
 

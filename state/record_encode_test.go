@@ -55,8 +55,8 @@ func TestAppendRecordMatchesEncodingJSON(t *testing.T) {
 	full.Slots["typed"] = &typedSlot{Items: []string{"x", "y"}, N: 7}
 	full.Slots["spaced"] = &RawSlot{V: 1, Data: []byte("{ \"a\" : [1, 2] }"), Counted: map[string]int64{}}
 	full.Slots["nil"] = nil
-	full.Ledger = append(full.Ledger, LedgerEntry{Kind: "k", Anchor: "a"}) // no data
-	sameRecord(t, full, true)                                              // the typed slot's note holds <>
+	full.Ledger = append(full.Ledger, LedgerEntry{Kind: "k", Anchor: "a"}, LedgerEntry{Kind: "k", Anchor: "b", Root: "r\"1"}) // no data
+	sameRecord(t, full, true)                                                                                                 // the typed slot's note holds <>
 
 	plain := &Session{ID: "s", Tenant: "t", CreatedAt: time.Date(2026, 11, 26, 1, 2, 3, 4, time.FixedZone("x", 3600)),
 		Agent: "a \"quoted\"\n", Usage: Usage{CostUSD: 1e21}, Version: 4}

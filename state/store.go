@@ -32,7 +32,14 @@ type Key struct {
 type LedgerEntry struct {
 	Kind   string `json:"kind"`
 	Anchor string `json:"anchor"`
-	Data   []byte `json:"data,omitempty"`
+	// Root is the anchor of the first message of the conversation the
+	// entry was recorded in ("": not recorded, as in entries written
+	// before it was). Anchors chain every message before theirs, so an
+	// entry can only match a conversation with the same first anchor:
+	// the replay passes over the others (a sub-agent's, sharing the
+	// session) without looking for their anchors.
+	Root string `json:"root,omitempty"`
+	Data []byte `json:"data,omitempty"`
 }
 
 // Session is the state of one agent session.

@@ -53,11 +53,18 @@ func AgentHistory(turns, requests int) [][]byte {
 	return out
 }
 
+// VariantSession is the session id of AgentHistoryVariants' variant v:
+// AgentSession with v in its last group.
+func VariantSession(v int) string {
+	return fmt.Sprintf("%s%012x", AgentSession[:len(AgentSession)-12], v)
+}
+
 // AgentHistoryVariants is AgentHistory for n different agents: variant v
 // (from 0) has " (agent v)" appended to the task of its first user message,
 // so the agents share their system prompt and tools, as agents of one
-// product do, and differ from the first message on; each variant's bodies
-// still extend one another byte for byte.
+// product do, and differ from the first message on, and a session id of
+// its own in its metadata (VariantSession), as each Claude Code session
+// has; each variant's bodies still extend one another byte for byte.
 func AgentHistoryVariants(turns, requests, n int) [][][]byte {
 	base := AgentHistory(turns, requests)
 	task, _ := json.Marshal(AgentTask)
@@ -65,8 +72,10 @@ func AgentHistoryVariants(turns, requests, n int) [][][]byte {
 	for v := range out {
 		tagged, _ := json.Marshal(AgentTask + " (agent " + strconv.Itoa(v) + ")")
 		out[v] = make([][]byte, len(base))
+		session := []byte("_session_" + VariantSession(v))
 		for k, b := range base {
-			out[v][k] = bytes.Replace(b, task, tagged, 1)
+			b = bytes.Replace(b, task, tagged, 1)
+			out[v][k] = bytes.Replace(b, []byte("_session_"+AgentSession), session, 1)
 		}
 	}
 	return out

@@ -241,6 +241,10 @@ const AgentTask = "The integration tests in ./proxy fail intermittently under lo
 // which makes it about 50 KB.
 const AgentTurns = 30
 
+// AgentSession is the session id in AnthropicAgent's metadata.user_id, as
+// Claude Code puts its session's id there.
+const AgentSession = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+
 // AnthropicAgent is a coding-agent-shaped Messages request: a long system
 // prompt in cached blocks, 12 tools with JSON schemas, a first user task and
 // then turns tool round trips (assistant text + tool_use, user tool_result
@@ -257,7 +261,7 @@ func AnthropicAgent(turns int, stream bool) []byte {
 			{Type: "text", Text: g.prose(8000), CacheControl: &cacheControl{Type: "ephemeral"}},
 		},
 		Tools:    agentTools(g),
-		Metadata: &metadata{UserID: "user_5f0c3e1a9b7d2c4e6f8a0b1c3d5e7f9a_account_7d1f3b2a-0c4e-4a6b-8d9f-1e2c3b4a5d6e_session_0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"},
+		Metadata: &metadata{UserID: "user_5f0c3e1a9b7d2c4e6f8a0b1c3d5e7f9a_account_7d1f3b2a-0c4e-4a6b-8d9f-1e2c3b4a5d6e_session_" + AgentSession},
 		Stream:   stream,
 	}
 	req.Messages = append(req.Messages, message{Role: "user", Content: []block{

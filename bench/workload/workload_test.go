@@ -254,9 +254,15 @@ func TestAgentHistoryVariants(t *testing.T) {
 				Messages []struct {
 					Content []struct{ Text string }
 				}
+				Metadata struct {
+					UserID string `json:"user_id"`
+				}
 			}
 			if err := json.Unmarshal(b, &req); err != nil {
 				t.Fatal(err)
+			}
+			if !strings.HasSuffix(req.Metadata.UserID, "_session_"+VariantSession(v)) || VariantSession(v) == VariantSession(v+1) {
+				t.Errorf("variant %d body %d: user_id %q, not the variant's own session", v, k, req.Metadata.UserID)
 			}
 			if want := AgentTask + " (agent " + string(rune('0'+v)) + ")"; req.Messages[0].Content[0].Text != want {
 				t.Errorf("variant %d body %d: task %q, want %q", v, k, req.Messages[0].Content[0].Text, want)

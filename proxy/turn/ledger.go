@@ -26,7 +26,12 @@ type replayStats struct {
 // conversation is a miss (history edited or compacted, or another
 // conversation) and is skipped, as is an entry of an unknown record version
 // (unreadable). Edits are applied from the last message to the first so
-// earlier positions stay valid.
+// earlier positions stay valid. root is the conversation's first anchor
+// (rootAnchor of the view's anchors, before any reshaping): an entry
+// recorded in a conversation with another first anchor cannot match and
+// is counted missed without being looked for (a long session shares its
+// ledger with its sub-agents' conversations, and each entry looked for in
+// vain cost a pass over the anchors).
 //
 // fresh, when not nil, is this request's own text for its newest user turn
 // (the highest position): it is applied with the first run of user-text
@@ -36,7 +41,7 @@ type replayStats struct {
 // newest turn entry; all of them when there is none) unapplied and returns
 // it, for the request edits to make in the same copy of the body
 // (rewrite.UserTextsEditor). Those count as applied.
-func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []state.LedgerEntry, fresh *rewrite.UserTexts, deferLast bool) ([]byte, []rewrite.UserTexts, replayStats, error) {
+func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, root string, ledger []state.LedgerEntry, fresh *rewrite.UserTexts, deferLast bool) ([]byte, []rewrite.UserTexts, replayStats, error) {
 	var st replayStats
 	if len(ledger) == 0 && fresh == nil {
 		return body, nil, st, nil
@@ -49,6 +54,10 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []
 	}
 	ops := make([]op, 0, len(ledger)) // one allocation: a long session's ledger grew it a dozen times
 	for i := range ledger {
+		if r := ledger[i].Root; r != "" && r != root {
+			st.missed++
+			continue
+		}
 		p := find(ledger[i].Anchor)
 		if p < 0 {
 			st.missed++
@@ -127,6 +136,15 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, ledger []
 		return body, nil, st, err
 	}
 	return out, nil, st, nil
+}
+
+// rootAnchor is the first of a conversation's anchors, "" when it has
+// none: LedgerEntry.Root of the entries recorded in it.
+func rootAnchor(anchors []string) string {
+	if len(anchors) == 0 {
+		return ""
+	}
+	return anchors[0]
 }
 
 // anchorFinder returns the position of an anchor among anchors, or -1.

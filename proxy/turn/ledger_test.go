@@ -64,7 +64,7 @@ func TestReplayLedgerV0AndUnknown(t *testing.T) {
 		{Kind: kindUserText, Anchor: anchors[2], Data: []byte(`{"v":9,"texts":["from the future"]}`)},
 		{Kind: kindUserText, Anchor: anchors[0], Data: []byte(`{"texts":["reminder"]}`)},
 	}
-	out, _, st, err := replayLedger(tc, body, anchors, ledger, nil, false)
+	out, _, st, err := replayLedger(tc, body, anchors, rootAnchor(anchors), ledger, nil, false)
 	require.NoError(t, err)
 	require.Equal(t, replayStats{applied: 2, unreadable: 1}, st)
 	require.Contains(t, string(out), "toolu_rm")
@@ -92,7 +92,7 @@ func TestReplayLedgerAnyOrder(t *testing.T) {
 		ledger = append(ledger, state.LedgerEntry{Kind: kindUserText, Anchor: anchors[i], Data: []byte(fmt.Sprintf(`{"texts":["note %d"]}`, i))})
 	}
 	ledger = append(ledger, state.LedgerEntry{Kind: kindTurn, Anchor: anchors[5], Data: []byte(v0TurnBlob)})
-	want, _, st, err := replayLedger(codec, body, anchors, ledger, nil, false)
+	want, _, st, err := replayLedger(codec, body, anchors, rootAnchor(anchors), ledger, nil, false)
 	require.NoError(t, err)
 	require.Equal(t, len(ledger), st.applied)
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -103,10 +103,64 @@ func TestReplayLedgerAnyOrder(t *testing.T) {
 		} else {
 			rng.Shuffle(len(l), func(i, j int) { l[i], l[j] = l[j], l[i] })
 		}
-		got, _, _, err := replayLedger(codec, body, anchors, l, nil, false)
+		got, _, _, err := replayLedger(codec, body, anchors, rootAnchor(anchors), l, nil, false)
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(got), "trial %d", trial)
 	}
+}
+
+// Entries recorded in another conversation (another first anchor: a
+// sub-agent's, sharing the session) are counted missed without being
+// looked for, even one whose anchor the conversation holds (forged here:
+// anchors chain every message before theirs, so a real one cannot be);
+// entries recorded before roots were (Root "") are looked for as always.
+// Otherwise the replay is the one without roots.
+func TestReplayLedgerSkipsOtherConversations(t *testing.T) {
+	codec := anthropic.Descriptor.Codec()
+	conversation := func(who string) ([]byte, []string) {
+		var msgs []string
+		for i := range 4 {
+			msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"%s question %d"}`, who, i),
+				fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":"answer %d"}]}`, i))
+		}
+		body := msgsBody(msgs...)
+		view, err := codec.ParseRequest(body)
+		require.NoError(t, err)
+		return body, conv.Anchors(view.Messages)
+	}
+	body, anchors := conversation("main")
+	_, sub := conversation("sub-agent")
+	root, subRoot := rootAnchor(anchors), rootAnchor(sub)
+	require.NotEqual(t, root, subRoot)
+	text := func(anchor, root, note string) state.LedgerEntry {
+		return state.LedgerEntry{Kind: kindUserText, Anchor: anchor, Root: root, Data: []byte(`{"texts":["` + note + `"]}`)}
+	}
+	ledger := []state.LedgerEntry{
+		text(anchors[0], root, "main 0"),
+		text(sub[0], subRoot, "sub 0"),
+		text(anchors[2], "", "main 2, recorded before roots"),
+		text(sub[2], "", "sub 2, recorded before roots"),
+		text(sub[4], subRoot, "sub 4"),
+		text(anchors[4], root, "main 4"),
+		{Kind: kindTurn, Anchor: anchors[5], Root: root, Data: []byte(v0TurnBlob)},
+	}
+	got, _, st, err := replayLedger(codec, body, anchors, root, ledger, nil, false)
+	require.NoError(t, err)
+	require.Equal(t, replayStats{applied: 4, missed: 3}, st)
+	unrooted := slices.Clone(ledger)
+	for i := range unrooted {
+		unrooted[i].Root = ""
+	}
+	want, _, wst, err := replayLedger(codec, body, anchors, root, unrooted, nil, false)
+	require.NoError(t, err)
+	require.Equal(t, st, wst)
+	require.Equal(t, string(want), string(got))
+
+	forged := append(slices.Clone(ledger), text(anchors[6], subRoot, "forged"))
+	got, _, st, err = replayLedger(codec, body, anchors, root, forged, nil, false)
+	require.NoError(t, err)
+	require.Equal(t, replayStats{applied: 4, missed: 4}, st)
+	require.NotContains(t, string(got), "forged")
 }
 
 // anchorFinder finds every anchor, in or out of order, and -1 for one

@@ -273,9 +273,11 @@ func (t *Turn) recordTurn(agentCopy []byte, items [][]byte, pending []conv.ToolR
 	for i := range items {
 		raw[i] = string(items[i])
 	}
+	anchors := conv.Anchors(av.Messages)
 	t.entries = append(t.entries, state.LedgerEntry{
 		Kind:   kindTurn,
-		Anchor: conv.Anchors(av.Messages)[len(t.view.Messages)],
+		Anchor: anchors[len(t.view.Messages)],
+		Root:   rootAnchor(anchors),
 		Data:   encodeRecord(turnRecord{V: recordVersion, Items: raw, Tail: len(mv.Messages) - len(t.view.Messages), Results: pending}),
 	})
 }

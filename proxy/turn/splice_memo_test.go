@@ -188,18 +188,64 @@ func TestSpliceMemoTakesEarlierEdits(t *testing.T) {
 	require.True(t, want == got, "otherwise the same bytes as without the memo")
 }
 
+// A session shared by two conversations (an agent and its sub-agent, one
+// session id): every entry the turns record carries the first anchor of
+// its own conversation, and the agent's requests go upstream with the same
+// bytes as in a session of its own.
+func TestLedgerEntriesCarryTheirRoot(t *testing.T) {
+	shared, alone := newSpliceSession(1<<20), newSpliceSession(1<<20)
+	subAgent := func(n int) []byte {
+		return agentTurns(n, func(i int, msg string) string {
+			return strings.Replace(msg, "a line of", "a sub-agent's line of", -1)
+		})
+	}
+	for n := 1; n <= 6; n++ {
+		shared.send(t, subAgent(n), fmt.Sprintf("[sub %d]", n))
+		got, want := shared.send(t, agentTurns(n, nil), fmt.Sprintf("[main %d]", n)), alone.send(t, agentTurns(n, nil), fmt.Sprintf("[main %d]", n))
+		require.True(t, got == want, "request %d: the same bytes as in a session of its own", n)
+	}
+	roots := map[string]string{}
+	for _, body := range [][]byte{agentTurns(6, nil), subAgent(6)} {
+		view, err := shared.codec.ParseRequest(body)
+		require.NoError(t, err)
+		anchors := conv.Anchors(view.Messages)
+		for _, a := range anchors {
+			roots[a] = anchors[0]
+		}
+	}
+	sess, err := shared.e.store.Get(context.Background(), state.Key{Tenant: "t", Session: "s"})
+	require.NoError(t, err)
+	require.Len(t, sess.Ledger, 12)
+	for _, e := range sess.Ledger {
+		require.NotEmpty(t, e.Root)
+		require.Equal(t, roots[e.Anchor], e.Root, "entry %s", e.Anchor)
+	}
+	require.Equal(t, 6*6, shared.metrics.get("ledger_missed")-alone.metrics.get("ledger_missed"), // (n-1) + n for n = 1..6
+		"each request passed over the other conversation's entries")
+}
+
 // BenchmarkBeginLongSession is a turn's begin (load, hooks, ledger replay,
 // build) in a session of 100 or 400 turns with a user text in each, with
 // and without the splice memo: with it, what a turn costs should not grow
-// with the session.
+// with the session. With sub, a sub-agent's conversation of that many
+// turns shares the session (and its ledger).
 func BenchmarkBeginLongSession(b *testing.B) {
 	for _, c := range []struct {
-		memo int64
-		n    int
-	}{{0, 100}, {1 << 20, 100}, {1 << 20, 400}} {
-		b.Run(fmt.Sprintf("splice_memo=%v/turns=%d", c.memo > 0, c.n), func(b *testing.B) {
+		memo   int64
+		n, sub int
+	}{{0, 100, 0}, {1 << 20, 100, 0}, {1 << 20, 400, 0}, {1 << 20, 100, 300}} {
+		name := fmt.Sprintf("splice_memo=%v/turns=%d", c.memo > 0, c.n)
+		if c.sub > 0 {
+			name += fmt.Sprintf("/sub_agent_turns=%d", c.sub)
+		}
+		b.Run(name, func(b *testing.B) {
 			s := newSpliceSession(c.memo)
 			n := c.n
+			for i := 1; i <= c.sub; i++ {
+				s.send(b, agentTurns(i, func(_ int, msg string) string {
+					return strings.Replace(msg, "a line of", "a sub-agent's line of", -1)
+				}), fmt.Sprintf("[sub %d]", i))
+			}
 			for i := 1; i < n; i++ {
 				s.send(b, agentTurns(i, nil), fmt.Sprintf("[reminder %d]", i))
 			}
