@@ -43,7 +43,12 @@ type BodyPrefetch struct {
 	// memo); done that it no longer looks at its body.
 	fed              []byte
 	registered, done bool
-	key              uint64
+	// keyAt is the body length at which the key is looked for next:
+	// twice the last length it was not found at, so that a body whose
+	// first elements arrive over many reads is scanned about twice over,
+	// not once per read.
+	keyAt int
+	key   uint64
 	ways             [indexMemoWays]prefetchWay
 }
 
@@ -80,13 +85,14 @@ func (p *BodyPrefetch) Feed(body []byte) {
 		return
 	}
 	if !p.registered {
-		if len(body) < indexMemoMinBytes {
+		if len(body) < max(p.keyAt, indexMemoMinBytes) {
 			return
 		}
 		key, n, more := conversationKey(body, p.conversation)
 		if n < 2 || !more {
 			// The key needs the separator after the second element:
 			// until then it could still be a one- or two-element key.
+			p.keyAt = 2 * len(body)
 			if len(body) > prefetchKeyWithin {
 				p.done = true
 			}

@@ -36,14 +36,17 @@ func prefetchBody(task, session string, turns int, edit string) []byte {
 	return []byte(b.String())
 }
 
-// feedInPieces copies body into a buffer of its size in random pieces,
-// feeding p after each, as the proxy's reader does (but for the last piece,
-// one time in two: the parse then compares it), and returns the buffer.
+// feedInPieces copies body into a buffer of its size in random pieces (up
+// to 96 KB, or, one time in three, 2 KB: the key's bytes then arrive over
+// several reads), feeding p after each, as the proxy's reader does (but
+// for the last piece, one time in two: the parse then compares it), and
+// returns the buffer.
 func feedInPieces(rng *rand.Rand, p *BodyPrefetch, body []byte) []byte {
 	buf := make([]byte, 0, len(body))
 	skipLast := rng.IntN(2) == 0
+	most := []int{96 << 10, 96 << 10, 2 << 10}[rng.IntN(3)]
 	for len(buf) < len(body) {
-		n := min(len(body)-len(buf), 1+rng.IntN(96<<10))
+		n := min(len(body)-len(buf), 1+rng.IntN(most))
 		buf = append(buf, body[len(buf):len(buf)+n]...)
 		if len(buf) < len(body) || !skipLast {
 			p.Feed(buf)
@@ -195,4 +198,39 @@ func FuzzConversationKeyPrefix(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A body whose first two messages end past prefetchKeyWithin is not
+// prefetched (its key is looked for about twice over, then no more): the
+// parse compares it whole, from the earlier body, as without a prefetch.
+func TestBodyPrefetchGivesUpOnALateKey(t *testing.T) {
+	views := NewViewCache(64 << 20)
+	huge := func(turns int) []byte {
+		b := prefetchBody("task", "a", turns, "")
+		return []byte(strings.Replace(string(b), "task turn 0 ", "task turn 0 "+strings.Repeat("pasted file. ", prefetchKeyWithin/12), 1))
+	}
+	b, err := ParseBody(views, huge(70), "messages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Release()
+	next := huge(72)
+	pf := views.PrefetchBody("messages", len(next))
+	buf := make([]byte, 0, len(next))
+	for len(buf) < len(next) {
+		buf = append(buf, next[len(buf):min(len(next), len(buf)+4<<10)]...)
+		pf.Feed(buf)
+		if views.bodies.entries.Len() != 1 {
+			t.Fatalf("at %d bytes the prefetch took the earlier body", len(buf))
+		}
+	}
+	b, err = ParseBody(views, buf, "messages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Lineage.Prev == 0 || views.Prefetched() != 0 {
+		t.Fatalf("lineage %+v, prefetched %d: want resumed without the prefetch", b.Lineage, views.Prefetched())
+	}
+	b.Release()
+	pf.Close()
 }
