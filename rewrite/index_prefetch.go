@@ -49,7 +49,7 @@ type BodyPrefetch struct {
 	// not once per read.
 	keyAt int
 	key   uint64
-	ways             [indexMemoWays]prefetchWay
+	ways  [indexMemoWays]prefetchWay
 }
 
 // prefetchWay is one of the key's bodies: e (nil: the way was empty) and
