@@ -98,9 +98,6 @@ func (b *cutBody) WriteTo(w io.Writer) (int64, error) {
 	for len(p.b) < b.size {
 		n, err := b.src.Read(p.b[len(p.b):min(b.size, len(p.b)+cutThroughChunk)])
 		p.b = p.b[:len(p.b)+n]
-		if n > 0 {
-			b.prefetch.Feed(p.b)
-		}
 		if end := min(len(p.b), b.size-1); end > sent {
 			if _, werr := w.Write(p.b[sent:end]); werr != nil {
 				return int64(sent), werr
@@ -111,6 +108,9 @@ func (b *cutBody) WriteTo(w io.Writer) (int64, error) {
 					return int64(sent), werr
 				}
 			}
+		}
+		if n > 0 {
+			b.prefetch.Feed(p.b) // once the piece is on its way upstream: its comparison waits, not the piece
 		}
 		if err != nil && !(errors.Is(err, io.EOF) && len(p.b) == b.size) {
 			if errors.Is(err, io.EOF) {
