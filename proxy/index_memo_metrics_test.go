@@ -1,6 +1,8 @@
 package proxy_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -53,4 +55,31 @@ func TestIndexMemoPrefetchedMetric(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestIndexMemoNoPrefetchOfEncodedBodies: a body sent with a
+// Content-Encoding is not compared while it arrives (the bytes that arrive
+// are not the ones parsed), and is still resumed from the session's
+// previous body once decoded.
+func TestIndexMemoNoPrefetchOfEncodedBodies(t *testing.T) {
+	h := newHarness(t, harnessOptions{Config: func(c *config.Config) { c.Topics.Enabled = true }})
+	bodies := workload.AgentHistory(workload.HistoryTurns(128<<10), 3)
+	for i, body := range bodies {
+		hdr := map[string]string{"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01", "X-Session-Id": "encoded"}
+		payload := body
+		if i > 0 && i < 3 {
+			var buf bytes.Buffer
+			w, err := gzip.NewWriterLevel(&buf, gzip.NoCompression) // stored: as long as the body
+			require.NoError(t, err)
+			_, _ = w.Write(body)
+			require.NoError(t, w.Close())
+			payload = buf.Bytes()
+			require.Greater(t, len(payload), 64<<10)
+			hdr["Content-Encoding"] = "gzip"
+		}
+		resp, reply := do(t, "POST", h.URL+"/v1/messages", string(payload), hdr)
+		require.Equal(t, 200, resp.StatusCode, "%s", reply)
+	}
+	require.Equal(t, 1.0, metricValue(t, h, "shepherd_index_memo_prefetched_bodies_total", ""), "only the last body, sent plain")
+	require.Equal(t, 3.0, metricValue(t, h, "shepherd_index_memo_bodies_total", `result="resumed_tail"`))
 }

@@ -140,10 +140,11 @@ func (s *Server) bufferBody(next fasthttp.RequestHandler) fasthttp.RequestHandle
 
 // prefetchBody returns the prefetch for the request's body: a model
 // request's long body is compared with the index memo's bodies while it
-// arrives (rewrite.BodyPrefetch); nil for any other.
+// arrives (rewrite.BodyPrefetch); nil for any other, and for a body sent
+// with a Content-Encoding (what arrives is not what is parsed).
 func (s *Server) prefetchBody(ctx *fasthttp.RequestCtx) *rewrite.BodyPrefetch {
 	rt := classifyHeader(&ctx.Request.Header, ctx.Path())
-	if !rt.inspect || rt.api == nil {
+	if !rt.inspect || rt.api == nil || len(ctx.Request.Header.Peek(fasthttp.HeaderContentEncoding)) > 0 {
 		return nil
 	}
 	return s.views.PrefetchBody(rt.api.Conversation, ctx.Request.Header.ContentLength())
