@@ -2,6 +2,7 @@ package turn
 
 import (
 	"slices"
+	"unsafe"
 
 	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
@@ -35,6 +36,10 @@ type spliceSet struct {
 	gen   uint64 // the Gen of the body they were made on
 	turns map[string]*keptSplice
 	bytes int64
+	// reuse is the last build's SpliceReuse slice, for the next build of
+	// the session (one per earlier turn: a long session's build allocated
+	// tens of KB for it on every request).
+	reuse []rewrite.SpliceReuse
 }
 
 // keptSplice is one turn's edit. gen is the Gen of the latest body it was
@@ -47,7 +52,9 @@ type keptSplice struct {
 	gen   uint64
 }
 
-func (s *spliceSet) size() int64 { return s.bytes }
+func (s *spliceSet) size() int64 {
+	return s.bytes + int64(cap(s.reuse))*int64(unsafe.Sizeof(rewrite.SpliceReuse{}))
+}
 
 // spliceMemo is safe for concurrent use; a nil *spliceMemo keeps nothing.
 type spliceMemo struct {
@@ -80,8 +87,14 @@ func (m *spliceMemo) prepare(key state.Key, lin conv.BodyLineage, anchors []stri
 	if m == nil || lin.Gen == 0 {
 		return nil
 	}
-	r := &splicesReused{m: m, key: key, lin: lin, reuse: make([]rewrite.SpliceReuse, len(ops))}
+	r := &splicesReused{m: m, key: key, lin: lin}
 	r.set, _ = m.sets.Take(key)
+	if r.set != nil && cap(r.set.reuse) >= len(ops) {
+		r.reuse = r.set.reuse[:len(ops)]
+		clear(r.reuse)
+	} else {
+		r.reuse = make([]rewrite.SpliceReuse, len(ops))
+	}
 	valid := r.set != nil && lin.Prev != 0 && lin.Prev == r.set.gen
 	for i := range ops {
 		ops[i].Reuse = &r.reuse[i]
@@ -116,6 +129,7 @@ func (r *splicesReused) keep(m Metrics, anchors []string, ops []rewrite.UserText
 	}
 	gen := r.lin.Gen
 	set.gen = gen
+	set.reuse = r.reuse // nothing keeps a pointer into it past the build
 	taken, remade := 0, 0
 	current := 0 // entries of set.turns whose gen is gen
 	for i := range ops {
