@@ -38,7 +38,9 @@ type spliceSet struct {
 	bytes int64
 	// reuse is the last build's SpliceReuse slice, for the next build of
 	// the session (one per earlier turn: a long session's build allocated
-	// tens of KB for it on every request).
+	// tens of KB for it on every request). It is kept all zero: its
+	// splices' bytes are slices of the build's scratch body and of dropped
+	// edits, which it must not keep alive.
 	reuse []rewrite.SpliceReuse
 }
 
@@ -90,8 +92,7 @@ func (m *spliceMemo) prepare(key state.Key, lin conv.BodyLineage, anchors []stri
 	r := &splicesReused{m: m, key: key, lin: lin}
 	r.set, _ = m.sets.Take(key)
 	if r.set != nil && cap(r.set.reuse) >= len(ops) {
-		r.reuse = r.set.reuse[:len(ops)]
-		clear(r.reuse)
+		r.reuse = r.set.reuse[:len(ops)] // all zero (keep)
 	} else {
 		r.reuse = make([]rewrite.SpliceReuse, len(ops))
 	}
@@ -129,7 +130,6 @@ func (r *splicesReused) keep(m Metrics, anchors []string, ops []rewrite.UserText
 	}
 	gen := r.lin.Gen
 	set.gen = gen
-	set.reuse = r.reuse // nothing keeps a pointer into it past the build
 	taken, remade := 0, 0
 	current := 0 // entries of set.turns whose gen is gen
 	for i := range ops {
@@ -178,6 +178,8 @@ func (r *splicesReused) keep(m Metrics, anchors []string, ops []rewrite.UserText
 			}
 		}
 	}
+	clear(r.reuse) // nothing reads it past the build
+	set.reuse = r.reuse
 	r.m.sets.Put(r.key, set)
 }
 
