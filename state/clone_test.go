@@ -10,8 +10,9 @@ import (
 
 // TestCloneSharesNothing walks every slice reachable from a fully populated
 // Session and checks the clone has its own backing array (but for the
-// read-only LedgerEntry.Data and the slots, copied on write), so a field
-// added to Session without a matching line in clone fails here.
+// ledger, copied on write, and so its read-only LedgerEntry.Data, and the
+// slots, copied on write), so a field added to Session without a matching
+// line in clone fails here.
 func TestCloneSharesNothing(t *testing.T) {
 	orig := fullSession()
 	c := orig.clone()
@@ -25,6 +26,13 @@ func TestCloneSharesNothing(t *testing.T) {
 				walk(path, a.Elem(), b.Elem())
 			}
 		case reflect.Slice:
+			if path == "Session.Ledger" {
+				// Copied on write (Session.Ledger): shared by design, and
+				// clipped so that an append to the copy allocates.
+				assert.Equal(t, a.Pointer(), b.Pointer(), "%s not shared", path)
+				assert.Equal(t, b.Len(), b.Cap(), "%s not clipped", path)
+				return
+			}
 			if path == "Session.Ledger[].Data" {
 				// Read-only (LedgerEntry): shared by design.
 				assert.Equal(t, a.Pointer(), b.Pointer(), "%s not shared", path)
@@ -76,4 +84,25 @@ func TestCloneSharesNothing(t *testing.T) {
 	}
 	assert.Nil(t, (*Session)(nil).clone())
 	assert.Nil(t, (&Session{}).clone().Ledger, "nil slices stay nil")
+}
+
+// TestCloneLedgerAppendsDoNotMeet checks the ledger's copy on write from
+// both sides: an append to a copy (clipped) leaves the original's array
+// alone, and an append to an original with spare capacity lands past what
+// the copy sees.
+func TestCloneLedgerAppendsDoNotMeet(t *testing.T) {
+	orig := &Session{Ledger: make([]LedgerEntry, 2, 8)}
+	orig.Ledger[0] = LedgerEntry{Kind: "k", Anchor: "a0"}
+	orig.Ledger[1] = LedgerEntry{Kind: "k", Anchor: "a1"}
+	c := orig.clone()
+	c.Ledger = append(c.Ledger, LedgerEntry{Kind: "k", Anchor: "copy"})
+	orig.Ledger = append(orig.Ledger, LedgerEntry{Kind: "k", Anchor: "orig"})
+	assert.Equal(t, "orig", orig.Ledger[2].Anchor)
+	assert.Equal(t, "copy", c.Ledger[2].Anchor)
+	assert.Equal(t, []string{"a0", "a1"}, []string{c.Ledger[0].Anchor, c.Ledger[1].Anchor})
+
+	again := orig.clone()
+	orig.Ledger = append(orig.Ledger, LedgerEntry{Kind: "k", Anchor: "later"})
+	assert.Len(t, again.Ledger, 3, "the copy sees none of the original's later appends")
+	assert.Equal(t, "orig", again.Ledger[2].Anchor)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -172,8 +173,10 @@ func runContract(t *testing.T, newStore storeFactory) {
 			s.Requests = 1000
 			s.Slots["notes"].(*RawSlot).Noted = "mutated"
 			s.Slots["example"].(*RawSlot).Data[0] = 'X'
-			// Ledger data is read-only (LedgerEntry): an entry's data is
-			// replaced, never edited.
+			// The ledger is copied on write (Session.Ledger): a writer
+			// replaces an entry in its own copy of the array; appends to
+			// the session's slice allocate.
+			s.Ledger = slices.Clone(s.Ledger)
 			s.Ledger[0].Data = []byte(`{"x":2}`)
 			s.Ledger = append(s.Ledger, LedgerEntry{Kind: "extra"})
 			s.SetSlot("extra", noteSlot("extra"))

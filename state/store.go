@@ -54,7 +54,11 @@ type Session struct {
 	Agent string `json:"agent,omitempty"`
 	Model string `json:"model,omitempty"`
 	// Usage sums the tokens and cost of the session's turns.
-	Usage  Usage         `json:"usage"`
+	Usage Usage `json:"usage"`
+	// Ledger's array is copied on write: copies of a session (clone) share
+	// it, so its elements are never assigned in place. A writer replaces
+	// the slice with its own copy first (appending to a copy's slice
+	// allocates: clone clips it).
 	Ledger []LedgerEntry `json:"ledger,omitempty"`
 	// Slots holds each hook's own state under the hook's name (see Slot):
 	// topics' chapters, intents' selection and audit trail, recovery's

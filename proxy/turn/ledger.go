@@ -222,21 +222,29 @@ func replayTurn(tc rewrite.TurnCodec, body []byte, pos int, r *turnRecord) ([]by
 // appendLedger appends entries to a session's ledger, dropping the oldest
 // beyond maxLedgerEntries. An entry with the same kind and anchor as an
 // existing one replaces it (a retried request records the same turn again).
+// The session's ledger array is shared with the store's other copies of it
+// (state.Session.Ledger is copied on write): the entries go into a copy,
+// made once, which becomes s's ledger.
 func appendLedger(s *state.Session, entries []state.LedgerEntry) {
+	if len(entries) == 0 {
+		return
+	}
+	l := append(make([]state.LedgerEntry, 0, len(s.Ledger)+len(entries)), s.Ledger...)
 	for _, e := range entries {
 		replaced := false
-		for i := range s.Ledger {
-			if s.Ledger[i].Kind == e.Kind && s.Ledger[i].Anchor == e.Anchor {
-				s.Ledger[i] = e
+		for i := range l {
+			if l[i].Kind == e.Kind && l[i].Anchor == e.Anchor {
+				l[i] = e
 				replaced = true
 				break
 			}
 		}
 		if !replaced {
-			s.Ledger = append(s.Ledger, e)
+			l = append(l, e)
 		}
 	}
-	if n := len(s.Ledger) - maxLedgerEntries; n > 0 {
-		s.Ledger = append(s.Ledger[:0], s.Ledger[n:]...)
+	if n := len(l) - maxLedgerEntries; n > 0 {
+		l = append(l[:0], l[n:]...) // l is ours
 	}
+	s.Ledger = l
 }

@@ -226,3 +226,40 @@ func TestUserTextMemoIsDecode(t *testing.T) {
 	}
 	require.LessOrEqual(t, len(m.texts), maxUserTextMemo)
 }
+
+// TestAppendLedgerCopiesOnWrite checks appendLedger never writes into the
+// ledger array it was given, which the store's other copies of the session
+// share (state.Session.Ledger): not when it replaces an entry, appends one,
+// or drops the oldest beyond maxLedgerEntries.
+func TestAppendLedgerCopiesOnWrite(t *testing.T) {
+	entry := func(anchor, data string) state.LedgerEntry {
+		return state.LedgerEntry{Kind: kindUserText, Anchor: anchor, Data: []byte(data)}
+	}
+	for _, n := range []int{0, 3, maxLedgerEntries} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			s := &state.Session{}
+			for i := range n {
+				s.Ledger = append(s.Ledger, entry(fmt.Sprint("a", i), "old"))
+			}
+			stored := s.Clone()
+			before := slices.Clone(stored.Ledger)
+			add := []state.LedgerEntry{entry("new", "new")}
+			if n > 0 {
+				add = append(add, entry("a0", "replaced")) // same kind and anchor: replaces
+			}
+			appendLedger(s, add)
+			require.Equal(t, before, stored.Ledger, "the shared array is unchanged")
+
+			want := slices.Clone(before)
+			if n > 0 {
+				want[0] = entry("a0", "replaced")
+			}
+			want = append(want, entry("new", "new"))
+			if k := len(want) - maxLedgerEntries; k > 0 {
+				want = want[k:]
+			}
+			require.Equal(t, want, s.Ledger)
+			require.LessOrEqual(t, len(s.Ledger), maxLedgerEntries)
+		})
+	}
+}
