@@ -52,8 +52,8 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, root stri
 		order int // user text before turn at the same position is impossible; keep stable
 		e     *state.LedgerEntry
 	}
-	ops := make([]op, 0, len(ledger)) // one allocation: a long session's ledger grew it a dozen times
-	for i := range ledger {
+	ops := make([]op, 0, len(ledger))       // one allocation: a long session's ledger grew it a dozen times
+	for i := len(ledger) - 1; i >= 0; i-- { // newest first: see anchorFinder
 		if r := ledger[i].Root; r != "" && r != root {
 			st.missed++
 			continue
@@ -65,15 +65,14 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, root stri
 		}
 		ops = append(ops, op{pos: p, order: i, e: &ledger[i]})
 	}
-	// Descending (pos, order): entries are recorded in conversation order,
-	// so ops usually ascend and reversing them is the sort (a generic sort
-	// of a long session's ops through sort.SliceStable's reflection cost a
-	// quarter of its begin: pprof, BenchmarkBeginLongSession).
-	ascending := func(a, b op) int { return cmp.Or(cmp.Compare(a.pos, b.pos), cmp.Compare(a.order, b.order)) }
-	if slices.IsSortedFunc(ops, ascending) {
-		slices.Reverse(ops)
-	} else {
-		slices.SortFunc(ops, func(a, b op) int { return ascending(b, a) })
+	// Descending (pos, order): entries are recorded in conversation order
+	// and looked up newest first, so ops usually descend already (a
+	// generic sort of a long session's ops through sort.SliceStable's
+	// reflection cost a quarter of its begin: pprof,
+	// BenchmarkBeginLongSession).
+	descending := func(a, b op) int { return cmp.Or(cmp.Compare(b.pos, a.pos), cmp.Compare(b.order, a.order)) }
+	if !slices.IsSortedFunc(ops, descending) {
+		slices.SortFunc(ops, descending)
 	}
 	// Runs of user-text entries go to the codec as one batch (one pass over
 	// the body instead of one per entry); a turn entry, which renumbers the
@@ -150,16 +149,22 @@ func rootAnchor(anchors []string) string {
 // anchorFinder returns the position of an anchor among anchors, or -1.
 // Anchors chain the digests of every message up to theirs, so a
 // conversation holds each at most once (of equal ones, any may be found).
-// The ledger looks them up mostly in conversation order (its entries are
-// appended as the conversation goes), so each lookup scans on from where
-// the previous one was found, wrapping around: a whole replay costs about
-// one pass over the anchors. Lookups out of order or missing cost a pass
-// each; once the passes cost more than a map of the anchors would, the
-// finder builds one (pprof: the map, built for every replay, was the
-// replay's largest allocation, ~50 KB per request at 900 messages).
+// The ledger's entries are appended as the conversation goes, and the
+// replay looks them up newest first, so each lookup scans back from where
+// the previous one was found, starting at the last anchor and wrapping
+// around: a whole replay costs one pass over the anchors the ledger spans,
+// from its oldest entry to the end. A ledger that spans only the latest
+// turns of a long conversation (a session first seen in the middle of
+// one, or whose oldest entries were dropped) costs those turns, where a
+// scan from the first anchor cost the whole history (~6 µs per replay at
+// 1,860 messages, BenchmarkAnchorFinder). Lookups out of order or missing
+// cost a pass each; once the passes cost more than a map of the anchors
+// would, the finder builds one (pprof: the map, built for every replay,
+// was the replay's largest allocation, ~50 KB per request at 900
+// messages).
 func anchorFinder(anchors []string) func(string) int {
 	n := len(anchors)
-	cursor, budget := 0, 4*n+64
+	cursor, budget := n-1, 4*n+64
 	var pos map[string]int
 	return func(a string) int {
 		if pos != nil {
@@ -171,9 +176,9 @@ func anchorFinder(anchors []string) func(string) int {
 		found := -1
 		k := 0
 		for ; k < n; k++ {
-			i := cursor + k
-			if i >= n {
-				i -= n
+			i := cursor - k
+			if i < 0 {
+				i += n
 			}
 			if anchors[i] == a {
 				found = i
@@ -181,9 +186,9 @@ func anchorFinder(anchors []string) func(string) int {
 			}
 		}
 		if found >= 0 {
-			cursor = found + 1
-			if cursor == n {
-				cursor = 0
+			cursor = found - 1
+			if cursor < 0 {
+				cursor = n - 1
 			}
 		}
 		if budget -= k + 1; budget < 0 {

@@ -263,3 +263,34 @@ func TestAppendLedgerCopiesOnWrite(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkAnchorFinder looks up a ledger's anchors newest first, as
+// replayLedger does: a ledger that covers the last turns of a long
+// conversation (a session first seen mid-conversation, or one whose ledger
+// dropped its oldest entries), and one that covers the whole of it.
+func BenchmarkAnchorFinder(b *testing.B) {
+	anchors := make([]string, 1860)
+	for i := range anchors {
+		anchors[i] = fmt.Sprintf("%032x", i*7919)
+	}
+	for _, c := range []struct {
+		name  string
+		first int
+		every int
+	}{{"last_16_turns", 1828, 2}, {"whole", 0, 4}} {
+		var ledger []string
+		for i := c.first; i < len(anchors); i += c.every {
+			ledger = append(ledger, anchors[i])
+		}
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				find := anchorFinder(anchors)
+				for _, a := range slices.Backward(ledger) {
+					if find(a) < 0 {
+						b.Fatal("not found")
+					}
+				}
+			}
+		})
+	}
+}
