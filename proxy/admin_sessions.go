@@ -121,6 +121,7 @@ type ledgerEntryJSON struct {
 	Kind   string `json:"kind"`
 	Anchor string `json:"anchor"`
 	Root   string `json:"root,omitempty"`
+	At     int    `json:"at,omitempty"`
 	Data   []byte `json:"data,omitempty"`
 }
 

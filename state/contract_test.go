@@ -522,7 +522,7 @@ func fullSession() *Session {
 		Model:    "claude-sonnet-4-5",
 		Usage: Usage{Turns: 3, InputTokens: 120, OutputTokens: 45, CacheReadTokens: 9000,
 			CacheWriteTokens: 700, CostUSD: 0.04321},
-		Ledger: []LedgerEntry{{Kind: "inject", Anchor: "call_1", Root: "call_0", Data: []byte(`{"x":1}`)}},
+		Ledger: []LedgerEntry{{Kind: "inject", Anchor: "call_1", Root: "call_0", At: 2, Data: []byte(`{"x":1}`)}},
 		Slots: Slots{
 			"example": &RawSlot{V: 2, Data: json.RawMessage(`{"n":1}`), Counted: map[string]int64{"examples": 4}},
 			"notes":   noteSlot("refactor"),

@@ -63,6 +63,9 @@ func appendRecord(dst []byte, s *Session, seen *slotFacts) ([]byte, error) {
 			if e.Root != "" {
 				dst = jsonkit.AppendString(append(dst, `,"root":`...), e.Root)
 			}
+			if e.At != 0 {
+				dst = strconv.AppendInt(append(dst, `,"at":`...), int64(e.At), 10)
+			}
 			if len(e.Data) > 0 {
 				dst = append(dst, `,"data":"`...)
 				dst = base64.StdEncoding.AppendEncode(dst, e.Data)
@@ -105,7 +108,7 @@ func recordSizeHint(s *Session) int {
 	n := 512 + len(s.ID) + len(s.Tenant) + len(s.Agent) + len(s.Model) + 128*len(s.Routes)
 	for i := range s.Ledger {
 		e := &s.Ledger[i]
-		n += 48 + len(e.Kind) + len(e.Anchor) + len(e.Root) + base64.StdEncoding.EncodedLen(len(e.Data))
+		n += 68 + len(e.Kind) + len(e.Anchor) + len(e.Root) + base64.StdEncoding.EncodedLen(len(e.Data))
 	}
 	for _, sl := range s.Slots {
 		n += 96

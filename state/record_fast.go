@@ -103,7 +103,7 @@ func fastUsage(v string, dst *Usage) bool {
 }
 
 // ledgerKeys are LedgerEntry's JSON names.
-var ledgerKeys = []string{"kind", "anchor", "root", "data"}
+var ledgerKeys = []string{"kind", "anchor", "root", "at", "data"}
 
 func fastLedger(v string, dst *[]LedgerEntry) bool {
 	return jsonkit.DecodeArray(v, dst, func(v string, e *LedgerEntry) bool {
@@ -115,6 +115,8 @@ func fastLedger(v string, dst *[]LedgerEntry) bool {
 				return jsonkit.DecodeString(v, &e.Anchor)
 			case "root":
 				return jsonkit.DecodeString(v, &e.Root)
+			case "at":
+				return jsonkit.DecodeInt(v, &e.At)
 			case "data":
 				return fastBytes(v, &e.Data)
 			}

@@ -39,6 +39,13 @@ type LedgerEntry struct {
 	// the replay passes over the others (a sub-agent's, sharing the
 	// session) without looking for their anchors.
 	Root string `json:"root,omitempty"`
+	// At is the position of the anchor's message in its conversation as
+	// the agent sent it, counted from 1 (0: not recorded, as in entries
+	// written before it was). An anchor chains the digests of every
+	// message up to its own, so it can only be at that position: the
+	// replay looks there instead of searching the conversation for it,
+	// and knows an entry whose anchor is not there is not in it.
+	At   int    `json:"at,omitempty"`
 	Data []byte `json:"data,omitempty"`
 }
 

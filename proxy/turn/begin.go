@@ -202,10 +202,12 @@ func (e *Engine) Begin(ctx context.Context, r Request) (*Turn, Start) {
 func (t *Turn) build(sess *state.Session, edits conv.RequestEdits) ([]byte, error) {
 	anchors := t.view.SharedAnchors()
 	root := rootAnchor(anchors) // before reshape leaves messages out
+	sent := len(anchors)
 	body, msgs, anchors, err := t.reshape(edits, anchors)
 	if err != nil {
 		return nil, err
 	}
+	left := sent - len(anchors) // messages reshape left out, all before those it kept past the first user turns
 	texts := edits.AppendUserText
 	edits.AppendUserText = nil
 	var fresh *rewrite.UserTexts
@@ -213,14 +215,15 @@ func (t *Turn) build(sess *state.Session, edits conv.RequestEdits) ([]byte, erro
 		if !hasEntry(sess.Ledger, kindUserText, anchors[target]) {
 			fresh = &rewrite.UserTexts{Pos: target, Texts: texts}
 			t.entries = append(t.entries, state.LedgerEntry{
-				Kind: kindUserText, Anchor: anchors[target], Root: root, Data: encodeRecord(newUserTextRecord(texts)),
+				Kind: kindUserText, Anchor: anchors[target], Root: root, At: target + left + 1,
+				Data: encodeRecord(newUserTextRecord(texts)),
 			})
 		}
 		// Otherwise this turn was seen before (a retry): the replay below
 		// re-applies the text the model saw then.
 	}
 	ue, together := t.codec.(rewrite.UserTextsEditor)
-	body, pending, st, err := replayLedger(t.tc, body, anchors, root, sess.Ledger, fresh, together)
+	body, pending, st, err := replayLedger(t.tc, body, anchors, left, root, sess.Ledger, fresh, together)
 	t.e.metrics.LedgerReplayed(st.applied, st.missed, st.unreadable)
 	if err != nil {
 		return nil, err

@@ -31,7 +31,13 @@ type replayStats struct {
 // recorded in a conversation with another first anchor cannot match and
 // is counted missed without being looked for (a long session shares its
 // ledger with its sub-agents' conversations, and each entry looked for in
-// vain cost a pass over the anchors).
+// vain cost a pass over the anchors). An entry that says where its anchor
+// is (LedgerEntry.At) is looked for there only: left is how many messages
+// the reshape left out before the anchors given (their positions are At
+// less left), and when it left none an entry whose anchor is not at its
+// position is missed without a search (a conversation rewound to an
+// earlier turn kept its later entries, and each cost a pass; once there
+// were four, the finder built a map of every anchor, on every request).
 //
 // fresh, when not nil, is this request's own text for its newest user turn
 // (the highest position): it is applied with the first run of user-text
@@ -41,7 +47,7 @@ type replayStats struct {
 // newest turn entry; all of them when there is none) unapplied and returns
 // it, for the request edits to make in the same copy of the body
 // (rewrite.UserTextsEditor). Those count as applied.
-func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, root string, ledger []state.LedgerEntry, fresh *rewrite.UserTexts, deferLast bool) ([]byte, []rewrite.UserTexts, replayStats, error) {
+func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, left int, root string, ledger []state.LedgerEntry, fresh *rewrite.UserTexts, deferLast bool) ([]byte, []rewrite.UserTexts, replayStats, error) {
 	var st replayStats
 	if len(ledger) == 0 && fresh == nil {
 		return body, nil, st, nil
@@ -58,7 +64,7 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, root stri
 			st.missed++
 			continue
 		}
-		p := find(ledger[i].Anchor)
+		p := locate(&ledger[i], anchors, left, find)
 		if p < 0 {
 			st.missed++
 			continue
@@ -137,6 +143,23 @@ func replayLedger(tc rewrite.TurnCodec, body []byte, anchors []string, root stri
 	return out, nil, st, nil
 }
 
+// locate is the position of e's anchor among anchors (the conversation
+// with its first left messages left out), or -1: at the position e
+// records when it does and the anchor is there; missing when it is not and
+// no message was left out (an anchor can be nowhere else); else as find
+// finds it.
+func locate(e *state.LedgerEntry, anchors []string, left int, find func(string) int) int {
+	if e.At > 0 {
+		if p := e.At - 1 - left; p >= 0 && p < len(anchors) && anchors[p] == e.Anchor {
+			return p
+		}
+		if left == 0 {
+			return -1
+		}
+	}
+	return find(e.Anchor)
+}
+
 // rootAnchor is the first of a conversation's anchors, "" when it has
 // none: LedgerEntry.Root of the entries recorded in it.
 func rootAnchor(anchors []string) string {
@@ -149,7 +172,9 @@ func rootAnchor(anchors []string) string {
 // anchorFinder returns the position of an anchor among anchors, or -1.
 // Anchors chain the digests of every message up to theirs, so a
 // conversation holds each at most once (of equal ones, any may be found).
-// The ledger's entries are appended as the conversation goes, and the
+// It serves the entries recorded before LedgerEntry.At was, and those
+// whose position moved because the reshape left messages out. The
+// ledger's entries are appended as the conversation goes, and the
 // replay looks them up newest first, so each lookup scans back from where
 // the previous one was found, starting at the last anchor and wrapping
 // around: a whole replay costs one pass over the anchors the ledger spans,

@@ -64,7 +64,7 @@ func TestReplayLedgerV0AndUnknown(t *testing.T) {
 		{Kind: kindUserText, Anchor: anchors[2], Data: []byte(`{"v":9,"texts":["from the future"]}`)},
 		{Kind: kindUserText, Anchor: anchors[0], Data: []byte(`{"texts":["reminder"]}`)},
 	}
-	out, _, st, err := replayLedger(tc, body, anchors, rootAnchor(anchors), ledger, nil, false)
+	out, _, st, err := replayLedger(tc, body, anchors, 0, rootAnchor(anchors), ledger, nil, false)
 	require.NoError(t, err)
 	require.Equal(t, replayStats{applied: 2, unreadable: 1}, st)
 	require.Contains(t, string(out), "toolu_rm")
@@ -92,7 +92,7 @@ func TestReplayLedgerAnyOrder(t *testing.T) {
 		ledger = append(ledger, state.LedgerEntry{Kind: kindUserText, Anchor: anchors[i], Data: []byte(fmt.Sprintf(`{"texts":["note %d"]}`, i))})
 	}
 	ledger = append(ledger, state.LedgerEntry{Kind: kindTurn, Anchor: anchors[5], Data: []byte(v0TurnBlob)})
-	want, _, st, err := replayLedger(codec, body, anchors, rootAnchor(anchors), ledger, nil, false)
+	want, _, st, err := replayLedger(codec, body, anchors, 0, rootAnchor(anchors), ledger, nil, false)
 	require.NoError(t, err)
 	require.Equal(t, len(ledger), st.applied)
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -103,7 +103,7 @@ func TestReplayLedgerAnyOrder(t *testing.T) {
 		} else {
 			rng.Shuffle(len(l), func(i, j int) { l[i], l[j] = l[j], l[i] })
 		}
-		got, _, _, err := replayLedger(codec, body, anchors, rootAnchor(anchors), l, nil, false)
+		got, _, _, err := replayLedger(codec, body, anchors, 0, rootAnchor(anchors), l, nil, false)
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(got), "trial %d", trial)
 	}
@@ -144,20 +144,20 @@ func TestReplayLedgerSkipsOtherConversations(t *testing.T) {
 		text(anchors[4], root, "main 4"),
 		{Kind: kindTurn, Anchor: anchors[5], Root: root, Data: []byte(v0TurnBlob)},
 	}
-	got, _, st, err := replayLedger(codec, body, anchors, root, ledger, nil, false)
+	got, _, st, err := replayLedger(codec, body, anchors, 0, root, ledger, nil, false)
 	require.NoError(t, err)
 	require.Equal(t, replayStats{applied: 4, missed: 3}, st)
 	unrooted := slices.Clone(ledger)
 	for i := range unrooted {
 		unrooted[i].Root = ""
 	}
-	want, _, wst, err := replayLedger(codec, body, anchors, root, unrooted, nil, false)
+	want, _, wst, err := replayLedger(codec, body, anchors, 0, root, unrooted, nil, false)
 	require.NoError(t, err)
 	require.Equal(t, st, wst)
 	require.Equal(t, string(want), string(got))
 
 	forged := append(slices.Clone(ledger), text(anchors[6], subRoot, "forged"))
-	got, _, st, err = replayLedger(codec, body, anchors, root, forged, nil, false)
+	got, _, st, err = replayLedger(codec, body, anchors, 0, root, forged, nil, false)
 	require.NoError(t, err)
 	require.Equal(t, replayStats{applied: 4, missed: 4}, st)
 	require.NotContains(t, string(got), "forged")
@@ -293,4 +293,57 @@ func BenchmarkAnchorFinder(b *testing.B) {
 			}
 		})
 	}
+}
+
+// An entry that records its anchor's position (LedgerEntry.At) is looked
+// for there: the replay is the same as with positions unknown, an entry
+// of a longer run of the conversation (rewound since) is missed, and one
+// whose anchor is not at its recorded position is missed when no message
+// was left out (an anchor can be nowhere else) but searched for when some
+// were (its position in what was kept is then not At less left, for a
+// message kept from before the ones left out).
+func TestReplayLedgerLooksWhereEntriesSay(t *testing.T) {
+	codec := anthropic.Descriptor.Codec()
+	var msgs []string
+	for i := range 6 {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"question %d"}`, i),
+			fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":"answer %d"}]}`, i))
+	}
+	full := msgsBody(msgs...)
+	view, err := codec.ParseRequest(full)
+	require.NoError(t, err)
+	all := conv.Anchors(view.Messages)
+	rewound := msgsBody(msgs[:8]...) // the conversation as an agent rewound it to its fifth question
+	view, err = codec.ParseRequest(rewound)
+	require.NoError(t, err)
+	anchors := conv.Anchors(view.Messages)
+	require.Equal(t, all[:8], anchors)
+	root := rootAnchor(anchors)
+	text := func(at int, note string) state.LedgerEntry {
+		return state.LedgerEntry{Kind: kindUserText, Anchor: all[at], Root: root, At: at + 1, Data: []byte(`{"texts":["` + note + `"]}`)}
+	}
+	ledger := []state.LedgerEntry{text(0, "zero"), text(2, "two"), text(6, "six"), text(8, "eight, rewound"), text(10, "ten, rewound")}
+	unplaced := slices.Clone(ledger)
+	for i := range unplaced {
+		unplaced[i].At = 0
+	}
+	want, _, wst, err := replayLedger(codec, rewound, anchors, 0, root, unplaced, nil, false)
+	require.NoError(t, err)
+	got, _, st, err := replayLedger(codec, rewound, anchors, 0, root, ledger, nil, false)
+	require.NoError(t, err)
+	require.Equal(t, replayStats{applied: 3, missed: 2}, st)
+	require.Equal(t, wst, st)
+	require.Equal(t, string(want), string(got))
+	require.NotContains(t, string(got), "rewound")
+
+	misplaced := slices.Clone(ledger[:3])
+	misplaced[1].At = 5 // anchors[4] is not its anchor
+	got, _, st, err = replayLedger(codec, rewound, anchors, 0, root, misplaced, nil, false)
+	require.NoError(t, err)
+	require.Equal(t, replayStats{applied: 2, missed: 1}, st, "looked for at its position only")
+	require.NotContains(t, string(got), "two")
+	got, _, st, err = replayLedger(codec, rewound, anchors, 1, root, misplaced, nil, false)
+	require.NoError(t, err)
+	require.Equal(t, replayStats{applied: 3}, st, "searched for: messages were left out")
+	require.Contains(t, string(got), "two")
 }

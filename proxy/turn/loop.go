@@ -278,6 +278,7 @@ func (t *Turn) recordTurn(agentCopy []byte, items [][]byte, pending []conv.ToolR
 		Kind:   kindTurn,
 		Anchor: anchors[len(t.view.Messages)],
 		Root:   rootAnchor(anchors),
+		At:     len(t.view.Messages) + 1,
 		Data:   encodeRecord(turnRecord{V: recordVersion, Items: raw, Tail: len(mv.Messages) - len(t.view.Messages), Results: pending}),
 	})
 }

@@ -190,8 +190,8 @@ func TestSpliceMemoTakesEarlierEdits(t *testing.T) {
 
 // A session shared by two conversations (an agent and its sub-agent, one
 // session id): every entry the turns record carries the first anchor of
-// its own conversation, and the agent's requests go upstream with the same
-// bytes as in a session of its own.
+// its own conversation and its anchor's position in it, and the agent's
+// requests go upstream with the same bytes as in a session of its own.
 func TestLedgerEntriesCarryTheirRoot(t *testing.T) {
 	shared, alone := newSpliceSession(1<<20), newSpliceSession(1<<20)
 	subAgent := func(n int) []byte {
@@ -204,13 +204,13 @@ func TestLedgerEntriesCarryTheirRoot(t *testing.T) {
 		got, want := shared.send(t, agentTurns(n, nil), fmt.Sprintf("[main %d]", n)), alone.send(t, agentTurns(n, nil), fmt.Sprintf("[main %d]", n))
 		require.True(t, got == want, "request %d: the same bytes as in a session of its own", n)
 	}
-	roots := map[string]string{}
+	roots, at := map[string]string{}, map[string]int{}
 	for _, body := range [][]byte{agentTurns(6, nil), subAgent(6)} {
 		view, err := shared.codec.ParseRequest(body)
 		require.NoError(t, err)
 		anchors := conv.Anchors(view.Messages)
-		for _, a := range anchors {
-			roots[a] = anchors[0]
+		for i, a := range anchors {
+			roots[a], at[a] = anchors[0], i+1
 		}
 	}
 	sess, err := shared.e.store.Get(context.Background(), state.Key{Tenant: "t", Session: "s"})
@@ -219,6 +219,7 @@ func TestLedgerEntriesCarryTheirRoot(t *testing.T) {
 	for _, e := range sess.Ledger {
 		require.NotEmpty(t, e.Root)
 		require.Equal(t, roots[e.Anchor], e.Root, "entry %s", e.Anchor)
+		require.Equal(t, at[e.Anchor], e.At, "entry %s: its anchor's position, from 1", e.Anchor)
 	}
 	require.Equal(t, 6*6, shared.metrics.get("ledger_missed")-alone.metrics.get("ledger_missed"), // (n-1) + n for n = 1..6
 		"each request passed over the other conversation's entries")
