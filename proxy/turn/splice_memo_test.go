@@ -229,15 +229,20 @@ func TestLedgerEntriesCarryTheirRoot(t *testing.T) {
 // build) in a session of 100 or 400 turns with a user text in each, with
 // and without the splice memo: with it, what a turn costs should not grow
 // with the session. With sub, a sub-agent's conversation of that many
-// turns shares the session (and its ledger).
+// turns shares the session (and its ledger). With rewound, the session went
+// that many turns further before the agent rewound it to the benchmarked
+// request (the ledger keeps their entries, which the replay passes over).
 func BenchmarkBeginLongSession(b *testing.B) {
 	for _, c := range []struct {
-		memo   int64
-		n, sub int
-	}{{0, 100, 0}, {1 << 20, 100, 0}, {1 << 20, 400, 0}, {1 << 20, 100, 300}} {
+		memo            int64
+		n, sub, rewound int
+	}{{0, 100, 0, 0}, {1 << 20, 100, 0, 0}, {1 << 20, 400, 0, 0}, {1 << 20, 100, 300, 0}, {1 << 20, 400, 0, 16}} {
 		name := fmt.Sprintf("splice_memo=%v/turns=%d", c.memo > 0, c.n)
 		if c.sub > 0 {
 			name += fmt.Sprintf("/sub_agent_turns=%d", c.sub)
+		}
+		if c.rewound > 0 {
+			name += fmt.Sprintf("/rewound_turns=%d", c.rewound)
 		}
 		b.Run(name, func(b *testing.B) {
 			s := newSpliceSession(c.memo)
@@ -247,7 +252,7 @@ func BenchmarkBeginLongSession(b *testing.B) {
 					return strings.Replace(msg, "a line of", "a sub-agent's line of", -1)
 				}), fmt.Sprintf("[sub %d]", i))
 			}
-			for i := 1; i < n; i++ {
+			for i := 1; i < n+c.rewound; i++ {
 				s.send(b, agentTurns(i, nil), fmt.Sprintf("[reminder %d]", i))
 			}
 			body := agentTurns(n, nil)
