@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/shepherd-proxy/shepherd/rewrite"
 	"github.com/shepherd-proxy/shepherd/rewrite/anthropic"
 	"github.com/shepherd-proxy/shepherd/rewrite/conv"
 	"github.com/shepherd-proxy/shepherd/state"
@@ -78,15 +79,8 @@ func TestReplayLedgerV0AndUnknown(t *testing.T) {
 // shuffled (sorted).
 func TestReplayLedgerAnyOrder(t *testing.T) {
 	codec := anthropic.Descriptor.Codec()
-	var msgs []string
-	for i := range 6 {
-		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"question %d"}`, i),
-			fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":"answer %d"}]}`, i))
-	}
-	body := msgsBody(msgs...)
-	view, err := codec.ParseRequest(body)
-	require.NoError(t, err)
-	anchors := conv.Anchors(view.Messages)
+	body := msgsBody(questionsAndAnswers("", 6)...)
+	anchors := anchorsOf(t, codec, body)
 	var ledger []state.LedgerEntry
 	for i := 0; i < len(anchors); i += 2 {
 		ledger = append(ledger, state.LedgerEntry{Kind: kindUserText, Anchor: anchors[i], Data: []byte(fmt.Sprintf(`{"texts":["note %d"]}`, i))})
@@ -118,15 +112,8 @@ func TestReplayLedgerAnyOrder(t *testing.T) {
 func TestReplayLedgerSkipsOtherConversations(t *testing.T) {
 	codec := anthropic.Descriptor.Codec()
 	conversation := func(who string) ([]byte, []string) {
-		var msgs []string
-		for i := range 4 {
-			msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"%s question %d"}`, who, i),
-				fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":"answer %d"}]}`, i))
-		}
-		body := msgsBody(msgs...)
-		view, err := codec.ParseRequest(body)
-		require.NoError(t, err)
-		return body, conv.Anchors(view.Messages)
+		body := msgsBody(questionsAndAnswers(who+" ", 4)...)
+		return body, anchorsOf(t, codec, body)
 	}
 	body, anchors := conversation("main")
 	_, sub := conversation("sub-agent")
@@ -304,19 +291,10 @@ func BenchmarkAnchorFinder(b *testing.B) {
 // message kept from before the ones left out).
 func TestReplayLedgerLooksWhereEntriesSay(t *testing.T) {
 	codec := anthropic.Descriptor.Codec()
-	var msgs []string
-	for i := range 6 {
-		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"question %d"}`, i),
-			fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":"answer %d"}]}`, i))
-	}
-	full := msgsBody(msgs...)
-	view, err := codec.ParseRequest(full)
-	require.NoError(t, err)
-	all := conv.Anchors(view.Messages)
+	msgs := questionsAndAnswers("", 6)
+	all := anchorsOf(t, codec, msgsBody(msgs...))
 	rewound := msgsBody(msgs[:8]...) // the conversation as an agent rewound it to its fifth question
-	view, err = codec.ParseRequest(rewound)
-	require.NoError(t, err)
-	anchors := conv.Anchors(view.Messages)
+	anchors := anchorsOf(t, codec, rewound)
 	require.Equal(t, all[:8], anchors)
 	root := rootAnchor(anchors)
 	text := func(at int, note string) state.LedgerEntry {
@@ -346,4 +324,23 @@ func TestReplayLedgerLooksWhereEntriesSay(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, replayStats{applied: 3}, st, "searched for: messages were left out")
 	require.Contains(t, string(got), "two")
+}
+
+// questionsAndAnswers is a conversation of n user questions, each answered
+// by the assistant; prefix starts every question.
+func questionsAndAnswers(prefix string, n int) []string {
+	var msgs []string
+	for i := range n {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"%squestion %d"}`, prefix, i),
+			fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":"answer %d"}]}`, i))
+	}
+	return msgs
+}
+
+// anchorsOf parses body with codec and returns its messages' anchors.
+func anchorsOf(t *testing.T, codec rewrite.Codec, body []byte) []string {
+	t.Helper()
+	view, err := codec.ParseRequest(body)
+	require.NoError(t, err)
+	return conv.Anchors(view.Messages)
 }
