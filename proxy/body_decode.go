@@ -32,7 +32,7 @@ func requestBody(ctx *fasthttp.RequestCtx, rt route, limit int) ([]byte, error) 
 	if !rt.inspect {
 		return body, nil
 	}
-	if codings := ctx.Request.Header.PeekAll(fasthttp.HeaderContentEncoding); len(codings) > 0 {
+	if codings := contentCodings(&ctx.Request.Header); len(codings) > 0 {
 		decoded, err := decodeBody(body, codings, limit)
 		if err != nil {
 			return nil, err
@@ -42,6 +42,16 @@ func requestBody(ctx *fasthttp.RequestCtx, rt route, limit int) ([]byte, error) 
 		body = decoded
 	}
 	return body, nil
+}
+
+// contentCodings is the request's Content-Encoding header values, one per
+// header line, empty ones included: requestBody decodes a model request's
+// body that has any, so such a body is neither forwarded while it arrives
+// (cutThroughCandidate) nor compared as it arrives (prefetchBody): what
+// arrives is not what is parsed. (Peek alone reads the first line only,
+// and an empty first line hid a coding named on the next.)
+func contentCodings(h *fasthttp.RequestHeader) [][]byte {
+	return h.PeekAll(fasthttp.HeaderContentEncoding)
 }
 
 // decodeBody undoes the content codings listed in the Content-Encoding

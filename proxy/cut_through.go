@@ -57,7 +57,7 @@ func (s *Server) cutThroughCandidate(ctx *fasthttp.RequestCtx) bool {
 		return false
 	case !rt.inspect:
 		return true
-	case s.router != nil || s.tracer != nil || len(ctx.Request.Header.Peek(fasthttp.HeaderContentEncoding)) > 0:
+	case s.router != nil || s.tracer != nil || len(contentCodings(&ctx.Request.Header)) > 0:
 		return false
 	}
 	return rt.api != nil && (rt.noTurn || s.features.chain(rt.api).Empty())

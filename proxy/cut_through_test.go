@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"net"
@@ -350,4 +351,38 @@ func TestCutThroughPassThroughRoutes(t *testing.T) {
 	require.True(t, bytes.Equal(body, bodies[0].body), "the upstream got other bytes")
 	require.Equal(t, 1.0, kit.Metrics(t, h.URL+"/metrics").Value("shepherd_cut_through_requests_total",
 		`route="passthrough"`, `result="forwarded"`))
+}
+
+// TestCutThroughNotForEncodedBodies: a long body sent with a
+// Content-Encoding is decoded before it goes upstream, never cut through,
+// whichever of its Content-Encoding header lines names the coding (here the
+// second, after an empty one): the upstream gets the decoded body.
+func TestCutThroughNotForEncodedBodies(t *testing.T) {
+	d := kit.Drivers()[0]
+	h, u := cutThroughHarness(t, d, nil)
+	body := bigRequest(d, 200<<10)
+	var gz bytes.Buffer
+	w, err := gzip.NewWriterLevel(&gz, gzip.NoCompression) // stored: as long as the body, past cut_through_bytes
+	require.NoError(t, err)
+	_, _ = w.Write(body)
+	require.NoError(t, w.Close())
+
+	c := dialShepherd(t, h)
+	var head strings.Builder
+	fmt.Fprintf(&head, "POST %s HTTP/1.1\r\nHost: shepherd\r\nContent-Type: application/json\r\nContent-Encoding:\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n", d.Path("", false), gz.Len())
+	for k, v := range d.Headers() {
+		fmt.Fprintf(&head, "%s: %s\r\n", k, v)
+	}
+	head.WriteString("\r\n")
+	_, err = io.WriteString(c, head.String()+gz.String())
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err)
+	got, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", got)
+	bodies := u.received()
+	require.Len(t, bodies, 1)
+	require.True(t, bytes.Equal(body, bodies[0].body), "the upstream got other bytes than the decoded body")
+	m := kit.Metrics(t, h.URL+"/metrics")
+	require.Zero(t, m.Value("shepherd_cut_through_requests_total", `route="`+d.Route(false)+`"`, `result="forwarded"`))
 }

@@ -144,7 +144,7 @@ func (s *Server) bufferBody(next fasthttp.RequestHandler) fasthttp.RequestHandle
 // with a Content-Encoding (what arrives is not what is parsed).
 func (s *Server) prefetchBody(ctx *fasthttp.RequestCtx) *rewrite.BodyPrefetch {
 	rt := classifyHeader(&ctx.Request.Header, ctx.Path())
-	if !rt.inspect || rt.api == nil || len(ctx.Request.Header.Peek(fasthttp.HeaderContentEncoding)) > 0 {
+	if !rt.inspect || rt.api == nil || len(contentCodings(&ctx.Request.Header)) > 0 {
 		return nil
 	}
 	return s.views.PrefetchBody(rt.api.Conversation, ctx.Request.Header.ContentLength())
