@@ -33,14 +33,14 @@ import (
 const cutThroughChunk = 128 << 10
 
 // cutThroughCandidate reports whether the request's body is to be forwarded
-// while it arrives (called before it is read): a body of at least
+// while it arrives (called before it is read; rt is the request's route): a body of at least
 // limits.cut_through_bytes that goes upstream as sent. A pass-through
 // route's body (a file upload, say) always does; a model request's when no
 // feature reads it, no routing rule picks its upstream from it, it needs
 // no decoding, and tracing is off (a traced request's upstream headers
 // carry the span its body names). Never when limits.upstream_timeout is
 // shorter than limits.body_timeout.
-func (s *Server) cutThroughCandidate(ctx *fasthttp.RequestCtx) bool {
+func (s *Server) cutThroughCandidate(ctx *fasthttp.RequestCtx, rt route) bool {
 	lim := &s.cfg.Limits
 	size, least := ctx.Request.Header.ContentLength(), lim.CutThroughBytes
 	if least <= 0 || size < least || size > lim.MaxBodyBytes {
@@ -51,7 +51,6 @@ func (s *Server) cutThroughCandidate(ctx *fasthttp.RequestCtx) bool {
 		// the body timeout would hit the upstream's write deadline.
 		return false
 	}
-	rt := classifyHeader(&ctx.Request.Header, ctx.Path())
 	switch {
 	case rt.notFound:
 		return false
@@ -142,7 +141,7 @@ func (s *Server) handleCutThrough(ctx *fasthttp.RequestCtx, x *exchange) {
 	size := ctx.Request.Header.ContentLength()
 	p := requestBodyBuffer(ctx, size)
 	var in inspection
-	cut := &cutBody{src: ctx.RequestBodyStream(), buf: p, size: size, prefetch: s.prefetchBody(ctx)}
+	cut := &cutBody{src: ctx.RequestBodyStream(), buf: p, size: size, prefetch: s.prefetchBody(ctx, x.route)}
 	defer cut.prefetch.Close() // before the buffer can hold another body
 	cut.check = func(body []byte) error {
 		var err error

@@ -123,8 +123,12 @@ func (ps *bodyPools) release(p *pooledBody) {
 // the next request's bytes would follow the unread body.
 func (s *Server) bufferBody(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		if ctx.RequestBodyStream() != nil && !s.cutThroughCandidate(ctx) {
-			pf := s.prefetchBody(ctx)
+		if ctx.RequestBodyStream() == nil {
+			next(ctx)
+			return
+		}
+		if rt := classifyHeader(&ctx.Request.Header, ctx.Path()); !s.cutThroughCandidate(ctx, rt) {
+			pf := s.prefetchBody(ctx, rt)
 			defer pf.Close() // before the buffer can hold another body
 			if err := s.readWholeBody(ctx, pf); err != nil {
 				s.refuseBody(ctx, err)
@@ -138,12 +142,11 @@ func (s *Server) bufferBody(next fasthttp.RequestHandler) fasthttp.RequestHandle
 	}
 }
 
-// prefetchBody returns the prefetch for the request's body: a model
-// request's long body is compared with the index memo's bodies while it
-// arrives (rewrite.BodyPrefetch); nil for any other, and for a body sent
-// with a Content-Encoding (what arrives is not what is parsed).
-func (s *Server) prefetchBody(ctx *fasthttp.RequestCtx) *rewrite.BodyPrefetch {
-	rt := classifyHeader(&ctx.Request.Header, ctx.Path())
+// prefetchBody returns the prefetch for the body of a request of route rt:
+// a model request's long body is compared with the index memo's bodies
+// while it arrives (rewrite.BodyPrefetch); nil for any other, and for a
+// body sent with a Content-Encoding (what arrives is not what is parsed).
+func (s *Server) prefetchBody(ctx *fasthttp.RequestCtx, rt route) *rewrite.BodyPrefetch {
 	if !rt.inspect || rt.api == nil || len(contentCodings(&ctx.Request.Header)) > 0 {
 		return nil
 	}
