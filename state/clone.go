@@ -21,7 +21,7 @@ func (s *Session) Clone() *Session { return s.clone() }
 // The store clones a session up to three times per turn: deep copies of
 // every ledger record and every slot (a long session's chapters, audit
 // and turns) were most of a clone, and a turn changes few of them; a copy
-// of the ledger (up to 512 entries of 72 bytes) was then most of what was
+// of the ledger (up to 512 entries of 80 bytes) was then most of what was
 // left, three times per turn where the turn's own append copies it once. Nil
 // slices stay nil. A Session field added later must be handled here;
 // clone_test.go checks that nothing else is shared.

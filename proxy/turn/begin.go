@@ -207,7 +207,7 @@ func (t *Turn) build(sess *state.Session, edits conv.RequestEdits) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	left := sent - len(anchors) // messages reshape left out, all before those it kept past the first user turns
+	left := sent - len(anchors) // messages reshape left out, all before the newest user turn (LedgerEntry.At counts them)
 	texts := edits.AppendUserText
 	edits.AppendUserText = nil
 	var fresh *rewrite.UserTexts
