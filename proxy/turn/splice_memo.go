@@ -40,8 +40,10 @@ type spliceSet struct {
 	// the session (one per earlier turn: a long session's build allocated
 	// tens of KB for it on every request). It is kept all zero: its
 	// splices' bytes are slices of the build's scratch body and of dropped
-	// edits, which it must not keep alive.
+	// edits, which it must not keep alive. found is the last build's
+	// splicesReused.found, kept all nil for the same reasons.
 	reuse []rewrite.SpliceReuse
+	found []*keptSplice
 }
 
 // keptSplice is one turn's edit. gen is the Gen of the latest body it was
@@ -52,10 +54,17 @@ type keptSplice struct {
 	texts []string
 	at    rewrite.TurnSplice
 	gen   uint64
+	// replaced: keep put another edit in this one's place (it is no
+	// longer in the set). A batch's ops edit distinct turns (overlapping
+	// spans go one by one, and keep then gets no edit), so no later op of
+	// the same keep should hold it; the flag keeps keep's shortcut from
+	// relying on that.
+	replaced bool
 }
 
 func (s *spliceSet) size() int64 {
-	return s.bytes + int64(cap(s.reuse))*int64(unsafe.Sizeof(rewrite.SpliceReuse{}))
+	return s.bytes + int64(cap(s.reuse))*int64(unsafe.Sizeof(rewrite.SpliceReuse{})) +
+		int64(cap(s.found))*int64(unsafe.Sizeof((*keptSplice)(nil)))
 }
 
 // spliceMemo is safe for concurrent use; a nil *spliceMemo keeps nothing.
@@ -79,6 +88,9 @@ type splicesReused struct {
 	lin   conv.BodyLineage
 	set   *spliceSet // taken from the memo; nil: none
 	reuse []rewrite.SpliceReuse
+	// found[i] is the kept edit prepare gave op i as Known (nil: none),
+	// so that keep finds an edit the batch took without looking it up.
+	found []*keptSplice
 }
 
 // prepare takes the session's kept edits and sets Reuse on every op of
@@ -96,6 +108,11 @@ func (m *spliceMemo) prepare(key state.Key, lin conv.BodyLineage, anchors []stri
 	} else {
 		r.reuse = make([]rewrite.SpliceReuse, len(ops))
 	}
+	if r.set != nil && cap(r.set.found) >= len(ops) {
+		r.found = r.set.found[:len(ops)] // all nil (keep)
+	} else {
+		r.found = make([]*keptSplice, len(ops))
+	}
 	valid := r.set != nil && lin.Prev != 0 && lin.Prev == r.set.gen
 	for i := range ops {
 		ops[i].Reuse = &r.reuse[i]
@@ -105,6 +122,7 @@ func (m *spliceMemo) prepare(key state.Key, lin conv.BodyLineage, anchors []stri
 		k, ok := r.set.turns[anchors[ops[i].Pos]]
 		if ok && k.at.SpanEnd <= lin.Shared && slices.Equal(k.texts, ops[i].Texts) {
 			r.reuse[i].Known = k.at
+			r.found[i] = k
 		}
 	}
 	return r
@@ -137,10 +155,20 @@ func (r *splicesReused) keep(m Metrics, anchors []string, ops []rewrite.UserText
 		if made.SpanEnd == 0 {
 			continue
 		}
-		if sameSplice(r.reuse[i].Known, made) {
-			taken++
-		} else {
+		if !sameSplice(r.reuse[i].Known, made) {
 			remade++
+		} else if old := r.found[i]; old != nil && !old.replaced {
+			// Taken as prepare found it: the entry is still the
+			// set's, with this op's texts (prepare compared them) and
+			// this very edit, so the lookup below would find it.
+			taken++
+			if old.gen != gen {
+				old.gen = gen
+				current++
+			}
+			continue
+		} else {
+			taken++
 		}
 		if ops[i].Pos < 0 || ops[i].Pos >= len(anchors) {
 			continue
@@ -157,6 +185,7 @@ func (r *splicesReused) keep(m Metrics, anchors []string, ops []rewrite.UserText
 			if old.gen == gen {
 				current--
 			}
+			old.replaced = true
 			set.bytes -= keptSize(a, old)
 		}
 		// The splice's bytes are a slice of the batch's scratch body:
@@ -179,7 +208,8 @@ func (r *splicesReused) keep(m Metrics, anchors []string, ops []rewrite.UserText
 		}
 	}
 	clear(r.reuse) // nothing reads it past the build
-	set.reuse = r.reuse
+	clear(r.found)
+	set.reuse, set.found = r.reuse, r.found
 	r.m.sets.Put(r.key, set)
 }
 
