@@ -155,27 +155,24 @@ func (r *splicesReused) keep(m Metrics, anchors []string, ops []rewrite.UserText
 		if made.SpanEnd == 0 {
 			continue
 		}
-		if !sameSplice(r.reuse[i].Known, made) {
-			remade++
-		} else if old := r.found[i]; old != nil && !old.replaced {
-			// Taken as prepare found it: the entry is still the
-			// set's, with this op's texts (prepare compared them) and
-			// this very edit, so the lookup below would find it.
+		if sameSplice(r.reuse[i].Known, made) {
 			taken++
-			if old.gen != gen {
-				old.gen = gen
-				current++
-			}
-			continue
 		} else {
-			taken++
+			remade++
 		}
 		if ops[i].Pos < 0 || ops[i].Pos >= len(anchors) {
 			continue
 		}
 		a := anchors[ops[i].Pos]
-		if old, ok := set.turns[a]; ok {
-			if sameSplice(old.at, made) && slices.Equal(old.texts, ops[i].Texts) {
+		// The entry prepare gave as Known, when the batch took it, is
+		// still the set's (unless replaced above), with this op's texts
+		// (prepare compared them): no lookup, no second comparison.
+		old, vouched := r.found[i], true
+		if old == nil || old.replaced || !sameSplice(old.at, made) {
+			old, vouched = set.turns[a], false
+		}
+		if old != nil {
+			if sameSplice(old.at, made) && (vouched || slices.Equal(old.texts, ops[i].Texts)) {
 				if old.gen != gen { // taken as it was kept
 					old.gen = gen
 					current++
